@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * DevX transport: the one seam between the driver and a device.
+ *
+ * The driver builds PRM command mailboxes (prm/) and hands them to this
+ * layer, which executes them on one of two back ends:
+ *   - rdma: rdma-core mlx5dv DevX on a real ConnectX (ibdev=<name>);
+ *   - emu:  the emulated ConnectX (emu=<profile>), which sees the very
+ *           same bytes.
+ * Every command (and umem/doorbell/event operation) can be traced as JSON
+ * lines (devx_trace=PATH) with the same format for both back ends.
+ *
+ * All calls are thread safe: parallelism towards the firmware comes from
+ * issuing commands from several threads (rdma-core DevX calls are
+ * synchronous ioctls, and so are the emulator's).
+ */
+#ifndef MLX5_LM_DEVX_H
+#define MLX5_LM_DEVX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct devx_ctx;
+struct devx_obj;
+struct devx_umem;
+struct devx_db;
+struct devx_evch;
+
+struct devx_open_params {
+	const char *name;        /* device name for logs and trace ("vdpa_mlx5_lm0") */
+	const char *emu_profile; /* emulated back end: profile name or JSON path */
+	const char *ibdev;       /* rdma back end: RDMA device name */
+	const char *trace_path;  /* JSON-lines command trace, NULL for none */
+};
+
+/*
+ * Open a device context on the back end selected by params (exactly one of
+ * emu_profile / ibdev). On failure returns a negative errno and writes a
+ * one-line reason into err.
+ */
+int devx_open(const struct devx_open_params *params, struct devx_ctx **ctx,
+	      char *err, size_t errlen);
+/*
+ * Close a context. Returns the number of device objects the device still
+ * held (the emulator counts them; the rdma back end returns 0).
+ */
+int devx_close(struct devx_ctx *ctx);
+const char *devx_name(const struct devx_ctx *ctx);
+/* 1 when the context is an emulated device. */
+int devx_is_emulated(const struct devx_ctx *ctx);
+/* The emulated device behind ctx (struct emu_dev *), NULL for rdma. */
+void *devx_emu_dev(struct devx_ctx *ctx);
+
+/*
+ * Execute a general command (QUERY_HCA_CAP, QUERY_SPECIAL_CONTEXTS, QP
+ * transitions, MODIFY_RQT, ...). Returns 0 when the device answered with
+ * status 0; -EIO when it answered with a non-zero status (status and
+ * syndrome are in out, and logged); another negative errno when the
+ * command could not be delivered.
+ */
+int devx_cmd(struct devx_ctx *ctx, const void *in, size_t inlen, void *out, size_t outlen);
+
+/*
+ * Create an object from a CREATE_* / ALLOC_* mailbox. Returns the object or
+ * NULL (errno set; out holds status and syndrome when the device answered).
+ * The matching DESTROY command is derived from the create input, as the
+ * kernel does for rdma-core, so destroy needs no mailbox.
+ */
+struct devx_obj *devx_obj_create(struct devx_ctx *ctx, const void *in, size_t inlen,
+				 void *out, size_t outlen);
+int devx_obj_modify(struct devx_obj *obj, const void *in, size_t inlen,
+		    void *out, size_t outlen);
+int devx_obj_query(struct devx_obj *obj, const void *in, size_t inlen,
+		   void *out, size_t outlen);
+/* Destroy; on failure the object stays valid and a negative errno is returned. */
+int devx_obj_destroy(struct devx_obj *obj);
+/* Object number: general obj_id, or the 24-bit pd/tdn/tisn/cqn/qpn/mkey index. */
+uint32_t devx_obj_id(const struct devx_obj *obj);
+/* For mkeys: the key (index << 8 | mkey_7_0) that goes into virtq/KLM fields. */
+uint32_t devx_obj_mkey(const struct devx_obj *obj);
+
+/* Register host memory for device access (rdma: mlx5dv_devx_umem_reg). */
+struct devx_umem *devx_umem_reg(struct devx_ctx *ctx, void *addr, size_t size,
+				uint32_t access);
+int devx_umem_dereg(struct devx_umem *umem);
+uint32_t devx_umem_id(const struct devx_umem *umem);
+
+/*
+ * Doorbell area for virtq kicks: a queue's doorbell is a 32-bit write of
+ * its index at offset `doorbell_bar_offset + index << log_stride`.
+ */
+struct devx_db *devx_db_alloc(struct devx_ctx *ctx);
+void devx_db_free(struct devx_db *db);
+void devx_db_ring(struct devx_db *db, uint32_t offset, uint32_t value);
+/* mmap-able file descriptor and page offset of the area (for the guest notifier); -1 if none. */
+int devx_db_mmap_info(const struct devx_db *db, int *fd, uint64_t *offset, uint64_t *size);
+
+/* Event channel: completions and OBJECT_CHANGE events, read from an fd. */
+struct devx_event {
+	uint64_t cookie;   /* the subscriber's cookie */
+	uint16_t type;     /* PRM_EVENT_* */
+	uint32_t obj_id;   /* object the event refers to */
+	uint8_t data[32];  /* event data (OBJECT_CHANGE: obj_type, state, error_type) */
+};
+struct devx_evch *devx_evch_create(struct devx_ctx *ctx);
+void devx_evch_destroy(struct devx_evch *ch);
+/* File descriptor that becomes readable when an event is pending. */
+int devx_evch_fd(const struct devx_evch *ch);
+/*
+ * Subscribe to `type` events of obj (a CQ for completions, a general object
+ * for OBJECT_CHANGE), tagging them with cookie.
+ */
+int devx_evch_subscribe(struct devx_evch *ch, struct devx_obj *obj, uint16_t type,
+			uint64_t cookie);
+/* Read one pending event; returns 1 when one was read, 0 when none, <0 error. */
+int devx_evch_read(struct devx_evch *ch, struct devx_event *ev);
+
+#endif /* MLX5_LM_DEVX_H */
