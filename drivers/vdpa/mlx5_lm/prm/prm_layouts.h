@@ -50,7 +50,10 @@ enum prm_opcode {
 	PRM_CMD_DESTROY_UMEM = 0xa0a,
 };
 
-/* Command status values (out.status). */
+/*
+ * Command status values (out.status), as the public headers number them
+ * (Linux include/linux/mlx5/device.h MLX5_CMD_STAT_*).
+ */
 enum prm_status {
 	PRM_STATUS_OK = 0x00,
 	PRM_STATUS_INTERNAL_ERR = 0x01,
@@ -59,12 +62,16 @@ enum prm_status {
 	PRM_STATUS_BAD_SYS_STATE = 0x04,
 	PRM_STATUS_BAD_RES = 0x05,
 	PRM_STATUS_RES_BUSY = 0x06,
-	PRM_STATUS_EXCEED_LIM = 0x0f,
-	PRM_STATUS_BAD_RES_STATE = 0x10,
-	PRM_STATUS_BAD_INDEX = 0x12,
-	PRM_STATUS_NO_RESOURCES = 0x22,
-	PRM_STATUS_BAD_INPUT_LEN = 0x40,
-	PRM_STATUS_BAD_OUTPUT_LEN = 0x50,
+	PRM_STATUS_NOT_READY = 0x07,
+	PRM_STATUS_EXCEED_LIM = 0x08,
+	PRM_STATUS_BAD_RES_STATE = 0x09,
+	PRM_STATUS_BAD_INDEX = 0x0a,
+	PRM_STATUS_NO_RESOURCES = 0x0f,
+	PRM_STATUS_BAD_QP_STATE = 0x10,
+	PRM_STATUS_BAD_PKT = 0x30,
+	PRM_STATUS_BAD_SIZE_OUTS_CQES = 0x40,
+	PRM_STATUS_BAD_INPUT_LEN = 0x50,
+	PRM_STATUS_BAD_OUTPUT_LEN = 0x51,
 };
 
 /* General object types (obj_type of the general-object commands). */
@@ -297,7 +304,7 @@ PRM_FIELD(mkc, rr, 0x13, 1);
 PRM_FIELD(mkc, lw, 0x14, 1);
 PRM_FIELD(mkc, lr, 0x15, 1);
 PRM_FIELD(mkc, access_mode_1_0, 0x16, 2);
-PRM_FIELD(mkc, qpn, 0x28, 24);
+PRM_FIELD(mkc, qpn, 0x20, 24);
 PRM_FIELD(mkc, mkey_7_0, 0x38, 8);
 PRM_FIELD(mkc, length64, 0x60, 1);
 PRM_FIELD(mkc, pd, 0x68, 24);
