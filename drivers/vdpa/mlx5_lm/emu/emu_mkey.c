@@ -1,1 +1,432 @@
-/* placeholder: being written */
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Memory: the umem registry (what the kernel does for
+ * mlx5dv_devx_umem_reg) and memory keys. A direct mkey maps its range to
+ * a umem or to an explicit page list; an indirect one (KLM, KSM) is a
+ * concatenation of ranges of other mkeys, with the null mkey as a hole.
+ * Translation (indirect -> direct -> host address) is what the data path
+ * does per descriptor, so indirect entries are kept sorted and searched.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu_priv.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+/* Below this a umem is a queue ring buffer, not guest memory. */
+#define EMU_UMEM_SMALL (1u << 20)
+/* Indirect mkeys may nest; deeper chains are a driver bug (and a loop guard). */
+#define EMU_MKEY_MAX_DEPTH 4
+
+/* ---- umem ------------------------------------------------------------------ */
+/* Hold a command slot for the modelled time of a non-mailbox operation. */
+static void
+slot_sleep(struct emu_dev *dev, double us)
+{
+	uint64_t t0;
+
+	if (us <= 0)
+		return;
+	emu_slot_get(dev);
+	t0 = emu_now_ns();
+	emu_sleep_until_ns(t0 + (uint64_t)(us * 1000.0));
+	emu_slot_put(dev);
+}
+
+int
+emu_umem_reg(struct emu_dev *dev, void *addr, size_t size, uint32_t access, uint32_t *id,
+	     uint32_t *syndrome)
+{
+	const struct emu_profile *p = dev->prof;
+	double gib = (double)size / GIB;
+	struct emu_umem *u;
+	int status;
+
+	*syndrome = 0;
+	*id = 0;
+	atomic_fetch_add(&dev->cmd_count[PRM_CMD_CREATE_UMEM], 1);
+	pthread_mutex_lock(&dev->lock);
+	status = emu_fault_check(dev, PRM_CMD_CREATE_UMEM, 0, false, syndrome);
+	pthread_mutex_unlock(&dev->lock);
+	if (status != 0)
+		return status;
+	if (addr == NULL || size == 0) {
+		*syndrome = EMU_SYND_BAD_PARAM;
+		return PRM_STATUS_BAD_PARAM;
+	}
+	if (size < EMU_UMEM_SMALL) {
+		slot_sleep(dev, emu_cost_us(p, EMU_COST_UMEM_REG_SMALL, gib, 0));
+	} else {
+		/* Pinning is host work: a host token, not a firmware slot. */
+		double pin_us = emu_cost_us(p, EMU_COST_GUEST_UMEM_PIN, gib, 0);
+
+		if (pin_us > 0) {
+			emu_pin_get(p);
+			emu_sleep_until_ns(emu_now_ns() + (uint64_t)(pin_us * 1000.0));
+			emu_pin_put();
+		}
+		slot_sleep(dev, emu_cost_us(p, EMU_COST_GUEST_UMEM_REG, gib, 0));
+	}
+	pthread_mutex_lock(&dev->lock);
+	u = (struct emu_umem *)emu_obj_new(dev, EMU_KIND_UMEM, sizeof(*u));
+	if (u != NULL) {
+		u->addr = addr;
+		u->size = size;
+		u->access = access;
+		*id = u->obj.id;
+	}
+	pthread_mutex_unlock(&dev->lock);
+	if (u == NULL) {
+		*syndrome = EMU_SYND_BAD_PARAM;
+		return PRM_STATUS_NO_RESOURCES;
+	}
+	return 0;
+}
+
+int
+emu_umem_dereg(struct emu_dev *dev, uint32_t id, uint32_t *syndrome)
+{
+	struct emu_obj *o;
+	enum emu_cost_id cost = EMU_COST_UMEM_DEREG_SMALL;
+	double gib = 0;
+	int status;
+
+	*syndrome = 0;
+	atomic_fetch_add(&dev->cmd_count[PRM_CMD_DESTROY_UMEM], 1);
+	pthread_mutex_lock(&dev->lock);
+	status = emu_fault_check(dev, PRM_CMD_DESTROY_UMEM, 0, false, syndrome);
+	if (status != 0) {
+		pthread_mutex_unlock(&dev->lock);
+		return status;
+	}
+	o = emu_obj_find(dev, EMU_KIND_UMEM, id);
+	if (o == NULL) {
+		*syndrome = EMU_SYND_UNKNOWN_OBJ;
+		status = PRM_STATUS_BAD_RES;
+	} else {
+		size_t size = ((struct emu_umem *)o)->size;
+
+		if (size >= EMU_UMEM_SMALL) {
+			cost = EMU_COST_GUEST_UMEM_DEREG;
+			gib = (double)size / GIB;
+		}
+		/* RES_BUSY while an mkey, virtq, CQ or QP still uses it. */
+		status = emu_obj_destroy(dev, o, syndrome);
+	}
+	pthread_mutex_unlock(&dev->lock);
+	slot_sleep(dev, status == 0 ? emu_cost_us(dev->prof, cost, gib, 0) :
+				      emu_cost_base_us(dev->prof, cost));
+	return status;
+}
+
+/* ---- mkey translation -------------------------------------------------------- */
+struct emu_mkey *
+emu_mkey_find_key(struct emu_dev *dev, uint32_t key)
+{
+	struct emu_mkey *mk;
+
+	if (key == EMU_NULL_MKEY)
+		return NULL;
+	mk = (struct emu_mkey *)emu_obj_find(dev, EMU_KIND_MKEY, key >> 8);
+	/* The low byte (mkey_7_0) is part of the key: a stale variant misses. */
+	if (mk == NULL || mk->key != key)
+		return NULL;
+	return mk;
+}
+
+static const struct emu_klm *
+klm_search(const struct emu_mkey *mk, uint64_t off)
+{
+	uint32_t lo = 0, hi = mk->n_klm;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		const struct emu_klm *e = &mk->klm[mid];
+
+		if (off < e->start)
+			hi = mid;
+		else if (off - e->start >= e->len)
+			lo = mid + 1;
+		else
+			return e;
+	}
+	return NULL;
+}
+
+static int
+xlate(const struct emu_mkey *mk, uint64_t addr, uint64_t len, uint8_t **host,
+      uint64_t *contig, int depth)
+{
+	uint64_t off, avail;
+
+	if (depth > EMU_MKEY_MAX_DEPTH || addr < mk->start_addr ||
+	    addr - mk->start_addr >= mk->len)
+		return -EFAULT;
+	off = addr - mk->start_addr;
+	avail = mk->len - off;
+	if (len > avail)
+		len = avail;
+	switch (mk->type) {
+	case EMU_MKEY_UMEM:
+		*host = mk->umem->addr + mk->umem_offset + off;
+		*contig = len;
+		return 0;
+	case EMU_MKEY_MTT_LIST: {
+		uint64_t pg = 1ull << mk->log_page_size;
+		uint64_t o = off + (mk->start_addr & (pg - 1));
+		uint64_t idx = o >> mk->log_page_size, in_pg = o & (pg - 1);
+		uint64_t got = pg - in_pg;
+
+		*host = (uint8_t *)(uintptr_t)(mk->pages[idx] + in_pg);
+		/* Extend over pages that happen to be host-contiguous. */
+		while (got < len && idx + 1 < mk->n_pages &&
+		       mk->pages[idx + 1] == mk->pages[idx] + pg) {
+			idx++;
+			got += pg;
+		}
+		*contig = got < len ? got : len;
+		return 0;
+	}
+	case EMU_MKEY_KLM:
+	case EMU_MKEY_KSM: {
+		const struct emu_klm *e;
+		uint64_t in_e;
+
+		if (mk->type == EMU_MKEY_KSM) {
+			uint64_t idx = off >> mk->log_page_size;
+
+			e = idx < mk->n_klm ? &mk->klm[idx] : NULL;
+		} else {
+			e = klm_search(mk, off);
+		}
+		if (e == NULL || e->target == NULL)
+			return -EFAULT;
+		in_e = off - e->start;
+		if (len > e->len - in_e)
+			len = e->len - in_e;
+		return xlate(e->target, e->addr + in_e, len, host, contig, depth + 1);
+	}
+	}
+	return -EFAULT;
+}
+
+int
+emu_mkey_xlate(const struct emu_mkey *mk, uint64_t addr, uint64_t len, uint8_t **host,
+	       uint64_t *contig)
+{
+	return xlate(mk, addr, len, host, contig, 0);
+}
+
+int
+emu_mkey_translate(struct emu_dev *dev, uint32_t mkey, uint64_t addr, size_t len, void **host)
+{
+	const struct emu_mkey *mk;
+	uint8_t *first = NULL, *h;
+	uint64_t done = 0, got;
+	int ret = 0;
+
+	pthread_mutex_lock(&dev->lock);
+	mk = emu_mkey_find_key(dev, mkey);
+	if (mk == NULL)
+		ret = -EFAULT;
+	/* One pointer for the whole range: every extent must follow the last. */
+	while (ret == 0 && (done < len || done == 0)) {
+		ret = xlate(mk, addr + done, len - done, &h, &got, 0);
+		if (ret < 0)
+			break;
+		if (first == NULL)
+			first = h;
+		else if (h != first + done)
+			ret = -EFAULT;
+		done += got;
+		if (got == 0)
+			break;
+	}
+	pthread_mutex_unlock(&dev->lock);
+	if (ret == 0)
+		*host = first;
+	return ret;
+}
+
+/* ---- CREATE_MKEY / DESTROY_MKEY ----------------------------------------------- */
+static int
+mkey_fill_mtt(struct emu_ctx *c, struct emu_mkey *mk, uint32_t octs)
+{
+	const uint8_t *list = PRM_CADDR(create_mkey_in, c->in, klm_pas_mtt);
+	uint64_t pg = 1ull << mk->log_page_size;
+	uint64_t need = ((mk->start_addr & (pg - 1)) + mk->len + pg - 1) >> mk->log_page_size;
+	uint32_t i;
+
+	/* Two 8-byte MTT entries per octword. */
+	mk->n_pages = octs * 2;
+	if (need > mk->n_pages)
+		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
+	mk->pages = calloc(mk->n_pages, sizeof(*mk->pages));
+	if (mk->pages == NULL)
+		return emu_fail(c, PRM_STATUS_NO_RESOURCES, EMU_SYND_BAD_PARAM);
+	for (i = 0; i < mk->n_pages; i++)
+		/* Bits 0-1 of an MTT entry are its read/write enables. */
+		mk->pages[i] = PRM_GET(mtt, list + i * PRM_SIZE(mtt), ptag) & ~3ull;
+	return 0;
+}
+
+static int
+mkey_fill_klm(struct emu_ctx *c, struct emu_mkey *mk, uint32_t n)
+{
+	const uint8_t *list = PRM_CADDR(create_mkey_in, c->in, klm_pas_mtt);
+	uint64_t at = 0, ksm = 1ull << mk->log_page_size;
+	uint32_t i;
+
+	mk->klm = calloc(n, sizeof(*mk->klm));
+	if (mk->klm == NULL)
+		return emu_fail(c, PRM_STATUS_NO_RESOURCES, EMU_SYND_BAD_PARAM);
+	mk->n_klm = n;
+	for (i = 0; i < n; i++) {
+		const uint8_t *e = list + i * PRM_SIZE(klm);
+		struct emu_klm *k = &mk->klm[i];
+		uint32_t key = (uint32_t)PRM_GET(klm, e, mkey);
+
+		/* KSM entries have a fixed size and ignore byte_count. */
+		k->len = mk->type == EMU_MKEY_KSM ? ksm : PRM_GET(klm, e, byte_count);
+		k->addr = PRM_GET(klm, e, address);
+		k->start = at;
+		if (k->len == 0 || k->len > PRM_MAX_KLM_BYTE_COUNT)
+			return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
+		at += k->len;
+		if (key == EMU_NULL_MKEY)
+			continue;  /* a hole */
+		k->target = emu_mkey_find_key(c->dev, key);
+		if (k->target == NULL)
+			return emu_fail(c, PRM_STATUS_BAD_RES, EMU_SYND_BAD_REFERENCE);
+		/* The entry must lie inside what the target maps. */
+		if (k->addr < k->target->start_addr ||
+		    k->addr - k->target->start_addr > k->target->len ||
+		    k->len > k->target->len - (k->addr - k->target->start_addr))
+			return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
+		if (emu_obj_hold(&mk->obj, &k->target->obj) < 0)
+			return emu_fail(c, PRM_STATUS_NO_RESOURCES, EMU_SYND_BAD_PARAM);
+	}
+	/* The entries must cover [start_addr, start_addr + len). */
+	if (at < mk->len)
+		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
+	return 0;
+}
+
+int
+emu_mkey_create(struct emu_ctx *c)
+{
+	const void *mkc = PRM_CADDR(create_mkey_in, c->in, mkc);
+	uint32_t mode = (uint32_t)(PRM_GET(mkc, mkc, access_mode_4_2) << 2 |
+				   PRM_GET(mkc, mkc, access_mode_1_0));
+	uint32_t octs = (uint32_t)PRM_GET(create_mkey_in, c->in,
+					  translations_octword_actual_size);
+	uint32_t umem_id = (uint32_t)PRM_GET(create_mkey_in, c->in, mkey_umem_id);
+	uint64_t umem_off = PRM_GET(create_mkey_in, c->in, mkey_umem_offset);
+	struct emu_obj *pd, *umem = NULL;
+	struct emu_mkey *mk;
+	enum emu_mkey_type type;
+	int status;
+
+	c->gib = (double)PRM_GET(mkc, mkc, len) / GIB;
+	switch (mode) {
+	case PRM_MKC_ACCESS_MODE_MTT:
+		type = umem_id != 0 ? EMU_MKEY_UMEM : EMU_MKEY_MTT_LIST;
+		c->cost[0] = umem_id != 0 ? EMU_COST_CREATE_MKEY_DIRECT :
+					    EMU_COST_CREATE_MKEY_DIRECT_MTT_LIST;
+		break;
+	case PRM_MKC_ACCESS_MODE_KLM:
+	case PRM_MKC_ACCESS_MODE_KSM:
+		type = mode == PRM_MKC_ACCESS_MODE_KLM ? EMU_MKEY_KLM : EMU_MKEY_KSM;
+		c->cost[0] = EMU_COST_CREATE_MKEY_INDIRECT;
+		c->entries = octs;
+		break;
+	default:
+		/* PA mode needs physical addresses: not for user space. */
+		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
+	}
+	/*
+	 * A umem-backed mkey takes its translation from the umem: any
+	 * octword count it carries (DPDK sets one) describes no list here.
+	 */
+	if (type != EMU_MKEY_UMEM) {
+		/* One KLM per octword; the mailbox bounds how many fit in a command. */
+		if (octs > PRM_MAX_KLM_PER_CMD)
+			return emu_fail(c, PRM_STATUS_EXCEED_LIM, EMU_SYND_TOO_MANY_ENTRIES);
+		if (c->inlen < PRM_SIZE(create_mkey_in) + (size_t)octs * 16)
+			return emu_fail(c, PRM_STATUS_BAD_INPUT_LEN, EMU_SYND_BAD_INPUT_LEN);
+		if (octs == 0)
+			return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
+	}
+	if (PRM_GET(mkc, mkc, length64) || PRM_GET(mkc, mkc, len) == 0 ||
+	    PRM_GET(mkc, mkc, log_page_size) > 30)
+		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
+	pd = emu_obj_find(c->dev, EMU_KIND_PD, (uint32_t)PRM_GET(mkc, mkc, pd));
+	if (pd == NULL)
+		return emu_fail(c, PRM_STATUS_BAD_RES, EMU_SYND_BAD_REFERENCE);
+	if (type == EMU_MKEY_UMEM) {
+		umem = emu_obj_find(c->dev, EMU_KIND_UMEM, umem_id);
+		if (umem == NULL)
+			return emu_fail(c, PRM_STATUS_BAD_RES, EMU_SYND_BAD_REFERENCE);
+		if (umem_off > ((struct emu_umem *)umem)->size ||
+		    PRM_GET(mkc, mkc, len) > ((struct emu_umem *)umem)->size - umem_off)
+			return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
+	}
+	mk = (struct emu_mkey *)emu_obj_new(c->dev, EMU_KIND_MKEY, sizeof(*mk));
+	if (mk == NULL)
+		return emu_fail(c, PRM_STATUS_NO_RESOURCES, EMU_SYND_BAD_PARAM);
+	mk->type = type;
+	mk->key = mk->obj.id << 8 | (uint32_t)PRM_GET(mkc, mkc, mkey_7_0);
+	mk->pd = pd->id;
+	mk->start_addr = PRM_GET(mkc, mkc, start_addr);
+	mk->len = PRM_GET(mkc, mkc, len);
+	mk->log_page_size = (uint8_t)PRM_GET(mkc, mkc, log_page_size);
+	status = emu_obj_hold(&mk->obj, pd) < 0 ?
+		 emu_fail(c, PRM_STATUS_NO_RESOURCES, EMU_SYND_BAD_PARAM) : 0;
+	if (status != 0)
+		goto err;
+	switch (type) {
+	case EMU_MKEY_UMEM:
+		mk->umem = (struct emu_umem *)umem;
+		mk->umem_offset = umem_off;
+		if (emu_obj_hold(&mk->obj, umem) < 0)
+			status = emu_fail(c, PRM_STATUS_NO_RESOURCES, EMU_SYND_BAD_PARAM);
+		break;
+	case EMU_MKEY_MTT_LIST:
+		status = mkey_fill_mtt(c, mk, octs);
+		break;
+	default:
+		status = mkey_fill_klm(c, mk, octs);
+		break;
+	}
+	if (status != 0)
+		goto err;
+	PRM_SET(create_mkey_out, c->out, mkey_index, mk->obj.id);
+	return PRM_STATUS_OK;
+err:
+	emu_obj_free(c->dev, &mk->obj);
+	return status;
+}
+
+int
+emu_mkey_destroy(struct emu_ctx *c)
+{
+	uint32_t idx = (uint32_t)PRM_GET(destroy_mkey_in, c->in, mkey_index);
+	struct emu_mkey *mk = (struct emu_mkey *)emu_obj_find(c->dev, EMU_KIND_MKEY, idx);
+
+	if (mk == NULL)
+		return emu_fail(c, PRM_STATUS_BAD_RES, EMU_SYND_UNKNOWN_OBJ);
+	c->gib = (double)mk->len / GIB;
+	/* Tearing down an uploaded page list costs per GiB. */
+	if (mk->type == EMU_MKEY_MTT_LIST)
+		c->cost[0] = EMU_COST_DESTROY_MKEY_DIRECT_MTT_LIST;
+	/* RES_BUSY while a virtq or an indirect mkey still uses it. */
+	return emu_obj_destroy(c->dev, &mk->obj, &c->syndrome);
+}
+
+int
+emu_query_special_contexts(struct emu_ctx *c)
+{
+	PRM_SET(query_special_contexts_out, c->out, null_mkey, EMU_NULL_MKEY);
+	return PRM_STATUS_OK;
+}

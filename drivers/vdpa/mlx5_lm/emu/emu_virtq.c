@@ -1,1 +1,491 @@
-/* placeholder: being written */
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * General objects VIRTIO_NET_Q and VIRTIO_Q_COUNTERS: creation with the
+ * firmware's checks, the queue state machine, MODIFY by field-select bits
+ * and QUERY of the whole object. A MODIFY is applied to a copy of the
+ * queue first and committed only when every check passed, so that a
+ * rejected command leaves the queue exactly as it was.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu_priv.h"
+
+#define VQ_MAX_REFS 8
+
+/* Bits a MODIFY may carry on this device (no desc_group_mkey support). */
+#define VQ_MODIFY_SUPPORTED (PRM_VIRTQ_MODIFY_ALL_KNOWN & ~PRM_VIRTQ_MODIFY_DESC_GROUP_MKEY)
+
+static const uint32_t umem_a[3] = { EMU_CAP_UMEM_1_A, EMU_CAP_UMEM_2_A, EMU_CAP_UMEM_3_A };
+static const uint32_t umem_b[3] = { EMU_CAP_UMEM_1_B, EMU_CAP_UMEM_2_B, EMU_CAP_UMEM_3_B };
+
+/* ---- Decoding / encoding ------------------------------------------------------ */
+/* Copy the fields that `mask` selects from a virtio_net_q context. */
+static void
+vq_decode(struct emu_virtq *vq, const void *obj, const void *q, uint64_t mask)
+{
+	if (mask & PRM_VIRTQ_MODIFY_DIRTY_BITMAP_PARAMS) {
+		vq->dirty_bitmap_mkey = (uint32_t)PRM_GET(virtio_net_q, obj, dirty_bitmap_mkey);
+		vq->dirty_bitmap_size = (uint32_t)PRM_GET(virtio_net_q, obj, dirty_bitmap_size);
+		vq->dirty_bitmap_addr = PRM_GET(virtio_net_q, obj, dirty_bitmap_addr);
+		vq->vhost_log_page = (uint8_t)PRM_GET(virtio_net_q, obj, vhost_log_page);
+	}
+	if (mask & PRM_VIRTQ_MODIFY_DIRTY_BITMAP_DUMP_ENABLE)
+		vq->dirty_bitmap_dump_enable =
+			(uint8_t)PRM_GET(virtio_net_q, obj, dirty_bitmap_dump_enable);
+	if (mask & PRM_VIRTQ_MODIFY_QUEUE_PERIOD) {
+		vq->queue_period_mode = (uint8_t)PRM_GET(virtio_q, q, queue_period_mode);
+		vq->queue_period_us = (uint16_t)PRM_GET(virtio_q, q, queue_period_us);
+		vq->queue_max_count = (uint16_t)PRM_GET(virtio_q, q, queue_max_count);
+	}
+	if (mask & PRM_VIRTQ_MODIFY_ADDRS) {
+		vq->desc_addr = PRM_GET(virtio_q, q, desc_addr);
+		vq->used_addr = PRM_GET(virtio_q, q, used_addr);
+		vq->available_addr = PRM_GET(virtio_q, q, available_addr);
+	}
+	if (mask & PRM_VIRTQ_MODIFY_HW_AVAILABLE_INDEX)
+		vq->hw_available_index = (uint16_t)PRM_GET(virtio_net_q, obj, hw_available_index);
+	if (mask & PRM_VIRTQ_MODIFY_HW_USED_INDEX)
+		vq->hw_used_index = (uint16_t)PRM_GET(virtio_net_q, obj, hw_used_index);
+	if (mask & PRM_VIRTQ_MODIFY_Q_TYPE)
+		vq->q_type = (uint8_t)PRM_GET(virtio_q, q, virtio_q_type);
+	if (mask & PRM_VIRTQ_MODIFY_VIRTIO_VERSION_1_0)
+		vq->virtio_version_1_0 = (uint8_t)PRM_GET(virtio_q, q, virtio_version_1_0);
+	if (mask & PRM_VIRTQ_MODIFY_Q_MKEY)
+		vq->virtio_q_mkey = (uint32_t)PRM_GET(virtio_q, q, virtio_q_mkey);
+	if (mask & PRM_VIRTQ_MODIFY_QUEUE_FEATURES)
+		vq->queue_features = (uint16_t)
+			(PRM_GET(virtio_net_q, obj, queue_feature_bit_mask_12_3) << 3 |
+			 PRM_GET(virtio_net_q, obj, queue_feature_bit_mask_2_0));
+	if (mask & PRM_VIRTQ_MODIFY_EVENT_MODE) {
+		vq->event_mode = (uint8_t)PRM_GET(virtio_q, q, event_mode);
+		vq->event_qpn_or_msix = (uint32_t)PRM_GET(virtio_q, q, event_qpn_or_msix);
+	}
+	if (mask & PRM_VIRTQ_MODIFY_DESC_GROUP_MKEY)
+		vq->desc_group_mkey = (uint32_t)PRM_GET(virtio_q, q, desc_group_mkey);
+}
+
+/* Fields fixed at creation (no modify bit exists for them). */
+static void
+vq_decode_create(struct emu_virtq *vq, const void *obj, const void *q)
+{
+	int i;
+
+	vq_decode(vq, obj, q, PRM_VIRTQ_MODIFY_ALL_KNOWN);
+	vq->state = (uint8_t)PRM_GET(virtio_net_q, obj, state);
+	vq->vhca_id = (uint16_t)PRM_GET(virtio_net_q, obj, vhca_id);
+	vq->tisn_or_qpn = (uint32_t)PRM_GET(virtio_net_q, obj, tisn_or_qpn);
+	vq->queue_index = (uint16_t)PRM_GET(virtio_q, q, queue_index);
+	vq->full_emulation = (uint8_t)PRM_GET(virtio_q, q, full_emulation);
+	vq->offload_type = (uint8_t)PRM_GET(virtio_q, q, offload_type);
+	vq->doorbell_stride_index = (uint16_t)PRM_GET(virtio_q, q, doorbell_stride_index);
+	vq->queue_size = (uint16_t)PRM_GET(virtio_q, q, queue_size);
+	vq->device_emulation_id = (uint32_t)PRM_GET(virtio_q, q, device_emulation_id);
+	vq->max_tunnel_desc = (uint16_t)PRM_GET(virtio_q, q, max_tunnel_desc);
+	vq->umem[0].id = (uint32_t)PRM_GET(virtio_q, q, umem_1_id);
+	vq->umem[0].size = (uint32_t)PRM_GET(virtio_q, q, umem_1_size);
+	vq->umem[0].offset = PRM_GET(virtio_q, q, umem_1_offset);
+	vq->umem[1].id = (uint32_t)PRM_GET(virtio_q, q, umem_2_id);
+	vq->umem[1].size = (uint32_t)PRM_GET(virtio_q, q, umem_2_size);
+	vq->umem[1].offset = PRM_GET(virtio_q, q, umem_2_offset);
+	vq->umem[2].id = (uint32_t)PRM_GET(virtio_q, q, umem_3_id);
+	vq->umem[2].size = (uint32_t)PRM_GET(virtio_q, q, umem_3_size);
+	vq->umem[2].offset = PRM_GET(virtio_q, q, umem_3_offset);
+	vq->counter_set_id = (uint32_t)PRM_GET(virtio_q, q, counter_set_id);
+	vq->pd = (uint32_t)PRM_GET(virtio_q, q, pd);
+	for (i = 0; i < 3; i++)
+		vq->umem[i].umem = NULL;
+}
+
+static void
+vq_encode(const struct emu_virtq *vq, void *obj, void *q)
+{
+	PRM_SET(virtio_net_q, obj, vhca_id, vq->vhca_id);
+	PRM_SET(virtio_net_q, obj, queue_feature_bit_mask_12_3, vq->queue_features >> 3);
+	PRM_SET(virtio_net_q, obj, queue_feature_bit_mask_2_0, vq->queue_features & 7);
+	PRM_SET(virtio_net_q, obj, dirty_bitmap_dump_enable, vq->dirty_bitmap_dump_enable);
+	PRM_SET(virtio_net_q, obj, vhost_log_page, vq->vhost_log_page);
+	PRM_SET(virtio_net_q, obj, state, vq->state);
+	PRM_SET(virtio_net_q, obj, tisn_or_qpn, vq->tisn_or_qpn);
+	PRM_SET(virtio_net_q, obj, dirty_bitmap_mkey, vq->dirty_bitmap_mkey);
+	PRM_SET(virtio_net_q, obj, dirty_bitmap_size, vq->dirty_bitmap_size);
+	PRM_SET(virtio_net_q, obj, dirty_bitmap_addr, vq->dirty_bitmap_addr);
+	PRM_SET(virtio_net_q, obj, hw_available_index, vq->hw_available_index);
+	PRM_SET(virtio_net_q, obj, hw_used_index, vq->hw_used_index);
+	PRM_SET(virtio_q, q, virtio_q_type, vq->q_type);
+	PRM_SET(virtio_q, q, event_mode, vq->event_mode);
+	PRM_SET(virtio_q, q, queue_index, vq->queue_index);
+	PRM_SET(virtio_q, q, full_emulation, vq->full_emulation);
+	PRM_SET(virtio_q, q, virtio_version_1_0, vq->virtio_version_1_0);
+	PRM_SET(virtio_q, q, offload_type, vq->offload_type);
+	PRM_SET(virtio_q, q, event_qpn_or_msix, vq->event_qpn_or_msix);
+	PRM_SET(virtio_q, q, doorbell_stride_index, vq->doorbell_stride_index);
+	PRM_SET(virtio_q, q, queue_size, vq->queue_size);
+	PRM_SET(virtio_q, q, device_emulation_id, vq->device_emulation_id);
+	PRM_SET(virtio_q, q, desc_addr, vq->desc_addr);
+	PRM_SET(virtio_q, q, used_addr, vq->used_addr);
+	PRM_SET(virtio_q, q, available_addr, vq->available_addr);
+	PRM_SET(virtio_q, q, virtio_q_mkey, vq->virtio_q_mkey);
+	PRM_SET(virtio_q, q, max_tunnel_desc, vq->max_tunnel_desc);
+	PRM_SET(virtio_q, q, error_type, vq->error_type);
+	PRM_SET(virtio_q, q, umem_1_id, vq->umem[0].id);
+	PRM_SET(virtio_q, q, umem_1_size, vq->umem[0].size);
+	PRM_SET(virtio_q, q, umem_1_offset, vq->umem[0].offset);
+	PRM_SET(virtio_q, q, umem_2_id, vq->umem[1].id);
+	PRM_SET(virtio_q, q, umem_2_size, vq->umem[1].size);
+	PRM_SET(virtio_q, q, umem_2_offset, vq->umem[1].offset);
+	PRM_SET(virtio_q, q, umem_3_id, vq->umem[2].id);
+	PRM_SET(virtio_q, q, umem_3_size, vq->umem[2].size);
+	PRM_SET(virtio_q, q, umem_3_offset, vq->umem[2].offset);
+	PRM_SET(virtio_q, q, counter_set_id, vq->counter_set_id);
+	PRM_SET(virtio_q, q, pd, vq->pd);
+	PRM_SET(virtio_q, q, queue_period_mode, vq->queue_period_mode);
+	PRM_SET(virtio_q, q, queue_period_us, vq->queue_period_us);
+	PRM_SET(virtio_q, q, queue_max_count, vq->queue_max_count);
+	PRM_SET(virtio_q, q, desc_group_mkey, vq->desc_group_mkey);
+}
+
+/* ---- Checks ------------------------------------------------------------------- */
+/* Creation-only checks: queue size and the three umems against the caps. */
+static int
+vq_check_create(struct emu_ctx *c, struct emu_virtq *vq)
+{
+	uint32_t qs = vq->queue_size;
+	int i;
+
+	if (qs == 0 || qs > 32768 || (qs & (qs - 1)) != 0)
+		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
+	/* Creating straight into RDY is accepted; SUSPEND/ERR are not creatable. */
+	if (vq->state != PRM_VIRTQ_STATE_INIT && vq->state != PRM_VIRTQ_STATE_RDY)
+		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
+	for (i = 0; i < 3; i++) {
+		struct emu_umem_ref *r = &vq->umem[i];
+		struct emu_umem *u;
+
+		u = (struct emu_umem *)emu_obj_find(c->dev, EMU_KIND_UMEM, r->id);
+		if (u == NULL)
+			return emu_fail(c, PRM_STATUS_BAD_RES, EMU_SYND_BAD_REFERENCE);
+		/* size_i = a_i * queue_size + b_i (virtio emulation caps). */
+		if ((uint64_t)r->size < (uint64_t)umem_a[i] * qs + umem_b[i] ||
+		    r->offset > u->size || r->size > u->size - r->offset)
+			return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_UMEM_TOO_SMALL);
+		r->umem = u;
+	}
+	vq->pd_obj = emu_obj_find(c->dev, EMU_KIND_PD, vq->pd);
+	if (vq->pd_obj == NULL)
+		return emu_fail(c, PRM_STATUS_BAD_RES, EMU_SYND_BAD_REFERENCE);
+	vq->counters = NULL;
+	if (vq->counter_set_id != 0) {
+		vq->counters = emu_obj_find(c->dev, EMU_KIND_VQ_COUNTERS, vq->counter_set_id);
+		if (vq->counters == NULL)
+			return emu_fail(c, PRM_STATUS_BAD_RES, EMU_SYND_BAD_REFERENCE);
+	}
+	/* tisn_or_qpn names a TIS for a TX queue (odd index), an RQ for RX. */
+	vq->tis = NULL;
+	if ((vq->queue_index & 1) && vq->tisn_or_qpn != 0) {
+		vq->tis = emu_obj_find(c->dev, EMU_KIND_TIS, vq->tisn_or_qpn);
+		if (vq->tis == NULL)
+			return emu_fail(c, PRM_STATUS_BAD_RES, EMU_SYND_BAD_REFERENCE);
+	}
+	return 0;
+}
+
+/* Checks of the modifiable fields; resolves the references they name. */
+static int
+vq_check_fields(struct emu_ctx *c, struct emu_virtq *vq, uint64_t mask)
+{
+	if (vq->q_type > PRM_VIRTQ_TYPE_PACKED ||
+	    !(EMU_CAP_QUEUE_TYPES & (1u << vq->q_type)) ||
+	    vq->event_mode > 7 || !(EMU_CAP_EVENT_MODES & (1u << vq->event_mode)))
+		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
+	if (mask & PRM_VIRTQ_MODIFY_EVENT_MODE) {
+		vq->event_qp = NULL;
+		if (vq->event_mode == PRM_VIRTQ_EVENT_MODE_QP) {
+			vq->event_qp = emu_obj_find(c->dev, EMU_KIND_QP, vq->event_qpn_or_msix);
+			if (vq->event_qp == NULL)
+				return emu_fail(c, PRM_STATUS_BAD_RES, EMU_SYND_BAD_REFERENCE);
+		}
+	}
+	if (mask & PRM_VIRTQ_MODIFY_Q_MKEY) {
+		vq->mkey = NULL;
+		if (vq->virtio_q_mkey != 0) {
+			vq->mkey = emu_mkey_find_key(c->dev, vq->virtio_q_mkey);
+			if (vq->mkey == NULL)
+				return emu_fail(c, PRM_STATUS_BAD_RES, EMU_SYND_BAD_REFERENCE);
+		}
+	}
+	if ((mask & PRM_VIRTQ_MODIFY_DIRTY_BITMAP_PARAMS) && vq->dirty_bitmap_mkey != 0 &&
+	    emu_mkey_find_key(c->dev, vq->dirty_bitmap_mkey) == NULL)
+		return emu_fail(c, PRM_STATUS_BAD_RES, EMU_SYND_BAD_REFERENCE);
+	return 0;
+}
+
+/* A queue may run only with its rings reachable through a real mkey. */
+static int
+vq_check_rdy(struct emu_ctx *c, const struct emu_virtq *vq)
+{
+	if (vq->mkey == NULL || vq->desc_addr == 0 || vq->used_addr == 0 ||
+	    vq->available_addr == 0)
+		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
+	return 0;
+}
+
+/*
+ * PRM state machine: INIT -> RDY, RDY -> SUSPEND, SUSPEND -> RDY only with
+ * freeze_to_rdy_supported; ERR is terminal; nothing returns to INIT.
+ */
+static bool
+vq_transition_ok(uint8_t from, uint8_t to)
+{
+	if (from == PRM_VIRTQ_STATE_INIT && to == PRM_VIRTQ_STATE_RDY)
+		return true;
+	if (from == PRM_VIRTQ_STATE_RDY && to == PRM_VIRTQ_STATE_SUSPEND)
+		return true;
+	if (from == PRM_VIRTQ_STATE_SUSPEND && to == PRM_VIRTQ_STATE_RDY)
+		return EMU_CAP_FREEZE_TO_RDY != 0;
+	return false;
+}
+
+#define UMEM_OBJ(u) ((u) != NULL ? &(u)->obj : NULL)
+
+/* Make the references of `vq` the ones its object holds (all or nothing). */
+static int
+vq_commit_refs(struct emu_virtq *vq)
+{
+	struct emu_obj *want[VQ_MAX_REFS] = {
+		vq->pd_obj, UMEM_OBJ(vq->umem[0].umem), UMEM_OBJ(vq->umem[1].umem),
+		UMEM_OBJ(vq->umem[2].umem), vq->counters, vq->tis, vq->event_qp,
+		vq->mkey != NULL ? &vq->mkey->obj : NULL,
+	};
+	struct emu_obj **held;
+	unsigned int i, n = 0;
+
+	held = calloc(VQ_MAX_REFS, sizeof(*held));
+	if (held == NULL)
+		return -ENOMEM;
+	for (i = 0; i < VQ_MAX_REFS; i++) {
+		if (want[i] == NULL)
+			continue;
+		want[i]->refs++;
+		held[n++] = want[i];
+	}
+	emu_obj_release_all(&vq->obj);
+	vq->obj.held = held;
+	vq->obj.nheld = n;
+	vq->obj.held_cap = VQ_MAX_REFS;
+	return 0;
+}
+
+static struct emu_virtq *
+vq_find(struct emu_ctx *c)
+{
+	uint32_t id = (uint32_t)PRM_GET(general_obj_in_cmd_hdr, c->in, obj_id);
+
+	return (struct emu_virtq *)emu_obj_find(c->dev, EMU_KIND_VIRTQ, id);
+}
+
+/* ---- Commands ------------------------------------------------------------------- */
+int
+emu_virtq_create(struct emu_ctx *c)
+{
+	const void *obj = PRM_CADDR(virtq_cmd, c->in, obj);
+	const void *q = PRM_CADDR(virtq_cmd, c->in, q);
+	struct emu_virtq tmp, *vq;
+	struct emu_obj hdr;
+	int status;
+
+	if (c->dev->live[EMU_KIND_VIRTQ] >= EMU_CAP_MAX_VIRTQS)
+		return emu_fail(c, PRM_STATUS_EXCEED_LIM, EMU_SYND_TOO_MANY_VIRTQS);
+	memset(&tmp, 0, sizeof(tmp));
+	vq_decode_create(&tmp, obj, q);
+	status = vq_check_create(c, &tmp);
+	if (status == 0)
+		status = vq_check_fields(c, &tmp, PRM_VIRTQ_MODIFY_ALL_KNOWN);
+	if (status == 0 && tmp.state == PRM_VIRTQ_STATE_RDY)
+		status = vq_check_rdy(c, &tmp);
+	if (status != 0)
+		return status;
+	vq = (struct emu_virtq *)emu_obj_new(c->dev, EMU_KIND_VIRTQ, sizeof(*vq));
+	if (vq == NULL)
+		return emu_fail(c, PRM_STATUS_NO_RESOURCES, EMU_SYND_BAD_PARAM);
+	hdr = vq->obj;
+	*vq = tmp;
+	vq->obj = hdr;
+	if (vq_commit_refs(vq) < 0) {
+		emu_obj_free(c->dev, &vq->obj);
+		return emu_fail(c, PRM_STATUS_NO_RESOURCES, EMU_SYND_BAD_PARAM);
+	}
+	PRM_SET(general_obj_out_cmd_hdr, c->out, obj_id, vq->obj.id);
+	return PRM_STATUS_OK;
+}
+
+int
+emu_virtq_modify(struct emu_ctx *c)
+{
+	const void *obj = PRM_CADDR(virtq_cmd, c->in, obj);
+	const void *q = PRM_CADDR(virtq_cmd, c->in, q);
+	uint64_t mask = PRM_GET(virtio_net_q, obj, modify_field_select);
+	uint64_t fields = mask & ~(uint64_t)PRM_VIRTQ_MODIFY_STATE;
+	uint8_t to = (uint8_t)PRM_GET(virtio_net_q, obj, state);
+	struct emu_virtq *vq = vq_find(c);
+	struct emu_virtq tmp;
+	struct emu_obj hdr;
+	int status;
+
+	/* Cost: the field part and the state part add up (one slot). */
+	c->cost[0] = fields != 0 ? EMU_COST_MODIFY_VIRTQ_FIELDS : EMU_COST_NONE;
+	if (mask & PRM_VIRTQ_MODIFY_STATE)
+		c->cost[1] = to == PRM_VIRTQ_STATE_RDY ? EMU_COST_MODIFY_VIRTQ_STATE_RDY :
+			     to == PRM_VIRTQ_STATE_SUSPEND ?
+			     EMU_COST_MODIFY_VIRTQ_STATE_SUSPEND : EMU_COST_NONE;
+	if (vq == NULL)
+		return emu_fail(c, PRM_STATUS_BAD_RES, EMU_SYND_UNKNOWN_OBJ);
+	/* No bit exists for queue_size or the umems: unknown bits are refused. */
+	if (mask & ~(uint64_t)VQ_MODIFY_SUPPORTED)
+		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_MODIFY_FIELD);
+	/* Fields other than STATE only while INIT or SUSPEND. */
+	if (fields != 0 && vq->state != PRM_VIRTQ_STATE_INIT &&
+	    vq->state != PRM_VIRTQ_STATE_SUSPEND)
+		return emu_fail(c, PRM_STATUS_BAD_RES_STATE, EMU_SYND_MODIFY_NOT_ALLOWED);
+	/* Fields first, then the state, as one MODIFY may carry both. */
+	tmp = *vq;
+	vq_decode(&tmp, obj, q, fields);
+	status = vq_check_fields(c, &tmp, fields);
+	if (status != 0)
+		return status;
+	if (mask & PRM_VIRTQ_MODIFY_STATE) {
+		if (!vq_transition_ok(vq->state, to))
+			return emu_fail(c, PRM_STATUS_BAD_RES_STATE,
+					EMU_SYND_BAD_STATE_TRANSITION);
+		if (to == PRM_VIRTQ_STATE_RDY) {
+			status = vq_check_rdy(c, &tmp);
+			if (status != 0)
+				return status;
+		}
+		tmp.state = to;
+	}
+	hdr = vq->obj;
+	*vq = tmp;
+	vq->obj = hdr;
+	if (vq_commit_refs(vq) < 0)
+		emu_log(c->dev, 3, "virtq %u: out of memory updating references", hdr.id);
+	return PRM_STATUS_OK;
+}
+
+int
+emu_virtq_query(struct emu_ctx *c)
+{
+	struct emu_virtq *vq = vq_find(c);
+
+	if (vq == NULL)
+		return emu_fail(c, PRM_STATUS_BAD_RES, EMU_SYND_UNKNOWN_OBJ);
+	PRM_SET(general_obj_out_cmd_hdr, c->out, obj_id, vq->obj.id);
+	vq_encode(vq, PRM_ADDR(virtq_cmd, c->out, obj), PRM_ADDR(virtq_cmd, c->out, q));
+	return PRM_STATUS_OK;
+}
+
+int
+emu_virtq_destroy(struct emu_ctx *c)
+{
+	struct emu_virtq *vq = vq_find(c);
+
+	if (vq == NULL)
+		return emu_fail(c, PRM_STATUS_BAD_RES, EMU_SYND_UNKNOWN_OBJ);
+	/* RES_BUSY while an RQT lists it. */
+	return emu_obj_destroy(c->dev, &vq->obj, &c->syndrome);
+}
+
+int
+emu_virtq_set_error(struct emu_dev *dev, struct emu_virtq *vq, uint8_t error_type)
+{
+	uint8_t data[32];
+
+	if (vq->state != PRM_VIRTQ_STATE_RDY)
+		return -EINVAL;
+	vq->state = PRM_VIRTQ_STATE_ERR;
+	vq->error_type = error_type;
+	memset(data, 0, sizeof(data));
+	/* OBJECT_CHANGE data: obj_type[16]@0, obj_id[32]@0x20. */
+	prm_set_bits(data, 0x00, 16, PRM_OBJ_VIRTIO_NET_Q);
+	prm_set_bits(data, 0x20, 32, vq->obj.id);
+	emu_log(dev, 6, "virtq %u (index %u) -> ERR, error_type %u", vq->obj.id,
+		vq->queue_index, error_type);
+	emu_event_post(dev, EMU_KIND_VIRTQ, vq->obj.id, PRM_EVENT_OBJECT_CHANGE, data);
+	return 0;
+}
+
+int
+emu_virtq_force_error(struct emu_dev *dev, uint32_t virtq_id, uint8_t error_type)
+{
+	struct emu_virtq *vq;
+	int ret;
+
+	pthread_mutex_lock(&dev->lock);
+	vq = (struct emu_virtq *)emu_obj_find(dev, EMU_KIND_VIRTQ, virtq_id);
+	ret = vq != NULL ? emu_virtq_set_error(dev, vq, error_type) : -ENOENT;
+	pthread_mutex_unlock(&dev->lock);
+	return ret;
+}
+
+void
+emu_doorbell(struct emu_dev *dev, uint32_t offset, uint32_t value)
+{
+	struct emu_obj *o;
+
+	(void)offset;
+	pthread_mutex_lock(&dev->lock);
+	for (o = dev->all.next; o != &dev->all; o = o->next) {
+		struct emu_virtq *vq = (struct emu_virtq *)o;
+
+		if (o->kind == EMU_KIND_VIRTQ && vq->queue_index == value &&
+		    vq->state == PRM_VIRTQ_STATE_RDY)
+			vq->doorbells++;
+	}
+	pthread_mutex_unlock(&dev->lock);
+}
+
+/* ---- VIRTIO_Q_COUNTERS ----------------------------------------------------------- */
+int
+emu_counters_create(struct emu_ctx *c)
+{
+	struct emu_obj *o;
+
+	o = emu_obj_new(c->dev, EMU_KIND_VQ_COUNTERS, sizeof(struct emu_vq_counters));
+	if (o == NULL)
+		return emu_fail(c, PRM_STATUS_NO_RESOURCES, EMU_SYND_BAD_PARAM);
+	PRM_SET(general_obj_out_cmd_hdr, c->out, obj_id, o->id);
+	return PRM_STATUS_OK;
+}
+
+int
+emu_counters_query(struct emu_ctx *c)
+{
+	uint32_t id = (uint32_t)PRM_GET(general_obj_in_cmd_hdr, c->in, obj_id);
+	struct emu_vq_counters *k;
+	void *obj = PRM_ADDR(virtq_counters_cmd, c->out, obj);
+
+	k = (struct emu_vq_counters *)emu_obj_find(c->dev, EMU_KIND_VQ_COUNTERS, id);
+	if (k == NULL)
+		return emu_fail(c, PRM_STATUS_BAD_RES, EMU_SYND_UNKNOWN_OBJ);
+	PRM_SET(general_obj_out_cmd_hdr, c->out, obj_id, id);
+	PRM_SET(virtio_q_counters, obj, received_desc, k->received_desc);
+	PRM_SET(virtio_q_counters, obj, completed_desc, k->completed_desc);
+	PRM_SET(virtio_q_counters, obj, error_cqes, k->error_cqes);
+	PRM_SET(virtio_q_counters, obj, bad_desc_errors, k->bad_desc_errors);
+	PRM_SET(virtio_q_counters, obj, exceed_max_chain, k->exceed_max_chain);
+	PRM_SET(virtio_q_counters, obj, invalid_buffer, k->invalid_buffer);
+	return PRM_STATUS_OK;
+}
+
+int
+emu_counters_destroy(struct emu_ctx *c)
+{
+	uint32_t id = (uint32_t)PRM_GET(general_obj_in_cmd_hdr, c->in, obj_id);
+	struct emu_obj *o = emu_obj_find(c->dev, EMU_KIND_VQ_COUNTERS, id);
+
+	if (o == NULL)
+		return emu_fail(c, PRM_STATUS_BAD_RES, EMU_SYND_UNKNOWN_OBJ);
+	/* RES_BUSY while a virtq counts into it. */
+	return emu_obj_destroy(c->dev, o, &c->syndrome);
+}

@@ -1,0 +1,463 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Internal state of the emulated ConnectX: the device, its object table,
+ * one struct per object kind, the cost model and the command context that
+ * the per-family handlers (emu_net.c, emu_virtq.c, emu_mkey.c) share.
+ *
+ * Locking: dev->lock guards the object table and the state of every
+ * object of the device (fields marked "dev->lock" below). It is never
+ * held while a command sleeps for its modelled time, so that commands
+ * issued from many threads overlap as they do on the firmware's command
+ * interface. The cost-model slots have their own lock (slot_lock); event
+ * channels have theirs (ch->lock), always taken inside dev->lock.
+ */
+#ifndef MLX5_LM_EMU_PRIV_H
+#define MLX5_LM_EMU_PRIV_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "prm.h"
+#include "emu.h"
+
+/* ---- Cost model ---------------------------------------------------------- */
+/* Cost-model entries the emulator charges (names as in the profile JSON). */
+#define EMU_COST_LIST(X) \
+	X(QUERY_HCA_CAP) X(QUERY_SPECIAL_CONTEXTS) \
+	X(ALLOC_PD) X(DEALLOC_PD) X(ALLOC_TRANSPORT_DOMAIN) X(DEALLOC_TRANSPORT_DOMAIN) \
+	X(CREATE_TIS) X(DESTROY_TIS) X(CREATE_RQT) X(MODIFY_RQT) X(DESTROY_RQT) \
+	X(CREATE_TIR) X(DESTROY_TIR) X(CREATE_FLOW_TABLE) X(CREATE_FLOW_GROUP) \
+	X(SET_FLOW_TABLE_ENTRY) X(DESTROY_FLOW_OBJECT) X(CREATE_CQ) X(DESTROY_CQ) \
+	X(CREATE_QP) X(QP_TRANSITION) X(DESTROY_QP) X(UMEM_REG_SMALL) X(UMEM_DEREG_SMALL) \
+	X(CREATE_VIRTQ_COUNTERS) X(QUERY_VIRTQ_COUNTERS) X(DESTROY_VIRTQ_COUNTERS) \
+	X(CREATE_VIRTQ) X(MODIFY_VIRTQ_FIELDS) X(MODIFY_VIRTQ_STATE_RDY) \
+	X(MODIFY_VIRTQ_STATE_SUSPEND) X(QUERY_VIRTQ) X(DESTROY_VIRTQ) \
+	X(GUEST_UMEM_REG) X(GUEST_UMEM_PIN) X(GUEST_UMEM_DEREG) \
+	X(CREATE_MKEY_DIRECT) X(CREATE_MKEY_DIRECT_MTT_LIST) X(CREATE_MKEY_INDIRECT) \
+	X(DESTROY_MKEY) X(DESTROY_MKEY_DIRECT_MTT_LIST)
+
+enum emu_cost_id {
+	EMU_COST_NONE = -1,
+#define EMU_COST_ENUM(n) EMU_COST_##n,
+	EMU_COST_LIST(EMU_COST_ENUM)
+#undef EMU_COST_ENUM
+	EMU_COST_MAX
+};
+
+struct emu_cost_entry {
+	char *name;
+	double base_us;
+	double per_gib_us;
+	double per_entry_us;
+};
+
+struct emu_profile {
+	char *name;
+	unsigned int cmd_slots;
+	unsigned int host_pin_parallel;
+	struct emu_cost_entry *entries;   /* every entry of the JSON */
+	size_t n_entries;
+	/* Entries the emulator charges, by id; NULL when absent (cost 0). */
+	const struct emu_cost_entry *by_id[EMU_COST_MAX];
+	bool zero_cost;                   /* every entry costs 0: skip the slots */
+};
+
+double emu_cost_us(const struct emu_profile *p, enum emu_cost_id id, double gib,
+		   double entries);
+double emu_cost_base_us(const struct emu_profile *p, enum emu_cost_id id);
+uint64_t emu_now_ns(void);
+/* Sleep until an absolute CLOCK_MONOTONIC time (no busy wait). */
+void emu_sleep_until_ns(uint64_t deadline_ns);
+/* One of the device's cmd_slots firmware command slots. */
+void emu_slot_get(struct emu_dev *dev);
+void emu_slot_put(struct emu_dev *dev);
+/* One of host_pin_parallel host CPU tokens shared by the whole process. */
+void emu_pin_get(const struct emu_profile *p);
+void emu_pin_put(void);
+
+/* ---- Objects ------------------------------------------------------------- */
+enum emu_kind {
+	EMU_KIND_PD,
+	EMU_KIND_TD,
+	EMU_KIND_TIS,
+	EMU_KIND_RQT,
+	EMU_KIND_TIR,
+	EMU_KIND_FT,
+	EMU_KIND_FG,
+	EMU_KIND_FTE,
+	EMU_KIND_CQ,
+	EMU_KIND_QP,
+	EMU_KIND_MKEY,
+	EMU_KIND_UMEM,
+	EMU_KIND_VIRTQ,
+	EMU_KIND_VQ_COUNTERS,
+	EMU_KIND_MAX
+};
+
+/*
+ * Id spaces: classic objects number per kind (24 bits); the general
+ * objects (VIRTIO_NET_Q, VIRTIO_Q_COUNTERS) share one 32-bit obj_id space.
+ */
+enum emu_id_space {
+	EMU_IDS_CLASSIC_FIRST = 0,  /* one per classic kind, indexed by kind */
+	EMU_IDS_GENERAL = EMU_KIND_MAX,
+	EMU_IDS_MAX
+};
+
+/*
+ * The null mkey (QUERY_SPECIAL_CONTEXTS) is not an object: it owns mkey
+ * index 1 so that no real mkey gets its key, and maps nothing.
+ */
+#define EMU_NULL_MKEY 0x100u
+#define EMU_MKEY_FIRST_INDEX 2u
+
+/* Header embedded first in every object; all fields guarded by dev->lock. */
+struct emu_obj {
+	enum emu_kind kind;
+	uint32_t id;                 /* table key; mkey: its 24-bit index */
+	uint32_t refs;               /* references held by other objects */
+	struct emu_obj **held;       /* objects this one references */
+	unsigned int nheld;
+	unsigned int held_cap;
+	struct emu_obj *hnext;       /* hash chain */
+	struct emu_obj *prev, *next; /* list of every object (leak report) */
+};
+
+struct emu_umem {
+	struct emu_obj obj;
+	uint8_t *addr;
+	size_t size;
+	uint32_t access;
+};
+
+struct emu_klm {
+	uint64_t start;              /* offset of this entry from mkey start_addr */
+	uint64_t len;
+	uint64_t addr;               /* address in the target mkey's space */
+	struct emu_mkey *target;     /* NULL: the null mkey (a hole) */
+};
+
+enum emu_mkey_type {
+	EMU_MKEY_UMEM,               /* direct, umem-backed MTT */
+	EMU_MKEY_MTT_LIST,           /* direct, explicit page list */
+	EMU_MKEY_KLM,                /* indirect */
+	EMU_MKEY_KSM,                /* indirect, fixed entry size */
+};
+
+struct emu_mkey {
+	struct emu_obj obj;
+	uint32_t key;                /* index << 8 | mkey_7_0 */
+	enum emu_mkey_type type;
+	uint32_t pd;
+	uint64_t start_addr;
+	uint64_t len;
+	uint8_t log_page_size;
+	/* EMU_MKEY_UMEM */
+	struct emu_umem *umem;
+	uint64_t umem_offset;
+	/* EMU_MKEY_MTT_LIST: host addresses of pages of 1 << log_page_size */
+	uint64_t *pages;
+	uint32_t n_pages;
+	/* EMU_MKEY_KLM / KSM, sorted by start (KSM: entry i at i << log_page_size) */
+	struct emu_klm *klm;
+	uint32_t n_klm;
+};
+
+struct emu_umem_ref {
+	uint32_t id;
+	uint32_t size;
+	uint64_t offset;
+	struct emu_umem *umem;
+};
+
+/*
+ * One virtio_net_q object with every decoded field. The data path (to be
+ * added) reads the rings through mkey and advances hw_available_index /
+ * hw_used_index and the counters, all under dev->lock.
+ */
+struct emu_virtq {
+	struct emu_obj obj;
+	/* virtio_net_q part */
+	uint8_t state;               /* PRM_VIRTQ_STATE_* */
+	uint8_t error_type;
+	uint16_t vhca_id;
+	uint16_t queue_features;     /* 13-bit mask: 12_3 << 3 | 2_0 */
+	uint8_t dirty_bitmap_dump_enable;
+	uint8_t vhost_log_page;
+	uint32_t tisn_or_qpn;
+	uint32_t dirty_bitmap_mkey;
+	uint32_t dirty_bitmap_size;
+	uint64_t dirty_bitmap_addr;
+	uint16_t hw_available_index;
+	uint16_t hw_used_index;
+	/* virtio_q context */
+	uint8_t q_type;
+	uint8_t event_mode;
+	uint16_t queue_index;
+	uint8_t full_emulation;
+	uint8_t virtio_version_1_0;
+	uint8_t offload_type;
+	uint32_t event_qpn_or_msix;
+	uint16_t doorbell_stride_index;
+	uint16_t queue_size;
+	uint32_t device_emulation_id;
+	uint64_t desc_addr;
+	uint64_t used_addr;
+	uint64_t available_addr;
+	uint32_t virtio_q_mkey;
+	uint16_t max_tunnel_desc;
+	struct emu_umem_ref umem[3];
+	uint32_t counter_set_id;
+	uint32_t pd;
+	uint8_t queue_period_mode;
+	uint16_t queue_period_us;
+	uint16_t queue_max_count;
+	uint32_t desc_group_mkey;
+	/* Resolved references (also in obj.held). */
+	struct emu_mkey *mkey;
+	struct emu_obj *pd_obj;
+	struct emu_obj *counters;
+	struct emu_obj *tis;
+	struct emu_obj *event_qp;
+	/* Doorbells received while RDY (the data path's work trigger). */
+	uint64_t doorbells;
+};
+
+struct emu_vq_counters {
+	struct emu_obj obj;
+	uint64_t received_desc;
+	uint64_t completed_desc;
+	uint32_t error_cqes;
+	uint32_t bad_desc_errors;
+	uint32_t exceed_max_chain;
+	uint32_t invalid_buffer;
+};
+
+/*
+ * Net, CQ and QP objects: a number, references (obj.held: RQT entries in
+ * list order, TIR's TD and RQT, FTE's table, group and destinations, CQ's
+ * and QP's umems, QP's PD and CQs) and a little decoded state.
+ */
+struct emu_net_obj {
+	struct emu_obj obj;
+	uint32_t state;              /* QP: PRM_QPC_STATE_* */
+	uint32_t table_id;           /* FG, FTE: owning table */
+	uint32_t table_type;         /* FT */
+	uint32_t flow_index;         /* FTE; FG: first index */
+	uint32_t flow_end;           /* FG: last index */
+	uint32_t group_id;           /* FTE */
+	uint32_t size;               /* RQT: entries; FT: log_size; CQ: log_cq_size */
+	uint32_t td;                 /* TIS, TIR: transport domain */
+	uint32_t rqtn;               /* TIR: indirect table */
+	uint32_t cqn_snd, cqn_rcv;   /* QP */
+	uint32_t remote_qpn;         /* QP (INIT2RTR) */
+};
+
+/* ---- Events -------------------------------------------------------------- */
+struct emu_ev_node {
+	struct emu_event ev;
+	struct emu_ev_node *next;
+};
+
+struct emu_evch {
+	struct emu_dev *dev;         /* NULL once the device is gone */
+	int fd;                      /* eventfd, EFD_SEMAPHORE: one count per event */
+	pthread_mutex_t lock;        /* guards head, tail */
+	struct emu_ev_node *head, *tail;
+	struct emu_evch *next;       /* dev->evchs, guarded by dev->lock */
+};
+
+struct emu_sub {
+	struct emu_evch *ch;
+	enum emu_kind kind;
+	uint32_t id;
+	uint16_t type;
+	uint64_t cookie;
+	struct emu_sub *next;
+};
+
+/* Queue an event to every subscriber of (kind, id, type). dev->lock held. */
+void emu_event_post(struct emu_dev *dev, enum emu_kind kind, uint32_t id, uint16_t type,
+		    const uint8_t data[32]);
+/* Drop every subscription to an object (destroyed). dev->lock held. */
+void emu_event_drop_obj(struct emu_dev *dev, enum emu_kind kind, uint32_t id);
+/* Detach every channel from a device being destroyed. */
+void emu_event_dev_gone(struct emu_dev *dev);
+
+/* ---- Faults -------------------------------------------------------------- */
+struct emu_fault {
+	uint16_t opcode;
+	uint16_t obj_type;           /* 0xffff = any */
+	unsigned int remaining;      /* fires when it reaches 0 */
+	uint8_t status;
+	uint32_t syndrome;
+	struct emu_fault *next;
+};
+
+/* Count a command against the armed faults; the status of one that fires. */
+int emu_fault_check(struct emu_dev *dev, uint16_t opcode, uint16_t obj_type, bool general,
+		    uint32_t *syndrome);
+
+/* ---- Device -------------------------------------------------------------- */
+/*
+ * Smallest mailboxes the command interface accepts: the 16-byte input
+ * header (opcode, uid, op_mod, obj_id) and the 16-byte output header.
+ */
+#define EMU_MIN_INLEN 16u
+#define EMU_MIN_OUTLEN 16u
+#define EMU_HASH_BUCKETS 4096u
+#define EMU_OPCODE_SLOTS 0x1000u
+
+struct emu_dev {
+	char name[64];
+	struct emu_profile *prof;
+
+	/* Firmware command slots of the cost model. */
+	pthread_mutex_t slot_lock;
+	pthread_cond_t slot_cond;
+	unsigned int slots_busy;     /* slot_lock */
+
+	pthread_mutex_t lock;
+	struct emu_obj *hash[EMU_HASH_BUCKETS]; /* lock */
+	struct emu_obj all;          /* lock: list head of every object */
+	unsigned int live[EMU_KIND_MAX];        /* lock */
+	uint32_t next_id[EMU_IDS_MAX];          /* lock */
+	struct emu_sub *subs;        /* lock */
+	struct emu_evch *evchs;      /* lock */
+	struct emu_fault *faults;    /* lock */
+
+	atomic_ulong cmd_count[EMU_OPCODE_SLOTS];
+};
+
+void emu_log(const struct emu_dev *dev, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+const char *emu_kind_name(enum emu_kind kind);
+/* Lookup by (kind, id); mkeys by index. dev->lock held. */
+struct emu_obj *emu_obj_find(struct emu_dev *dev, enum emu_kind kind, uint32_t id);
+/* Allocate an object of `size` bytes with a fresh id and insert it. */
+struct emu_obj *emu_obj_new(struct emu_dev *dev, enum emu_kind kind, size_t size);
+/* Record that obj references target (target cannot be destroyed). */
+int emu_obj_hold(struct emu_obj *obj, struct emu_obj *target);
+/* Drop every reference obj holds. */
+void emu_obj_release_all(struct emu_obj *obj);
+/*
+ * Destroy: RES_BUSY while referenced; otherwise drop references and
+ * subscriptions, unlink and free. Returns a PRM status.
+ */
+int emu_obj_destroy(struct emu_dev *dev, struct emu_obj *obj, uint32_t *syndrome);
+/* Unlink and free without checks (device teardown, failed create). */
+void emu_obj_free(struct emu_dev *dev, struct emu_obj *obj);
+/* Mkey by key (index << 8 | variant); NULL for the null mkey or unknown. */
+struct emu_mkey *emu_mkey_find_key(struct emu_dev *dev, uint32_t key);
+
+/* ---- Commands ------------------------------------------------------------ */
+struct emu_ctx {
+	struct emu_dev *dev;
+	const uint8_t *in;
+	size_t inlen;
+	uint8_t *out;
+	size_t outlen;
+	uint16_t opcode;
+	uint16_t obj_type;
+	uint32_t syndrome;
+	/* What the command costs: up to two entries (virtq MODIFY: fields + state). */
+	enum emu_cost_id cost[2];
+	double gib;
+	double entries;
+};
+
+static inline int
+emu_fail(struct emu_ctx *c, int status, uint32_t syndrome)
+{
+	c->syndrome = syndrome;
+	return status;
+}
+
+/* Write the new number of a classic object at create_out.id. */
+static inline void
+emu_out_id(struct emu_ctx *c, uint32_t id)
+{
+	PRM_SET(create_out, c->out, id, id);
+}
+
+/* A handler returns a PRM status; c->syndrome when non-zero. dev->lock held. */
+typedef int (*emu_handler_t)(struct emu_ctx *c);
+
+/* emu_net.c */
+int emu_net_alloc_pd(struct emu_ctx *c);
+int emu_net_dealloc_pd(struct emu_ctx *c);
+int emu_net_alloc_td(struct emu_ctx *c);
+int emu_net_dealloc_td(struct emu_ctx *c);
+int emu_net_create_tis(struct emu_ctx *c);
+int emu_net_destroy_tis(struct emu_ctx *c);
+int emu_net_create_rqt(struct emu_ctx *c);
+int emu_net_modify_rqt(struct emu_ctx *c);
+int emu_net_destroy_rqt(struct emu_ctx *c);
+int emu_net_create_tir(struct emu_ctx *c);
+int emu_net_destroy_tir(struct emu_ctx *c);
+int emu_net_create_ft(struct emu_ctx *c);
+int emu_net_destroy_ft(struct emu_ctx *c);
+int emu_net_create_fg(struct emu_ctx *c);
+int emu_net_destroy_fg(struct emu_ctx *c);
+int emu_net_set_fte(struct emu_ctx *c);
+int emu_net_delete_fte(struct emu_ctx *c);
+int emu_net_create_cq(struct emu_ctx *c);
+int emu_net_destroy_cq(struct emu_ctx *c);
+int emu_net_create_qp(struct emu_ctx *c);
+int emu_net_qp_transition(struct emu_ctx *c);
+int emu_net_destroy_qp(struct emu_ctx *c);
+/* General caps (QUERY_HCA_CAP cap_type 0) into the capability area. */
+void emu_net_general_caps(void *cap);
+/* Input/output sizes the net commands need. */
+size_t emu_net_min_inlen(uint16_t opcode);
+size_t emu_net_min_outlen(uint16_t opcode);
+/* NIC flow table caps (QUERY_HCA_CAP cap_type 0x7). */
+void emu_net_flow_caps(void *cap);
+
+/* emu_mkey.c */
+int emu_mkey_create(struct emu_ctx *c);
+int emu_mkey_destroy(struct emu_ctx *c);
+int emu_query_special_contexts(struct emu_ctx *c);
+/*
+ * Translate [addr, addr+len) through an mkey, dev->lock held: *host gets
+ * the host address of addr and *contig how many bytes from there are
+ * host-contiguous and covered (<= len). -EFAULT when addr itself is not
+ * covered (or lies in a hole). The data path walks a buffer with this.
+ */
+int emu_mkey_xlate(const struct emu_mkey *mk, uint64_t addr, uint64_t len, uint8_t **host,
+		   uint64_t *contig);
+
+/* emu_virtq.c: general objects */
+int emu_virtq_create(struct emu_ctx *c);
+int emu_virtq_modify(struct emu_ctx *c);
+int emu_virtq_query(struct emu_ctx *c);
+int emu_virtq_destroy(struct emu_ctx *c);
+/* Move a RDY queue to ERR and post OBJECT_CHANGE. dev->lock held. */
+int emu_virtq_set_error(struct emu_dev *dev, struct emu_virtq *vq, uint8_t error_type);
+int emu_counters_create(struct emu_ctx *c);
+int emu_counters_query(struct emu_ctx *c);
+int emu_counters_destroy(struct emu_ctx *c);
+
+/* Virtio emulation caps of the emulated CX6 Dx (QUERY_HCA_CAP 0x13). */
+#define EMU_CAP_DEVICE_FEATURES_MASK 0x1fffu
+#define EMU_CAP_EVENT_MODES ((1u << PRM_VIRTQ_EVENT_MODE_NONE) | \
+			     (1u << PRM_VIRTQ_EVENT_MODE_QP))
+#define EMU_CAP_QUEUE_TYPES (1u | 2u)   /* split, packed */
+#define EMU_CAP_LOG_DOORBELL_STRIDE 2u
+#define EMU_CAP_LOG_DOORBELL_BAR_SIZE 12u
+#define EMU_CAP_MAX_VIRTQS 256u
+#define EMU_CAP_FREEZE_TO_RDY 1u
+#define EMU_CAP_DESC_GROUP_MKEY 0u
+#define EMU_CAP_UMEM_1_A 128u
+#define EMU_CAP_UMEM_1_B 4096u
+#define EMU_CAP_UMEM_2_A 128u
+#define EMU_CAP_UMEM_2_B 4096u
+#define EMU_CAP_UMEM_3_A 16u
+#define EMU_CAP_UMEM_3_B 4096u
+#define EMU_CAP_VHCA_ID 1u
+#define EMU_CAP_LOG_MAX_KLM_LIST_SIZE 16u
+
+#endif /* MLX5_LM_EMU_PRIV_H */
