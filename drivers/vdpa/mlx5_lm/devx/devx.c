@@ -1,1 +1,503 @@
-/* placeholder: being written */
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * DevX transport core: back-end selection, status checking, destroy
+ * mailbox derivation, tracing and logging common to both back ends.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "prm.h"
+#include "devx_priv.h"
+
+static devx_log_fn log_sink;
+
+void
+devx_set_log(devx_log_fn fn)
+{
+	log_sink = fn;
+}
+
+void
+devx_log(int level, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (log_sink != NULL)
+		log_sink(level, line);
+	else if (level <= 4)
+		fprintf(stderr, "devx: %s\n", line);
+}
+
+int
+devx_open(const struct devx_open_params *p, struct devx_ctx **out, char *err, size_t errlen)
+{
+	struct devx_ctx *ctx;
+	int ret;
+
+	if ((p->emu_profile == NULL) == (p->ibdev == NULL)) {
+		snprintf(err, errlen, "exactly one of emu= and ibdev= must be given");
+		return -EINVAL;
+	}
+	ctx = calloc(1, sizeof(*ctx));
+	if (ctx == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	snprintf(ctx->name, sizeof(ctx->name), "%s", p->name ? p->name : "devx");
+	ctx->be = p->emu_profile != NULL ? &devx_backend_emu : &devx_backend_rdma;
+	if (p->trace_path != NULL) {
+		ret = devx_trace_open(ctx, p->trace_path, err, errlen);
+		if (ret < 0)
+			goto err_trace;
+	}
+	ret = ctx->be->open(ctx, p, err, errlen);
+	if (ret < 0)
+		goto err_open;
+	*out = ctx;
+	return 0;
+err_open:
+	devx_trace_close(ctx);
+err_trace:
+	free(ctx);
+	return ret;
+}
+
+int
+devx_close(struct devx_ctx *ctx)
+{
+	int alive;
+
+	if (ctx == NULL)
+		return 0;
+	alive = ctx->be->close(ctx);
+	devx_trace_close(ctx);
+	free(ctx);
+	return alive;
+}
+
+const char *
+devx_name(const struct devx_ctx *ctx)
+{
+	return ctx->name;
+}
+
+int
+devx_is_emulated(const struct devx_ctx *ctx)
+{
+	return ctx->be == &devx_backend_emu;
+}
+
+void *
+devx_emu_dev(struct devx_ctx *ctx)
+{
+	return devx_is_emulated(ctx) ? ctx->be_priv : NULL;
+}
+
+/* Turn a back-end result and the output status into the API's return. */
+static int
+check_status(struct devx_ctx *ctx, int rc, const void *in, const void *out, size_t outlen)
+{
+	uint16_t opcode = PRM_GET(cmd_in, in, opcode);
+	uint8_t status;
+	uint32_t syndrome;
+
+	if (rc < 0) {
+		devx_log(3, "%s: %s (0x%x) not delivered: %s", ctx->name,
+			 prm_opcode_name(opcode), opcode, strerror(-rc));
+		return rc;
+	}
+	if (outlen < PRM_SIZE(cmd_out))
+		return -EINVAL;
+	status = PRM_GET(cmd_out, out, status);
+	if (status == PRM_STATUS_OK)
+		return 0;
+	syndrome = PRM_GET(cmd_out, out, syndrome);
+	devx_log(3, "%s: %s (0x%x) op_mod/obj_type 0x%x failed: status 0x%x (%s), syndrome 0x%08x",
+		 ctx->name, prm_opcode_name(opcode), opcode, (unsigned int)PRM_GET(cmd_in, in, op_mod),
+		 status, prm_status_name(status), syndrome);
+	return -EIO;
+}
+
+int
+devx_cmd(struct devx_ctx *ctx, const void *in, size_t inlen, void *out, size_t outlen)
+{
+	uint64_t t0 = devx_trace_now_us();
+	int rc;
+
+	rc = ctx->be->cmd(ctx, in, inlen, out, outlen);
+	devx_trace_cmd(ctx, t0, devx_trace_now_us(), in, inlen, out, outlen, rc);
+	return check_status(ctx, rc, in, out, outlen);
+}
+
+/*
+ * The DESTROY mailbox of an object, derived from its CREATE input and
+ * output the way the kernel does it for rdma-core DevX objects: the
+ * emulator executes it, the rdma back end only traces it (the kernel
+ * sends its own copy).
+ */
+static int
+derive_destroy(struct devx_obj *obj, const void *in, const void *out)
+{
+	uint8_t *d = obj->destroy_in;
+	uint16_t op = obj->create_opcode;
+	uint16_t dop;
+
+	memset(d, 0, sizeof(obj->destroy_in));
+	switch (op) {
+	case PRM_CMD_CREATE_GENERAL_OBJECT:
+		PRM_SET(general_obj_in_cmd_hdr, d, opcode, PRM_CMD_DESTROY_GENERAL_OBJECT);
+		PRM_SET(general_obj_in_cmd_hdr, d, obj_type, obj->obj_type);
+		PRM_SET(general_obj_in_cmd_hdr, d, obj_id, obj->id);
+		obj->destroy_inlen = PRM_SIZE(general_obj_in_cmd_hdr);
+		return 0;
+	case PRM_CMD_CREATE_FLOW_TABLE:
+		PRM_SET(destroy_flow_table_in, d, opcode, PRM_CMD_DESTROY_FLOW_TABLE);
+		PRM_SET(destroy_flow_table_in, d, table_type,
+			PRM_GET(create_flow_table_in, in, table_type));
+		PRM_SET(destroy_flow_table_in, d, table_id, obj->id);
+		obj->destroy_inlen = PRM_SIZE(destroy_flow_table_in);
+		return 0;
+	case PRM_CMD_CREATE_FLOW_GROUP:
+		PRM_SET(destroy_flow_group_in, d, opcode, PRM_CMD_DESTROY_FLOW_GROUP);
+		PRM_SET(destroy_flow_group_in, d, table_type,
+			PRM_GET(create_flow_group_in, in, table_type));
+		PRM_SET(destroy_flow_group_in, d, table_id,
+			PRM_GET(create_flow_group_in, in, table_id));
+		PRM_SET(destroy_flow_group_in, d, group_id, obj->id);
+		obj->destroy_inlen = PRM_SIZE(destroy_flow_group_in);
+		return 0;
+	case PRM_CMD_SET_FLOW_TABLE_ENTRY:
+		PRM_SET(delete_fte_in, d, opcode, PRM_CMD_DELETE_FLOW_TABLE_ENTRY);
+		PRM_SET(delete_fte_in, d, table_type, PRM_GET(set_fte_in, in, table_type));
+		PRM_SET(delete_fte_in, d, table_id, PRM_GET(set_fte_in, in, table_id));
+		PRM_SET(delete_fte_in, d, flow_index, PRM_GET(set_fte_in, in, flow_index));
+		obj->destroy_inlen = PRM_SIZE(delete_fte_in);
+		return 0;
+	case PRM_CMD_CREATE_MKEY:
+		dop = PRM_CMD_DESTROY_MKEY;
+		break;
+	case PRM_CMD_CREATE_CQ:
+		dop = PRM_CMD_DESTROY_CQ;
+		break;
+	case PRM_CMD_CREATE_QP:
+		dop = PRM_CMD_DESTROY_QP;
+		break;
+	case PRM_CMD_ALLOC_PD:
+		dop = PRM_CMD_DEALLOC_PD;
+		break;
+	case PRM_CMD_ALLOC_TRANSPORT_DOMAIN:
+		dop = PRM_CMD_DEALLOC_TRANSPORT_DOMAIN;
+		break;
+	case PRM_CMD_CREATE_TIR:
+		dop = PRM_CMD_DESTROY_TIR;
+		break;
+	case PRM_CMD_CREATE_TIS:
+		dop = PRM_CMD_DESTROY_TIS;
+		break;
+	case PRM_CMD_CREATE_RQT:
+		dop = PRM_CMD_DESTROY_RQT;
+		break;
+	default:
+		return -ENOTSUP;
+	}
+	(void)out;
+	PRM_SET(destroy_in, d, opcode, dop);
+	PRM_SET(destroy_in, d, id, obj->id);
+	obj->destroy_inlen = PRM_SIZE(destroy_in);
+	return 0;
+}
+
+struct devx_obj *
+devx_obj_create(struct devx_ctx *ctx, const void *in, size_t inlen, void *out, size_t outlen)
+{
+	struct devx_obj *obj;
+	uint64_t t0;
+	int rc;
+
+	if (inlen < PRM_SIZE(cmd_in) || outlen < PRM_SIZE(create_out)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	obj = calloc(1, sizeof(*obj));
+	if (obj == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	obj->ctx = ctx;
+	obj->create_opcode = PRM_GET(cmd_in, in, opcode);
+	if (obj->create_opcode == PRM_CMD_CREATE_GENERAL_OBJECT)
+		obj->obj_type = PRM_GET(general_obj_in_cmd_hdr, in, obj_type);
+	t0 = devx_trace_now_us();
+	rc = ctx->be->obj_create(ctx, obj, in, inlen, out, outlen);
+	devx_trace_cmd(ctx, t0, devx_trace_now_us(), in, inlen, out, outlen, rc);
+	rc = check_status(ctx, rc, in, out, outlen);
+	if (rc < 0)
+		goto err;
+	if (obj->create_opcode == PRM_CMD_CREATE_GENERAL_OBJECT) {
+		obj->id = PRM_GET(general_obj_out_cmd_hdr, out, obj_id);
+	} else {
+		obj->id = PRM_GET(create_out, out, id);
+		if (obj->create_opcode == PRM_CMD_CREATE_MKEY)
+			obj->mkey = obj->id << 8 |
+				(uint32_t)PRM_GET(mkc, PRM_CADDR(create_mkey_in, in, mkc), mkey_7_0);
+	}
+	if (obj->create_opcode == PRM_CMD_SET_FLOW_TABLE_ENTRY)
+		obj->id = PRM_GET(set_fte_in, in, flow_index);
+	rc = derive_destroy(obj, in, out);
+	if (rc < 0) {
+		devx_log(3, "%s: %s (0x%x) is not a create command", ctx->name,
+			 prm_opcode_name(obj->create_opcode), obj->create_opcode);
+		/* The device made something we cannot name for destroy: undo it. */
+		goto err;
+	}
+	return obj;
+err:
+	free(obj);
+	errno = -rc;
+	return NULL;
+}
+
+static int
+obj_cmd(struct devx_obj *obj, const void *in, size_t inlen, void *out, size_t outlen)
+{
+	struct devx_ctx *ctx = obj->ctx;
+	uint64_t t0 = devx_trace_now_us();
+	int rc;
+
+	rc = ctx->be->obj_cmd(ctx, obj, in, inlen, out, outlen);
+	devx_trace_cmd(ctx, t0, devx_trace_now_us(), in, inlen, out, outlen, rc);
+	return check_status(ctx, rc, in, out, outlen);
+}
+
+int
+devx_obj_modify(struct devx_obj *obj, const void *in, size_t inlen, void *out, size_t outlen)
+{
+	return obj_cmd(obj, in, inlen, out, outlen);
+}
+
+int
+devx_obj_query(struct devx_obj *obj, const void *in, size_t inlen, void *out, size_t outlen)
+{
+	return obj_cmd(obj, in, inlen, out, outlen);
+}
+
+int
+devx_obj_destroy(struct devx_obj *obj)
+{
+	struct devx_ctx *ctx;
+	uint8_t out[PRM_SIZE(destroy_out)];
+	uint64_t t0;
+	int rc;
+
+	if (obj == NULL)
+		return 0;
+	ctx = obj->ctx;
+	memset(out, 0, sizeof(out));
+	t0 = devx_trace_now_us();
+	rc = ctx->be->obj_destroy(ctx, obj, obj->destroy_in, obj->destroy_inlen, out, sizeof(out));
+	devx_trace_cmd(ctx, t0, devx_trace_now_us(), obj->destroy_in, obj->destroy_inlen,
+		       out, sizeof(out), rc);
+	rc = check_status(ctx, rc, obj->destroy_in, out, sizeof(out));
+	if (rc < 0)
+		return rc;
+	free(obj);
+	return 0;
+}
+
+uint32_t
+devx_obj_id(const struct devx_obj *obj)
+{
+	return obj->id;
+}
+
+uint32_t
+devx_obj_mkey(const struct devx_obj *obj)
+{
+	return obj->mkey;
+}
+
+struct devx_umem *
+devx_umem_reg(struct devx_ctx *ctx, void *addr, size_t size, uint32_t access)
+{
+	struct devx_umem *umem;
+	uint8_t status = 0;
+	uint32_t syndrome = 0;
+	uint64_t t0;
+	int rc;
+
+	umem = calloc(1, sizeof(*umem));
+	if (umem == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	umem->ctx = ctx;
+	umem->addr = addr;
+	umem->size = size;
+	umem->access = access;
+	t0 = devx_trace_now_us();
+	rc = ctx->be->umem_reg(ctx, umem, &status, &syndrome);
+	devx_trace_op(ctx, t0, devx_trace_now_us(), "UMEM_REG", (uintptr_t)addr, size,
+		      umem->id, rc == -EIO ? status : 0, syndrome);
+	if (rc < 0) {
+		if (rc == -EIO)
+			devx_log(3, "%s: UMEM_REG addr %p size %zu failed: status 0x%x (%s), syndrome 0x%08x",
+				 ctx->name, addr, size, status, prm_status_name(status), syndrome);
+		else
+			devx_log(3, "%s: UMEM_REG addr %p size %zu failed: %s", ctx->name, addr,
+				 size, strerror(-rc));
+		free(umem);
+		errno = -rc;
+		return NULL;
+	}
+	return umem;
+}
+
+int
+devx_umem_dereg(struct devx_umem *umem)
+{
+	struct devx_ctx *ctx;
+	uint8_t status = 0;
+	uint32_t syndrome = 0;
+	uint64_t t0;
+	int rc;
+
+	if (umem == NULL)
+		return 0;
+	ctx = umem->ctx;
+	t0 = devx_trace_now_us();
+	rc = ctx->be->umem_dereg(ctx, umem, &status, &syndrome);
+	devx_trace_op(ctx, t0, devx_trace_now_us(), "UMEM_DEREG", (uintptr_t)umem->addr,
+		      umem->size, umem->id, rc == -EIO ? status : 0, syndrome);
+	if (rc < 0) {
+		devx_log(3, "%s: UMEM_DEREG umem 0x%x failed: status 0x%x (%s), syndrome 0x%08x",
+			 ctx->name, umem->id, status, prm_status_name(status), syndrome);
+		return rc;
+	}
+	free(umem);
+	return 0;
+}
+
+uint32_t
+devx_umem_id(const struct devx_umem *umem)
+{
+	return umem->id;
+}
+
+struct devx_db *
+devx_db_alloc(struct devx_ctx *ctx)
+{
+	struct devx_db *db = calloc(1, sizeof(*db));
+	int rc;
+
+	if (db == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	db->ctx = ctx;
+	db->mmap_fd = -1;
+	rc = ctx->be->db_alloc(ctx, db);
+	if (rc < 0) {
+		devx_log(3, "%s: doorbell area allocation failed: %s", ctx->name, strerror(-rc));
+		free(db);
+		errno = -rc;
+		return NULL;
+	}
+	return db;
+}
+
+void
+devx_db_free(struct devx_db *db)
+{
+	if (db == NULL)
+		return;
+	db->ctx->be->db_free(db->ctx, db);
+	free(db);
+}
+
+void
+devx_db_ring(struct devx_db *db, uint32_t offset, uint32_t value)
+{
+	struct devx_ctx *ctx = db->ctx;
+
+	/* Doorbells are the data-path hot spot: trace only when asked to. */
+	if (ctx->trace != NULL) {
+		uint64_t t0 = devx_trace_now_us();
+
+		ctx->be->db_ring(ctx, db, offset, value);
+		devx_trace_op(ctx, t0, devx_trace_now_us(), "DOORBELL", offset, 4, value, 0, 0);
+		return;
+	}
+	ctx->be->db_ring(ctx, db, offset, value);
+}
+
+int
+devx_db_mmap_info(const struct devx_db *db, int *fd, uint64_t *offset, uint64_t *size)
+{
+	if (db->mmap_fd < 0)
+		return -1;
+	*fd = db->mmap_fd;
+	*offset = db->mmap_offset;
+	*size = db->mmap_size;
+	return 0;
+}
+
+struct devx_evch *
+devx_evch_create(struct devx_ctx *ctx)
+{
+	struct devx_evch *ch = calloc(1, sizeof(*ch));
+	int rc;
+
+	if (ch == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ch->ctx = ctx;
+	ch->fd = -1;
+	rc = ctx->be->evch_create(ctx, ch);
+	if (rc < 0) {
+		devx_log(3, "%s: event channel creation failed: %s", ctx->name, strerror(-rc));
+		free(ch);
+		errno = -rc;
+		return NULL;
+	}
+	return ch;
+}
+
+void
+devx_evch_destroy(struct devx_evch *ch)
+{
+	if (ch == NULL)
+		return;
+	ch->ctx->be->evch_destroy(ch->ctx, ch);
+	free(ch);
+}
+
+int
+devx_evch_fd(const struct devx_evch *ch)
+{
+	return ch->fd;
+}
+
+int
+devx_evch_subscribe(struct devx_evch *ch, struct devx_obj *obj, uint16_t type, uint64_t cookie)
+{
+	int rc = ch->ctx->be->evch_subscribe(ch->ctx, ch, obj, type, cookie);
+
+	if (rc < 0)
+		devx_log(3, "%s: subscribing to event 0x%x of object 0x%x failed: %s",
+			 ch->ctx->name, type, obj->id, strerror(-rc));
+	return rc;
+}
+
+int
+devx_evch_read(struct devx_evch *ch, struct devx_event *ev)
+{
+	return ch->ctx->be->evch_read(ch->ctx, ch, ev);
+}

@@ -48,8 +48,13 @@ int devx_close(struct devx_ctx *ctx);
 const char *devx_name(const struct devx_ctx *ctx);
 /* 1 when the context is an emulated device. */
 int devx_is_emulated(const struct devx_ctx *ctx);
-/* The emulated device behind ctx (struct emu_dev *), NULL for rdma. */
+/* The emulated device behind ctx (struct emu_dev *), NULL for rdma: for tests only. */
 void *devx_emu_dev(struct devx_ctx *ctx);
+/*
+ * Emulated devices: objects that were still alive when their device was
+ * closed, summed over the process (0 after clean teardowns).
+ */
+unsigned long devx_emu_leaked_total(void);
 
 /*
  * Execute a general command (QUERY_HCA_CAP, QUERY_SPECIAL_CONTEXTS, QP
@@ -114,5 +119,14 @@ int devx_evch_subscribe(struct devx_evch *ch, struct devx_obj *obj, uint16_t typ
 			uint64_t cookie);
 /* Read one pending event; returns 1 when one was read, 0 when none, <0 error. */
 int devx_evch_read(struct devx_evch *ch, struct devx_event *ev);
+
+/*
+ * Log sink of the transport (the transport does not depend on DPDK; the
+ * PMD routes these lines to its devx log type). level is syslog style.
+ */
+typedef void (*devx_log_fn)(int level, const char *line);
+void devx_set_log(devx_log_fn fn);
+/* Log sink of the emulated device model (its own component, its own log type). */
+void devx_set_emu_log(devx_log_fn fn);
 
 #endif /* MLX5_LM_DEVX_H */

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* DevX transport internals shared by the core and its two back ends. */
+#ifndef MLX5_LM_DEVX_PRIV_H
+#define MLX5_LM_DEVX_PRIV_H
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdatomic.h>
+
+#include "devx.h"
+
+/*
+ * A back end executes mailboxes; the core does tracing, logging and the
+ * bookkeeping common to both. Every call returns 0 or a negative errno;
+ * a command the device answered (whatever its status) returns 0 and the
+ * status is read from the output mailbox by the core.
+ */
+struct devx_backend {
+	const char *name;
+	int (*open)(struct devx_ctx *ctx, const struct devx_open_params *p,
+		    char *err, size_t errlen);
+	int (*close)(struct devx_ctx *ctx);
+	int (*cmd)(struct devx_ctx *ctx, const void *in, size_t inlen, void *out, size_t outlen);
+	int (*obj_create)(struct devx_ctx *ctx, struct devx_obj *obj, const void *in,
+			  size_t inlen, void *out, size_t outlen);
+	int (*obj_cmd)(struct devx_ctx *ctx, struct devx_obj *obj, const void *in,
+		       size_t inlen, void *out, size_t outlen);
+	int (*obj_destroy)(struct devx_ctx *ctx, struct devx_obj *obj, const void *din,
+			   size_t dinlen, void *dout, size_t doutlen);
+	/* Returns 0, -EIO with status and syndrome set, or another errno. */
+	int (*umem_reg)(struct devx_ctx *ctx, struct devx_umem *umem, uint8_t *status,
+			uint32_t *syndrome);
+	int (*umem_dereg)(struct devx_ctx *ctx, struct devx_umem *umem, uint8_t *status,
+			  uint32_t *syndrome);
+	int (*db_alloc)(struct devx_ctx *ctx, struct devx_db *db);
+	void (*db_free)(struct devx_ctx *ctx, struct devx_db *db);
+	void (*db_ring)(struct devx_ctx *ctx, struct devx_db *db, uint32_t offset, uint32_t v);
+	int (*evch_create)(struct devx_ctx *ctx, struct devx_evch *ch);
+	void (*evch_destroy)(struct devx_ctx *ctx, struct devx_evch *ch);
+	int (*evch_subscribe)(struct devx_ctx *ctx, struct devx_evch *ch, struct devx_obj *obj,
+			      uint16_t type, uint64_t cookie);
+	int (*evch_read)(struct devx_ctx *ctx, struct devx_evch *ch, struct devx_event *ev);
+};
+
+extern const struct devx_backend devx_backend_emu;
+extern const struct devx_backend devx_backend_rdma;
+
+struct devx_trace;
+
+struct devx_ctx {
+	char name[64];
+	const struct devx_backend *be;
+	void *be_priv;             /* emu: struct emu_dev *; rdma: struct ibv_context * */
+	struct devx_trace *trace;  /* NULL when not tracing */
+};
+
+struct devx_obj {
+	struct devx_ctx *ctx;
+	void *be_handle;           /* rdma: struct mlx5dv_devx_obj * */
+	uint16_t create_opcode;
+	uint16_t obj_type;         /* general objects */
+	uint32_t id;
+	uint32_t mkey;             /* CREATE_MKEY: index << 8 | mkey_7_0 */
+	uint8_t destroy_in[64];    /* the DESTROY mailbox, derived at create */
+	size_t destroy_inlen;
+};
+
+struct devx_umem {
+	struct devx_ctx *ctx;
+	void *be_handle;
+	void *addr;
+	size_t size;
+	uint32_t access;
+	uint32_t id;
+};
+
+struct devx_db {
+	struct devx_ctx *ctx;
+	void *be_handle;
+	volatile uint32_t *mmio;   /* rdma: mapped doorbell page */
+	int mmap_fd;
+	uint64_t mmap_offset;
+	uint64_t mmap_size;
+};
+
+struct devx_evch {
+	struct devx_ctx *ctx;
+	void *be_handle;
+	int fd;
+};
+
+/* Trace: one JSON object per line (design.md "DevX command trace"). */
+int devx_trace_open(struct devx_ctx *ctx, const char *path, char *err, size_t errlen);
+void devx_trace_close(struct devx_ctx *ctx);
+uint64_t devx_trace_now_us(void);
+void devx_trace_cmd(struct devx_ctx *ctx, uint64_t t_start, uint64_t t_end,
+		    const void *in, size_t inlen, const void *out, size_t outlen, int rc);
+/* Non-PRM operations: "UMEM_REG", "UMEM_DEREG", "DOORBELL", "EVCH_*". */
+void devx_trace_op(struct devx_ctx *ctx, uint64_t t_start, uint64_t t_end, const char *op,
+		   uint64_t addr, uint64_t size, uint32_t id, uint8_t status, uint32_t syndrome);
+
+/* Logging of the transport (routed by the PMD to its devx log type). */
+void devx_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif /* MLX5_LM_DEVX_PRIV_H */
