@@ -1,1 +1,98 @@
-/* placeholder: being written */
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Device capabilities: the general HCA caps and the virtio emulation caps
+ * (QUERY_HCA_CAP, op_mod = cap_type << 1 | current). The driver sizes
+ * queues, umems and doorbells from these, never from constants.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "prm.h"
+#include "mlx5_lm.h"
+
+static int
+query_cap(struct mlx5_lm_dev *dev, uint16_t cap_type, void *out, size_t outlen)
+{
+	uint8_t in[PRM_SIZE(query_hca_cap_in)];
+
+	memset(in, 0, sizeof(in));
+	PRM_SET(query_hca_cap_in, in, opcode, PRM_CMD_QUERY_HCA_CAP);
+	PRM_SET(query_hca_cap_in, in, op_mod, PRM_HCA_CAP_OP_MOD(cap_type, 1));
+	return devx_cmd(dev->devx, in, sizeof(in), out, outlen);
+}
+
+int
+mlx5_lm_caps_query(struct mlx5_lm_dev *dev)
+{
+	struct rte_pmd_mlx5_lm_caps *c = &dev->caps;
+	size_t outlen = PRM_SIZE(query_hca_cap_out);
+	uint8_t *out = calloc(1, outlen);
+	const void *cap;
+	int ret;
+
+	if (out == NULL)
+		return -ENOMEM;
+	memset(c, 0, sizeof(*c));
+	snprintf(c->backend, sizeof(c->backend), "%s", devx_is_emulated(dev->devx) ? "emu" : "rdma");
+	cap = PRM_CADDR(query_hca_cap_out, out, capability);
+
+	ret = query_cap(dev, PRM_CAP_GENERAL, out, outlen);
+	if (ret < 0) {
+		DRV_LOG(ERR, dev, "cannot query general HCA caps");
+		goto out;
+	}
+	c->vhca_id = PRM_GET(cmd_hca_cap, cap, vhca_id);
+	c->general_obj_types = PRM_GET(cmd_hca_cap, cap, general_obj_types);
+	c->log_max_klm_list_size = PRM_GET(cmd_hca_cap, cap, log_max_klm_list_size);
+	if (!(c->general_obj_types & PRM_GENERAL_OBJ_TYPES_CAP_VIRTQ_NET_Q)) {
+		DRV_LOG(ERR, dev, "device has no virtio-net queue objects (general_obj_types 0x%"
+			PRIx64 "): not a vDPA-capable function", c->general_obj_types);
+		ret = -ENOTSUP;
+		goto out;
+	}
+
+	memset(out, 0, outlen);
+	ret = query_cap(dev, PRM_CAP_VIRTIO_EMULATION, out, outlen);
+	if (ret < 0) {
+		DRV_LOG(ERR, dev, "cannot query virtio emulation caps");
+		goto out;
+	}
+	c->max_num_virtio_queues = PRM_GET(virtio_emulation_cap, cap, max_num_virtio_queues);
+	c->virtio_queue_type = PRM_GET(virtio_emulation_cap, cap, virtio_queue_type);
+	c->event_mode = PRM_GET(virtio_emulation_cap, cap, event_mode);
+	c->virtio_version_1_0 = PRM_GET(virtio_emulation_cap, cap, virtio_version_1_0);
+	c->device_features_bits_mask = PRM_GET(virtio_emulation_cap, cap,
+					       device_features_bits_mask);
+	c->vnet_modify_ext = PRM_GET(virtio_emulation_cap, cap, vnet_modify_ext);
+	c->virtio_net_q_addr_modify = PRM_GET(virtio_emulation_cap, cap, virtio_net_q_addr_modify);
+	c->virtio_q_index_modify = PRM_GET(virtio_emulation_cap, cap, virtio_q_index_modify);
+	c->freeze_to_rdy_supported = PRM_GET(virtio_emulation_cap, cap, freeze_to_rdy_supported);
+	c->desc_group_mkey_supported = PRM_GET(virtio_emulation_cap, cap,
+					       desc_group_mkey_supported);
+	c->log_doorbell_stride = PRM_GET(virtio_emulation_cap, cap, log_doorbell_stride);
+	c->log_doorbell_bar_size = PRM_GET(virtio_emulation_cap, cap, log_doorbell_bar_size);
+	c->doorbell_bar_offset = PRM_GET(virtio_emulation_cap, cap, doorbell_bar_offset);
+	c->umem_param_a[0] = PRM_GET(virtio_emulation_cap, cap, umem_1_buffer_param_a);
+	c->umem_param_b[0] = PRM_GET(virtio_emulation_cap, cap, umem_1_buffer_param_b);
+	c->umem_param_a[1] = PRM_GET(virtio_emulation_cap, cap, umem_2_buffer_param_a);
+	c->umem_param_b[1] = PRM_GET(virtio_emulation_cap, cap, umem_2_buffer_param_b);
+	c->umem_param_a[2] = PRM_GET(virtio_emulation_cap, cap, umem_3_buffer_param_a);
+	c->umem_param_b[2] = PRM_GET(virtio_emulation_cap, cap, umem_3_buffer_param_b);
+	if (!(c->event_mode & (1u << PRM_VIRTQ_EVENT_MODE_QP))) {
+		/* User space relays completions through an event QP: nothing else works here. */
+		DRV_LOG(ERR, dev, "virtio caps lack QP event mode (event_mode 0x%x)", c->event_mode);
+		ret = -ENOTSUP;
+		goto out;
+	}
+	if (c->max_num_virtio_queues < 2) {
+		DRV_LOG(ERR, dev, "device offers %u virtio queues, a net device needs 2",
+			c->max_num_virtio_queues);
+		ret = -ENOTSUP;
+	}
+out:
+	free(out);
+	return ret;
+}

@@ -1,1 +1,147 @@
-/* placeholder: being written */
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Device arguments. Every key is validated with its range; an unknown key
+ * or a bad value fails the probe with a message naming the key, so that an
+ * operator's typo never silently becomes a default.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_kvargs.h>
+
+#include "mlx5_lm.h"
+
+enum arg_kind { ARG_STR, ARG_U32, ARG_BOOL, ARG_POW2 };
+
+struct arg_spec {
+	const char *key;
+	enum arg_kind kind;
+	uint32_t min, max;      /* numeric range, inclusive */
+	size_t off;             /* offset in struct mlx5_lm_devargs */
+	size_t size;            /* string buffer size */
+	const char *help;
+};
+
+#define STR_ARG(k, field, h) \
+	{ k, ARG_STR, 0, 0, offsetof(struct mlx5_lm_devargs, field), \
+	  sizeof(((struct mlx5_lm_devargs *)0)->field), h }
+#define NUM_ARG(k, kind, lo, hi, field, h) \
+	{ k, kind, lo, hi, offsetof(struct mlx5_lm_devargs, field), 0, h }
+
+static const struct arg_spec specs[] = {
+	STR_ARG("emu", emu, "emulated device: profile name (cx6dx, fast) or JSON path"),
+	STR_ARG("ibdev", ibdev, "RDMA device of a real ConnectX"),
+	NUM_ARG("queues", ARG_U32, 1, 128, queues, "queue pairs to pre-create"),
+	NUM_ARG("queue_size", ARG_POW2, 2, 32768, queue_size, "pre-created queue size"),
+	NUM_ARG("precreate", ARG_BOOL, 0, 1, precreate, "pre-create virtqs at probe"),
+	NUM_ARG("workers", ARG_U32, 1, 64, workers, "configuration and MKEY worker threads"),
+	NUM_ARG("mr_chunk_mb", ARG_POW2, 2, 65536, mr_chunk_mb, "guest memory chunk size"),
+	NUM_ARG("mr_gc_ms", ARG_U32, 0, 600000, mr_gc_ms, "deferred deletion delay"),
+	NUM_ARG("parallel", ARG_BOOL, 0, 1, parallel, "suspend/resume/config in parallel"),
+	STR_ARG("uplink", uplink, "emulated wire: loopback or an ethdev name"),
+	STR_ARG("devx_trace", devx_trace, "JSON-lines DevX command trace path"),
+};
+
+static const struct arg_spec *
+find_spec(const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < RTE_DIM(specs); i++)
+		if (strcmp(specs[i].key, key) == 0)
+			return &specs[i];
+	return NULL;
+}
+
+static int
+parse_one(const struct arg_spec *s, const char *value, struct mlx5_lm_devargs *out,
+	  char *err, size_t errlen)
+{
+	unsigned long long v;
+	char *end;
+
+	if (value == NULL || value[0] == '\0') {
+		snprintf(err, errlen, "%s: missing value (%s)", s->key, s->help);
+		return -EINVAL;
+	}
+	if (s->kind == ARG_STR) {
+		if (strlen(value) >= s->size) {
+			snprintf(err, errlen, "%s=%s: value longer than %zu characters",
+				 s->key, value, s->size - 1);
+			return -EINVAL;
+		}
+		snprintf((char *)out + s->off, s->size, "%s", value);
+		return 0;
+	}
+	errno = 0;
+	v = strtoull(value, &end, 0);
+	if (errno != 0 || *end != '\0' || value[0] == '-') {
+		snprintf(err, errlen, "%s=%s: not a number (%s)", s->key, value, s->help);
+		return -EINVAL;
+	}
+	if (v < s->min || v > s->max) {
+		snprintf(err, errlen, "%s=%s: out of range [%u, %u] (%s)", s->key, value,
+			 s->min, s->max, s->help);
+		return -ERANGE;
+	}
+	if (s->kind == ARG_POW2 && (v & (v - 1)) != 0) {
+		snprintf(err, errlen, "%s=%s: must be a power of two in [%u, %u]", s->key,
+			 value, s->min, s->max);
+		return -EINVAL;
+	}
+	*(uint32_t *)((char *)out + s->off) = (uint32_t)v;
+	return 0;
+}
+
+int
+mlx5_lm_devargs_parse(const char *name, const char *args, struct mlx5_lm_devargs *out,
+		      char *err, size_t errlen)
+{
+	struct rte_kvargs *kv = NULL;
+	unsigned int i;
+	int ret = 0;
+
+	memset(out, 0, sizeof(*out));
+	out->queue_size = MLX5_LM_DEFAULT_QUEUE_SIZE;
+	out->precreate = 1;
+	out->workers = MLX5_LM_DEFAULT_WORKERS;
+	out->mr_chunk_mb = MLX5_LM_DEFAULT_MR_CHUNK_MB;
+	out->mr_gc_ms = MLX5_LM_DEFAULT_MR_GC_MS;
+	out->parallel = 1;
+	snprintf(out->uplink, sizeof(out->uplink), "loopback");
+
+	if (args != NULL && args[0] != '\0') {
+		/* No key list here: rte_kvargs would reject without naming the key. */
+		kv = rte_kvargs_parse(args, NULL);
+		if (kv == NULL) {
+			snprintf(err, errlen, "cannot parse devargs \"%s\" (expected key=value,...)",
+				 args);
+			return -EINVAL;
+		}
+		for (i = 0; i < kv->count; i++) {
+			const struct arg_spec *s = find_spec(kv->pairs[i].key);
+
+			if (s == NULL) {
+				snprintf(err, errlen,
+					 "%s: unknown key (known: emu, ibdev, queues, queue_size, "
+					 "precreate, workers, mr_chunk_mb, mr_gc_ms, parallel, uplink, "
+					 "devx_trace)", kv->pairs[i].key);
+				ret = -EINVAL;
+				goto out;
+			}
+			ret = parse_one(s, kv->pairs[i].value, out, err, errlen);
+			if (ret < 0)
+				goto out;
+		}
+	}
+	if ((out->emu[0] == '\0') == (out->ibdev[0] == '\0')) {
+		snprintf(err, errlen, "%s: exactly one of emu=<profile> (emulated device) and "
+			 "ibdev=<rdma device> (hardware) is required", name);
+		ret = -EINVAL;
+	}
+out:
+	rte_kvargs_free(kv);
+	return ret;
+}

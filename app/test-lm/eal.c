@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* EAL start-up and device hotplug for dpdk-test-lm. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_dev.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_log.h>
+
+#include "rte_pmd_mlx5_lm.h"
+#include "test_lm.h"
+
+#define MAX_EAL_ARGS 64
+
+int
+test_lm_eal_init(const char *prog, const char *extra_eal)
+{
+	static char prefix[64];
+	static char extra_copy[1024];
+	char *argv[MAX_EAL_ARGS];
+	int argc = 0, ret;
+	char *tok, *save = NULL;
+
+	snprintf(prefix, sizeof(prefix), "--file-prefix=test-lm-%d", (int)getpid());
+	argv[argc++] = (char *)prog;
+	argv[argc++] = "--no-huge";
+	argv[argc++] = "-m";
+	argv[argc++] = "512";
+	argv[argc++] = "--no-shconf";
+	argv[argc++] = "--no-pci";
+	argv[argc++] = "--no-telemetry";
+	argv[argc++] = prefix;
+	/* EAL's start-up chatter hides the tables users run this for. */
+	argv[argc++] = "--log-level=lib.eal:warning";
+	if (extra_eal != NULL) {
+		snprintf(extra_copy, sizeof(extra_copy), "%s", extra_eal);
+		for (tok = strtok_r(extra_copy, " ", &save); tok != NULL && argc < MAX_EAL_ARGS - 1;
+		     tok = strtok_r(NULL, " ", &save))
+			argv[argc++] = tok;
+	}
+	argv[argc] = NULL;
+	ret = rte_eal_init(argc, argv);
+	if (ret < 0) {
+		fprintf(stderr, "%s: cannot initialise DPDK EAL: %s\n", prog,
+			rte_strerror(rte_errno));
+		return -1;
+	}
+	return 0;
+}
+
+void
+test_lm_eal_cleanup(void)
+{
+	rte_eal_cleanup();
+}
+
+int
+test_lm_probe_device(const char *devname, const char *devargs)
+{
+	int eal_level = rte_log_get_level(RTE_LOGTYPE_EAL);
+	int ret;
+
+	/*
+	 * EAL adds two generic lines to the driver's own explanation of a
+	 * failed probe; keep only the driver's.
+	 */
+	rte_log_set_level(RTE_LOGTYPE_EAL, RTE_LOG_CRIT);
+	ret = rte_eal_hotplug_add("vdev", devname, devargs != NULL ? devargs : "");
+	rte_log_set_level(RTE_LOGTYPE_EAL, eal_level);
+	if (ret < 0 && !rte_pmd_mlx5_lm_probe_failed(devname))
+		fprintf(stderr, "%s: cannot probe: %s\n", devname, strerror(-ret));
+	return ret < 0 ? ret : 0;
+}
+
+int
+test_lm_remove_device(const char *devname)
+{
+	int ret = rte_eal_hotplug_remove("vdev", devname);
+
+	if (ret < 0)
+		fprintf(stderr, "%s: cannot remove: %s\n", devname, strerror(-ret));
+	return ret;
+}

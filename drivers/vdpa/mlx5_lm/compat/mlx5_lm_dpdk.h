@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The few DPDK driver-SDK types a vdev vDPA driver needs.
+ *
+ * Debian's libdpdk-dev (22.11, ABI 23) does not ship bus_vdev_driver.h,
+ * dev_driver.h nor vdpa_driver.h. When the installed DPDK has them we use
+ * them; otherwise these declarations describe the same ABI 23 layouts
+ * (written from the ABI, member for member, so that the structures we
+ * hand to EAL and vhost have the layout the libraries expect).
+ */
+#ifndef MLX5_LM_DPDK_COMPAT_H
+#define MLX5_LM_DPDK_COMPAT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include <rte_common.h>
+#include <rte_dev.h>
+#include <rte_devargs.h>
+#include <rte_vhost.h>
+#include <rte_vdpa.h>
+
+#if __has_include(<bus_vdev_driver.h>)
+#include <bus_vdev_driver.h>
+#define MLX5_LM_VDEV_DEVICE(vdev) (&(vdev)->device)
+#else
+/* ABI 23 struct rte_driver: list linkage, then name and alias. */
+struct rte_driver {
+	RTE_TAILQ_ENTRY(rte_driver) next;
+	const char *name;
+	const char *alias;
+};
+
+/* ABI 23 struct rte_vdev_device: list linkage, then the embedded rte_device. */
+struct rte_vdev_device {
+	RTE_TAILQ_ENTRY(rte_vdev_device) next;
+	/* struct rte_device device; -- opaque in the public headers */
+};
+#define MLX5_LM_VDEV_DEVICE(vdev) ((struct rte_device *)((struct rte_vdev_device *)(vdev) + 1))
+
+typedef int (rte_vdev_probe_t)(struct rte_vdev_device *dev);
+typedef int (rte_vdev_remove_t)(struct rte_vdev_device *dev);
+typedef int (rte_vdev_dma_map_t)(struct rte_vdev_device *dev, void *addr, uint64_t iova,
+				 size_t len);
+typedef int (rte_vdev_dma_unmap_t)(struct rte_vdev_device *dev, void *addr, uint64_t iova,
+				   size_t len);
+
+struct rte_vdev_driver {
+	RTE_TAILQ_ENTRY(rte_vdev_driver) next;
+	struct rte_driver driver;
+	rte_vdev_probe_t *probe;
+	rte_vdev_remove_t *remove;
+	rte_vdev_dma_map_t *dma_map;
+	rte_vdev_dma_unmap_t *dma_unmap;
+	uint32_t drv_flags;
+};
+
+__rte_internal void rte_vdev_register(struct rte_vdev_driver *driver);
+__rte_internal void rte_vdev_unregister(struct rte_vdev_driver *driver);
+
+#define MLX5_LM_VDEV_REGISTER(nm, drv) \
+	RTE_INIT(vdrvinitfn_ ##drv) \
+	{ \
+		(drv).driver.name = RTE_STR(nm); \
+		rte_vdev_register(&(drv)); \
+	}
+#endif
+
+#if __has_include(<vdpa_driver.h>)
+#include <vdpa_driver.h>
+#else
+/* ABI 23 vDPA driver operations, in the order lib/vhost calls them by offset. */
+struct rte_vdpa_dev_ops {
+	int (*get_queue_num)(struct rte_vdpa_device *dev, uint32_t *queue_num);
+	int (*get_features)(struct rte_vdpa_device *dev, uint64_t *features);
+	int (*get_protocol_features)(struct rte_vdpa_device *dev, uint64_t *protocol_features);
+	int (*dev_conf)(int vid);
+	int (*dev_close)(int vid);
+	int (*set_vring_state)(int vid, int vring, int state);
+	int (*set_features)(int vid);
+	int (*migration_done)(int vid);
+	int (*get_vfio_group_fd)(int vid);
+	int (*get_vfio_device_fd)(int vid);
+	int (*get_notify_area)(int vid, int qid, uint64_t *offset, uint64_t *size);
+	int (*get_stats_names)(struct rte_vdpa_device *dev,
+			       struct rte_vdpa_stat_name *stats_names, unsigned int size);
+	int (*get_stats)(struct rte_vdpa_device *dev, int qid, struct rte_vdpa_stat *stats,
+			 unsigned int n);
+	int (*reset_stats)(struct rte_vdpa_device *dev, int qid);
+	int (*get_config)(int vid, uint8_t *config, uint32_t size);
+	int (*set_config)(int vid, uint8_t *config, uint32_t offset, uint32_t size,
+			  uint32_t flags);
+	int (*get_dev_type)(struct rte_vdpa_device *dev, uint32_t *type);
+};
+
+struct rte_vdpa_device {
+	RTE_TAILQ_ENTRY(rte_vdpa_device) next;
+	struct rte_device *device;
+	struct rte_vdpa_dev_ops *ops;
+};
+
+__rte_internal struct rte_vdpa_device *
+rte_vdpa_register_device(struct rte_device *rte_dev, struct rte_vdpa_dev_ops *ops);
+__rte_internal int rte_vdpa_unregister_device(struct rte_vdpa_device *dev);
+__rte_internal int rte_vhost_host_notifier_ctrl(int vid, uint16_t qid, bool enable);
+__rte_internal int rte_vdpa_relay_vring_used(int vid, uint16_t qid, void *vring_m);
+#endif
+
+#ifndef MLX5_LM_VDEV_REGISTER
+#define MLX5_LM_VDEV_REGISTER(nm, drv) RTE_PMD_REGISTER_VDEV(nm, drv)
+#endif
+
+#endif /* MLX5_LM_DPDK_COMPAT_H */

@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * mlx5-lm: the vDPA PMD's device state and the helpers its modules share.
+ */
+#ifndef MLX5_LM_H
+#define MLX5_LM_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include <rte_log.h>
+
+#include "devx.h"
+#include "rte_pmd_mlx5_lm.h"
+
+extern int mlx5_lm_logtype;
+
+/* Every driver log line names the device (and the queue, where there is one). */
+#define DRV_LOG(level, dev, fmt, ...) \
+	rte_log(RTE_LOG_ ## level, mlx5_lm_logtype, "mlx5_lm %s: " fmt "\n", \
+		(dev) != NULL ? (dev)->name : "-", ##__VA_ARGS__)
+
+/* Validated device arguments (design.md "Device devargs"). */
+struct mlx5_lm_devargs {
+	char emu[256];          /* emulated device profile, "" for hardware */
+	char ibdev[64];         /* RDMA device name, "" for emulated */
+	uint32_t queues;        /* queue pairs to pre-create, 0 = min(caps, 16) */
+	uint32_t queue_size;
+	uint32_t precreate;
+	uint32_t workers;
+	uint32_t mr_chunk_mb;
+	uint32_t mr_gc_ms;
+	uint32_t parallel;
+	char uplink[64];
+	char devx_trace[256];
+};
+
+/* Device-level PRM objects allocated at probe. */
+struct mlx5_lm_res {
+	struct devx_obj *pd;
+	struct devx_obj *td;
+	struct devx_obj *tis;
+	uint32_t null_mkey;     /* from QUERY_SPECIAL_CONTEXTS; owned by the device */
+};
+
+/* What a hardware virtq is configured with: the fields MODIFY can change. */
+struct mlx5_lm_vq_cfg {
+	uint64_t desc, used, avail;  /* guest physical (the mkey's address space) */
+	uint16_t hw_available_index;
+	uint16_t hw_used_index;
+	uint8_t type;                /* PRM_VIRTQ_TYPE_* */
+	uint8_t version_1;
+	uint16_t features;           /* 13-bit queue feature mask */
+	uint32_t mkey;
+	uint8_t event_mode;          /* PRM_VIRTQ_EVENT_MODE_* */
+	uint32_t event_qpn;
+};
+
+/* Event path of one virtq: the firmware QP it writes to, our QP and CQ. */
+struct mlx5_lm_eventq {
+	struct devx_obj *cq;
+	struct devx_obj *fw_qp;
+	struct devx_obj *sw_qp;
+	uint64_t buf_off;            /* this queue's slice of the device event buffer */
+};
+
+struct mlx5_lm_virtq {
+	struct mlx5_lm_dev *dev;
+	uint16_t index;              /* virtio index: even RX, odd TX */
+	/* Hardware objects (created blank at probe when precreate=1). */
+	struct devx_obj *obj;
+	struct devx_obj *counters;
+	struct devx_umem *umem[3];
+	void *umem_buf[3];
+	uint32_t umem_size[3];
+	struct mlx5_lm_eventq eq;
+	uint16_t size;               /* queue_size the object was created with */
+	uint8_t hw_state;            /* PRM_VIRTQ_STATE_* as last set or queried */
+	uint8_t used;                /* left INIT since creation: needs a reset */
+	struct mlx5_lm_vq_cfg cur;   /* what the object holds */
+	/* Guest side (from vhost). */
+	uint8_t enabled;             /* guest enabled the ring (set_vring_state) */
+	uint8_t configured;          /* part of the running configuration */
+	int kickfd;
+	int callfd;
+	uint32_t recoveries;         /* ERR recoveries since DRIVER_OK */
+	uint64_t stats_base[8];      /* counter values at the last reset */
+};
+
+#define MLX5_LM_MAX_VIRTQS 256
+
+struct mlx5_lm_mr;
+struct mlx5_lm_steer;
+struct mlx5_lm_notify;
+struct rte_vdpa_device;
+
+struct mlx5_lm_dev {
+	TAILQ_ENTRY(mlx5_lm_dev) next;
+	char name[64];
+	struct rte_device *rte_dev;
+	struct rte_vdpa_device *vdpa;
+	struct mlx5_lm_devargs args;
+	struct devx_ctx *devx;
+	struct rte_pmd_mlx5_lm_caps caps;
+	struct mlx5_lm_res res;
+	struct devx_db *db;
+	struct devx_evch *evch;
+	struct devx_umem *event_umem;    /* CQ/QP rings and doorbell records of every queue */
+	void *event_buf;
+	size_t event_buf_size;
+	struct mlx5_lm_steer *steer;
+	struct mlx5_lm_notify *notify;
+	/*
+	 * lock serialises the vhost-facing operations (dev_conf, dev_close,
+	 * set_vring_state, background restore) of this device; the fields
+	 * below are guarded by it.
+	 */
+	pthread_mutex_t lock;
+	int vid;                         /* vhost device, -1 when none */
+	int running;                     /* between dev_conf and dev_close */
+	uint64_t features;               /* negotiated */
+	uint16_t nr_vq;                  /* virtqs the driver manages (pre-created or not) */
+	struct mlx5_lm_virtq vq[MLX5_LM_MAX_VIRTQS];
+	struct mlx5_lm_mr *mr;           /* registration the virtqs use */
+	int restoring;                   /* background restore in flight */
+	pthread_cond_t restored;         /* signalled when restoring drops to 0 */
+	/* Timings of the last operations (ms), for benchmarks and logs. */
+	double last_conf_ms, last_conf_mr_ms, last_conf_vq_ms, last_close_ms;
+};
+
+/* Monotonic time in milliseconds. */
+double mlx5_lm_now_ms(void);
+
+/* devargs */
+#define MLX5_LM_DEFAULT_QUEUE_SIZE 256
+#define MLX5_LM_DEFAULT_QUEUE_PAIRS 16
+#define MLX5_LM_DEFAULT_WORKERS 16
+#define MLX5_LM_DEFAULT_MR_CHUNK_MB 1024
+#define MLX5_LM_DEFAULT_MR_GC_MS 100
+int mlx5_lm_devargs_parse(const char *name, const char *args, struct mlx5_lm_devargs *out,
+			  char *err, size_t errlen);
+
+/* caps */
+int mlx5_lm_caps_query(struct mlx5_lm_dev *dev);
+
+/* device-level resources */
+int mlx5_lm_res_create(struct mlx5_lm_dev *dev);
+void mlx5_lm_res_destroy(struct mlx5_lm_dev *dev);
+
+/* virtq (mlx5_lm_virtq.c) */
+int mlx5_lm_virtq_create(struct mlx5_lm_virtq *vq, uint16_t size,
+			 const struct mlx5_lm_vq_cfg *cfg, int ready);
+void mlx5_lm_virtq_destroy(struct mlx5_lm_virtq *vq);
+/* One MODIFY carrying the fields of cfg that differ, plus STATE=RDY when ready. */
+int mlx5_lm_virtq_modify(struct mlx5_lm_virtq *vq, const struct mlx5_lm_vq_cfg *cfg, int ready);
+int mlx5_lm_virtq_set_state(struct mlx5_lm_virtq *vq, uint8_t state);
+/* QUERY: state, error_type and the hardware indices. */
+int mlx5_lm_virtq_query(struct mlx5_lm_virtq *vq, uint8_t *state, uint8_t *error_type,
+			uint16_t *avail, uint16_t *used);
+int mlx5_lm_virtq_counters(struct mlx5_lm_virtq *vq, uint64_t vals[6]);
+int mlx5_lm_event_buf_create(struct mlx5_lm_dev *dev);
+void mlx5_lm_event_buf_destroy(struct mlx5_lm_dev *dev);
+
+/* steering (mlx5_lm_steer.c) */
+int mlx5_lm_steer_create(struct mlx5_lm_dev *dev);
+void mlx5_lm_steer_destroy(struct mlx5_lm_dev *dev);
+/* Point the RQT at the RX virtqs that are ready (enabled and RDY). */
+int mlx5_lm_steer_update(struct mlx5_lm_dev *dev);
+
+/* vhost glue (mlx5_lm_vdpa.c) */
+int mlx5_lm_vdpa_register(struct mlx5_lm_dev *dev);
+void mlx5_lm_vdpa_unregister(struct mlx5_lm_dev *dev);
+int mlx5_lm_virtqs_precreate(struct mlx5_lm_dev *dev);
+void mlx5_lm_virtqs_destroy(struct mlx5_lm_dev *dev);
+
+/* notifications (mlx5_lm_notify.c): kicks to doorbells, completions to callfds, errors */
+int mlx5_lm_notify_start(struct mlx5_lm_dev *dev);
+void mlx5_lm_notify_stop(struct mlx5_lm_dev *dev);
+int mlx5_lm_notify_add_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq);
+void mlx5_lm_notify_del_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq);
+
+/* DRV_LOG for a queue: names the device and the queue. */
+#define VQ_LOG(level, vq, fmt, ...) \
+	DRV_LOG(level, (vq)->dev, "queue %u (%s %u): " fmt, (vq)->index, \
+		(vq)->index & 1 ? "tx" : "rx", (vq)->index / 2, ##__VA_ARGS__)
+
+#endif /* MLX5_LM_H */

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Public API of the mlx5-lm vDPA PMD beyond rte_vdpa: what applications
+ * (dpdk-test-lm, operators' tools) may ask a device that the generic
+ * vDPA API does not cover. Devices are named by their vdev name
+ * ("vdpa_mlx5_lm0").
+ */
+#ifndef RTE_PMD_MLX5_LM_H
+#define RTE_PMD_MLX5_LM_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Capabilities read from the device at probe (QUERY_HCA_CAP). */
+struct rte_pmd_mlx5_lm_caps {
+	char backend[8];              /* "emu" or "rdma" */
+	uint16_t vhca_id;
+	uint64_t general_obj_types;   /* bit n: general object type n supported */
+	uint8_t log_max_klm_list_size;
+	/* virtio emulation caps (cap_type 0x13) */
+	uint32_t max_num_virtio_queues;
+	uint8_t virtio_queue_type;    /* bit 0 split, bit 1 packed */
+	uint8_t event_mode;           /* bit 0 none, bit 1 QP, bit 2 MSIX */
+	uint8_t virtio_version_1_0;
+	uint16_t device_features_bits_mask;
+	uint8_t vnet_modify_ext;
+	uint8_t virtio_net_q_addr_modify;
+	uint8_t virtio_q_index_modify;
+	uint8_t freeze_to_rdy_supported;
+	uint8_t desc_group_mkey_supported;
+	uint8_t log_doorbell_stride;
+	uint8_t log_doorbell_bar_size;
+	uint64_t doorbell_bar_offset;
+	uint32_t umem_param_a[3];     /* umem i size = a[i] * queue_size + b[i] */
+	uint32_t umem_param_b[3];
+};
+
+/* Fill caps for the probed device `name`. Returns 0, or -ENODEV. */
+int rte_pmd_mlx5_lm_get_caps(const char *name, struct rte_pmd_mlx5_lm_caps *caps);
+
+/*
+ * 1 when the PMD refused to probe `name` and logged why (bad devargs, no
+ * such device, a failed command), so that a caller need not add a vaguer
+ * line of its own.
+ */
+int rte_pmd_mlx5_lm_probe_failed(const char *name);
+
+/*
+ * Emulated devices only: the number of device objects that were still
+ * alive when their device was removed, summed over the process. A clean
+ * teardown leaves it at 0.
+ */
+unsigned long rte_pmd_mlx5_lm_emu_leaked_objects(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RTE_PMD_MLX5_LM_H */

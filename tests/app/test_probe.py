@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""dpdk-test-lm probe through the public path: EAL, vdev hotplug, the PMD,
+the DevX transport and the emulated ConnectX (or the rdma back end)."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+TOOL = os.environ.get('TEST_LM', 'build/app/test-lm/dpdk-test-lm')
+
+# Classic objects are named by the 24-bit id in the create output/destroy input;
+# general objects by obj_id. Map each destroy opcode to its create opcode.
+DESTROY_OF = {0x202: 0x200, 0x401: 0x400, 0x501: 0x500, 0x801: 0x800, 0x817: 0x816,
+              0x902: 0x900, 0x914: 0x912, 0x918: 0x916, 0xa03: 0xa00}
+
+
+def run(devargs, env=None, extra=()):
+    e = dict(os.environ)
+    e.update(env or {})
+    p = subprocess.run([TOOL, 'probe', '--devargs', devargs, *extra], env=e,
+                       capture_output=True, text=True, timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+def nonempty_lines(*texts):
+    return [l for t in texts for l in t.splitlines() if l.strip()]
+
+
+class ProbeEmulated(unittest.TestCase):
+    def test_probe_prints_caps_and_destroys_every_object(self):
+        with tempfile.TemporaryDirectory() as d:
+            trace = os.path.join(d, 't.jsonl')
+            rc, out, err = run(f'emu=cx6dx,devx_trace={trace}')
+            self.assertEqual(rc, 0, out + err)
+            self.assertRegex(out, r'max_num_virtio_queues\s+256')
+            self.assertRegex(out, r'virtio_queue_type\s+split, packed')
+            self.assertRegex(out, r'event_mode\s+none, QP')
+            self.assertIn('every device object destroyed', out)
+            recs = [json.loads(l) for l in open(trace)]
+        self.assertTrue(recs)
+        for r in recs:
+            for k in ('dev', 'seq', 't_start_us', 't_end_us', 'op', 'opcode', 'op_mod',
+                      'obj_type', 'obj_id', 'in', 'out', 'status', 'syndrome'):
+                self.assertIn(k, r)
+            self.assertEqual(r['dev'], 'vdpa_mlx5_lm0')
+            self.assertEqual(r['status'], 0, r)
+            self.assertLessEqual(r['t_start_us'], r['t_end_us'])
+        self.assertEqual([r['seq'] for r in recs], list(range(len(recs))))
+        caps = [r for r in recs if r['op'] == 'QUERY_HCA_CAP']
+        self.assertIn(0x13 << 1 | 1, [r['op_mod'] for r in caps])
+        self.assertIn(0 << 1 | 1, [r['op_mod'] for r in caps])
+        # In hex, the opcode is the first 4 digits and op_mod digits 12..16.
+        vcap = [r for r in caps if r['op_mod'] == 0x27][0]
+        self.assertEqual(vcap['in'][:4], '0100')
+        self.assertEqual(vcap['in'][12:16], '0027')
+        created = {(r['opcode'], r['obj_id']) for r in recs
+                   if r['opcode'] in DESTROY_OF.values()}
+        destroyed = {(DESTROY_OF[r['opcode']], r['obj_id']) for r in recs
+                     if r['opcode'] in DESTROY_OF}
+        self.assertTrue(created)
+        self.assertEqual(created, destroyed)
+        # PD, transport domain and TIS at least, and the null mkey query.
+        ops = [r['op'] for r in recs]
+        for op in ('ALLOC_PD', 'ALLOC_TRANSPORT_DOMAIN', 'CREATE_TIS',
+                   'QUERY_SPECIAL_CONTEXTS'):
+            self.assertIn(op, ops)
+
+    def test_fast_profile_and_instance_name(self):
+        rc, out, err = run('emu=fast', extra=('--name', 'vdpa_mlx5_lm7'))
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn('vdpa_mlx5_lm7', out)
+
+    def test_failed_destroy_is_reported_as_leak(self):
+        # DEALLOC_PD (0x801) fails once: the PD stays alive, the emulator lists
+        # it at close and the tool says so with exit status 3.
+        rc, out, err = run('emu=fast', env={'MLX5_LM_EMU_FAULT': '0x801:1:0x6'})
+        self.assertEqual(rc, 3, out + err)
+        self.assertIn('left alive', err)
+        self.assertRegex(out + err, r'(?i)\bPD\b')
+
+    def test_failed_command_during_probe_unwinds(self):
+        # ALLOC_TRANSPORT_DOMAIN (0x816) fails: probe fails naming the command,
+        # status and syndrome, and the PD allocated before it is released.
+        rc, out, err = run('emu=fast', env={'MLX5_LM_EMU_FAULT': '0x816:1:0xf'})
+        self.assertEqual(rc, 1, out + err)
+        text = out + err
+        self.assertIn('ALLOC_TRANSPORT_DOMAIN', text)
+        self.assertIn('status 0xf', text)
+        self.assertIn('syndrome 0x', text)
+        self.assertNotRegex(text, r'(?i)alive|leak')
+
+
+class ProbeErrors(unittest.TestCase):
+    def assert_one_line_error(self, devargs, *needles):
+        rc, out, err = run(devargs)
+        self.assertNotEqual(rc, 0)
+        lines = nonempty_lines(out, err)
+        self.assertEqual(len(lines), 1, lines)
+        for n in needles:
+            self.assertIn(n, lines[0])
+        return lines[0]
+
+    def test_missing_hardware_is_one_clear_line(self):
+        self.assert_one_line_error('ibdev=mlx5_0', 'mlx5_0', 'no such RDMA device',
+                                   'ibv_get_device_list')
+
+    def test_unknown_key(self):
+        self.assert_one_line_error('emu=fast,foo=1', 'foo', 'unknown key')
+
+    def test_out_of_range(self):
+        self.assert_one_line_error('emu=fast,queues=0', 'queues', 'out of range')
+        self.assert_one_line_error('emu=fast,workers=1000', 'workers', 'out of range')
+
+    def test_not_a_power_of_two(self):
+        self.assert_one_line_error('emu=fast,queue_size=300', 'queue_size', 'power of two')
+
+    def test_not_a_number(self):
+        self.assert_one_line_error('emu=fast,mr_gc_ms=soon', 'mr_gc_ms', 'not a number')
+
+    def test_bad_boolean(self):
+        self.assert_one_line_error('emu=fast,precreate=2', 'precreate')
+
+    def test_backend_choice(self):
+        self.assert_one_line_error('queues=4', 'emu=', 'ibdev=')
+        self.assert_one_line_error('emu=fast,ibdev=mlx5_0', 'exactly one')
+
+    def test_unknown_profile(self):
+        self.assert_one_line_error('emu=nosuchprofile', 'nosuchprofile')
+
+
+class Help(unittest.TestCase):
+    def test_help(self):
+        for args in (['--help'], ['probe', '--help']):
+            p = subprocess.run([TOOL, *args], capture_output=True, text=True, timeout=30)
+            self.assertEqual(p.returncode, 0)
+            self.assertIn('Usage', p.stdout)
+
+    def test_usage_errors(self):
+        for args in (['probe'], ['nosuchcommand'], ['probe', '--devargs']):
+            p = subprocess.run([TOOL, *args], capture_output=True, text=True, timeout=30)
+            self.assertEqual(p.returncode, 2, args)
+
+
+if __name__ == '__main__':
+    unittest.main(verbosity=2)
