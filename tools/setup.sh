@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Install the Debian 12 packages mlx5-lm needs to build and test.
+# Idempotent: quiet and quick when everything is already there.
+set -euo pipefail
+
+packages=(
+	gcc pkg-config meson ninja-build python3
+	libdpdk-dev dpdk            # DPDK 22.11: headers, libraries, dpdk-testpmd
+	libibverbs-dev ibverbs-providers  # rdma-core 44: mlx5dv DevX for real hardware
+	libnuma-dev libjansson-dev libcmocka-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+		missing+=("$p")
+	fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+	SUDO=sudo
+else
+	SUDO=
+fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
