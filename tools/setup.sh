@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
 	gcc pkg-config meson ninja-build python3
-	libdpdk-dev dpdk            # DPDK 22.11: headers, libraries, dpdk-testpmd
+	libdpdk-dev dpdk-dev dpdk-doc make  # DPDK 22.11: headers, libraries, dpdk-testpmd, examples
 	libibverbs-dev ibverbs-providers  # rdma-core 44: mlx5dv DevX for real hardware
 	libnuma-dev libjansson-dev libcmocka-dev
 )

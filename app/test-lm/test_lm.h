@@ -23,5 +23,6 @@ int test_lm_probe_device(const char *devname, const char *devargs);
 int test_lm_remove_device(const char *devname);
 
 int cmd_probe(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 #endif /* TEST_LM_H */

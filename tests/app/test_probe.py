@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """dpdk-test-lm probe through the public path: EAL, vdev hotplug, the PMD,
 the DevX transport and the emulated ConnectX (or the rdma back end)."""
+import collections
 import json
 import os
 import subprocess
@@ -38,19 +39,30 @@ class ProbeEmulated(unittest.TestCase):
             self.assertRegex(out, r'virtio_queue_type\s+split, packed')
             self.assertRegex(out, r'event_mode\s+none, QP')
             self.assertIn('every device object destroyed', out)
-            recs = [json.loads(l) for l in open(trace)]
+            with open(trace) as f:
+                recs = [json.loads(l) for l in f]
         self.assertTrue(recs)
+        umems = [r for r in recs if r['op'] in ('UMEM_REG', 'UMEM_DEREG')]
+        regs = sorted(r['umem_id'] for r in umems if r['op'] == 'UMEM_REG')
+        deregs = sorted(r['umem_id'] for r in umems if r['op'] == 'UMEM_DEREG')
+        self.assertTrue(regs)
+        self.assertEqual(regs, deregs)
         for r in recs:
-            for k in ('dev', 'seq', 't_start_us', 't_end_us', 'op', 'opcode', 'op_mod',
-                      'obj_type', 'obj_id', 'in', 'out', 'status', 'syndrome'):
+            keys = ('dev', 'seq', 't_start_us', 't_end_us', 'op', 'status', 'syndrome')
+            if r in umems:
+                keys += ('addr', 'size', 'umem_id')
+            else:
+                keys += ('opcode', 'op_mod', 'obj_type', 'obj_id', 'in', 'out')
+            for k in keys:
                 self.assertIn(k, r)
             self.assertEqual(r['dev'], 'vdpa_mlx5_lm0')
             self.assertEqual(r['status'], 0, r)
             self.assertLessEqual(r['t_start_us'], r['t_end_us'])
-        self.assertEqual([r['seq'] for r in recs], list(range(len(recs))))
+        self.assertEqual(sorted(r['seq'] for r in recs), list(range(len(recs))))
         caps = [r for r in recs if r['op'] == 'QUERY_HCA_CAP']
         self.assertIn(0x13 << 1 | 1, [r['op_mod'] for r in caps])
         self.assertIn(0 << 1 | 1, [r['op_mod'] for r in caps])
+        recs = [r for r in recs if r not in umems]
         # In hex, the opcode is the first 4 digits and op_mod digits 12..16.
         vcap = [r for r in caps if r['op_mod'] == 0x27][0]
         self.assertEqual(vcap['in'][:4], '0100')
@@ -61,6 +73,11 @@ class ProbeEmulated(unittest.TestCase):
                      if r['opcode'] in DESTROY_OF}
         self.assertTrue(created)
         self.assertEqual(created, destroyed)
+        # Flow objects are named by table and index, not by a 24-bit id: count them.
+        ops = collections.Counter(r['op'] for r in recs)
+        self.assertEqual(ops['CREATE_FLOW_TABLE'], ops['DESTROY_FLOW_TABLE'])
+        self.assertEqual(ops['CREATE_FLOW_GROUP'], ops['DESTROY_FLOW_GROUP'])
+        self.assertEqual(ops['SET_FLOW_TABLE_ENTRY'], ops['DELETE_FLOW_TABLE_ENTRY'])
         # PD, transport domain and TIS at least, and the null mkey query.
         ops = [r['op'] for r in recs]
         for op in ('ALLOC_PD', 'ALLOC_TRANSPORT_DOMAIN', 'CREATE_TIS',

@@ -15,6 +15,7 @@
 
 #include "mlx5_lm_dpdk.h"
 #include "mlx5_lm.h"
+#include "mlx5_lm_pool.h"
 
 RTE_LOG_REGISTER(mlx5_lm_logtype, pmd.vdpa.mlx5_lm, NOTICE);
 RTE_LOG_REGISTER(mlx5_lm_devx_logtype, pmd.vdpa.mlx5_lm.devx, NOTICE);
@@ -56,6 +57,112 @@ find_dev_by_name(const char *name)
 	return NULL;
 }
 
+struct mlx5_lm_dev *
+mlx5_lm_dev_by_vdpa(struct rte_vdpa_device *vdpa)
+{
+	struct mlx5_lm_dev *dev, *found = NULL;
+
+	pthread_mutex_lock(&dev_list_lock);
+	TAILQ_FOREACH(dev, &dev_list, next)
+		if (dev->vdpa == vdpa) {
+			found = dev;
+			break;
+		}
+	pthread_mutex_unlock(&dev_list_lock);
+	return found;
+}
+
+/*
+ * Everything between the device-level objects and vhost: the worker pool,
+ * doorbell area, event channel and relay thread, event rings, and the
+ * pre-created queues with their steering.
+ */
+static int
+queues_setup(struct mlx5_lm_dev *dev)
+{
+	uint32_t pairs = dev->caps.max_num_virtio_queues / 2;
+	int ret;
+
+	if (dev->args.queues > pairs) {
+		DRV_LOG(ERR, dev, "queues=%u: the device supports %u queue pairs", dev->args.queues,
+			pairs);
+		return -EINVAL;
+	}
+	if (dev->args.queues == 0)
+		dev->args.queues = RTE_MIN(pairs, (uint32_t)MLX5_LM_DEFAULT_QUEUE_PAIRS);
+	dev->nr_vq = (uint16_t)(dev->args.queues * 2);
+	dev->vid = -1;
+	pthread_mutex_init(&dev->lock, NULL);
+	pthread_cond_init(&dev->restored, NULL);
+	ret = mlx5_lm_pool_get(dev->args.workers);
+	if (ret < 0) {
+		DRV_LOG(ERR, dev, "cannot start %u worker threads", dev->args.workers);
+		goto err_pool;
+	}
+	dev->db = devx_db_alloc(dev->devx);
+	if (dev->db == NULL) {
+		ret = -EIO;
+		goto err_db;
+	}
+	dev->evch = devx_evch_create(dev->devx);
+	if (dev->evch == NULL) {
+		ret = -EIO;
+		goto err_evch;
+	}
+	ret = mlx5_lm_notify_start(dev);
+	if (ret < 0)
+		goto err_notify;
+	ret = mlx5_lm_event_buf_create(dev);
+	if (ret < 0)
+		goto err_event_buf;
+	for (uint16_t i = 0; i < dev->nr_vq; i++) {
+		dev->vq[i].dev = dev;
+		dev->vq[i].index = i;
+		dev->vq[i].kickfd = -1;
+		dev->vq[i].callfd = -1;
+	}
+	ret = mlx5_lm_virtqs_precreate(dev);
+	if (ret < 0)
+		goto err_precreate;
+	return 0;
+err_precreate:
+	mlx5_lm_event_buf_destroy(dev);
+err_event_buf:
+	mlx5_lm_notify_stop(dev);
+err_notify:
+	devx_evch_destroy(dev->evch);
+	dev->evch = NULL;
+err_evch:
+	devx_db_free(dev->db);
+	dev->db = NULL;
+err_db:
+	mlx5_lm_pool_put();
+err_pool:
+	pthread_cond_destroy(&dev->restored);
+	pthread_mutex_destroy(&dev->lock);
+	return ret;
+}
+
+static void
+queues_teardown(struct mlx5_lm_dev *dev)
+{
+	/* Background work on this device (restoring blank queues) ends first. */
+	pthread_mutex_lock(&dev->lock);
+	while (dev->restoring)
+		pthread_cond_wait(&dev->restored, &dev->lock);
+	pthread_mutex_unlock(&dev->lock);
+	mlx5_lm_notify_stop(dev);
+	mlx5_lm_virtqs_destroy(dev);
+	mlx5_lm_event_buf_destroy(dev);
+	devx_evch_destroy(dev->evch);
+	dev->evch = NULL;
+	devx_db_free(dev->db);
+	dev->db = NULL;
+	mlx5_lm_pool_put();
+	pthread_cond_destroy(&dev->restored);
+	pthread_mutex_destroy(&dev->lock);
+}
+
 static int
 mlx5_lm_probe(struct rte_vdev_device *vdev)
 {
@@ -72,6 +179,7 @@ mlx5_lm_probe(struct rte_vdev_device *vdev)
 		return -ENOMEM;
 	snprintf(dev->name, sizeof(dev->name), "%s", name);
 	dev->rte_dev = rdev;
+	dev->instance = (uint32_t)strtoul(name + strlen("vdpa_mlx5_lm"), NULL, 10);
 	ret = mlx5_lm_devargs_parse(name, da != NULL ? da->args : NULL, &dev->args, err,
 				    sizeof(err));
 	if (ret < 0) {
@@ -92,14 +200,27 @@ mlx5_lm_probe(struct rte_vdev_device *vdev)
 	ret = mlx5_lm_res_create(dev);
 	if (ret < 0)
 		goto err_res;
+	ret = queues_setup(dev);
+	if (ret < 0)
+		goto err_queues;
 	pthread_mutex_lock(&dev_list_lock);
 	if (strcmp(probe_failed_name, name) == 0)
 		probe_failed_name[0] = '\0';
 	TAILQ_INSERT_TAIL(&dev_list, dev, next);
 	pthread_mutex_unlock(&dev_list_lock);
-	DRV_LOG(INFO, dev, "probed on %s back end: %u virtio queues, vhca_id %u",
-		dev->caps.backend, dev->caps.max_num_virtio_queues, dev->caps.vhca_id);
+	ret = mlx5_lm_vdpa_register(dev);
+	if (ret < 0)
+		goto err_register;
+	DRV_LOG(INFO, dev, "probed on %s back end: %u queue pairs of size %u%s", dev->caps.backend,
+		dev->nr_vq / 2, dev->args.queue_size, dev->args.precreate ? " pre-created" : "");
 	return 0;
+err_register:
+	pthread_mutex_lock(&dev_list_lock);
+	TAILQ_REMOVE(&dev_list, dev, next);
+	pthread_mutex_unlock(&dev_list_lock);
+	queues_teardown(dev);
+err_queues:
+	mlx5_lm_res_destroy(dev);
 err_res:
 err_caps:
 	devx_close(dev->devx);
@@ -126,6 +247,8 @@ mlx5_lm_remove(struct rte_vdev_device *vdev)
 	pthread_mutex_unlock(&dev_list_lock);
 	if (dev == NULL)
 		return -ENODEV;
+	mlx5_lm_vdpa_unregister(dev);
+	queues_teardown(dev);
 	mlx5_lm_res_destroy(dev);
 	alive = devx_close(dev->devx);
 	if (alive > 0)

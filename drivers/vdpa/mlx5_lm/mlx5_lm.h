@@ -89,6 +89,8 @@ struct mlx5_lm_virtq {
 };
 
 #define MLX5_LM_MAX_VIRTQS 256
+/* Entries of each queue's event CQ and QP receive ring. */
+#define MLX5_LM_EVENTQ_SIZE 256
 
 struct mlx5_lm_mr;
 struct mlx5_lm_steer;
@@ -123,6 +125,8 @@ struct mlx5_lm_dev {
 	uint16_t nr_vq;                  /* virtqs the driver manages (pre-created or not) */
 	struct mlx5_lm_virtq vq[MLX5_LM_MAX_VIRTQS];
 	struct mlx5_lm_mr *mr;           /* registration the virtqs use */
+	struct mlx5_lm_mr *prev_mr;      /* replaced by mr, released once no queue uses it */
+	uint32_t instance;               /* N of vdpa_mlx5_lmN, for the MAC address */
 	int restoring;                   /* background restore in flight */
 	pthread_cond_t restored;         /* signalled when restoring drops to 0 */
 	/* Timings of the last operations (ms), for benchmarks and logs. */

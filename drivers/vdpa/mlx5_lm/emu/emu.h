@@ -101,6 +101,47 @@ int emu_umem_dereg(struct emu_dev *dev, uint32_t id, uint32_t *syndrome);
 /* Doorbell write (a kick): the value is the virtq's queue index. */
 void emu_doorbell(struct emu_dev *dev, uint32_t offset, uint32_t value);
 
+/* ---- Data path and wire ---------------------------------------------------- */
+/*
+ * The data path processes the rings of every RDY virtq in a per-device
+ * thread (started when the first queue becomes RDY, joined by
+ * emu_dev_destroy), through the queue's mkey only. Even queue_index =
+ * RX, odd = TX. TX frames go to the uplink; received frames are steered
+ * by the NIC RX flow table -> TIR -> RQT (Toeplitz RSS) to an RX queue.
+ */
+/* error_type of a queue the data path moved to ERR (QUERY shows it). */
+enum emu_vq_error {
+	EMU_VQ_ERROR_BAD_DESC = 1,        /* malformed descriptor, or address not mapped */
+	EMU_VQ_ERROR_EXCEED_MAX_CHAIN = 2, /* chain longer than queue_size (a loop) */
+};
+/* Frames an RX queue keeps while the guest has no buffer posted. */
+#define EMU_DP_RX_BACKLOG 1024u
+
+/* A frame leaving the device on its wire (no virtio-net header). */
+typedef void (*emu_wire_tx_fn)(void *ctx, const void *frame, size_t len);
+/*
+ * Attach a wire: fn receives every TX frame (called from the data path
+ * thread, without device locks held). NULL fn = loopback (the default):
+ * TX frames come back as received frames of the same device. Returns 0
+ * once no call to the previous fn is in flight.
+ */
+int emu_dev_set_uplink(struct emu_dev *dev, emu_wire_tx_fn fn, void *ctx);
+/*
+ * A frame arriving from the wire, steered like any received frame.
+ * Returns 0 when queued for an RX queue, -ENOENT when dropped for lack
+ * of steering or of a RDY target, -ENOBUFS when that queue's backlog is
+ * full, -EINVAL for a bad length. Drops are counted.
+ */
+int emu_dev_wire_rx(struct emu_dev *dev, const void *frame, size_t len);
+/* Frames sent to the wire, received from it (loopback included), dropped. */
+void emu_dev_wire_stats(struct emu_dev *dev, uint64_t *tx_frames, uint64_t *rx_frames,
+			uint64_t *drops);
+/*
+ * Wait until the data path has no queue with pending work (every kick,
+ * RDY transition and deliverable frame handled). 0, or -ETIMEDOUT.
+ */
+int emu_dev_dp_wait_idle(struct emu_dev *dev, unsigned int timeout_ms);
+
 /* ---- Events -------------------------------------------------------------- */
 struct emu_event {
 	uint64_t cookie;

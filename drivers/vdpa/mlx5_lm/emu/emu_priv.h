@@ -223,6 +223,8 @@ struct emu_virtq {
 	struct emu_obj *event_qp;
 	/* Doorbells received while RDY (the data path's work trigger). */
 	uint64_t doorbells;
+	/* Data path state (pending flag, RX backlog); NULL until first used. */
+	struct emu_dp_vq *dp;
 };
 
 struct emu_vq_counters {
@@ -253,6 +255,16 @@ struct emu_net_obj {
 	uint32_t rqtn;               /* TIR: indirect table */
 	uint32_t cqn_snd, cqn_rcv;   /* QP */
 	uint32_t remote_qpn;         /* QP (INIT2RTR) */
+	/* What the data path's steering needs (emu_wire.c). */
+	uint32_t level;              /* FT: flow_table_context.level */
+	uint32_t action;             /* FTE: flow_context.action */
+	uint32_t disp_type;          /* TIR */
+	uint8_t match_enable;        /* FG: match_criteria_enable */
+	/* FG: outer-header criteria; FTE: outer-header values (fte_match_set_lyr_2_4). */
+	uint8_t match[64];
+	uint8_t hash_fn;             /* TIR: rx_hash_fn */
+	uint8_t hash_sel[4];         /* TIR: rx_hash_field_selector_outer (PRM bytes) */
+	uint8_t hash_key[40];        /* TIR: rx_hash_toeplitz_key */
 };
 
 /* ---- Events -------------------------------------------------------------- */
@@ -329,6 +341,11 @@ struct emu_dev {
 	struct emu_fault *faults;    /* lock */
 
 	atomic_ulong cmd_count[EMU_OPCODE_SLOTS];
+
+	/* Data path (emu_datapath.c); its state is guarded by lock. */
+	struct emu_dp *dp;
+	/* Bumped on every object creation/destruction (steering cache). lock */
+	uint64_t obj_gen;
 };
 
 void emu_log(const struct emu_dev *dev, int level, const char *fmt, ...)
@@ -440,6 +457,138 @@ int emu_virtq_set_error(struct emu_dev *dev, struct emu_virtq *vq, uint8_t error
 int emu_counters_create(struct emu_ctx *c);
 int emu_counters_query(struct emu_ctx *c);
 int emu_counters_destroy(struct emu_ctx *c);
+
+/* ---- Data path (emu_datapath.c, emu_ring_split.c, emu_ring_packed.c, emu_wire.c) ---- */
+/*
+ * One thread per device processes the rings of RDY virtqs. Everything it
+ * touches (rings through mkeys, indices, counters, backlogs, steering)
+ * is guarded by dev->lock, taken for one bounded batch per queue, so a
+ * command (MODIFY to SUSPEND, QUERY) sees a queue between two batches.
+ */
+#define EMU_DP_BATCH 64u             /* chains per queue per batch */
+#define EMU_DP_MAX_FRAME 65536u      /* largest frame (without virtio-net header) */
+#define EMU_DP_MAX_STEER_DEPTH 8u    /* flow table -> flow table forwarding */
+
+/* Split/packed descriptor flags (virtio 1.1, 2.6.5 and 2.7.1). */
+#define EMU_VRING_DESC_F_NEXT 1u
+#define EMU_VRING_DESC_F_WRITE 2u
+#define EMU_VRING_DESC_F_INDIRECT 4u
+#define EMU_VRING_DESC_F_AVAIL (1u << 7)
+#define EMU_VRING_DESC_F_USED (1u << 15)
+
+struct emu_frame {
+	struct emu_frame *next;
+	uint32_t len;
+	uint8_t data[];
+};
+
+/* Per-virtq data path state; dev->lock. */
+struct emu_dp_vq {
+	struct emu_virtq *vq;
+	struct emu_dp_vq *next_pending;
+	bool pending;                /* on dp->pend list */
+	struct emu_frame *bl_head, *bl_tail; /* RX backlog (frames steered here) */
+	uint32_t bl_len;
+};
+
+/* The device's data path; every field guarded by dev->lock. */
+struct emu_dp {
+	pthread_t thread;
+	bool started;                /* thread created */
+	bool stop;                   /* emu_dp_stop: the thread exits */
+	bool busy;                   /* the thread is inside one queue's turn */
+	pthread_cond_t wake;         /* work was queued (with dev->lock) */
+	pthread_cond_t idle;         /* nothing pending / uplink call finished */
+	struct emu_dp_vq *pend_head, *pend_tail;  /* queues with work, FIFO */
+	/* Wire. */
+	emu_wire_tx_fn uplink;       /* NULL: loopback */
+	void *uplink_ctx;
+	unsigned int uplink_calls;   /* calls to uplink in flight (lock dropped) */
+	struct emu_frame *tx_head, *tx_tail; /* TX frames for uplink, sent unlocked */
+	uint64_t tx_frames, rx_frames, drops;
+	/* Scratch of the thread. */
+	struct emu_seg *segs;
+	uint32_t seg_cap;
+	uint8_t *frame_buf;          /* TX gather: header + EMU_DP_MAX_FRAME */
+	bool log_warned;
+	/* Steering cache (emu_wire.c), valid while steer_gen == dev->obj_gen. */
+	uint64_t steer_gen;
+	bool steer_valid;
+	struct emu_net_obj *root_ft;
+	struct emu_net_obj **ftes;   /* sorted by (table_id, flow_index) */
+	uint32_t n_ftes, ftes_cap;
+};
+
+/* One buffer segment of a descriptor chain (guest address in the mkey's space). */
+struct emu_seg {
+	uint64_t addr;
+	uint32_t len;
+};
+
+enum emu_dp_cnt {
+	EMU_DP_CNT_BAD_DESC,         /* malformed descriptor */
+	EMU_DP_CNT_INVALID_BUFFER,   /* address the mkey does not map */
+	EMU_DP_CNT_EXCEED_CHAIN,     /* chain longer than the queue */
+};
+
+/* One batch of work on one queue (emu_ring_*.c fill it). dev->lock held. */
+struct emu_dp_batch {
+	struct emu_dev *dev;
+	struct emu_virtq *vq;
+	struct emu_dp_vq *dq;
+	struct emu_vq_counters *cnt;
+	const struct emu_mkey *mk;
+	const struct emu_mkey *log_mk;   /* dirty bitmap, NULL when not logging */
+	bool rx;
+	uint32_t hdr_len;                /* virtio-net header: 10 or 12 */
+	struct emu_seg *segs;            /* current chain */
+	uint32_t nsegs, seg_cap;
+	uint64_t chain_bytes;
+	uint32_t completed;
+	bool more;                       /* budget ran out with work left */
+	bool failed;                     /* the queue went to ERR */
+};
+
+/* emu_datapath.c */
+int emu_dp_init(struct emu_dev *dev);
+/* Stop and join the thread (dev->lock not held). */
+void emu_dp_stop(struct emu_dev *dev);
+void emu_dp_fini(struct emu_dev *dev);
+/* A queue became RDY, or got a doorbell: (re)consider it. dev->lock held. */
+void emu_dp_vq_kick(struct emu_dev *dev, struct emu_virtq *vq);
+/* A queue is being freed: drop its backlog and pending mark. dev->lock held. */
+void emu_dp_vq_free(struct emu_dev *dev, struct emu_virtq *vq);
+struct emu_dp_vq *emu_dp_vq_get(struct emu_dev *dev, struct emu_virtq *vq);
+/* Guest memory through the batch's mkey; -EFAULT when not mapped. */
+int emu_dp_read(struct emu_dp_batch *b, uint64_t addr, void *buf, size_t len);
+int emu_dp_write(struct emu_dp_batch *b, uint64_t addr, const void *buf, size_t len);
+int emu_dp_load16(struct emu_dp_batch *b, uint64_t addr, uint16_t *v);
+int emu_dp_store16(struct emu_dp_batch *b, uint64_t addr, uint16_t v);
+/* Move the queue to ERR, count, post OBJECT_CHANGE. Returns -1. */
+int emu_dp_fail(struct emu_dp_batch *b, uint8_t error_type, enum emu_dp_cnt cnt);
+/* Append a descriptor's buffer to the current chain (checks direction and length). */
+int emu_dp_add_seg(struct emu_dp_batch *b, uint64_t addr, uint32_t len, uint16_t flags);
+/*
+ * Consume the current chain: TX sends its frame, RX writes the next
+ * backlog frame. 1 = consumed (*used_len = bytes written), 0 = not
+ * consumed (RX: no frame fits), -1 = queue in ERR.
+ */
+int emu_dp_consume(struct emu_dp_batch *b, uint32_t *used_len);
+/* A frame from TX: to the uplink, or back through steering (loopback). */
+void emu_dp_wire_tx(struct emu_dev *dev, const uint8_t *frame, uint32_t len);
+
+/* emu_ring_split.c / emu_ring_packed.c: process up to budget chains. */
+void emu_ring_split_run(struct emu_dp_batch *b, unsigned int budget);
+void emu_ring_packed_run(struct emu_dp_batch *b, unsigned int budget);
+/* Whether the driver wants a notification now (after completions). */
+bool emu_ring_split_notify(struct emu_dp_batch *b);
+bool emu_ring_packed_notify(struct emu_dp_batch *b);
+
+/* emu_wire.c: steer a received frame to an RX queue's backlog. dev->lock held. */
+int emu_wire_deliver(struct emu_dev *dev, const uint8_t *frame, uint32_t len);
+/* Toeplitz hash of data with a 40-byte key (exposed for tests of RSS). */
+uint32_t emu_wire_toeplitz(const uint8_t key[40], const uint8_t *data, size_t len);
+void emu_wire_cache_free(struct emu_dev *dev);
 
 /* Virtio emulation caps of the emulated CX6 Dx (QUERY_HCA_CAP 0x13). */
 #define EMU_CAP_DEVICE_FEATURES_MASK 0x1fffu

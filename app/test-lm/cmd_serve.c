@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * dpdk-test-lm serve: a vhost-user back end serving one vdpa_mlx5_lm
+ * device per socket, until SIGINT or SIGTERM; then a clean teardown whose
+ * exit status says whether any device object was left alive.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rte_vdpa.h>
+#include <rte_vhost.h>
+
+#include "rte_pmd_mlx5_lm.h"
+#include "test_lm.h"
+
+#define MAX_SOCKETS 16
+
+enum { EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_LEAK = 3 };
+
+struct served {
+	char path[256];
+	char devname[64];
+	struct rte_vdpa_device *vdpa;
+	int registered;
+};
+
+static struct served served[MAX_SOCKETS];
+static unsigned int nserved;
+
+static void
+serve_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: dpdk-test-lm serve --socket PATH [--socket PATH ...] --devargs \"<devargs>\"\n"
+		"                          [--client] [--stats SECONDS] [--eal \"ARGS\"]\n\n"
+		"vhost-user back end: one %s device per socket, served until SIGINT/SIGTERM.\n\n"
+		"  --socket PATH    vhost-user socket (repeat for more devices: %s0, %s1, ...)\n"
+		"  --devargs ARGS   device arguments for every device, e.g. \"emu=cx6dx\"\n"
+		"  --client         connect to the front end's socket instead of listening\n"
+		"  --stats SECONDS  print per-queue device counters every SECONDS\n"
+		"  --eal ARGS       extra EAL arguments\n"
+		"  -h, --help       this text\n\n"
+		"Send SIGUSR1 for statistics now. Exit status: 0 clean, 1 failure, 2 usage,\n"
+		"3 device objects left alive at teardown.\n", TEST_LM_PMD, TEST_LM_PMD, TEST_LM_PMD);
+}
+
+/* vhost requires callbacks; the vDPA device does the work, these only log. */
+static int
+on_new_device(int vid)
+{
+	char path[256] = "";
+
+	rte_vhost_get_ifname(vid, path, sizeof(path));
+	printf("serve: front end connected on %s (vhost device %d)\n", path, vid);
+	fflush(stdout);
+	return 0;
+}
+
+static void
+on_destroy_device(int vid)
+{
+	char path[256] = "";
+
+	rte_vhost_get_ifname(vid, path, sizeof(path));
+	printf("serve: front end gone from %s (vhost device %d)\n", path, vid);
+	fflush(stdout);
+}
+
+static const struct rte_vhost_device_ops vhost_ops = {
+	.new_device = on_new_device,
+	.destroy_device = on_destroy_device,
+};
+
+static void
+print_stats(void)
+{
+	struct rte_vdpa_stat_name names[16];
+	struct rte_vdpa_stat vals[16];
+	unsigned int s;
+
+	for (s = 0; s < nserved; s++) {
+		uint32_t nq = 0;
+		int n, q, i;
+
+		if (served[s].vdpa == NULL || rte_vdpa_get_queue_num(served[s].vdpa, &nq) < 0)
+			continue;
+		n = rte_vdpa_get_stats_names(served[s].vdpa, names, RTE_DIM(names));
+		if (n <= 0)
+			continue;
+		printf("%s (%s):\n  %-8s", served[s].devname, served[s].path, "queue");
+		for (i = 0; i < n; i++)
+			printf(" %22s", names[i].name);
+		printf("\n");
+		for (q = 0; q < (int)nq * 2; q++) {
+			if (rte_vdpa_get_stats(served[s].vdpa, q, vals, n) != n)
+				continue;
+			printf("  %-3s %-4d", q & 1 ? "tx" : "rx", q / 2);
+			for (i = 0; i < n; i++)
+				printf(" %22" PRIu64, vals[i].value);
+			printf("\n");
+		}
+	}
+	fflush(stdout);
+}
+
+static int
+serve_socket(struct served *s, const char *devargs, int client)
+{
+	uint64_t flags = client ? RTE_VHOST_USER_CLIENT : 0;
+
+	if (test_lm_probe_device(s->devname, devargs) < 0)
+		return -1;
+	s->vdpa = rte_vdpa_find_device_by_name(s->devname);
+	if (s->vdpa == NULL) {
+		fprintf(stderr, "serve: %s has no vDPA device\n", s->devname);
+		return -1;
+	}
+	if (rte_vhost_driver_register(s->path, flags) < 0) {
+		fprintf(stderr, "serve: cannot register vhost-user socket %s\n", s->path);
+		return -1;
+	}
+	s->registered = 1;
+	if (rte_vhost_driver_attach_vdpa_device(s->path, s->vdpa) < 0 ||
+	    rte_vhost_driver_callback_register(s->path, &vhost_ops) < 0 ||
+	    rte_vhost_driver_start(s->path) < 0) {
+		fprintf(stderr, "serve: cannot start vhost-user on %s\n", s->path);
+		return -1;
+	}
+	printf("serve: %s on %s (%s)\n", s->devname, s->path, client ? "client" : "server");
+	fflush(stdout);
+	return 0;
+}
+
+int
+cmd_serve(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "devargs", required_argument, NULL, 'd' },
+		{ "client", no_argument, NULL, 'c' },
+		{ "stats", required_argument, NULL, 't' },
+		{ "eal", required_argument, NULL, 'e' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *devargs = NULL, *eal = NULL;
+	int c, client = 0, ret = 0, stats_period = 0;
+	unsigned long leaked;
+	sigset_t sigs;
+	unsigned int i;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			if (nserved == MAX_SOCKETS) {
+				fprintf(stderr, "serve: at most %d sockets\n", MAX_SOCKETS);
+				return EXIT_USAGE;
+			}
+			snprintf(served[nserved].path, sizeof(served[nserved].path), "%s", optarg);
+			snprintf(served[nserved].devname, sizeof(served[nserved].devname), "%s%u",
+				 TEST_LM_PMD, nserved);
+			nserved++;
+			break;
+		case 'd':
+			devargs = optarg;
+			break;
+		case 'c':
+			client = 1;
+			break;
+		case 't':
+			stats_period = atoi(optarg);
+			if (stats_period <= 0) {
+				fprintf(stderr, "serve: --stats needs a positive number of seconds\n");
+				return EXIT_USAGE;
+			}
+			break;
+		case 'e':
+			eal = optarg;
+			break;
+		case 'h':
+			serve_usage(stdout);
+			return 0;
+		default:
+			serve_usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (nserved == 0 || devargs == NULL || optind != argc) {
+		serve_usage(stderr);
+		return EXIT_USAGE;
+	}
+	/* Every thread EAL and vhost start inherits this mask: only we take the signals. */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	if (test_lm_eal_init("dpdk-test-lm", eal) < 0)
+		return EXIT_FAILED;
+	for (i = 0; i < nserved; i++) {
+		if (serve_socket(&served[i], devargs, client) < 0) {
+			ret = EXIT_FAILED;
+			goto teardown;
+		}
+	}
+	printf("serve: ready (%u device%s); SIGINT or SIGTERM to stop\n", nserved,
+	       nserved > 1 ? "s" : "");
+	fflush(stdout);
+	for (;;) {
+		struct timespec period = { .tv_sec = stats_period };
+		int sig = stats_period ? sigtimedwait(&sigs, NULL, &period) : sigwaitinfo(&sigs, NULL);
+
+		if (sig == SIGUSR1 || (sig < 0 && errno == EAGAIN)) {
+			print_stats();
+			continue;
+		}
+		if (sig == SIGINT || sig == SIGTERM) {
+			printf("serve: %s, tearing down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+			break;
+		}
+	}
+teardown:
+	for (i = 0; i < nserved; i++) {
+		if (served[i].registered)
+			rte_vhost_driver_unregister(served[i].path);
+		if (served[i].vdpa != NULL)
+			test_lm_remove_device(served[i].devname);
+	}
+	leaked = rte_pmd_mlx5_lm_emu_leaked_objects();
+	if (leaked > 0) {
+		fprintf(stderr, "serve: %lu device objects were left alive at teardown\n", leaked);
+		ret = EXIT_LEAK;
+	} else if (ret == 0) {
+		printf("serve: clean teardown, every device object destroyed\n");
+	}
+	test_lm_eal_cleanup();
+	return ret;
+}

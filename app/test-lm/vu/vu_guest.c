@@ -1,0 +1,927 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * A small virtio-net driver living in the front end's guest memory.
+ *
+ * Queue pair q uses ring 2q for RX and 2q+1 for TX (virtio 1.1, 5.1.2).
+ * Every buffer is one descriptor of a fixed slot: buffer id i of a ring is
+ * the 2 KiB slot i of that ring's buffer area (and, in a split ring, also
+ * descriptor i). Frames carry (queue pair, sequence number) and a pattern, so
+ * RX can detect corruption, loss and duplication exactly.
+ *
+ * All driver state (next avail index, last used index, wrap counters) lives
+ * in struct vu_guest, the rings live in guest memory: both survive a device
+ * stop and a start on another back end, as a migrated guest's would.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "vu_guest.h"
+
+/* Feature bits the driver cares about (virtio 1.1, 6 and 5.1.3). */
+#define VU_NET_F_MRG_RXBUF 15
+#define VU_F_EVENT_IDX 29
+
+/* Split ring (virtio 1.1, 2.6). */
+#define VU_DESC_F_WRITE 2
+#define VU_AVAIL_F_NO_INTERRUPT 1
+#define VU_USED_F_NO_NOTIFY 1
+/* Packed ring (virtio 1.1, 2.7). */
+#define VU_PDESC_F_AVAIL (1 << 7)
+#define VU_PDESC_F_USED (1 << 15)
+#define VU_EVENT_F_ENABLE 0
+#define VU_EVENT_F_DISABLE 1
+#define VU_EVENT_F_DESC 2
+
+#define VU_BUF_STRIDE 2048
+#define VU_SEEN_SHIFT 16
+#define VU_SEEN_WORDS ((1u << VU_SEEN_SHIFT) / 64)
+
+struct vu_sdesc {
+	uint64_t addr;
+	uint32_t len;
+	uint16_t flags;
+	uint16_t next;
+};
+
+struct vu_used_elem {
+	uint32_t id;
+	uint32_t len;
+};
+
+struct vu_pdesc {
+	uint64_t addr;
+	uint32_t len;
+	uint16_t id;
+	uint16_t flags;
+};
+
+struct vu_pevent {
+	uint16_t off_wrap;
+	uint16_t flags;
+};
+
+struct vu_ring {
+	unsigned int qp;
+	bool rx;
+	uint16_t size;
+	uint64_t desc_gpa, avail_gpa, used_gpa, bufs_gpa;
+	uint8_t *desc, *avail, *used, *bufs;
+	uint64_t desc_len, avail_len, used_len;
+	int kickfd, callfd;
+	int old_kickfd, old_callfd;	/* previous generation, closed lazily */
+	/* Split: free-running indices. Packed: slot indices + wrap counters. */
+	uint16_t avail_idx;
+	uint16_t last_used;
+	bool avail_wrap, used_wrap;
+	uint16_t num_added;	/* posted since the last notification decision */
+	uint16_t *free_ids;
+	unsigned int nfree;
+	uint8_t *inflight;
+};
+
+struct vu_seen_chunk {
+	uint64_t *bits;
+	uint32_t count;
+	bool full;
+};
+
+struct vu_qp {
+	uint64_t tx_seq;
+	struct vu_seen_chunk *chunks;
+	uint64_t nchunks;
+	struct vu_guest_stats st;
+};
+
+struct vu_guest {
+	pthread_mutex_t lock;
+	struct vu_mem *mem;
+	struct vu_guest_cfg cfg;
+	uint64_t features;
+	bool event_idx;
+	bool mrg_rxbuf;
+	unsigned int nrings;
+	struct vu_ring *rings;
+	struct vu_qp *qps;
+	uint64_t area_gpa, area_size;
+	uint8_t *dirty;		/* one bit per page of the area */
+	bool dirty_on;
+};
+
+static const uint8_t vu_dst_mac[6] = { 0x02, 0x76, 0x75, 0x00, 0x00, 0x02 };
+static const uint8_t vu_src_mac[6] = { 0x02, 0x76, 0x75, 0x00, 0x00, 0x01 };
+
+static inline uint8_t
+vu_pattern(uint64_t seq, unsigned int i)
+{
+	return (uint8_t)((seq * 0x9e3779b97f4a7c15ULL) >> 56) + (uint8_t)i;
+}
+
+static inline uint64_t
+vu_align_page(uint64_t v)
+{
+	return (v + VU_PAGE_SIZE - 1) & ~(VU_PAGE_SIZE - 1);
+}
+
+static void
+vu_dirty_range(struct vu_guest *g, uint64_t gpa, uint64_t len)
+{
+	uint64_t p, last;
+
+	if (!g->dirty_on || len == 0 || gpa < g->area_gpa ||
+	    gpa - g->area_gpa >= g->area_size)
+		return;
+	p = (gpa - g->area_gpa) >> VU_PAGE_SHIFT;
+	last = (gpa - g->area_gpa + len - 1) >> VU_PAGE_SHIFT;
+	if (last >= g->area_size >> VU_PAGE_SHIFT)
+		last = (g->area_size >> VU_PAGE_SHIFT) - 1;
+	for (; p <= last; p++)
+		g->dirty[p / 8] |= (uint8_t)(1u << (p % 8));
+}
+
+/* ---- ring primitives ---- */
+
+static void
+vu_ring_reset(struct vu_guest *g, struct vu_ring *r)
+{
+	unsigned int i;
+
+	memset(r->desc, 0, r->desc_len);
+	memset(r->avail, 0, r->avail_len);
+	memset(r->used, 0, r->used_len);
+	r->avail_idx = 0;
+	r->last_used = 0;
+	/* Both wrap counters start at 1 (virtio 1.1, 2.7.1). */
+	r->avail_wrap = true;
+	r->used_wrap = true;
+	r->num_added = 0;
+	for (i = 0; i < r->size; i++)
+		r->free_ids[i] = (uint16_t)(r->size - 1 - i);
+	r->nfree = r->size;
+	memset(r->inflight, 0, r->size);
+	if (g->cfg.packed) {
+		struct vu_pevent *drv = (struct vu_pevent *)r->avail;
+
+		drv->flags = g->cfg.no_interrupt ? VU_EVENT_F_DISABLE : VU_EVENT_F_ENABLE;
+	} else {
+		uint16_t *aflags = (uint16_t *)r->avail;
+
+		*aflags = g->cfg.no_interrupt ? VU_AVAIL_F_NO_INTERRUPT : 0;
+	}
+}
+
+static void
+vu_ring_post(struct vu_guest *g, struct vu_ring *r, uint16_t id, uint32_t len)
+{
+	uint64_t addr = r->bufs_gpa + (uint64_t)id * VU_BUF_STRIDE;
+	uint16_t wflag = r->rx ? VU_DESC_F_WRITE : 0;
+
+	r->inflight[id] = 1;
+	if (!g->cfg.packed) {
+		struct vu_sdesc *d = (struct vu_sdesc *)r->desc + id;
+		uint16_t *ring = (uint16_t *)r->avail + 2;
+
+		d->addr = addr;
+		d->len = len;
+		d->flags = wflag;
+		d->next = 0;
+		ring[r->avail_idx & (r->size - 1)] = id;
+		r->avail_idx++;
+	} else {
+		struct vu_pdesc *d = (struct vu_pdesc *)r->desc + r->avail_idx;
+		uint16_t f = wflag;
+
+		d->addr = addr;
+		d->len = len;
+		d->id = id;
+		/* Available: AVAIL bit == wrap counter, USED bit != it (2.7.1). */
+		f |= r->avail_wrap ? VU_PDESC_F_AVAIL : VU_PDESC_F_USED;
+		/* The flags store makes the descriptor visible: release (2.7.13). */
+		__atomic_store_n(&d->flags, f, __ATOMIC_RELEASE);
+		if (++r->avail_idx == r->size) {
+			r->avail_idx = 0;
+			r->avail_wrap = !r->avail_wrap;
+		}
+	}
+	r->num_added++;
+}
+
+static inline bool
+vu_need_event(uint16_t event, uint16_t new_idx, uint16_t old)
+{
+	/* virtio 1.1, 2.6.7.2: notify if event is in [old, new). */
+	return (uint16_t)(new_idx - event - 1) < (uint16_t)(new_idx - old);
+}
+
+static void
+vu_ring_publish(struct vu_guest *g, struct vu_ring *r, struct vu_guest_stats *st)
+{
+	uint64_t one = 1;
+	bool kick;
+
+	if (r->num_added == 0)
+		return;
+	if (!g->cfg.packed)
+		__atomic_store_n((uint16_t *)r->avail + 1, r->avail_idx, __ATOMIC_RELEASE);
+	/*
+	 * The suppression state must be read after the new entries are
+	 * visible, or we may skip a kick the device is waiting for (2.6.13.8.2).
+	 */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!g->cfg.packed) {
+		uint16_t old = (uint16_t)(r->avail_idx - r->num_added);
+
+		if (g->event_idx) {
+			uint16_t *ev = (uint16_t *)(r->used + 4 + 8 * (uint64_t)r->size);
+
+			kick = vu_need_event(__atomic_load_n(ev, __ATOMIC_ACQUIRE),
+					     r->avail_idx, old);
+		} else {
+			kick = !(__atomic_load_n((uint16_t *)r->used, __ATOMIC_ACQUIRE) &
+				 VU_USED_F_NO_NOTIFY);
+		}
+	} else {
+		struct vu_pevent *dev = (struct vu_pevent *)r->used;
+		uint16_t flags = __atomic_load_n(&dev->flags, __ATOMIC_ACQUIRE);
+
+		if (flags == VU_EVENT_F_DESC && g->event_idx) {
+			uint16_t ow = __atomic_load_n(&dev->off_wrap, __ATOMIC_ACQUIRE);
+			uint16_t ev = ow & 0x7fff;
+			uint16_t new_idx = r->avail_idx;
+			uint16_t old = (uint16_t)(new_idx - r->num_added);
+
+			/* An event index of the other lap is one ring behind (2.7.10). */
+			if ((bool)(ow >> 15) != r->avail_wrap)
+				ev = (uint16_t)(ev - r->size);
+			kick = vu_need_event(ev, new_idx, old);
+		} else {
+			kick = flags != VU_EVENT_F_DISABLE;
+		}
+	}
+	r->num_added = 0;
+	if (kick && r->kickfd >= 0) {
+		/* EAGAIN means the counter is already non-zero: kicked anyway. */
+		if (write(r->kickfd, &one, sizeof(one)) == sizeof(one))
+			st->kicks++;
+	}
+}
+
+/* ---- frames ---- */
+
+static void
+vu_frame_build(struct vu_guest *g, uint8_t *buf, uint32_t qp, uint64_t seq)
+{
+	uint8_t *f = buf + VU_NET_HDR_LEN;
+	uint32_t magic = VU_MAGIC;
+	unsigned int i;
+
+	/* No offloads: an all-zero virtio-net header (5.1.6). */
+	memset(buf, 0, VU_NET_HDR_LEN);
+	memcpy(f, vu_dst_mac, 6);
+	memcpy(f + 6, vu_src_mac, 6);
+	f[12] = VU_ETHERTYPE >> 8;
+	f[13] = VU_ETHERTYPE & 0xff;
+	memcpy(f + 14, &magic, 4);
+	memcpy(f + 18, &qp, 4);
+	memcpy(f + 22, &seq, 8);
+	for (i = VU_FRAME_MIN; i < g->cfg.frame_len; i++)
+		f[i] = vu_pattern(seq, i);
+}
+
+/* Record seq as seen; returns 1 if new, 0 if a duplicate, -ENOMEM. */
+static int
+vu_seen(struct vu_qp *q, uint64_t seq)
+{
+	uint64_t c = seq >> VU_SEEN_SHIFT, bit = seq & ((1u << VU_SEEN_SHIFT) - 1);
+	struct vu_seen_chunk *ch;
+
+	if (c >= q->nchunks) {
+		uint64_t n = q->nchunks ? q->nchunks : 16;
+		struct vu_seen_chunk *nc;
+
+		while (n <= c)
+			n *= 2;
+		nc = realloc(q->chunks, n * sizeof(*nc));
+		if (nc == NULL)
+			return -ENOMEM;
+		memset(nc + q->nchunks, 0, (n - q->nchunks) * sizeof(*nc));
+		q->chunks = nc;
+		q->nchunks = n;
+	}
+	ch = &q->chunks[c];
+	if (ch->full)
+		return 0;
+	if (ch->bits == NULL) {
+		ch->bits = calloc(VU_SEEN_WORDS, sizeof(uint64_t));
+		if (ch->bits == NULL)
+			return -ENOMEM;
+	}
+	if (ch->bits[bit / 64] & (1ULL << (bit % 64)))
+		return 0;
+	ch->bits[bit / 64] |= 1ULL << (bit % 64);
+	/* A complete chunk only needs one flag: memory stays bounded. */
+	if (++ch->count == (1u << VU_SEEN_SHIFT)) {
+		free(ch->bits);
+		ch->bits = NULL;
+		ch->full = true;
+	}
+	return 1;
+}
+
+static void
+vu_frame_check(struct vu_guest *g, struct vu_ring *r, const uint8_t *buf, uint32_t len)
+{
+	struct vu_guest_stats *st = &g->qps[r->qp].st;
+	const uint8_t *f = buf + VU_NET_HDR_LEN;
+	uint32_t magic, qp, flen;
+	uint16_t nbufs;
+	uint64_t seq;
+	unsigned int i;
+	int ret;
+
+	st->rx_received++;
+	if (len < VU_NET_HDR_LEN + VU_FRAME_MIN || len > VU_RX_BUF_LEN)
+		goto bad;
+	flen = len - VU_NET_HDR_LEN;
+	memcpy(&nbufs, buf + 10, 2);
+	/* With MRG_RXBUF, num_buffers must say how many buffers (here 1). */
+	if (flen != g->cfg.frame_len || (g->mrg_rxbuf && nbufs != 1))
+		goto bad;
+	memcpy(&magic, f + 14, 4);
+	memcpy(&qp, f + 18, 4);
+	memcpy(&seq, f + 22, 8);
+	if (memcmp(f, vu_dst_mac, 6) != 0 || memcmp(f + 6, vu_src_mac, 6) != 0 ||
+	    f[12] != (VU_ETHERTYPE >> 8) || f[13] != (VU_ETHERTYPE & 0xff) ||
+	    magic != VU_MAGIC || qp >= g->cfg.queue_pairs || seq >= g->qps[qp].tx_seq)
+		goto bad;
+	for (i = VU_FRAME_MIN; i < flen; i++)
+		if (f[i] != vu_pattern(seq, i))
+			goto bad;
+	ret = vu_seen(&g->qps[qp], seq);
+	if (ret < 0)
+		goto bad;
+	if (ret == 0)
+		g->qps[qp].st.duplicates++;
+	else
+		g->qps[qp].st.rx_unique++;
+	return;
+bad:
+	st->rx_bad++;
+}
+
+static void
+vu_complete(struct vu_guest *g, struct vu_ring *r, uint32_t id, uint32_t len)
+{
+	struct vu_guest_stats *st = &g->qps[r->qp].st;
+	uint64_t gpa;
+
+	if (id >= r->size || !r->inflight[id]) {
+		st->dev_errors++;
+		return;
+	}
+	r->inflight[id] = 0;
+	r->free_ids[r->nfree++] = (uint16_t)id;
+	if (!r->rx) {
+		st->tx_completed++;
+		return;
+	}
+	gpa = r->bufs_gpa + (uint64_t)id * VU_BUF_STRIDE;
+	vu_dirty_range(g, gpa, len < VU_BUF_STRIDE ? len : VU_BUF_STRIDE);
+	vu_frame_check(g, r, r->bufs + (uint64_t)id * VU_BUF_STRIDE, len);
+}
+
+static unsigned int
+vu_ring_reap(struct vu_guest *g, struct vu_ring *r)
+{
+	unsigned int n = 0;
+
+	if (!g->cfg.packed) {
+		uint16_t *uidx = (uint16_t *)r->used + 1;
+		uint16_t used = __atomic_load_n(uidx, __ATOMIC_ACQUIRE);
+		struct vu_used_elem *ring = (struct vu_used_elem *)(r->used + 4);
+
+		/* More than a ring's worth cannot be used: a device bug. */
+		if ((uint16_t)(used - r->last_used) > r->size) {
+			g->qps[r->qp].st.dev_errors++;
+			return 0;
+		}
+		while (r->last_used != used) {
+			uint16_t slot = r->last_used & (r->size - 1);
+
+			vu_complete(g, r, ring[slot].id, ring[slot].len);
+			vu_dirty_range(g, r->used_gpa + 4 + 8 * (uint64_t)slot, 8);
+			r->last_used++;
+			n++;
+		}
+		if (n != 0) {
+			vu_dirty_range(g, r->used_gpa, 4);
+			/* used_event: interrupt for the next entry, or far away (2.6.10). */
+			if (g->event_idx)
+				__atomic_store_n((uint16_t *)r->avail + 2 + r->size,
+						 (uint16_t)(r->last_used +
+							    (g->cfg.no_interrupt ? 0x8000 : 0)),
+						 __ATOMIC_RELEASE);
+		}
+		return n;
+	}
+	for (;;) {
+		struct vu_pdesc *d = (struct vu_pdesc *)r->desc + r->last_used;
+		uint16_t f = __atomic_load_n(&d->flags, __ATOMIC_ACQUIRE);
+		bool a = !!(f & VU_PDESC_F_AVAIL), u = !!(f & VU_PDESC_F_USED);
+
+		/* Used: AVAIL == USED == our used wrap counter (2.7.1). */
+		if (a != u || u != r->used_wrap)
+			break;
+		vu_complete(g, r, d->id, d->len);
+		vu_dirty_range(g, r->desc_gpa + 16 * (uint64_t)r->last_used, 16);
+		if (++r->last_used == r->size) {
+			r->last_used = 0;
+			r->used_wrap = !r->used_wrap;
+		}
+		if (++n == r->size)
+			break;
+	}
+	return n;
+}
+
+static unsigned int
+vu_refill_locked(struct vu_guest *g)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < g->nrings; i += 2) {
+		struct vu_ring *r = &g->rings[i];
+		struct vu_guest_stats *st = &g->qps[r->qp].st;
+
+		while (r->nfree != 0) {
+			vu_ring_post(g, r, r->free_ids[--r->nfree], VU_RX_BUF_LEN);
+			st->rx_posted++;
+			n++;
+		}
+		vu_ring_publish(g, r, st);
+	}
+	return n;
+}
+
+/* ---- public API ---- */
+
+static int
+vu_eventfds(struct vu_ring *r)
+{
+	int k, c;
+
+	k = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (k < 0)
+		return -errno;
+	c = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (c < 0) {
+		int err = -errno;
+
+		close(k);
+		return err;
+	}
+	/*
+	 * Keep one previous generation open: another thread may still be
+	 * using it (a wait in progress); it is closed on the next swap.
+	 */
+	if (r->old_kickfd >= 0)
+		close(r->old_kickfd);
+	if (r->old_callfd >= 0)
+		close(r->old_callfd);
+	r->old_kickfd = r->kickfd;
+	r->old_callfd = r->callfd;
+	r->kickfd = k;
+	r->callfd = c;
+	return 0;
+}
+
+int
+vu_guest_create(struct vu_guest **out, struct vu_mem *m, const struct vu_guest_cfg *cfg)
+{
+	uint64_t desc_len, avail_len, used_len, bufs_len, per_ring, off;
+	struct vu_guest *g;
+	unsigned int i;
+	int ret;
+
+	*out = NULL;
+	if (cfg->queue_pairs == 0 || cfg->ring_size == 0 || cfg->ring_size > 32768 ||
+	    (!cfg->packed && (cfg->ring_size & (cfg->ring_size - 1)) != 0) ||
+	    (cfg->frame_len != 0 &&
+	     (cfg->frame_len < VU_FRAME_MIN || cfg->frame_len > VU_FRAME_MAX)))
+		return -EINVAL;
+	g = calloc(1, sizeof(*g));
+	if (g == NULL)
+		return -ENOMEM;
+	pthread_mutex_init(&g->lock, NULL);
+	g->mem = m;
+	g->cfg = *cfg;
+	if (g->cfg.frame_len == 0)
+		g->cfg.frame_len = 64;
+	g->nrings = 2u * cfg->queue_pairs;
+	g->rings = calloc(g->nrings, sizeof(*g->rings));
+	g->qps = calloc(cfg->queue_pairs, sizeof(*g->qps));
+	if (g->rings == NULL || g->qps == NULL) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	for (i = 0; i < g->nrings; i++) {
+		g->rings[i].kickfd = g->rings[i].callfd = -1;
+		g->rings[i].old_kickfd = g->rings[i].old_callfd = -1;
+	}
+	/* Layouts and alignments of virtio 1.1, 2.6 (split) and 2.7 (packed). */
+	desc_len = 16ULL * cfg->ring_size;
+	if (cfg->packed) {
+		avail_len = sizeof(struct vu_pevent);
+		used_len = sizeof(struct vu_pevent);
+	} else {
+		avail_len = 6 + 2ULL * cfg->ring_size;
+		used_len = 6 + 8ULL * cfg->ring_size;
+	}
+	bufs_len = (uint64_t)VU_BUF_STRIDE * cfg->ring_size;
+	per_ring = vu_align_page(desc_len) + vu_align_page(avail_len) +
+		   vu_align_page(used_len) + vu_align_page(bufs_len);
+	g->area_size = per_ring * g->nrings;
+	/* One allocation per guest: guests sharing a memory never interleave. */
+	ret = vu_mem_alloc(m, g->area_size, VU_PAGE_SIZE, &g->area_gpa);
+	if (ret < 0)
+		goto fail;
+	g->dirty = calloc(1, (g->area_size >> VU_PAGE_SHIFT) / 8 + 1);
+	if (g->dirty == NULL) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	off = g->area_gpa;
+	for (i = 0; i < g->nrings; i++) {
+		struct vu_ring *r = &g->rings[i];
+
+		r->qp = i / 2;
+		r->rx = (i % 2) == 0;
+		r->size = cfg->ring_size;
+		r->desc_len = desc_len;
+		r->avail_len = avail_len;
+		r->used_len = used_len;
+		r->desc_gpa = off;
+		off += vu_align_page(desc_len);
+		r->avail_gpa = off;
+		off += vu_align_page(avail_len);
+		r->used_gpa = off;
+		off += vu_align_page(used_len);
+		r->bufs_gpa = off;
+		off += vu_align_page(bufs_len);
+		r->desc = vu_mem_gpa_to_hva(m, r->desc_gpa, desc_len);
+		r->avail = vu_mem_gpa_to_hva(m, r->avail_gpa, avail_len);
+		r->used = vu_mem_gpa_to_hva(m, r->used_gpa, used_len);
+		r->bufs = vu_mem_gpa_to_hva(m, r->bufs_gpa, bufs_len);
+		r->free_ids = calloc(r->size, sizeof(*r->free_ids));
+		r->inflight = calloc(r->size, 1);
+		if (r->desc == NULL || r->avail == NULL || r->used == NULL ||
+		    r->bufs == NULL) {
+			ret = -EFAULT;
+			goto fail;
+		}
+		if (r->free_ids == NULL || r->inflight == NULL) {
+			ret = -ENOMEM;
+			goto fail;
+		}
+		ret = vu_eventfds(r);
+		if (ret < 0)
+			goto fail;
+		vu_ring_reset(g, r);
+	}
+	*out = g;
+	return 0;
+fail:
+	vu_guest_destroy(g);
+	return ret;
+}
+
+void
+vu_guest_destroy(struct vu_guest *g)
+{
+	unsigned int i;
+	uint64_t c;
+
+	if (g == NULL)
+		return;
+	for (i = 0; g->rings != NULL && i < g->nrings; i++) {
+		struct vu_ring *r = &g->rings[i];
+		int fds[4] = { r->kickfd, r->callfd, r->old_kickfd, r->old_callfd };
+		unsigned int k;
+
+		for (k = 0; k < 4; k++)
+			if (fds[k] >= 0)
+				close(fds[k]);
+		free(r->free_ids);
+		free(r->inflight);
+	}
+	for (i = 0; g->qps != NULL && i < g->cfg.queue_pairs; i++) {
+		for (c = 0; c < g->qps[i].nchunks; c++)
+			free(g->qps[i].chunks[c].bits);
+		free(g->qps[i].chunks);
+	}
+	/* Guest memory is a bump allocator: the area is simply abandoned. */
+	free(g->rings);
+	free(g->qps);
+	free(g->dirty);
+	pthread_mutex_destroy(&g->lock);
+	free(g);
+}
+
+void
+vu_guest_reset(struct vu_guest *g)
+{
+	unsigned int i;
+	uint64_t c;
+
+	pthread_mutex_lock(&g->lock);
+	for (i = 0; i < g->nrings; i++)
+		vu_ring_reset(g, &g->rings[i]);
+	for (i = 0; i < g->cfg.queue_pairs; i++) {
+		struct vu_qp *q = &g->qps[i];
+
+		for (c = 0; c < q->nchunks; c++)
+			free(q->chunks[c].bits);
+		free(q->chunks);
+		memset(q, 0, sizeof(*q));
+	}
+	g->dirty_on = false;
+	pthread_mutex_unlock(&g->lock);
+}
+
+unsigned int
+vu_guest_nrings(const struct vu_guest *g)
+{
+	return g->nrings;
+}
+
+const struct vu_guest_cfg *
+vu_guest_cfg(const struct vu_guest *g)
+{
+	return &g->cfg;
+}
+
+struct vu_mem *
+vu_guest_mem(const struct vu_guest *g)
+{
+	return g->mem;
+}
+
+int
+vu_guest_ring_info(const struct vu_guest *g, unsigned int ring, struct vu_ring_info *ri)
+{
+	const struct vu_ring *r;
+
+	if (ring >= g->nrings)
+		return -EINVAL;
+	r = &g->rings[ring];
+	ri->num = r->size;
+	ri->desc_gpa = r->desc_gpa;
+	ri->avail_gpa = r->avail_gpa;
+	ri->used_gpa = r->used_gpa;
+	ri->desc = r->desc;
+	ri->avail = r->avail;
+	ri->used = r->used;
+	/*
+	 * The log address names the ring the device writes: the used ring, or
+	 * for a packed ring the descriptor ring, where used descriptors go.
+	 */
+	ri->log_gpa = g->cfg.packed ? r->desc_gpa : r->used_gpa;
+	/* Packed base: bits 0-14 avail index, bit 15 avail wrap counter. */
+	ri->fresh_base = g->cfg.packed ? 0x8000 : 0;
+	return 0;
+}
+
+int
+vu_guest_kickfd(const struct vu_guest *g, unsigned int ring)
+{
+	return ring < g->nrings ? g->rings[ring].kickfd : -EINVAL;
+}
+
+int
+vu_guest_callfd(const struct vu_guest *g, unsigned int ring)
+{
+	return ring < g->nrings ? g->rings[ring].callfd : -EINVAL;
+}
+
+int
+vu_guest_new_eventfds(struct vu_guest *g)
+{
+	unsigned int i;
+	int ret = 0;
+
+	pthread_mutex_lock(&g->lock);
+	for (i = 0; i < g->nrings && ret == 0; i++)
+		ret = vu_eventfds(&g->rings[i]);
+	pthread_mutex_unlock(&g->lock);
+	return ret;
+}
+
+void
+vu_guest_set_features(struct vu_guest *g, uint64_t features)
+{
+	pthread_mutex_lock(&g->lock);
+	g->features = features;
+	g->event_idx = !!(features & (1ULL << VU_F_EVENT_IDX));
+	g->mrg_rxbuf = !!(features & (1ULL << VU_NET_F_MRG_RXBUF));
+	pthread_mutex_unlock(&g->lock);
+}
+
+uint64_t
+vu_guest_features(const struct vu_guest *g)
+{
+	return g->features;
+}
+
+int
+vu_guest_tx(struct vu_guest *g, unsigned int qp, unsigned int n)
+{
+	struct vu_ring *r;
+	struct vu_qp *q;
+	unsigned int i;
+
+	if (qp >= g->cfg.queue_pairs)
+		return -EINVAL;
+	pthread_mutex_lock(&g->lock);
+	r = &g->rings[2 * qp + 1];
+	q = &g->qps[qp];
+	for (i = 0; i < n && r->nfree != 0; i++) {
+		uint16_t id = r->free_ids[--r->nfree];
+
+		vu_frame_build(g, r->bufs + (uint64_t)id * VU_BUF_STRIDE, qp, q->tx_seq);
+		q->tx_seq++;
+		vu_ring_post(g, r, id, VU_NET_HDR_LEN + g->cfg.frame_len);
+		q->st.tx_posted++;
+	}
+	vu_ring_publish(g, r, &q->st);
+	pthread_mutex_unlock(&g->lock);
+	return (int)i;
+}
+
+int
+vu_guest_poll(struct vu_guest *g)
+{
+	unsigned int i, n = 0;
+
+	pthread_mutex_lock(&g->lock);
+	for (i = 0; i < g->nrings; i++)
+		n += vu_ring_reap(g, &g->rings[i]);
+	vu_refill_locked(g);
+	pthread_mutex_unlock(&g->lock);
+	return (int)n;
+}
+
+int
+vu_guest_rx_refill(struct vu_guest *g)
+{
+	unsigned int n;
+
+	pthread_mutex_lock(&g->lock);
+	n = vu_refill_locked(g);
+	pthread_mutex_unlock(&g->lock);
+	return (int)n;
+}
+
+int
+vu_guest_wait(struct vu_guest *g, int timeout_ms)
+{
+	struct pollfd *pfd;
+	unsigned int i;
+	uint64_t v;
+	int ret;
+
+	pfd = calloc(g->nrings, sizeof(*pfd));
+	if (pfd == NULL)
+		return -ENOMEM;
+	pthread_mutex_lock(&g->lock);
+	for (i = 0; i < g->nrings; i++) {
+		pfd[i].fd = g->rings[i].callfd;
+		pfd[i].events = POLLIN;
+	}
+	pthread_mutex_unlock(&g->lock);
+	ret = poll(pfd, g->nrings, timeout_ms);
+	if (ret < 0) {
+		ret = -errno;
+	} else {
+		/* Reading an eventfd resets it, so the next wait blocks again. */
+		for (i = 0; i < g->nrings; i++)
+			if (pfd[i].revents & POLLIN)
+				(void)!read(pfd[i].fd, &v, sizeof(v));
+	}
+	free(pfd);
+	return ret;
+}
+
+static void
+vu_stats_add(struct vu_guest_stats *d, const struct vu_guest_stats *s)
+{
+	d->tx_posted += s->tx_posted;
+	d->tx_completed += s->tx_completed;
+	d->rx_posted += s->rx_posted;
+	d->rx_received += s->rx_received;
+	d->rx_bad += s->rx_bad;
+	d->duplicates += s->duplicates;
+	d->rx_unique += s->rx_unique;
+	d->dev_errors += s->dev_errors;
+	d->kicks += s->kicks;
+}
+
+void
+vu_guest_stats(struct vu_guest *g, int qp, struct vu_guest_stats *s)
+{
+	unsigned int i;
+
+	memset(s, 0, sizeof(*s));
+	pthread_mutex_lock(&g->lock);
+	for (i = 0; i < g->cfg.queue_pairs; i++)
+		if (qp < 0 || (unsigned int)qp == i)
+			vu_stats_add(s, &g->qps[i].st);
+	pthread_mutex_unlock(&g->lock);
+}
+
+uint64_t
+vu_guest_tx_sent(struct vu_guest *g, int qp)
+{
+	uint64_t n = 0;
+	unsigned int i;
+
+	pthread_mutex_lock(&g->lock);
+	for (i = 0; i < g->cfg.queue_pairs; i++)
+		if (qp < 0 || (unsigned int)qp == i)
+			n += g->qps[i].tx_seq;
+	pthread_mutex_unlock(&g->lock);
+	return n;
+}
+
+uint64_t
+vu_guest_lost(struct vu_guest *g, int qp)
+{
+	uint64_t n = 0;
+	unsigned int i;
+
+	pthread_mutex_lock(&g->lock);
+	for (i = 0; i < g->cfg.queue_pairs; i++)
+		if (qp < 0 || (unsigned int)qp == i)
+			n += g->qps[i].tx_seq - g->qps[i].st.rx_unique;
+	pthread_mutex_unlock(&g->lock);
+	return n;
+}
+
+uint64_t
+vu_guest_tx_inflight(struct vu_guest *g, int qp)
+{
+	uint64_t n = 0;
+	unsigned int i;
+
+	pthread_mutex_lock(&g->lock);
+	for (i = 0; i < g->cfg.queue_pairs; i++)
+		if (qp < 0 || (unsigned int)qp == i)
+			n += g->rings[2 * i + 1].size - g->rings[2 * i + 1].nfree;
+	pthread_mutex_unlock(&g->lock);
+	return n;
+}
+
+void
+vu_guest_dirty_mark(struct vu_guest *g)
+{
+	unsigned int i;
+
+	pthread_mutex_lock(&g->lock);
+	/* What is already used was written before the mark: not recorded. */
+	g->dirty_on = false;
+	for (i = 0; i < g->nrings; i++)
+		vu_ring_reap(g, &g->rings[i]);
+	memset(g->dirty, 0, (g->area_size >> VU_PAGE_SHIFT) / 8 + 1);
+	g->dirty_on = true;
+	vu_refill_locked(g);
+	pthread_mutex_unlock(&g->lock);
+}
+
+int64_t
+vu_guest_dirty_check(struct vu_guest *g, const struct vu_log *log,
+		     uint64_t *missing, uint64_t *first_missing_gpa)
+{
+	uint64_t p, pages = g->area_size >> VU_PAGE_SHIFT, miss = 0, first = UINT64_MAX;
+	int64_t n = 0;
+
+	pthread_mutex_lock(&g->lock);
+	for (p = 0; p < pages; p++) {
+		uint64_t gpa = g->area_gpa + (p << VU_PAGE_SHIFT);
+
+		if (!(g->dirty[p / 8] & (1u << (p % 8))))
+			continue;
+		n++;
+		if (!vu_log_test(log, gpa)) {
+			if (miss++ == 0)
+				first = gpa;
+		}
+	}
+	pthread_mutex_unlock(&g->lock);
+	if (missing != NULL)
+		*missing = miss;
+	if (first_missing_gpa != NULL)
+		*first_missing_gpa = first;
+	return n;
+}

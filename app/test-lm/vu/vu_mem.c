@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Guest memory and dirty-log area of the built-in front end.
+ *
+ * Like QEMU's memory-backend-memfd,share=on: one memfd holds all guest RAM,
+ * mapped MAP_SHARED so a back end mapping the same fd sees the same bytes.
+ * The file is sparse: only pages the rings and buffers touch are allocated,
+ * so hundreds of GiB of "guest memory" cost nothing.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "vu_guest.h"
+
+static int
+vu_memfd(const char *name, uint64_t size, uint8_t **map)
+{
+	void *p;
+	int fd, err;
+
+	fd = memfd_create(name, MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)size) < 0)
+		goto fail;
+	/* NORESERVE: the mapping may be far larger than RAM + swap. */
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+	if (p == MAP_FAILED)
+		goto fail;
+	*map = p;
+	return fd;
+fail:
+	err = -errno;
+	close(fd);
+	return err;
+}
+
+static bool
+vu_region_usable(const struct vu_mem *m, const struct vu_mem_region *r)
+{
+	return r->size != 0 && r->offset <= m->size && r->size <= m->size - r->offset &&
+	       r->gpa + r->size > r->gpa;
+}
+
+int
+vu_mem_create(struct vu_mem **out, uint64_t memfd_size,
+	      const struct vu_mem_region *regions, unsigned int nregions)
+{
+	struct vu_mem *m;
+	unsigned int i;
+	int fd;
+
+	*out = NULL;
+	if (memfd_size == 0 || memfd_size % VU_PAGE_SIZE != 0 ||
+	    nregions > VU_MEM_MAX_REGIONS || (nregions != 0 && regions == NULL))
+		return -EINVAL;
+	m = calloc(1, sizeof(*m));
+	if (m == NULL)
+		return -ENOMEM;
+	fd = vu_memfd("vu-guest-ram", memfd_size, &m->base);
+	if (fd < 0) {
+		free(m);
+		return fd;
+	}
+	m->fd = fd;
+	m->size = memfd_size;
+	m->nregions = nregions;
+	if (nregions != 0)
+		memcpy(m->regions, regions, nregions * sizeof(*regions));
+	pthread_mutex_init(&m->lock, NULL);
+	/*
+	 * Rings and buffers go in the region holding GPA 0 (QEMU's low RAM), or
+	 * the first usable one. Page 0 is skipped so that GPA 0 never names a
+	 * ring: a back end that forgets a translation then faults visibly.
+	 */
+	for (i = 0; i < nregions; i++) {
+		const struct vu_mem_region *r = &m->regions[i];
+
+		if (!vu_region_usable(m, r) || r->size < 2 * VU_PAGE_SIZE)
+			continue;
+		if (m->alloc_end == 0 || r->gpa == 0) {
+			m->alloc_next = r->gpa + VU_PAGE_SIZE;
+			m->alloc_end = r->gpa + r->size;
+		}
+		if (r->gpa == 0)
+			break;
+	}
+	*out = m;
+	return 0;
+}
+
+int
+vu_mem_create_qemu(struct vu_mem **out, uint64_t gib)
+{
+	struct vu_mem_region r[2];
+	unsigned int n = 1;
+
+	if (gib == 0 || gib > (1ULL << 20))
+		return -EINVAL;
+	/* QEMU (pc/q35): RAM below the 3 GiB PCI hole, the rest above 4 GiB. */
+	r[0].gpa = 0;
+	r[0].offset = 0;
+	r[0].size = (gib <= 3 ? gib : 3) * VU_GIB;
+	if (gib > 3) {
+		r[1].gpa = 4 * VU_GIB;
+		r[1].offset = 3 * VU_GIB;
+		r[1].size = (gib - 3) * VU_GIB;
+		n = 2;
+	}
+	return vu_mem_create(out, gib * VU_GIB, r, n);
+}
+
+void
+vu_mem_destroy(struct vu_mem *m)
+{
+	if (m == NULL)
+		return;
+	munmap(m->base, m->size);
+	close(m->fd);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}
+
+void *
+vu_mem_gpa_to_hva(const struct vu_mem *m, uint64_t gpa, uint64_t len)
+{
+	unsigned int i;
+
+	for (i = 0; i < m->nregions; i++) {
+		const struct vu_mem_region *r = &m->regions[i];
+
+		if (!vu_region_usable(m, r) || gpa < r->gpa)
+			continue;
+		if (gpa - r->gpa >= r->size || len > r->size - (gpa - r->gpa))
+			continue;
+		return m->base + r->offset + (gpa - r->gpa);
+	}
+	return NULL;
+}
+
+int
+vu_mem_hva_to_gpa(const struct vu_mem *m, const void *hva, uint64_t *gpa)
+{
+	uintptr_t p = (uintptr_t)hva, b = (uintptr_t)m->base;
+	unsigned int i;
+
+	if (p < b || p - b >= m->size)
+		return -EFAULT;
+	for (i = 0; i < m->nregions; i++) {
+		const struct vu_mem_region *r = &m->regions[i];
+
+		if (!vu_region_usable(m, r))
+			continue;
+		if (p - b >= r->offset && p - b - r->offset < r->size) {
+			*gpa = r->gpa + (p - b - r->offset);
+			return 0;
+		}
+	}
+	return -EFAULT;
+}
+
+uint64_t
+vu_mem_region_uaddr(const struct vu_mem *m, unsigned int i)
+{
+	/* Regions outside the memfd still get a (meaningless) address. */
+	return (uint64_t)(uintptr_t)m->base + m->regions[i].offset;
+}
+
+uint64_t
+vu_mem_gpa_end(const struct vu_mem *m)
+{
+	uint64_t end = 0;
+	unsigned int i;
+
+	for (i = 0; i < m->nregions; i++) {
+		const struct vu_mem_region *r = &m->regions[i];
+
+		if (vu_region_usable(m, r) && r->gpa + r->size > end)
+			end = r->gpa + r->size;
+	}
+	return end;
+}
+
+int
+vu_mem_alloc(struct vu_mem *m, uint64_t size, uint64_t align, uint64_t *gpa)
+{
+	uint64_t start;
+	int ret = -ENOMEM;
+
+	if (size == 0 || align == 0 || (align & (align - 1)) != 0)
+		return -EINVAL;
+	if (align < VU_PAGE_SIZE)
+		align = VU_PAGE_SIZE;
+	pthread_mutex_lock(&m->lock);
+	start = (m->alloc_next + align - 1) & ~(align - 1);
+	if (m->alloc_end != 0 && start >= m->alloc_next && start <= m->alloc_end &&
+	    size <= m->alloc_end - start) {
+		*gpa = start;
+		m->alloc_next = start + ((size + VU_PAGE_SIZE - 1) & ~(VU_PAGE_SIZE - 1));
+		ret = 0;
+	}
+	pthread_mutex_unlock(&m->lock);
+	return ret;
+}
+
+int
+vu_log_create(struct vu_log **out, uint64_t gpa_end)
+{
+	uint64_t pages = (gpa_end + VU_PAGE_SIZE - 1) >> VU_PAGE_SHIFT;
+	uint64_t bytes = (pages + 7) / 8;
+	struct vu_log *log;
+	int fd;
+
+	*out = NULL;
+	/* Page multiple: back ends OR whole 64-bit words into the bitmap. */
+	bytes = (bytes + VU_PAGE_SIZE - 1) & ~(VU_PAGE_SIZE - 1);
+	if (bytes == 0)
+		bytes = VU_PAGE_SIZE;
+	log = calloc(1, sizeof(*log));
+	if (log == NULL)
+		return -ENOMEM;
+	fd = vu_memfd("vu-dirty-log", bytes, &log->bitmap);
+	if (fd < 0) {
+		free(log);
+		return fd;
+	}
+	log->fd = fd;
+	log->size = bytes;
+	*out = log;
+	return 0;
+}
+
+void
+vu_log_destroy(struct vu_log *log)
+{
+	if (log == NULL)
+		return;
+	munmap(log->bitmap, log->size);
+	close(log->fd);
+	free(log);
+}
+
+void
+vu_log_reset(struct vu_log *log)
+{
+	uint64_t *w = (uint64_t *)log->bitmap;
+	uint64_t i;
+
+	/* Atomic per word: a back end may be setting bits concurrently. */
+	for (i = 0; i < log->size / 8; i++)
+		if (__atomic_load_n(&w[i], __ATOMIC_RELAXED) != 0)
+			__atomic_store_n(&w[i], 0, __ATOMIC_RELAXED);
+}
+
+bool
+vu_log_test(const struct vu_log *log, uint64_t gpa)
+{
+	uint64_t page = gpa >> VU_PAGE_SHIFT;
+
+	if (page / 8 >= log->size)
+		return false;
+	/* vhost-user spec: page n is bit (n % 8) of byte n / 8. */
+	return (__atomic_load_n(&log->bitmap[page / 8], __ATOMIC_RELAXED) >> (page % 8)) & 1;
+}
+
+uint64_t
+vu_log_count(const struct vu_log *log)
+{
+	const uint64_t *w = (const uint64_t *)log->bitmap;
+	uint64_t i, n = 0;
+
+	for (i = 0; i < log->size / 8; i++)
+		n += (uint64_t)__builtin_popcountll(__atomic_load_n(&w[i], __ATOMIC_RELAXED));
+	return n;
+}

@@ -1,0 +1,385 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Guest memory registration: chunked, parallel direct mkeys under one KLM mkey. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "prm.h"
+#include "mlx5_lm.h"
+#include "mlx5_lm_mr.h"
+#include "mlx5_lm_pool.h"
+
+/* IBV_ACCESS_LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ: the device reads and writes rings. */
+#define UMEM_ACCESS 0x7
+/* mkc.qpn for mkeys not bound to a QP. */
+#define MKC_QPN_NONE 0xffffff
+
+double
+mlx5_lm_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static uint32_t
+log2_floor(uint64_t v)
+{
+	uint32_t l = 0;
+
+	while (l < 63 && (1ull << (l + 1)) <= v)
+		l++;
+	return l;
+}
+
+static int
+cmp_region(const void *a, const void *b)
+{
+	const struct mlx5_lm_mem_region *x = a, *y = b;
+
+	return x->gpa < y->gpa ? -1 : x->gpa > y->gpa;
+}
+
+/* Task: a umem over the chunk's host range, then a direct mkey with guest addresses. */
+static int
+chunk_create(void *arg)
+{
+	struct mlx5_lm_mr_chunk *c = arg;
+	struct mlx5_lm_dev *dev = c->mr->dev;
+	uint8_t in[PRM_SIZE(create_mkey_in)];
+	uint8_t out[PRM_SIZE(create_mkey_out)];
+	void *mkc = PRM_ADDR(create_mkey_in, in, mkc);
+	uint64_t pages = c->size >> c->log_page_size;
+
+	c->umem = devx_umem_reg(dev->devx, (void *)(uintptr_t)c->hva, c->size, UMEM_ACCESS);
+	if (c->umem == NULL) {
+		c->err = -errno;
+		DRV_LOG(ERR, dev, "memory region %u chunk gpa 0x%" PRIx64 "+0x%" PRIx64
+			": umem registration failed", c->region, c->gpa, c->size);
+		return c->err;
+	}
+	memset(in, 0, sizeof(in));
+	memset(out, 0, sizeof(out));
+	PRM_SET(create_mkey_in, in, opcode, PRM_CMD_CREATE_MKEY);
+	PRM_SET(create_mkey_in, in, pg_access, 1);
+	PRM_SET(create_mkey_in, in, mkey_umem_id, devx_umem_id(c->umem));
+	PRM_SET(create_mkey_in, in, mkey_umem_offset, 0);
+	PRM_SET(mkc, mkc, access_mode_1_0, PRM_MKC_ACCESS_MODE_MTT);
+	PRM_SET(mkc, mkc, lw, 1);
+	PRM_SET(mkc, mkc, lr, 1);
+	PRM_SET(mkc, mkc, rw, 1);
+	PRM_SET(mkc, mkc, rr, 1);
+	PRM_SET(mkc, mkc, qpn, MKC_QPN_NONE);
+	PRM_SET(mkc, mkc, pd, devx_obj_id(dev->res.pd));
+	PRM_SET(mkc, mkc, start_addr, c->gpa);
+	PRM_SET(mkc, mkc, len, c->size);
+	/* MTT entries are 8 bytes: two per octword. */
+	PRM_SET(mkc, mkc, translations_octword_size, (pages + 1) / 2);
+	PRM_SET(mkc, mkc, log_page_size, c->log_page_size);
+	c->mkey = devx_obj_create(dev->devx, in, sizeof(in), out, sizeof(out));
+	if (c->mkey == NULL) {
+		c->err = -errno;
+		DRV_LOG(ERR, dev, "memory region %u chunk gpa 0x%" PRIx64 "+0x%" PRIx64
+			": direct mkey creation failed (status 0x%x, syndrome 0x%08x)", c->region,
+			c->gpa, c->size, (unsigned int)PRM_GET(create_mkey_out, out, status),
+			(uint32_t)PRM_GET(create_mkey_out, out, syndrome));
+		devx_umem_dereg(c->umem);
+		c->umem = NULL;
+		return c->err;
+	}
+	return 0;
+}
+
+/* Task: the reverse of chunk_create. */
+static int
+chunk_destroy(void *arg)
+{
+	struct mlx5_lm_mr_chunk *c = arg;
+	int ret = 0;
+
+	if (c->mkey != NULL) {
+		ret = devx_obj_destroy(c->mkey);
+		if (ret < 0)
+			return ret;
+		c->mkey = NULL;
+	}
+	if (c->umem != NULL) {
+		ret = devx_umem_dereg(c->umem);
+		if (ret < 0)
+			return ret;
+		c->umem = NULL;
+	}
+	return 0;
+}
+
+/* Run fn on every chunk through the pool, at most `workers` at once. */
+static int
+for_each_chunk(struct mlx5_lm_mr *mr, mlx5_lm_task_fn fn)
+{
+	struct mlx5_lm_batch b;
+	uint32_t i;
+	int ret = 0;
+
+	mlx5_lm_batch_init(&b, mr->dev->args.workers);
+	for (i = 0; i < mr->nchunks; i++) {
+		ret = mlx5_lm_batch_submit(&b, fn, &mr->chunks[i]);
+		if (ret < 0)
+			break;
+	}
+	if (mlx5_lm_batch_wait(&b) != 0 && ret == 0)
+		ret = b.first_err;
+	mlx5_lm_batch_fini(&b);
+	return ret;
+}
+
+/* Split the sorted table into chunks of at most chunk bytes, aligned to each region's pages. */
+static int
+plan_chunks(struct mlx5_lm_mr *mr, uint64_t chunk)
+{
+	uint32_t r, n = 0;
+
+	for (r = 0; r < mr->nregions; r++) {
+		const struct mlx5_lm_mem_region *reg = &mr->regions[r];
+		uint64_t step = chunk < reg->size ? chunk : reg->size;
+
+		step -= step % reg->page_size;
+		if (step == 0)
+			step = reg->page_size;
+		n += (uint32_t)((reg->size + step - 1) / step);
+	}
+	mr->chunks = calloc(n, sizeof(*mr->chunks));
+	if (mr->chunks == NULL)
+		return -ENOMEM;
+	for (r = 0; r < mr->nregions; r++) {
+		const struct mlx5_lm_mem_region *reg = &mr->regions[r];
+		uint64_t step = chunk < reg->size ? chunk : reg->size;
+		uint64_t off;
+
+		step -= step % reg->page_size;
+		if (step == 0)
+			step = reg->page_size;
+		for (off = 0; off < reg->size; off += step) {
+			struct mlx5_lm_mr_chunk *c = &mr->chunks[mr->nchunks++];
+
+			c->mr = mr;
+			c->region = r;
+			c->gpa = reg->gpa + off;
+			c->hva = reg->hva + off;
+			c->size = reg->size - off < step ? reg->size - off : step;
+			c->log_page_size = log2_floor(reg->page_size);
+		}
+	}
+	return 0;
+}
+
+/*
+ * KLM entries covering [0, gpa_end): one per chunk (chunks are at most
+ * 2 GiB, the KLM entry limit, see mlx5_lm_mr_create) and null-mkey
+ * entries for holes, themselves split at 2 GiB. Returns the count; with
+ * klm == NULL only counts.
+ */
+static uint32_t
+fill_klm(const struct mlx5_lm_mr *mr, uint8_t *klm)
+{
+	uint64_t pos = 0;
+	uint32_t i, n = 0;
+
+	for (i = 0; i <= mr->nchunks; i++) {
+		uint64_t next = i < mr->nchunks ? mr->chunks[i].gpa : mr->gpa_end;
+
+		while (pos < next) {
+			uint64_t len = next - pos;
+
+			if (len > PRM_MAX_KLM_BYTE_COUNT)
+				len = PRM_MAX_KLM_BYTE_COUNT;
+			if (klm != NULL) {
+				uint8_t *e = klm + n * PRM_SIZE(klm);
+
+				PRM_SET(klm, e, byte_count, len);
+				PRM_SET(klm, e, mkey, mr->dev->res.null_mkey);
+				PRM_SET(klm, e, address, pos);
+			}
+			n++;
+			pos += len;
+		}
+		if (i == mr->nchunks)
+			break;
+		if (klm != NULL) {
+			uint8_t *e = klm + n * PRM_SIZE(klm);
+
+			PRM_SET(klm, e, byte_count, mr->chunks[i].size);
+			PRM_SET(klm, e, mkey, devx_obj_mkey(mr->chunks[i].mkey));
+			PRM_SET(klm, e, address, mr->chunks[i].gpa);
+		}
+		n++;
+		pos = mr->chunks[i].gpa + mr->chunks[i].size;
+	}
+	return n;
+}
+
+static int
+indirect_create(struct mlx5_lm_mr *mr)
+{
+	struct mlx5_lm_dev *dev = mr->dev;
+	uint32_t n = fill_klm(mr, NULL);
+	/* The translation size is in octwords, a multiple of 4 for KLM lists. */
+	uint32_t octw = (n + 3) & ~3u;
+	size_t inlen = PRM_SIZE(create_mkey_in) + (size_t)octw * PRM_SIZE(klm);
+	uint8_t out[PRM_SIZE(create_mkey_out)];
+	uint8_t *in;
+	void *mkc;
+
+	if (n > PRM_MAX_KLM_PER_CMD) {
+		DRV_LOG(ERR, dev, "memory table needs %u KLM entries, one CREATE_MKEY takes at most "
+			"%u: use a larger mr_chunk_mb (now %u)", n, PRM_MAX_KLM_PER_CMD,
+			dev->args.mr_chunk_mb);
+		return -E2BIG;
+	}
+	in = calloc(1, inlen);
+	if (in == NULL)
+		return -ENOMEM;
+	mkc = PRM_ADDR(create_mkey_in, in, mkc);
+	PRM_SET(create_mkey_in, in, opcode, PRM_CMD_CREATE_MKEY);
+	PRM_SET(create_mkey_in, in, translations_octword_actual_size, n);
+	PRM_SET(mkc, mkc, access_mode_1_0, PRM_MKC_ACCESS_MODE_KLM);
+	PRM_SET(mkc, mkc, lw, 1);
+	PRM_SET(mkc, mkc, lr, 1);
+	PRM_SET(mkc, mkc, rw, 1);
+	PRM_SET(mkc, mkc, rr, 1);
+	PRM_SET(mkc, mkc, qpn, MKC_QPN_NONE);
+	PRM_SET(mkc, mkc, pd, devx_obj_id(dev->res.pd));
+	PRM_SET(mkc, mkc, start_addr, 0);
+	PRM_SET(mkc, mkc, len, mr->gpa_end);
+	PRM_SET(mkc, mkc, translations_octword_size, octw);
+	fill_klm(mr, PRM_ADDR(create_mkey_in, in, klm_pas_mtt));
+	memset(out, 0, sizeof(out));
+	mr->indirect = devx_obj_create(dev->devx, in, inlen, out, sizeof(out));
+	free(in);
+	if (mr->indirect == NULL) {
+		DRV_LOG(ERR, dev, "indirect mkey over %u entries failed (status 0x%x, syndrome 0x%08x)",
+			n, (unsigned int)PRM_GET(create_mkey_out, out, status),
+			(uint32_t)PRM_GET(create_mkey_out, out, syndrome));
+		return -EIO;
+	}
+	mr->nklm = n;
+	return 0;
+}
+
+int
+mlx5_lm_mr_create(struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_region *regions,
+		  uint32_t nregions, struct mlx5_lm_mr **out)
+{
+	uint64_t chunk = (uint64_t)dev->args.mr_chunk_mb << 20;
+	double t0 = mlx5_lm_now_ms();
+	struct mlx5_lm_mr *mr;
+	uint32_t i;
+	int ret;
+
+	if (nregions == 0) {
+		DRV_LOG(ERR, dev, "empty memory table");
+		return -EINVAL;
+	}
+	/* A KLM entry spans at most 2 GiB; a larger chunk would need several entries. */
+	if (chunk > PRM_MAX_KLM_BYTE_COUNT)
+		chunk = PRM_MAX_KLM_BYTE_COUNT;
+	mr = calloc(1, sizeof(*mr));
+	if (mr == NULL)
+		return -ENOMEM;
+	mr->dev = dev;
+	mr->regions = calloc(nregions, sizeof(*regions));
+	if (mr->regions == NULL) {
+		ret = -ENOMEM;
+		goto err_regions;
+	}
+	memcpy(mr->regions, regions, nregions * sizeof(*regions));
+	mr->nregions = nregions;
+	qsort(mr->regions, nregions, sizeof(*regions), cmp_region);
+	for (i = 0; i < nregions; i++) {
+		const struct mlx5_lm_mem_region *r = &mr->regions[i];
+
+		if (r->size == 0 || r->page_size == 0 || (r->page_size & (r->page_size - 1)) ||
+		    r->gpa % r->page_size || r->size % r->page_size || r->hva % r->page_size ||
+		    (i > 0 && mr->regions[i - 1].gpa + mr->regions[i - 1].size > r->gpa)) {
+			DRV_LOG(ERR, dev, "memory region gpa 0x%" PRIx64 " size 0x%" PRIx64
+				" page 0x%" PRIx64 " is empty, unaligned or overlaps another",
+				r->gpa, r->size, r->page_size);
+			ret = -EINVAL;
+			goto err_plan;
+		}
+	}
+	mr->gpa_end = mr->regions[nregions - 1].gpa + mr->regions[nregions - 1].size;
+	ret = plan_chunks(mr, chunk);
+	if (ret < 0)
+		goto err_plan;
+	ret = for_each_chunk(mr, chunk_create);
+	if (ret < 0)
+		goto err_chunks;
+	ret = indirect_create(mr);
+	if (ret < 0)
+		goto err_chunks;
+	mr->create_ms = mlx5_lm_now_ms() - t0;
+	DRV_LOG(INFO, dev, "registered %u regions in %u chunks, %u KLM entries, in %.1f ms",
+		nregions, mr->nchunks, mr->nklm, mr->create_ms);
+	*out = mr;
+	return 0;
+err_chunks:
+	/* Chunks that failed cleaned up after themselves; undo the others. */
+	for_each_chunk(mr, chunk_destroy);
+	free(mr->chunks);
+err_plan:
+	free(mr->regions);
+err_regions:
+	free(mr);
+	return ret;
+}
+
+int
+mlx5_lm_mr_destroy(struct mlx5_lm_mr *mr)
+{
+	int ret = 0;
+
+	if (mr == NULL)
+		return 0;
+	if (mr->indirect != NULL) {
+		/* The direct mkeys are referenced by the indirect one: it goes first. */
+		ret = devx_obj_destroy(mr->indirect);
+		if (ret < 0)
+			return ret;
+		mr->indirect = NULL;
+	}
+	ret = for_each_chunk(mr, chunk_destroy);
+	if (ret < 0)
+		return ret;
+	free(mr->chunks);
+	free(mr->regions);
+	free(mr);
+	return 0;
+}
+
+uint32_t
+mlx5_lm_mr_mkey(const struct mlx5_lm_mr *mr)
+{
+	return devx_obj_mkey(mr->indirect);
+}
+
+int
+mlx5_lm_mr_same_table(const struct mlx5_lm_mr *mr, const struct mlx5_lm_mem_region *regions,
+		      uint32_t nregions)
+{
+	struct mlx5_lm_mem_region *sorted;
+	int same;
+
+	if (mr == NULL || nregions != mr->nregions)
+		return 0;
+	sorted = malloc(nregions * sizeof(*regions));
+	if (sorted == NULL)
+		return 0;
+	memcpy(sorted, regions, nregions * sizeof(*regions));
+	qsort(sorted, nregions, sizeof(*regions), cmp_region);
+	same = memcmp(sorted, mr->regions, nregions * sizeof(*regions)) == 0;
+	free(sorted);
+	return same;
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Guest memory registration.
+ *
+ * Each region of the vhost memory table is split into chunks of at most
+ * mr_chunk_mb; a chunk is one umem over its host range plus one direct
+ * mkey whose addresses are guest-physical. One indirect (KLM) mkey then
+ * covers the guest physical space, holes pointing at the null mkey; the
+ * virtqs use that one. Chunks are created and destroyed in parallel on
+ * the worker pool, because a large VM has few regions (QEMU sends 2) and
+ * per-region parallelism alone buys nothing.
+ */
+#ifndef MLX5_LM_MR_H
+#define MLX5_LM_MR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct mlx5_lm_dev;
+struct devx_obj;
+
+/* One region of guest memory as vhost reports it. */
+struct mlx5_lm_mem_region {
+	uint64_t gpa;        /* guest physical address */
+	uint64_t size;
+	uint64_t hva;        /* host virtual address of the mapping */
+	uint64_t page_size;  /* backing page size (4 KiB, 2 MiB, 1 GiB) */
+};
+
+struct mlx5_lm_mr;
+
+struct mlx5_lm_mr_chunk {
+	struct mlx5_lm_mr *mr;
+	uint64_t gpa;
+	uint64_t size;
+	uint64_t hva;
+	uint32_t region;     /* index in the table, for messages */
+	uint32_t log_page_size;
+	struct devx_umem *umem;
+	struct devx_obj *mkey;
+	int err;
+};
+
+struct mlx5_lm_mr {
+	struct mlx5_lm_dev *dev;
+	uint32_t nregions;
+	struct mlx5_lm_mem_region *regions;
+	uint32_t nchunks;
+	struct mlx5_lm_mr_chunk *chunks;
+	struct devx_obj *indirect;   /* the KLM mkey the virtqs use */
+	uint32_t nklm;
+	uint64_t gpa_end;            /* indirect covers [0, gpa_end) */
+	double create_ms;
+};
+
+/*
+ * Register a memory table on dev (regions sorted or not; they must not
+ * overlap). On failure everything created is destroyed and a negative
+ * errno is returned with an error logged that names the chunk.
+ */
+int mlx5_lm_mr_create(struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_region *regions,
+		      uint32_t nregions, struct mlx5_lm_mr **out);
+/* Destroy a registration (chunks in parallel). Returns 0 or the first error. */
+int mlx5_lm_mr_destroy(struct mlx5_lm_mr *mr);
+/* The key the virtqs put in virtio_q_mkey. */
+uint32_t mlx5_lm_mr_mkey(const struct mlx5_lm_mr *mr);
+/* 1 when mr registers exactly this table. */
+int mlx5_lm_mr_same_table(const struct mlx5_lm_mr *mr, const struct mlx5_lm_mem_region *regions,
+			  uint32_t nregions);
+
+#endif /* MLX5_LM_MR_H */

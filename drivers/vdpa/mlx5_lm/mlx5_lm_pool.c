@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Process-wide worker pool with per-batch concurrency limits.
+ *
+ * One FIFO of tasks; a worker takes the first task whose batch is below
+ * its limit, so a serial batch (limit 1) and a wide one can share the
+ * pool without the serial one gaining parallelism.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/queue.h>
+
+#include "mlx5_lm_pool.h"
+
+struct task {
+	TAILQ_ENTRY(task) next;
+	struct mlx5_lm_batch *batch;
+	mlx5_lm_task_fn fn;
+	void *arg;
+};
+
+#define MAX_WORKERS 256
+
+/* Set in pool threads: nested batches run inline there. */
+static __thread int in_worker;
+
+/* Background tasks nobody waits for individually. */
+static struct mlx5_lm_batch detached = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.done = PTHREAD_COND_INITIALIZER,
+	.limit = MAX_WORKERS,
+};
+
+static struct {
+	pthread_mutex_t lock;      /* guards everything below */
+	pthread_cond_t work;       /* a task was queued or a batch slot freed */
+	TAILQ_HEAD(, task) queue;
+	pthread_t threads[MAX_WORKERS];
+	unsigned int nthreads;
+	unsigned int refs;
+	int stopping;
+} pool = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.work = PTHREAD_COND_INITIALIZER,
+	.queue = TAILQ_HEAD_INITIALIZER(pool.queue),
+};
+
+/* Under pool.lock: first task whose batch may run one more. */
+static struct task *
+pick_task(void)
+{
+	struct task *t;
+
+	TAILQ_FOREACH(t, &pool.queue, next) {
+		struct mlx5_lm_batch *b = t->batch;
+		int ok;
+
+		pthread_mutex_lock(&b->lock);
+		ok = b->running < b->limit;
+		if (ok)
+			b->running++;
+		pthread_mutex_unlock(&b->lock);
+		if (ok) {
+			TAILQ_REMOVE(&pool.queue, t, next);
+			return t;
+		}
+	}
+	return NULL;
+}
+
+static void
+finish_task(struct mlx5_lm_batch *b, int rc)
+{
+	pthread_mutex_lock(&b->lock);
+	b->running--;
+	b->pending--;
+	if (rc != 0) {
+		b->failed++;
+		if (b->first_err == 0)
+			b->first_err = rc;
+	}
+	if (b->pending == 0)
+		pthread_cond_broadcast(&b->done);
+	pthread_mutex_unlock(&b->lock);
+}
+
+static void *
+worker(void *unused)
+{
+	in_worker = 1;
+	pthread_mutex_lock(&pool.lock);
+	for (;;) {
+		struct task *t = pick_task();
+		struct mlx5_lm_batch *b;
+		int rc;
+
+		if (t == NULL) {
+			if (pool.stopping)
+				break;
+			pthread_cond_wait(&pool.work, &pool.lock);
+			continue;
+		}
+		pthread_mutex_unlock(&pool.lock);
+		b = t->batch;
+		rc = t->fn(t->arg);
+		free(t);
+		finish_task(b, rc);
+		pthread_mutex_lock(&pool.lock);
+		/* A batch slot is free again: a waiting task of that batch may go. */
+		pthread_cond_broadcast(&pool.work);
+	}
+	pthread_mutex_unlock(&pool.lock);
+	return NULL;
+}
+
+int
+mlx5_lm_pool_get(unsigned int workers)
+{
+	int ret = 0;
+
+	if (workers > MAX_WORKERS)
+		workers = MAX_WORKERS;
+	pthread_mutex_lock(&pool.lock);
+	while (pool.nthreads < workers) {
+		if (pthread_create(&pool.threads[pool.nthreads], NULL, worker, NULL) != 0) {
+			ret = -EAGAIN;
+			break;
+		}
+		pool.nthreads++;
+	}
+	if (ret == 0 || pool.nthreads > 0) {
+		pool.refs++;
+		ret = 0;
+	}
+	pthread_mutex_unlock(&pool.lock);
+	return ret;
+}
+
+void
+mlx5_lm_pool_put(void)
+{
+	unsigned int i, n;
+
+	pthread_mutex_lock(&pool.lock);
+	if (pool.refs == 0 || --pool.refs > 0) {
+		pthread_mutex_unlock(&pool.lock);
+		return;
+	}
+	pool.stopping = 1;
+	pthread_cond_broadcast(&pool.work);
+	n = pool.nthreads;
+	pthread_mutex_unlock(&pool.lock);
+	for (i = 0; i < n; i++)
+		pthread_join(pool.threads[i], NULL);
+	pthread_mutex_lock(&pool.lock);
+	pool.nthreads = 0;
+	pool.stopping = 0;
+	pthread_mutex_unlock(&pool.lock);
+}
+
+unsigned int
+mlx5_lm_pool_size(void)
+{
+	unsigned int n;
+
+	pthread_mutex_lock(&pool.lock);
+	n = pool.nthreads;
+	pthread_mutex_unlock(&pool.lock);
+	return n;
+}
+
+void
+mlx5_lm_batch_init(struct mlx5_lm_batch *b, unsigned int limit)
+{
+	pthread_mutex_init(&b->lock, NULL);
+	pthread_cond_init(&b->done, NULL);
+	b->pending = 0;
+	b->running = 0;
+	b->limit = limit ? limit : 1;
+	b->first_err = 0;
+	b->failed = 0;
+}
+
+void
+mlx5_lm_batch_fini(struct mlx5_lm_batch *b)
+{
+	pthread_cond_destroy(&b->done);
+	pthread_mutex_destroy(&b->lock);
+}
+
+int
+mlx5_lm_batch_submit(struct mlx5_lm_batch *b, mlx5_lm_task_fn fn, void *arg)
+{
+	struct task *t;
+	int has_pool;
+
+	pthread_mutex_lock(&pool.lock);
+	has_pool = pool.nthreads > 0 && !pool.stopping && !in_worker;
+	pthread_mutex_unlock(&pool.lock);
+	pthread_mutex_lock(&b->lock);
+	b->pending++;
+	pthread_mutex_unlock(&b->lock);
+	if (!has_pool) {
+		/* No pool (not started, or shutting down): run in the caller. */
+		pthread_mutex_lock(&b->lock);
+		b->running++;
+		pthread_mutex_unlock(&b->lock);
+		finish_task(b, fn(arg));
+		return 0;
+	}
+	t = malloc(sizeof(*t));
+	if (t == NULL) {
+		pthread_mutex_lock(&b->lock);
+		b->pending--;
+		pthread_mutex_unlock(&b->lock);
+		return -ENOMEM;
+	}
+	t->batch = b;
+	t->fn = fn;
+	t->arg = arg;
+	pthread_mutex_lock(&pool.lock);
+	TAILQ_INSERT_TAIL(&pool.queue, t, next);
+	pthread_cond_signal(&pool.work);
+	pthread_mutex_unlock(&pool.lock);
+	return 0;
+}
+
+int
+mlx5_lm_batch_wait(struct mlx5_lm_batch *b)
+{
+	int err;
+
+	pthread_mutex_lock(&b->lock);
+	while (b->pending > 0)
+		pthread_cond_wait(&b->done, &b->lock);
+	err = b->first_err;
+	pthread_mutex_unlock(&b->lock);
+	return err;
+}
+
+int
+mlx5_lm_pool_submit_detached(mlx5_lm_task_fn fn, void *arg)
+{
+	int has_pool;
+
+	pthread_mutex_lock(&pool.lock);
+	has_pool = pool.nthreads > 0 && !pool.stopping;
+	pthread_mutex_unlock(&pool.lock);
+	if (!has_pool)
+		return -EAGAIN;
+	return mlx5_lm_batch_submit(&detached, fn, arg);
+}
+
+void
+mlx5_lm_pool_drain(void)
+{
+	mlx5_lm_batch_wait(&detached);
+}

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Worker pool shared by every device of the process.
+ *
+ * DevX commands are synchronous ioctls that mostly wait for the firmware;
+ * the only way a user-space driver gets the firmware's command-slot
+ * parallelism is to issue them from several threads. Work is submitted in
+ * batches; each batch has its own concurrency limit (a device's workers=,
+ * 1 for serial behaviour) and its completion is signalled through a
+ * condition variable, never polled.
+ */
+#ifndef MLX5_LM_POOL_H
+#define MLX5_LM_POOL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+typedef int (*mlx5_lm_task_fn)(void *arg);
+
+struct mlx5_lm_batch {
+	pthread_mutex_t lock;   /* guards the fields below */
+	pthread_cond_t done;
+	unsigned int pending;   /* submitted, not finished */
+	unsigned int running;   /* being executed by a worker */
+	unsigned int limit;     /* max running at once (>= 1) */
+	int first_err;          /* first non-zero task result */
+	unsigned int failed;
+};
+
+/*
+ * Take a reference on the process pool, growing it to at least `workers`
+ * threads. Returns 0 or a negative errno.
+ */
+int mlx5_lm_pool_get(unsigned int workers);
+/* Drop a reference; the last one stops and joins the threads. */
+void mlx5_lm_pool_put(void);
+
+void mlx5_lm_batch_init(struct mlx5_lm_batch *b, unsigned int limit);
+void mlx5_lm_batch_fini(struct mlx5_lm_batch *b);
+/*
+ * Queue fn(arg) in batch b. With no pool, or from a pool worker (a task
+ * waiting on tasks could starve a small pool), the task runs in the
+ * caller. Returns 0 or -ENOMEM (the task did not run).
+ */
+int mlx5_lm_batch_submit(struct mlx5_lm_batch *b, mlx5_lm_task_fn fn, void *arg);
+/* Wait for every task of b; returns the first error (0 when all succeeded). */
+int mlx5_lm_batch_wait(struct mlx5_lm_batch *b);
+
+/*
+ * Run fn(arg) on the pool without waiting for it (background work:
+ * restoring blank queues, queue recovery). mlx5_lm_pool_drain() waits for
+ * every such task. Returns -EAGAIN when there is no pool.
+ */
+int mlx5_lm_pool_submit_detached(mlx5_lm_task_fn fn, void *arg);
+void mlx5_lm_pool_drain(void);
+
+/* Threads currently in the pool (for logs and tests). */
+unsigned int mlx5_lm_pool_size(void);
+
+#endif /* MLX5_LM_POOL_H */

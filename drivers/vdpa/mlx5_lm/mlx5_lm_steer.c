@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Receive steering: NIC RX flow table -> one entry forwarding to a TIR ->
+ * RSS (Toeplitz over IPv4 addresses and TCP ports) across an RQT whose
+ * entries are the RX virtqs. The RQT is created at probe sized for the
+ * maximum queue pairs, so a queue-pair change is one MODIFY_RQT.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "prm.h"
+#include "mlx5_lm.h"
+
+struct mlx5_lm_steer {
+	struct devx_obj *rqt;
+	struct devx_obj *tir;
+	struct devx_obj *ft;
+	struct devx_obj *fg;
+	struct devx_obj *fte;
+	uint32_t rqt_max;
+	uint32_t rqt_ids[MLX5_LM_MAX_VIRTQS / 2]; /* virtq ids the RQT points at now */
+	uint32_t rqt_n;
+};
+
+/* A fixed, well-mixed Toeplitz key (the widely used default RSS key). */
+static const uint8_t rss_key[PRM_RSS_HASH_KEY_LEN] = {
+	0x2c, 0xc6, 0x81, 0xd1, 0x5b, 0xdb, 0xf4, 0xf7, 0xfc, 0xa2,
+	0x83, 0x19, 0xdb, 0x1a, 0x3e, 0x94, 0x6b, 0x9e, 0x38, 0xd9,
+	0x2c, 0x9c, 0x03, 0xd1, 0xad, 0x99, 0x44, 0xa7, 0xd9, 0x56,
+	0x3d, 0x59, 0x06, 0x3e, 0x23, 0x6a, 0x3b, 0xe5, 0xcf, 0xa7,
+};
+
+/* RX virtqs that may receive: enabled by the guest and RDY. */
+static uint32_t
+ready_rx(struct mlx5_lm_dev *dev, uint32_t *ids)
+{
+	uint32_t n = 0;
+	uint16_t i;
+
+	for (i = 0; i < dev->nr_vq; i += 2) {
+		struct mlx5_lm_virtq *vq = &dev->vq[i];
+
+		if (vq->obj != NULL && vq->enabled && vq->hw_state == PRM_VIRTQ_STATE_RDY)
+			ids[n++] = devx_obj_id(vq->obj);
+	}
+	return n;
+}
+
+static void
+fill_rqtc(void *rqtc, uint32_t max, const uint32_t *ids, uint32_t n)
+{
+	uint8_t *list = PRM_ADDR(rqtc, rqtc, rq_num);
+	uint32_t i;
+
+	PRM_SET(rqtc, rqtc, list_q_type, PRM_RQTC_LIST_Q_TYPE_VIRTIO_NET_Q);
+	PRM_SET(rqtc, rqtc, rqt_max_size, max);
+	PRM_SET(rqtc, rqtc, rqt_actual_size, n);
+	for (i = 0; i < n; i++)
+		PRM_SET(rq_num, list + i * PRM_SIZE(rq_num), rq_num, ids[i]);
+}
+
+static int
+rqt_create(struct mlx5_lm_dev *dev, struct mlx5_lm_steer *st)
+{
+	size_t inlen = PRM_SIZE(create_rqt_in) + st->rqt_max * PRM_SIZE(rq_num);
+	uint8_t out[PRM_SIZE(create_out)];
+	uint8_t *in = calloc(1, inlen);
+
+	if (in == NULL)
+		return -ENOMEM;
+	memset(out, 0, sizeof(out));
+	/* Before DRIVER_OK no queue receives: point at RX queue 0, which exists. */
+	st->rqt_ids[0] = devx_obj_id(dev->vq[0].obj);
+	st->rqt_n = 1;
+	PRM_SET(create_rqt_in, in, opcode, PRM_CMD_CREATE_RQT);
+	fill_rqtc(PRM_ADDR(create_rqt_in, in, rqt_context), st->rqt_max, st->rqt_ids, 1);
+	st->rqt = devx_obj_create(dev->devx, in, PRM_SIZE(create_rqt_in) + PRM_SIZE(rq_num), out,
+				  sizeof(out));
+	free(in);
+	if (st->rqt == NULL) {
+		DRV_LOG(ERR, dev, "cannot create the RQT (max %u entries)", st->rqt_max);
+		return -EIO;
+	}
+	return 0;
+}
+
+static int
+tir_create(struct mlx5_lm_dev *dev, struct mlx5_lm_steer *st)
+{
+	uint8_t in[PRM_SIZE(create_tir_in)];
+	uint8_t out[PRM_SIZE(create_out)];
+	void *tirc = PRM_ADDR(create_tir_in, in, ctx);
+	void *hf = PRM_ADDR(tirc, tirc, rx_hash_field_selector_outer);
+
+	memset(in, 0, sizeof(in));
+	memset(out, 0, sizeof(out));
+	PRM_SET(create_tir_in, in, opcode, PRM_CMD_CREATE_TIR);
+	PRM_SET(tirc, tirc, disp_type, PRM_TIRC_DISP_TYPE_INDIRECT);
+	PRM_SET(tirc, tirc, indirect_table, devx_obj_id(st->rqt));
+	PRM_SET(tirc, tirc, rx_hash_fn, PRM_RX_HASH_FN_TOEPLITZ);
+	PRM_SET(tirc, tirc, rx_hash_symmetric, 0);
+	PRM_SET(tirc, tirc, transport_domain, devx_obj_id(dev->res.td));
+	memcpy(PRM_ADDR(tirc, tirc, rx_hash_toeplitz_key), rss_key, sizeof(rss_key));
+	PRM_SET(rx_hash_field_select, hf, l3_prot_type, PRM_L3_PROT_TYPE_IPV4);
+	PRM_SET(rx_hash_field_select, hf, l4_prot_type, PRM_L4_PROT_TYPE_TCP);
+	PRM_SET(rx_hash_field_select, hf, selected_fields, PRM_RX_HASH_SRC_IP | PRM_RX_HASH_DST_IP |
+		PRM_RX_HASH_L4_SPORT | PRM_RX_HASH_L4_DPORT);
+	st->tir = devx_obj_create(dev->devx, in, sizeof(in), out, sizeof(out));
+	if (st->tir == NULL) {
+		DRV_LOG(ERR, dev, "cannot create the TIR");
+		return -EIO;
+	}
+	return 0;
+}
+
+static int
+flows_create(struct mlx5_lm_dev *dev, struct mlx5_lm_steer *st)
+{
+	size_t fte_len = PRM_SIZE(set_fte_in) + PRM_SIZE(dest_format_struct);
+	uint8_t out[PRM_SIZE(create_out)];
+	uint8_t *in = calloc(1, fte_len > PRM_SIZE(create_flow_group_in) ? fte_len :
+			     PRM_SIZE(create_flow_group_in));
+	void *ftc, *fc, *dst;
+
+	if (in == NULL)
+		return -ENOMEM;
+	memset(out, 0, sizeof(out));
+	ftc = PRM_ADDR(create_flow_table_in, in, flow_table_context);
+	PRM_SET(create_flow_table_in, in, opcode, PRM_CMD_CREATE_FLOW_TABLE);
+	PRM_SET(create_flow_table_in, in, table_type, PRM_FLOW_TABLE_TYPE_NIC_RX);
+	PRM_SET(flow_table_context, ftc, level, 0);
+	PRM_SET(flow_table_context, ftc, log_size, 0);
+	st->ft = devx_obj_create(dev->devx, in, PRM_SIZE(create_flow_table_in), out, sizeof(out));
+	if (st->ft == NULL)
+		goto err;
+
+	memset(in, 0, PRM_SIZE(create_flow_group_in));
+	PRM_SET(create_flow_group_in, in, opcode, PRM_CMD_CREATE_FLOW_GROUP);
+	PRM_SET(create_flow_group_in, in, table_type, PRM_FLOW_TABLE_TYPE_NIC_RX);
+	PRM_SET(create_flow_group_in, in, table_id, devx_obj_id(st->ft));
+	PRM_SET(create_flow_group_in, in, start_flow_index, 0);
+	PRM_SET(create_flow_group_in, in, end_flow_index, 0);
+	/* No match criteria: every frame of the function lands in this group. */
+	st->fg = devx_obj_create(dev->devx, in, PRM_SIZE(create_flow_group_in), out, sizeof(out));
+	if (st->fg == NULL)
+		goto err;
+
+	memset(in, 0, fte_len);
+	fc = PRM_ADDR(set_fte_in, in, flow_context);
+	dst = PRM_ADDR(flow_context, fc, destination);
+	PRM_SET(set_fte_in, in, opcode, PRM_CMD_SET_FLOW_TABLE_ENTRY);
+	PRM_SET(set_fte_in, in, table_type, PRM_FLOW_TABLE_TYPE_NIC_RX);
+	PRM_SET(set_fte_in, in, table_id, devx_obj_id(st->ft));
+	PRM_SET(set_fte_in, in, flow_index, 0);
+	PRM_SET(flow_context, fc, group_id, devx_obj_id(st->fg));
+	PRM_SET(flow_context, fc, action, PRM_FLOW_CONTEXT_ACTION_FWD_DEST);
+	PRM_SET(flow_context, fc, destination_list_size, 1);
+	PRM_SET(dest_format_struct, dst, destination_type, PRM_FLOW_DESTINATION_TYPE_TIR);
+	PRM_SET(dest_format_struct, dst, destination_id, devx_obj_id(st->tir));
+	st->fte = devx_obj_create(dev->devx, in, fte_len, out, sizeof(out));
+	if (st->fte == NULL)
+		goto err;
+	free(in);
+	return 0;
+err:
+	DRV_LOG(ERR, dev, "cannot create the receive flow %s",
+		st->ft == NULL ? "table" : st->fg == NULL ? "group" : "entry");
+	free(in);
+	return -EIO;
+}
+
+/* Destroy in reverse order of creation; a failure leaves the rest to the leak report. */
+static void
+steer_free(struct mlx5_lm_dev *dev, struct mlx5_lm_steer *st)
+{
+	struct devx_obj **objs[] = { &st->fte, &st->fg, &st->ft, &st->tir, &st->rqt };
+	unsigned int i;
+
+	for (i = 0; i < RTE_DIM(objs); i++) {
+		if (*objs[i] == NULL)
+			continue;
+		if (devx_obj_destroy(*objs[i]) < 0) {
+			DRV_LOG(ERR, dev, "cannot destroy steering object %u", i);
+			return;
+		}
+		*objs[i] = NULL;
+	}
+	free(st);
+}
+
+int
+mlx5_lm_steer_create(struct mlx5_lm_dev *dev)
+{
+	struct mlx5_lm_steer *st = calloc(1, sizeof(*st));
+	int ret;
+
+	if (st == NULL)
+		return -ENOMEM;
+	st->rqt_max = dev->nr_vq / 2;
+	ret = rqt_create(dev, st);
+	if (ret == 0)
+		ret = tir_create(dev, st);
+	if (ret == 0)
+		ret = flows_create(dev, st);
+	if (ret < 0) {
+		steer_free(dev, st);
+		return ret;
+	}
+	dev->steer = st;
+	return 0;
+}
+
+void
+mlx5_lm_steer_destroy(struct mlx5_lm_dev *dev)
+{
+	if (dev->steer == NULL)
+		return;
+	steer_free(dev, dev->steer);
+	dev->steer = NULL;
+}
+
+static int
+rqt_modify(struct mlx5_lm_dev *dev, const uint32_t *ids, uint32_t n)
+{
+	struct mlx5_lm_steer *st = dev->steer;
+	size_t inlen = PRM_SIZE(modify_rqt_in) + n * PRM_SIZE(rq_num);
+	uint8_t out[PRM_SIZE(cmd_out) * 2];
+	uint8_t *in;
+	int ret;
+
+	in = calloc(1, inlen);
+	if (in == NULL)
+		return -ENOMEM;
+	memset(out, 0, sizeof(out));
+	PRM_SET(modify_rqt_in, in, opcode, PRM_CMD_MODIFY_RQT);
+	PRM_SET(modify_rqt_in, in, rqtn, devx_obj_id(st->rqt));
+	PRM_SET(modify_rqt_in, in, bitmask, PRM_RQT_MODIFY_RQN_LIST);
+	fill_rqtc(PRM_ADDR(modify_rqt_in, in, ctx), st->rqt_max, ids, n);
+	ret = devx_cmd(dev->devx, in, inlen, out, sizeof(out));
+	free(in);
+	if (ret < 0) {
+		DRV_LOG(ERR, dev, "cannot point the RQT at %u RX queues", n);
+		return ret;
+	}
+	memcpy(st->rqt_ids, ids, n * sizeof(*ids));
+	st->rqt_n = n;
+	return 0;
+}
+
+int
+mlx5_lm_steer_update(struct mlx5_lm_dev *dev)
+{
+	struct mlx5_lm_steer *st = dev->steer;
+	uint32_t ids[MLX5_LM_MAX_VIRTQS / 2];
+	uint32_t n;
+
+	if (st == NULL)
+		return 0;
+	n = ready_rx(dev, ids);
+	if (n == 0) {
+		/*
+		 * An RQT cannot be empty: keep the current entries; frames to a
+		 * queue that is not RDY are dropped by the device.
+		 */
+		return 0;
+	}
+	if (n == st->rqt_n && memcmp(ids, st->rqt_ids, n * sizeof(*ids)) == 0)
+		return 0;
+	return rqt_modify(dev, ids, n);
+}
+
+/*
+ * Stop the RQT from naming virtq `id`, which is about to be destroyed
+ * (the device refuses to destroy a virtq an RQT references).
+ */
+int
+mlx5_lm_steer_forget(struct mlx5_lm_dev *dev, uint32_t id)
+{
+	struct mlx5_lm_steer *st = dev->steer;
+	uint32_t ids[MLX5_LM_MAX_VIRTQS / 2];
+	uint32_t i, n = 0;
+
+	if (st == NULL)
+		return 0;
+	for (i = 0; i < st->rqt_n; i++)
+		if (st->rqt_ids[i] != id)
+			ids[n++] = st->rqt_ids[i];
+	if (n == st->rqt_n)
+		return 0;
+	if (n == 0) {
+		/* Park the RQT on another RX queue that exists. */
+		uint16_t q;
+
+		for (q = 0; q < dev->nr_vq; q += 2)
+			if (dev->vq[q].obj != NULL && devx_obj_id(dev->vq[q].obj) != id) {
+				ids[n++] = devx_obj_id(dev->vq[q].obj);
+				break;
+			}
+		if (n == 0)
+			return -EBUSY;
+	}
+	return rqt_modify(dev, ids, n);
+}

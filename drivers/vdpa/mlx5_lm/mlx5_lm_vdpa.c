@@ -1,0 +1,868 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * vhost-facing side of the PMD: rte_vdpa_dev_ops and the queue lifecycle
+ * of the Linux "Pre-create HW VQs" series, in user space.
+ *
+ * probe      pre-create every queue blank (INIT) with all its resources,
+ *            plus steering, in parallel on the worker pool;
+ * dev_conf   register guest memory, then per queue one MODIFY carrying the
+ *            fields that changed plus STATE=RDY, in parallel; a queue whose
+ *            size differs is re-created, only that one;
+ * dev_close  suspend and query every ready queue in parallel, hand the
+ *            indices to vhost, return; putting used queues back to blank
+ *            happens after the return, in the background.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include <rte_vhost.h>
+
+#include "mlx5_lm_dpdk.h"
+#include "prm.h"
+#include "mlx5_lm.h"
+#include "mlx5_lm_mr.h"
+#include "mlx5_lm_pool.h"
+
+/* Feature bits (virtio 1.1 and the vhost-user protocol). */
+#define F_MRG_RXBUF 15
+#define F_STATUS 16
+#define F_MQ 22
+#define F_LOG_ALL 26
+#define F_ANY_LAYOUT 27
+#define F_INDIRECT_DESC 28
+#define F_PROTOCOL_FEATURES 30
+#define F_VERSION_1 32
+#define F_RING_PACKED 34
+
+#define PF_MQ 0
+#define PF_LOG_SHMFD 1
+#define PF_REPLY_ACK 3
+#define PF_SLAVE_REQ 5
+#define PF_CONFIG 9
+#define PF_SLAVE_SEND_FD 10
+#define PF_HOST_NOTIFIER 11
+#define PF_STATUS 16
+
+/* Queue ERR recoveries allowed per DRIVER_OK before the queue is left in ERR. */
+#define MAX_RECOVERIES 3
+
+struct mlx5_lm_dev *mlx5_lm_dev_by_vdpa(struct rte_vdpa_device *vdpa);
+int mlx5_lm_steer_forget(struct mlx5_lm_dev *dev, uint32_t id);
+
+static struct mlx5_lm_dev *
+dev_by_vid(int vid)
+{
+	struct rte_vdpa_device *vdpa = rte_vhost_get_vdpa_device(vid);
+
+	return vdpa != NULL ? mlx5_lm_dev_by_vdpa(vdpa) : NULL;
+}
+
+static unsigned int
+batch_limit(struct mlx5_lm_dev *dev)
+{
+	return dev->args.parallel ? dev->args.workers : 1;
+}
+
+/* ---- pre-creation -------------------------------------------------------- */
+
+static int
+task_precreate(void *arg)
+{
+	struct mlx5_lm_virtq *vq = arg;
+
+	return mlx5_lm_virtq_create(vq, vq->dev->args.queue_size, NULL, 0);
+}
+
+static int
+task_destroy(void *arg)
+{
+	struct mlx5_lm_virtq *vq = arg;
+
+	mlx5_lm_virtq_destroy(vq);
+	return vq->obj != NULL ? -EBUSY : 0;
+}
+
+/* Run fn on every virtq with an object (or all when all is set), in parallel. */
+static int
+for_each_vq(struct mlx5_lm_dev *dev, mlx5_lm_task_fn fn, int all)
+{
+	struct mlx5_lm_batch b;
+	uint16_t i;
+	int ret;
+
+	mlx5_lm_batch_init(&b, batch_limit(dev));
+	for (i = 0; i < dev->nr_vq; i++)
+		if (all || dev->vq[i].obj != NULL)
+			mlx5_lm_batch_submit(&b, fn, &dev->vq[i]);
+	ret = mlx5_lm_batch_wait(&b);
+	mlx5_lm_batch_fini(&b);
+	return ret;
+}
+
+int
+mlx5_lm_virtqs_precreate(struct mlx5_lm_dev *dev)
+{
+	double t0 = mlx5_lm_now_ms();
+	int ret;
+
+	if (!dev->args.precreate)
+		return 0;
+	ret = for_each_vq(dev, task_precreate, 1);
+	if (ret == 0)
+		ret = mlx5_lm_steer_create(dev);
+	if (ret < 0) {
+		DRV_LOG(ERR, dev, "pre-creating %u queues failed", dev->nr_vq);
+		mlx5_lm_steer_destroy(dev);
+		for_each_vq(dev, task_destroy, 0);
+		return ret;
+	}
+	DRV_LOG(INFO, dev, "pre-created %u queues of size %u in %.1f ms", dev->nr_vq,
+		dev->args.queue_size, mlx5_lm_now_ms() - t0);
+	return 0;
+}
+
+void
+mlx5_lm_virtqs_destroy(struct mlx5_lm_dev *dev)
+{
+	mlx5_lm_steer_destroy(dev);
+	for_each_vq(dev, task_destroy, 0);
+	if (dev->mr != NULL && mlx5_lm_mr_destroy(dev->mr) == 0)
+		dev->mr = NULL;
+}
+
+/* ---- memory -------------------------------------------------------------- */
+
+static uint64_t
+region_page_size(const struct rte_vhost_mem_region *r)
+{
+	struct statfs fs;
+
+	/* hugetlbfs reports its page size as the block size; memfd/tmpfs use 4 KiB. */
+	if (r->fd >= 0 && fstatfs(r->fd, &fs) == 0 && fs.f_type == 0x958458f6)
+		return (uint64_t)fs.f_bsize;
+	return 4096;
+}
+
+static int
+register_memory(struct mlx5_lm_dev *dev, struct rte_vhost_memory *mem)
+{
+	struct mlx5_lm_mem_region regions[8];
+	struct mlx5_lm_mr *mr;
+	uint32_t i, n = 0;
+	int ret;
+
+	if (mem->nregions > RTE_DIM(regions)) {
+		DRV_LOG(ERR, dev, "memory table has %u regions, vhost-user allows 8", mem->nregions);
+		return -EINVAL;
+	}
+	for (i = 0; i < mem->nregions; i++) {
+		const struct rte_vhost_mem_region *r = &mem->regions[i];
+
+		regions[n].gpa = r->guest_phys_addr;
+		regions[n].size = r->size;
+		regions[n].hva = r->host_user_addr;
+		regions[n].page_size = region_page_size(r);
+		n++;
+	}
+	if (dev->mr != NULL && mlx5_lm_mr_same_table(dev->mr, regions, n)) {
+		DRV_LOG(INFO, dev, "memory table unchanged: reusing its registration");
+		return 0;
+	}
+	ret = mlx5_lm_mr_create(dev, regions, n, &mr);
+	if (ret < 0)
+		return ret;
+	dev->prev_mr = dev->mr;
+	dev->mr = mr;
+	return 0;
+}
+
+/* Guest physical address of a host pointer into guest memory; 0 if none. */
+static uint64_t
+hva_to_gpa(struct rte_vhost_memory *mem, const void *p)
+{
+	uint64_t hva = (uintptr_t)p;
+	uint32_t i;
+
+	for (i = 0; i < mem->nregions; i++) {
+		const struct rte_vhost_mem_region *r = &mem->regions[i];
+
+		if (hva >= r->host_user_addr && hva < r->host_user_addr + r->size)
+			return hva - r->host_user_addr + r->guest_phys_addr;
+	}
+	return 0;
+}
+
+/* ---- configuration at DRIVER_OK ------------------------------------------ */
+
+struct vq_plan {
+	struct mlx5_lm_virtq *vq;
+	struct mlx5_lm_vq_cfg cfg;
+	uint16_t size;
+	int ready;
+	int recreate;
+};
+
+static uint16_t
+queue_features(uint64_t f)
+{
+	/* The device needs only what changes its frame layout: the 12-byte header. */
+	return f & (1ull << F_MRG_RXBUF) ? 1u << PRM_VIRTQ_FEAT_MRG_RXBUF : 0;
+}
+
+static int
+plan_ring(struct mlx5_lm_dev *dev, struct rte_vhost_memory *mem, uint16_t i, struct vq_plan *p)
+{
+	struct mlx5_lm_virtq *vq = &dev->vq[i];
+	struct rte_vhost_vring vr;
+	uint16_t last_avail, last_used;
+
+	if (rte_vhost_get_vhost_vring(dev->vid, i, &vr) < 0 ||
+	    rte_vhost_get_vring_base(dev->vid, i, &last_avail, &last_used) < 0) {
+		VQ_LOG(ERR, vq, "vhost has no state for this ring");
+		return -EINVAL;
+	}
+	memset(p, 0, sizeof(*p));
+	p->vq = vq;
+	p->size = vr.size;
+	p->cfg.type = dev->features & (1ull << F_RING_PACKED) ? PRM_VIRTQ_TYPE_PACKED :
+		PRM_VIRTQ_TYPE_SPLIT;
+	p->cfg.version_1 = !!(dev->features & (1ull << F_VERSION_1));
+	p->cfg.features = queue_features(dev->features);
+	p->cfg.desc = hva_to_gpa(mem, vr.desc);
+	p->cfg.avail = hva_to_gpa(mem, vr.avail);
+	p->cfg.used = hva_to_gpa(mem, vr.used);
+	p->cfg.hw_available_index = last_avail;
+	p->cfg.hw_used_index = last_used;
+	p->cfg.mkey = mlx5_lm_mr_mkey(dev->mr);
+	p->cfg.event_mode = PRM_VIRTQ_EVENT_MODE_QP;
+	if (vr.size == 0 || (vr.size & (vr.size - 1)) || p->cfg.desc == 0 || p->cfg.avail == 0 ||
+	    p->cfg.used == 0) {
+		VQ_LOG(ERR, vq, "ring size %u or addresses (desc %p, avail %p, used %p) are not "
+		       "usable: outside guest memory?", vr.size, (void *)vr.desc,
+		       (void *)vr.avail, (void *)vr.used);
+		return -EINVAL;
+	}
+	vq->kickfd = vr.kickfd;
+	vq->callfd = vr.callfd;
+	/*
+	 * DPDK's vhost library calls dev_conf only once every ring it set up
+	 * is ready, which includes the guest's SET_VRING_ENABLE; it reports
+	 * enable changes to set_vring_state only after that.
+	 */
+	vq->enabled = 1;
+	p->ready = 1;
+	/* queue_size has no modify bit: a different size means a new object. */
+	p->recreate = vq->obj == NULL || vq->size != vr.size || vq->hw_state == PRM_VIRTQ_STATE_ERR;
+	return 0;
+}
+
+static int
+task_configure(void *arg)
+{
+	struct vq_plan *p = arg;
+	struct mlx5_lm_virtq *vq = p->vq;
+
+	if (!p->recreate) {
+		p->cfg.event_qpn = vq->cur.event_qpn;
+		return mlx5_lm_virtq_modify(vq, &p->cfg, p->ready);
+	}
+	if (vq->obj != NULL) {
+		mlx5_lm_virtq_destroy(vq);
+		if (vq->obj != NULL)
+			return -EBUSY;
+	}
+	/* Created blank (for its event QP number), then configured like the others. */
+	if (mlx5_lm_virtq_create(vq, p->size, NULL, 0) < 0)
+		return -EIO;
+	p->cfg.event_qpn = vq->cur.event_qpn;
+	return mlx5_lm_virtq_modify(vq, &p->cfg, p->ready);
+}
+
+/* Destroy and re-create blank every queue that left INIT (Linux: reset only used queues). */
+static int
+task_restore(void *arg)
+{
+	struct mlx5_lm_virtq *vq = arg;
+	struct mlx5_lm_dev *dev = vq->dev;
+
+	if (vq->obj == NULL || !vq->used)
+		return 0;
+	if (vq->index % 2 == 0 && mlx5_lm_steer_forget(dev, devx_obj_id(vq->obj)) < 0)
+		return -EBUSY;
+	mlx5_lm_virtq_destroy(vq);
+	if (vq->obj != NULL)
+		return -EBUSY;
+	return mlx5_lm_virtq_create(vq, dev->args.queue_size, NULL, 0);
+}
+
+/* Re-creating the only RX queue needs the steering rebuilt around it. */
+static int
+prepare_recreate(struct mlx5_lm_dev *dev, struct vq_plan *plans, uint16_t n, int *rebuild)
+{
+	uint16_t i;
+
+	*rebuild = 0;
+	for (i = 0; i < n; i++) {
+		struct mlx5_lm_virtq *vq = plans[i].vq;
+
+		if (!plans[i].recreate || vq->obj == NULL || vq->index % 2)
+			continue;
+		if (mlx5_lm_steer_forget(dev, devx_obj_id(vq->obj)) == -EBUSY)
+			*rebuild = 1;
+	}
+	if (*rebuild)
+		mlx5_lm_steer_destroy(dev);
+	return 0;
+}
+
+static void
+wait_restored(struct mlx5_lm_dev *dev)
+{
+	while (dev->restoring)
+		pthread_cond_wait(&dev->restored, &dev->lock);
+}
+
+static void
+release_prev_mr(struct mlx5_lm_dev *dev)
+{
+	if (dev->prev_mr != NULL && mlx5_lm_mr_destroy(dev->prev_mr) == 0)
+		dev->prev_mr = NULL;
+}
+
+static int
+mlx5_lm_dev_conf(int vid)
+{
+	struct mlx5_lm_dev *dev = dev_by_vid(vid);
+	struct rte_vhost_memory *mem = NULL;
+	struct vq_plan *plans = NULL;
+	struct mlx5_lm_batch b;
+	uint16_t nr, i;
+	double t0, t1;
+	int ret, rebuild = 0;
+
+	if (dev == NULL)
+		return -ENODEV;
+	pthread_mutex_lock(&dev->lock);
+	wait_restored(dev);
+	t0 = mlx5_lm_now_ms();
+	if (dev->running) {
+		DRV_LOG(ERR, dev, "DRIVER_OK while already running: ignored");
+		ret = 0;
+		goto out;
+	}
+	dev->vid = vid;
+	if (rte_vhost_get_negotiated_features(vid, &dev->features) < 0 ||
+	    rte_vhost_get_mem_table(vid, &mem) < 0) {
+		DRV_LOG(ERR, dev, "vhost device %d has no features or memory table", vid);
+		ret = -EINVAL;
+		goto out;
+	}
+	nr = rte_vhost_get_vring_num(vid);
+	if (nr > dev->nr_vq) {
+		DRV_LOG(ERR, dev, "front end set up %u rings, the device has %u", nr, dev->nr_vq);
+		ret = -EINVAL;
+		goto out;
+	}
+	ret = register_memory(dev, mem);
+	if (ret < 0)
+		goto out;
+	t1 = mlx5_lm_now_ms();
+	dev->last_conf_mr_ms = t1 - t0;
+	plans = calloc(nr, sizeof(*plans));
+	if (plans == NULL) {
+		ret = -ENOMEM;
+		goto err_mem;
+	}
+	for (i = 0; i < nr; i++) {
+		ret = plan_ring(dev, mem, i, &plans[i]);
+		if (ret < 0)
+			goto err_mem;
+	}
+	prepare_recreate(dev, plans, nr, &rebuild);
+	mlx5_lm_batch_init(&b, batch_limit(dev));
+	for (i = 0; i < nr; i++)
+		mlx5_lm_batch_submit(&b, task_configure, &plans[i]);
+	ret = mlx5_lm_batch_wait(&b);
+	mlx5_lm_batch_fini(&b);
+	if (ret == 0 && (rebuild || dev->steer == NULL))
+		ret = mlx5_lm_steer_create(dev);
+	if (ret < 0)
+		goto err_queues;
+	for (i = 0; i < nr; i++) {
+		plans[i].vq->configured = 1;
+		plans[i].vq->recoveries = 0;
+	}
+	ret = mlx5_lm_steer_update(dev);
+	if (ret < 0)
+		goto err_queues;
+	for (i = 0; i < nr; i++)
+		mlx5_lm_notify_add_ring(dev, plans[i].vq);
+	/* Queues now use the new registration: the previous one can go. */
+	release_prev_mr(dev);
+	dev->running = 1;
+	dev->last_conf_vq_ms = mlx5_lm_now_ms() - t1;
+	dev->last_conf_ms = mlx5_lm_now_ms() - t0;
+	DRV_LOG(INFO, dev, "DRIVER_OK: %u rings (%s) configured in %.1f ms (memory %.1f ms, "
+		"queues %.1f ms)", nr, dev->features & (1ull << F_RING_PACKED) ? "packed" : "split",
+		dev->last_conf_ms, dev->last_conf_mr_ms, dev->last_conf_vq_ms);
+	ret = 0;
+	goto out;
+err_queues:
+	/*
+	 * No half-configured device: every queue goes back to blank and the new
+	 * registration is released, so that the next DRIVER_OK starts clean.
+	 */
+	DRV_LOG(ERR, dev, "DRIVER_OK failed: returning every queue to blank");
+	for (i = 0; i < nr; i++)
+		plans[i].vq->configured = 0;
+	if (dev->args.precreate) {
+		for_each_vq(dev, task_restore, 0);
+		if (dev->steer == NULL)
+			mlx5_lm_steer_create(dev);
+	} else {
+		mlx5_lm_steer_destroy(dev);
+		for_each_vq(dev, task_destroy, 0);
+	}
+err_mem:
+	if (dev->prev_mr != NULL || dev->mr != NULL) {
+		/* Drop the registration made for this attempt, keep the older one. */
+		if (dev->prev_mr != NULL) {
+			if (mlx5_lm_mr_destroy(dev->mr) == 0)
+				dev->mr = dev->prev_mr;
+			dev->prev_mr = NULL;
+		}
+	}
+	ret = ret < 0 ? ret : -EIO;
+out:
+	free(plans);
+	free(mem);
+	pthread_mutex_unlock(&dev->lock);
+	return ret;
+}
+
+/* ---- stop: GET_VRING_BASE ------------------------------------------------ */
+
+static int
+task_suspend_query(void *arg)
+{
+	struct mlx5_lm_virtq *vq = arg;
+	struct mlx5_lm_dev *dev = vq->dev;
+	uint16_t avail, used;
+	uint8_t state;
+	int ret = 0;
+
+	if (vq->hw_state == PRM_VIRTQ_STATE_RDY) {
+		ret = mlx5_lm_virtq_set_state(vq, PRM_VIRTQ_STATE_SUSPEND);
+		if (ret < 0)
+			return ret;
+	}
+	if (vq->hw_state == PRM_VIRTQ_STATE_INIT) {
+		/* Never started: vhost's own base is right. */
+		return 0;
+	}
+	ret = mlx5_lm_virtq_query(vq, &state, NULL, &avail, &used);
+	if (ret < 0)
+		return ret;
+	if (state == PRM_VIRTQ_STATE_ERR) {
+		/* The device completed up to used; let the guest see the rest again. */
+		avail = used;
+	}
+	if (rte_vhost_set_vring_base(dev->vid, vq->index, avail, used) < 0)
+		VQ_LOG(ERR, vq, "vhost refused vring base %u/%u", avail, used);
+	return 0;
+}
+
+static int
+task_restore_all(void *arg)
+{
+	struct mlx5_lm_dev *dev = arg;
+	double t0 = mlx5_lm_now_ms();
+
+	pthread_mutex_lock(&dev->lock);
+	for_each_vq(dev, task_restore, 0);
+	if (dev->steer == NULL)
+		mlx5_lm_steer_create(dev);
+	dev->restoring = 0;
+	pthread_cond_broadcast(&dev->restored);
+	DRV_LOG(DEBUG, dev, "queues back to blank in %.1f ms", mlx5_lm_now_ms() - t0);
+	pthread_mutex_unlock(&dev->lock);
+	return 0;
+}
+
+static int
+mlx5_lm_dev_close(int vid)
+{
+	struct mlx5_lm_dev *dev = dev_by_vid(vid);
+	double t0 = mlx5_lm_now_ms();
+	struct mlx5_lm_batch b;
+	uint16_t i;
+	int ret;
+
+	if (dev == NULL)
+		return -ENODEV;
+	pthread_mutex_lock(&dev->lock);
+	if (!dev->running) {
+		pthread_mutex_unlock(&dev->lock);
+		return 0;
+	}
+	for (i = 0; i < dev->nr_vq; i++)
+		if (dev->vq[i].configured)
+			mlx5_lm_notify_del_ring(dev, &dev->vq[i]);
+	/* Only what vhost's GET_VRING_BASE reply needs happens before we return. */
+	mlx5_lm_batch_init(&b, batch_limit(dev));
+	for (i = 0; i < dev->nr_vq; i++)
+		if (dev->vq[i].configured && dev->vq[i].obj != NULL)
+			mlx5_lm_batch_submit(&b, task_suspend_query, &dev->vq[i]);
+	ret = mlx5_lm_batch_wait(&b);
+	mlx5_lm_batch_fini(&b);
+	if (ret < 0)
+		DRV_LOG(ERR, dev, "suspending queues failed: some vring bases may be stale");
+	for (i = 0; i < dev->nr_vq; i++)
+		dev->vq[i].configured = 0;
+	dev->running = 0;
+	dev->last_close_ms = mlx5_lm_now_ms() - t0;
+	if (dev->args.precreate) {
+		/* Blank queues for the next DRIVER_OK, after vhost has its reply. */
+		dev->restoring = 1;
+		if (mlx5_lm_pool_submit_detached(task_restore_all, dev) < 0) {
+			dev->restoring = 0;
+			pthread_mutex_unlock(&dev->lock);
+			task_restore_all(dev);
+			pthread_mutex_lock(&dev->lock);
+		}
+	} else {
+		/* Old behaviour, for comparison: everything is destroyed in the caller. */
+		mlx5_lm_steer_destroy(dev);
+		for_each_vq(dev, task_destroy, 0);
+	}
+	DRV_LOG(INFO, dev, "stopped in %.1f ms", dev->last_close_ms);
+	pthread_mutex_unlock(&dev->lock);
+	return 0;
+}
+
+/* ---- queue enable / disable ---------------------------------------------- */
+
+static int
+mlx5_lm_set_vring_state(int vid, int vring, int state)
+{
+	struct mlx5_lm_dev *dev = dev_by_vid(vid);
+	struct mlx5_lm_virtq *vq;
+	int ret = 0;
+
+	if (dev == NULL)
+		return -ENODEV;
+	if (vring < 0 || vring >= dev->nr_vq) {
+		DRV_LOG(ERR, dev, "ring %d does not exist (the device has %u)", vring, dev->nr_vq);
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&dev->lock);
+	vq = &dev->vq[vring];
+	vq->enabled = !!state;
+	VQ_LOG(DEBUG, vq, "guest %s the ring%s", state ? "enabled" : "disabled",
+	       dev->running ? "" : " (not running)");
+	if (!dev->running || !vq->configured || vq->obj == NULL)
+		goto out;
+	if (state && vq->hw_state != PRM_VIRTQ_STATE_RDY) {
+		ret = mlx5_lm_virtq_set_state(vq, PRM_VIRTQ_STATE_RDY);
+	} else if (!state && vq->hw_state == PRM_VIRTQ_STATE_RDY) {
+		ret = mlx5_lm_virtq_set_state(vq, PRM_VIRTQ_STATE_SUSPEND);
+	}
+	if (ret == 0)
+		ret = mlx5_lm_steer_update(dev);
+	VQ_LOG(INFO, vq, "%s by the guest%s", state ? "enabled" : "disabled",
+	       ret < 0 ? ", but the device refused" : "");
+out:
+	pthread_mutex_unlock(&dev->lock);
+	return ret;
+}
+
+/* ---- ERR recovery (called by the notification thread) -------------------- */
+
+static int
+task_recover(void *arg)
+{
+	struct mlx5_lm_virtq *vq = arg;
+	struct mlx5_lm_dev *dev = vq->dev;
+	struct mlx5_lm_vq_cfg cfg;
+	uint16_t avail, used;
+	uint8_t state, err;
+	int ret;
+
+	pthread_mutex_lock(&dev->lock);
+	if (!dev->running || !vq->configured || vq->obj == NULL ||
+	    mlx5_lm_virtq_query(vq, &state, &err, &avail, &used) < 0 ||
+	    state != PRM_VIRTQ_STATE_ERR) {
+		pthread_mutex_unlock(&dev->lock);
+		return 0;
+	}
+	vq->hw_state = PRM_VIRTQ_STATE_ERR;
+	if (vq->recoveries >= MAX_RECOVERIES) {
+		VQ_LOG(ERR, vq, "in ERR (error_type %u) after %u recoveries: left stopped", err,
+		       vq->recoveries);
+		mlx5_lm_steer_update(dev);
+		pthread_mutex_unlock(&dev->lock);
+		return -EIO;
+	}
+	vq->recoveries++;
+	VQ_LOG(ERR, vq, "in ERR (error_type %u, avail %u used %u): re-creating it (recovery %u/%u)",
+	       err, avail, used, vq->recoveries, MAX_RECOVERIES);
+	cfg = vq->cur;
+	/* Restart from what the device completed: the rest is processed again. */
+	cfg.hw_available_index = used;
+	cfg.hw_used_index = used;
+	if (vq->index % 2 == 0 && mlx5_lm_steer_forget(dev, devx_obj_id(vq->obj)) == -EBUSY)
+		mlx5_lm_steer_destroy(dev);
+	mlx5_lm_virtq_destroy(vq);
+	ret = vq->obj == NULL ? mlx5_lm_virtq_create(vq, vq->size ? vq->size : dev->args.queue_size,
+						     NULL, 0) : -EBUSY;
+	if (ret == 0) {
+		cfg.event_qpn = vq->cur.event_qpn;
+		ret = mlx5_lm_virtq_modify(vq, &cfg, vq->enabled);
+	}
+	if (dev->steer == NULL)
+		mlx5_lm_steer_create(dev);
+	mlx5_lm_steer_update(dev);
+	if (ret == 0 && vq->kickfd >= 0)
+		devx_db_ring(dev->db, (uint32_t)dev->caps.doorbell_bar_offset, vq->index);
+	pthread_mutex_unlock(&dev->lock);
+	return ret;
+}
+
+void
+mlx5_lm_recover_queue(struct mlx5_lm_dev *dev, uint16_t index)
+{
+	if (index >= dev->nr_vq)
+		return;
+	/*
+	 * In the device's notification thread: a pool worker blocked on
+	 * dev->lock could starve a small pool that dev_close is waiting on.
+	 */
+	task_recover(&dev->vq[index]);
+}
+
+/* ---- the rest of rte_vdpa_dev_ops ----------------------------------------- */
+
+static int
+mlx5_lm_get_queue_num(struct rte_vdpa_device *vdpa, uint32_t *queue_num)
+{
+	struct mlx5_lm_dev *dev = mlx5_lm_dev_by_vdpa(vdpa);
+
+	if (dev == NULL)
+		return -ENODEV;
+	*queue_num = dev->nr_vq / 2;
+	return 0;
+}
+
+static int
+mlx5_lm_get_features(struct rte_vdpa_device *vdpa, uint64_t *features)
+{
+	struct mlx5_lm_dev *dev = mlx5_lm_dev_by_vdpa(vdpa);
+	uint64_t f;
+
+	if (dev == NULL)
+		return -ENODEV;
+	f = 1ull << F_VERSION_1 | 1ull << F_ANY_LAYOUT | 1ull << F_INDIRECT_DESC |
+	    1ull << F_MRG_RXBUF | 1ull << F_STATUS | 1ull << F_PROTOCOL_FEATURES;
+	if (dev->nr_vq > 2)
+		f |= 1ull << F_MQ;
+	if (dev->caps.virtio_queue_type & (1u << PRM_VIRTQ_TYPE_PACKED))
+		f |= 1ull << F_RING_PACKED;
+	*features = f;
+	return 0;
+}
+
+static int
+mlx5_lm_get_protocol_features(struct rte_vdpa_device *vdpa, uint64_t *features)
+{
+	struct mlx5_lm_dev *dev = mlx5_lm_dev_by_vdpa(vdpa);
+	uint64_t f;
+	int fd;
+	uint64_t off, size;
+
+	if (dev == NULL)
+		return -ENODEV;
+	f = 1ull << PF_MQ | 1ull << PF_REPLY_ACK | 1ull << PF_SLAVE_REQ |
+	    1ull << PF_SLAVE_SEND_FD | 1ull << PF_CONFIG | 1ull << PF_STATUS;
+	/* The guest can write the doorbell itself only where the page can be mapped. */
+	if (devx_db_mmap_info(dev->db, &fd, &off, &size) == 0)
+		f |= 1ull << PF_HOST_NOTIFIER;
+	*features = f;
+	return 0;
+}
+
+static int
+mlx5_lm_set_features(int vid)
+{
+	struct mlx5_lm_dev *dev = dev_by_vid(vid);
+
+	if (dev == NULL)
+		return -ENODEV;
+	pthread_mutex_lock(&dev->lock);
+	rte_vhost_get_negotiated_features(vid, &dev->features);
+	pthread_mutex_unlock(&dev->lock);
+	return 0;
+}
+
+static int
+mlx5_lm_migration_done(int vid)
+{
+	return 0;
+}
+
+static int
+mlx5_lm_get_vfio_device_fd(int vid)
+{
+	struct mlx5_lm_dev *dev = dev_by_vid(vid);
+	uint64_t off, size;
+	int fd;
+
+	if (dev == NULL || devx_db_mmap_info(dev->db, &fd, &off, &size) < 0)
+		return -1;
+	return fd;
+}
+
+static int
+mlx5_lm_get_notify_area(int vid, int qid, uint64_t *offset, uint64_t *size)
+{
+	struct mlx5_lm_dev *dev = dev_by_vid(vid);
+	int fd;
+
+	if (dev == NULL || devx_db_mmap_info(dev->db, &fd, offset, size) < 0)
+		return -1;
+	return 0;
+}
+
+static const char *const stat_names[] = {
+	"received_descriptors", "completed_descriptors", "completion_errors",
+	"bad_descriptor_errors", "exceed_max_chain", "invalid_buffer",
+};
+
+static int
+mlx5_lm_get_stats_names(struct rte_vdpa_device *vdpa, struct rte_vdpa_stat_name *names,
+			unsigned int size)
+{
+	unsigned int i;
+
+	if (names == NULL)
+		return RTE_DIM(stat_names);
+	for (i = 0; i < size && i < RTE_DIM(stat_names); i++)
+		snprintf(names[i].name, RTE_VDPA_STATS_NAME_SIZE, "%s", stat_names[i]);
+	return i;
+}
+
+static int
+mlx5_lm_get_stats(struct rte_vdpa_device *vdpa, int qid, struct rte_vdpa_stat *stats,
+		  unsigned int n)
+{
+	struct mlx5_lm_dev *dev = mlx5_lm_dev_by_vdpa(vdpa);
+	uint64_t vals[6];
+	unsigned int i;
+	int ret;
+
+	if (dev == NULL)
+		return -ENODEV;
+	if (qid < 0 || qid >= dev->nr_vq)
+		return -EINVAL;
+	pthread_mutex_lock(&dev->lock);
+	ret = mlx5_lm_virtq_counters(&dev->vq[qid], vals);
+	if (ret == 0) {
+		for (i = 0; i < n && i < RTE_DIM(stat_names); i++) {
+			stats[i].id = i;
+			stats[i].value = vals[i] - dev->vq[qid].stats_base[i];
+		}
+		ret = i;
+	}
+	pthread_mutex_unlock(&dev->lock);
+	return ret;
+}
+
+static int
+mlx5_lm_reset_stats(struct rte_vdpa_device *vdpa, int qid)
+{
+	struct mlx5_lm_dev *dev = mlx5_lm_dev_by_vdpa(vdpa);
+	uint64_t vals[6];
+	int ret;
+
+	if (dev == NULL)
+		return -ENODEV;
+	if (qid < 0 || qid >= dev->nr_vq)
+		return -EINVAL;
+	pthread_mutex_lock(&dev->lock);
+	ret = mlx5_lm_virtq_counters(&dev->vq[qid], vals);
+	if (ret == 0)
+		memcpy(dev->vq[qid].stats_base, vals, sizeof(vals));
+	pthread_mutex_unlock(&dev->lock);
+	return ret;
+}
+
+/* virtio-net config space: mac[6], status, max_virtqueue_pairs, mtu. */
+static int
+mlx5_lm_get_config(int vid, uint8_t *config, uint32_t size)
+{
+	struct mlx5_lm_dev *dev = dev_by_vid(vid);
+	uint8_t cfg[12] = { 0x02, 0x4c, 0x4d, 0x00, 0x00, 0x00 };
+	uint16_t v;
+
+	if (dev == NULL)
+		return -ENODEV;
+	cfg[5] = (uint8_t)dev->instance;
+	v = 1; /* VIRTIO_NET_S_LINK_UP */
+	memcpy(&cfg[6], &v, 2);
+	v = dev->nr_vq / 2;
+	memcpy(&cfg[8], &v, 2);
+	v = 1500;
+	memcpy(&cfg[10], &v, 2);
+	memcpy(config, cfg, size < sizeof(cfg) ? size : sizeof(cfg));
+	if (size > sizeof(cfg))
+		memset(config + sizeof(cfg), 0, size - sizeof(cfg));
+	return 0;
+}
+
+static int
+mlx5_lm_get_dev_type(struct rte_vdpa_device *vdpa, uint32_t *type)
+{
+	*type = 0; /* RTE_VHOST_VDPA_DEVICE_TYPE_NET */
+	return 0;
+}
+
+static struct rte_vdpa_dev_ops mlx5_lm_vdpa_ops = {
+	.get_queue_num = mlx5_lm_get_queue_num,
+	.get_features = mlx5_lm_get_features,
+	.get_protocol_features = mlx5_lm_get_protocol_features,
+	.dev_conf = mlx5_lm_dev_conf,
+	.dev_close = mlx5_lm_dev_close,
+	.set_vring_state = mlx5_lm_set_vring_state,
+	.set_features = mlx5_lm_set_features,
+	.migration_done = mlx5_lm_migration_done,
+	.get_vfio_group_fd = NULL,
+	.get_vfio_device_fd = mlx5_lm_get_vfio_device_fd,
+	.get_notify_area = mlx5_lm_get_notify_area,
+	.get_stats_names = mlx5_lm_get_stats_names,
+	.get_stats = mlx5_lm_get_stats,
+	.reset_stats = mlx5_lm_reset_stats,
+	.get_config = mlx5_lm_get_config,
+	.get_dev_type = mlx5_lm_get_dev_type,
+};
+
+int
+mlx5_lm_vdpa_register(struct mlx5_lm_dev *dev)
+{
+	dev->vdpa = rte_vdpa_register_device(dev->rte_dev, &mlx5_lm_vdpa_ops);
+	if (dev->vdpa == NULL) {
+		DRV_LOG(ERR, dev, "rte_vdpa_register_device failed");
+		return -EIO;
+	}
+	return 0;
+}
+
+void
+mlx5_lm_vdpa_unregister(struct mlx5_lm_dev *dev)
+{
+	if (dev->vdpa != NULL)
+		rte_vdpa_unregister_device(dev->vdpa);
+	dev->vdpa = NULL;
+}

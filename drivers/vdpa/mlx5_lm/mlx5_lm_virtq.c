@@ -1,0 +1,555 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Hardware virtqs and their sub-resources: three umems sized from the
+ * caps (size_i = a_i * queue_size + b_i), a counter set, and the event
+ * path (CQ, the firmware QP the virtq writes to, our QP connected to it).
+ *
+ * A virtq is created "blank" at probe (INIT, nothing but size and
+ * resources) and configured at DRIVER_OK with one MODIFY carrying only the
+ * fields that differ plus STATE=RDY. The PRM has no modify bit for
+ * queue_size, so a size change means destroy and re-create.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "prm.h"
+#include "mlx5_lm.h"
+
+/* IBV_ACCESS_LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ */
+#define UMEM_ACCESS 0x7
+/* Per queue slice of the event buffer: CQ ring, QP receive ring, doorbell records. */
+#define CQE_SIZE 64
+#define RQ_STRIDE 64
+#define DBREC_SIZE 64
+
+static uint32_t
+log2_u32(uint32_t v)
+{
+	uint32_t l = 0;
+
+	while ((1u << l) < v)
+		l++;
+	return l;
+}
+
+static size_t
+event_slice_size(uint16_t qsize)
+{
+	return (size_t)qsize * CQE_SIZE + (size_t)qsize * RQ_STRIDE + 2 * DBREC_SIZE;
+}
+
+/*
+ * One umem for the event rings of every queue: registering it per queue
+ * would cost a firmware command per queue at probe for 64 bytes of
+ * doorbell record each.
+ */
+int
+mlx5_lm_event_buf_create(struct mlx5_lm_dev *dev)
+{
+	size_t slice = event_slice_size(MLX5_LM_EVENTQ_SIZE);
+
+	dev->event_buf_size = slice * dev->nr_vq;
+	dev->event_buf = aligned_alloc(4096, (dev->event_buf_size + 4095) & ~(size_t)4095);
+	if (dev->event_buf == NULL)
+		return -ENOMEM;
+	memset(dev->event_buf, 0, dev->event_buf_size);
+	dev->event_umem = devx_umem_reg(dev->devx, dev->event_buf, dev->event_buf_size,
+					UMEM_ACCESS);
+	if (dev->event_umem == NULL) {
+		DRV_LOG(ERR, dev, "cannot register the event ring buffer (%zu bytes)",
+			dev->event_buf_size);
+		free(dev->event_buf);
+		dev->event_buf = NULL;
+		return -EIO;
+	}
+	return 0;
+}
+
+void
+mlx5_lm_event_buf_destroy(struct mlx5_lm_dev *dev)
+{
+	if (dev->event_umem != NULL && devx_umem_dereg(dev->event_umem) < 0)
+		DRV_LOG(ERR, dev, "cannot deregister the event ring buffer");
+	dev->event_umem = NULL;
+	free(dev->event_buf);
+	dev->event_buf = NULL;
+}
+
+static struct devx_obj *
+create_cq(struct mlx5_lm_virtq *vq, uint16_t qsize)
+{
+	struct mlx5_lm_dev *dev = vq->dev;
+	uint8_t in[PRM_SIZE(create_cq_in)];
+	uint8_t out[PRM_SIZE(create_out)];
+	void *cqc = PRM_ADDR(create_cq_in, in, cq_context);
+	uint64_t off = vq->eq.buf_off;
+	struct devx_obj *cq;
+
+	memset(in, 0, sizeof(in));
+	memset(out, 0, sizeof(out));
+	PRM_SET(create_cq_in, in, opcode, PRM_CMD_CREATE_CQ);
+	PRM_SET(cqc, cqc, cqe_sz, PRM_CQC_CQE_SZ_64);
+	PRM_SET(cqc, cqc, log_cq_size, log2_u32(qsize));
+	PRM_SET(cqc, cqc, dbr_umem_valid, 1);
+	PRM_SET(cqc, cqc, dbr_umem_id, devx_umem_id(dev->event_umem));
+	PRM_SET(cqc, cqc, dbr_addr, off + (uint64_t)qsize * (CQE_SIZE + RQ_STRIDE));
+	PRM_SET(create_cq_in, in, cq_umem_valid, 1);
+	PRM_SET(create_cq_in, in, cq_umem_id, devx_umem_id(dev->event_umem));
+	PRM_SET(create_cq_in, in, cq_umem_offset, off);
+	cq = devx_obj_create(dev->devx, in, sizeof(in), out, sizeof(out));
+	if (cq == NULL)
+		VQ_LOG(ERR, vq, "cannot create the event CQ");
+	return cq;
+}
+
+static struct devx_obj *
+create_qp(struct mlx5_lm_virtq *vq, uint16_t qsize, int fw)
+{
+	struct mlx5_lm_dev *dev = vq->dev;
+	uint8_t in[PRM_SIZE(create_qp_in)];
+	uint8_t out[PRM_SIZE(create_out)];
+	void *qpc = PRM_ADDR(create_qp_in, in, qpc);
+	uint64_t off = vq->eq.buf_off + (uint64_t)qsize * CQE_SIZE;
+	struct devx_obj *qp;
+
+	memset(in, 0, sizeof(in));
+	memset(out, 0, sizeof(out));
+	PRM_SET(create_qp_in, in, opcode, PRM_CMD_CREATE_QP);
+	PRM_SET(qpc, qpc, st, PRM_QPC_ST_RC);
+	PRM_SET(qpc, qpc, pm_state, PRM_QPC_PM_STATE_MIGRATED);
+	PRM_SET(qpc, qpc, pd, devx_obj_id(dev->res.pd));
+	PRM_SET(qpc, qpc, no_sq, 1);
+	if (fw) {
+		/* The firmware's side only sends: no receive queue at all. */
+		PRM_SET(qpc, qpc, rq_type, PRM_QPC_RQ_TYPE_ZERO_SIZE);
+	} else {
+		/* Our side receives one message per completion notification. */
+		PRM_SET(qpc, qpc, rq_type, PRM_QPC_RQ_TYPE_REGULAR);
+		PRM_SET(qpc, qpc, log_rq_size, log2_u32(qsize));
+		PRM_SET(qpc, qpc, log_rq_stride, log2_u32(RQ_STRIDE) - 4);
+		PRM_SET(qpc, qpc, cqn_rcv, devx_obj_id(vq->eq.cq));
+		PRM_SET(qpc, qpc, cqn_snd, devx_obj_id(vq->eq.cq));
+		PRM_SET(qpc, qpc, dbr_umem_valid, 1);
+		PRM_SET(qpc, qpc, dbr_umem_id, devx_umem_id(dev->event_umem));
+		PRM_SET(qpc, qpc, dbr_addr, vq->eq.buf_off + (uint64_t)qsize * (CQE_SIZE + RQ_STRIDE) +
+			DBREC_SIZE);
+		PRM_SET(create_qp_in, in, wq_umem_valid, 1);
+		PRM_SET(create_qp_in, in, wq_umem_id, devx_umem_id(dev->event_umem));
+		PRM_SET(create_qp_in, in, wq_umem_offset, off);
+	}
+	qp = devx_obj_create(dev->devx, in, sizeof(in), out, sizeof(out));
+	if (qp == NULL)
+		VQ_LOG(ERR, vq, "cannot create the event %s QP", fw ? "firmware" : "driver");
+	return qp;
+}
+
+/* One QP state transition (RST2INIT, INIT2RTR, RTR2RTS) towards remote. */
+static int
+qp_transition(struct mlx5_lm_virtq *vq, struct devx_obj *qp, uint16_t opcode, uint32_t remote)
+{
+	/* The three transition layouts share header, qpn and qpc offsets. */
+	uint8_t in[PRM_SIZE(rst2init_qp_in)];
+	uint8_t out[PRM_SIZE(cmd_out) * 2];
+	void *qpc = PRM_ADDR(rst2init_qp_in, in, qpc);
+	int ret;
+
+	memset(in, 0, sizeof(in));
+	memset(out, 0, sizeof(out));
+	PRM_SET(rst2init_qp_in, in, opcode, opcode);
+	PRM_SET(rst2init_qp_in, in, qpn, devx_obj_id(qp));
+	PRM_SET(qpc, qpc, primary_address_path_vhca_port_num, 1);
+	if (opcode == PRM_CMD_INIT2RTR_QP) {
+		PRM_SET(qpc, qpc, mtu, PRM_QPC_MTU_1K);
+		PRM_SET(qpc, qpc, log_msg_max, 30);
+		PRM_SET(qpc, qpc, remote_qpn, remote);
+	} else if (opcode == PRM_CMD_RST2INIT_QP) {
+		PRM_SET(qpc, qpc, rwe, 1);
+		PRM_SET(qpc, qpc, rre, 1);
+	}
+	ret = devx_cmd(vq->dev->devx, in, sizeof(in), out, sizeof(out));
+	if (ret < 0)
+		VQ_LOG(ERR, vq, "event QP 0x%x: %s failed", devx_obj_id(qp), prm_opcode_name(opcode));
+	return ret;
+}
+
+static void
+eventq_destroy(struct mlx5_lm_virtq *vq)
+{
+	struct mlx5_lm_eventq *eq = &vq->eq;
+
+	if (eq->sw_qp != NULL && devx_obj_destroy(eq->sw_qp) == 0)
+		eq->sw_qp = NULL;
+	if (eq->fw_qp != NULL && devx_obj_destroy(eq->fw_qp) == 0)
+		eq->fw_qp = NULL;
+	if (eq->cq != NULL && devx_obj_destroy(eq->cq) == 0)
+		eq->cq = NULL;
+}
+
+static int
+eventq_create(struct mlx5_lm_virtq *vq)
+{
+	/*
+	 * The event rings carry "something completed" notices, not one entry
+	 * per descriptor: their size is fixed, whatever the virtq's size.
+	 */
+	uint16_t qsize = MLX5_LM_EVENTQ_SIZE;
+	static const uint16_t steps[] = {
+		PRM_CMD_RST2INIT_QP, PRM_CMD_INIT2RTR_QP, PRM_CMD_RTR2RTS_QP,
+	};
+	struct mlx5_lm_eventq *eq = &vq->eq;
+	unsigned int i;
+	int ret = -EIO;
+
+	eq->buf_off = (uint64_t)vq->index * event_slice_size(MLX5_LM_EVENTQ_SIZE);
+	eq->cq = create_cq(vq, qsize);
+	if (eq->cq == NULL)
+		goto err;
+	eq->fw_qp = create_qp(vq, qsize, 1);
+	if (eq->fw_qp == NULL)
+		goto err;
+	eq->sw_qp = create_qp(vq, qsize, 0);
+	if (eq->sw_qp == NULL)
+		goto err;
+	/* Connect the two QPs to each other (RC loopback), both to RTS. */
+	for (i = 0; i < RTE_DIM(steps); i++) {
+		ret = qp_transition(vq, eq->fw_qp, steps[i], devx_obj_id(eq->sw_qp));
+		if (ret < 0)
+			goto err;
+		ret = qp_transition(vq, eq->sw_qp, steps[i], devx_obj_id(eq->fw_qp));
+		if (ret < 0)
+			goto err;
+	}
+	ret = devx_evch_subscribe(vq->dev->evch, eq->cq, PRM_EVENT_COMPLETION, vq->index);
+	if (ret < 0)
+		goto err;
+	return 0;
+err:
+	eventq_destroy(vq);
+	return ret < 0 ? ret : -EIO;
+}
+
+static void
+umems_destroy(struct mlx5_lm_virtq *vq)
+{
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		if (vq->umem[i] != NULL) {
+			if (devx_umem_dereg(vq->umem[i]) < 0)
+				continue; /* still referenced: the leak report will say */
+			vq->umem[i] = NULL;
+		}
+		free(vq->umem_buf[i]);
+		vq->umem_buf[i] = NULL;
+	}
+}
+
+static int
+umems_create(struct mlx5_lm_virtq *vq, uint16_t qsize)
+{
+	const struct rte_pmd_mlx5_lm_caps *c = &vq->dev->caps;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		size_t size = (size_t)c->umem_param_a[i] * qsize + c->umem_param_b[i];
+
+		vq->umem_size[i] = (uint32_t)size;
+		vq->umem_buf[i] = aligned_alloc(4096, (size + 4095) & ~(size_t)4095);
+		if (vq->umem_buf[i] == NULL)
+			goto err;
+		memset(vq->umem_buf[i], 0, size);
+		vq->umem[i] = devx_umem_reg(vq->dev->devx, vq->umem_buf[i], size, UMEM_ACCESS);
+		if (vq->umem[i] == NULL) {
+			VQ_LOG(ERR, vq, "cannot register umem %d (%zu bytes)", i + 1, size);
+			goto err;
+		}
+	}
+	return 0;
+err:
+	umems_destroy(vq);
+	return -EIO;
+}
+
+static struct devx_obj *
+counters_create(struct mlx5_lm_virtq *vq)
+{
+	uint8_t in[PRM_SIZE(virtq_counters_cmd)];
+	uint8_t out[PRM_SIZE(general_obj_out_cmd_hdr)];
+	void *hdr = PRM_ADDR(virtq_counters_cmd, in, hdr);
+	struct devx_obj *obj;
+
+	memset(in, 0, sizeof(in));
+	memset(out, 0, sizeof(out));
+	PRM_SET(general_obj_in_cmd_hdr, hdr, opcode, PRM_CMD_CREATE_GENERAL_OBJECT);
+	PRM_SET(general_obj_in_cmd_hdr, hdr, obj_type, PRM_OBJ_VIRTIO_Q_COUNTERS);
+	obj = devx_obj_create(vq->dev->devx, in, sizeof(in), out, sizeof(out));
+	if (obj == NULL)
+		VQ_LOG(ERR, vq, "cannot create the counter set");
+	return obj;
+}
+
+/* Write the modifiable fields of cfg into a virtio_net_q / virtio_q pair. */
+static void
+put_cfg(void *obj, void *q, const struct mlx5_lm_vq_cfg *cfg)
+{
+	PRM_SET(virtio_net_q, obj, hw_available_index, cfg->hw_available_index);
+	PRM_SET(virtio_net_q, obj, hw_used_index, cfg->hw_used_index);
+	PRM_SET(virtio_net_q, obj, queue_feature_bit_mask_12_3, cfg->features >> 3);
+	PRM_SET(virtio_net_q, obj, queue_feature_bit_mask_2_0, cfg->features & 7);
+	PRM_SET(virtio_q, q, virtio_q_type, cfg->type);
+	PRM_SET(virtio_q, q, virtio_version_1_0, cfg->version_1);
+	PRM_SET(virtio_q, q, desc_addr, cfg->desc);
+	PRM_SET(virtio_q, q, used_addr, cfg->used);
+	PRM_SET(virtio_q, q, available_addr, cfg->avail);
+	PRM_SET(virtio_q, q, virtio_q_mkey, cfg->mkey);
+	PRM_SET(virtio_q, q, event_mode, cfg->event_mode);
+	PRM_SET(virtio_q, q, event_qpn_or_msix, cfg->event_qpn);
+}
+
+/* The modify_field_select bits for going from cur to want. */
+static uint64_t
+cfg_diff(const struct mlx5_lm_vq_cfg *cur, const struct mlx5_lm_vq_cfg *want)
+{
+	uint64_t bits = 0;
+
+	if (cur->desc != want->desc || cur->used != want->used || cur->avail != want->avail)
+		bits |= PRM_VIRTQ_MODIFY_ADDRS;
+	if (cur->hw_available_index != want->hw_available_index)
+		bits |= PRM_VIRTQ_MODIFY_HW_AVAILABLE_INDEX;
+	if (cur->hw_used_index != want->hw_used_index)
+		bits |= PRM_VIRTQ_MODIFY_HW_USED_INDEX;
+	if (cur->type != want->type)
+		bits |= PRM_VIRTQ_MODIFY_Q_TYPE;
+	if (cur->version_1 != want->version_1)
+		bits |= PRM_VIRTQ_MODIFY_VIRTIO_VERSION_1_0;
+	if (cur->features != want->features)
+		bits |= PRM_VIRTQ_MODIFY_QUEUE_FEATURES;
+	if (cur->mkey != want->mkey)
+		bits |= PRM_VIRTQ_MODIFY_Q_MKEY;
+	if (cur->event_mode != want->event_mode || cur->event_qpn != want->event_qpn)
+		bits |= PRM_VIRTQ_MODIFY_EVENT_MODE;
+	return bits;
+}
+
+int
+mlx5_lm_virtq_create(struct mlx5_lm_virtq *vq, uint16_t size, const struct mlx5_lm_vq_cfg *cfg,
+		     int ready)
+{
+	struct mlx5_lm_dev *dev = vq->dev;
+	uint8_t in[PRM_SIZE(virtq_cmd)];
+	uint8_t out[PRM_SIZE(general_obj_out_cmd_hdr)];
+	void *hdr = PRM_ADDR(virtq_cmd, in, hdr);
+	void *obj = PRM_ADDR(virtq_cmd, in, obj);
+	void *q = PRM_ADDR(virtq_cmd, in, q);
+	struct mlx5_lm_vq_cfg blank = {
+		.type = PRM_VIRTQ_TYPE_SPLIT,
+		.version_1 = 1,
+		.event_mode = PRM_VIRTQ_EVENT_MODE_QP,
+	};
+	int ret, i;
+
+	ret = umems_create(vq, size);
+	if (ret < 0)
+		goto err_umems;
+	vq->counters = counters_create(vq);
+	if (vq->counters == NULL) {
+		ret = -EIO;
+		goto err_counters;
+	}
+	ret = eventq_create(vq);
+	if (ret < 0)
+		goto err_eventq;
+	blank.event_qpn = devx_obj_id(vq->eq.fw_qp);
+	if (cfg == NULL)
+		cfg = &blank;
+
+	memset(in, 0, sizeof(in));
+	memset(out, 0, sizeof(out));
+	PRM_SET(general_obj_in_cmd_hdr, hdr, opcode, PRM_CMD_CREATE_GENERAL_OBJECT);
+	PRM_SET(general_obj_in_cmd_hdr, hdr, obj_type, PRM_OBJ_VIRTIO_NET_Q);
+	PRM_SET(virtio_net_q, obj, vhca_id, dev->caps.vhca_id);
+	/* TX queues send through the TIS; RX queues are fed by the RQT. */
+	if (vq->index & 1)
+		PRM_SET(virtio_net_q, obj, tisn_or_qpn, devx_obj_id(dev->res.tis));
+	PRM_SET(virtio_q, q, queue_index, vq->index);
+	PRM_SET(virtio_q, q, doorbell_stride_index, vq->index);
+	PRM_SET(virtio_q, q, queue_size, size);
+	PRM_SET(virtio_q, q, pd, devx_obj_id(dev->res.pd));
+	PRM_SET(virtio_q, q, counter_set_id, devx_obj_id(vq->counters));
+	PRM_SET(virtio_q, q, umem_1_id, devx_umem_id(vq->umem[0]));
+	PRM_SET(virtio_q, q, umem_1_size, vq->umem_size[0]);
+	PRM_SET(virtio_q, q, umem_2_id, devx_umem_id(vq->umem[1]));
+	PRM_SET(virtio_q, q, umem_2_size, vq->umem_size[1]);
+	PRM_SET(virtio_q, q, umem_3_id, devx_umem_id(vq->umem[2]));
+	PRM_SET(virtio_q, q, umem_3_size, vq->umem_size[2]);
+	put_cfg(obj, q, cfg);
+	vq->obj = devx_obj_create(dev->devx, in, sizeof(in), out, sizeof(out));
+	if (vq->obj == NULL) {
+		VQ_LOG(ERR, vq, "cannot create the virtq (size %u)", size);
+		ret = -EIO;
+		goto err_obj;
+	}
+	ret = devx_evch_subscribe(dev->evch, vq->obj, PRM_EVENT_OBJECT_CHANGE, vq->index);
+	if (ret < 0)
+		goto err_subscribe;
+	vq->size = size;
+	vq->cur = *cfg;
+	vq->hw_state = PRM_VIRTQ_STATE_INIT;
+	vq->used = cfg != &blank;
+	if (ready) {
+		ret = mlx5_lm_virtq_set_state(vq, PRM_VIRTQ_STATE_RDY);
+		if (ret < 0)
+			goto err_subscribe;
+	}
+	return 0;
+err_subscribe:
+	if (devx_obj_destroy(vq->obj) == 0)
+		vq->obj = NULL;
+err_obj:
+	eventq_destroy(vq);
+err_eventq:
+	if (devx_obj_destroy(vq->counters) == 0)
+		vq->counters = NULL;
+err_counters:
+	umems_destroy(vq);
+err_umems:
+	for (i = 0; i < 3; i++)
+		vq->umem_size[i] = 0;
+	return ret;
+}
+
+/* Reverse of mlx5_lm_virtq_create: the virtq first, it references everything else. */
+void
+mlx5_lm_virtq_destroy(struct mlx5_lm_virtq *vq)
+{
+	if (vq->obj != NULL) {
+		if (devx_obj_destroy(vq->obj) < 0)
+			VQ_LOG(ERR, vq, "cannot destroy the virtq");
+		else
+			vq->obj = NULL;
+	}
+	eventq_destroy(vq);
+	if (vq->counters != NULL && devx_obj_destroy(vq->counters) == 0)
+		vq->counters = NULL;
+	umems_destroy(vq);
+	vq->size = 0;
+	vq->hw_state = PRM_VIRTQ_STATE_INIT;
+	vq->used = 0;
+	memset(&vq->cur, 0, sizeof(vq->cur));
+}
+
+static int
+virtq_modify(struct mlx5_lm_virtq *vq, uint64_t bits, const struct mlx5_lm_vq_cfg *cfg,
+	     uint8_t state)
+{
+	uint8_t in[PRM_SIZE(virtq_cmd)];
+	uint8_t out[PRM_SIZE(general_obj_out_cmd_hdr)];
+	void *hdr = PRM_ADDR(virtq_cmd, in, hdr);
+	void *obj = PRM_ADDR(virtq_cmd, in, obj);
+	void *q = PRM_ADDR(virtq_cmd, in, q);
+	int ret;
+
+	memset(in, 0, sizeof(in));
+	memset(out, 0, sizeof(out));
+	PRM_SET(general_obj_in_cmd_hdr, hdr, opcode, PRM_CMD_MODIFY_GENERAL_OBJECT);
+	PRM_SET(general_obj_in_cmd_hdr, hdr, obj_type, PRM_OBJ_VIRTIO_NET_Q);
+	PRM_SET(general_obj_in_cmd_hdr, hdr, obj_id, devx_obj_id(vq->obj));
+	PRM_SET(virtio_net_q, obj, modify_field_select, bits);
+	put_cfg(obj, q, cfg);
+	PRM_SET(virtio_net_q, obj, state, state);
+	ret = devx_obj_modify(vq->obj, in, sizeof(in), out, sizeof(out));
+	if (ret < 0) {
+		VQ_LOG(ERR, vq, "MODIFY (fields 0x%" PRIx64 ", state %u) failed: status 0x%x, "
+		       "syndrome 0x%08x", bits, state,
+		       (unsigned int)PRM_GET(general_obj_out_cmd_hdr, out, status),
+		       (uint32_t)PRM_GET(general_obj_out_cmd_hdr, out, syndrome));
+		return ret;
+	}
+	if (bits & ~PRM_VIRTQ_MODIFY_STATE) {
+		vq->cur = *cfg;
+		vq->used = 1;
+	}
+	if (bits & PRM_VIRTQ_MODIFY_STATE) {
+		vq->hw_state = state;
+		vq->used = 1;
+	}
+	return 0;
+}
+
+int
+mlx5_lm_virtq_modify(struct mlx5_lm_virtq *vq, const struct mlx5_lm_vq_cfg *cfg, int ready)
+{
+	uint64_t bits = cfg_diff(&vq->cur, cfg);
+
+	if (ready && vq->hw_state != PRM_VIRTQ_STATE_RDY)
+		bits |= PRM_VIRTQ_MODIFY_STATE;
+	if (bits == 0)
+		return 0;
+	return virtq_modify(vq, bits, cfg, ready ? PRM_VIRTQ_STATE_RDY : vq->hw_state);
+}
+
+int
+mlx5_lm_virtq_set_state(struct mlx5_lm_virtq *vq, uint8_t state)
+{
+	return virtq_modify(vq, PRM_VIRTQ_MODIFY_STATE, &vq->cur, state);
+}
+
+int
+mlx5_lm_virtq_query(struct mlx5_lm_virtq *vq, uint8_t *state, uint8_t *error_type,
+		    uint16_t *avail, uint16_t *used)
+{
+	uint8_t in[PRM_SIZE(general_obj_in_cmd_hdr)];
+	uint8_t out[PRM_SIZE(virtq_cmd)];
+	void *obj = PRM_ADDR(virtq_cmd, out, obj);
+	void *q = PRM_ADDR(virtq_cmd, out, q);
+	int ret;
+
+	memset(in, 0, sizeof(in));
+	memset(out, 0, sizeof(out));
+	PRM_SET(general_obj_in_cmd_hdr, in, opcode, PRM_CMD_QUERY_GENERAL_OBJECT);
+	PRM_SET(general_obj_in_cmd_hdr, in, obj_type, PRM_OBJ_VIRTIO_NET_Q);
+	PRM_SET(general_obj_in_cmd_hdr, in, obj_id, devx_obj_id(vq->obj));
+	ret = devx_obj_query(vq->obj, in, sizeof(in), out, sizeof(out));
+	if (ret < 0) {
+		VQ_LOG(ERR, vq, "QUERY failed");
+		return ret;
+	}
+	if (state != NULL)
+		*state = PRM_GET(virtio_net_q, obj, state);
+	if (error_type != NULL)
+		*error_type = PRM_GET(virtio_q, q, error_type);
+	if (avail != NULL)
+		*avail = PRM_GET(virtio_net_q, obj, hw_available_index);
+	if (used != NULL)
+		*used = PRM_GET(virtio_net_q, obj, hw_used_index);
+	return 0;
+}
+
+int
+mlx5_lm_virtq_counters(struct mlx5_lm_virtq *vq, uint64_t vals[6])
+{
+	uint8_t in[PRM_SIZE(general_obj_in_cmd_hdr)];
+	uint8_t out[PRM_SIZE(virtq_counters_cmd)];
+	void *obj = PRM_ADDR(virtq_counters_cmd, out, obj);
+	int ret;
+
+	if (vq->counters == NULL)
+		return -ENODEV;
+	memset(in, 0, sizeof(in));
+	memset(out, 0, sizeof(out));
+	PRM_SET(general_obj_in_cmd_hdr, in, opcode, PRM_CMD_QUERY_GENERAL_OBJECT);
+	PRM_SET(general_obj_in_cmd_hdr, in, obj_type, PRM_OBJ_VIRTIO_Q_COUNTERS);
+	PRM_SET(general_obj_in_cmd_hdr, in, obj_id, devx_obj_id(vq->counters));
+	ret = devx_obj_query(vq->counters, in, sizeof(in), out, sizeof(out));
+	if (ret < 0)
+		return ret;
+	vals[0] = PRM_GET(virtio_q_counters, obj, received_desc);
+	vals[1] = PRM_GET(virtio_q_counters, obj, completed_desc);
+	vals[2] = PRM_GET(virtio_q_counters, obj, error_cqes);
+	vals[3] = PRM_GET(virtio_q_counters, obj, bad_desc_errors);
+	vals[4] = PRM_GET(virtio_q_counters, obj, exceed_max_chain);
+	vals[5] = PRM_GET(virtio_q_counters, obj, invalid_buffer);
+	return 0;
+}
