@@ -106,6 +106,7 @@ print_stats(void)
 			printf("\n");
 		}
 	}
+	printf("serve: end of statistics\n");
 	fflush(stdout);
 }
 

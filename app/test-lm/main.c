@@ -16,6 +16,7 @@ struct command {
 
 static const struct command commands[] = {
 	{ "probe", cmd_probe, "probe one device, print its capabilities, tear down" },
+	{ "bench", cmd_bench, "benchmarks: 'bench mr' registers guest memory" },
 	{ "serve", cmd_serve, "vhost-user back end, one device per socket, until SIGTERM" },
 };
 

@@ -16,6 +16,7 @@
 #include "mlx5_lm_dpdk.h"
 #include "mlx5_lm.h"
 #include "mlx5_lm_pool.h"
+#include "mlx5_lm_mr.h"
 
 RTE_LOG_REGISTER(mlx5_lm_logtype, pmd.vdpa.mlx5_lm, NOTICE);
 RTE_LOG_REGISTER(mlx5_lm_devx_logtype, pmd.vdpa.mlx5_lm.devx, NOTICE);
@@ -99,6 +100,11 @@ queues_setup(struct mlx5_lm_dev *dev)
 		DRV_LOG(ERR, dev, "cannot start %u worker threads", dev->args.workers);
 		goto err_pool;
 	}
+	ret = mlx5_lm_mr_gc_get();
+	if (ret < 0) {
+		DRV_LOG(ERR, dev, "cannot start the memory garbage thread");
+		goto err_gc;
+	}
 	dev->db = devx_db_alloc(dev->devx);
 	if (dev->db == NULL) {
 		ret = -EIO;
@@ -136,6 +142,8 @@ err_evch:
 	devx_db_free(dev->db);
 	dev->db = NULL;
 err_db:
+	mlx5_lm_mr_gc_put();
+err_gc:
 	mlx5_lm_pool_put();
 err_pool:
 	pthread_cond_destroy(&dev->restored);
@@ -158,6 +166,7 @@ queues_teardown(struct mlx5_lm_dev *dev)
 	dev->evch = NULL;
 	devx_db_free(dev->db);
 	dev->db = NULL;
+	mlx5_lm_mr_gc_put();
 	mlx5_lm_pool_put();
 	pthread_cond_destroy(&dev->restored);
 	pthread_mutex_destroy(&dev->lock);
@@ -255,6 +264,17 @@ mlx5_lm_remove(struct rte_vdev_device *vdev)
 		DRV_LOG(ERR, dev, "%d device objects were still alive at removal", alive);
 	free(dev);
 	return 0;
+}
+
+struct mlx5_lm_dev *
+mlx5_lm_dev_by_name(const char *name)
+{
+	struct mlx5_lm_dev *dev;
+
+	pthread_mutex_lock(&dev_list_lock);
+	dev = find_dev_by_name(name);
+	pthread_mutex_unlock(&dev_list_lock);
+	return dev;
 }
 
 int

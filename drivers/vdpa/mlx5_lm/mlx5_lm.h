@@ -131,6 +131,7 @@ struct mlx5_lm_dev {
 	pthread_cond_t restored;         /* signalled when restoring drops to 0 */
 	/* Timings of the last operations (ms), for benchmarks and logs. */
 	double last_conf_ms, last_conf_mr_ms, last_conf_vq_ms, last_close_ms;
+	double mr_last_destroy_ms;       /* written by whoever destroyed a registration */
 };
 
 /* Monotonic time in milliseconds. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Guest memory registration: chunked, parallel direct mkeys under one KLM mkey. */
 #include <errno.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -382,4 +383,195 @@ mlx5_lm_mr_same_table(const struct mlx5_lm_mr *mr, const struct mlx5_lm_mem_regi
 	same = memcmp(sorted, mr->regions, nregions * sizeof(*regions)) == 0;
 	free(sorted);
 	return same;
+}
+
+/* ---- deferred deletion ---------------------------------------------------- */
+
+static struct {
+	pthread_mutex_t lock;          /* guards everything below */
+	pthread_cond_t cv;             /* list changed, or stop */
+	TAILQ_HEAD(, mlx5_lm_mr) list; /* ordered by deadline */
+	pthread_t thread;
+	unsigned int refs;
+	int stop;
+	unsigned int busy;             /* registrations being destroyed by the thread */
+	pthread_cond_t idle;           /* busy dropped to 0 */
+} gc = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.cv = PTHREAD_COND_INITIALIZER,
+	.idle = PTHREAD_COND_INITIALIZER,
+	.list = TAILQ_HEAD_INITIALIZER(gc.list),
+};
+
+static void
+destroy_timed(struct mlx5_lm_mr *mr)
+{
+	struct mlx5_lm_dev *dev = mr->dev;
+	double t0 = mlx5_lm_now_ms();
+	uint32_t chunks = mr->nchunks;
+	double ms;
+
+	if (mlx5_lm_mr_destroy(mr) < 0) {
+		DRV_LOG(ERR, dev, "cannot destroy a released memory registration (%u chunks)",
+			chunks);
+		return;
+	}
+	ms = mlx5_lm_now_ms() - t0;
+	dev->mr_last_destroy_ms = ms;
+	DRV_LOG(INFO, dev, "released registration of %u chunks destroyed in %.1f ms", chunks, ms);
+}
+
+static void *
+gc_thread(void *arg)
+{
+	pthread_mutex_lock(&gc.lock);
+	while (!gc.stop) {
+		struct mlx5_lm_mr *mr = TAILQ_FIRST(&gc.list);
+		double now = mlx5_lm_now_ms();
+
+		if (mr == NULL) {
+			pthread_cond_wait(&gc.cv, &gc.lock);
+			continue;
+		}
+		if (mr->gc_deadline_ms > now) {
+			struct timespec ts;
+			double wake;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			wake = ts.tv_sec * 1e3 + ts.tv_nsec / 1e6 + (mr->gc_deadline_ms - now);
+			ts.tv_sec = (time_t)(wake / 1e3);
+			ts.tv_nsec = (long)((wake - ts.tv_sec * 1e3) * 1e6);
+			pthread_cond_timedwait(&gc.cv, &gc.lock, &ts);
+			continue;
+		}
+		TAILQ_REMOVE(&gc.list, mr, gc_next);
+		gc.busy++;
+		pthread_mutex_unlock(&gc.lock);
+		destroy_timed(mr);
+		pthread_mutex_lock(&gc.lock);
+		if (--gc.busy == 0)
+			pthread_cond_broadcast(&gc.idle);
+	}
+	pthread_mutex_unlock(&gc.lock);
+	return NULL;
+}
+
+int
+mlx5_lm_mr_gc_get(void)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&gc.lock);
+	if (gc.refs == 0) {
+		gc.stop = 0;
+		if (pthread_create(&gc.thread, NULL, gc_thread, NULL) != 0)
+			ret = -EAGAIN;
+	}
+	if (ret == 0)
+		gc.refs++;
+	pthread_mutex_unlock(&gc.lock);
+	return ret;
+}
+
+void
+mlx5_lm_mr_gc_put(void)
+{
+	pthread_mutex_lock(&gc.lock);
+	if (gc.refs == 0 || --gc.refs > 0) {
+		pthread_mutex_unlock(&gc.lock);
+		return;
+	}
+	gc.stop = 1;
+	pthread_cond_broadcast(&gc.cv);
+	pthread_mutex_unlock(&gc.lock);
+	pthread_join(gc.thread, NULL);
+}
+
+void
+mlx5_lm_mr_release(struct mlx5_lm_mr *mr)
+{
+	struct mlx5_lm_mr *it;
+
+	if (mr == NULL)
+		return;
+	if (mr->dev->args.mr_gc_ms == 0) {
+		destroy_timed(mr);
+		return;
+	}
+	mr->gc_deadline_ms = mlx5_lm_now_ms() + mr->dev->args.mr_gc_ms;
+	pthread_mutex_lock(&gc.lock);
+	TAILQ_FOREACH(it, &gc.list, gc_next)
+		if (it->gc_deadline_ms > mr->gc_deadline_ms)
+			break;
+	if (it != NULL)
+		TAILQ_INSERT_BEFORE(it, mr, gc_next);
+	else
+		TAILQ_INSERT_TAIL(&gc.list, mr, gc_next);
+	pthread_cond_broadcast(&gc.cv);
+	pthread_mutex_unlock(&gc.lock);
+}
+
+struct mlx5_lm_mr *
+mlx5_lm_mr_reclaim(struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_region *regions,
+		   uint32_t nregions)
+{
+	struct mlx5_lm_mr *mr;
+
+	pthread_mutex_lock(&gc.lock);
+	TAILQ_FOREACH(mr, &gc.list, gc_next)
+		if (mr->dev == dev && mlx5_lm_mr_same_table(mr, regions, nregions)) {
+			TAILQ_REMOVE(&gc.list, mr, gc_next);
+			break;
+		}
+	pthread_mutex_unlock(&gc.lock);
+	return mr;
+}
+
+void
+mlx5_lm_mr_gc_flush(struct mlx5_lm_dev *dev)
+{
+	struct mlx5_lm_mr *mr, *next;
+	TAILQ_HEAD(, mlx5_lm_mr) mine = TAILQ_HEAD_INITIALIZER(mine);
+
+	pthread_mutex_lock(&gc.lock);
+	/* One being destroyed by the thread must finish before the device goes. */
+	while (gc.busy > 0)
+		pthread_cond_wait(&gc.idle, &gc.lock);
+	for (mr = TAILQ_FIRST(&gc.list); mr != NULL; mr = next) {
+		next = TAILQ_NEXT(mr, gc_next);
+		if (mr->dev == dev) {
+			TAILQ_REMOVE(&gc.list, mr, gc_next);
+			TAILQ_INSERT_TAIL(&mine, mr, gc_next);
+		}
+	}
+	pthread_mutex_unlock(&gc.lock);
+	while ((mr = TAILQ_FIRST(&mine)) != NULL) {
+		TAILQ_REMOVE(&mine, mr, gc_next);
+		destroy_timed(mr);
+	}
+}
+
+void
+mlx5_lm_mr_gc_wait(struct mlx5_lm_dev *dev)
+{
+	struct mlx5_lm_mr *mr;
+	int pending;
+
+	pthread_mutex_lock(&gc.lock);
+	for (;;) {
+		pending = gc.busy > 0;
+		TAILQ_FOREACH(mr, &gc.list, gc_next)
+			if (mr->dev == dev)
+				pending = 1;
+		if (!pending)
+			break;
+		pthread_cond_wait(&gc.idle, &gc.lock);
+	}
+	pthread_mutex_unlock(&gc.lock);
+}
+
+double
+mlx5_lm_mr_gc_last_destroy_ms(struct mlx5_lm_dev *dev)
+{
+	return dev->mr_last_destroy_ms;
 }

@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/queue.h>
 
 struct mlx5_lm_dev;
 struct devx_obj;
@@ -51,6 +52,10 @@ struct mlx5_lm_mr {
 	uint32_t nklm;
 	uint64_t gpa_end;            /* indirect covers [0, gpa_end) */
 	double create_ms;
+	double destroy_ms;           /* measured by whoever destroyed it */
+	/* Garbage list linkage (see mlx5_lm_mr_release), guarded by the GC lock. */
+	TAILQ_ENTRY(mlx5_lm_mr) gc_next;
+	double gc_deadline_ms;
 };
 
 /*
@@ -67,5 +72,26 @@ uint32_t mlx5_lm_mr_mkey(const struct mlx5_lm_mr *mr);
 /* 1 when mr registers exactly this table. */
 int mlx5_lm_mr_same_table(const struct mlx5_lm_mr *mr, const struct mlx5_lm_mem_region *regions,
 			  uint32_t nregions);
+
+/*
+ * Deferred deletion. Releasing a registration costs the caller almost
+ * nothing: it joins a process-wide garbage list and a background thread
+ * destroys it mr_gc_ms later (mr_gc_ms=0: destroyed in the caller). Until
+ * then a DRIVER_OK bringing the identical table takes it back
+ * (mlx5_lm_mr_reclaim) instead of registering again - a reconnect or a
+ * reset without memory change pays nothing for memory.
+ */
+void mlx5_lm_mr_release(struct mlx5_lm_mr *mr);
+struct mlx5_lm_mr *mlx5_lm_mr_reclaim(struct mlx5_lm_dev *dev,
+				      const struct mlx5_lm_mem_region *regions, uint32_t nregions);
+/* Destroy now every released registration of dev (device removal). */
+void mlx5_lm_mr_gc_flush(struct mlx5_lm_dev *dev);
+/* Start (first device) / stop (last device) the garbage thread. */
+int mlx5_lm_mr_gc_get(void);
+void mlx5_lm_mr_gc_put(void);
+/* Wait until the garbage thread has destroyed every released registration of dev. */
+void mlx5_lm_mr_gc_wait(struct mlx5_lm_dev *dev);
+/* Time the last destroyed registration of dev took to destroy (ms). */
+double mlx5_lm_mr_gc_last_destroy_ms(struct mlx5_lm_dev *dev);
 
 #endif /* MLX5_LM_MR_H */

@@ -130,8 +130,10 @@ mlx5_lm_virtqs_destroy(struct mlx5_lm_dev *dev)
 {
 	mlx5_lm_steer_destroy(dev);
 	for_each_vq(dev, task_destroy, 0);
-	if (dev->mr != NULL && mlx5_lm_mr_destroy(dev->mr) == 0)
-		dev->mr = NULL;
+	mlx5_lm_mr_release(dev->mr);
+	dev->mr = NULL;
+	/* Released registrations do not outlive their device. */
+	mlx5_lm_mr_gc_flush(dev);
 }
 
 /* ---- memory -------------------------------------------------------------- */
@@ -169,12 +171,17 @@ register_memory(struct mlx5_lm_dev *dev, struct rte_vhost_memory *mem)
 		n++;
 	}
 	if (dev->mr != NULL && mlx5_lm_mr_same_table(dev->mr, regions, n)) {
-		DRV_LOG(INFO, dev, "memory table unchanged: reusing its registration");
+		DRV_LOG(INFO, dev, "memory table unchanged: keeping its registration");
 		return 0;
 	}
-	ret = mlx5_lm_mr_create(dev, regions, n, &mr);
-	if (ret < 0)
-		return ret;
+	mr = mlx5_lm_mr_reclaim(dev, regions, n);
+	if (mr != NULL) {
+		DRV_LOG(INFO, dev, "memory table identical to a released registration: reusing it");
+	} else {
+		ret = mlx5_lm_mr_create(dev, regions, n, &mr);
+		if (ret < 0)
+			return ret;
+	}
 	dev->prev_mr = dev->mr;
 	dev->mr = mr;
 	return 0;
@@ -326,11 +333,12 @@ wait_restored(struct mlx5_lm_dev *dev)
 		pthread_cond_wait(&dev->restored, &dev->lock);
 }
 
+/* The queues moved to dev->mr: the registration they used before is garbage. */
 static void
 release_prev_mr(struct mlx5_lm_dev *dev)
 {
-	if (dev->prev_mr != NULL && mlx5_lm_mr_destroy(dev->prev_mr) == 0)
-		dev->prev_mr = NULL;
+	mlx5_lm_mr_release(dev->prev_mr);
+	dev->prev_mr = NULL;
 }
 
 static int
@@ -428,13 +436,15 @@ err_queues:
 		for_each_vq(dev, task_destroy, 0);
 	}
 err_mem:
-	if (dev->prev_mr != NULL || dev->mr != NULL) {
-		/* Drop the registration made for this attempt, keep the older one. */
-		if (dev->prev_mr != NULL) {
-			if (mlx5_lm_mr_destroy(dev->mr) == 0)
-				dev->mr = dev->prev_mr;
-			dev->prev_mr = NULL;
-		}
+	if (dev->prev_mr != NULL) {
+		/* The registration made for this attempt goes; the older one stays. */
+		mlx5_lm_mr_release(dev->mr);
+		dev->mr = dev->prev_mr;
+		dev->prev_mr = NULL;
+	} else {
+		/* Every queue is blank again: nothing uses the registration. */
+		mlx5_lm_mr_release(dev->mr);
+		dev->mr = NULL;
 	}
 	ret = ret < 0 ? ret : -EIO;
 out:
@@ -486,6 +496,9 @@ task_restore_all(void *arg)
 	for_each_vq(dev, task_restore, 0);
 	if (dev->steer == NULL)
 		mlx5_lm_steer_create(dev);
+	/* No queue references the registration any more: deferred deletion, or reuse. */
+	mlx5_lm_mr_release(dev->mr);
+	dev->mr = NULL;
 	dev->restoring = 0;
 	pthread_cond_broadcast(&dev->restored);
 	DRV_LOG(DEBUG, dev, "queues back to blank in %.1f ms", mlx5_lm_now_ms() - t0);
@@ -538,6 +551,8 @@ mlx5_lm_dev_close(int vid)
 		/* Old behaviour, for comparison: everything is destroyed in the caller. */
 		mlx5_lm_steer_destroy(dev);
 		for_each_vq(dev, task_destroy, 0);
+		mlx5_lm_mr_release(dev->mr);
+		dev->mr = NULL;
 	}
 	DRV_LOG(INFO, dev, "stopped in %.1f ms", dev->last_close_ms);
 	pthread_mutex_unlock(&dev->lock);

@@ -55,6 +55,35 @@ int rte_pmd_mlx5_lm_probe_failed(const char *name);
  */
 unsigned long rte_pmd_mlx5_lm_emu_leaked_objects(void);
 
+/* One region of guest memory, as a vhost-user memory table describes it. */
+struct rte_pmd_mlx5_lm_region {
+	uint64_t gpa;
+	uint64_t size;
+	uint64_t hva;
+	uint64_t page_size;
+};
+
+struct rte_pmd_mlx5_lm_mr_result {
+	uint32_t chunks;
+	uint32_t klm_entries;
+	double create_ms;       /* registration, as dev_conf does it */
+	double close_path_ms;   /* what releasing it costs the caller */
+	double destroy_ms;      /* the destruction itself (in the caller or the GC) */
+	uint64_t checked_pages;
+	uint64_t verified_pages; /* translated by the device to the right host address */
+};
+
+/*
+ * Benchmark and verify guest memory registration on device `name`:
+ * register the table exactly as DRIVER_OK would, translate a sample of
+ * guest pages (every chunk's first and last page plus `sample` spread over
+ * the table) through the device's indirect mkey (emulated devices only),
+ * release it as dev_close would and wait for its destruction.
+ */
+int rte_pmd_mlx5_lm_mr_bench(const char *name, const struct rte_pmd_mlx5_lm_region *regions,
+			     unsigned int nregions, unsigned int sample,
+			     struct rte_pmd_mlx5_lm_mr_result *res);
+
 #ifdef __cplusplus
 }
 #endif

@@ -55,6 +55,13 @@ void *devx_emu_dev(struct devx_ctx *ctx);
  * closed, summed over the process (0 after clean teardowns).
  */
 unsigned long devx_emu_leaked_total(void);
+/*
+ * Emulated devices: translate [addr, addr+len) through mkey the way the
+ * device's data path does (for benchmarks that verify a registration).
+ * Returns 0 with *host set, -EFAULT when not mapped, -ENOTSUP for rdma.
+ */
+int devx_emu_translate(struct devx_ctx *ctx, uint32_t mkey, uint64_t addr, size_t len,
+		       void **host);
 
 /*
  * Execute a general command (QUERY_HCA_CAP, QUERY_SPECIAL_CONTEXTS, QP

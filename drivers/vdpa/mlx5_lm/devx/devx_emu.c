@@ -145,6 +145,14 @@ emu_be_evch_read(struct devx_ctx *ctx, struct devx_evch *ch, struct devx_event *
 	return 1;
 }
 
+int
+devx_emu_translate(struct devx_ctx *ctx, uint32_t mkey, uint64_t addr, size_t len, void **host)
+{
+	if (!devx_is_emulated(ctx))
+		return -ENOTSUP;
+	return emu_mkey_translate(EMU(ctx), mkey, addr, len, host);
+}
+
 void
 devx_set_emu_log(devx_log_fn fn)
 {

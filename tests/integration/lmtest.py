@@ -1,0 +1,139 @@
+"""Helpers for integration tests: processes with bounded waits.
+
+Every wait has a deadline and looks for a condition (a line of output, a
+counter reaching a value); nothing sleeps and hopes.
+"""
+import os
+import re
+import select
+import signal
+import subprocess
+import time
+
+
+class Proc:
+    """A child process whose combined output is read line by line."""
+
+    def __init__(self, args, env=None, name=None, stdin=False):
+        e = dict(os.environ)
+        e.update(env or {})
+        self.name = name or os.path.basename(args[0])
+        self.args = args
+        self.p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                                  env=e, bufsize=0)
+        self.out = b''
+        self.pos = 0
+
+    def _read(self, timeout):
+        r, _, _ = select.select([self.p.stdout], [], [], max(timeout, 0))
+        if not r:
+            return False
+        chunk = os.read(self.p.stdout.fileno(), 65536)
+        if not chunk:
+            return None
+        self.out += chunk
+        return True
+
+    def expect(self, pattern, timeout=30.0):
+        """Wait for pattern in output not consumed yet; return the match."""
+        rx = re.compile(pattern.encode() if isinstance(pattern, str) else pattern)
+        deadline = time.monotonic() + timeout
+        while True:
+            m = rx.search(self.out, self.pos)
+            if m:
+                self.pos = m.end()
+                return m
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f'{self.name}: no {pattern!r} within {timeout}s; '
+                                   f'output:\n{self.text()[-3000:]}')
+            if self._read(min(left, 0.5)) is None:
+                # EOF: one last look, then fail.
+                m = rx.search(self.out, self.pos)
+                if m:
+                    self.pos = m.end()
+                    return m
+                raise EOFError(f'{self.name} exited ({self.p.poll()}) before {pattern!r}; '
+                               f'output:\n{self.text()[-3000:]}')
+
+    def send(self, line):
+        self.p.stdin.write((line + '\n').encode())
+        self.p.stdin.flush()
+
+    def text(self):
+        return self.out.decode(errors='replace')
+
+    def stop(self, sig=signal.SIGTERM, timeout=30.0):
+        """Signal the process and collect the rest of its output and exit status."""
+        if sig is not None and self.p.poll() is None:
+            self.p.send_signal(sig)
+        deadline = time.monotonic() + timeout
+        while self.p.poll() is None or self._read(0):
+            if time.monotonic() > deadline:
+                self.p.kill()
+                self.p.wait()
+                raise TimeoutError(f'{self.name} did not exit within {timeout}s after {sig}')
+            self._read(0.2)
+        while self._read(0):
+            pass
+        return self.p.returncode
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+
+
+class Testpmd(Proc):
+    """dpdk-testpmd in interactive mode with a virtio-user port."""
+
+    PROMPT = r'testpmd> '
+
+    def __init__(self, socket_path, prefix, queues=1, queue_size=256, packed=False,
+                 extra_vdev=''):
+        mbufs = max(8192, 4 * queues * queue_size * 2)
+        vdev = (f'net_virtio_user0,path={socket_path},queues={queues},'
+                f'queue_size={queue_size}' + (',packed_vq=1' if packed else '') + extra_vdev)
+        args = ['dpdk-testpmd', '--no-huge', '-m', '1024', '--no-shconf', '--no-pci',
+                f'--file-prefix={prefix}', '-l', '0-1', '--vdev', vdev,
+                '--log-level=lib.eal:warning', '--', '-i', f'--rxq={queues}', f'--txq={queues}',
+                f'--rxd={queue_size}', f'--txd={queue_size}', f'--total-num-mbufs={mbufs}',
+                '--forward-mode=io', '--burst=32']
+        super().__init__(args, name='testpmd', stdin=True)
+        self.expect(self.PROMPT, timeout=60)
+
+    def cmd(self, line, timeout=30.0):
+        self.send(line)
+        m = self.expect(r'([\s\S]*?)' + self.PROMPT, timeout=timeout)
+        return m.group(1).decode(errors='replace')
+
+    def port_stats(self):
+        out = self.cmd('show port stats 0')
+        rx = int(re.search(r'RX-packets:\s+(\d+)', out).group(1))
+        tx = int(re.search(r'TX-packets:\s+(\d+)', out).group(1))
+        return rx, tx
+
+    def wait_rx(self, n, timeout=30.0):
+        """Poll port stats until n packets were received, within timeout."""
+        deadline = time.monotonic() + timeout
+        rx = tx = 0
+        while time.monotonic() < deadline:
+            rx, tx = self.port_stats()
+            if rx >= n:
+                return rx, tx
+            # Each poll is a testpmd round trip; the deadline bounds the loop.
+        raise TimeoutError(f'testpmd received {rx} packets (sent {tx}), wanted {n}')
+
+    def quit(self):
+        self.send('quit')
+        return self.stop(sig=None, timeout=30)
+
+
+def serve(tool, sockets, devargs, extra=()):
+    args = [tool, 'serve', '--devargs', devargs]
+    for s in sockets:
+        args += ['--socket', s]
+    p = Proc(args + list(extra), name='serve')
+    p.expect(r'serve: ready', timeout=60)
+    return p
