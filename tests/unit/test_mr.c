@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Guest memory registration (mlx5_lm_mr.c) on an emulated device (fast
+ * profile), linked against the real PMD and EAL: chunk boundaries, holes,
+ * 8 regions, the KLM entry limit, a failing chunk unwinding, reuse of a
+ * released registration, and garbage collection at device removal.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <rte_dev.h>
+#include <rte_eal.h>
+
+#include "prm.h"
+#include "emu.h"
+#include "mlx5_lm.h"
+#include "mlx5_lm_mr.h"
+#include "rte_pmd_mlx5_lm.h"
+
+#define MIB (1ull << 20)
+#define GIB (1ull << 30)
+
+struct mlx5_lm_dev *mlx5_lm_dev_by_name(const char *name);
+
+static uint8_t *guest;         /* sparse mapping backing every test's regions */
+static const uint64_t guest_size = 64 * GIB;
+static unsigned int dev_seq;
+
+static struct mlx5_lm_dev *
+probe(char *name, size_t len, const char *extra)
+{
+	char args[256];
+
+	snprintf(name, len, "vdpa_mlx5_lm%u", dev_seq++);
+	snprintf(args, sizeof(args), "emu=fast,queues=1,workers=4%s%s", extra ? "," : "",
+		 extra ? extra : "");
+	assert_int_equal(rte_eal_hotplug_add("vdev", name, args), 0);
+	return mlx5_lm_dev_by_name(name);
+}
+
+static void
+remove_dev(const char *name)
+{
+	unsigned long before = emu_leaked_total();
+
+	assert_int_equal(rte_eal_hotplug_remove("vdev", name), 0);
+	assert_int_equal(emu_leaked_total(), before);
+}
+
+static struct rte_pmd_mlx5_lm_region
+region(uint64_t gpa, uint64_t size, uint64_t off)
+{
+	struct rte_pmd_mlx5_lm_region r = {
+		.gpa = gpa, .size = size, .hva = (uintptr_t)guest + off, .page_size = 4096,
+	};
+	return r;
+}
+
+static void
+bench_ok(const char *name, const struct rte_pmd_mlx5_lm_region *r, unsigned int n,
+	 uint32_t want_chunks)
+{
+	struct rte_pmd_mlx5_lm_mr_result res;
+
+	assert_int_equal(rte_pmd_mlx5_lm_mr_bench(name, r, n, 512, &res), 0);
+	assert_int_equal(res.chunks, want_chunks);
+	assert_true(res.checked_pages >= 2 * want_chunks);
+	assert_int_equal(res.verified_pages, res.checked_pages);
+}
+
+static void
+test_region_multiple_of_chunk(void **state)
+{
+	struct rte_pmd_mlx5_lm_region r[] = { region(0, 3 * GIB, 0) };
+	char name[32];
+
+	probe(name, sizeof(name), NULL);
+	bench_ok(name, r, 1, 3);
+	remove_dev(name);
+}
+
+static void
+test_region_not_multiple_and_unaligned(void **state)
+{
+	/* 2.5 GiB at a GPA that is not 1 GiB aligned: chunks 1, 1, 0.5 GiB. */
+	struct rte_pmd_mlx5_lm_region r[] = { region(3 * MIB, 2 * GIB + 512 * MIB, 0) };
+	char name[32];
+
+	probe(name, sizeof(name), NULL);
+	bench_ok(name, r, 1, 3);
+	remove_dev(name);
+}
+
+static void
+test_hole_between_regions_maps_nothing(void **state)
+{
+	struct rte_pmd_mlx5_lm_region r[] = {
+		region(0, 3 * GIB, 0), region(4 * GIB, 5 * GIB, 3 * GIB),
+	};
+	struct mlx5_lm_mem_region regs[2];
+	struct mlx5_lm_dev *dev;
+	struct mlx5_lm_mr *mr;
+	char name[32];
+	void *host;
+	int i;
+
+	dev = probe(name, sizeof(name), "mr_gc_ms=0");
+	bench_ok(name, r, 2, 8);
+	for (i = 0; i < 2; i++) {
+		regs[i].gpa = r[i].gpa;
+		regs[i].size = r[i].size;
+		regs[i].hva = r[i].hva;
+		regs[i].page_size = r[i].page_size;
+	}
+	assert_int_equal(mlx5_lm_mr_create(dev, regs, 2, &mr), 0);
+	/* The hole [3, 4) GiB is the null mkey's: no translation. */
+	assert_int_equal(devx_emu_translate(dev->devx, mlx5_lm_mr_mkey(mr), 3 * GIB + 4096, 8,
+					    &host), -EFAULT);
+	assert_int_equal(devx_emu_translate(dev->devx, mlx5_lm_mr_mkey(mr), 4 * GIB, 8, &host), 0);
+	assert_ptr_equal(host, guest + 3 * GIB);
+	assert_int_equal(mlx5_lm_mr_destroy(mr), 0);
+	remove_dev(name);
+}
+
+static void
+test_eight_regions(void **state)
+{
+	struct rte_pmd_mlx5_lm_region r[8];
+	char name[32];
+	int i;
+
+	for (i = 0; i < 8; i++)
+		r[i] = region((uint64_t)i * 2 * GIB, GIB + 64 * MIB, (uint64_t)i * 2 * GIB);
+	probe(name, sizeof(name), NULL);
+	bench_ok(name, r, 8, 16);
+	remove_dev(name);
+}
+
+static void
+test_entry_limit_fails_with_a_message(void **state)
+{
+	/* 16 GiB in 2 MiB chunks: 8192 KLM entries, more than one command takes. */
+	struct rte_pmd_mlx5_lm_region r[] = { region(0, 16 * GIB, 0) };
+	struct rte_pmd_mlx5_lm_mr_result res;
+	char name[32];
+
+	probe(name, sizeof(name), "mr_chunk_mb=2");
+	assert_int_equal(rte_pmd_mlx5_lm_mr_bench(name, r, 1, 0, &res), -E2BIG);
+	remove_dev(name);
+}
+
+static void
+test_failed_chunk_unwinds_without_leak(void **state)
+{
+	struct rte_pmd_mlx5_lm_region r[] = { region(0, 8 * GIB, 0) };
+	struct rte_pmd_mlx5_lm_mr_result res;
+	struct mlx5_lm_dev *dev;
+	unsigned int live;
+	char name[32];
+
+	dev = probe(name, sizeof(name), NULL);
+	live = emu_dev_live_objects(devx_emu_dev(dev->devx));
+	/* The 5th CREATE_MKEY of the 8 chunks fails. */
+	assert_int_equal(emu_fault_inject(devx_emu_dev(dev->devx), PRM_CMD_CREATE_MKEY, 0xffff, 5,
+					  PRM_STATUS_NO_RESOURCES, 0), 0);
+	assert_true(rte_pmd_mlx5_lm_mr_bench(name, r, 1, 0, &res) < 0);
+	assert_int_equal(emu_dev_live_objects(devx_emu_dev(dev->devx)), live);
+	/* And the next registration works. */
+	bench_ok(name, r, 1, 8);
+	remove_dev(name);
+}
+
+static void
+test_released_registration_is_reused(void **state)
+{
+	struct mlx5_lm_mem_region regs[] = {
+		{ .gpa = 0, .size = 2 * GIB, .hva = (uintptr_t)guest, .page_size = 4096 },
+	};
+	struct mlx5_lm_mem_region other[] = {
+		{ .gpa = 0, .size = GIB, .hva = (uintptr_t)guest, .page_size = 4096 },
+	};
+	struct mlx5_lm_dev *dev;
+	struct mlx5_lm_mr *mr, *again;
+	char name[32];
+
+	dev = probe(name, sizeof(name), "mr_gc_ms=600000");
+	assert_int_equal(mlx5_lm_mr_create(dev, regs, 1, &mr), 0);
+	mlx5_lm_mr_release(mr);
+	assert_null(mlx5_lm_mr_reclaim(dev, other, 1));
+	again = mlx5_lm_mr_reclaim(dev, regs, 1);
+	assert_ptr_equal(again, mr);
+	assert_null(mlx5_lm_mr_reclaim(dev, regs, 1));
+	mlx5_lm_mr_release(again);
+	remove_dev(name);
+}
+
+static void
+test_garbage_destroyed_at_removal(void **state)
+{
+	struct mlx5_lm_mem_region regs[] = {
+		{ .gpa = 0, .size = 4 * GIB, .hva = (uintptr_t)guest, .page_size = 4096 },
+	};
+	struct mlx5_lm_dev *dev;
+	struct mlx5_lm_mr *mr;
+	char name[32];
+
+	/* Ten minutes of delay: only the removal can destroy it in time. */
+	dev = probe(name, sizeof(name), "mr_gc_ms=600000");
+	assert_int_equal(mlx5_lm_mr_create(dev, regs, 1, &mr), 0);
+	mlx5_lm_mr_release(mr);
+	assert_true(emu_dev_live_objects(devx_emu_dev(dev->devx)) > 0);
+	remove_dev(name); /* checks that nothing was left alive */
+}
+
+static void
+test_garbage_thread_destroys_after_delay(void **state)
+{
+	struct mlx5_lm_mem_region regs[] = {
+		{ .gpa = 0, .size = 2 * GIB, .hva = (uintptr_t)guest, .page_size = 4096 },
+	};
+	struct mlx5_lm_dev *dev;
+	struct mlx5_lm_mr *mr;
+	unsigned int live;
+	char name[32];
+
+	dev = probe(name, sizeof(name), "mr_gc_ms=20");
+	live = emu_dev_live_objects(devx_emu_dev(dev->devx));
+	assert_int_equal(mlx5_lm_mr_create(dev, regs, 1, &mr), 0);
+	mlx5_lm_mr_release(mr);
+	mlx5_lm_mr_gc_wait(dev);
+	assert_int_equal(emu_dev_live_objects(devx_emu_dev(dev->devx)), live);
+	remove_dev(name);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_region_multiple_of_chunk),
+		cmocka_unit_test(test_region_not_multiple_and_unaligned),
+		cmocka_unit_test(test_hole_between_regions_maps_nothing),
+		cmocka_unit_test(test_eight_regions),
+		cmocka_unit_test(test_entry_limit_fails_with_a_message),
+		cmocka_unit_test(test_failed_chunk_unwinds_without_leak),
+		cmocka_unit_test(test_released_registration_is_reused),
+		cmocka_unit_test(test_garbage_destroyed_at_removal),
+		cmocka_unit_test(test_garbage_thread_destroys_after_delay),
+	};
+	char prefix[64];
+	char *eal[] = { "test_mr", "--no-huge", "-m", "256", "--no-shconf", "--no-pci",
+			"--no-telemetry", "--log-level=lib.eal:warning", prefix, NULL };
+	int fd, ret;
+
+	snprintf(prefix, sizeof(prefix), "--file-prefix=test-mr-%d", (int)getpid());
+	fd = memfd_create("test-mr", MFD_CLOEXEC);
+	if (fd < 0 || ftruncate(fd, (off_t)guest_size) < 0)
+		return 1;
+	guest = mmap(NULL, guest_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+	if (guest == MAP_FAILED)
+		return 1;
+	if (rte_eal_init(9, eal) < 0)
+		return 1;
+	ret = cmocka_run_group_tests(tests, NULL, NULL);
+	rte_eal_cleanup();
+	munmap(guest, guest_size);
+	close(fd);
+	return ret;
+}
