@@ -32,6 +32,8 @@ struct vu_client {
 	bool protocol_sent;
 	uint64_t queue_num;
 	bool logging;
+	bool started;			/* between start and stop: rings configured */
+	bool qemu_log_addr;		/* packed: log address as QEMU sends it */
 	struct vu_guest *guest;		/* rings configured by the last start */
 	unsigned int nrings;
 };
@@ -224,6 +226,8 @@ vu_read_full(struct vu_client *c, void *buf, size_t len, int64_t deadline)
 
 		if (left < 0)
 			left = 0;
+		if (deadline == INT64_MAX)
+			left = -1;
 		r = poll(&pfd, 1, (int)(left > 1000000 ? 1000000 : left));
 		if (r < 0) {
 			if (errno == EINTR)
@@ -253,7 +257,7 @@ int
 vu_recv_raw(struct vu_client *c, struct vu_msg_hdr *hdr, void *payload, uint32_t cap,
 	    int timeout_ms)
 {
-	int64_t deadline = vu_now_ms() + timeout_ms;
+	int64_t deadline = timeout_ms < 0 ? INT64_MAX : vu_now_ms() + timeout_ms;
 	uint8_t drain[256];
 	uint32_t left;
 	int ret;
@@ -561,12 +565,18 @@ vu_get_status(struct vu_client *c, uint8_t *status)
 
 /* ---- device lifecycle ---- */
 
-static int
-vu_handshake(struct vu_client *c, const struct vu_start_opts *o, unsigned int nqp)
+int
+vu_device_init(struct vu_client *c, const struct vu_start_opts *o)
 {
-	uint64_t want = o->protocol_features, offered = 0;
+	static const struct vu_start_opts defaults;
+	uint64_t want, offered = 0;
 	int ret;
 
+	if (c->handshake)
+		return 0;
+	if (o == NULL)
+		o = &defaults;
+	want = o->protocol_features;
 	ret = vu_get_features(c, &c->features);
 	if (ret < 0)
 		return ret;
@@ -588,8 +598,6 @@ vu_handshake(struct vu_client *c, const struct vu_start_opts *o, unsigned int nq
 		if (ret < 0)
 			return ret;
 	}
-	if (nqp > 1 && (!(c->features & (1ULL << VU_F_NET_MQ)) || c->queue_num < nqp))
-		return -ENOTSUP;
 	ret = vu_set_owner(c);
 	if (ret < 0)
 		return ret;
@@ -616,6 +624,14 @@ vu_send_ring_addr(struct vu_client *c, struct vu_guest *g, unsigned int i)
 	ret = vu_guest_ring_info(g, i, &ri);
 	if (ret < 0)
 		return ret;
+	/*
+	 * QEMU always sends the GPA of what it calls the used ring, which for
+	 * a packed ring is the device area; but the device writes used
+	 * descriptors into the descriptor ring, and back ends (DPDK) log them
+	 * relative to this address. The ring's own log_gpa is the default.
+	 */
+	if (c->qemu_log_addr)
+		ri.log_gpa = ri.used_gpa;
 	/* Payload order is desc, used, avail, log (vhost_vring_addr). */
 	return vu_set_vring_addr(c, i, c->logging ? VU_VRING_F_LOG : 0, vu_uaddr(ri.desc),
 				 vu_uaddr(ri.used), vu_uaddr(ri.avail), ri.log_gpa);
@@ -635,12 +651,14 @@ vu_start_device(struct vu_client *c, struct vu_guest *g, const struct vu_start_o
 	if (nrings > VU_MAX_RINGS)
 		return -EINVAL;
 	if (!c->handshake) {
-		ret = vu_handshake(c, o, cfg->queue_pairs);
+		ret = vu_device_init(c, o);
 		if (ret < 0)
 			return ret;
 	}
 	if (!(c->features & (1ULL << VU_F_VERSION_1)) ||
-	    (cfg->packed && !(c->features & (1ULL << VU_F_RING_PACKED))))
+	    (cfg->packed && !(c->features & (1ULL << VU_F_RING_PACKED))) ||
+	    (cfg->queue_pairs > 1 &&
+	     (!(c->features & (1ULL << VU_F_NET_MQ)) || c->queue_num < cfg->queue_pairs)))
 		return -ENOTSUP;
 	feat = (1ULL << VU_F_VERSION_1) | o->extra_features;
 	/* Bit 30 is acked back so that the back end keeps protocol features. */
@@ -664,6 +682,7 @@ vu_start_device(struct vu_client *c, struct vu_guest *g, const struct vu_start_o
 		return ret;
 	c->guest = g;
 	c->nrings = nrings;
+	c->qemu_log_addr = o->qemu_log_addr;
 	for (i = 0; i < nrings; i++) {
 		struct vu_ring_info ri;
 
@@ -696,6 +715,7 @@ vu_start_device(struct vu_client *c, struct vu_guest *g, const struct vu_start_o
 		if (ret < 0)
 			return ret;
 	}
+	c->started = true;
 	return 0;
 }
 
@@ -718,6 +738,7 @@ vu_stop_device(struct vu_client *c, uint32_t *bases, unsigned int nbases)
 		if (bases != NULL)
 			bases[i] = b;
 	}
+	c->started = false;
 	return 0;
 }
 
@@ -736,7 +757,8 @@ vu_set_log(struct vu_client *c, struct vu_log *log)
 		return ret;
 	c->logging = true;
 	ret = vu_set_features(c, vu_acked_features(c));
-	for (i = 0; ret == 0 && c->guest != NULL && i < c->nrings; i++)
+	/* QEMU re-sends the ring addresses of a running device with the flag. */
+	for (i = 0; ret == 0 && c->started && i < c->nrings; i++)
 		ret = vu_send_ring_addr(c, c->guest, i);
 	return ret;
 }
@@ -749,7 +771,7 @@ vu_clear_log(struct vu_client *c)
 
 	c->logging = false;
 	ret = vu_set_features(c, vu_acked_features(c));
-	for (i = 0; ret == 0 && c->guest != NULL && i < c->nrings; i++)
+	for (i = 0; ret == 0 && c->started && i < c->nrings; i++)
 		ret = vu_send_ring_addr(c, c->guest, i);
 	return ret;
 }

@@ -102,7 +102,7 @@ struct vu_client;
 int vu_connect(struct vu_client **out, const char *path, int timeout_ms);
 /* Close the connection (the back end sees a disconnect) and free. */
 void vu_disconnect(struct vu_client *c);
-/* Deadline for each reply (default 30000 ms). */
+/* Deadline for each reply (default 30000 ms; < 0 waits forever). */
 void vu_set_reply_timeout(struct vu_client *c, int timeout_ms);
 int vu_client_fd(const struct vu_client *c);
 uint64_t vu_backend_features(const struct vu_client *c);
@@ -162,12 +162,24 @@ struct vu_start_opts {
 	bool call_nofd;		/* SET_VRING_CALL with NOFD instead of the callfd */
 	bool no_enable;		/* skip SET_VRING_ENABLE */
 	bool no_status;		/* skip SET_STATUS even if negotiated */
+	/*
+	 * Packed rings: send the device area as log_guest_addr, exactly as
+	 * QEMU does, instead of the descriptor ring the device writes.
+	 */
+	bool qemu_log_addr;
 };
 
 /*
+ * Once per connection: GET_FEATURES, GET_PROTOCOL_FEATURES,
+ * SET_PROTOCOL_FEATURES (offered & wanted), GET_QUEUE_NUM (with MQ),
+ * SET_OWNER. QEMU does this when the destination starts, before the source
+ * stops: call it early to keep it out of a measured downtime. Idempotent.
+ */
+int vu_device_init(struct vu_client *c, const struct vu_start_opts *o);
+
+/*
  * Start a virtio-net device driven by guest g (its queue pairs, ring size
- * and layout). On a new connection: GET_FEATURES, GET_PROTOCOL_FEATURES,
- * SET_PROTOCOL_FEATURES, GET_QUEUE_NUM, SET_OWNER. Then (also on a restart of
+ * and layout). vu_device_init() if not done yet; then (also on a restart of
  * the same connection): SET_FEATURES, SET_MEM_TABLE, per ring NUM, BASE,
  * ADDR, KICK, CALL; ENABLE per ring; SET_STATUS 0x0f. Pushes the acked
  * features to g. -ENOTSUP if the back end lacks VERSION_1, RING_PACKED for a
@@ -182,7 +194,10 @@ int vu_stop_device(struct vu_client *c, uint32_t *bases, unsigned int nbases);
  * flag on every started ring. The log is not owned (it may be shared).
  */
 int vu_set_log(struct vu_client *c, struct vu_log *log);
-/* Stop logging: SET_FEATURES without LOG_ALL, SET_VRING_ADDR without LOG. */
+/*
+ * Stop logging: SET_FEATURES without LOG_ALL, SET_VRING_ADDR without LOG.
+ * The log area itself is the caller's (vu_log_reset() clears it).
+ */
 int vu_clear_log(struct vu_client *c);
 
 #ifdef __cplusplus

@@ -19,6 +19,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "vu_frame.h"
 #include "vu_guest.h"
 
 /* Feature bits the driver cares about (virtio 1.1, 6 and 5.1.3). */
@@ -37,8 +38,6 @@
 #define VU_EVENT_F_DESC 2
 
 #define VU_BUF_STRIDE 2048
-#define VU_SEEN_SHIFT 16
-#define VU_SEEN_WORDS ((1u << VU_SEEN_SHIFT) / 64)
 
 struct vu_sdesc {
 	uint64_t addr;
@@ -83,16 +82,9 @@ struct vu_ring {
 	uint8_t *inflight;
 };
 
-struct vu_seen_chunk {
-	uint64_t *bits;
-	uint32_t count;
-	bool full;
-};
-
 struct vu_qp {
 	uint64_t tx_seq;
-	struct vu_seen_chunk *chunks;
-	uint64_t nchunks;
+	struct vu_seen seen;
 	struct vu_guest_stats st;
 };
 
@@ -110,15 +102,6 @@ struct vu_guest {
 	uint8_t *dirty;		/* one bit per page of the area */
 	bool dirty_on;
 };
-
-static const uint8_t vu_dst_mac[6] = { 0x02, 0x76, 0x75, 0x00, 0x00, 0x02 };
-static const uint8_t vu_src_mac[6] = { 0x02, 0x76, 0x75, 0x00, 0x00, 0x01 };
-
-static inline uint8_t
-vu_pattern(uint64_t seq, unsigned int i)
-{
-	return (uint8_t)((seq * 0x9e3779b97f4a7c15ULL) >> 56) + (uint8_t)i;
-}
 
 static inline uint64_t
 vu_align_page(uint64_t v)
@@ -272,95 +255,26 @@ vu_ring_publish(struct vu_guest *g, struct vu_ring *r, struct vu_guest_stats *st
 /* ---- frames ---- */
 
 static void
-vu_frame_build(struct vu_guest *g, uint8_t *buf, uint32_t qp, uint64_t seq)
-{
-	uint8_t *f = buf + VU_NET_HDR_LEN;
-	uint32_t magic = VU_MAGIC;
-	unsigned int i;
-
-	/* No offloads: an all-zero virtio-net header (5.1.6). */
-	memset(buf, 0, VU_NET_HDR_LEN);
-	memcpy(f, vu_dst_mac, 6);
-	memcpy(f + 6, vu_src_mac, 6);
-	f[12] = VU_ETHERTYPE >> 8;
-	f[13] = VU_ETHERTYPE & 0xff;
-	memcpy(f + 14, &magic, 4);
-	memcpy(f + 18, &qp, 4);
-	memcpy(f + 22, &seq, 8);
-	for (i = VU_FRAME_MIN; i < g->cfg.frame_len; i++)
-		f[i] = vu_pattern(seq, i);
-}
-
-/* Record seq as seen; returns 1 if new, 0 if a duplicate, -ENOMEM. */
-static int
-vu_seen(struct vu_qp *q, uint64_t seq)
-{
-	uint64_t c = seq >> VU_SEEN_SHIFT, bit = seq & ((1u << VU_SEEN_SHIFT) - 1);
-	struct vu_seen_chunk *ch;
-
-	if (c >= q->nchunks) {
-		uint64_t n = q->nchunks ? q->nchunks : 16;
-		struct vu_seen_chunk *nc;
-
-		while (n <= c)
-			n *= 2;
-		nc = realloc(q->chunks, n * sizeof(*nc));
-		if (nc == NULL)
-			return -ENOMEM;
-		memset(nc + q->nchunks, 0, (n - q->nchunks) * sizeof(*nc));
-		q->chunks = nc;
-		q->nchunks = n;
-	}
-	ch = &q->chunks[c];
-	if (ch->full)
-		return 0;
-	if (ch->bits == NULL) {
-		ch->bits = calloc(VU_SEEN_WORDS, sizeof(uint64_t));
-		if (ch->bits == NULL)
-			return -ENOMEM;
-	}
-	if (ch->bits[bit / 64] & (1ULL << (bit % 64)))
-		return 0;
-	ch->bits[bit / 64] |= 1ULL << (bit % 64);
-	/* A complete chunk only needs one flag: memory stays bounded. */
-	if (++ch->count == (1u << VU_SEEN_SHIFT)) {
-		free(ch->bits);
-		ch->bits = NULL;
-		ch->full = true;
-	}
-	return 1;
-}
-
-static void
 vu_frame_check(struct vu_guest *g, struct vu_ring *r, const uint8_t *buf, uint32_t len)
 {
 	struct vu_guest_stats *st = &g->qps[r->qp].st;
-	const uint8_t *f = buf + VU_NET_HDR_LEN;
-	uint32_t magic, qp, flen;
 	uint16_t nbufs;
 	uint64_t seq;
-	unsigned int i;
+	uint32_t qp;
 	int ret;
 
 	st->rx_received++;
-	if (len < VU_NET_HDR_LEN + VU_FRAME_MIN || len > VU_RX_BUF_LEN)
+	if (len < VU_NET_HDR_LEN || len - VU_NET_HDR_LEN != g->cfg.frame_len)
 		goto bad;
-	flen = len - VU_NET_HDR_LEN;
 	memcpy(&nbufs, buf + 10, 2);
 	/* With MRG_RXBUF, num_buffers must say how many buffers (here 1). */
-	if (flen != g->cfg.frame_len || (g->mrg_rxbuf && nbufs != 1))
+	if (g->mrg_rxbuf && nbufs != 1)
 		goto bad;
-	memcpy(&magic, f + 14, 4);
-	memcpy(&qp, f + 18, 4);
-	memcpy(&seq, f + 22, 8);
-	if (memcmp(f, vu_dst_mac, 6) != 0 || memcmp(f + 6, vu_src_mac, 6) != 0 ||
-	    f[12] != (VU_ETHERTYPE >> 8) || f[13] != (VU_ETHERTYPE & 0xff) ||
-	    magic != VU_MAGIC || qp >= g->cfg.queue_pairs || seq >= g->qps[qp].tx_seq)
+	/* A sequence number never sent is corruption, not a duplicate. */
+	if (vu_frame_parse(buf + VU_NET_HDR_LEN, len - VU_NET_HDR_LEN, &qp, &seq) != 0 ||
+	    qp >= g->cfg.queue_pairs || seq >= g->qps[qp].tx_seq)
 		goto bad;
-	for (i = VU_FRAME_MIN; i < flen; i++)
-		if (f[i] != vu_pattern(seq, i))
-			goto bad;
-	ret = vu_seen(&g->qps[qp], seq);
+	ret = vu_seen_record(&g->qps[qp].seen, seq);
 	if (ret < 0)
 		goto bad;
 	if (ret == 0)
@@ -602,7 +516,6 @@ void
 vu_guest_destroy(struct vu_guest *g)
 {
 	unsigned int i;
-	uint64_t c;
 
 	if (g == NULL)
 		return;
@@ -617,11 +530,8 @@ vu_guest_destroy(struct vu_guest *g)
 		free(r->free_ids);
 		free(r->inflight);
 	}
-	for (i = 0; g->qps != NULL && i < g->cfg.queue_pairs; i++) {
-		for (c = 0; c < g->qps[i].nchunks; c++)
-			free(g->qps[i].chunks[c].bits);
-		free(g->qps[i].chunks);
-	}
+	for (i = 0; g->qps != NULL && i < g->cfg.queue_pairs; i++)
+		vu_seen_free(&g->qps[i].seen);
 	/* Guest memory is a bump allocator: the area is simply abandoned. */
 	free(g->rings);
 	free(g->qps);
@@ -634,18 +544,13 @@ void
 vu_guest_reset(struct vu_guest *g)
 {
 	unsigned int i;
-	uint64_t c;
 
 	pthread_mutex_lock(&g->lock);
 	for (i = 0; i < g->nrings; i++)
 		vu_ring_reset(g, &g->rings[i]);
 	for (i = 0; i < g->cfg.queue_pairs; i++) {
-		struct vu_qp *q = &g->qps[i];
-
-		for (c = 0; c < q->nchunks; c++)
-			free(q->chunks[c].bits);
-		free(q->chunks);
-		memset(q, 0, sizeof(*q));
+		vu_seen_free(&g->qps[i].seen);
+		memset(&g->qps[i], 0, sizeof(g->qps[i]));
 	}
 	g->dirty_on = false;
 	pthread_mutex_unlock(&g->lock);
@@ -750,7 +655,11 @@ vu_guest_tx(struct vu_guest *g, unsigned int qp, unsigned int n)
 	for (i = 0; i < n && r->nfree != 0; i++) {
 		uint16_t id = r->free_ids[--r->nfree];
 
-		vu_frame_build(g, r->bufs + (uint64_t)id * VU_BUF_STRIDE, qp, q->tx_seq);
+		uint8_t *buf = r->bufs + (uint64_t)id * VU_BUF_STRIDE;
+
+		/* No offloads: an all-zero virtio-net header (5.1.6). */
+		memset(buf, 0, VU_NET_HDR_LEN);
+		vu_frame_build(buf + VU_NET_HDR_LEN, g->cfg.frame_len, qp, q->tx_seq);
 		q->tx_seq++;
 		vu_ring_post(g, r, id, VU_NET_HDR_LEN + g->cfg.frame_len);
 		q->st.tx_posted++;
@@ -841,46 +750,52 @@ vu_guest_stats(struct vu_guest *g, int qp, struct vu_guest_stats *s)
 	pthread_mutex_unlock(&g->lock);
 }
 
-uint64_t
-vu_guest_tx_sent(struct vu_guest *g, int qp)
+enum vu_sum {
+	VU_SUM_SENT,
+	VU_SUM_LOST,
+	VU_SUM_INFLIGHT,
+};
+
+static uint64_t
+vu_sum(struct vu_guest *g, int qp, enum vu_sum what)
 {
 	uint64_t n = 0;
 	unsigned int i;
 
 	pthread_mutex_lock(&g->lock);
-	for (i = 0; i < g->cfg.queue_pairs; i++)
-		if (qp < 0 || (unsigned int)qp == i)
-			n += g->qps[i].tx_seq;
+	for (i = 0; i < g->cfg.queue_pairs; i++) {
+		const struct vu_ring *tx = &g->rings[2 * i + 1];
+		const struct vu_qp *q = &g->qps[i];
+
+		if (qp >= 0 && (unsigned int)qp != i)
+			continue;
+		if (what == VU_SUM_SENT)
+			n += q->tx_seq;
+		else if (what == VU_SUM_LOST)
+			n += q->tx_seq - q->st.rx_unique;
+		else
+			n += tx->size - tx->nfree;
+	}
 	pthread_mutex_unlock(&g->lock);
 	return n;
+}
+
+uint64_t
+vu_guest_tx_sent(struct vu_guest *g, int qp)
+{
+	return vu_sum(g, qp, VU_SUM_SENT);
 }
 
 uint64_t
 vu_guest_lost(struct vu_guest *g, int qp)
 {
-	uint64_t n = 0;
-	unsigned int i;
-
-	pthread_mutex_lock(&g->lock);
-	for (i = 0; i < g->cfg.queue_pairs; i++)
-		if (qp < 0 || (unsigned int)qp == i)
-			n += g->qps[i].tx_seq - g->qps[i].st.rx_unique;
-	pthread_mutex_unlock(&g->lock);
-	return n;
+	return vu_sum(g, qp, VU_SUM_LOST);
 }
 
 uint64_t
 vu_guest_tx_inflight(struct vu_guest *g, int qp)
 {
-	uint64_t n = 0;
-	unsigned int i;
-
-	pthread_mutex_lock(&g->lock);
-	for (i = 0; i < g->cfg.queue_pairs; i++)
-		if (qp < 0 || (unsigned int)qp == i)
-			n += g->rings[2 * i + 1].size - g->rings[2 * i + 1].nfree;
-	pthread_mutex_unlock(&g->lock);
-	return n;
+	return vu_sum(g, qp, VU_SUM_INFLIGHT);
 }
 
 void

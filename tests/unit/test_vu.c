@@ -1,0 +1,926 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Unit tests of the built-in vhost-user front end (app/test-lm/vu) against
+ * DPDK's own software vhost-user back end, run in this process: a forwarder
+ * thread loops each queue pair's TX ring (odd vring) back to its RX ring
+ * (even vring), so every frame the guest driver sends must come back once.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_mbuf.h>
+#include <rte_vhost.h>
+
+#include "vu_client.h"
+#include "vu_frame.h"
+#include "vu_guest.h"
+
+#define MAX_BE 4
+#define MAX_QP 4
+#define BURST 32
+#define DEADLINE_MS 20000
+
+struct fwd_q {
+	struct rte_mbuf *pend[BURST];
+	uint16_t head, n;
+};
+
+struct backend {
+	char path[108];
+	bool registered;
+	int vid;
+	bool active;
+	unsigned int nqp;
+	struct fwd_q q[MAX_QP];
+	unsigned int new_count, destroy_count;
+};
+
+static struct rte_mempool *pool;
+static pthread_mutex_t be_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t be_cond = PTHREAD_COND_INITIALIZER;
+static struct backend be[MAX_BE];
+static volatile bool fwd_stop;
+static volatile bool fwd_paused;
+static pthread_t fwd_thread;
+
+static int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- DPDK back end ---- */
+
+static void
+fwd_drop(struct backend *b)
+{
+	unsigned int q;
+
+	for (q = 0; q < MAX_QP; q++) {
+		while (b->q[q].n != 0) {
+			rte_pktmbuf_free(b->q[q].pend[b->q[q].head++]);
+			b->q[q].n--;
+		}
+		b->q[q].head = 0;
+	}
+}
+
+static int
+new_device(int vid)
+{
+	char name[108];
+	unsigned int i;
+
+	if (rte_vhost_get_ifname(vid, name, sizeof(name)) < 0)
+		return -1;
+	pthread_mutex_lock(&be_lock);
+	for (i = 0; i < MAX_BE; i++) {
+		if (be[i].registered && strcmp(be[i].path, name) == 0) {
+			be[i].vid = vid;
+			be[i].nqp = rte_vhost_get_vring_num(vid) / 2;
+			if (be[i].nqp > MAX_QP)
+				be[i].nqp = MAX_QP;
+			be[i].active = true;
+			be[i].new_count++;
+		}
+	}
+	pthread_cond_broadcast(&be_cond);
+	pthread_mutex_unlock(&be_lock);
+	return 0;
+}
+
+static void
+destroy_device(int vid)
+{
+	unsigned int i;
+
+	/* The forwarder holds be_lock while it touches a device: after this, it won't. */
+	pthread_mutex_lock(&be_lock);
+	for (i = 0; i < MAX_BE; i++) {
+		if (be[i].active && be[i].vid == vid) {
+			be[i].active = false;
+			be[i].destroy_count++;
+			fwd_drop(&be[i]);
+		}
+	}
+	pthread_cond_broadcast(&be_cond);
+	pthread_mutex_unlock(&be_lock);
+}
+
+static const struct rte_vhost_device_ops be_ops = {
+	.new_device = new_device,
+	.destroy_device = destroy_device,
+};
+
+static unsigned int
+fwd_pass(void)
+{
+	unsigned int i, q, work = 0;
+
+	for (i = 0; i < MAX_BE; i++) {
+		if (!be[i].active)
+			continue;
+		for (q = 0; q < be[i].nqp; q++) {
+			struct fwd_q *f = &be[i].q[q];
+			uint16_t sent, k;
+
+			/* Hold what RX could not take: a lossless loopback. */
+			if (f->n == 0) {
+				f->head = 0;
+				f->n = rte_vhost_dequeue_burst(be[i].vid, 2 * q + 1, pool,
+							       f->pend, BURST);
+			}
+			if (f->n == 0)
+				continue;
+			sent = rte_vhost_enqueue_burst(be[i].vid, 2 * q, f->pend + f->head, f->n);
+			for (k = 0; k < sent; k++)
+				rte_pktmbuf_free(f->pend[f->head + k]);
+			f->head += sent;
+			f->n -= sent;
+			work += sent;
+		}
+	}
+	return work;
+}
+
+static void *
+fwd_main(void *arg)
+{
+	(void)arg;
+	while (!fwd_stop) {
+		unsigned int work = 0;
+
+		pthread_mutex_lock(&be_lock);
+		if (!fwd_paused)
+			work = fwd_pass();
+		pthread_mutex_unlock(&be_lock);
+		if (work == 0)
+			nanosleep(&(struct timespec){ .tv_nsec = 20000 }, NULL);
+	}
+	return NULL;
+}
+
+static void
+fwd_pause(bool pause)
+{
+	/* Taking the lock once guarantees no pass is running afterwards. */
+	pthread_mutex_lock(&be_lock);
+	fwd_paused = pause;
+	pthread_mutex_unlock(&be_lock);
+}
+
+static void
+be_register(int i)
+{
+	memset(&be[i], 0, sizeof(be[i]));
+	be[i].vid = -1;
+	snprintf(be[i].path, sizeof(be[i].path), "/tmp/test-vu-%d-%d.sock", getpid(), i);
+	unlink(be[i].path);
+	if (rte_vhost_driver_register(be[i].path, 0) != 0 ||
+	    rte_vhost_driver_callback_register(be[i].path, &be_ops) != 0 ||
+	    rte_vhost_driver_start(be[i].path) != 0) {
+		fprintf(stderr, "cannot start vhost back end %s\n", be[i].path);
+		exit(1);
+	}
+	pthread_mutex_lock(&be_lock);
+	be[i].registered = true;
+	pthread_mutex_unlock(&be_lock);
+}
+
+/*
+ * Back ends are registered once, at start-up: DPDK's vhost event thread
+ * only picks up a new listening socket when its poll times out (1 s), so
+ * registering per test would cost a second each time.
+ */
+static int
+be_add(void)
+{
+	static int next;
+
+	assert_true(be[next % (MAX_BE - 1)].registered);
+	return next++ % (MAX_BE - 1);
+}
+
+static bool be_wait_active(int i, bool active);
+
+/* Give back end i back: its device must be gone before the next test. */
+static void
+be_del(int i)
+{
+	assert_true(be_wait_active(i, false));
+}
+
+/* Unregister for good (the last back end is reserved for this). */
+static void
+be_kill(int i)
+{
+	rte_vhost_driver_unregister(be[i].path);
+	pthread_mutex_lock(&be_lock);
+	be[i].registered = false;
+	be[i].active = false;
+	fwd_drop(&be[i]);
+	pthread_mutex_unlock(&be_lock);
+	unlink(be[i].path);
+}
+
+/* Wait (bounded) until back end i's device is running or not. */
+static bool
+be_wait_active(int i, bool active)
+{
+	struct timespec ts;
+	bool ok;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 5;
+	pthread_mutex_lock(&be_lock);
+	while (be[i].active != active)
+		if (pthread_cond_timedwait(&be_cond, &be_lock, &ts) != 0)
+			break;
+	ok = be[i].active == active;
+	pthread_mutex_unlock(&be_lock);
+	return ok;
+}
+
+/* ---- guest helpers ---- */
+
+struct setup {
+	struct vu_mem *mem;
+	struct vu_guest *g;
+	struct vu_client *c;
+	int bi;
+};
+
+static void
+guest_make(struct setup *s, unsigned int nqp, bool packed, uint16_t size)
+{
+	struct vu_guest_cfg cfg = { .queue_pairs = nqp, .ring_size = size, .packed = packed };
+
+	/* 5 GiB: QEMU's two-region layout, sparse (only rings are touched). */
+	assert_int_equal(vu_mem_create_qemu(&s->mem, 5), 0);
+	assert_int_equal(vu_guest_create(&s->g, s->mem, &cfg), 0);
+}
+
+static void
+guest_free(struct setup *s)
+{
+	vu_guest_destroy(s->g);
+	vu_mem_destroy(s->mem);
+}
+
+/* Send npp more frames per pair and wait until all have come back. */
+static void
+traffic(struct vu_guest *g, unsigned int nqp, uint64_t npp)
+{
+	uint64_t target[MAX_QP], total = 0;
+	struct vu_guest_stats st;
+	int64_t deadline = now_ms() + DEADLINE_MS;
+	unsigned int q;
+
+	for (q = 0; q < nqp; q++) {
+		target[q] = vu_guest_tx_sent(g, (int)q) + npp;
+		total += target[q];
+	}
+	for (;;) {
+		int work = 0;
+
+		for (q = 0; q < nqp; q++) {
+			uint64_t left = target[q] - vu_guest_tx_sent(g, (int)q);
+
+			if (left != 0)
+				work += vu_guest_tx(g, q, left > 64 ? 64 : (unsigned int)left);
+		}
+		work += vu_guest_poll(g);
+		vu_guest_stats(g, -1, &st);
+		if (st.rx_received >= total && vu_guest_tx_inflight(g, -1) == 0)
+			break;
+		if (now_ms() > deadline) {
+			print_error("timeout: sent %" PRIu64 " received %" PRIu64 "/%" PRIu64
+				    " inflight %" PRIu64 "\n", vu_guest_tx_sent(g, -1),
+				    st.rx_received, total, vu_guest_tx_inflight(g, -1));
+			fail();
+		}
+		if (work == 0)
+			vu_guest_wait(g, 2);
+	}
+	assert_int_equal(st.rx_received, total);
+	assert_int_equal(st.rx_bad, 0);
+	assert_int_equal(st.duplicates, 0);
+	assert_int_equal(st.dev_errors, 0);
+	assert_int_equal(vu_guest_lost(g, -1), 0);
+	assert_int_equal(st.tx_completed, vu_guest_tx_sent(g, -1));
+}
+
+static uint32_t
+expect_base(bool packed, uint16_t size, uint64_t consumed)
+{
+	if (!packed)
+		return (uint32_t)(consumed & 0xffff);
+	/* Bits 0-14: next avail slot; bit 15: avail wrap counter (starts at 1). */
+	return (uint32_t)(consumed % size) | (((consumed / size) & 1) ? 0 : 0x8000);
+}
+
+static void
+check_bases(const uint32_t *bases, unsigned int nqp, bool packed, uint16_t size,
+	    uint64_t consumed)
+{
+	unsigned int r;
+
+	for (r = 0; r < 2 * nqp; r++)
+		assert_int_equal(bases[r], expect_base(packed, size, consumed));
+}
+
+/* ---- tests ---- */
+
+static void
+test_mem(void **state)
+{
+	struct vu_mem_region bad[3] = {
+		{ 0, 1ULL << 20, 0 }, { 1ULL << 19, 1ULL << 20, 0 }, { 1ULL << 40, 0, 0 },
+	};
+	struct vu_mem *m;
+	struct vu_log *log;
+	uint64_t gpa, gpa2;
+	uint8_t *p;
+
+	(void)state;
+	assert_int_equal(vu_mem_create_qemu(&m, 2), 0);
+	assert_int_equal(m->nregions, 1);
+	vu_mem_destroy(m);
+	assert_int_equal(vu_mem_create_qemu(&m, 256), 0);
+	assert_int_equal(m->nregions, 2);
+	assert_true(m->regions[1].gpa == 4 * VU_GIB && m->regions[1].offset == 3 * VU_GIB);
+	assert_true(m->regions[1].size == 253 * VU_GIB);
+	assert_true(vu_mem_gpa_end(m) == 257 * VU_GIB);
+	p = vu_mem_gpa_to_hva(m, 5 * VU_GIB, 8);
+	assert_non_null(p);
+	assert_ptr_equal(p, m->base + 4 * VU_GIB);
+	assert_int_equal(vu_mem_hva_to_gpa(m, p, &gpa), 0);
+	assert_true(gpa == 5 * VU_GIB);
+	/* The PCI hole and past the end do not translate. */
+	assert_null(vu_mem_gpa_to_hva(m, 3 * VU_GIB + 4096, 8));
+	assert_null(vu_mem_gpa_to_hva(m, 3 * VU_GIB - 4, 8));
+	assert_null(vu_mem_gpa_to_hva(m, 257 * VU_GIB, 1));
+	assert_int_equal(vu_mem_alloc(m, 100, 4096, &gpa), 0);
+	assert_int_equal(vu_mem_alloc(m, 5000, 65536, &gpa2), 0);
+	assert_true(gpa != 0 && gpa % 4096 == 0 && gpa2 % 65536 == 0 && gpa2 > gpa);
+	assert_true(gpa2 < 3 * VU_GIB);
+	assert_int_equal(vu_mem_alloc(m, 4 * VU_GIB, 4096, &gpa), -ENOMEM);
+	/* Log: one bit per 4 KiB page of the whole guest physical space. */
+	assert_int_equal(vu_log_create(&log, vu_mem_gpa_end(m)), 0);
+	assert_true(log->size == 257 * VU_GIB / 4096 / 8);
+	log->bitmap[1] = 0x04;	/* page 10 */
+	assert_true(vu_log_test(log, 10 * 4096 + 17));
+	assert_false(vu_log_test(log, 9 * 4096));
+	assert_int_equal(vu_log_count(log), 1);
+	vu_log_reset(log);
+	assert_int_equal(vu_log_count(log), 0);
+	vu_log_destroy(log);
+	vu_mem_destroy(m);
+	/* Hostile layouts are accepted (to be sent), unusable parts ignored. */
+	assert_int_equal(vu_mem_create(&m, 1ULL << 20, bad, 3), 0);
+	assert_int_equal(m->nregions, 3);
+	assert_non_null(vu_mem_gpa_to_hva(m, 4096, 8));
+	assert_null(vu_mem_gpa_to_hva(m, 1ULL << 40, 1));
+	vu_mem_destroy(m);
+}
+
+/* Frame format and the exact seen-record (internal API). */
+static void
+test_frames(void **state)
+{
+	struct vu_seen seen = { 0 };
+	uint8_t f[VU_FRAME_MAX];
+	uint64_t seq, i;
+	uint32_t qp;
+
+	(void)state;
+	vu_frame_build(f, 100, 3, 123456789);
+	assert_int_equal(vu_frame_parse(f, 100, &qp, &seq), 0);
+	assert_int_equal(qp, 3);
+	assert_true(seq == 123456789);
+	assert_true(f[12] == 0x88 && f[13] == 0xb5);
+	f[77] ^= 1;
+	assert_int_equal(vu_frame_parse(f, 100, &qp, &seq), -EINVAL);
+	assert_int_equal(vu_frame_parse(f, 10, &qp, &seq), -EINVAL);
+	/* Out of order across chunk boundaries; a complete chunk still knows. */
+	for (i = 70000; i-- > 0;)
+		assert_int_equal(vu_seen_record(&seen, i), 1);
+	assert_int_equal(vu_seen_record(&seen, 5), 0);
+	assert_int_equal(vu_seen_record(&seen, 65536 + 7), 0);
+	assert_int_equal(vu_seen_record(&seen, 5000000), 1);
+	assert_int_equal(vu_seen_record(&seen, 5000000), 0);
+	vu_seen_free(&seen);
+}
+
+/* A frame corrupted in guest memory before the device reads it is caught. */
+static void
+test_bad_frame(void **state)
+{
+	struct vu_guest_stats st;
+	struct vu_ring_info ri;
+	int64_t deadline;
+	struct setup s;
+	uint16_t id, aidx;
+	uint64_t gpa;
+	uint8_t *p;
+
+	(void)state;
+	s.bi = be_add();
+	guest_make(&s, 1, false, 64);
+	assert_int_equal(vu_connect(&s.c, be[s.bi].path, 2000), 0);
+	assert_int_equal(vu_start_device(s.c, s.g, NULL), 0);
+	assert_true(be_wait_active(s.bi, true));
+	fwd_pause(true);
+	assert_int_equal(vu_guest_tx(s.g, 0, 3), 3);
+	/* The second frame: avail ring entry idx - 2 names its descriptor. */
+	assert_int_equal(vu_guest_ring_info(s.g, 1, &ri), 0);
+	memcpy(&aidx, (uint8_t *)ri.avail + 2, 2);
+	memcpy(&id, (uint8_t *)ri.avail + 4 + 2 * ((aidx - 2) & (ri.num - 1)), 2);
+	memcpy(&gpa, (uint8_t *)ri.desc + 16 * id, 8);
+	p = vu_mem_gpa_to_hva(s.mem, gpa, VU_NET_HDR_LEN + 64);
+	assert_non_null(p);
+	p[VU_NET_HDR_LEN + 50] ^= 0xff;
+	fwd_pause(false);
+	deadline = now_ms() + DEADLINE_MS;
+	do {
+		if (vu_guest_poll(s.g) == 0)
+			vu_guest_wait(s.g, 2);
+		vu_guest_stats(s.g, -1, &st);
+	} while (st.rx_received < 3 && now_ms() < deadline);
+	assert_int_equal(st.rx_received, 3);
+	assert_int_equal(st.rx_bad, 1);
+	assert_int_equal(st.rx_unique, 2);
+	assert_int_equal(vu_guest_lost(s.g, -1), 1);
+	vu_disconnect(s.c);
+	be_del(s.bi);
+	guest_free(&s);
+}
+
+struct traffic_case {
+	unsigned int nqp;
+	bool packed;
+	bool event_idx;
+	bool no_interrupt;
+	uint16_t size;
+	uint64_t n;
+};
+
+static void
+run_traffic(const struct traffic_case *tc)
+{
+	struct vu_guest_cfg cfg = { .queue_pairs = tc->nqp, .ring_size = tc->size,
+				    .packed = tc->packed, .no_interrupt = tc->no_interrupt };
+	struct vu_start_opts o = { .event_idx = tc->event_idx };
+	uint32_t bases[2 * MAX_QP];
+	struct setup s;
+	uint8_t status;
+	uint64_t pf;
+
+	s.bi = be_add();
+	assert_int_equal(vu_mem_create_qemu(&s.mem, 5), 0);
+	assert_int_equal(vu_guest_create(&s.g, s.mem, &cfg), 0);
+	assert_int_equal(vu_connect(&s.c, be[s.bi].path, 2000), 0);
+	assert_int_equal(vu_start_device(s.c, s.g, &o), 0);
+	pf = vu_protocol_features(s.c);
+	assert_true(pf & (1ULL << VU_PROTO_REPLY_ACK));
+	assert_true(pf & (1ULL << VU_PROTO_STATUS));
+	assert_int_equal(vu_get_status(s.c, &status), 0);
+	assert_int_equal(status, 0x0f);
+	assert_true(be_wait_active(s.bi, true));
+	assert_int_equal(be[s.bi].nqp, tc->nqp);
+	if (tc->event_idx)
+		assert_true(vu_acked_features(s.c) & (1ULL << VU_F_EVENT_IDX));
+	traffic(s.g, tc->nqp, tc->n);
+	assert_int_equal(vu_stop_device(s.c, bases, 2 * MAX_QP), 0);
+	assert_true(be_wait_active(s.bi, false));
+	check_bases(bases, tc->nqp, tc->packed, tc->size, tc->n);
+	vu_disconnect(s.c);
+	be_del(s.bi);
+	guest_free(&s);
+}
+
+static void
+test_split_1qp(void **state)
+{
+	const struct traffic_case tc = { .nqp = 1, .size = 256, .n = 20000 };
+
+	(void)state;
+	run_traffic(&tc);
+}
+
+static void
+test_split_2qp_event_idx(void **state)
+{
+	const struct traffic_case tc = { .nqp = 2, .size = 256, .n = 20000, .event_idx = true };
+
+	(void)state;
+	run_traffic(&tc);
+}
+
+static void
+test_packed_1qp(void **state)
+{
+	const struct traffic_case tc = { .nqp = 1, .packed = true, .size = 256, .n = 20000 };
+
+	(void)state;
+	run_traffic(&tc);
+}
+
+static void
+test_packed_2qp_odd_size(void **state)
+{
+	/* Packed rings need not be a power of two: wraps at odd positions. */
+	const struct traffic_case tc = { .nqp = 2, .packed = true, .size = 200, .n = 20000,
+					 .event_idx = true, .no_interrupt = true };
+
+	(void)state;
+	run_traffic(&tc);
+}
+
+/* Stop, then start again on the same connection from the returned bases. */
+static void
+test_restart(void **state)
+{
+	const unsigned int nqp = 2;
+	uint32_t bases[4];
+	struct vu_start_opts o = { 0 };
+	struct setup s;
+	int pk;
+
+	(void)state;
+	for (pk = 0; pk < 2; pk++) {
+		s.bi = be_add();
+		guest_make(&s, nqp, pk, 128);
+		assert_int_equal(vu_connect(&s.c, be[s.bi].path, 2000), 0);
+		assert_int_equal(vu_start_device(s.c, s.g, NULL), 0);
+		traffic(s.g, nqp, 1000);
+		assert_int_equal(vu_stop_device(s.c, bases, 4), 0);
+		check_bases(bases, nqp, pk, 128, 1000);
+		assert_true(be_wait_active(s.bi, false));
+		o.bases = bases;
+		assert_int_equal(vu_start_device(s.c, s.g, &o), 0);
+		assert_true(be_wait_active(s.bi, true));
+		traffic(s.g, nqp, 1500);
+		assert_int_equal(vu_stop_device(s.c, bases, 4), 0);
+		check_bases(bases, nqp, pk, 128, 2500);
+		vu_disconnect(s.c);
+		be_del(s.bi);
+		guest_free(&s);
+	}
+}
+
+/* A new connection after a disconnect, with a reset (fresh) guest. */
+static void
+test_reconnect(void **state)
+{
+	struct setup s;
+	int k;
+
+	(void)state;
+	s.bi = be_add();
+	guest_make(&s, 1, false, 256);
+	for (k = 0; k < 3; k++) {
+		assert_int_equal(vu_connect(&s.c, be[s.bi].path, 2000), 0);
+		vu_guest_reset(s.g);
+		assert_int_equal(vu_guest_new_eventfds(s.g), 0);
+		assert_int_equal(vu_start_device(s.c, s.g, NULL), 0);
+		assert_true(be_wait_active(s.bi, true));
+		traffic(s.g, 1, 3000);
+		/* Disconnect without GET_VRING_BASE: the back end must cope. */
+		vu_disconnect(s.c);
+		assert_true(be_wait_active(s.bi, false));
+	}
+	be_del(s.bi);
+	guest_free(&s);
+}
+
+/*
+ * Migration between two back ends sharing the guest memory, with dirty
+ * logging on the source and descriptors still in flight at the stop.
+ */
+static void
+test_migrate(void **state)
+{
+	const unsigned int nqp = 2;
+	const uint16_t size = 256;
+	struct vu_client *dst;
+	struct vu_start_opts o = { 0 };
+	struct vu_log *log;
+	uint32_t bases[4];
+	uint64_t missing, first, tx_before;
+	int64_t checked;
+	struct setup s;
+	int bd, pk;
+
+	(void)state;
+	for (pk = 0; pk < 2; pk++) {
+		s.bi = be_add();
+		bd = be_add();
+		guest_make(&s, nqp, pk, size);
+		assert_int_equal(vu_connect(&s.c, be[s.bi].path, 2000), 0);
+		assert_int_equal(vu_start_device(s.c, s.g, NULL), 0);
+		/* As QEMU: the destination negotiates before the source stops. */
+		assert_int_equal(vu_connect(&dst, be[bd].path, 2000), 0);
+		assert_int_equal(vu_device_init(dst, NULL), 0);
+		traffic(s.g, nqp, 5000);
+		assert_int_equal(vu_log_create(&log, vu_mem_gpa_end(s.mem)), 0);
+		assert_int_equal(vu_set_log(s.c, log), 0);
+		assert_true(vu_acked_features(s.c) & (1ULL << VU_F_LOG_ALL));
+		vu_guest_dirty_mark(s.g);
+		traffic(s.g, nqp, 3000);
+		/* Frames posted while the source is not processing: in flight. */
+		fwd_pause(true);
+		assert_int_equal(vu_guest_tx(s.g, 0, 40), 40);
+		assert_int_equal(vu_guest_tx(s.g, 1, 7), 7);
+		tx_before = vu_guest_tx_sent(s.g, -1);
+		assert_int_equal(vu_stop_device(s.c, bases, 4), 0);
+		assert_true(be_wait_active(s.bi, false));
+		fwd_pause(false);
+		/* RX consumed 8000 per pair; TX the same (the 47 were not fetched). */
+		check_bases(bases, nqp, pk, size, 8000);
+		checked = vu_guest_dirty_check(s.g, log, &missing, &first);
+		assert_true(checked > 0);
+		if (missing != 0)
+			print_error("%" PRIu64 " of %" PRId64 " pages not logged, first %#"
+				    PRIx64 "\n", missing, checked, first);
+		assert_int_equal(missing, 0);
+		/* The checker must notice an empty log. */
+		vu_log_reset(log);
+		assert_true(vu_guest_dirty_check(s.g, log, &missing, NULL) == checked);
+		assert_true(missing == (uint64_t)checked);
+		/* Destination: same guest memory and rings, new eventfds. */
+		assert_int_equal(vu_guest_new_eventfds(s.g), 0);
+		o.bases = bases;
+		assert_int_equal(vu_start_device(dst, s.g, &o), 0);
+		assert_true(be_wait_active(bd, true));
+		/* The 47 in-flight frames arrive through the destination. */
+		traffic(s.g, nqp, 2000);
+		assert_true(vu_guest_tx_sent(s.g, -1) == tx_before + 4000);
+		assert_int_equal(vu_stop_device(dst, bases, 4), 0);
+		assert_true(bases[1] == expect_base(pk, size, 10040));
+		assert_true(bases[3] == expect_base(pk, size, 10007));
+		vu_disconnect(dst);
+		vu_disconnect(s.c);
+		vu_log_destroy(log);
+		be_del(bd);
+		be_del(s.bi);
+		guest_free(&s);
+	}
+}
+
+/* Two devices of one guest (one memory), driven at the same time. */
+static void
+test_two_devices(void **state)
+{
+	struct vu_guest_cfg cfg = { .queue_pairs = 2, .ring_size = 256 };
+	struct vu_guest *g[2];
+	struct vu_client *c[2];
+	struct vu_mem *m;
+	int b[2], k, round;
+
+	(void)state;
+	assert_int_equal(vu_mem_create_qemu(&m, 8), 0);
+	for (k = 0; k < 2; k++) {
+		b[k] = be_add();
+		cfg.packed = k == 1;
+		assert_int_equal(vu_guest_create(&g[k], m, &cfg), 0);
+		assert_int_equal(vu_connect(&c[k], be[b[k]].path, 2000), 0);
+	}
+	for (k = 0; k < 2; k++)
+		assert_int_equal(vu_start_device(c[k], g[k], NULL), 0);
+	for (round = 0; round < 4; round++)
+		for (k = 0; k < 2; k++)
+			traffic(g[k], 2, 1000);
+	for (k = 0; k < 2; k++) {
+		assert_int_equal(vu_stop_device(c[k], NULL, 0), 0);
+		vu_disconnect(c[k]);
+		vu_guest_destroy(g[k]);
+		be_del(b[k]);
+	}
+	vu_mem_destroy(m);
+}
+
+/* Raw and malformed messages: errors, never a crash. */
+static void
+test_hostile_raw(void **state)
+{
+	struct vu_wire_region r[9];
+	struct vu_msg_hdr hdr;
+	uint8_t junk[64] = { 0xff };
+	uint64_t f, v = 0;
+	struct setup s;
+	int ret, i;
+
+	(void)state;
+	s.bi = be_add();
+	guest_make(&s, 1, false, 64);
+	assert_int_equal(vu_connect(&s.c, be[s.bi].path, 2000), 0);
+	/* A GET_FEATURES sent raw, reply read raw. */
+	assert_int_equal(vu_send_raw(s.c, VU_GET_FEATURES, VU_FLAG_VERSION, NULL, 0, NULL, 0), 0);
+	assert_int_equal(vu_recv_raw(s.c, &hdr, &f, sizeof(f), 2000), 8);
+	assert_int_equal(hdr.request, VU_GET_FEATURES);
+	assert_true(hdr.flags & VU_FLAG_REPLY);
+	/* Nothing more to read. */
+	assert_int_equal(vu_recv_raw(s.c, &hdr, &f, sizeof(f), 50), -ETIMEDOUT);
+	/* Reply too large for the buffer: drained, reported. */
+	assert_int_equal(vu_send_raw(s.c, VU_GET_FEATURES, VU_FLAG_VERSION, NULL, 0, NULL, 0), 0);
+	assert_int_equal(vu_recv_raw(s.c, &hdr, junk, 4, 2000), -EMSGSIZE);
+	assert_int_equal(vu_get_features(s.c, &f), 0);
+	/* Nine regions (the limit is eight), with fds: rejected by the back end. */
+	for (i = 0; i < 9; i++)
+		r[i] = (struct vu_wire_region){ (uint64_t)i << 30, 1ULL << 30, 0, 0, s.mem->fd };
+	ret = vu_set_mem_table_raw(s.c, r, 9);
+	assert_true(ret == 0 || ret == -ECONNRESET || ret == -EIO);
+	vu_disconnect(s.c);
+	/* An unknown request number with junk payload. */
+	assert_int_equal(vu_connect(&s.c, be[s.bi].path, 2000), 0);
+	assert_int_equal(vu_send_raw(s.c, 9999, VU_FLAG_VERSION | VU_FLAG_NEED_REPLY, junk,
+				     sizeof(junk), NULL, 0), 0);
+	ret = vu_recv_raw(s.c, &hdr, &v, sizeof(v), 2000);
+	assert_true(ret == 8 || ret == -ECONNRESET);
+	/* The back end probably closed: calls fail cleanly, repeatedly. */
+	ret = vu_get_features(s.c, &f);
+	assert_true(ret == 0 || ret == -ECONNRESET);
+	vu_disconnect(s.c);
+	/* A bad version and a huge size claim. */
+	assert_int_equal(vu_connect(&s.c, be[s.bi].path, 2000), 0);
+	ret = vu_send_raw(s.c, VU_SET_OWNER, 0x3, NULL, 0, NULL, 0);
+	assert_true(ret == 0 || ret == -ECONNRESET);
+	vu_disconnect(s.c);
+	assert_int_equal(vu_connect(&s.c, be[s.bi].path, 2000), 0);
+	hdr = (struct vu_msg_hdr){ VU_SET_FEATURES, VU_FLAG_VERSION, 0x7fffffff };
+	assert_int_equal(write(vu_client_fd(s.c), &hdr, sizeof(hdr)), sizeof(hdr));
+	ret = vu_get_features(s.c, &f);
+	assert_true(ret < 0);
+	vu_disconnect(s.c);
+	/* Afterwards the back end still serves a normal device. */
+	assert_int_equal(vu_connect(&s.c, be[s.bi].path, 2000), 0);
+	assert_int_equal(vu_start_device(s.c, s.g, NULL), 0);
+	traffic(s.g, 1, 500);
+	/* Requests on rings that do not exist: errors, the client survives. */
+	ret = vu_set_vring_num(s.c, 300, 64);
+	assert_true(ret < 0);
+	vu_disconnect(s.c);
+	be_del(s.bi);
+	guest_free(&s);
+}
+
+struct fake {
+	char path[108];
+	int lfd;
+	int mode;	/* 0: read a request then close; 1: read it and never answer */
+	int hold[2];
+};
+
+static void *
+fake_main(void *arg)
+{
+	struct fake *f = arg;
+	uint8_t buf[256];
+	int fd;
+
+	fd = accept(f->lfd, NULL, NULL);
+	if (fd < 0)
+		return NULL;
+	(void)!read(fd, buf, sizeof(buf));
+	if (f->mode == 1)
+		(void)!read(f->hold[0], buf, 1);
+	close(fd);
+	return NULL;
+}
+
+static void
+fake_start(struct fake *f, pthread_t *t, int mode)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+	snprintf(f->path, sizeof(f->path), "/tmp/test-vu-%d-fake.sock", getpid());
+	unlink(f->path);
+	strcpy(sa.sun_path, f->path);
+	f->mode = mode;
+	assert_int_equal(pipe(f->hold), 0);
+	f->lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_true(f->lfd >= 0);
+	assert_int_equal(bind(f->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(f->lfd, 1), 0);
+	assert_int_equal(pthread_create(t, NULL, fake_main, f), 0);
+}
+
+static void
+fake_stop(struct fake *f, pthread_t t)
+{
+	close(f->hold[1]);
+	pthread_join(t, NULL);
+	close(f->hold[0]);
+	close(f->lfd);
+	unlink(f->path);
+}
+
+/* A back end that goes away or stops answering. */
+static void
+test_backend_gone(void **state)
+{
+	struct vu_client *c;
+	struct fake f;
+	pthread_t t;
+	uint32_t base;
+	uint64_t v;
+	struct setup s;
+
+	(void)state;
+	/* No socket at all: a bounded connect. */
+	assert_int_equal(vu_connect(&c, "/tmp/test-vu-nonexistent.sock", 50), -ENOENT);
+	fake_start(&f, &t, 0);
+	assert_int_equal(vu_connect(&c, f.path, 2000), 0);
+	assert_int_equal(vu_get_features(c, &v), -ECONNRESET);
+	assert_int_equal(vu_set_owner(c), -ECONNRESET);
+	assert_int_equal(vu_get_vring_base(c, 0, &base), -ECONNRESET);
+	vu_disconnect(c);
+	fake_stop(&f, t);
+	fake_start(&f, &t, 1);
+	assert_int_equal(vu_connect(&c, f.path, 2000), 0);
+	vu_set_reply_timeout(c, 100);
+	assert_int_equal(vu_get_features(c, &v), -ETIMEDOUT);
+	vu_disconnect(c);
+	fake_stop(&f, t);
+	/* The DPDK back end unregistered while a device runs. */
+	s.bi = MAX_BE - 1;
+	guest_make(&s, 1, true, 64);
+	assert_int_equal(vu_connect(&s.c, be[s.bi].path, 2000), 0);
+	assert_int_equal(vu_start_device(s.c, s.g, NULL), 0);
+	assert_true(be_wait_active(s.bi, true));
+	traffic(s.g, 1, 200);
+	be_kill(s.bi);
+	assert_int_equal(vu_get_vring_base(s.c, 0, &base), -ECONNRESET);
+	assert_int_equal(vu_stop_device(s.c, NULL, 0), -ECONNRESET);
+	vu_disconnect(s.c);
+	guest_free(&s);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_mem),
+		cmocka_unit_test(test_frames),
+		cmocka_unit_test(test_bad_frame),
+		cmocka_unit_test(test_split_1qp),
+		cmocka_unit_test(test_split_2qp_event_idx),
+		cmocka_unit_test(test_packed_1qp),
+		cmocka_unit_test(test_packed_2qp_odd_size),
+		cmocka_unit_test(test_restart),
+		cmocka_unit_test(test_reconnect),
+		cmocka_unit_test(test_migrate),
+		cmocka_unit_test(test_two_devices),
+		cmocka_unit_test(test_hostile_raw),
+		cmocka_unit_test(test_backend_gone),
+	};
+	char prefix[64];
+	char *argv[] = {
+		"test_vu", "--no-huge", "-m", "512", "--no-shconf", "--no-pci",
+		"--no-telemetry", prefix, "--log-level=lib.vhost.*:error", "-l", "0", NULL,
+	};
+	int i, ret;
+
+	snprintf(prefix, sizeof(prefix), "--file-prefix=test-vu-%d", getpid());
+	if (rte_eal_init(11, argv) < 0) {
+		fprintf(stderr, "EAL init failed\n");
+		return 1;
+	}
+	pool = rte_pktmbuf_pool_create("test_vu", 8191, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+				       SOCKET_ID_ANY);
+	if (pool == NULL) {
+		fprintf(stderr, "mbuf pool: %s\n", rte_strerror(rte_errno));
+		return 1;
+	}
+	for (i = 0; i < MAX_BE; i++)
+		be_register(i);
+	if (pthread_create(&fwd_thread, NULL, fwd_main, NULL) != 0)
+		return 1;
+	ret = cmocka_run_group_tests(tests, NULL, NULL);
+	fwd_stop = true;
+	pthread_join(fwd_thread, NULL);
+	for (i = 0; i < MAX_BE; i++)
+		if (be[i].registered)
+			be_kill(i);
+	rte_eal_cleanup();
+	return ret;
+}
