@@ -126,6 +126,8 @@ struct mlx5_lm_dev {
 	struct mlx5_lm_virtq vq[MLX5_LM_MAX_VIRTQS];
 	struct mlx5_lm_mr *mr;           /* registration the virtqs use */
 	struct mlx5_lm_mr *prev_mr;      /* replaced by mr, released once no queue uses it */
+	struct mlx5_lm_mr *log_mr;       /* vhost's dirty log, while VHOST_F_LOG_ALL */
+	uint64_t log_size;
 	uint32_t instance;               /* N of vdpa_mlx5_lmN, for the MAC address */
 	int restoring;                   /* background restore in flight */
 	pthread_cond_t restored;         /* signalled when restoring drops to 0 */
@@ -164,6 +166,8 @@ int mlx5_lm_virtq_set_state(struct mlx5_lm_virtq *vq, uint8_t state);
 int mlx5_lm_virtq_query(struct mlx5_lm_virtq *vq, uint8_t *state, uint8_t *error_type,
 			uint16_t *avail, uint16_t *used);
 int mlx5_lm_virtq_counters(struct mlx5_lm_virtq *vq, uint64_t vals[6]);
+int mlx5_lm_virtq_set_dirty_log(struct mlx5_lm_virtq *vq, uint32_t mkey, uint64_t addr,
+				uint32_t size, int enable);
 int mlx5_lm_event_buf_create(struct mlx5_lm_dev *dev);
 void mlx5_lm_event_buf_destroy(struct mlx5_lm_dev *dev);
 
@@ -184,6 +188,10 @@ int mlx5_lm_notify_start(struct mlx5_lm_dev *dev);
 void mlx5_lm_notify_stop(struct mlx5_lm_dev *dev);
 int mlx5_lm_notify_add_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq);
 void mlx5_lm_notify_del_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq);
+
+/* dirty-page logging (mlx5_lm_lm.c), dev->lock held */
+int mlx5_lm_log_start(struct mlx5_lm_dev *dev);
+void mlx5_lm_log_stop(struct mlx5_lm_dev *dev);
 
 /* DRV_LOG for a queue: names the device and the queue. */
 #define VQ_LOG(level, vq, fmt, ...) \

@@ -51,6 +51,7 @@
 #define MAX_RECOVERIES 3
 
 struct mlx5_lm_dev *mlx5_lm_dev_by_vdpa(struct rte_vdpa_device *vdpa);
+
 int mlx5_lm_steer_forget(struct mlx5_lm_dev *dev, uint32_t id);
 
 static struct mlx5_lm_dev *
@@ -412,6 +413,8 @@ mlx5_lm_dev_conf(int vid)
 	/* Queues now use the new registration: the previous one can go. */
 	release_prev_mr(dev);
 	dev->running = 1;
+	if ((dev->features & (1ull << F_LOG_ALL)) && dev->log_mr == NULL && mlx5_lm_log_start(dev) < 0)
+		DRV_LOG(ERR, dev, "running without dirty-page logging");
 	dev->last_conf_vq_ms = mlx5_lm_now_ms() - t1;
 	dev->last_conf_ms = mlx5_lm_now_ms() - t0;
 	DRV_LOG(INFO, dev, "DRIVER_OK: %u rings (%s) configured in %.1f ms (memory %.1f ms, "
@@ -483,6 +486,17 @@ task_suspend_query(void *arg)
 	}
 	if (rte_vhost_set_vring_base(dev->vid, vq->index, avail, used) < 0)
 		VQ_LOG(ERR, vq, "vhost refused vring base %u/%u", avail, used);
+	if (dev->log_mr != NULL) {
+		/*
+		 * The device's last used-ring writes happened while logging: mark
+		 * the whole ring for the destination (vhost logs relative to the
+		 * ring's log address).
+		 */
+		uint64_t len = dev->features & (1ull << F_RING_PACKED) ?
+			(uint64_t)vq->size * 16 : 4 + (uint64_t)vq->size * 8 + 2;
+
+		rte_vhost_log_used_vring(dev->vid, vq->index, 0, len);
+	}
 	return 0;
 }
 
@@ -496,7 +510,8 @@ task_restore_all(void *arg)
 	for_each_vq(dev, task_restore, 0);
 	if (dev->steer == NULL)
 		mlx5_lm_steer_create(dev);
-	/* No queue references the registration any more: deferred deletion, or reuse. */
+	/* No queue references the registrations any more: deferred deletion, or reuse. */
+	mlx5_lm_log_stop(dev);
 	mlx5_lm_mr_release(dev->mr);
 	dev->mr = NULL;
 	dev->restoring = 0;
@@ -551,6 +566,7 @@ mlx5_lm_dev_close(int vid)
 		/* Old behaviour, for comparison: everything is destroyed in the caller. */
 		mlx5_lm_steer_destroy(dev);
 		for_each_vq(dev, task_destroy, 0);
+		mlx5_lm_log_stop(dev);
 		mlx5_lm_mr_release(dev->mr);
 		dev->mr = NULL;
 	}
@@ -681,7 +697,8 @@ mlx5_lm_get_features(struct rte_vdpa_device *vdpa, uint64_t *features)
 	if (dev == NULL)
 		return -ENODEV;
 	f = 1ull << F_VERSION_1 | 1ull << F_ANY_LAYOUT | 1ull << F_INDIRECT_DESC |
-	    1ull << F_MRG_RXBUF | 1ull << F_STATUS | 1ull << F_PROTOCOL_FEATURES;
+	    1ull << F_MRG_RXBUF | 1ull << F_STATUS | 1ull << F_PROTOCOL_FEATURES |
+	    1ull << F_LOG_ALL;
 	if (dev->nr_vq > 2)
 		f |= 1ull << F_MQ;
 	if (dev->caps.virtio_queue_type & (1u << PRM_VIRTQ_TYPE_PACKED))
@@ -700,7 +717,7 @@ mlx5_lm_get_protocol_features(struct rte_vdpa_device *vdpa, uint64_t *features)
 
 	if (dev == NULL)
 		return -ENODEV;
-	f = 1ull << PF_MQ | 1ull << PF_REPLY_ACK | 1ull << PF_SLAVE_REQ |
+	f = 1ull << PF_MQ | 1ull << PF_LOG_SHMFD | 1ull << PF_REPLY_ACK | 1ull << PF_SLAVE_REQ |
 	    1ull << PF_SLAVE_SEND_FD | 1ull << PF_CONFIG | 1ull << PF_STATUS;
 	/* The guest can write the doorbell itself only where the page can be mapped. */
 	if (devx_db_mmap_info(dev->db, &fd, &off, &size) == 0)
@@ -713,13 +730,22 @@ static int
 mlx5_lm_set_features(int vid)
 {
 	struct mlx5_lm_dev *dev = dev_by_vid(vid);
+	int ret = 0;
 
 	if (dev == NULL)
 		return -ENODEV;
 	pthread_mutex_lock(&dev->lock);
 	rte_vhost_get_negotiated_features(vid, &dev->features);
+	if (dev->running) {
+		int want = !!(dev->features & (1ull << F_LOG_ALL));
+
+		if (want && dev->log_mr == NULL)
+			ret = mlx5_lm_log_start(dev);
+		else if (!want && dev->log_mr != NULL)
+			mlx5_lm_log_stop(dev);
+	}
 	pthread_mutex_unlock(&dev->lock);
-	return 0;
+	return ret;
 }
 
 static int

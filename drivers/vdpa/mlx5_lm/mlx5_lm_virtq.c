@@ -553,3 +553,52 @@ mlx5_lm_virtq_counters(struct mlx5_lm_virtq *vq, uint64_t vals[6])
 	vals[5] = PRM_GET(virtio_q_counters, obj, invalid_buffer);
 	return 0;
 }
+
+/*
+ * Start or stop the device's dirty-page logging on a queue. The PRM lets
+ * only STATE change while RDY, so a running queue is suspended first and
+ * the fields go with STATE=RDY in the same MODIFY (freeze_to_rdy).
+ */
+int
+mlx5_lm_virtq_set_dirty_log(struct mlx5_lm_virtq *vq, uint32_t mkey, uint64_t addr,
+			    uint32_t size, int enable)
+{
+	uint8_t in[PRM_SIZE(virtq_cmd)];
+	uint8_t out[PRM_SIZE(general_obj_out_cmd_hdr)];
+	void *hdr = PRM_ADDR(virtq_cmd, in, hdr);
+	void *obj = PRM_ADDR(virtq_cmd, in, obj);
+	uint64_t bits = PRM_VIRTQ_MODIFY_DIRTY_BITMAP_DUMP_ENABLE;
+	int was_ready = vq->hw_state == PRM_VIRTQ_STATE_RDY;
+	int ret;
+
+	if (was_ready) {
+		ret = mlx5_lm_virtq_set_state(vq, PRM_VIRTQ_STATE_SUSPEND);
+		if (ret < 0)
+			return ret;
+		bits |= PRM_VIRTQ_MODIFY_STATE;
+	}
+	memset(in, 0, sizeof(in));
+	memset(out, 0, sizeof(out));
+	PRM_SET(general_obj_in_cmd_hdr, hdr, opcode, PRM_CMD_MODIFY_GENERAL_OBJECT);
+	PRM_SET(general_obj_in_cmd_hdr, hdr, obj_type, PRM_OBJ_VIRTIO_NET_Q);
+	PRM_SET(general_obj_in_cmd_hdr, hdr, obj_id, devx_obj_id(vq->obj));
+	if (enable) {
+		bits |= PRM_VIRTQ_MODIFY_DIRTY_BITMAP_PARAMS;
+		PRM_SET(virtio_net_q, obj, dirty_bitmap_mkey, mkey);
+		PRM_SET(virtio_net_q, obj, dirty_bitmap_addr, addr);
+		PRM_SET(virtio_net_q, obj, dirty_bitmap_size, size);
+		/* vhost logs 4 KiB pages: log2(page) - 12 = 0. */
+		PRM_SET(virtio_net_q, obj, vhost_log_page, 0);
+	}
+	PRM_SET(virtio_net_q, obj, dirty_bitmap_dump_enable, !!enable);
+	PRM_SET(virtio_net_q, obj, modify_field_select, bits);
+	PRM_SET(virtio_net_q, obj, state, was_ready ? PRM_VIRTQ_STATE_RDY : vq->hw_state);
+	ret = devx_obj_modify(vq->obj, in, sizeof(in), out, sizeof(out));
+	if (ret < 0) {
+		VQ_LOG(ERR, vq, "cannot %s dirty-page logging", enable ? "start" : "stop");
+		return ret;
+	}
+	if (was_ready)
+		vq->hw_state = PRM_VIRTQ_STATE_RDY;
+	return 0;
+}

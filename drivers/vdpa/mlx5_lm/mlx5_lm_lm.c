@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Live-migration support: the device's dirty-page logging into vhost's
+ * log area while VHOST_F_LOG_ALL is negotiated. The log is registered
+ * like guest memory (umem + mkey) and every queue's dirty bitmap points
+ * at it, so the device marks each guest page it writes.
+ */
+#include <errno.h>
+#include <inttypes.h>
+
+#include <rte_vhost.h>
+
+#include "prm.h"
+#include "mlx5_lm.h"
+#include "mlx5_lm_mr.h"
+#include "mlx5_lm_pool.h"
+
+struct log_task {
+	struct mlx5_lm_virtq *vq;
+	uint32_t mkey;
+	uint32_t size;
+	int enable;
+};
+
+static int
+task_dirty_log(void *arg)
+{
+	struct log_task *t = arg;
+
+	return mlx5_lm_virtq_set_dirty_log(t->vq, t->mkey, 0, t->size, t->enable);
+}
+
+/* Point every configured queue's dirty bitmap at vhost's log (or stop), in parallel. */
+static int
+dirty_log_all(struct mlx5_lm_dev *dev, int enable)
+{
+	struct log_task tasks[MLX5_LM_MAX_VIRTQS];
+	struct mlx5_lm_batch b;
+	uint16_t i, n = 0;
+	int ret;
+
+	mlx5_lm_batch_init(&b, (dev->args.parallel ? dev->args.workers : 1));
+	for (i = 0; i < dev->nr_vq; i++) {
+		struct mlx5_lm_virtq *vq = &dev->vq[i];
+
+		if (!vq->configured || vq->obj == NULL || vq->hw_state == PRM_VIRTQ_STATE_ERR)
+			continue;
+		tasks[n].vq = vq;
+		tasks[n].mkey = enable ? mlx5_lm_mr_mkey(dev->log_mr) : 0;
+		tasks[n].size = (uint32_t)dev->log_size;
+		tasks[n].enable = enable;
+		mlx5_lm_batch_submit(&b, task_dirty_log, &tasks[n]);
+		n++;
+	}
+	ret = mlx5_lm_batch_wait(&b);
+	mlx5_lm_batch_fini(&b);
+	return ret;
+}
+
+/* VHOST_F_LOG_ALL on: register vhost's log area and let the device mark it. */
+int
+mlx5_lm_log_start(struct mlx5_lm_dev *dev)
+{
+	struct mlx5_lm_mem_region r;
+	uint64_t base = 0, size = 0;
+	int ret;
+
+	if (rte_vhost_get_log_base(dev->vid, &base, &size) < 0 || base == 0 || size == 0) {
+		DRV_LOG(ERR, dev, "logging requested without a log area (SET_LOG_BASE missing)");
+		return -EINVAL;
+	}
+	r.gpa = 0;
+	/* The log is mapped in whole pages; the device addresses it from 0. */
+	r.size = (size + 4095) & ~4095ull;
+	r.hva = base;
+	r.page_size = 4096;
+	ret = mlx5_lm_mr_create(dev, &r, 1, &dev->log_mr);
+	if (ret < 0)
+		return ret;
+	dev->log_size = size;
+	ret = dirty_log_all(dev, 1);
+	if (ret < 0) {
+		dirty_log_all(dev, 0);
+		mlx5_lm_mr_release(dev->log_mr);
+		dev->log_mr = NULL;
+		return ret;
+	}
+	DRV_LOG(INFO, dev, "dirty-page logging on: %" PRIu64 " bytes of log", size);
+	return 0;
+}
+
+void
+mlx5_lm_log_stop(struct mlx5_lm_dev *dev)
+{
+	if (dev->log_mr == NULL)
+		return;
+	if (dev->running)
+		dirty_log_all(dev, 0);
+	mlx5_lm_mr_release(dev->log_mr);
+	dev->log_mr = NULL;
+	DRV_LOG(INFO, dev, "dirty-page logging off");
+}
+
