@@ -123,7 +123,7 @@ typedef void (*emu_wire_tx_fn)(void *ctx, const void *frame, size_t len);
  * Attach a wire: fn receives every TX frame (called from the data path
  * thread, without device locks held). NULL fn = loopback (the default):
  * TX frames come back as received frames of the same device. Returns 0
- * once no call to the previous fn is in flight.
+ * once no call to the previous fn is in flight (so not from within fn).
  */
 int emu_dev_set_uplink(struct emu_dev *dev, emu_wire_tx_fn fn, void *ctx);
 /*

@@ -151,6 +151,7 @@ emu_obj_new(struct emu_dev *dev, enum emu_kind kind, size_t size)
 	dev->all.prev->next = o;
 	dev->all.prev = o;
 	dev->live[kind]++;
+	dev->obj_gen++;
 	return o;
 }
 
@@ -211,6 +212,9 @@ emu_obj_free(struct emu_dev *dev, struct emu_obj *obj)
 	obj->prev->next = obj->next;
 	obj->next->prev = obj->prev;
 	dev->live[obj->kind]--;
+	dev->obj_gen++;
+	if (obj->kind == EMU_KIND_VIRTQ)
+		emu_dp_vq_free(dev, (struct emu_virtq *)obj);
 	emu_obj_release_all(obj);
 	emu_event_drop_obj(dev, obj->kind, obj->id);
 	obj_free_body(obj);
@@ -369,6 +373,10 @@ emu_dev_create(const char *name, const char *profile, char *err, size_t errlen)
 	dev->all.prev = &dev->all;
 	if (fault_env(dev, err, errlen) < 0)
 		goto err_faults;
+	if (emu_dp_init(dev) < 0) {
+		snprintf(err, errlen, "emu: out of memory for the data path");
+		goto err_faults;
+	}
 	emu_log(dev, 6, "created with profile %s (%u command slots)",
 		dev->prof->name, dev->prof->cmd_slots);
 	return dev;
@@ -431,6 +439,8 @@ emu_dev_destroy(struct emu_dev *dev)
 
 	if (dev == NULL)
 		return 0;
+	/* The data path thread goes first: nothing touches the objects after. */
+	emu_dp_stop(dev);
 	pthread_mutex_lock(&dev->lock);
 	for (o = dev->all.next; o != &dev->all; o = o->next) {
 		leak_line(dev, o);
@@ -443,8 +453,11 @@ emu_dev_destroy(struct emu_dev *dev)
 	while ((o = dev->all.next) != &dev->all) {
 		o->prev->next = o->next;
 		o->next->prev = o->prev;
+		if (o->kind == EMU_KIND_VIRTQ)
+			emu_dp_vq_free(dev, (struct emu_virtq *)o);
 		obj_free_body(o);
 	}
+	emu_dp_fini(dev);
 	while ((s = dev->subs) != NULL) {
 		dev->subs = s->next;
 		free(s);

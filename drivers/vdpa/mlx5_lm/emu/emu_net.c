@@ -237,6 +237,12 @@ emu_net_create_tir(struct emu_ctx *c)
 		return emu_fail(c, PRM_STATUS_NO_RESOURCES, EMU_SYND_BAD_PARAM);
 	o->td = tdn;
 	o->rqtn = rqt != NULL ? rqtn : 0;
+	/* What the data path's RSS needs (emu_wire.c). */
+	o->disp_type = disp;
+	o->hash_fn = (uint8_t)PRM_GET(tirc, ctx, rx_hash_fn);
+	memcpy(o->hash_sel, PRM_CADDR(tirc, ctx, rx_hash_field_selector_outer),
+	       sizeof(o->hash_sel));
+	memcpy(o->hash_key, PRM_CADDR(tirc, ctx, rx_hash_toeplitz_key), sizeof(o->hash_key));
 	status = net_hold(c, o, td);
 	if (status == 0)
 		status = net_hold(c, o, rqt);
@@ -262,6 +268,7 @@ emu_net_create_ft(struct emu_ctx *c)
 		return emu_fail(c, PRM_STATUS_NO_RESOURCES, EMU_SYND_BAD_PARAM);
 	o->table_type = (uint32_t)PRM_GET(create_flow_table_in, c->in, table_type);
 	o->size = (uint32_t)PRM_GET(flow_table_context, ctx, log_size);
+	o->level = (uint32_t)PRM_GET(flow_table_context, ctx, level);
 	return net_created(c, o);
 }
 
@@ -293,6 +300,11 @@ emu_net_create_fg(struct emu_ctx *c)
 	o->table_id = tid;
 	o->flow_index = start;
 	o->flow_end = end;
+	/* Outer-header criteria, for the data path's steering (emu_wire.c). */
+	o->match_enable = (uint8_t)PRM_GET(create_flow_group_in, c->in, match_criteria_enable);
+	memcpy(o->match, PRM_CADDR(fte_match_param,
+				   PRM_CADDR(create_flow_group_in, c->in, match_criteria),
+				   outer_headers), sizeof(o->match));
 	status = net_hold(c, o, &ft->obj);
 	if (status != 0)
 		return net_create_failed(c, o, status);
@@ -345,6 +357,9 @@ fte_fill(struct emu_ctx *c, struct emu_net_obj *o, struct emu_net_obj *ft)
 	if (o->flow_index < fg->flow_index || o->flow_index > fg->flow_end)
 		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
 	o->group_id = gid;
+	o->action = (uint32_t)PRM_GET(flow_context, fc, action);
+	memcpy(o->match, PRM_CADDR(fte_match_param, PRM_CADDR(flow_context, fc, match_value),
+				   outer_headers), sizeof(o->match));
 	status = net_hold(c, o, &ft->obj);
 	if (status == 0)
 		status = net_hold(c, o, &fg->obj);

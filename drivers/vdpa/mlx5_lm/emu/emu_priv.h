@@ -173,9 +173,9 @@ struct emu_umem_ref {
 };
 
 /*
- * One virtio_net_q object with every decoded field. The data path (to be
- * added) reads the rings through mkey and advances hw_available_index /
- * hw_used_index and the counters, all under dev->lock.
+ * One virtio_net_q object with every decoded field. The data path
+ * (emu_datapath.c) reads the rings through mkey and advances
+ * hw_available_index / hw_used_index and the counters, all under dev->lock.
  */
 struct emu_virtq {
 	struct emu_obj obj;

@@ -317,6 +317,8 @@ emu_virtq_create(struct emu_ctx *c)
 		return emu_fail(c, PRM_STATUS_NO_RESOURCES, EMU_SYND_BAD_PARAM);
 	}
 	PRM_SET(general_obj_out_cmd_hdr, c->out, obj_id, vq->obj.id);
+	/* Created straight into RDY: the data path looks at its rings. */
+	emu_dp_vq_kick(c->dev, vq);
 	return PRM_STATUS_OK;
 }
 
@@ -370,6 +372,14 @@ emu_virtq_modify(struct emu_ctx *c)
 	vq->obj = hdr;
 	if (vq_commit_refs(vq) < 0)
 		emu_log(c->dev, 3, "virtq %u: out of memory updating references", hdr.id);
+	/*
+	 * To RDY (first start or resume): the driver may have posted buffers
+	 * meanwhile, so the data path looks at the rings without a kick. To
+	 * SUSPEND: nothing to do, the data path runs under dev->lock and
+	 * checks the state before each batch, so it is already off the queue.
+	 */
+	if ((mask & PRM_VIRTQ_MODIFY_STATE) && to == PRM_VIRTQ_STATE_RDY)
+		emu_dp_vq_kick(c->dev, vq);
 	return PRM_STATUS_OK;
 }
 
@@ -439,8 +449,10 @@ emu_doorbell(struct emu_dev *dev, uint32_t offset, uint32_t value)
 		struct emu_virtq *vq = (struct emu_virtq *)o;
 
 		if (o->kind == EMU_KIND_VIRTQ && vq->queue_index == value &&
-		    vq->state == PRM_VIRTQ_STATE_RDY)
+		    vq->state == PRM_VIRTQ_STATE_RDY) {
 			vq->doorbells++;
+			emu_dp_vq_kick(dev, vq);
+		}
 	}
 	pthread_mutex_unlock(&dev->lock);
 }

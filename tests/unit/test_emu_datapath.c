@@ -1,0 +1,1446 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Unit tests of the emulated ConnectX data path. A "guest memory" buffer
+ * is registered as a umem behind a direct mkey, and an indirect KLM mkey
+ * with a hole is what the virtqs use. The test plays the guest driver on
+ * split and packed rings; every object is built with real PRM mailboxes
+ * through emu_cmd(), and every wait has a deadline.
+ */
+#include <dirent.h>
+#include <endian.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <cmocka.h>
+
+#include "prm.h"
+#include "emu.h"
+
+/* Internal to the emulator; exposed for the RSS reference. */
+uint32_t emu_wire_toeplitz(const uint8_t key[40], const uint8_t *data, size_t len);
+
+#define GBASE 0x100000ull          /* guest physical address of guest memory */
+#define GSIZE (1u << 20)
+#define HOLE_OFF 0x80000u          /* the indirect mkey leaves this range unmapped */
+#define HOLE_LEN 0x10000u
+#define LOG_BASE 0x7000000ull      /* dirty bitmap, in its own mkey */
+#define LOG_SIZE 128u
+#define QS 64u
+#define HDR 12u                    /* VERSION_1 virtio-net header */
+#define WAIT_MS 3000u
+#define F_NEXT 1u
+#define F_WRITE 2u
+#define F_INDIRECT 4u
+#define F_AVAIL (1u << 7)
+#define F_USED (1u << 15)
+
+static const uint32_t cap_a[3] = { 128, 128, 16 };
+static const uint32_t cap_b[3] = { 4096, 4096, 4096 };
+
+/* Microsoft's RSS verification key. */
+static const uint8_t ms_key[40] = {
+	0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3,
+	0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3,
+	0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa,
+};
+
+/* ---- World: device, guest memory and the objects a driver creates ---------------- */
+struct ring {
+	uint32_t id, cnt;          /* virtq and its counters */
+	uint16_t index;
+	bool packed;
+	uint64_t desc, avail, used;
+	uint16_t avail_idx;        /* split: next avail idx; packed: next slot */
+	bool avail_wrap;
+	uint16_t used_idx;         /* split: used entries seen; packed: next used slot */
+	bool used_wrap;
+	uint16_t next_desc, next_id;
+	uint16_t last_id;          /* id (split: head) of the last buffer posted */
+	uint16_t chain_len[QS];    /* packed: slots taken by buffer id */
+};
+
+static struct emu_dev *dev;
+static uint8_t *gm, *logmem, *umem_mem[3];
+static uint32_t last_synd;
+static struct {
+	uint32_t pd, td, tis, umem[3], gumem, dmkey, imkey, logumem, logmkey;
+	uint32_t cq, fwqp, drvqp, rqt, tir, ft, fg;
+	bool fte;
+	struct emu_evch *ch;
+	struct ring *rings[8];
+	unsigned int nrings;
+	uint64_t next_gpa;
+} w;
+
+static int
+run(const void *in, size_t inlen, void *out, size_t outlen)
+{
+	assert_int_equal(emu_cmd(dev, in, inlen, out, outlen), 0);
+	last_synd = (uint32_t)PRM_GET(cmd_out, out, syndrome);
+	return (int)PRM_GET(cmd_out, out, status);
+}
+
+static uint32_t
+simple(uint16_t opcode, uint32_t id)
+{
+	uint8_t in[256] = { 0 }, out[16];
+
+	PRM_SET(destroy_in, in, opcode, opcode);
+	PRM_SET(destroy_in, in, id, id);
+	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
+	return (uint32_t)PRM_GET(create_out, out, id);
+}
+
+static uint32_t
+general(uint16_t opcode, uint16_t type, uint32_t id)
+{
+	uint8_t in[16] = { 0 }, out[16];
+
+	PRM_SET(general_obj_in_cmd_hdr, in, opcode, opcode);
+	PRM_SET(general_obj_in_cmd_hdr, in, obj_type, type);
+	PRM_SET(general_obj_in_cmd_hdr, in, obj_id, id);
+	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
+	return (uint32_t)PRM_GET(general_obj_out_cmd_hdr, out, obj_id);
+}
+
+static uint32_t
+umem_reg(void *p, size_t size)
+{
+	uint32_t id, synd;
+
+	assert_int_equal(emu_umem_reg(dev, p, size, 0, &id, &synd), 0);
+	return id;
+}
+
+static uint32_t
+direct_mkey(uint32_t umem_id, uint64_t start, uint64_t len)
+{
+	uint8_t in[PRM_SIZE(create_mkey_in)] = { 0 }, out[16];
+	void *mkc = PRM_ADDR(create_mkey_in, in, mkc);
+
+	PRM_SET(create_mkey_in, in, opcode, PRM_CMD_CREATE_MKEY);
+	PRM_SET(mkc, mkc, access_mode_1_0, PRM_MKC_ACCESS_MODE_MTT);
+	PRM_SET(mkc, mkc, lr, 1);
+	PRM_SET(mkc, mkc, lw, 1);
+	PRM_SET(mkc, mkc, mkey_7_0, 0x11);
+	PRM_SET(mkc, mkc, pd, w.pd);
+	PRM_SET(mkc, mkc, start_addr, start);
+	PRM_SET(mkc, mkc, len, len);
+	PRM_SET(mkc, mkc, log_page_size, 12);
+	PRM_SET(create_mkey_in, in, mkey_umem_id, umem_id);
+	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
+	return (uint32_t)PRM_GET(create_mkey_out, out, mkey_index) << 8 | 0x11;
+}
+
+/* KLM over guest memory: [0, HOLE_OFF) and [HOLE_OFF + HOLE_LEN, GSIZE), a hole between. */
+static uint32_t
+indirect_mkey(void)
+{
+	const uint64_t bytes[3] = { HOLE_OFF, HOLE_LEN, GSIZE - HOLE_OFF - HOLE_LEN };
+	const uint64_t off[3] = { 0, 0, HOLE_OFF + HOLE_LEN };
+	size_t inlen = PRM_SIZE(create_mkey_in) + 4 * 16;
+	uint8_t *in = calloc(1, inlen), out[16];
+	void *mkc = PRM_ADDR(create_mkey_in, in, mkc);
+	uint8_t *list = PRM_ADDR(create_mkey_in, in, klm_pas_mtt);
+	int i;
+
+	assert_non_null(in);
+	for (i = 0; i < 3; i++) {
+		PRM_SET(klm, list + i * 16, byte_count, bytes[i]);
+		PRM_SET(klm, list + i * 16, mkey, i == 1 ? 0x100 : w.dmkey);  /* 0x100: null mkey */
+		PRM_SET(klm, list + i * 16, address, i == 1 ? 0 : GBASE + off[i]);
+	}
+	PRM_SET(create_mkey_in, in, opcode, PRM_CMD_CREATE_MKEY);
+	PRM_SET(mkc, mkc, access_mode_1_0, PRM_MKC_ACCESS_MODE_KLM & 3);
+	PRM_SET(mkc, mkc, pd, w.pd);
+	PRM_SET(mkc, mkc, start_addr, GBASE);
+	PRM_SET(mkc, mkc, len, GSIZE);
+	PRM_SET(mkc, mkc, translations_octword_size, 4);
+	PRM_SET(create_mkey_in, in, translations_octword_actual_size, 3);
+	assert_int_equal(run(in, inlen, out, sizeof(out)), 0);
+	free(in);
+	return (uint32_t)PRM_GET(create_mkey_out, out, mkey_index) << 8;
+}
+
+static uint32_t
+create_qp(uint32_t cqn_rcv)
+{
+	uint8_t in[PRM_SIZE(create_qp_in)] = { 0 }, out[16];
+	void *qpc = PRM_ADDR(create_qp_in, in, qpc);
+
+	PRM_SET(create_qp_in, in, opcode, PRM_CMD_CREATE_QP);
+	PRM_SET(qpc, qpc, pd, w.pd);
+	PRM_SET(qpc, qpc, cqn_rcv, cqn_rcv);
+	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
+	return (uint32_t)PRM_GET(create_qp_out, out, qpn);
+}
+
+static void
+qp_to(uint16_t opcode, uint32_t qpn, uint32_t remote)
+{
+	uint8_t in[PRM_SIZE(init2rtr_qp_in)] = { 0 }, out[16];
+
+	PRM_SET(init2rtr_qp_in, in, opcode, opcode);
+	PRM_SET(init2rtr_qp_in, in, qpn, qpn);
+	PRM_SET(qpc, PRM_ADDR(init2rtr_qp_in, in, qpc), remote_qpn, remote);
+	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
+}
+
+/* Guest memory bump allocator: aligned blocks, never in the hole. */
+static uint64_t
+galloc_a(uint32_t size, uint32_t align)
+{
+	uint64_t at = (w.next_gpa + align - 1) & ~(uint64_t)(align - 1);
+
+	if (at < GBASE + HOLE_OFF + HOLE_LEN && at + size > GBASE + HOLE_OFF)
+		at = GBASE + HOLE_OFF + HOLE_LEN;
+	w.next_gpa = at + size;
+	assert_true(w.next_gpa <= GBASE + GSIZE);
+	return at;
+}
+
+static uint64_t
+galloc(uint32_t size)
+{
+	return galloc_a(size, 4096);
+}
+
+static void *
+gp(uint64_t gpa)
+{
+	return gm + (gpa - GBASE);
+}
+
+/* Threads of this process named like the data path thread. */
+static int
+dp_threads(void)
+{
+	char path[300], comm[32];
+	struct dirent *e;
+	int n = 0;
+	DIR *d = opendir("/proc/self/task");
+
+	if (d == NULL)
+		return -1;
+	while ((e = readdir(d)) != NULL) {
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		f = fopen(path, "r");
+		if (f == NULL)
+			continue;
+		if (fgets(comm, sizeof(comm), f) != NULL && strncmp(comm, "emu-dp", 6) == 0)
+			n++;
+		fclose(f);
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * A joined thread leaves /proc a moment after pthread_join returns (the
+ * kernel reaps it after waking the joiner): wait for that, bounded.
+ */
+static bool
+no_dp_thread_left(void)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		if (dp_threads() == 0)
+			return true;
+		sched_yield();
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < WAIT_MS);
+	return false;
+}
+
+static int
+setup(void **state)
+{
+	uint8_t in[PRM_SIZE(create_cq_in)] = { 0 }, out[16];
+	char err[256];
+	int i;
+
+	(void)state;
+	memset(&w, 0, sizeof(w));
+	dev = emu_dev_create("dp", "fast", err, sizeof(err));
+	assert_non_null(dev);
+	gm = aligned_alloc(4096, GSIZE);
+	logmem = aligned_alloc(4096, 4096);
+	memset(gm, 0, GSIZE);
+	memset(logmem, 0, 4096);
+	w.pd = simple(PRM_CMD_ALLOC_PD, 0);
+	w.td = simple(PRM_CMD_ALLOC_TRANSPORT_DOMAIN, 0);
+	{
+		uint8_t tis[PRM_SIZE(create_tis_in)] = { 0 };
+
+		PRM_SET(create_tis_in, tis, opcode, PRM_CMD_CREATE_TIS);
+		PRM_SET(tisc, PRM_ADDR(create_tis_in, tis, ctx), transport_domain, w.td);
+		assert_int_equal(run(tis, sizeof(tis), out, sizeof(out)), 0);
+		w.tis = (uint32_t)PRM_GET(create_out, out, id);
+	}
+	for (i = 0; i < 3; i++) {
+		size_t sz = cap_a[i] * QS + cap_b[i];
+
+		umem_mem[i] = calloc(1, sz);
+		w.umem[i] = umem_reg(umem_mem[i], sz);
+	}
+	w.gumem = umem_reg(gm, GSIZE);
+	w.dmkey = direct_mkey(w.gumem, GBASE, GSIZE);
+	w.imkey = indirect_mkey();
+	w.logumem = umem_reg(logmem, 4096);
+	w.logmkey = direct_mkey(w.logumem, LOG_BASE, 4096);
+	/* Event path: CQ <- driver QP <- firmware QP, connected both ways. */
+	PRM_SET(create_cq_in, in, opcode, PRM_CMD_CREATE_CQ);
+	PRM_SET(cqc, PRM_ADDR(create_cq_in, in, cq_context), log_cq_size, 4);
+	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
+	w.cq = (uint32_t)PRM_GET(create_cq_out, out, cqn);
+	w.drvqp = create_qp(w.cq);
+	w.fwqp = create_qp(0);
+	qp_to(PRM_CMD_RST2INIT_QP, w.fwqp, 0);
+	qp_to(PRM_CMD_INIT2RTR_QP, w.fwqp, w.drvqp);
+	qp_to(PRM_CMD_RTR2RTS_QP, w.fwqp, 0);
+	qp_to(PRM_CMD_RST2INIT_QP, w.drvqp, 0);
+	qp_to(PRM_CMD_INIT2RTR_QP, w.drvqp, w.fwqp);
+	w.ch = emu_evch_create(dev);
+	assert_non_null(w.ch);
+	assert_int_equal(emu_evch_subscribe(w.ch, PRM_CMD_CREATE_CQ, 0, w.cq,
+					    PRM_EVENT_COMPLETION, 0xca11), 0);
+	w.next_gpa = GBASE;
+	return 0;
+}
+
+/* Clean teardown in reverse order: the device must report no leak. */
+static int
+teardown(void **state)
+{
+	uint8_t in[PRM_SIZE(create_flow_group_in)], out[16];
+	uint32_t synd;
+	int i;
+
+	(void)state;
+	if (w.fte) {
+		memset(in, 0, sizeof(in));
+		PRM_SET(delete_fte_in, in, opcode, PRM_CMD_DELETE_FLOW_TABLE_ENTRY);
+		PRM_SET(delete_fte_in, in, table_id, w.ft);
+		assert_int_equal(run(in, PRM_SIZE(delete_fte_in), out, sizeof(out)), 0);
+	}
+	if (w.fg) {
+		memset(in, 0, sizeof(in));
+		PRM_SET(destroy_flow_group_in, in, opcode, PRM_CMD_DESTROY_FLOW_GROUP);
+		PRM_SET(destroy_flow_group_in, in, table_id, w.ft);
+		PRM_SET(destroy_flow_group_in, in, group_id, w.fg);
+		assert_int_equal(run(in, PRM_SIZE(destroy_flow_group_in), out, sizeof(out)), 0);
+		memset(in, 0, sizeof(in));
+		PRM_SET(destroy_flow_table_in, in, opcode, PRM_CMD_DESTROY_FLOW_TABLE);
+		PRM_SET(destroy_flow_table_in, in, table_id, w.ft);
+		assert_int_equal(run(in, PRM_SIZE(destroy_flow_table_in), out, sizeof(out)), 0);
+		simple(PRM_CMD_DESTROY_TIR, w.tir);
+		simple(PRM_CMD_DESTROY_RQT, w.rqt);
+	}
+	for (i = (int)w.nrings - 1; i >= 0; i--) {
+		general(PRM_CMD_DESTROY_GENERAL_OBJECT, PRM_OBJ_VIRTIO_NET_Q, w.rings[i]->id);
+		general(PRM_CMD_DESTROY_GENERAL_OBJECT, PRM_OBJ_VIRTIO_Q_COUNTERS, w.rings[i]->cnt);
+		free(w.rings[i]);
+	}
+	simple(PRM_CMD_DESTROY_QP, w.fwqp);
+	simple(PRM_CMD_DESTROY_QP, w.drvqp);
+	simple(PRM_CMD_DESTROY_CQ, w.cq);
+	simple(PRM_CMD_DESTROY_MKEY, w.imkey >> 8);
+	simple(PRM_CMD_DESTROY_MKEY, w.dmkey >> 8);
+	simple(PRM_CMD_DESTROY_MKEY, w.logmkey >> 8);
+	assert_int_equal(emu_umem_dereg(dev, w.gumem, &synd), 0);
+	assert_int_equal(emu_umem_dereg(dev, w.logumem, &synd), 0);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(emu_umem_dereg(dev, w.umem[i], &synd), 0);
+	simple(PRM_CMD_DESTROY_TIS, w.tis);
+	simple(PRM_CMD_DEALLOC_TRANSPORT_DOMAIN, w.td);
+	simple(PRM_CMD_DEALLOC_PD, w.pd);
+	emu_evch_destroy(w.ch);
+	/* Joins the data path thread; nothing may be left alive. */
+	assert_int_equal(emu_dev_destroy(dev), 0);
+	assert_true(no_dp_thread_left());
+	dev = NULL;
+	for (i = 0; i < 3; i++)
+		free(umem_mem[i]);
+	free(gm);
+	free(logmem);
+	return 0;
+}
+
+/* ---- Virtqs ----------------------------------------------------------------------- */
+struct vq_opts {
+	bool packed;
+	bool event;                /* event_mode QP through the firmware QP */
+	bool log;                  /* dirty bitmap on */
+	uint64_t used_addr;        /* override (0: allocate) */
+};
+
+static void
+vq_mailbox(uint8_t *in, uint16_t opcode, uint32_t id)
+{
+	memset(in, 0, PRM_SIZE(virtq_cmd));
+	PRM_SET(general_obj_in_cmd_hdr, in, opcode, opcode);
+	PRM_SET(general_obj_in_cmd_hdr, in, obj_type, PRM_OBJ_VIRTIO_NET_Q);
+	PRM_SET(general_obj_in_cmd_hdr, in, obj_id, id);
+}
+
+static int
+vq_state_cmd(uint32_t id, uint8_t state)
+{
+	uint8_t in[PRM_SIZE(virtq_cmd)], out[16];
+
+	vq_mailbox(in, PRM_CMD_MODIFY_GENERAL_OBJECT, id);
+	PRM_SET(virtio_net_q, PRM_ADDR(virtq_cmd, in, obj), modify_field_select,
+		PRM_VIRTQ_MODIFY_STATE);
+	PRM_SET(virtio_net_q, PRM_ADDR(virtq_cmd, in, obj), state, state);
+	return run(in, sizeof(in), out, sizeof(out));
+}
+
+/* A blank queue (as pre-created), then one MODIFY with its config + RDY. */
+static struct ring *
+vq_up(uint16_t index, const struct vq_opts *o)
+{
+	uint8_t in[PRM_SIZE(virtq_cmd)], out[16];
+	void *obj = PRM_ADDR(virtq_cmd, in, obj), *q = PRM_ADDR(virtq_cmd, in, q);
+	struct ring *r = calloc(1, sizeof(*r));
+	uint64_t mask;
+
+	assert_non_null(r);
+	r->index = index;
+	r->packed = o->packed;
+	r->desc = galloc(16 * QS);
+	r->avail = galloc(o->packed ? 4 : 6 + 2 * QS);
+	r->used = o->used_addr != 0 ? o->used_addr : galloc(o->packed ? 4 : 6 + 8 * QS);
+	r->avail_wrap = r->used_wrap = true;
+	r->cnt = general(PRM_CMD_CREATE_GENERAL_OBJECT, PRM_OBJ_VIRTIO_Q_COUNTERS, 0);
+	vq_mailbox(in, PRM_CMD_CREATE_GENERAL_OBJECT, 0);
+	PRM_SET(virtio_q, q, queue_index, index);
+	PRM_SET(virtio_q, q, queue_size, QS);
+	PRM_SET(virtio_q, q, umem_1_id, w.umem[0]);
+	PRM_SET(virtio_q, q, umem_1_size, cap_a[0] * QS + cap_b[0]);
+	PRM_SET(virtio_q, q, umem_2_id, w.umem[1]);
+	PRM_SET(virtio_q, q, umem_2_size, cap_a[1] * QS + cap_b[1]);
+	PRM_SET(virtio_q, q, umem_3_id, w.umem[2]);
+	PRM_SET(virtio_q, q, umem_3_size, cap_a[2] * QS + cap_b[2]);
+	PRM_SET(virtio_q, q, pd, w.pd);
+	PRM_SET(virtio_q, q, counter_set_id, r->cnt);
+	if (index & 1)
+		PRM_SET(virtio_net_q, obj, tisn_or_qpn, w.tis);
+	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
+	r->id = (uint32_t)PRM_GET(general_obj_out_cmd_hdr, out, obj_id);
+	w.rings[w.nrings++] = r;
+
+	vq_mailbox(in, PRM_CMD_MODIFY_GENERAL_OBJECT, r->id);
+	mask = PRM_VIRTQ_MODIFY_STATE | PRM_VIRTQ_MODIFY_ADDRS | PRM_VIRTQ_MODIFY_Q_MKEY |
+	       PRM_VIRTQ_MODIFY_VIRTIO_VERSION_1_0 | PRM_VIRTQ_MODIFY_Q_TYPE |
+	       PRM_VIRTQ_MODIFY_HW_AVAILABLE_INDEX | PRM_VIRTQ_MODIFY_HW_USED_INDEX;
+	PRM_SET(virtio_net_q, obj, state, PRM_VIRTQ_STATE_RDY);
+	/* Packed: bit 15 = wrap counter, which starts at 1 (vhost's encoding). */
+	PRM_SET(virtio_net_q, obj, hw_available_index, o->packed ? 0x8000 : 0);
+	PRM_SET(virtio_net_q, obj, hw_used_index, o->packed ? 0x8000 : 0);
+	PRM_SET(virtio_q, q, virtio_q_type, o->packed);
+	PRM_SET(virtio_q, q, desc_addr, r->desc);
+	PRM_SET(virtio_q, q, available_addr, r->avail);
+	PRM_SET(virtio_q, q, used_addr, r->used);
+	PRM_SET(virtio_q, q, virtio_q_mkey, w.imkey);
+	PRM_SET(virtio_q, q, virtio_version_1_0, 1);
+	if (o->event) {
+		mask |= PRM_VIRTQ_MODIFY_EVENT_MODE;
+		PRM_SET(virtio_q, q, event_mode, PRM_VIRTQ_EVENT_MODE_QP);
+		PRM_SET(virtio_q, q, event_qpn_or_msix, w.fwqp);
+	}
+	if (o->log) {
+		mask |= PRM_VIRTQ_MODIFY_DIRTY_BITMAP_PARAMS |
+			PRM_VIRTQ_MODIFY_DIRTY_BITMAP_DUMP_ENABLE;
+		PRM_SET(virtio_net_q, obj, dirty_bitmap_dump_enable, 1);
+		PRM_SET(virtio_net_q, obj, vhost_log_page, 0);
+		PRM_SET(virtio_net_q, obj, dirty_bitmap_mkey, w.logmkey);
+		PRM_SET(virtio_net_q, obj, dirty_bitmap_addr, LOG_BASE);
+		PRM_SET(virtio_net_q, obj, dirty_bitmap_size, LOG_SIZE);
+	}
+	PRM_SET(virtio_net_q, obj, modify_field_select, mask);
+	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
+	return r;
+}
+
+struct vq_info {
+	uint8_t state, error_type;
+	uint16_t avail, used;
+};
+
+static struct vq_info
+vq_query(const struct ring *r)
+{
+	uint8_t in[PRM_SIZE(virtq_cmd)], out[PRM_SIZE(virtq_cmd)];
+	void *obj = PRM_ADDR(virtq_cmd, out, obj);
+	struct vq_info i;
+
+	vq_mailbox(in, PRM_CMD_QUERY_GENERAL_OBJECT, r->id);
+	assert_int_equal(run(in, 16, out, sizeof(out)), 0);
+	i.state = (uint8_t)PRM_GET(virtio_net_q, obj, state);
+	i.error_type = (uint8_t)PRM_GET(virtio_q, PRM_ADDR(virtq_cmd, out, q), error_type);
+	i.avail = (uint16_t)PRM_GET(virtio_net_q, obj, hw_available_index);
+	i.used = (uint16_t)PRM_GET(virtio_net_q, obj, hw_used_index);
+	return i;
+}
+
+enum { C_RECEIVED, C_COMPLETED, C_ERROR_CQES, C_BAD_DESC, C_EXCEED, C_INVALID };
+
+static uint64_t
+counter(const struct ring *r, int which)
+{
+	uint8_t in[16] = { 0 }, out[PRM_SIZE(virtq_counters_cmd)];
+	void *k = PRM_ADDR(virtq_counters_cmd, out, obj);
+
+	PRM_SET(general_obj_in_cmd_hdr, in, opcode, PRM_CMD_QUERY_GENERAL_OBJECT);
+	PRM_SET(general_obj_in_cmd_hdr, in, obj_type, PRM_OBJ_VIRTIO_Q_COUNTERS);
+	PRM_SET(general_obj_in_cmd_hdr, in, obj_id, r->cnt);
+	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
+	switch (which) {
+	case C_RECEIVED: return PRM_GET(virtio_q_counters, k, received_desc);
+	case C_COMPLETED: return PRM_GET(virtio_q_counters, k, completed_desc);
+	case C_ERROR_CQES: return PRM_GET(virtio_q_counters, k, error_cqes);
+	case C_BAD_DESC: return PRM_GET(virtio_q_counters, k, bad_desc_errors);
+	case C_EXCEED: return PRM_GET(virtio_q_counters, k, exceed_max_chain);
+	default: return PRM_GET(virtio_q_counters, k, invalid_buffer);
+	}
+}
+
+/* Steering: NIC RX table -> group -> entry -> TIR (Toeplitz, IPv4/TCP) -> RQT. */
+static void
+steering(struct ring *const *rx, unsigned int n, bool match_ipv4)
+{
+	size_t rqt_len = PRM_SIZE(create_rqt_in) + n * PRM_SIZE(rq_num);
+	uint8_t *rqt = calloc(1, rqt_len), tir[PRM_SIZE(create_tir_in)] = { 0 }, out[16];
+	uint8_t ft[PRM_SIZE(create_flow_table_in)] = { 0 };
+	uint8_t *fg = calloc(1, PRM_SIZE(create_flow_group_in));
+	uint8_t *fte = calloc(1, PRM_SIZE(set_fte_in) + 8);
+	void *rqtc = PRM_ADDR(create_rqt_in, rqt, rqt_context);
+	void *tirc = PRM_ADDR(create_tir_in, tir, ctx);
+	void *fc = PRM_ADDR(set_fte_in, fte, flow_context);
+	void *sel = PRM_ADDR(tirc, tirc, rx_hash_field_selector_outer);
+	unsigned int i;
+
+	PRM_SET(create_rqt_in, rqt, opcode, PRM_CMD_CREATE_RQT);
+	PRM_SET(rqtc, rqtc, list_q_type, PRM_RQTC_LIST_Q_TYPE_VIRTIO_NET_Q);
+	PRM_SET(rqtc, rqtc, rqt_max_size, n);
+	PRM_SET(rqtc, rqtc, rqt_actual_size, n);
+	for (i = 0; i < n; i++)
+		PRM_SET(rq_num, (uint8_t *)PRM_ADDR(rqtc, rqtc, rq_num) + i * PRM_SIZE(rq_num),
+			rq_num, rx[i]->id);
+	assert_int_equal(run(rqt, rqt_len, out, sizeof(out)), 0);
+	w.rqt = (uint32_t)PRM_GET(create_out, out, id);
+	PRM_SET(create_tir_in, tir, opcode, PRM_CMD_CREATE_TIR);
+	PRM_SET(tirc, tirc, disp_type, PRM_TIRC_DISP_TYPE_INDIRECT);
+	PRM_SET(tirc, tirc, indirect_table, w.rqt);
+	PRM_SET(tirc, tirc, transport_domain, w.td);
+	PRM_SET(tirc, tirc, rx_hash_fn, PRM_RX_HASH_FN_TOEPLITZ);
+	memcpy(PRM_ADDR(tirc, tirc, rx_hash_toeplitz_key), ms_key, sizeof(ms_key));
+	PRM_SET(rx_hash_field_select, sel, l3_prot_type, PRM_L3_PROT_TYPE_IPV4);
+	PRM_SET(rx_hash_field_select, sel, l4_prot_type, PRM_L4_PROT_TYPE_TCP);
+	PRM_SET(rx_hash_field_select, sel, selected_fields, PRM_RX_HASH_SRC_IP |
+		PRM_RX_HASH_DST_IP | PRM_RX_HASH_L4_SPORT | PRM_RX_HASH_L4_DPORT);
+	assert_int_equal(run(tir, sizeof(tir), out, sizeof(out)), 0);
+	w.tir = (uint32_t)PRM_GET(create_out, out, id);
+	PRM_SET(create_flow_table_in, ft, opcode, PRM_CMD_CREATE_FLOW_TABLE);
+	PRM_SET(create_flow_table_in, ft, table_type, PRM_FLOW_TABLE_TYPE_NIC_RX);
+	PRM_SET(flow_table_context, PRM_ADDR(create_flow_table_in, ft, flow_table_context),
+		log_size, 2);
+	assert_int_equal(run(ft, sizeof(ft), out, sizeof(out)), 0);
+	w.ft = (uint32_t)PRM_GET(create_out, out, id);
+	PRM_SET(create_flow_group_in, fg, opcode, PRM_CMD_CREATE_FLOW_GROUP);
+	PRM_SET(create_flow_group_in, fg, table_id, w.ft);
+	if (match_ipv4) {
+		PRM_SET(create_flow_group_in, fg, match_criteria_enable,
+			PRM_MATCH_CRITERIA_ENABLE_OUTER_HEADERS);
+		PRM_SET(fte_match_set_lyr_2_4, PRM_ADDR(create_flow_group_in, fg, match_criteria),
+			ip_version, 0xf);
+	}
+	assert_int_equal(run(fg, PRM_SIZE(create_flow_group_in), out, sizeof(out)), 0);
+	w.fg = (uint32_t)PRM_GET(create_out, out, id);
+	PRM_SET(set_fte_in, fte, opcode, PRM_CMD_SET_FLOW_TABLE_ENTRY);
+	PRM_SET(set_fte_in, fte, table_id, w.ft);
+	PRM_SET(flow_context, fc, group_id, w.fg);
+	PRM_SET(flow_context, fc, action, PRM_FLOW_CONTEXT_ACTION_FWD_DEST);
+	PRM_SET(flow_context, fc, destination_list_size, 1);
+	if (match_ipv4)
+		PRM_SET(fte_match_set_lyr_2_4, PRM_ADDR(flow_context, fc, match_value),
+			ip_version, 4);
+	PRM_SET(dest_format_struct, PRM_ADDR(flow_context, fc, destination), destination_type,
+		PRM_FLOW_DESTINATION_TYPE_TIR);
+	PRM_SET(dest_format_struct, PRM_ADDR(flow_context, fc, destination), destination_id,
+		w.tir);
+	assert_int_equal(run(fte, PRM_SIZE(set_fte_in) + 8, out, sizeof(out)), 0);
+	w.fte = true;
+	free(rqt);
+	free(fg);
+	free(fte);
+}
+
+/* ---- The guest driver ---------------------------------------------------------------- */
+struct gbuf {
+	uint64_t gpa;
+	uint32_t len;
+	uint16_t flags;            /* F_WRITE */
+};
+
+static void
+put16(uint64_t gpa, uint16_t v)
+{
+	__atomic_store_n((uint16_t *)gp(gpa), htole16(v), __ATOMIC_RELEASE);
+}
+
+static uint16_t
+get16(uint64_t gpa)
+{
+	return le16toh(__atomic_load_n((uint16_t *)gp(gpa), __ATOMIC_ACQUIRE));
+}
+
+/* 16 bytes: split {addr, len, flags, next}, packed {addr, len, id, flags}. */
+static void
+write_desc(uint64_t at, uint64_t addr, uint32_t len, uint16_t w12, uint16_t w14)
+{
+	uint8_t *d = gp(at);
+	uint64_t a = htole64(addr);
+	uint32_t l = htole32(len);
+	uint16_t x = htole16(w12), y = htole16(w14);
+
+	memcpy(d, &a, 8);
+	memcpy(d + 8, &l, 4);
+	memcpy(d + 12, &x, 2);
+	/* Packed flags are what the device polls: one store, never torn. */
+	__atomic_store_n((uint16_t *)(void *)(d + 14), y, __ATOMIC_RELAXED);
+}
+
+static void
+write_split_desc(uint64_t at, const struct gbuf *b, uint16_t flags, uint16_t next)
+{
+	write_desc(at, b->gpa, b->len, flags | b->flags, next);
+}
+
+/* Post one buffer (a chain of n, or an indirect table of n) and publish it. */
+static uint16_t
+post(struct ring *r, const struct gbuf *b, unsigned int n, bool indirect)
+{
+	uint64_t table = 0;
+	unsigned int i;
+
+	if (indirect) {
+		table = galloc_a(16 * n, 16);
+		for (i = 0; i < n; i++) {
+			if (r->packed)
+				write_desc(table + 16 * i, b[i].gpa, b[i].len, 0, b[i].flags);
+			else
+				write_split_desc(table + 16 * i, &b[i],
+						 i + 1 < n ? F_NEXT : 0, (uint16_t)(i + 1));
+		}
+	}
+	if (!r->packed) {
+		uint16_t head = r->next_desc, k = indirect ? 1 : (uint16_t)n;
+
+		for (i = 0; i < k; i++) {
+			uint16_t slot = (uint16_t)((head + i) % QS), nxt = (uint16_t)((slot + 1) % QS);
+
+			if (indirect) {
+				struct gbuf ib = { table, 16 * n, 0 };
+
+				write_split_desc(r->desc + 16 * slot, &ib, F_INDIRECT, 0);
+			} else {
+				write_split_desc(r->desc + 16 * slot, &b[i], i + 1 < k ? F_NEXT : 0, nxt);
+			}
+		}
+		r->next_desc = (uint16_t)((head + k) % QS);
+		put16(r->avail + 4 + 2 * (r->avail_idx % QS), head);
+		r->avail_idx++;
+		put16(r->avail + 2, r->avail_idx);
+		r->last_id = head;
+		return head;
+	} else {
+		uint16_t id = r->next_id++ % QS, k = indirect ? 1 : (uint16_t)n, slot = r->avail_idx;
+		uint16_t head_flags = 0, head = r->avail_idx;
+		bool wrap = r->avail_wrap;
+
+		for (i = 0; i < k; i++) {
+			uint16_t fl = (wrap ? F_AVAIL : F_USED) | (i + 1 < k ? F_NEXT : 0);
+
+			if (indirect)
+				fl |= F_INDIRECT;
+			else
+				fl |= b[i].flags;
+			/* The head's flags go last: they make the whole chain available. */
+			if (i == 0) {
+				head_flags = fl;
+				write_desc(r->desc + 16 * slot, indirect ? table : b[0].gpa,
+					   indirect ? 16 * n : b[0].len, id, 0);
+			} else {
+				write_desc(r->desc + 16 * slot, b[i].gpa, b[i].len, id, fl);
+			}
+			if (++slot == QS) {
+				slot = 0;
+				wrap = !wrap;
+			}
+		}
+		r->chain_len[id] = k;
+		r->avail_idx = slot;
+		r->avail_wrap = wrap;
+		put16(r->desc + 16 * head + 14, head_flags);
+		r->last_id = id;
+		return id;
+	}
+}
+
+/* Next completion: 1 with id and len, 0 when none. */
+static int
+reap(struct ring *r, uint32_t *id, uint32_t *len)
+{
+	if (!r->packed) {
+		uint8_t *e;
+
+		if (get16(r->used + 2) == r->used_idx)
+			return 0;
+		e = gp(r->used + 4 + 8 * (r->used_idx % QS));
+		memcpy(id, e, 4);
+		memcpy(len, e + 4, 4);
+		r->used_idx++;
+		return 1;
+	} else {
+		uint16_t fl = get16(r->desc + 16 * r->used_idx + 14), i16;
+		uint8_t *d = gp(r->desc + 16 * r->used_idx);
+
+		if (((fl & F_AVAIL) != 0) != r->used_wrap || ((fl & F_USED) != 0) != r->used_wrap)
+			return 0;
+		memcpy(len, d + 8, 4);
+		memcpy(&i16, d + 12, 2);
+		*id = i16;
+		/* len means something only with WRITE (virtio 1.1, 2.7.4). */
+		if (!(fl & F_WRITE))
+			*len = 0;
+		r->used_idx = (uint16_t)(r->used_idx + r->chain_len[i16]);
+		if (r->used_idx >= QS) {
+			r->used_idx -= QS;
+			r->used_wrap = !r->used_wrap;
+		}
+		return 1;
+	}
+}
+
+static void
+kick(const struct ring *r)
+{
+	emu_doorbell(dev, 0, r->index);
+}
+
+static void
+wait_idle(void)
+{
+	assert_int_equal(emu_dev_dp_wait_idle(dev, WAIT_MS), 0);
+}
+
+/* An Ethernet/IPv4/TCP frame of len bytes whose payload starts with seq. */
+static uint32_t
+make_frame(uint8_t *f, uint32_t len, uint32_t src_ip, uint16_t sport, uint32_t seq)
+{
+	static const uint8_t l2[14] = { 2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x08, 0x00 };
+	uint32_t i;
+
+	memset(f, 0, len);
+	memcpy(f, l2, sizeof(l2));
+	f[14] = 0x45;
+	f[16] = (uint8_t)((len - 14) >> 8);
+	f[17] = (uint8_t)(len - 14);
+	f[22] = 64;
+	f[23] = 6;
+	f[26] = (uint8_t)(src_ip >> 24);
+	f[27] = (uint8_t)(src_ip >> 16);
+	f[28] = (uint8_t)(src_ip >> 8);
+	f[29] = (uint8_t)src_ip;
+	f[30] = 10;
+	f[31] = 0;
+	f[32] = 0;
+	f[33] = 1;
+	f[34] = (uint8_t)(sport >> 8);
+	f[35] = (uint8_t)sport;
+	f[36] = 0x1f;
+	f[37] = 0x90;
+	memcpy(f + 54, &seq, 4);
+	for (i = 58; i < len; i++)
+		f[i] = (uint8_t)(i + seq);
+	return len;
+}
+
+/* TX: header + frame in one buffer (or split in three). */
+static void
+post_tx(struct ring *tx, const uint8_t *frame, uint32_t len, int layout)
+{
+	uint64_t g = galloc_a(HDR + len, 64);
+	struct gbuf b[3];
+
+	memset(gp(g), 0, HDR);
+	memcpy(gp(g + HDR), frame, len);
+	if (layout == 0) {
+		b[0] = (struct gbuf){ g, HDR + len, 0 };
+		post(tx, b, 1, false);
+		return;
+	}
+	b[0] = (struct gbuf){ g, HDR, 0 };
+	b[1] = (struct gbuf){ g + HDR, 20, 0 };
+	b[2] = (struct gbuf){ g + HDR + 20, len - 20, 0 };
+	post(tx, b, 3, layout == 2);
+}
+
+static uint64_t
+post_rx(struct ring *rx, int layout)
+{
+	uint64_t g = galloc_a(2048, 2048);
+	struct gbuf b[2];
+
+	memset(gp(g), 0xee, 2048);
+	if (layout == 0) {
+		b[0] = (struct gbuf){ g, 2048, F_WRITE };
+		post(rx, b, 1, false);
+	} else {
+		/* The header itself straddles the two buffers. */
+		b[0] = (struct gbuf){ g, 8, F_WRITE };
+		b[1] = (struct gbuf){ g + 8, 2040, F_WRITE };
+		post(rx, b, 2, layout == 2);
+	}
+	return g;
+}
+
+/* Read back what the device wrote into an RX buffer posted with post_rx. */
+static void
+check_rx(uint64_t g, const uint8_t *frame, uint32_t len)
+{
+	static const uint8_t hdr[HDR] = { [10] = 1 };
+
+	assert_memory_equal(gp(g), hdr, HDR);
+	assert_memory_equal(gp(g + HDR), frame, len);
+	if (HDR + len < 2048)
+		assert_int_equal(*(uint8_t *)gp(g + HDR + len), 0xee);
+}
+
+static void
+quiet(int level, const char *line)
+{
+	(void)level;
+	(void)line;
+}
+
+/* ---- Tests ---------------------------------------------------------------------------- */
+static void
+test_split_tx_frames_loop_back_to_rx(void **state)
+{
+	struct vq_opts o = { 0 };
+	struct ring *rx = vq_up(0, &o), *tx = vq_up(1, &o);
+	uint8_t frame[3][256];
+	uint64_t g[3], txf, rxf, drops;
+	uint32_t id, len, i, flen;
+	struct vq_info qi;
+
+	(void)state;
+	steering(&rx, 1, false);
+	for (i = 0; i < 3; i++) {
+		g[i] = post_rx(rx, 0);
+		flen = 60 + 50 * i;
+		make_frame(frame[i], flen, 0x0a000002, (uint16_t)(1000 + i), i);
+		post_tx(tx, frame[i], flen, 0);
+	}
+	kick(tx);
+	wait_idle();
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(reap(tx, &id, &len), 1);
+		assert_int_equal(id, i);
+		assert_int_equal(len, 0);
+		assert_int_equal(reap(rx, &id, &len), 1);
+		assert_int_equal(id, i);
+		assert_int_equal(len, HDR + 60 + 50 * i);
+		check_rx(g[i], frame[i], 60 + 50 * i);
+	}
+	assert_int_equal(reap(rx, &id, &len), 0);
+	qi = vq_query(tx);
+	assert_int_equal(qi.state, PRM_VIRTQ_STATE_RDY);
+	assert_int_equal(qi.avail, 3);
+	assert_int_equal(qi.used, 3);
+	qi = vq_query(rx);
+	assert_int_equal(qi.avail, 3);
+	assert_int_equal(qi.used, 3);
+	assert_int_equal(counter(tx, C_RECEIVED), 3);
+	assert_int_equal(counter(tx, C_COMPLETED), 3);
+	assert_int_equal(counter(rx, C_RECEIVED), 3);
+	assert_int_equal(counter(rx, C_COMPLETED), 3);
+	emu_dev_wire_stats(dev, &txf, &rxf, &drops);
+	assert_int_equal(txf, 3);
+	assert_int_equal(rxf, 3);
+	assert_int_equal(drops, 0);
+}
+
+static void
+test_packed_rings_wrap_and_suppress_events(void **state)
+{
+	struct vq_opts orx = { .packed = true, .event = true }, otx = { .packed = true };
+	struct ring *rx = vq_up(0, &orx), *tx = vq_up(1, &otx);
+	uint8_t frame[40][160];
+	uint64_t g[40];
+	uint32_t id, len, i, round, rx_id[40];
+	struct pollfd pfd = { .fd = emu_evch_fd(w.ch), .events = POLLIN };
+	struct emu_event ev;
+	struct vq_info qi;
+	uint64_t mark;
+
+	(void)state;
+	steering(&rx, 1, false);
+	mark = w.next_gpa;
+	/* 3 rounds of 40 on 64-entry rings: both wrap counters flip. */
+	for (round = 0; round < 3; round++) {
+		w.next_gpa = mark;   /* the previous round's buffers are done: reuse them */
+		/* Round 1: the driver disables notifications (event suppression flags). */
+		put16(rx->avail + 2, round == 1 ? 1 : 0);
+		for (i = 0; i < 40; i++) {
+			g[i] = post_rx(rx, 0);
+			rx_id[i] = rx->last_id;
+			make_frame(frame[i], 100 + i, 0x0a000002, (uint16_t)i, round * 40 + i);
+		}
+		for (i = 0; i < 40; i++)
+			post_tx(tx, frame[i], 100 + i, 0);
+		kick(tx);
+		wait_idle();
+		for (i = 0; i < 40; i++) {
+			assert_int_equal(reap(tx, &id, &len), 1);
+			assert_int_equal(id, (round * 40 + i) % QS);
+			assert_int_equal(len, 0);
+			assert_int_equal(reap(rx, &id, &len), 1);
+			assert_int_equal(id, rx_id[i]);
+			assert_int_equal(len, HDR + 100 + i);
+			check_rx(g[i], frame[i], 100 + i);
+		}
+		assert_int_equal(reap(rx, &id, &len), 0);
+		if (round == 1) {
+			assert_int_equal(poll(&pfd, 1, 0), 0);
+		} else {
+			assert_int_equal(poll(&pfd, 1, WAIT_MS), 1);
+			assert_int_equal(emu_evch_read(w.ch, &ev), 1);
+			assert_int_equal(ev.type, PRM_EVENT_COMPLETION);
+			assert_int_equal(ev.cookie, 0xca11);
+			assert_int_equal(ev.obj_id, w.cq);
+		}
+		/* One event per batch at most. */
+		assert_int_equal(emu_evch_read(w.ch, &ev), 0);
+	}
+	/* 120 slots on 64: position 56, wrap counter flipped once (bit 15 = 0). */
+	qi = vq_query(tx);
+	assert_int_equal(qi.avail, 56);
+	assert_int_equal(qi.used, 56);
+	qi = vq_query(rx);
+	assert_int_equal(qi.avail, 56);
+	assert_int_equal(qi.used, 56);
+	assert_int_equal(counter(rx, C_COMPLETED), 120);
+	assert_int_equal(counter(tx, C_RECEIVED), 120);
+}
+
+static void
+chains_and_indirect(bool packed)
+{
+	struct vq_opts o = { .packed = packed };
+	struct ring *rx = vq_up(0, &o), *tx = vq_up(1, &o);
+	uint32_t id, len, i, tx_id[3], rx_id[3];
+	uint8_t frame[3][300];
+	uint64_t g[3];
+	struct vq_info qi;
+
+	steering(&rx, 1, false);
+	for (i = 0; i < 3; i++) {
+		/* Layouts: chain of 2 (header split), indirect of 2, one buffer. */
+		g[i] = post_rx(rx, (int)(i + 1) % 3);
+		rx_id[i] = rx->last_id;
+		make_frame(frame[i], 200 + 20 * i, 0x0a000003, 7, i);
+		/* Layouts: chain of 3, indirect table of 3, one buffer. */
+		post_tx(tx, frame[i], 200 + 20 * i, (int)(i + 1) % 3);
+		tx_id[i] = tx->last_id;
+	}
+	kick(tx);
+	wait_idle();
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(reap(tx, &id, &len), 1);
+		assert_int_equal(id, tx_id[i]);
+		assert_int_equal(reap(rx, &id, &len), 1);
+		assert_int_equal(id, rx_id[i]);
+		assert_int_equal(len, HDR + 200 + 20 * i);
+		check_rx(g[i], frame[i], 200 + 20 * i);
+	}
+	assert_int_equal(counter(tx, C_COMPLETED), 3);
+	assert_int_equal(counter(rx, C_COMPLETED), 3);
+	qi = vq_query(tx);
+	/* Split: one index per chain; packed: one slot per ring descriptor. */
+	assert_int_equal(qi.avail, packed ? 0x8000 | 5 : 3);
+	assert_int_equal(qi.used, packed ? 0x8000 | 5 : 3);
+	qi = vq_query(rx);
+	assert_int_equal(qi.avail, packed ? 0x8000 | 4 : 3);
+}
+
+static void
+test_split_chains_and_indirect_descriptors(void **state)
+{
+	(void)state;
+	chains_and_indirect(false);
+}
+
+static void
+test_packed_chains_and_indirect_descriptors(void **state)
+{
+	(void)state;
+	chains_and_indirect(true);
+}
+
+static void
+test_toeplitz_matches_the_rss_verification_vectors(void **state)
+{
+	/* 66.9.149.187:2794 -> 161.142.100.80:1766 */
+	static const uint8_t v4[12] = { 66, 9, 149, 187, 161, 142, 100, 80, 0x0a, 0xea, 0x06, 0xe6 };
+
+	(void)state;
+	assert_int_equal(emu_wire_toeplitz(ms_key, v4, 12), 0x51ccc178);
+	assert_int_equal(emu_wire_toeplitz(ms_key, v4, 8), 0x323e8fc2);
+}
+
+static uint32_t
+expected_hash(uint32_t src_ip, uint16_t sport)
+{
+	uint8_t in[12] = { (uint8_t)(src_ip >> 24), (uint8_t)(src_ip >> 16), (uint8_t)(src_ip >> 8),
+			   (uint8_t)src_ip, 10, 0, 0, 1, (uint8_t)(sport >> 8), (uint8_t)sport,
+			   0x1f, 0x90 };
+
+	return emu_wire_toeplitz(ms_key, in, sizeof(in));
+}
+
+static void
+test_rss_spreads_flows_over_the_rqt(void **state)
+{
+	struct vq_opts o = { 0 };
+	struct ring *rx[2];
+	uint64_t g[2][QS];
+	uint32_t q, i, id, len, got[2] = { 0, 0 }, next[2] = { 0, 0 }, want[2][64];
+	uint32_t nwant[2] = { 0, 0 };
+	uint8_t f[128];
+
+	(void)state;
+	rx[0] = vq_up(0, &o);
+	rx[1] = vq_up(2, &o);
+	steering(rx, 2, false);
+	for (q = 0; q < 2; q++)
+		for (i = 0; i < QS; i++)
+			g[q][i] = post_rx(rx[q], 0);
+	for (i = 0; i < 64; i++) {
+		uint16_t sport = (uint16_t)(1000 + 37 * i);
+
+		q = expected_hash(0x0a000002 + i, sport) % 2;
+		want[q][nwant[q]++] = i;
+		make_frame(f, 90, 0x0a000002 + i, sport, i);
+		assert_int_equal(emu_dev_wire_rx(dev, f, 90), 0);
+	}
+	wait_idle();
+	for (q = 0; q < 2; q++) {
+		while (reap(rx[q], &id, &len) == 1) {
+			uint32_t seq;
+
+			assert_int_equal(len, HDR + 90);
+			memcpy(&seq, (uint8_t *)gp(g[q][id]) + HDR + 54, 4);
+			assert_true(next[q] < nwant[q]);
+			assert_int_equal(seq, want[q][next[q]++]);
+			got[q]++;
+		}
+		assert_int_equal(got[q], nwant[q]);
+	}
+	assert_true(got[0] > 0 && got[1] > 0);
+	/* Not IP: hash 0, RQT entry 0. */
+	memset(f, 0, 64);
+	f[12] = 0x08;
+	f[13] = 0x06;
+	assert_int_equal(emu_dev_wire_rx(dev, f, 64), 0);
+	wait_idle();
+	assert_int_equal(reap(rx[0], &id, &len), 1);
+	assert_int_equal(len, HDR + 64);
+	assert_int_equal(reap(rx[1], &id, &len), 0);
+}
+
+static void
+test_flow_entry_criteria_select_frames(void **state)
+{
+	struct vq_opts o = { 0 };
+	struct ring *rx = vq_up(0, &o);
+	uint64_t drops0, drops;
+	uint32_t id, len;
+	uint8_t f[128];
+
+	(void)state;
+	/* Group criteria outer ip_version, entry value 4: IPv4 only. */
+	steering(&rx, 1, true);
+	post_rx(rx, 0);
+	emu_dev_wire_stats(dev, NULL, NULL, &drops0);
+	make_frame(f, 80, 0x0a000002, 5, 0);
+	f[12] = 0x86;
+	f[13] = 0xdd;
+	f[14] = 0x60;
+	assert_int_equal(emu_dev_wire_rx(dev, f, 80), -ENOENT);
+	make_frame(f, 80, 0x0a000002, 5, 0);
+	assert_int_equal(emu_dev_wire_rx(dev, f, 80), 0);
+	wait_idle();
+	assert_int_equal(reap(rx, &id, &len), 1);
+	assert_int_equal(reap(rx, &id, &len), 0);
+	emu_dev_wire_stats(dev, NULL, NULL, &drops);
+	assert_int_equal(drops, drops0 + 1);
+}
+
+static void
+test_completion_event_unless_no_interrupt(void **state)
+{
+	struct vq_opts orx = { .event = true }, otx = { 0 };
+	struct ring *rx = vq_up(0, &orx), *tx = vq_up(1, &otx);
+	struct pollfd pfd = { .fd = emu_evch_fd(w.ch), .events = POLLIN };
+	struct emu_event ev;
+	uint32_t i, id, len;
+	uint8_t f[100];
+
+	(void)state;
+	steering(&rx, 1, false);
+	for (i = 0; i < 3; i++) {
+		post_rx(rx, 0);
+		make_frame(f, 100, 0x0a000002, 1, i);
+		post_tx(tx, f, 100, 0);
+	}
+	kick(tx);
+	wait_idle();
+	assert_int_equal(poll(&pfd, 1, WAIT_MS), 1);
+	assert_int_equal(emu_evch_read(w.ch, &ev), 1);
+	assert_int_equal(ev.type, PRM_EVENT_COMPLETION);
+	assert_int_equal(ev.cookie, 0xca11);
+	assert_int_equal(ev.obj_id, w.cq);
+	/* Three completions in one batch: one event. */
+	assert_int_equal(emu_evch_read(w.ch, &ev), 0);
+	/* VRING_AVAIL_F_NO_INTERRUPT: completions, no event. */
+	put16(rx->avail, 1);
+	post_rx(rx, 0);
+	post_tx(tx, f, 100, 0);
+	kick(tx);
+	wait_idle();
+	for (i = 0; i < 4; i++)
+		assert_int_equal(reap(rx, &id, &len), 1);
+	assert_int_equal(poll(&pfd, 1, 0), 0);
+	/* TX has event_mode NONE: never an event. */
+	assert_int_equal(emu_evch_read(w.ch, &ev), 0);
+}
+
+struct poster {
+	struct ring *tx;
+	uint64_t buf;
+	bool stop;                 /* atomic */
+	unsigned int posted;
+};
+
+/* A guest that keeps the TX ring full and kicks, until told to stop. */
+static void *
+poster_main(void *arg)
+{
+	struct poster *p = arg;
+	struct gbuf b = { p->buf, HDR + 60, 0 };
+
+	while (!__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE) && p->posted < 20000) {
+		if ((uint16_t)(p->tx->avail_idx - get16(p->tx->used + 2)) >= QS) {
+			sched_yield();
+			continue;
+		}
+		post(p->tx, &b, 1, false);
+		p->posted++;
+		kick(p->tx);
+	}
+	return NULL;
+}
+
+static void
+test_suspend_stops_processing_and_query_reports_indices(void **state)
+{
+	struct vq_opts o = { 0 };
+	struct ring *tx = vq_up(1, &o);
+	struct poster p = { .tx = tx };
+	struct vq_info a, b;
+	uint8_t f[60];
+	pthread_t t;
+	uint16_t used;
+	uint64_t deadline;
+	struct timespec ts;
+
+	(void)state;
+	/* No steering: the frames are dropped on receive, TX completes them. */
+	assert_int_equal(vq_state_cmd(tx->id, PRM_VIRTQ_STATE_SUSPEND), 0);
+	make_frame(f, 60, 1, 1, 0);
+	post_tx(tx, f, 60, 0);
+	post_tx(tx, f, 60, 0);
+	kick(tx);
+	wait_idle();
+	a = vq_query(tx);
+	assert_int_equal(a.state, PRM_VIRTQ_STATE_SUSPEND);
+	assert_int_equal(a.avail, 0);
+	assert_int_equal(get16(tx->used + 2), 0);
+	/* freeze_to_rdy: RDY again resumes, without a kick. */
+	assert_int_equal(vq_state_cmd(tx->id, PRM_VIRTQ_STATE_RDY), 0);
+	wait_idle();
+	a = vq_query(tx);
+	assert_int_equal(a.avail, 2);
+	assert_int_equal(a.used, 2);
+	assert_int_equal(get16(tx->used + 2), 2);
+	/* Under load: once SUSPEND returned, nothing moves any more. */
+	p.buf = galloc_a(HDR + 60, 64);
+	tx->used_idx = 2;
+	assert_int_equal(pthread_create(&t, NULL, poster_main, &p), 0);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	deadline = (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + WAIT_MS;
+	do {
+		a = vq_query(tx);
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		assert_true((uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 < deadline);
+		sched_yield();
+	} while (a.used < 300);
+	assert_int_equal(vq_state_cmd(tx->id, PRM_VIRTQ_STATE_SUSPEND), 0);
+	a = vq_query(tx);
+	used = get16(tx->used + 2);
+	assert_int_equal(a.avail, a.used);
+	assert_int_equal(a.used, used);
+	__atomic_store_n(&p.stop, true, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	wait_idle();
+	b = vq_query(tx);
+	assert_int_equal(b.state, PRM_VIRTQ_STATE_SUSPEND);
+	assert_int_equal(b.avail, a.avail);
+	assert_int_equal(b.used, a.used);
+	assert_int_equal(get16(tx->used + 2), used);
+	assert_int_equal(counter(tx, C_COMPLETED), a.used);
+	/* Resume: whatever the guest posted meanwhile completes. */
+	assert_int_equal(vq_state_cmd(tx->id, PRM_VIRTQ_STATE_RDY), 0);
+	wait_idle();
+	b = vq_query(tx);
+	assert_int_equal(b.avail, (uint16_t)(2 + p.posted));
+	assert_int_equal(b.used, (uint16_t)(2 + p.posted));
+	assert_int_equal(get16(tx->used + 2), (uint16_t)(2 + p.posted));
+}
+
+static void
+expect_error(struct ring *r, uint8_t error_type, int which)
+{
+	struct pollfd pfd = { .fd = emu_evch_fd(w.ch), .events = POLLIN };
+	struct emu_event ev;
+	struct vq_info qi;
+
+	wait_idle();
+	qi = vq_query(r);
+	assert_int_equal(qi.state, PRM_VIRTQ_STATE_ERR);
+	assert_int_equal(qi.error_type, error_type);
+	assert_int_equal(counter(r, which), 1);
+	assert_int_equal(counter(r, C_ERROR_CQES), 1);
+	assert_int_equal(poll(&pfd, 1, WAIT_MS), 1);
+	assert_int_equal(emu_evch_read(w.ch, &ev), 1);
+	assert_int_equal(ev.type, PRM_EVENT_OBJECT_CHANGE);
+	assert_int_equal(ev.cookie, r->index);
+	assert_int_equal(prm_get_bits(ev.data, 0, 16), PRM_OBJ_VIRTIO_NET_Q);
+	assert_int_equal(prm_get_bits(ev.data, 0x20, 32), r->id);
+	assert_int_equal(emu_evch_read(w.ch, &ev), 0);
+}
+
+static struct ring *
+vq_watched(uint16_t index, const struct vq_opts *o)
+{
+	struct ring *r = vq_up(index, o);
+
+	assert_int_equal(emu_evch_subscribe(w.ch, PRM_CMD_CREATE_GENERAL_OBJECT,
+					    PRM_OBJ_VIRTIO_NET_Q, r->id,
+					    PRM_EVENT_OBJECT_CHANGE, index), 0);
+	return r;
+}
+
+static void
+test_bad_descriptors_put_the_queue_in_err(void **state)
+{
+	static const uint8_t zero[HOLE_LEN];
+	struct vq_opts o = { 0 }, ohole = { .used_addr = GBASE + HOLE_OFF };
+	struct ring *r;
+	struct gbuf b;
+	uint64_t g = galloc(4096);
+	uint8_t f[80];
+
+	(void)state;
+	emu_set_log(quiet);
+	/* A buffer in the hole of the indirect mkey. */
+	r = vq_watched(1, &o);
+	b = (struct gbuf){ GBASE + HOLE_OFF + 0x100, 72, 0 };
+	post(r, &b, 1, false);
+	kick(r);
+	expect_error(r, EMU_VQ_ERROR_BAD_DESC, C_INVALID);
+	assert_int_equal(vq_query(r).avail, 0);
+	/* A chain that loops: 0 -> 1 -> 0. */
+	r = vq_watched(3, &o);
+	write_desc(r->desc, g, 10, F_NEXT, 1);
+	write_desc(r->desc + 16, g, 10, F_NEXT, 0);
+	put16(r->avail + 4, 0);
+	put16(r->avail + 2, 1);
+	kick(r);
+	expect_error(r, EMU_VQ_ERROR_EXCEED_MAX_CHAIN, C_EXCEED);
+	/* A device-writable buffer on a transmit queue. */
+	r = vq_watched(5, &o);
+	b = (struct gbuf){ g, 72, F_WRITE };
+	post(r, &b, 1, false);
+	kick(r);
+	expect_error(r, EMU_VQ_ERROR_BAD_DESC, C_BAD_DESC);
+	/* A used ring in the hole: the RX completion cannot be written. */
+	r = vq_watched(0, &ohole);
+	steering(&r, 1, false);
+	post_rx(r, 0);
+	make_frame(f, 80, 1, 1, 0);
+	assert_int_equal(emu_dev_wire_rx(dev, f, 80), 0);
+	expect_error(r, EMU_VQ_ERROR_BAD_DESC, C_INVALID);
+	/* Nothing was written behind the hole, and an ERR queue takes nothing. */
+	assert_memory_equal(gm + HOLE_OFF, zero, HOLE_LEN);
+	assert_int_equal(emu_dev_wire_rx(dev, f, 80), -ENOENT);
+	emu_set_log(NULL);
+}
+
+static void
+test_rx_backlog_is_delivered_after_a_kick(void **state)
+{
+	struct vq_opts o = { 0 };
+	struct ring *rx = vq_up(0, &o), *tx = vq_up(1, &o);
+	uint8_t frame[5][128], f[64];
+	uint64_t g[5], rxf, drops;
+	uint32_t i, id, len, accepted = 0, refused = 0;
+
+	(void)state;
+	steering(&rx, 1, false);
+	for (i = 0; i < 5; i++) {
+		make_frame(frame[i], 70 + i, 0x0a000002, 9, i);
+		post_tx(tx, frame[i], 70 + i, 0);
+	}
+	kick(tx);
+	wait_idle();
+	emu_dev_wire_stats(dev, NULL, &rxf, &drops);
+	assert_int_equal(rxf, 5);
+	assert_int_equal(drops, 0);
+	for (i = 0; i < 5; i++)
+		g[i] = post_rx(rx, 0);
+	wait_idle();
+	/* Buffers are looked at when the guest says so. */
+	assert_int_equal(reap(rx, &id, &len), 0);
+	kick(rx);
+	wait_idle();
+	for (i = 0; i < 5; i++) {
+		assert_int_equal(reap(rx, &id, &len), 1);
+		assert_int_equal(len, HDR + 70 + i);
+		check_rx(g[id], frame[i], 70 + i);
+	}
+	/* Bounded: beyond EMU_DP_RX_BACKLOG frames are dropped and counted. */
+	make_frame(f, 64, 0x0a000002, 9, 0);
+	for (i = 0; i < EMU_DP_RX_BACKLOG + 6; i++) {
+		int ret = emu_dev_wire_rx(dev, f, 64);
+
+		if (ret == 0)
+			accepted++;
+		else if (ret == -ENOBUFS)
+			refused++;
+	}
+	assert_int_equal(accepted, EMU_DP_RX_BACKLOG);
+	assert_int_equal(refused, 6);
+	emu_dev_wire_stats(dev, NULL, NULL, &drops);
+	assert_int_equal(drops, 6);
+	/* A queue that is not RDY takes no frame. */
+	assert_int_equal(vq_state_cmd(rx->id, PRM_VIRTQ_STATE_SUSPEND), 0);
+	assert_int_equal(emu_dev_wire_rx(dev, f, 64), -ENOENT);
+}
+
+static bool
+bit_set(uint64_t page)
+{
+	return (logmem[page / 8] >> (page % 8)) & 1;
+}
+
+static void
+dirty_pages(bool packed)
+{
+	struct vq_opts o = { .packed = packed, .log = true };
+	struct ring *rx = vq_up(0, &o), *tx = vq_up(1, &o);
+	uint64_t g, page, want[3];
+	uint32_t i, id, len, nset = 0;
+	uint8_t f[100];
+
+	steering(&rx, 1, false);
+	galloc(1);      /* the RX buffer on a page of its own */
+	g = post_rx(rx, 0);
+	make_frame(f, 100, 0x0a000002, 3, 0);
+	post_tx(tx, f, 100, 0);
+	kick(tx);
+	wait_idle();
+	assert_int_equal(reap(rx, &id, &len), 1);
+	/* Written by the device: the RX buffer and the used entries (packed: in the ring). */
+	want[0] = g >> 12;
+	want[1] = (packed ? rx->desc : rx->used) >> 12;
+	want[2] = (packed ? tx->desc : tx->used) >> 12;
+	for (page = 0; page < LOG_SIZE * 8; page++) {
+		bool expect = false;
+
+		for (i = 0; i < 3; i++)
+			expect |= page == want[i];
+		assert_int_equal(bit_set(page), expect);
+		nset += bit_set(page);
+	}
+	assert_int_equal(nset, 3);
+	for (i = LOG_SIZE; i < 4096; i++)
+		assert_int_equal(logmem[i], 0);
+}
+
+static void
+test_split_dirty_bitmap_marks_written_pages(void **state)
+{
+	(void)state;
+	dirty_pages(false);
+}
+
+static void
+test_packed_dirty_bitmap_marks_written_pages(void **state)
+{
+	(void)state;
+	dirty_pages(true);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+		T(test_split_tx_frames_loop_back_to_rx),
+		T(test_packed_rings_wrap_and_suppress_events),
+		T(test_split_chains_and_indirect_descriptors),
+		T(test_packed_chains_and_indirect_descriptors),
+		T(test_toeplitz_matches_the_rss_verification_vectors),
+		T(test_rss_spreads_flows_over_the_rqt),
+		T(test_flow_entry_criteria_select_frames),
+		T(test_completion_event_unless_no_interrupt),
+		T(test_suspend_stops_processing_and_query_reports_indices),
+		T(test_bad_descriptors_put_the_queue_in_err),
+		T(test_rx_backlog_is_delivered_after_a_kick),
+		T(test_split_dirty_bitmap_marks_written_pages),
+		T(test_packed_dirty_bitmap_marks_written_pages),
+#undef T
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
