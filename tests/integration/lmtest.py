@@ -19,7 +19,9 @@ class Proc:
         e.update(env or {})
         self.name = name or os.path.basename(args[0])
         self.args = args
-        self.p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        # Programs block-buffer stdout on a pipe: line-buffer it so that
+        # what we wait for arrives when it is printed.
+        self.p = subprocess.Popen(['stdbuf', '-oL'] + list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                   stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                                   env=e, bufsize=0)
         self.out = b''
@@ -95,6 +97,8 @@ class Testpmd(Proc):
         mbufs = max(8192, 4 * queues * queue_size * 2)
         vdev = (f'net_virtio_user0,path={socket_path},queues={queues},'
                 f'queue_size={queue_size}' + (',packed_vq=1' if packed else '') + extra_vdev)
+        # (testpmd's command line writes its prompt directly while printf
+        # output is buffered: the line buffering of Proc keeps them in order.)
         args = ['dpdk-testpmd', '--no-huge', '-m', '1024', '--no-shconf', '--no-pci',
                 f'--file-prefix={prefix}', '-l', '0-1', '--vdev', vdev,
                 '--log-level=lib.eal:warning', '--', '-i', f'--rxq={queues}', f'--txq={queues}',

@@ -21,6 +21,13 @@ GENERAL = {'CREATE_GENERAL_OBJECT', 'MODIFY_GENERAL_OBJECT', 'QUERY_GENERAL_OBJE
 VIRTQ = 0x0d
 
 
+def virtq_state(rec):
+    """(modify_field_select, state) of a virtq MODIFY: virtio_net_q starts at
+    byte 16 of the input; state is 4 bits at bit 0x9c of it."""
+    h = rec['in']
+    return int(h[32:48], 16), int(h[32 + 2 * 19:32 + 2 * 20], 16) & 0xf
+
+
 def load_trace(path):
     with open(path) as f:
         return [json.loads(l) for l in f]
@@ -53,12 +60,14 @@ class TestpmdThroughDevice(unittest.TestCase):
                     pmd.cmd('start tx_first')
                     rx, tx = pmd.wait_rx(2000, timeout=60)
                     pmd.cmd('stop')
+                    # The device's counters, while the queues still hold them.
+                    srv.p.send_signal(10)  # SIGUSR1: statistics now
+                    m = srv.expect(r'(\S+ \(' + re.escape(sock) +
+                                   r'\):\n[\s\S]*?)serve: end of statistics', timeout=30)
+                    counters = device_counters(m.group(1).decode())
                 finally:
                     pmd.quit()
                 srv.expect(r'front end gone', timeout=30)
-                srv.p.send_signal(10)  # SIGUSR1: statistics now
-                srv.expect(r'serve: end of statistics', timeout=30)
-                counters = device_counters(srv.text())
             finally:
                 rc = srv.stop()
             self.assertEqual(rc, 0, srv.text()[-3000:])
@@ -80,7 +89,10 @@ class TestpmdThroughDevice(unittest.TestCase):
         self.assertTrue(all(r['seq'] < recs[before_connect - 1]['seq'] + 1
                             for r in creates[:8]))
         first_mkey = min(r['seq'] for r in recs if r['op'] == 'CREATE_MKEY')
-        first_suspend = min(r['seq'] for r in vq if r['op'] == 'QUERY_GENERAL_OBJECT')
+        # The stop begins with the first suspend (the guest disabling a ring, or
+        # GET_VRING_BASE): state 2 with the STATE bit selected.
+        first_suspend = min(r['seq'] for r in vq if r['op'] == 'MODIFY_GENERAL_OBJECT'
+                            and virtq_state(r)[0] & 1 and virtq_state(r)[1] == 2)
         conf = [r for r in vq if first_mkey < r['seq'] < first_suspend]
         conf_creates = [r for r in conf if r['op'] == 'CREATE_GENERAL_OBJECT']
         modifies = collections.Counter(r['obj_id'] for r in conf
@@ -92,6 +104,12 @@ class TestpmdThroughDevice(unittest.TestCase):
             self.assertEqual(conf_creates, [])
         self.assertEqual(len(modifies), 2 * pairs)
         self.assertTrue(all(n == 1 for n in modifies.values()), modifies)
+        # ... and that MODIFY carries STATE=RDY with the fields.
+        for r in conf:
+            if r['op'] == 'MODIFY_GENERAL_OBJECT':
+                select, state = virtq_state(r)
+                self.assertTrue(select & 1 and state == 1, r['in'][:80])
+                self.assertTrue(select & ~1, 'fields changed with the state')
         # At close: a suspend (MODIFY) then a QUERY for each queue.
         close = [r for r in vq if r['seq'] >= first_suspend - 2 * pairs]
         queries = {r['obj_id'] for r in close if r['op'] == 'QUERY_GENERAL_OBJECT'}

@@ -127,11 +127,16 @@ queues_setup(struct mlx5_lm_dev *dev)
 		dev->vq[i].kickfd = -1;
 		dev->vq[i].callfd = -1;
 	}
+	ret = mlx5_lm_uplink_start(dev);
+	if (ret < 0)
+		goto err_uplink;
 	ret = mlx5_lm_virtqs_precreate(dev);
 	if (ret < 0)
 		goto err_precreate;
 	return 0;
 err_precreate:
+	mlx5_lm_uplink_stop(dev);
+err_uplink:
 	mlx5_lm_event_buf_destroy(dev);
 err_event_buf:
 	mlx5_lm_notify_stop(dev);
@@ -161,6 +166,7 @@ queues_teardown(struct mlx5_lm_dev *dev)
 	pthread_mutex_unlock(&dev->lock);
 	mlx5_lm_notify_stop(dev);
 	mlx5_lm_virtqs_destroy(dev);
+	mlx5_lm_uplink_stop(dev);
 	mlx5_lm_event_buf_destroy(dev);
 	devx_evch_destroy(dev->evch);
 	dev->evch = NULL;
@@ -302,6 +308,29 @@ rte_pmd_mlx5_lm_probe_failed(const char *name)
 	failed = strcmp(probe_failed_name, name) == 0;
 	pthread_mutex_unlock(&dev_list_lock);
 	return failed;
+}
+
+int
+rte_pmd_mlx5_lm_get_timings(const char *name, struct rte_pmd_mlx5_lm_timings *t)
+{
+	struct mlx5_lm_dev *dev;
+
+	/*
+	 * The list lock is not held while waiting for dev->lock: a dev_conf in
+	 * progress holds it for as long as it runs, and vhost's callbacks on
+	 * other devices need the list lock meanwhile.
+	 */
+	dev = mlx5_lm_dev_by_name(name);
+	if (dev == NULL)
+		return -ENODEV;
+	pthread_mutex_lock(&dev->lock);
+	t->conf_ms = dev->last_conf_ms;
+	t->conf_mr_ms = dev->last_conf_mr_ms;
+	t->conf_vq_ms = dev->last_conf_vq_ms;
+	t->close_ms = dev->last_close_ms;
+	t->conf_count = dev->conf_count;
+	pthread_mutex_unlock(&dev->lock);
+	return 0;
 }
 
 unsigned long

@@ -79,6 +79,8 @@ struct mlx5_lm_virtq {
 	uint8_t hw_state;            /* PRM_VIRTQ_STATE_* as last set or queried */
 	uint8_t used;                /* left INIT since creation: needs a reset */
 	struct mlx5_lm_vq_cfg cur;   /* what the object holds */
+	struct mlx5_lm_vq_cfg want;  /* configuration waiting for the guest's enable */
+	uint8_t want_pending;        /* want not sent yet: one MODIFY at enable time */
 	/* Guest side (from vhost). */
 	uint8_t enabled;             /* guest enabled the ring (set_vring_state) */
 	uint8_t configured;          /* part of the running configuration */
@@ -95,6 +97,7 @@ struct mlx5_lm_virtq {
 struct mlx5_lm_mr;
 struct mlx5_lm_steer;
 struct mlx5_lm_notify;
+struct mlx5_lm_uplink;
 struct rte_vdpa_device;
 
 struct mlx5_lm_dev {
@@ -113,6 +116,7 @@ struct mlx5_lm_dev {
 	size_t event_buf_size;
 	struct mlx5_lm_steer *steer;
 	struct mlx5_lm_notify *notify;
+	struct mlx5_lm_uplink *uplink;   /* uplink=<ethdev>, NULL for loopback */
 	/*
 	 * lock serialises the vhost-facing operations (dev_conf, dev_close,
 	 * set_vring_state, background restore) of this device; the fields
@@ -133,6 +137,7 @@ struct mlx5_lm_dev {
 	pthread_cond_t restored;         /* signalled when restoring drops to 0 */
 	/* Timings of the last operations (ms), for benchmarks and logs. */
 	double last_conf_ms, last_conf_mr_ms, last_conf_vq_ms, last_close_ms;
+	uint64_t conf_count;             /* successful dev_conf calls since probe */
 	double mr_last_destroy_ms;       /* written by whoever destroyed a registration */
 };
 
@@ -188,6 +193,10 @@ int mlx5_lm_notify_start(struct mlx5_lm_dev *dev);
 void mlx5_lm_notify_stop(struct mlx5_lm_dev *dev);
 int mlx5_lm_notify_add_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq);
 void mlx5_lm_notify_del_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq);
+
+/* uplink=<ethdev> (mlx5_lm_uplink.c) */
+int mlx5_lm_uplink_start(struct mlx5_lm_dev *dev);
+void mlx5_lm_uplink_stop(struct mlx5_lm_dev *dev);
 
 /* dirty-page logging (mlx5_lm_lm.c), dev->lock held */
 int mlx5_lm_log_start(struct mlx5_lm_dev *dev);

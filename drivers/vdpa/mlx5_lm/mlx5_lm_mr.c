@@ -387,6 +387,9 @@ mlx5_lm_mr_same_table(const struct mlx5_lm_mr *mr, const struct mlx5_lm_mem_regi
 
 /* ---- deferred deletion ---------------------------------------------------- */
 
+/* A released registration its queues still use is retried this much later. */
+#define GC_RETRY_MS 100
+
 static struct {
 	pthread_mutex_t lock;          /* guards everything below */
 	pthread_cond_t cv;             /* list changed, or stop */
@@ -403,7 +406,7 @@ static struct {
 	.list = TAILQ_HEAD_INITIALIZER(gc.list),
 };
 
-static void
+static int
 destroy_timed(struct mlx5_lm_mr *mr)
 {
 	struct mlx5_lm_dev *dev = mr->dev;
@@ -414,16 +417,34 @@ destroy_timed(struct mlx5_lm_mr *mr)
 	if (mlx5_lm_mr_destroy(mr) < 0) {
 		DRV_LOG(ERR, dev, "cannot destroy a released memory registration (%u chunks)",
 			chunks);
-		return;
+		return -EBUSY;
 	}
 	ms = mlx5_lm_now_ms() - t0;
 	dev->mr_last_destroy_ms = ms;
 	DRV_LOG(INFO, dev, "released registration of %u chunks destroyed in %.1f ms", chunks, ms);
+	return 0;
+}
+
+/* Under gc.lock: insert in deadline order. */
+static void
+gc_insert(struct mlx5_lm_mr *mr)
+{
+	struct mlx5_lm_mr *it;
+
+	TAILQ_FOREACH(it, &gc.list, gc_next)
+		if (it->gc_deadline_ms > mr->gc_deadline_ms)
+			break;
+	if (it != NULL)
+		TAILQ_INSERT_BEFORE(it, mr, gc_next);
+	else
+		TAILQ_INSERT_TAIL(&gc.list, mr, gc_next);
 }
 
 static void *
 gc_thread(void *arg)
 {
+	int ret;
+
 	pthread_mutex_lock(&gc.lock);
 	while (!gc.stop) {
 		struct mlx5_lm_mr *mr = TAILQ_FIRST(&gc.list);
@@ -447,8 +468,13 @@ gc_thread(void *arg)
 		TAILQ_REMOVE(&gc.list, mr, gc_next);
 		gc.busy++;
 		pthread_mutex_unlock(&gc.lock);
-		destroy_timed(mr);
+		ret = destroy_timed(mr);
 		pthread_mutex_lock(&gc.lock);
+		if (ret < 0) {
+			/* Still in use: try again later; removal of its device forces it. */
+			mr->gc_deadline_ms = mlx5_lm_now_ms() + GC_RETRY_MS;
+			gc_insert(mr);
+		}
 		if (--gc.busy == 0)
 			pthread_cond_broadcast(&gc.idle);
 	}
@@ -490,23 +516,18 @@ mlx5_lm_mr_gc_put(void)
 void
 mlx5_lm_mr_release(struct mlx5_lm_mr *mr)
 {
-	struct mlx5_lm_mr *it;
-
 	if (mr == NULL)
 		return;
 	if (mr->dev->args.mr_gc_ms == 0) {
-		destroy_timed(mr);
-		return;
+		if (destroy_timed(mr) == 0)
+			return;
+		/* Something still uses it: the garbage thread retries. */
+		mr->gc_deadline_ms = mlx5_lm_now_ms() + GC_RETRY_MS;
+	} else {
+		mr->gc_deadline_ms = mlx5_lm_now_ms() + mr->dev->args.mr_gc_ms;
 	}
-	mr->gc_deadline_ms = mlx5_lm_now_ms() + mr->dev->args.mr_gc_ms;
 	pthread_mutex_lock(&gc.lock);
-	TAILQ_FOREACH(it, &gc.list, gc_next)
-		if (it->gc_deadline_ms > mr->gc_deadline_ms)
-			break;
-	if (it != NULL)
-		TAILQ_INSERT_BEFORE(it, mr, gc_next);
-	else
-		TAILQ_INSERT_TAIL(&gc.list, mr, gc_next);
+	gc_insert(mr);
 	pthread_cond_broadcast(&gc.cv);
 	pthread_mutex_unlock(&gc.lock);
 }

@@ -256,13 +256,8 @@ plan_ring(struct mlx5_lm_dev *dev, struct rte_vhost_memory *mem, uint16_t i, str
 	}
 	vq->kickfd = vr.kickfd;
 	vq->callfd = vr.callfd;
-	/*
-	 * DPDK's vhost library calls dev_conf only once every ring it set up
-	 * is ready, which includes the guest's SET_VRING_ENABLE; it reports
-	 * enable changes to set_vring_state only after that.
-	 */
-	vq->enabled = 1;
-	p->ready = 1;
+	/* Only rings the guest enabled (SET_VRING_ENABLE, via set_vring_state) start. */
+	p->ready = vq->enabled;
 	/* queue_size has no modify bit: a different size means a new object. */
 	p->recreate = vq->obj == NULL || vq->size != vr.size || vq->hw_state == PRM_VIRTQ_STATE_ERR;
 	return 0;
@@ -274,23 +269,35 @@ task_configure(void *arg)
 	struct vq_plan *p = arg;
 	struct mlx5_lm_virtq *vq = p->vq;
 
-	if (!p->recreate) {
-		p->cfg.event_qpn = vq->cur.event_qpn;
-		return mlx5_lm_virtq_modify(vq, &p->cfg, p->ready);
+	if (p->recreate) {
+		if (vq->obj != NULL) {
+			mlx5_lm_virtq_destroy(vq);
+			if (vq->obj != NULL)
+				return -EBUSY;
+		}
+		/* Created blank (for its event QP number), then configured like the others. */
+		if (mlx5_lm_virtq_create(vq, p->size, NULL, 0) < 0)
+			return -EIO;
 	}
-	if (vq->obj != NULL) {
-		mlx5_lm_virtq_destroy(vq);
-		if (vq->obj != NULL)
-			return -EBUSY;
-	}
-	/* Created blank (for its event QP number), then configured like the others. */
-	if (mlx5_lm_virtq_create(vq, p->size, NULL, 0) < 0)
-		return -EIO;
 	p->cfg.event_qpn = vq->cur.event_qpn;
-	return mlx5_lm_virtq_modify(vq, &p->cfg, p->ready);
+	if (!p->ready) {
+		/*
+		 * Not enabled by the guest (yet): keep the configuration for the
+		 * enable, which then sends fields and STATE=RDY in one MODIFY.
+		 */
+		vq->want = p->cfg;
+		vq->want_pending = 1;
+		return 0;
+	}
+	vq->want_pending = 0;
+	return mlx5_lm_virtq_modify(vq, &p->cfg, 1);
 }
 
-/* Destroy and re-create blank every queue that left INIT (Linux: reset only used queues). */
+/*
+ * Destroy and re-create blank a queue that left INIT (Linux: reset only
+ * used queues). The caller has taken the steering down: an RQT must not
+ * name a queue being destroyed.
+ */
 static int
 task_restore(void *arg)
 {
@@ -299,8 +306,6 @@ task_restore(void *arg)
 
 	if (vq->obj == NULL || !vq->used)
 		return 0;
-	if (vq->index % 2 == 0 && mlx5_lm_steer_forget(dev, devx_obj_id(vq->obj)) < 0)
-		return -EBUSY;
 	mlx5_lm_virtq_destroy(vq);
 	if (vq->obj != NULL)
 		return -EBUSY;
@@ -325,6 +330,17 @@ prepare_recreate(struct mlx5_lm_dev *dev, struct vq_plan *plans, uint16_t n, int
 	if (*rebuild)
 		mlx5_lm_steer_destroy(dev);
 	return 0;
+}
+
+/* Every used queue back to blank, steering rebuilt around them. dev->lock held. */
+static void
+restore_blank(struct mlx5_lm_dev *dev)
+{
+	mlx5_lm_steer_destroy(dev);
+	if (for_each_vq(dev, task_restore, 0) < 0)
+		DRV_LOG(ERR, dev, "some queues could not be put back to blank");
+	if (mlx5_lm_steer_create(dev) < 0)
+		DRV_LOG(ERR, dev, "cannot rebuild the receive steering");
 }
 
 static void
@@ -417,6 +433,7 @@ mlx5_lm_dev_conf(int vid)
 		DRV_LOG(ERR, dev, "running without dirty-page logging");
 	dev->last_conf_vq_ms = mlx5_lm_now_ms() - t1;
 	dev->last_conf_ms = mlx5_lm_now_ms() - t0;
+	dev->conf_count++;
 	DRV_LOG(INFO, dev, "DRIVER_OK: %u rings (%s) configured in %.1f ms (memory %.1f ms, "
 		"queues %.1f ms)", nr, dev->features & (1ull << F_RING_PACKED) ? "packed" : "split",
 		dev->last_conf_ms, dev->last_conf_mr_ms, dev->last_conf_vq_ms);
@@ -431,9 +448,7 @@ err_queues:
 	for (i = 0; i < nr; i++)
 		plans[i].vq->configured = 0;
 	if (dev->args.precreate) {
-		for_each_vq(dev, task_restore, 0);
-		if (dev->steer == NULL)
-			mlx5_lm_steer_create(dev);
+		restore_blank(dev);
 	} else {
 		mlx5_lm_steer_destroy(dev);
 		for_each_vq(dev, task_destroy, 0);
@@ -507,9 +522,7 @@ task_restore_all(void *arg)
 	double t0 = mlx5_lm_now_ms();
 
 	pthread_mutex_lock(&dev->lock);
-	for_each_vq(dev, task_restore, 0);
-	if (dev->steer == NULL)
-		mlx5_lm_steer_create(dev);
+	restore_blank(dev);
 	/* No queue references the registrations any more: deferred deletion, or reuse. */
 	mlx5_lm_log_stop(dev);
 	mlx5_lm_mr_release(dev->mr);
@@ -549,8 +562,10 @@ mlx5_lm_dev_close(int vid)
 	mlx5_lm_batch_fini(&b);
 	if (ret < 0)
 		DRV_LOG(ERR, dev, "suspending queues failed: some vring bases may be stale");
-	for (i = 0; i < dev->nr_vq; i++)
+	for (i = 0; i < dev->nr_vq; i++) {
 		dev->vq[i].configured = 0;
+		dev->vq[i].want_pending = 0;
+	}
 	dev->running = 0;
 	dev->last_close_ms = mlx5_lm_now_ms() - t0;
 	if (dev->args.precreate) {
@@ -597,7 +612,11 @@ mlx5_lm_set_vring_state(int vid, int vring, int state)
 	       dev->running ? "" : " (not running)");
 	if (!dev->running || !vq->configured || vq->obj == NULL)
 		goto out;
-	if (state && vq->hw_state != PRM_VIRTQ_STATE_RDY) {
+	if (state && vq->want_pending) {
+		ret = mlx5_lm_virtq_modify(vq, &vq->want, 1);
+		if (ret == 0)
+			vq->want_pending = 0;
+	} else if (state && vq->hw_state != PRM_VIRTQ_STATE_RDY) {
 		ret = mlx5_lm_virtq_set_state(vq, PRM_VIRTQ_STATE_RDY);
 	} else if (!state && vq->hw_state == PRM_VIRTQ_STATE_RDY) {
 		ret = mlx5_lm_virtq_set_state(vq, PRM_VIRTQ_STATE_SUSPEND);
@@ -748,6 +767,25 @@ mlx5_lm_set_features(int vid)
 	return ret;
 }
 
+/* The front end's connection is gone: its fds and memory go with it. */
+static int
+mlx5_lm_dev_cleanup(int vid)
+{
+	struct mlx5_lm_dev *dev = dev_by_vid(vid);
+
+	if (dev == NULL)
+		return -ENODEV;
+	pthread_mutex_lock(&dev->lock);
+	if (dev->vid == vid)
+		dev->vid = -1;
+	/* The next front end enables its own rings. */
+	for (uint16_t i = 0; i < dev->nr_vq; i++)
+		dev->vq[i].enabled = 0;
+	DRV_LOG(INFO, dev, "front end disconnected");
+	pthread_mutex_unlock(&dev->lock);
+	return 0;
+}
+
 static int
 mlx5_lm_migration_done(int vid)
 {
@@ -876,6 +914,7 @@ static struct rte_vdpa_dev_ops mlx5_lm_vdpa_ops = {
 	.get_protocol_features = mlx5_lm_get_protocol_features,
 	.dev_conf = mlx5_lm_dev_conf,
 	.dev_close = mlx5_lm_dev_close,
+	.dev_cleanup = mlx5_lm_dev_cleanup,
 	.set_vring_state = mlx5_lm_set_vring_state,
 	.set_features = mlx5_lm_set_features,
 	.migration_done = mlx5_lm_migration_done,

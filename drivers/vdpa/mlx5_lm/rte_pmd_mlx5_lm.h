@@ -84,6 +84,28 @@ int rte_pmd_mlx5_lm_mr_bench(const char *name, const struct rte_pmd_mlx5_lm_regi
 			     unsigned int nregions, unsigned int sample,
 			     struct rte_pmd_mlx5_lm_mr_result *res);
 
+/*
+ * What the PMD measured of its own last vhost-facing operations on a
+ * device, in milliseconds: configuration at DRIVER_OK (dev_conf) with its
+ * two phases, and the stop (dev_close) up to the point vhost may reply to
+ * GET_VRING_BASE. conf_count counts successful dev_conf calls since the
+ * probe, so that a caller can wait for the configuration it triggered.
+ */
+struct rte_pmd_mlx5_lm_timings {
+	double conf_ms;          /* last successful dev_conf, whole */
+	double conf_mr_ms;       /* of which guest memory registration */
+	double conf_vq_ms;       /* of which queue configuration (and steering) */
+	double close_ms;         /* last dev_close */
+	uint64_t conf_count;
+};
+
+/*
+ * Fill t for the probed device `name` (consistent: read under the device's
+ * lock, so this waits for a dev_conf in progress). Returns 0, or -ENODEV.
+ * Must not race the removal of the device.
+ */
+int rte_pmd_mlx5_lm_get_timings(const char *name, struct rte_pmd_mlx5_lm_timings *t);
+
 #ifdef __cplusplus
 }
 #endif

@@ -70,13 +70,20 @@ __rte_internal void rte_vdev_unregister(struct rte_vdev_driver *driver);
 #if __has_include(<vdpa_driver.h>)
 #include <vdpa_driver.h>
 #else
-/* ABI 23 vDPA driver operations, in the order lib/vhost calls them by offset. */
+/*
+ * ABI 23 vDPA driver operations, in the order lib/vhost calls them by
+ * offset. Checked against Debian's librte_vhost.so.23: it tests the
+ * mandatory ops at offsets 0x8..0x38 (dev_cleanup at 0x28 makes
+ * set_vring_state 0x30), reads get_stats_names at 0x60 and get_dev_type
+ * at 0x88.
+ */
 struct rte_vdpa_dev_ops {
 	int (*get_queue_num)(struct rte_vdpa_device *dev, uint32_t *queue_num);
 	int (*get_features)(struct rte_vdpa_device *dev, uint64_t *features);
 	int (*get_protocol_features)(struct rte_vdpa_device *dev, uint64_t *protocol_features);
 	int (*dev_conf)(int vid);
 	int (*dev_close)(int vid);
+	int (*dev_cleanup)(int vid);
 	int (*set_vring_state)(int vid, int vring, int state);
 	int (*set_features)(int vid);
 	int (*migration_done)(int vid);
@@ -94,10 +101,12 @@ struct rte_vdpa_dev_ops {
 	int (*get_dev_type)(struct rte_vdpa_device *dev, uint32_t *type);
 };
 
+/* Allocated by lib/vhost; ops at 0x18 and type at 0x20 in ABI 23. */
 struct rte_vdpa_device {
 	RTE_TAILQ_ENTRY(rte_vdpa_device) next;
 	struct rte_device *device;
 	struct rte_vdpa_dev_ops *ops;
+	uint32_t type;
 };
 
 __rte_internal struct rte_vdpa_device *

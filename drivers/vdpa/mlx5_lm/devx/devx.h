@@ -56,6 +56,15 @@ void *devx_emu_dev(struct devx_ctx *ctx);
  */
 unsigned long devx_emu_leaked_total(void);
 /*
+ * Emulated devices: the device's wire. fn gets every frame the device
+ * sends (NULL: loopback, the default); devx_emu_wire_rx hands it a frame
+ * from the wire. -ENOTSUP on real hardware, whose wire is its port.
+ */
+typedef void (*devx_wire_tx_fn)(void *arg, const void *frame, size_t len);
+int devx_emu_set_uplink(struct devx_ctx *ctx, devx_wire_tx_fn fn, void *arg);
+int devx_emu_wire_rx(struct devx_ctx *ctx, const void *frame, size_t len);
+
+/*
  * Emulated devices: translate [addr, addr+len) through mkey the way the
  * device's data path does (for benchmarks that verify a registration).
  * Returns 0 with *host set, -EFAULT when not mapped, -ENOTSUP for rdma.

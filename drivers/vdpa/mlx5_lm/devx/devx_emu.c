@@ -146,6 +146,22 @@ emu_be_evch_read(struct devx_ctx *ctx, struct devx_evch *ch, struct devx_event *
 }
 
 int
+devx_emu_set_uplink(struct devx_ctx *ctx, devx_wire_tx_fn fn, void *arg)
+{
+	if (!devx_is_emulated(ctx))
+		return -ENOTSUP;
+	return emu_dev_set_uplink(EMU(ctx), fn, arg);
+}
+
+int
+devx_emu_wire_rx(struct devx_ctx *ctx, const void *frame, size_t len)
+{
+	if (!devx_is_emulated(ctx))
+		return -ENOTSUP;
+	return emu_dev_wire_rx(EMU(ctx), frame, len);
+}
+
+int
 devx_emu_translate(struct devx_ctx *ctx, uint32_t mkey, uint64_t addr, size_t len, void **host)
 {
 	if (!devx_is_emulated(ctx))
