@@ -44,6 +44,21 @@ cmp_region(const void *a, const void *b)
 	return x->gpa < y->gpa ? -1 : x->gpa > y->gpa;
 }
 
+/* The mkey context both kinds share: local and remote read/write in the device's PD. */
+static void
+mkc_init(void *mkc, uint32_t access_mode, struct mlx5_lm_dev *dev, uint64_t start, uint64_t len)
+{
+	PRM_SET(mkc, mkc, access_mode_1_0, access_mode);
+	PRM_SET(mkc, mkc, lw, 1);
+	PRM_SET(mkc, mkc, lr, 1);
+	PRM_SET(mkc, mkc, rw, 1);
+	PRM_SET(mkc, mkc, rr, 1);
+	PRM_SET(mkc, mkc, qpn, MKC_QPN_NONE);
+	PRM_SET(mkc, mkc, pd, devx_obj_id(dev->res.pd));
+	PRM_SET(mkc, mkc, start_addr, start);
+	PRM_SET(mkc, mkc, len, len);
+}
+
 /* Task: a umem over the chunk's host range, then a direct mkey with guest addresses. */
 static int
 chunk_create(void *arg)
@@ -68,15 +83,7 @@ chunk_create(void *arg)
 	PRM_SET(create_mkey_in, in, pg_access, 1);
 	PRM_SET(create_mkey_in, in, mkey_umem_id, devx_umem_id(c->umem));
 	PRM_SET(create_mkey_in, in, mkey_umem_offset, 0);
-	PRM_SET(mkc, mkc, access_mode_1_0, PRM_MKC_ACCESS_MODE_MTT);
-	PRM_SET(mkc, mkc, lw, 1);
-	PRM_SET(mkc, mkc, lr, 1);
-	PRM_SET(mkc, mkc, rw, 1);
-	PRM_SET(mkc, mkc, rr, 1);
-	PRM_SET(mkc, mkc, qpn, MKC_QPN_NONE);
-	PRM_SET(mkc, mkc, pd, devx_obj_id(dev->res.pd));
-	PRM_SET(mkc, mkc, start_addr, c->gpa);
-	PRM_SET(mkc, mkc, len, c->size);
+	mkc_init(mkc, PRM_MKC_ACCESS_MODE_MTT, dev, c->gpa, c->size);
 	/* MTT entries are 8 bytes: two per octword. */
 	PRM_SET(mkc, mkc, translations_octword_size, (pages + 1) / 2);
 	PRM_SET(mkc, mkc, log_page_size, c->log_page_size);
@@ -245,15 +252,7 @@ indirect_create(struct mlx5_lm_mr *mr)
 	mkc = PRM_ADDR(create_mkey_in, in, mkc);
 	PRM_SET(create_mkey_in, in, opcode, PRM_CMD_CREATE_MKEY);
 	PRM_SET(create_mkey_in, in, translations_octword_actual_size, n);
-	PRM_SET(mkc, mkc, access_mode_1_0, PRM_MKC_ACCESS_MODE_KLM);
-	PRM_SET(mkc, mkc, lw, 1);
-	PRM_SET(mkc, mkc, lr, 1);
-	PRM_SET(mkc, mkc, rw, 1);
-	PRM_SET(mkc, mkc, rr, 1);
-	PRM_SET(mkc, mkc, qpn, MKC_QPN_NONE);
-	PRM_SET(mkc, mkc, pd, devx_obj_id(dev->res.pd));
-	PRM_SET(mkc, mkc, start_addr, 0);
-	PRM_SET(mkc, mkc, len, mr->gpa_end);
+	mkc_init(mkc, PRM_MKC_ACCESS_MODE_KLM, dev, 0, mr->gpa_end);
 	PRM_SET(mkc, mkc, translations_octword_size, octw);
 	fill_klm(mr, PRM_ADDR(create_mkey_in, in, klm_pas_mtt));
 	memset(out, 0, sizeof(out));
