@@ -51,6 +51,8 @@ devx_open(const struct devx_open_params *p, struct devx_ctx **out, char *err, si
 		return -ENOMEM;
 	}
 	snprintf(ctx->name, sizeof(ctx->name), "%s", p->name ? p->name : "devx");
+	pthread_mutex_init(&ctx->lock, NULL);
+	TAILQ_INIT(&ctx->objs);
 	ctx->be = p->emu_profile != NULL ? &devx_backend_emu : &devx_backend_rdma;
 	if (p->trace_path != NULL) {
 		ret = devx_trace_open(ctx, p->trace_path, err, errlen);
@@ -65,6 +67,7 @@ devx_open(const struct devx_open_params *p, struct devx_ctx **out, char *err, si
 err_open:
 	devx_trace_close(ctx);
 err_trace:
+	pthread_mutex_destroy(&ctx->lock);
 	free(ctx);
 	return ret;
 }
@@ -74,10 +77,18 @@ devx_close(struct devx_ctx *ctx)
 {
 	int alive;
 
+	struct devx_obj *obj;
+
 	if (ctx == NULL)
 		return 0;
 	alive = ctx->be->close(ctx);
+	/* Handles of objects whose destroy failed: the device listed the objects. */
+	while ((obj = TAILQ_FIRST(&ctx->objs)) != NULL) {
+		TAILQ_REMOVE(&ctx->objs, obj, next);
+		free(obj);
+	}
 	devx_trace_close(ctx);
+	pthread_mutex_destroy(&ctx->lock);
 	free(ctx);
 	return alive;
 }
@@ -257,6 +268,9 @@ devx_obj_create(struct devx_ctx *ctx, const void *in, size_t inlen, void *out, s
 		/* The device made something we cannot name for destroy: undo it. */
 		goto err;
 	}
+	pthread_mutex_lock(&ctx->lock);
+	TAILQ_INSERT_TAIL(&ctx->objs, obj, next);
+	pthread_mutex_unlock(&ctx->lock);
 	return obj;
 err:
 	free(obj);
@@ -307,6 +321,9 @@ devx_obj_destroy(struct devx_obj *obj)
 	rc = check_status(ctx, rc, obj->destroy_in, out, sizeof(out));
 	if (rc < 0)
 		return rc;
+	pthread_mutex_lock(&ctx->lock);
+	TAILQ_REMOVE(&ctx->objs, obj, next);
+	pthread_mutex_unlock(&ctx->lock);
 	free(obj);
 	return 0;
 }

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdatomic.h>
+#include <sys/queue.h>
 
 #include "devx.h"
 
@@ -47,14 +48,23 @@ extern const struct devx_backend devx_backend_rdma;
 
 struct devx_trace;
 
+struct devx_obj;
+
 struct devx_ctx {
 	char name[64];
 	const struct devx_backend *be;
 	void *be_priv;             /* emu: struct emu_dev *; rdma: struct ibv_context * */
 	struct devx_trace *trace;  /* NULL when not tracing */
+	/*
+	 * Handles still open, so that closing the context frees those whose
+	 * destroy failed (the device reports the objects themselves).
+	 */
+	pthread_mutex_t lock;      /* guards objs */
+	TAILQ_HEAD(, devx_obj) objs;
 };
 
 struct devx_obj {
+	TAILQ_ENTRY(devx_obj) next;
 	struct devx_ctx *ctx;
 	void *be_handle;           /* rdma: struct mlx5dv_devx_obj * */
 	uint16_t create_opcode;
