@@ -79,8 +79,7 @@ struct mlx5_lm_virtq {
 	uint8_t hw_state;            /* PRM_VIRTQ_STATE_* as last set or queried */
 	uint8_t used;                /* left INIT since creation: needs a reset */
 	struct mlx5_lm_vq_cfg cur;   /* what the object holds */
-	struct mlx5_lm_vq_cfg want;  /* configuration waiting for the guest's enable */
-	uint8_t want_pending;        /* want not sent yet: one MODIFY at enable time */
+	uint8_t started;             /* configured for the current DRIVER_OK */
 	/* Guest side (from vhost). */
 	uint8_t enabled;             /* guest enabled the ring (set_vring_state) */
 	uint8_t configured;          /* part of the running configuration */

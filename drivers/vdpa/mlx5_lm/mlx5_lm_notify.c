@@ -171,6 +171,11 @@ mlx5_lm_notify_add_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq)
 
 	pthread_mutex_lock(&n->lock);
 	n->callfd[vq->index] = vq->callfd;
+	if (n->kickfd[vq->index] >= 0 && n->kickfd[vq->index] != vq->kickfd) {
+		/* vhost replaced the ring's kickfd (and closed the old one). */
+		epoll_ctl(n->epfd, EPOLL_CTL_DEL, n->kickfd[vq->index], NULL);
+		n->kickfd[vq->index] = -1;
+	}
 	if (n->kickfd[vq->index] < 0 && vq->kickfd >= 0) {
 		if (epoll_ctl(n->epfd, EPOLL_CTL_ADD, vq->kickfd, &ev) < 0) {
 			ret = -errno;

@@ -66,12 +66,21 @@ rqt_create(struct mlx5_lm_dev *dev, struct mlx5_lm_steer *st)
 	size_t inlen = PRM_SIZE(create_rqt_in) + st->rqt_max * PRM_SIZE(rq_num);
 	uint8_t out[PRM_SIZE(create_out)];
 	uint8_t *in = calloc(1, inlen);
+	uint16_t i;
 
 	if (in == NULL)
 		return -ENOMEM;
 	memset(out, 0, sizeof(out));
-	/* Before DRIVER_OK no queue receives: point at RX queue 0, which exists. */
-	st->rqt_ids[0] = devx_obj_id(dev->vq[0].obj);
+	/* Before DRIVER_OK no queue receives: point at the first RX queue that exists. */
+	for (i = 0; i < dev->nr_vq; i += 2)
+		if (dev->vq[i].obj != NULL)
+			break;
+	if (i >= dev->nr_vq) {
+		DRV_LOG(ERR, dev, "no RX queue exists to build the RQT on");
+		free(in);
+		return -ENODEV;
+	}
+	st->rqt_ids[0] = devx_obj_id(dev->vq[i].obj);
 	st->rqt_n = 1;
 	PRM_SET(create_rqt_in, in, opcode, PRM_CMD_CREATE_RQT);
 	fill_rqtc(PRM_ADDR(create_rqt_in, in, rqt_context), st->rqt_max, st->rqt_ids, 1);

@@ -188,7 +188,10 @@ register_memory(struct mlx5_lm_dev *dev, struct rte_vhost_memory *mem)
 	return 0;
 }
 
-/* Guest physical address of a host pointer into guest memory; 0 if none. */
+/* hva_to_gpa() of a pointer outside guest memory (GPA 0 is a valid ring address). */
+#define GPA_NONE UINT64_MAX
+
+/* Guest physical address of a host pointer into guest memory; GPA_NONE if none. */
 static uint64_t
 hva_to_gpa(struct rte_vhost_memory *mem, const void *p)
 {
@@ -201,7 +204,7 @@ hva_to_gpa(struct rte_vhost_memory *mem, const void *p)
 		if (hva >= r->host_user_addr && hva < r->host_user_addr + r->size)
 			return hva - r->host_user_addr + r->guest_phys_addr;
 	}
-	return 0;
+	return GPA_NONE;
 }
 
 /* ---- configuration at DRIVER_OK ------------------------------------------ */
@@ -247,8 +250,8 @@ plan_ring(struct mlx5_lm_dev *dev, struct rte_vhost_memory *mem, uint16_t i, str
 	p->cfg.hw_used_index = last_used;
 	p->cfg.mkey = mlx5_lm_mr_mkey(dev->mr);
 	p->cfg.event_mode = PRM_VIRTQ_EVENT_MODE_QP;
-	if (vr.size == 0 || (vr.size & (vr.size - 1)) || p->cfg.desc == 0 || p->cfg.avail == 0 ||
-	    p->cfg.used == 0) {
+	if (vr.size == 0 || (vr.size & (vr.size - 1)) || p->cfg.desc == GPA_NONE ||
+	    p->cfg.avail == GPA_NONE || p->cfg.used == GPA_NONE) {
 		VQ_LOG(ERR, vq, "ring size %u or addresses (desc %p, avail %p, used %p) are not "
 		       "usable: outside guest memory?", vr.size, (void *)vr.desc,
 		       (void *)vr.avail, (void *)vr.used);
@@ -256,8 +259,7 @@ plan_ring(struct mlx5_lm_dev *dev, struct rte_vhost_memory *mem, uint16_t i, str
 	}
 	vq->kickfd = vr.kickfd;
 	vq->callfd = vr.callfd;
-	/* Only rings the guest enabled (SET_VRING_ENABLE, via set_vring_state) start. */
-	p->ready = vq->enabled;
+	p->ready = 1;
 	/* queue_size has no modify bit: a different size means a new object. */
 	p->recreate = vq->obj == NULL || vq->size != vr.size || vq->hw_state == PRM_VIRTQ_STATE_ERR;
 	return 0;
@@ -280,17 +282,10 @@ task_configure(void *arg)
 			return -EIO;
 	}
 	p->cfg.event_qpn = vq->cur.event_qpn;
-	if (!p->ready) {
-		/*
-		 * Not enabled by the guest (yet): keep the configuration for the
-		 * enable, which then sends fields and STATE=RDY in one MODIFY.
-		 */
-		vq->want = p->cfg;
-		vq->want_pending = 1;
-		return 0;
-	}
-	vq->want_pending = 0;
-	return mlx5_lm_virtq_modify(vq, &p->cfg, 1);
+	if (mlx5_lm_virtq_modify(vq, &p->cfg, p->ready) < 0)
+		return -EIO;
+	vq->started = 1;
+	return 0;
 }
 
 /*
@@ -304,11 +299,14 @@ task_restore(void *arg)
 	struct mlx5_lm_virtq *vq = arg;
 	struct mlx5_lm_dev *dev = vq->dev;
 
-	if (vq->obj == NULL || !vq->used)
+	if (vq->obj != NULL && !vq->used && vq->size == dev->args.queue_size)
 		return 0;
-	mlx5_lm_virtq_destroy(vq);
-	if (vq->obj != NULL)
-		return -EBUSY;
+	if (vq->obj != NULL) {
+		mlx5_lm_virtq_destroy(vq);
+		if (vq->obj != NULL)
+			return -EBUSY;
+	}
+	/* Also a queue whose re-creation failed earlier: pre-created again. */
 	return mlx5_lm_virtq_create(vq, dev->args.queue_size, NULL, 0);
 }
 
@@ -337,7 +335,7 @@ static void
 restore_blank(struct mlx5_lm_dev *dev)
 {
 	mlx5_lm_steer_destroy(dev);
-	if (for_each_vq(dev, task_restore, 0) < 0)
+	if (for_each_vq(dev, task_restore, 1) < 0)
 		DRV_LOG(ERR, dev, "some queues could not be put back to blank");
 	if (mlx5_lm_steer_create(dev) < 0)
 		DRV_LOG(ERR, dev, "cannot rebuild the receive steering");
@@ -365,7 +363,7 @@ mlx5_lm_dev_conf(int vid)
 	struct rte_vhost_memory *mem = NULL;
 	struct vq_plan *plans = NULL;
 	struct mlx5_lm_batch b;
-	uint16_t nr, i;
+	uint16_t nr, np = 0, i;
 	double t0, t1;
 	int ret, rebuild = 0;
 
@@ -402,14 +400,31 @@ mlx5_lm_dev_conf(int vid)
 		ret = -ENOMEM;
 		goto err_mem;
 	}
+	/*
+	 * Rings the guest has not enabled (SET_VRING_ENABLE, reported through
+	 * set_vring_state) are configured at their enable, with one MODIFY:
+	 * never made RDY before, and never modified twice.
+	 */
 	for (i = 0; i < nr; i++) {
-		ret = plan_ring(dev, mem, i, &plans[i]);
+		if (!dev->vq[i].enabled) {
+			struct rte_vhost_vring vr;
+
+			/* vhost leaves a ring it cannot translate not ready: say why. */
+			if (rte_vhost_get_vhost_vring(vid, i, &vr) == 0 && vr.desc == NULL)
+				VQ_LOG(ERR, &dev->vq[i], "not started: its ring addresses are not "
+				       "in guest memory");
+			else
+				VQ_LOG(INFO, &dev->vq[i], "not enabled by the guest yet");
+			continue;
+		}
+		ret = plan_ring(dev, mem, i, &plans[np]);
 		if (ret < 0)
 			goto err_mem;
+		np++;
 	}
-	prepare_recreate(dev, plans, nr, &rebuild);
+	prepare_recreate(dev, plans, np, &rebuild);
 	mlx5_lm_batch_init(&b, batch_limit(dev));
-	for (i = 0; i < nr; i++)
+	for (i = 0; i < np; i++)
 		mlx5_lm_batch_submit(&b, task_configure, &plans[i]);
 	ret = mlx5_lm_batch_wait(&b);
 	mlx5_lm_batch_fini(&b);
@@ -418,13 +433,13 @@ mlx5_lm_dev_conf(int vid)
 	if (ret < 0)
 		goto err_queues;
 	for (i = 0; i < nr; i++) {
-		plans[i].vq->configured = 1;
-		plans[i].vq->recoveries = 0;
+		dev->vq[i].configured = 1;
+		dev->vq[i].recoveries = 0;
 	}
 	ret = mlx5_lm_steer_update(dev);
 	if (ret < 0)
 		goto err_queues;
-	for (i = 0; i < nr; i++)
+	for (i = 0; i < np; i++)
 		mlx5_lm_notify_add_ring(dev, plans[i].vq);
 	/* Queues now use the new registration: the previous one can go. */
 	release_prev_mr(dev);
@@ -435,7 +450,7 @@ mlx5_lm_dev_conf(int vid)
 	dev->last_conf_ms = mlx5_lm_now_ms() - t0;
 	dev->conf_count++;
 	DRV_LOG(INFO, dev, "DRIVER_OK: %u rings (%s) configured in %.1f ms (memory %.1f ms, "
-		"queues %.1f ms)", nr, dev->features & (1ull << F_RING_PACKED) ? "packed" : "split",
+		"queues %.1f ms)", np, dev->features & (1ull << F_RING_PACKED) ? "packed" : "split",
 		dev->last_conf_ms, dev->last_conf_mr_ms, dev->last_conf_vq_ms);
 	ret = 0;
 	goto out;
@@ -445,8 +460,10 @@ err_queues:
 	 * registration is released, so that the next DRIVER_OK starts clean.
 	 */
 	DRV_LOG(ERR, dev, "DRIVER_OK failed: returning every queue to blank");
-	for (i = 0; i < nr; i++)
-		plans[i].vq->configured = 0;
+	for (i = 0; i < nr; i++) {
+		dev->vq[i].configured = 0;
+		dev->vq[i].started = 0;
+	}
 	if (dev->args.precreate) {
 		restore_blank(dev);
 	} else {
@@ -564,7 +581,7 @@ mlx5_lm_dev_close(int vid)
 		DRV_LOG(ERR, dev, "suspending queues failed: some vring bases may be stale");
 	for (i = 0; i < dev->nr_vq; i++) {
 		dev->vq[i].configured = 0;
-		dev->vq[i].want_pending = 0;
+		dev->vq[i].started = 0;
 	}
 	dev->running = 0;
 	dev->last_close_ms = mlx5_lm_now_ms() - t0;
@@ -592,6 +609,39 @@ mlx5_lm_dev_close(int vid)
 
 /* ---- queue enable / disable ---------------------------------------------- */
 
+/* A ring enabled after DRIVER_OK: plan it now and send its one MODIFY (or re-create it). */
+static int
+start_late_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq)
+{
+	struct rte_vhost_memory *mem = NULL;
+	struct vq_plan plan;
+	int ret, rebuild = 0;
+
+	if (rte_vhost_get_mem_table(dev->vid, &mem) < 0)
+		return -EINVAL;
+	ret = plan_ring(dev, mem, vq->index, &plan);
+	free(mem);
+	if (ret < 0)
+		return ret;
+	prepare_recreate(dev, &plan, 1, &rebuild);
+	ret = task_configure(&plan);
+	if (rebuild && mlx5_lm_steer_create(dev) < 0 && ret == 0)
+		ret = -EIO;
+	return ret;
+}
+
+/* vhost's current kick and call fds of a ring (a running ring may get new ones). */
+static void
+refresh_fds(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq)
+{
+	struct rte_vhost_vring vr;
+
+	if (rte_vhost_get_vhost_vring(dev->vid, vq->index, &vr) == 0) {
+		vq->kickfd = vr.kickfd;
+		vq->callfd = vr.callfd;
+	}
+}
+
 static int
 mlx5_lm_set_vring_state(int vid, int vring, int state)
 {
@@ -610,16 +660,24 @@ mlx5_lm_set_vring_state(int vid, int vring, int state)
 	vq->enabled = !!state;
 	VQ_LOG(DEBUG, vq, "guest %s the ring%s", state ? "enabled" : "disabled",
 	       dev->running ? "" : " (not running)");
-	if (!dev->running || !vq->configured || vq->obj == NULL)
+	if (!dev->running || !vq->configured)
 		goto out;
-	if (state && vq->want_pending) {
-		ret = mlx5_lm_virtq_modify(vq, &vq->want, 1);
+	if (state) {
+		/*
+		 * vhost reports new kick/call fds of a running ring as a disable
+		 * then an enable: take them again.
+		 */
+		refresh_fds(dev, vq);
+		if (!vq->started)
+			ret = start_late_ring(dev, vq);
+		else if (vq->hw_state != PRM_VIRTQ_STATE_RDY)
+			ret = mlx5_lm_virtq_set_state(vq, PRM_VIRTQ_STATE_RDY);
 		if (ret == 0)
-			vq->want_pending = 0;
-	} else if (state && vq->hw_state != PRM_VIRTQ_STATE_RDY) {
-		ret = mlx5_lm_virtq_set_state(vq, PRM_VIRTQ_STATE_RDY);
-	} else if (!state && vq->hw_state == PRM_VIRTQ_STATE_RDY) {
-		ret = mlx5_lm_virtq_set_state(vq, PRM_VIRTQ_STATE_SUSPEND);
+			mlx5_lm_notify_add_ring(dev, vq);
+	} else {
+		mlx5_lm_notify_del_ring(dev, vq);
+		if (vq->obj != NULL && vq->hw_state == PRM_VIRTQ_STATE_RDY)
+			ret = mlx5_lm_virtq_set_state(vq, PRM_VIRTQ_STATE_SUSPEND);
 	}
 	if (ret == 0)
 		ret = mlx5_lm_steer_update(dev);

@@ -1,0 +1,2175 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Queue lifecycle of the vdpa_mlx5_lm PMD (issue 3), proved in one process:
+ * the PMD is linked statically with EAL and runs on an emulated ConnectX
+ * (emu=fast); DPDK's vhost library serves a vhost-user socket for it; the
+ * built-in front end (app/test-lm/vu) drives that socket like QEMU and its
+ * guest virtio-net driver sends frames that the emulated data path loops
+ * back. What the driver asked of the device is read from the DevX trace
+ * (devx_trace=, one JSON line per command, flushed per line), what the
+ * device holds from the emulator itself.
+ *
+ * Every test probes its own device, attaches it to the one socket that is
+ * registered for the whole run (DPDK's vhost thread takes up to a second to
+ * serve a newly registered socket), and at teardown removes the device and
+ * checks that the emulator found no object alive.
+ *
+ * Every wait is a deadline on a condition: a trace line, a log line, a
+ * vhost callback counter or a driver state flag.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE             /* fopencookie */
+#endif
+#include <errno.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include <rte_common.h>
+#include <rte_dev.h>
+#include <rte_eal.h>
+#include <rte_log.h>
+#include <rte_vdpa.h>
+#include <rte_vhost.h>
+
+#include "prm.h"
+#include "emu.h"
+#include "mlx5_lm.h"
+#include "rte_pmd_mlx5_lm.h"
+#include "vu_client.h"
+#include "vu_guest.h"
+
+struct mlx5_lm_dev *mlx5_lm_dev_by_name(const char *name);
+
+#define DEADLINE_MS 10000
+#define MAX_QP 4
+#define MAX_RINGS (2 * MAX_QP)
+#define MIB (1ull << 20)
+
+/* What a fresh split ring's first MODIFY must carry: the rest equals a blank queue. */
+#define BITS_FRESH (PRM_VIRTQ_MODIFY_STATE | PRM_VIRTQ_MODIFY_ADDRS | PRM_VIRTQ_MODIFY_Q_MKEY)
+#define BITS_INDEX (PRM_VIRTQ_MODIFY_HW_AVAILABLE_INDEX | PRM_VIRTQ_MODIFY_HW_USED_INDEX)
+
+static char tmpdir[64];
+static char sock_path[108];
+static unsigned int dev_seq;
+static const char *self_exe;
+static char eal_runtime_dir[PATH_MAX];
+extern char **environ;
+
+static void rm_tree(const char *path);
+
+static int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Short pause between two looks at a condition (never a wait on its own). */
+static void
+tick(void)
+{
+	nanosleep(&(struct timespec){ .tv_nsec = 2000000 }, NULL);
+}
+
+/* ---- log capture: every DPDK log line is kept (and still printed) ----------- */
+
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *log_buf;
+static size_t log_len, log_cap;
+
+static ssize_t
+log_write(void *cookie, const char *buf, size_t size)
+{
+	(void)cookie;
+	pthread_mutex_lock(&log_lock);
+	if (log_len + size + 1 > log_cap) {
+		size_t cap = (log_len + size + 1) * 2;
+		char *p = realloc(log_buf, cap);
+
+		if (p == NULL) {
+			pthread_mutex_unlock(&log_lock);
+			return -1;
+		}
+		log_buf = p;
+		log_cap = cap;
+	}
+	memcpy(log_buf + log_len, buf, size);
+	log_len += size;
+	log_buf[log_len] = '\0';
+	pthread_mutex_unlock(&log_lock);
+	(void)!fwrite(buf, 1, size, stderr);
+	return (ssize_t)size;
+}
+
+static size_t
+log_mark(void)
+{
+	size_t n;
+
+	pthread_mutex_lock(&log_lock);
+	n = log_len;
+	pthread_mutex_unlock(&log_lock);
+	return n;
+}
+
+static bool
+log_has(size_t from, const char *needle)
+{
+	bool found;
+
+	pthread_mutex_lock(&log_lock);
+	found = log_buf != NULL && from <= log_len && strstr(log_buf + from, needle) != NULL;
+	pthread_mutex_unlock(&log_lock);
+	return found;
+}
+
+static bool
+wait_log(size_t from, const char *needle)
+{
+	int64_t deadline = now_ms() + DEADLINE_MS;
+
+	while (!log_has(from, needle)) {
+		if (now_ms() > deadline)
+			return false;
+		tick();
+	}
+	return true;
+}
+
+/* ---- vhost callbacks: they only count ------------------------------------- */
+
+static pthread_mutex_t cb_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cb_cond = PTHREAD_COND_INITIALIZER;
+static unsigned int n_new_conn, n_destroy_conn, n_new_dev, n_destroy_dev;
+
+static void
+cb_count(unsigned int *n)
+{
+	pthread_mutex_lock(&cb_lock);
+	(*n)++;
+	pthread_cond_broadcast(&cb_cond);
+	pthread_mutex_unlock(&cb_lock);
+}
+
+static int
+on_new_device(int vid)
+{
+	(void)vid;
+	cb_count(&n_new_dev);
+	return 0;
+}
+
+static void
+on_destroy_device(int vid)
+{
+	(void)vid;
+	cb_count(&n_destroy_dev);
+}
+
+static int
+on_new_connection(int vid)
+{
+	(void)vid;
+	cb_count(&n_new_conn);
+	return 0;
+}
+
+/*
+ * vhost calls this after it has torn the device down (dev_close included),
+ * so a connection counted here is one the driver is done with.
+ */
+static void
+on_destroy_connection(int vid)
+{
+	(void)vid;
+	cb_count(&n_destroy_conn);
+}
+
+static const struct rte_vhost_device_ops vhost_ops = {
+	.new_device = on_new_device,
+	.destroy_device = on_destroy_device,
+	.new_connection = on_new_connection,
+	.destroy_connection = on_destroy_connection,
+};
+
+/* Every connection vhost accepted has been closed (bounded). */
+static bool
+wait_connections_closed(void)
+{
+	struct timespec ts;
+	bool ok;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += DEADLINE_MS / 1000;
+	pthread_mutex_lock(&cb_lock);
+	while (n_destroy_conn < n_new_conn)
+		if (pthread_cond_timedwait(&cb_cond, &cb_lock, &ts) != 0)
+			break;
+	ok = n_destroy_conn == n_new_conn;
+	pthread_mutex_unlock(&cb_lock);
+	return ok;
+}
+
+/* ---- DevX trace ------------------------------------------------------------ */
+
+struct tcmd {
+	char op[24];
+	uint16_t opcode;
+	uint16_t obj_type;
+	uint32_t obj_id;
+	int status;
+	int qidx;               /* virtq commands: the queue index; -1 otherwise */
+	uint8_t *in;
+	size_t inlen;
+};
+
+struct idmap {
+	uint32_t id;
+	int qidx;
+};
+
+/* The trace read so far, parsed incrementally; virtq ids mapped to queue indexes. */
+struct trace {
+	char path[PATH_MAX];
+	long off;
+	struct tcmd *c;
+	size_t n, cap;
+	struct idmap *map;
+	size_t nmap, capmap;
+};
+
+static bool
+is_vq_cmd(const struct tcmd *c)
+{
+	return c->opcode >= PRM_CMD_CREATE_GENERAL_OBJECT &&
+	       c->opcode <= PRM_CMD_DESTROY_GENERAL_OBJECT && c->obj_type == PRM_OBJ_VIRTIO_NET_Q;
+}
+
+static const void *
+vq_obj(const struct tcmd *c)
+{
+	return PRM_CADDR(virtq_cmd, c->in, obj);
+}
+
+static const void *
+vq_q(const struct tcmd *c)
+{
+	return PRM_CADDR(virtq_cmd, c->in, q);
+}
+
+static int
+map_get(const struct trace *tr, uint32_t id)
+{
+	size_t i;
+
+	for (i = tr->nmap; i-- > 0;)
+		if (tr->map[i].id == id)
+			return tr->map[i].qidx;
+	return -1;
+}
+
+static void
+map_put(struct trace *tr, uint32_t id, int qidx)
+{
+	if (tr->nmap == tr->capmap) {
+		tr->capmap = tr->capmap ? 2 * tr->capmap : 64;
+		tr->map = realloc(tr->map, tr->capmap * sizeof(*tr->map));
+		assert_non_null(tr->map);
+	}
+	tr->map[tr->nmap].id = id;
+	tr->map[tr->nmap].qidx = qidx;
+	tr->nmap++;
+}
+
+static int
+hexval(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	return -1;
+}
+
+static void
+trace_parse_line(struct trace *tr, const char *line)
+{
+	json_error_t err;
+	json_t *j = json_loads(line, 0, &err);
+	const char *op, *hex;
+	struct tcmd c;
+	size_t i, len;
+
+	if (j == NULL) {
+		print_error("bad trace line: %s (%s)\n", line, err.text);
+		fail();
+	}
+	memset(&c, 0, sizeof(c));
+	op = json_string_value(json_object_get(j, "op"));
+	snprintf(c.op, sizeof(c.op), "%s", op != NULL ? op : "");
+	c.opcode = (uint16_t)json_integer_value(json_object_get(j, "opcode"));
+	c.obj_type = (uint16_t)json_integer_value(json_object_get(j, "obj_type"));
+	c.obj_id = (uint32_t)json_integer_value(json_object_get(j, "obj_id"));
+	c.status = (int)json_integer_value(json_object_get(j, "status"));
+	c.qidx = -1;
+	hex = json_string_value(json_object_get(j, "in"));
+	len = hex != NULL ? strlen(hex) / 2 : 0;
+	/* Room for the largest layout we read, whatever the input length. */
+	c.in = calloc(1, len + PRM_SIZE(virtq_cmd));
+	assert_non_null(c.in);
+	for (i = 0; i < len; i++)
+		c.in[i] = (uint8_t)(hexval(hex[2 * i]) << 4 | hexval(hex[2 * i + 1]));
+	c.inlen = len;
+	json_decref(j);
+	if (is_vq_cmd(&c)) {
+		if (c.opcode == PRM_CMD_CREATE_GENERAL_OBJECT) {
+			c.qidx = (int)PRM_GET(virtio_q, vq_q(&c), queue_index);
+			if (c.status == 0)
+				map_put(tr, c.obj_id, c.qidx);
+		} else {
+			c.qidx = map_get(tr, c.obj_id);
+		}
+	}
+	if (tr->n == tr->cap) {
+		tr->cap = tr->cap ? 2 * tr->cap : 256;
+		tr->c = realloc(tr->c, tr->cap * sizeof(*tr->c));
+		assert_non_null(tr->c);
+	}
+	tr->c[tr->n++] = c;
+}
+
+/* Read the lines written since the last call (whole lines only). */
+static void
+trace_sync(struct trace *tr)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	FILE *f;
+
+	f = fopen(tr->path, "r");
+	assert_non_null(f);
+	assert_int_equal(fseek(f, tr->off, SEEK_SET), 0);
+	while ((n = getline(&line, &cap, f)) > 0) {
+		if (line[n - 1] != '\n')
+			break; /* being written: next time */
+		line[n - 1] = '\0';
+		trace_parse_line(tr, line);
+		tr->off += n;
+	}
+	free(line);
+	fclose(f);
+}
+
+static void
+trace_free(struct trace *tr)
+{
+	size_t i;
+
+	for (i = 0; i < tr->n; i++)
+		free(tr->c[i].in);
+	free(tr->c);
+	free(tr->map);
+	memset(tr, 0, sizeof(*tr));
+}
+
+typedef bool (*tpred)(const struct tcmd *c, const void *arg);
+
+static unsigned int
+trace_count(struct trace *tr, size_t from, tpred p, const void *arg)
+{
+	unsigned int n = 0;
+	size_t i;
+
+	trace_sync(tr);
+	for (i = from; i < tr->n; i++)
+		if (p(&tr->c[i], arg))
+			n++;
+	return n;
+}
+
+/* Wait until at least `want` commands since `from` satisfy p. */
+static bool
+wait_trace(struct trace *tr, size_t from, tpred p, const void *arg, unsigned int want)
+{
+	int64_t deadline = now_ms() + DEADLINE_MS;
+
+	while (trace_count(tr, from, p, arg) < want) {
+		if (now_ms() > deadline)
+			return false;
+		tick();
+	}
+	return true;
+}
+
+static size_t
+trace_mark(struct trace *tr)
+{
+	trace_sync(tr);
+	return tr->n;
+}
+
+static uint64_t
+mod_bits(const struct tcmd *c)
+{
+	return PRM_GET(virtio_net_q, vq_obj(c), modify_field_select);
+}
+
+static unsigned int
+mod_state(const struct tcmd *c)
+{
+	return (unsigned int)PRM_GET(virtio_net_q, vq_obj(c), state);
+}
+
+static bool
+p_vq_create(const struct tcmd *c, const void *qidx)
+{
+	return is_vq_cmd(c) && c->opcode == PRM_CMD_CREATE_GENERAL_OBJECT &&
+	       (qidx == NULL || c->qidx == *(const int *)qidx);
+}
+
+static bool
+p_vq_destroy(const struct tcmd *c, const void *qidx)
+{
+	return is_vq_cmd(c) && c->opcode == PRM_CMD_DESTROY_GENERAL_OBJECT &&
+	       (qidx == NULL || c->qidx == *(const int *)qidx);
+}
+
+static bool
+p_vq_modify(const struct tcmd *c, const void *qidx)
+{
+	return is_vq_cmd(c) && c->opcode == PRM_CMD_MODIFY_GENERAL_OBJECT &&
+	       (qidx == NULL || c->qidx == *(const int *)qidx);
+}
+
+static bool
+p_vq_any(const struct tcmd *c, const void *qidx)
+{
+	return is_vq_cmd(c) && (qidx == NULL || c->qidx == *(const int *)qidx);
+}
+
+/* A MODIFY that moves a queue to `state` (STATE bit set), successfully. */
+static bool
+is_state_modify(const struct tcmd *c, unsigned int state)
+{
+	return is_vq_cmd(c) && c->opcode == PRM_CMD_MODIFY_GENERAL_OBJECT && c->status == 0 &&
+	       (mod_bits(c) & PRM_VIRTQ_MODIFY_STATE) && mod_state(c) == state;
+}
+
+static bool
+p_rdy(const struct tcmd *c, const void *qidx)
+{
+	return is_state_modify(c, PRM_VIRTQ_STATE_RDY) &&
+	       (qidx == NULL || c->qidx == *(const int *)qidx);
+}
+
+static bool
+p_suspend(const struct tcmd *c, const void *qidx)
+{
+	return is_state_modify(c, PRM_VIRTQ_STATE_SUSPEND) &&
+	       (qidx == NULL || c->qidx == *(const int *)qidx);
+}
+
+static bool
+p_failed_vq_cmd(const struct tcmd *c, const void *arg)
+{
+	(void)arg;
+	return is_vq_cmd(c) && c->status != 0;
+}
+
+static bool
+p_opcode(const struct tcmd *c, const void *opcode)
+{
+	return c->opcode == *(const uint16_t *)opcode;
+}
+
+/* Entries of a MODIFY_RQT command. */
+static unsigned int
+rqt_size(const struct tcmd *c)
+{
+	return (unsigned int)PRM_GET(rqtc, PRM_CADDR(modify_rqt_in, c->in, ctx), rqt_actual_size);
+}
+
+static uint32_t
+rqt_entry(const struct tcmd *c, unsigned int i)
+{
+	const uint8_t *list = PRM_CADDR(rqtc, PRM_CADDR(modify_rqt_in, c->in, ctx), rq_num);
+
+	return (uint32_t)PRM_GET(rq_num, list + i * PRM_SIZE(rq_num), rq_num);
+}
+
+/* The last successful MODIFY_RQT since from, or NULL. */
+static const struct tcmd *
+last_rqt_modify(struct trace *tr, size_t from)
+{
+	size_t i;
+
+	trace_sync(tr);
+	for (i = tr->n; i-- > from;)
+		if (tr->c[i].opcode == PRM_CMD_MODIFY_RQT && tr->c[i].status == 0)
+			return &tr->c[i];
+	return NULL;
+}
+
+static bool
+p_rqt_size(const struct tcmd *c, const void *n)
+{
+	return c->opcode == PRM_CMD_MODIFY_RQT && c->status == 0 &&
+	       rqt_size(c) == *(const unsigned int *)n;
+}
+
+/* ---- one test's device, front end and guest -------------------------------- */
+
+struct tc {
+	char name[32];
+	struct mlx5_lm_dev *dev;
+	struct emu_dev *emu;
+	struct rte_vdpa_device *vdpa;
+	bool attached;
+	unsigned long leaked0;
+	unsigned int live0;       /* emulator objects right after probe */
+	struct trace tr;
+	struct vu_mem *mem;
+	struct vu_guest *g[2];
+	struct vu_client *c;
+};
+
+static int
+tc_setup(void **state)
+{
+	struct tc *t = calloc(1, sizeof(*t));
+
+	if (t == NULL)
+		return -1;
+	*state = t;
+	return 0;
+}
+
+/*
+ * Probe a device with `queues` pre-created pairs of 256 entries and attach
+ * it to the socket. mr_gc_ms=0 releases guest memory registrations in the
+ * caller, so that the emulator's object count is exact after each step.
+ */
+static void
+tc_probe(struct tc *t, unsigned int queues, const char *extra)
+{
+	char args[PATH_MAX + 256];
+
+	snprintf(t->name, sizeof(t->name), "vdpa_mlx5_lm%u", dev_seq++);
+	snprintf(t->tr.path, sizeof(t->tr.path), "%s/%s.trace", tmpdir, t->name);
+	snprintf(args, sizeof(args), "emu=fast,queues=%u,workers=4,mr_gc_ms=0,devx_trace=%s%s%s",
+		 queues, t->tr.path, extra != NULL ? "," : "", extra != NULL ? extra : "");
+	t->leaked0 = emu_leaked_total();
+	assert_int_equal(rte_eal_hotplug_add("vdev", t->name, args), 0);
+	t->dev = mlx5_lm_dev_by_name(t->name);
+	assert_non_null(t->dev);
+	t->emu = devx_emu_dev(t->dev->devx);
+	assert_non_null(t->emu);
+	t->vdpa = rte_vdpa_find_device_by_name(t->name);
+	assert_non_null(t->vdpa);
+	assert_int_equal(rte_vhost_driver_attach_vdpa_device(sock_path, t->vdpa), 0);
+	t->attached = true;
+	t->live0 = emu_dev_live_objects(t->emu);
+}
+
+/* Guest memory (1 GiB at GPA 0, sparse) and up to two guests sharing it. */
+static struct vu_guest *
+tc_guest(struct tc *t, unsigned int slot, unsigned int pairs, uint16_t size, bool packed)
+{
+	struct vu_guest_cfg cfg = { .queue_pairs = pairs, .ring_size = size, .packed = packed };
+
+	if (t->mem == NULL)
+		assert_int_equal(vu_mem_create_qemu(&t->mem, 1), 0);
+	assert_int_equal(vu_guest_create(&t->g[slot], t->mem, &cfg), 0);
+	return t->g[slot];
+}
+
+static void
+tc_connect(struct tc *t)
+{
+	assert_null(t->c);
+	assert_int_equal(vu_connect(&t->c, sock_path, 5000), 0);
+	vu_set_reply_timeout(t->c, DEADLINE_MS);
+}
+
+/* Close the front end and wait until vhost (and so the driver) is done with it. */
+static void
+tc_disconnect(struct tc *t)
+{
+	if (t->c == NULL)
+		return;
+	vu_disconnect(t->c);
+	t->c = NULL;
+	assert_true(wait_connections_closed());
+}
+
+static bool
+tc_running(struct tc *t)
+{
+	int running;
+
+	pthread_mutex_lock(&t->dev->lock);
+	running = t->dev->running;
+	pthread_mutex_unlock(&t->dev->lock);
+	return running != 0;
+}
+
+/* dev_conf runs after vhost replied to DRIVER_OK: wait until it has configured. */
+static void
+wait_running(struct tc *t)
+{
+	int64_t deadline = now_ms() + DEADLINE_MS;
+
+	while (!tc_running(t)) {
+		if (now_ms() > deadline) {
+			print_error("%s: not running %d ms after DRIVER_OK\n", t->name,
+				    DEADLINE_MS);
+			fail();
+		}
+		tick();
+	}
+}
+
+/*
+ * Every vhost-facing operation of the driver holds dev->lock from start to
+ * end: once a command it sent is in the trace, taking the lock waits for
+ * that operation to return.
+ */
+static void
+dev_barrier(struct tc *t)
+{
+	pthread_mutex_lock(&t->dev->lock);
+	pthread_mutex_unlock(&t->dev->lock);
+}
+
+/* Queues go back to blank in the background after dev_close: wait for it. */
+static void
+wait_restored(struct tc *t)
+{
+	struct timespec ts;
+	int restoring;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += DEADLINE_MS / 1000;
+	pthread_mutex_lock(&t->dev->lock);
+	while (t->dev->restoring)
+		if (pthread_cond_timedwait(&t->dev->restored, &t->dev->lock, &ts) != 0)
+			break;
+	restoring = t->dev->restoring;
+	pthread_mutex_unlock(&t->dev->lock);
+	assert_int_equal(restoring, 0);
+}
+
+static uint32_t
+vq_id(struct tc *t, unsigned int i)
+{
+	uint32_t id;
+
+	pthread_mutex_lock(&t->dev->lock);
+	id = t->dev->vq[i].obj != NULL ? devx_obj_id(t->dev->vq[i].obj) : 0;
+	pthread_mutex_unlock(&t->dev->lock);
+	return id;
+}
+
+/* The state the emulated device holds for queue i (QUERY, not traced); -1 if none. */
+static int
+vq_state(struct tc *t, unsigned int i)
+{
+	uint8_t in[PRM_SIZE(general_obj_in_cmd_hdr)];
+	uint8_t out[PRM_SIZE(virtq_cmd)];
+	uint32_t id = vq_id(t, i);
+
+	if (id == 0)
+		return -1;
+	memset(in, 0, sizeof(in));
+	memset(out, 0, sizeof(out));
+	PRM_SET(general_obj_in_cmd_hdr, in, opcode, PRM_CMD_QUERY_GENERAL_OBJECT);
+	PRM_SET(general_obj_in_cmd_hdr, in, obj_type, PRM_OBJ_VIRTIO_NET_Q);
+	PRM_SET(general_obj_in_cmd_hdr, in, obj_id, id);
+	assert_int_equal(emu_cmd(t->emu, in, sizeof(in), out, sizeof(out)), 0);
+	assert_int_equal(PRM_GET(general_obj_out_cmd_hdr, out, status), 0);
+	return (int)PRM_GET(virtio_net_q, PRM_ADDR(virtq_cmd, out, obj), state);
+}
+
+static void
+tc_remove(struct tc *t)
+{
+	if (t->attached) {
+		assert_int_equal(rte_vhost_driver_detach_vdpa_device(sock_path), 0);
+		t->attached = false;
+	}
+	if (t->dev != NULL) {
+		t->dev = NULL;
+		assert_int_equal(rte_eal_hotplug_remove("vdev", t->name), 0);
+		/* Zero live objects at teardown: nothing was left for the emulator to reap. */
+		assert_int_equal(emu_leaked_total(), t->leaked0);
+	}
+}
+
+static int
+tc_teardown(void **state)
+{
+	struct tc *t = *state;
+	unsigned int i;
+
+	tc_disconnect(t);
+	if (t->dev != NULL)
+		wait_restored(t);
+	tc_remove(t);
+	for (i = 0; i < RTE_DIM(t->g); i++)
+		if (t->g[i] != NULL)
+			vu_guest_destroy(t->g[i]);
+	if (t->mem != NULL)
+		vu_mem_destroy(t->mem);
+	if (t->tr.path[0] != '\0')
+		unlink(t->tr.path);
+	trace_free(&t->tr);
+	free(t);
+	return 0;
+}
+
+/* ---- front end helpers ------------------------------------------------------ */
+
+/* Which guest ring backs device ring i (rings of several guests may be mixed). */
+struct fe_ring {
+	struct vu_guest *g;
+	unsigned int ring;
+	uint64_t bad_desc;      /* != 0: send this front-end address as the descriptor ring */
+};
+
+static uint64_t
+fe_features(struct tc *t, bool packed)
+{
+	uint64_t f = (1ULL << VU_F_VERSION_1) | (1ULL << VU_F_PROTOCOL_FEATURES) |
+		     (1ULL << VU_F_NET_MQ);
+
+	if (packed)
+		f |= 1ULL << VU_F_RING_PACKED;
+	return f & vu_backend_features(t->c);
+}
+
+static void
+fe_ring_setup(struct tc *t, unsigned int i, const struct fe_ring *r)
+{
+	struct vu_ring_info ri;
+
+	assert_int_equal(vu_guest_ring_info(r->g, r->ring, &ri), 0);
+	assert_int_equal(vu_set_vring_num(t->c, i, ri.num), 0);
+	assert_int_equal(vu_set_vring_base(t->c, i, ri.fresh_base), 0);
+	assert_int_equal(vu_set_vring_addr(t->c, i, 0, r->bad_desc != 0 ? r->bad_desc :
+					   (uintptr_t)ri.desc, (uintptr_t)ri.used,
+					   (uintptr_t)ri.avail, ri.log_gpa), 0);
+	assert_int_equal(vu_set_vring_kick(t->c, i, vu_guest_kickfd(r->g, r->ring)), 0);
+	assert_int_equal(vu_set_vring_call(t->c, i, vu_guest_callfd(r->g, r->ring)), 0);
+}
+
+/*
+ * QEMU's start sequence with a ring-by-ring choice: which guest ring backs
+ * each device ring, and which rings are enabled before DRIVER_OK.
+ */
+static void
+fe_start(struct tc *t, const struct fe_ring *rings, unsigned int n, uint32_t enable_mask)
+{
+	uint64_t feat;
+	unsigned int i;
+
+	assert_int_equal(vu_device_init(t->c, NULL), 0);
+	feat = fe_features(t, false);
+	for (i = 0; i < RTE_DIM(t->g); i++)
+		if (t->g[i] != NULL)
+			vu_guest_set_features(t->g[i], feat);
+	assert_int_equal(vu_set_features(t->c, feat), 0);
+	assert_int_equal(vu_set_mem_table(t->c, t->mem), 0);
+	for (i = 0; i < n; i++)
+		fe_ring_setup(t, i, &rings[i]);
+	for (i = 0; i < n; i++)
+		if (enable_mask & (1u << i))
+			assert_int_equal(vu_set_vring_enable(t->c, i, true), 0);
+	assert_int_equal(vu_set_status(t->c, VU_STATUS_ACK | VU_STATUS_DRIVER |
+				       VU_STATUS_FEATURES_OK | VU_STATUS_DRIVER_OK), 0);
+}
+
+/* GET_VRING_BASE on rings 0..n-1, as QEMU stops a device. */
+static void
+fe_stop(struct tc *t, unsigned int n, uint32_t *bases)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		assert_int_equal(vu_get_vring_base(t->c, i, &bases[i]), 0);
+}
+
+/* ---- traffic ---------------------------------------------------------------- */
+
+static bool
+qps_settled(struct vu_guest *g, uint32_t mask, const uint64_t *target)
+{
+	unsigned int q;
+
+	for (q = 0; q < MAX_QP; q++) {
+		if (!(mask & (1u << q)))
+			continue;
+		if ((target != NULL && vu_guest_tx_sent(g, (int)q) != target[q]) ||
+		    vu_guest_lost(g, (int)q) != 0 || vu_guest_tx_inflight(g, (int)q) != 0)
+			return false;
+	}
+	return true;
+}
+
+static void
+traffic_fail(struct vu_guest *g, uint32_t mask)
+{
+	struct vu_guest_stats st;
+	unsigned int q;
+
+	for (q = 0; q < MAX_QP; q++) {
+		if (!(mask & (1u << q)))
+			continue;
+		vu_guest_stats(g, (int)q, &st);
+		print_error("qp %u: sent %" PRIu64 " completed %" PRIu64 " inflight %" PRIu64
+			    " lost %" PRIu64 " rx %" PRIu64 " bad %" PRIu64 "\n", q,
+			    vu_guest_tx_sent(g, (int)q), st.tx_completed,
+			    vu_guest_tx_inflight(g, (int)q), vu_guest_lost(g, (int)q),
+			    st.rx_received, st.rx_bad);
+	}
+	fail();
+}
+
+static void
+traffic_check_clean(struct vu_guest *g)
+{
+	struct vu_guest_stats st;
+
+	vu_guest_stats(g, -1, &st);
+	assert_int_equal(st.rx_bad, 0);
+	assert_int_equal(st.duplicates, 0);
+	assert_int_equal(st.dev_errors, 0);
+}
+
+/*
+ * Frames sent and not yet received, over the pairs in mask. Like a real
+ * NIC, the device drops what arrives for an RX queue without buffers (past
+ * a small backlog): senders keep this under one RX ring's worth.
+ */
+#define WINDOW 128
+
+static uint64_t
+outstanding(struct vu_guest *g, uint32_t mask)
+{
+	uint64_t n = 0;
+	unsigned int q;
+
+	for (q = 0; q < MAX_QP; q++)
+		if (mask & (1u << q))
+			n += vu_guest_lost(g, (int)q);
+	return n;
+}
+
+/*
+ * Send npp more frames on every pair in mask and wait until each came back
+ * (the emulated uplink is a loopback) and every TX descriptor completed.
+ */
+static void
+traffic(struct vu_guest *g, uint32_t mask, unsigned int npp)
+{
+	uint64_t target[MAX_QP] = { 0 };
+	int64_t deadline = now_ms() + DEADLINE_MS;
+	unsigned int q;
+
+	for (q = 0; q < MAX_QP; q++)
+		if (mask & (1u << q))
+			target[q] = vu_guest_tx_sent(g, (int)q) + npp;
+	while (!qps_settled(g, mask, target)) {
+		int work = 0;
+
+		for (q = 0; q < MAX_QP; q++) {
+			uint64_t left;
+
+			if (!(mask & (1u << q)))
+				continue;
+			left = target[q] - vu_guest_tx_sent(g, (int)q);
+			if (left > 16)
+				left = 16;
+			if (left != 0 && outstanding(g, mask) + left <= WINDOW)
+				work += vu_guest_tx(g, q, (unsigned int)left);
+		}
+		work += vu_guest_poll(g);
+		if (now_ms() > deadline)
+			traffic_fail(g, mask);
+		if (work == 0)
+			vu_guest_wait(g, 2);
+	}
+	traffic_check_clean(g);
+}
+
+/* Wait until nothing sent on the pairs in mask is missing or in flight. */
+static void
+traffic_settle(struct vu_guest *g, uint32_t mask)
+{
+	int64_t deadline = now_ms() + DEADLINE_MS;
+
+	while (!qps_settled(g, mask, NULL)) {
+		if (vu_guest_poll(g) == 0)
+			vu_guest_wait(g, 2);
+		if (now_ms() > deadline)
+			traffic_fail(g, mask);
+	}
+	traffic_check_clean(g);
+}
+
+/* Traffic in a thread, while the main thread drives vhost-user messages. */
+struct pump {
+	struct vu_guest *g;
+	uint32_t mask;
+	volatile bool stop;
+	pthread_t thread;
+};
+
+static void *
+pump_main(void *arg)
+{
+	struct pump *p = arg;
+	unsigned int q;
+
+	while (!p->stop) {
+		for (q = 0; q < MAX_QP; q++)
+			if ((p->mask & (1u << q)) && outstanding(p->g, p->mask) + 8 <= WINDOW)
+				vu_guest_tx(p->g, q, 8);
+		if (vu_guest_poll(p->g) == 0)
+			vu_guest_wait(p->g, 1);
+	}
+	return NULL;
+}
+
+static void
+pump_start(struct pump *p, struct vu_guest *g, uint32_t mask)
+{
+	p->g = g;
+	p->mask = mask;
+	p->stop = false;
+	assert_int_equal(pthread_create(&p->thread, NULL, pump_main, p), 0);
+}
+
+static void
+pump_stop(struct pump *p)
+{
+	p->stop = true;
+	pthread_join(p->thread, NULL);
+	traffic_settle(p->g, p->mask);
+}
+
+/* The base GET_VRING_BASE must return after `consumed` chains (test_vu's rule). */
+static uint32_t
+expect_base(bool packed, uint16_t size, uint64_t consumed)
+{
+	if (!packed)
+		return (uint32_t)(consumed & 0xffff);
+	return (uint32_t)(consumed % size) | (((consumed / size) & 1) ? 0 : 0x8000);
+}
+
+/* Bases of every ring equal what the guest saw the device consume. */
+static void
+check_bases(struct vu_guest *g, const uint32_t *bases, unsigned int pairs, bool packed,
+	    uint16_t size)
+{
+	struct vu_guest_stats st;
+	unsigned int q;
+
+	for (q = 0; q < pairs; q++) {
+		vu_guest_stats(g, (int)q, &st);
+		/* RX: one buffer per received frame; TX: every frame sent completed. */
+		assert_int_equal(bases[2 * q], expect_base(packed, size, st.rx_received));
+		assert_int_equal(bases[2 * q + 1],
+				 expect_base(packed, size, vu_guest_tx_sent(g, (int)q)));
+	}
+}
+
+/* ---- 1. DRIVER_OK: one MODIFY per queue; close: suspend + query ------------ */
+
+/* Check the MODIFYs of dev_conf since `from`: one per ring, only what differs. */
+static void
+check_conf_modifies(struct tc *t, size_t from, struct vu_guest *g, unsigned int nrings,
+		    const uint32_t *bases, uint64_t extra_bits)
+{
+	unsigned int i;
+	size_t k;
+
+	/* Pre-created queues of the right size: no virtq is created or destroyed. */
+	assert_int_equal(trace_count(&t->tr, from, p_vq_create, NULL), 0);
+	assert_int_equal(trace_count(&t->tr, from, p_vq_destroy, NULL), 0);
+	for (i = 0; i < nrings; i++) {
+		int q = (int)i;
+		const struct tcmd *m = NULL;
+		struct vu_ring_info ri;
+		uint64_t want = BITS_FRESH | extra_bits;
+
+		assert_int_equal(trace_count(&t->tr, from, p_vq_modify, &q), 1);
+		for (k = from; k < t->tr.n; k++)
+			if (p_vq_modify(&t->tr.c[k], &q))
+				m = &t->tr.c[k];
+		assert_int_equal(m->status, 0);
+		/* The hardware indices are sent only where vhost's base is not the blank 0. */
+		if (bases != NULL && bases[i] != 0)
+			want |= BITS_INDEX;
+		if (mod_bits(m) != want)
+			print_error("queue %u: modify_field_select 0x%" PRIx64 ", want 0x%" PRIx64
+				    "\n", i, mod_bits(m), want);
+		assert_true(mod_bits(m) == want);
+		assert_int_equal(mod_state(m), PRM_VIRTQ_STATE_RDY);
+		/* And the values are the guest's rings, through a real mkey. */
+		assert_int_equal(vu_guest_ring_info(g, i, &ri), 0);
+		assert_true(PRM_GET(virtio_q, vq_q(m), desc_addr) == ri.desc_gpa);
+		assert_true(PRM_GET(virtio_q, vq_q(m), available_addr) == ri.avail_gpa);
+		assert_true(PRM_GET(virtio_q, vq_q(m), used_addr) == ri.used_gpa);
+		assert_true(PRM_GET(virtio_q, vq_q(m), virtio_q_mkey) != 0);
+		if (bases != NULL && bases[i] != 0)
+			assert_int_equal(PRM_GET(virtio_net_q, vq_obj(m), hw_available_index),
+					 bases[i]);
+		assert_int_equal(vq_state(t, i), PRM_VIRTQ_STATE_RDY);
+	}
+}
+
+/*
+ * GET_VRING_BASE of ring 0 makes vhost call dev_close before it replies:
+ * when the reply is here, every running queue must have been suspended and
+ * then queried, nothing else done to the queues yet.
+ */
+static void
+check_close_suspends_then_queries(struct tc *t, size_t from, unsigned int nrings)
+{
+	size_t k, last_query = from;
+	unsigned int i;
+
+	trace_sync(&t->tr);
+	for (i = 0; i < nrings; i++) {
+		int q = (int)i;
+		size_t suspend = SIZE_MAX, query = SIZE_MAX;
+
+		assert_int_equal(trace_count(&t->tr, from, p_suspend, &q), 1);
+		for (k = from; k < t->tr.n; k++) {
+			const struct tcmd *c = &t->tr.c[k];
+
+			if (p_suspend(c, &q))
+				suspend = k;
+			else if (c->qidx == q && c->opcode == PRM_CMD_QUERY_GENERAL_OBJECT &&
+				 suspend != SIZE_MAX && query == SIZE_MAX)
+				query = k;
+		}
+		assert_true(suspend != SIZE_MAX && query != SIZE_MAX && suspend < query);
+		assert_true(mod_bits(&t->tr.c[suspend]) == PRM_VIRTQ_MODIFY_STATE);
+		if (query > last_query)
+			last_query = query;
+	}
+	/*
+	 * Restoring blank queues (destroy + create) runs in the background once
+	 * dev_close returned: none of it is interleaved with suspend + query.
+	 */
+	for (k = from; k < last_query; k++)
+		assert_false(p_vq_destroy(&t->tr.c[k], NULL));
+}
+
+static void
+run_driver_ok_and_close(struct tc *t, bool packed)
+{
+	const unsigned int pairs = 4, nrings = 2 * pairs;
+	const uint16_t size = 256;
+	struct vu_start_opts o = { 0 };
+	uint32_t bases[MAX_RINGS];
+	struct vu_guest *g;
+	size_t mark;
+	int q;
+
+	tc_probe(t, pairs, NULL);
+	/* Every virtq exists before any front end connects. */
+	assert_int_equal(trace_count(&t->tr, 0, p_vq_create, NULL), nrings);
+	for (q = 0; q < (int)nrings; q++) {
+		assert_int_equal(trace_count(&t->tr, 0, p_vq_create, &q), 1);
+		assert_int_equal(vq_state(t, (unsigned int)q), PRM_VIRTQ_STATE_INIT);
+	}
+	g = tc_guest(t, 0, pairs, size, packed);
+	tc_connect(t);
+	mark = trace_mark(&t->tr);
+	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
+	wait_running(t);
+	/*
+	 * A packed ring differs from a blank queue in its type, and vhost's
+	 * fresh packed base (wrap counter set) in the indices.
+	 */
+	check_conf_modifies(t, mark, g, nrings, NULL,
+			    packed ? PRM_VIRTQ_MODIFY_Q_TYPE | BITS_INDEX : 0);
+	traffic(g, 0xf, 300);
+
+	/* Stop ring by ring: the first reply already follows suspend + query. */
+	mark = trace_mark(&t->tr);
+	assert_int_equal(vu_get_vring_base(t->c, 0, &bases[0]), 0);
+	check_close_suspends_then_queries(t, mark, nrings);
+	for (q = 1; q < (int)nrings; q++)
+		assert_int_equal(vu_get_vring_base(t->c, (uint32_t)q, &bases[q]), 0);
+	check_bases(g, bases, pairs, packed, size);
+
+	/*
+	 * Restart from those bases: again MODIFY only, now with the indices.
+	 * QEMU (7.2, vhost_dev_stop) resets the status after stopping, so that
+	 * the next DRIVER_OK is what starts the device again.
+	 */
+	assert_int_equal(vu_set_status(t->c, 0), 0);
+	wait_restored(t);
+	mark = trace_mark(&t->tr);
+	o.bases = bases;
+	assert_int_equal(vu_start_device(t->c, g, &o), 0);
+	wait_running(t);
+	check_conf_modifies(t, mark, g, nrings, bases, packed ? PRM_VIRTQ_MODIFY_Q_TYPE : 0);
+	traffic(g, 0xf, 200);
+	assert_int_equal(vu_stop_device(t->c, bases, nrings), 0);
+	check_bases(g, bases, pairs, packed, size);
+}
+
+static void
+test_driver_ok_modifies_each_queue_once_and_close_suspends_and_queries(void **state)
+{
+	run_driver_ok_and_close(*state, false);
+}
+
+static void
+test_packed_rings_driver_ok_and_close(void **state)
+{
+	run_driver_ok_and_close(*state, true);
+}
+
+/* ---- 2. size mismatch: only that queue is re-created ------------------------ */
+
+static void
+test_ring_of_another_size_recreates_only_its_queue(void **state)
+{
+	struct tc *t = *state;
+	const unsigned int nrings = 8;
+	/* Rings 0, 1 and 5 come from a guest whose rings have 1024 entries. */
+	const uint32_t big = 1u << 0 | 1u << 1 | 1u << 5;
+	struct fe_ring rings[8];
+	uint32_t bases[8];
+	struct vu_guest *a, *b;
+	unsigned int i;
+	size_t mark, k;
+
+	tc_probe(t, 4, NULL);
+	a = tc_guest(t, 0, 4, 256, false);
+	b = tc_guest(t, 1, 3, 1024, false);
+	for (i = 0; i < nrings; i++) {
+		rings[i].g = big & (1u << i) ? b : a;
+		rings[i].ring = i;
+		rings[i].bad_desc = 0;
+	}
+	tc_connect(t);
+	mark = trace_mark(&t->tr);
+	fe_start(t, rings, nrings, 0xff);
+	wait_running(t);
+	for (i = 0; i < nrings; i++) {
+		int q = (int)i;
+		bool recreate = big & (1u << i);
+
+		/* Destroy + create for the mismatched queues only, and one MODIFY each. */
+		assert_int_equal(trace_count(&t->tr, mark, p_vq_create, &q), recreate);
+		assert_int_equal(trace_count(&t->tr, mark, p_vq_destroy, &q), recreate);
+		assert_int_equal(trace_count(&t->tr, mark, p_vq_modify, &q), 1);
+		assert_int_equal(trace_count(&t->tr, mark, p_rdy, &q), 1);
+		assert_int_equal(vq_state(t, i), PRM_VIRTQ_STATE_RDY);
+		for (k = mark; k < t->tr.n; k++)
+			if (p_vq_create(&t->tr.c[k], &q))
+				assert_int_equal(PRM_GET(virtio_q, vq_q(&t->tr.c[k]), queue_size),
+						 1024);
+	}
+	/* The re-created queues carry traffic: B's pairs 0 and 2 (ring 5 alone). */
+	traffic(b, 1u << 0 | 1u << 2, 2000);
+	fe_stop(t, nrings, bases);
+	assert_int_equal(bases[1], 2000);
+	assert_int_equal(bases[5], 2000);
+}
+
+/* ---- 3. queue pairs disabled / enabled by the guest ------------------------- */
+
+static void
+test_disabling_pairs_suspends_only_them_and_shrinks_the_rqt(void **state)
+{
+	struct tc *t = *state;
+	const unsigned int want_small = 2, want_full = 4;
+	uint32_t rx_ids[4], bases[8];
+	const struct tcmd *rqt;
+	struct vu_guest *g;
+	struct pump pump;
+	uint64_t sent;
+	unsigned int i;
+	size_t mark;
+
+	tc_probe(t, 4, NULL);
+	g = tc_guest(t, 0, 4, 256, false);
+	tc_connect(t);
+	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
+	wait_running(t);
+	traffic(g, 0xf, 200);
+	for (i = 0; i < 4; i++)
+		rx_ids[i] = vq_id(t, 2 * i);
+
+	/* Pairs 0-1 carry traffic the whole time. */
+	pump_start(&pump, g, 0x3);
+	sent = vu_guest_tx_sent(g, -1);
+	mark = trace_mark(&t->tr);
+	for (i = 4; i < 8; i++)
+		assert_int_equal(vu_set_vring_enable(t->c, i, false), 0);
+	/* set_vring_state runs after vhost's ack: wait for its commands. */
+	assert_true(wait_trace(&t->tr, mark, p_suspend, NULL, 4));
+	assert_true(wait_trace(&t->tr, mark, p_rqt_size, &want_small, 1));
+	dev_barrier(t);
+	for (i = 0; i < 8; i++) {
+		int q = (int)i;
+
+		/* Exactly the disabled queues, state only; the others untouched. */
+		assert_int_equal(trace_count(&t->tr, mark, p_suspend, &q), i >= 4);
+		assert_int_equal(trace_count(&t->tr, mark, p_vq_any, &q), i >= 4);
+		assert_int_equal(vq_state(t, i), i >= 4 ? PRM_VIRTQ_STATE_SUSPEND :
+				 PRM_VIRTQ_STATE_RDY);
+	}
+	rqt = last_rqt_modify(&t->tr, mark);
+	assert_non_null(rqt);
+	assert_int_equal(rqt_size(rqt), 2);
+	assert_int_equal(rqt_entry(rqt, 0), rx_ids[0]);
+	assert_int_equal(rqt_entry(rqt, 1), rx_ids[1]);
+
+	mark = trace_mark(&t->tr);
+	for (i = 4; i < 8; i++)
+		assert_int_equal(vu_set_vring_enable(t->c, i, true), 0);
+	assert_true(wait_trace(&t->tr, mark, p_rdy, NULL, 4));
+	assert_true(wait_trace(&t->tr, mark, p_rqt_size, &want_full, 1));
+	dev_barrier(t);
+	for (i = 0; i < 8; i++) {
+		int q = (int)i;
+
+		/* Resumed from SUSPEND with the state bit alone: nothing re-created. */
+		assert_int_equal(trace_count(&t->tr, mark, p_rdy, &q), i >= 4);
+		assert_int_equal(trace_count(&t->tr, mark, p_vq_any, &q), i >= 4);
+		assert_int_equal(vq_state(t, i), PRM_VIRTQ_STATE_RDY);
+	}
+	for (i = (unsigned int)mark; i < t->tr.n; i++)
+		if (p_rdy(&t->tr.c[i], NULL))
+			assert_true(mod_bits(&t->tr.c[i]) == PRM_VIRTQ_MODIFY_STATE);
+	rqt = last_rqt_modify(&t->tr, mark);
+	assert_non_null(rqt);
+	assert_int_equal(rqt_size(rqt), 4);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(rqt_entry(rqt, i), rx_ids[i]);
+	pump_stop(&pump);
+	assert_true(vu_guest_tx_sent(g, -1) > sent);
+	/* And the resumed pairs work again. */
+	traffic(g, 0xf, 200);
+	fe_stop(t, 8, bases);
+	check_bases(g, bases, 4, false, 256);
+}
+
+/* ---- 4. a ring the guest never enabled is never made RDY -------------------- */
+
+/*
+ * DPDK's vhost (builtin net) calls dev_conf as soon as rings 0 and 1 are
+ * ready and DRIVER_OK is set, whatever the state of the other rings: QEMU
+ * starts a multiqueue device that way, with the pairs the guest has not
+ * yet asked for set up but disabled. Those must stay out of RDY until the
+ * guest enables them.
+ */
+static void
+test_rings_set_up_but_not_enabled_stay_out_of_rdy(void **state)
+{
+	struct tc *t = *state;
+	struct fe_ring rings[8];
+	uint32_t bases[8];
+	struct vu_guest *g;
+	unsigned int i;
+	size_t mark;
+
+	tc_probe(t, 4, NULL);
+	g = tc_guest(t, 0, 4, 256, false);
+	for (i = 0; i < 8; i++) {
+		rings[i].g = g;
+		rings[i].ring = i;
+		rings[i].bad_desc = 0;
+	}
+	tc_connect(t);
+	mark = trace_mark(&t->tr);
+	/* All 8 rings set up, only pairs 0-1 enabled. */
+	fe_start(t, rings, 8, 0x0f);
+	wait_running(t);
+	for (i = 0; i < 8; i++) {
+		int q = (int)i;
+
+		assert_int_equal(trace_count(&t->tr, mark, p_rdy, &q), i < 4);
+		if (i >= 4)
+			assert_int_not_equal(vq_state(t, i), PRM_VIRTQ_STATE_RDY);
+	}
+	traffic(g, 0x3, 300);
+
+	/* The guest enables pairs 2-3 now: they start, and carry traffic. */
+	mark = trace_mark(&t->tr);
+	for (i = 4; i < 8; i++)
+		assert_int_equal(vu_set_vring_enable(t->c, i, true), 0);
+	assert_true(wait_trace(&t->tr, mark, p_rdy, NULL, 4));
+	dev_barrier(t);
+	for (i = 0; i < 8; i++)
+		assert_int_equal(vq_state(t, i), PRM_VIRTQ_STATE_RDY);
+	traffic(g, 0xf, 300);
+	fe_stop(t, 8, bases);
+}
+
+/* Pairs the front end never sets up are never touched: they stay INIT. */
+static void
+test_pairs_beyond_the_front_end_stay_init(void **state)
+{
+	struct tc *t = *state;
+	uint32_t bases[4];
+	struct vu_guest *g;
+	unsigned int i;
+	size_t mark;
+
+	tc_probe(t, 4, NULL);
+	g = tc_guest(t, 0, 2, 256, false);
+	tc_connect(t);
+	mark = trace_mark(&t->tr);
+	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
+	wait_running(t);
+	traffic(g, 0x3, 300);
+	assert_int_equal(vu_stop_device(t->c, bases, 4), 0);
+	for (i = 0; i < 8; i++) {
+		int q = (int)i;
+
+		assert_int_equal(trace_count(&t->tr, mark, p_rdy, &q), i < 4);
+		if (i >= 4) {
+			assert_int_equal(trace_count(&t->tr, mark, p_vq_any, &q), 0);
+			assert_int_equal(vq_state(t, i), PRM_VIRTQ_STATE_INIT);
+		}
+	}
+	check_bases(g, bases, 2, false, 256);
+}
+
+/* Dirty logging starting while pairs are disabled must not resume them. */
+static void
+test_disabled_pairs_stay_suspended_when_logging_starts(void **state)
+{
+	struct tc *t = *state;
+	uint32_t bases[8];
+	struct vu_guest *g;
+	struct vu_log *log;
+	unsigned int i;
+	size_t mark, lmark;
+
+	tc_probe(t, 4, NULL);
+	g = tc_guest(t, 0, 4, 256, false);
+	tc_connect(t);
+	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
+	wait_running(t);
+	mark = trace_mark(&t->tr);
+	for (i = 4; i < 8; i++)
+		assert_int_equal(vu_set_vring_enable(t->c, i, false), 0);
+	assert_true(wait_trace(&t->tr, mark, p_suspend, NULL, 4));
+	dev_barrier(t);
+
+	mark = trace_mark(&t->tr);
+	lmark = log_mark();
+	assert_int_equal(vu_log_create(&log, vu_mem_gpa_end(t->mem)), 0);
+	assert_int_equal(vu_set_log(t->c, log), 0);
+	/* set_features runs after vhost's ack: wait for the driver to say it logs. */
+	assert_true(wait_log(lmark, "dirty-page logging on"));
+	dev_barrier(t);
+	traffic(g, 0x3, 200);
+	for (i = 0; i < 8; i++) {
+		int q = (int)i;
+
+		assert_int_equal(trace_count(&t->tr, mark, p_rdy, &q), i < 4);
+		assert_int_equal(vq_state(t, i), i < 4 ? PRM_VIRTQ_STATE_RDY :
+				 PRM_VIRTQ_STATE_SUSPEND);
+	}
+	assert_int_equal(vu_clear_log(t->c), 0);
+	fe_stop(t, 8, bases);
+	tc_disconnect(t);
+	vu_log_destroy(log);
+}
+
+/* ---- 5. ERR recovery ---------------------------------------------------------- */
+
+static bool
+p_rdy_new(const struct tcmd *c, const void *arg)
+{
+	const uint32_t *a = arg; /* { qidx, old id } */
+
+	return is_state_modify(c, PRM_VIRTQ_STATE_RDY) && c->qidx == (int)a[0] &&
+	       c->obj_id != a[1];
+}
+
+/* Since from, queue q was queried, destroyed, created and resumed, in that order. */
+static void
+check_recovery_sequence(struct tc *t, size_t from, int q, uint32_t old)
+{
+	size_t k, step = 0;
+
+	for (k = from; k < t->tr.n && step < 4; k++) {
+		const struct tcmd *c = &t->tr.c[k];
+
+		if (c->qidx != q)
+			continue;
+		if (step == 0 && c->opcode == PRM_CMD_QUERY_GENERAL_OBJECT && c->obj_id == old)
+			step = 1;
+		else if (step == 1 && c->opcode == PRM_CMD_DESTROY_GENERAL_OBJECT &&
+			 c->obj_id == old)
+			step = 2;
+		else if (step == 2 && c->opcode == PRM_CMD_CREATE_GENERAL_OBJECT &&
+			 c->status == 0)
+			step = 3;
+		else if (step == 3 && p_rdy(c, &q) && c->obj_id != old)
+			step = 4;
+	}
+	assert_int_equal(step, 4);
+}
+
+static void
+test_queue_in_err_is_recreated_at_most_three_times(void **state)
+{
+	struct tc *t = *state;
+	const int q = 3; /* TX of pair 1 */
+	char line[128];
+	uint32_t bases[4], arg[2];
+	struct vu_guest *g;
+	unsigned int k, i;
+	size_t mark, lmark;
+
+	tc_probe(t, 2, NULL);
+	g = tc_guest(t, 0, 2, 256, false);
+	tc_connect(t);
+	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
+	wait_running(t);
+	traffic(g, 0x3, 200);
+	for (k = 1; k <= 3; k++) {
+		arg[0] = (uint32_t)q;
+		arg[1] = vq_id(t, q);
+		mark = trace_mark(&t->tr);
+		lmark = log_mark();
+		assert_int_equal(emu_virtq_force_error(t->emu, arg[1], EMU_VQ_ERROR_BAD_DESC), 0);
+		assert_true(wait_trace(&t->tr, mark, p_rdy_new, arg, 1));
+		dev_barrier(t);
+		check_recovery_sequence(t, mark, q, arg[1]);
+		/* The other queues are not touched by the recovery. */
+		for (i = 0; i < 4; i++) {
+			int other = (int)i;
+
+			if (other != q)
+				assert_int_equal(trace_count(&t->tr, mark, p_vq_any, &other), 0);
+		}
+		/* Logged with the queue and the error type. */
+		snprintf(line, sizeof(line), "queue 3 (tx 1): in ERR (error_type %u",
+			 EMU_VQ_ERROR_BAD_DESC);
+		assert_true(log_has(lmark, line));
+		snprintf(line, sizeof(line), "(recovery %u/3)", k);
+		assert_true(log_has(lmark, line));
+		assert_int_equal(vq_state(t, q), PRM_VIRTQ_STATE_RDY);
+		/* Both pairs work: the recovered queue included. */
+		traffic(g, 0x3, 200);
+	}
+	/* A 4th error: the queue is left stopped, and nothing else stops. */
+	mark = trace_mark(&t->tr);
+	lmark = log_mark();
+	assert_int_equal(emu_virtq_force_error(t->emu, vq_id(t, q), EMU_VQ_ERROR_BAD_DESC), 0);
+	assert_true(wait_log(lmark, "after 3 recoveries: left stopped"));
+	dev_barrier(t);
+	assert_int_equal(trace_count(&t->tr, mark, p_vq_create, NULL), 0);
+	assert_int_equal(trace_count(&t->tr, mark, p_vq_destroy, NULL), 0);
+	assert_int_equal(vq_state(t, q), PRM_VIRTQ_STATE_ERR);
+	traffic(g, 0x1, 300);
+	fe_stop(t, 4, bases);
+}
+
+/*
+ * A TX descriptor pointing outside guest memory: the emulated data path
+ * puts the queue in ERR (OBJECT_CHANGE), the driver re-creates it from the
+ * used index, the device meets the same descriptor again, three times,
+ * and then the queue stays stopped. No crash; pair 0 keeps working.
+ */
+static void
+test_descriptor_outside_guest_memory_errs_the_queue_not_the_process(void **state)
+{
+	struct tc *t = *state;
+	const int q = 3;
+	struct rte_vdpa_stat stats[8];
+	struct vu_ring_info ri;
+	uint32_t bases[4];
+	struct vu_guest *g;
+	uint16_t aidx, id;
+	uint64_t bad = 2ull << 30; /* guest memory is [0, 1 GiB) */
+	size_t mark, lmark;
+	int n;
+
+	tc_probe(t, 2, NULL);
+	g = tc_guest(t, 0, 2, 256, false);
+	tc_connect(t);
+	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
+	wait_running(t);
+	traffic(g, 0x3, 100);
+
+	/* Park the TX ring so the device cannot read the descriptor before we spoil it. */
+	mark = trace_mark(&t->tr);
+	assert_int_equal(vu_set_vring_enable(t->c, q, false), 0);
+	assert_true(wait_trace(&t->tr, mark, p_suspend, &q, 1));
+	dev_barrier(t);
+	assert_int_equal(vu_guest_tx(g, 1, 1), 1);
+	assert_int_equal(vu_guest_ring_info(g, q, &ri), 0);
+	memcpy(&aidx, (uint8_t *)ri.avail + 2, 2);
+	memcpy(&id, (uint8_t *)ri.avail + 4 + 2 * ((aidx - 1) & (ri.num - 1)), 2);
+	memcpy((uint8_t *)ri.desc + 16 * id, &bad, 8);
+
+	mark = trace_mark(&t->tr);
+	lmark = log_mark();
+	assert_int_equal(vu_set_vring_enable(t->c, q, true), 0);
+	assert_true(wait_log(lmark, "after 3 recoveries: left stopped"));
+	dev_barrier(t);
+	assert_true(log_has(lmark, "queue 3 (tx 1): in ERR (error_type 1"));
+	assert_int_equal(trace_count(&t->tr, mark, p_vq_create, &q), 3);
+	assert_int_equal(vq_state(t, q), PRM_VIRTQ_STATE_ERR);
+	/* The device counted the bad descriptor on the queue's counter set. */
+	n = rte_vdpa_get_stats(t->vdpa, q, stats, RTE_DIM(stats));
+	assert_int_equal(n, 6);
+	assert_true(stats[3].value + stats[5].value >= 1);
+	traffic(g, 0x1, 300);
+	fe_stop(t, 4, bases);
+	/* What the device completed before the bad chain is what vhost gets back. */
+	assert_int_equal(bases[q], 100);
+}
+
+/* ---- 6. dev_conf failing mid-way -------------------------------------------- */
+
+/* After a failed DRIVER_OK: nothing RDY, every object back to the probe state. */
+static void
+check_clean_after_failed_conf(struct tc *t, unsigned int nrings)
+{
+	unsigned int i;
+
+	assert_false(tc_running(t));
+	for (i = 0; i < nrings; i++)
+		assert_int_equal(vq_state(t, i), PRM_VIRTQ_STATE_INIT);
+	assert_int_equal(emu_dev_live_objects(t->emu), t->live0);
+}
+
+static void
+reconnect_and_run(struct tc *t, struct vu_guest *g, unsigned int pairs)
+{
+	uint32_t bases[MAX_RINGS];
+	size_t mark;
+	unsigned int i;
+
+	tc_disconnect(t);
+	wait_restored(t);
+	vu_guest_reset(g);
+	assert_int_equal(vu_guest_new_eventfds(g), 0);
+	tc_connect(t);
+	mark = trace_mark(&t->tr);
+	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
+	wait_running(t);
+	for (i = 0; i < 2 * pairs; i++) {
+		int q = (int)i;
+
+		assert_int_equal(trace_count(&t->tr, mark, p_rdy, &q), 1);
+	}
+	traffic(g, (1u << pairs) - 1, 300);
+	assert_int_equal(vu_stop_device(t->c, bases, 2 * pairs), 0);
+	check_bases(g, bases, pairs, false, 256);
+}
+
+static void
+test_driver_ok_failing_midway_leaves_no_queue_ready(void **state)
+{
+	struct tc *t = *state;
+	struct vu_guest *g;
+	size_t mark, lmark;
+	char fault[64];
+
+	/* The 2nd virtq MODIFY of the device fails: the first is already RDY by then. */
+	snprintf(fault, sizeof(fault), "%#x:2:%#x:%#x", PRM_CMD_MODIFY_GENERAL_OBJECT,
+		 PRM_STATUS_BAD_RES_STATE, PRM_OBJ_VIRTIO_NET_Q);
+	assert_int_equal(setenv("MLX5_LM_EMU_FAULT", fault, 1), 0);
+	tc_probe(t, 4, NULL);
+	assert_int_equal(unsetenv("MLX5_LM_EMU_FAULT"), 0);
+	g = tc_guest(t, 0, 4, 256, false);
+	tc_connect(t);
+	mark = trace_mark(&t->tr);
+	lmark = log_mark();
+	/* vhost acks DRIVER_OK before dev_conf: the failure shows only in the trace. */
+	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
+	assert_true(wait_trace(&t->tr, mark, p_failed_vq_cmd, NULL, 1));
+	dev_barrier(t);
+	assert_true(log_has(lmark, "DRIVER_OK failed"));
+	/* Some queue had reached RDY before the failure: it must not stay so. */
+	assert_true(trace_count(&t->tr, mark, p_rdy, NULL) >= 1);
+	check_clean_after_failed_conf(t, 8);
+	/* A new front end on the same device: DRIVER_OK works, traffic flows. */
+	reconnect_and_run(t, g, 4);
+}
+
+/*
+ * vhost retries dev_conf after every later message of a front end whose
+ * DRIVER_OK failed: the retry must find a clean device and succeed.
+ */
+static void
+test_driver_ok_retried_by_vhost_after_a_failure_succeeds(void **state)
+{
+	struct tc *t = *state;
+	uint32_t bases[4];
+	struct vu_guest *g;
+	uint8_t status;
+	size_t mark;
+
+	tc_probe(t, 2, NULL);
+	assert_int_equal(emu_fault_inject(t->emu, PRM_CMD_MODIFY_GENERAL_OBJECT,
+					  PRM_OBJ_VIRTIO_NET_Q, 3, PRM_STATUS_NO_RESOURCES, 0), 0);
+	g = tc_guest(t, 0, 2, 256, false);
+	tc_connect(t);
+	mark = trace_mark(&t->tr);
+	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
+	assert_true(wait_trace(&t->tr, mark, p_failed_vq_cmd, NULL, 1));
+	dev_barrier(t);
+	check_clean_after_failed_conf(t, 4);
+	/* Any message: vhost calls dev_conf again after handling it. */
+	assert_int_equal(vu_get_status(t->c, &status), 0);
+	wait_running(t);
+	traffic(g, 0x3, 300);
+	assert_int_equal(vu_stop_device(t->c, bases, 4), 0);
+	check_bases(g, bases, 2, false, 256);
+}
+
+/* ---- 7. ring address outside guest memory ----------------------------------- */
+
+static void
+test_ring_outside_guest_memory_fails_driver_ok_cleanly(void **state)
+{
+	struct tc *t = *state;
+	static uint8_t not_guest[65536] __rte_aligned(4096);
+	struct fe_ring rings[4];
+	struct vu_ring_info ri;
+	uint32_t bases[4];
+	struct vu_guest *g;
+	unsigned int i;
+	size_t mark, lmark;
+
+	tc_probe(t, 2, NULL);
+	g = tc_guest(t, 0, 2, 256, false);
+	for (i = 0; i < 4; i++) {
+		rings[i].g = g;
+		rings[i].ring = i;
+		rings[i].bad_desc = 0;
+	}
+	/* Ring 2's descriptor ring at an address no memory region covers. */
+	rings[2].bad_desc = (uintptr_t)not_guest;
+	tc_connect(t);
+	mark = trace_mark(&t->tr);
+	lmark = log_mark();
+	fe_start(t, rings, 4, 0xf);
+	/*
+	 * vhost cannot translate ring 2, so it never reports it ready: the
+	 * device starts with the rings that are, leaves queue 2 blank and says
+	 * which ring and why.
+	 */
+	assert_true(wait_log(lmark, "not in guest memory"));
+	dev_barrier(t);
+	assert_true(log_has(lmark, "queue 2 (rx 1)"));
+	wait_running(t);
+	/* Rings 0, 1 and 3 start; ring 2 stays blank. */
+	assert_int_equal(trace_count(&t->tr, mark, p_vq_modify, NULL), 3);
+	traffic(g, 0x1, 300);
+	/* The front end corrects the address: vhost enables the ring, which starts. */
+	assert_int_equal(vu_guest_ring_info(g, 2, &ri), 0);
+	assert_int_equal(vu_set_vring_addr(t->c, 2, 0, (uintptr_t)ri.desc, (uintptr_t)ri.used,
+					   (uintptr_t)ri.avail, ri.log_gpa), 0);
+	wait_running(t);
+	traffic(g, 0x3, 300);
+	fe_stop(t, 4, bases);
+	check_bases(g, bases, 2, false, 256);
+}
+
+/* Ring 0 outside guest memory: vhost never starts the device, nothing happens to it. */
+static void
+test_first_ring_outside_guest_memory_never_configures(void **state)
+{
+	struct tc *t = *state;
+	static uint8_t not_guest[65536] __rte_aligned(4096);
+	struct fe_ring rings[2];
+	struct vu_ring_info ri;
+	uint32_t bases[2];
+	struct vu_guest *g;
+	uint8_t status;
+	size_t mark;
+
+	tc_probe(t, 1, NULL);
+	g = tc_guest(t, 0, 1, 256, false);
+	rings[0] = (struct fe_ring){ .g = g, .ring = 0, .bad_desc = (uintptr_t)not_guest };
+	rings[1] = (struct fe_ring){ .g = g, .ring = 1 };
+	tc_connect(t);
+	mark = trace_mark(&t->tr);
+	fe_start(t, rings, 2, 0x3);
+	/* A round trip: vhost has handled DRIVER_OK and everything before it. */
+	assert_int_equal(vu_get_status(t->c, &status), 0);
+	dev_barrier(t);
+	assert_false(tc_running(t));
+	assert_int_equal(trace_count(&t->tr, mark, p_vq_any, NULL), 0);
+	assert_int_equal(emu_dev_live_objects(t->emu), t->live0);
+	assert_int_equal(vu_guest_ring_info(g, 0, &ri), 0);
+	assert_int_equal(vu_set_vring_addr(t->c, 0, 0, (uintptr_t)ri.desc, (uintptr_t)ri.used,
+					   (uintptr_t)ri.avail, ri.log_gpa), 0);
+	wait_running(t);
+	traffic(g, 0x1, 300);
+	fe_stop(t, 2, bases);
+	check_bases(g, bases, 1, false, 256);
+}
+
+/* ---- 8. front end leaving mid-configuration --------------------------------- */
+
+static void
+test_front_end_leaving_midway_leaves_device_reusable(void **state)
+{
+	struct tc *t = *state;
+	struct vu_ring_info ri;
+	struct vu_guest *g;
+	uint16_t create_mkey = PRM_CMD_CREATE_MKEY;
+	unsigned int i;
+	size_t mark;
+
+	tc_probe(t, 2, NULL);
+	g = tc_guest(t, 0, 2, 256, false);
+
+	/* (a) Gone after SET_MEM_TABLE and some ring messages, before DRIVER_OK. */
+	tc_connect(t);
+	mark = trace_mark(&t->tr);
+	assert_int_equal(vu_device_init(t->c, NULL), 0);
+	assert_int_equal(vu_set_features(t->c, fe_features(t, false)), 0);
+	assert_int_equal(vu_set_mem_table(t->c, t->mem), 0);
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(vu_guest_ring_info(g, i, &ri), 0);
+		assert_int_equal(vu_set_vring_num(t->c, i, ri.num), 0);
+		assert_int_equal(vu_set_vring_addr(t->c, i, 0, (uintptr_t)ri.desc,
+						   (uintptr_t)ri.used, (uintptr_t)ri.avail,
+						   ri.log_gpa), 0);
+	}
+	tc_disconnect(t);
+	dev_barrier(t);
+	assert_false(tc_running(t));
+	assert_int_equal(trace_count(&t->tr, mark, p_vq_any, NULL), 0);
+	assert_int_equal(trace_count(&t->tr, mark, p_opcode, &create_mkey), 0);
+	assert_int_equal(emu_dev_live_objects(t->emu), t->live0);
+
+	/* (b) Gone after DRIVER_OK, with traffic, without GET_VRING_BASE. */
+	tc_connect(t);
+	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
+	wait_running(t);
+	traffic(g, 0x3, 300);
+	mark = trace_mark(&t->tr);
+	tc_disconnect(t);
+	/* vhost's teardown closed the device: every queue suspended and queried. */
+	check_close_suspends_then_queries(t, mark, 4);
+	assert_false(tc_running(t));
+	wait_restored(t);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(vq_state(t, i), PRM_VIRTQ_STATE_INIT);
+	assert_int_equal(emu_dev_live_objects(t->emu), t->live0);
+
+	/* (c) The next front end finds a working device. */
+	reconnect_and_run(t, g, 2);
+}
+
+/* ---- ring fds changed while the device runs ---------------------------------- */
+
+/*
+ * QEMU sends SET_VRING_CALL (and KICK) to a running device, e.g. when the
+ * guest masks or unmasks a vector; vhost tells the driver through
+ * set_vring_state(0) then (1). Kicks must then come from the new kickfd
+ * and completions go to the new callfd.
+ */
+static void
+test_ring_fds_changed_while_running_are_used(void **state)
+{
+	struct tc *t = *state;
+	struct pollfd pfd;
+	uint32_t bases[2];
+	struct vu_guest *g;
+	uint8_t status;
+	unsigned int i;
+
+	tc_probe(t, 1, NULL);
+	g = tc_guest(t, 0, 1, 256, false);
+	tc_connect(t);
+	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
+	wait_running(t);
+	traffic(g, 0x1, 300);
+	assert_int_equal(vu_guest_new_eventfds(g), 0);
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(vu_set_vring_kick(t->c, i, vu_guest_kickfd(g, i)), 0);
+		assert_int_equal(vu_set_vring_call(t->c, i, vu_guest_callfd(g, i)), 0);
+	}
+	/* A round trip: vhost has told the driver about every change. */
+	assert_int_equal(vu_get_status(t->c, &status), 0);
+	dev_barrier(t);
+	assert_int_equal(vq_state(t, 0), PRM_VIRTQ_STATE_RDY);
+	assert_int_equal(vq_state(t, 1), PRM_VIRTQ_STATE_RDY);
+	/* Frames kicked through the new kickfd are sent; the new TX callfd fires. */
+	assert_int_equal(vu_guest_tx(g, 0, 8), 8);
+	pfd.fd = vu_guest_callfd(g, 1);
+	pfd.events = POLLIN;
+	pfd.revents = 0;
+	if (poll(&pfd, 1, DEADLINE_MS) != 1)
+		print_error("no completion signalled on the new callfd of ring 1 "
+			    "(TX inflight %" PRIu64 ")\n", vu_guest_tx_inflight(g, 0));
+	assert_true(pfd.revents & POLLIN);
+	traffic_settle(g, 0x1);
+	traffic(g, 0x1, 300);
+	fe_stop(t, 2, bases);
+	check_bases(g, bases, 1, false, 256);
+}
+
+/*
+ * A front end that restarts a stopped device without resetting the status
+ * (DRIVER_OK still set, as before QEMU 7.2 or the vu library's restart):
+ * vhost calls dev_conf as soon as rings 0-1 are back, while the others are
+ * still being set up. Every ring must run once it is complete.
+ */
+static void
+test_restart_without_status_reset_runs_every_ring(void **state)
+{
+	struct tc *t = *state;
+	struct vu_start_opts o = { 0 };
+	uint32_t bases[4];
+	struct vu_guest *g;
+
+	tc_probe(t, 2, NULL);
+	g = tc_guest(t, 0, 2, 256, false);
+	tc_connect(t);
+	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
+	wait_running(t);
+	traffic(g, 0x3, 300);
+	assert_int_equal(vu_stop_device(t->c, bases, 4), 0);
+	wait_restored(t);
+	o.bases = bases;
+	assert_int_equal(vu_start_device(t->c, g, &o), 0);
+	wait_running(t);
+	traffic(g, 0x3, 300);
+	assert_int_equal(vu_stop_device(t->c, bases, 4), 0);
+	check_bases(g, bases, 2, false, 256);
+}
+
+/* ---- isolated cases: a crash there must not take the other tests down ------- */
+
+/*
+ * A re-creation (ring of 1024 on queues of 256) whose CREATE fails: the
+ * device is left clean (nothing RDY, every pre-created queue back, no
+ * leak) and the next DRIVER_OK re-creates the queues and runs.
+ */
+static void
+run_failed_recreation(struct tc *t, unsigned int queues)
+{
+	/* Serial configuration: the RX queue's CREATE is the one that fails. */
+	const char *serial = "parallel=0";
+	uint32_t bases[2];
+	struct vu_guest *g;
+	unsigned int i;
+	size_t mark, lmark;
+
+	tc_probe(t, queues, serial);
+	assert_int_equal(emu_fault_inject(t->emu, PRM_CMD_CREATE_GENERAL_OBJECT,
+					  PRM_OBJ_VIRTIO_NET_Q, 1, PRM_STATUS_NO_RESOURCES, 0), 0);
+	g = tc_guest(t, 0, 1, 1024, false);
+	tc_connect(t);
+	mark = trace_mark(&t->tr);
+	lmark = log_mark();
+	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
+	assert_true(wait_trace(&t->tr, mark, p_failed_vq_cmd, NULL, 1));
+	dev_barrier(t);
+	assert_true(log_has(lmark, "DRIVER_OK failed"));
+	assert_false(tc_running(t));
+	for (i = 0; i < 2 * queues; i++)
+		assert_int_equal(vq_state(t, i), PRM_VIRTQ_STATE_INIT);
+	assert_int_equal(emu_dev_live_objects(t->emu), t->live0);
+	tc_disconnect(t);
+	wait_restored(t);
+	vu_guest_reset(g);
+	assert_int_equal(vu_guest_new_eventfds(g), 0);
+	tc_connect(t);
+	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
+	wait_running(t);
+	traffic(g, 0x1, 2000);
+	fe_stop(t, 2, bases);
+	assert_int_equal(bases[1], 2000);
+}
+
+static void
+isolated_failed_recreation_two_pairs(void **state)
+{
+	run_failed_recreation(*state, 2);
+}
+
+static void
+isolated_failed_recreation_single_pair(void **state)
+{
+	run_failed_recreation(*state, 1);
+}
+
+/*
+ * An RX queue in ERR whose re-creation fails: the queue stays stopped, the
+ * other pair keeps receiving, the device stops and restarts cleanly.
+ */
+static void
+isolated_failed_rx_recovery(void **state)
+{
+	struct tc *t = *state;
+	uint32_t bases[4];
+	struct vu_guest *g;
+	size_t lmark;
+
+	tc_probe(t, 2, NULL);
+	g = tc_guest(t, 0, 2, 256, false);
+	tc_connect(t);
+	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
+	wait_running(t);
+	traffic(g, 0x3, 200);
+	assert_int_equal(emu_fault_inject(t->emu, PRM_CMD_CREATE_GENERAL_OBJECT,
+					  PRM_OBJ_VIRTIO_NET_Q, 1, PRM_STATUS_NO_RESOURCES, 0), 0);
+	lmark = log_mark();
+	assert_int_equal(emu_virtq_force_error(t->emu, vq_id(t, 0), EMU_VQ_ERROR_BAD_DESC), 0);
+	assert_true(wait_log(lmark, "cannot create the virtq"));
+	dev_barrier(t);
+	traffic(g, 0x3, 200);
+	assert_int_equal(vu_stop_device(t->c, bases, 4), 0);
+	reconnect_and_run(t, g, 2);
+}
+
+static const struct CMUnitTest isolated_tests[] = {
+	cmocka_unit_test_setup_teardown(isolated_failed_recreation_two_pairs, tc_setup,
+					tc_teardown),
+	cmocka_unit_test_setup_teardown(isolated_failed_recreation_single_pair, tc_setup,
+					tc_teardown),
+	cmocka_unit_test_setup_teardown(isolated_failed_rx_recovery, tc_setup, tc_teardown),
+};
+
+/*
+ * Run one isolated test in a fresh process of this program: a driver crash
+ * in a vhost or pool thread would otherwise end the whole run.
+ */
+static void
+run_isolated(const char *name)
+{
+	char *argv[] = { (char *)self_exe, (char *)"--isolated", (char *)name, NULL };
+	int64_t deadline = now_ms() + 4 * DEADLINE_MS;
+	char child_eal_dir[PATH_MAX], parent[PATH_MAX];
+	int wstatus = 0;
+	pid_t pid, r;
+
+	assert_int_equal(setenv("TEST_LIFECYCLE_DIR", tmpdir, 1), 0);
+	assert_int_equal(posix_spawn(&pid, self_exe, NULL, NULL, argv, environ), 0);
+	assert_int_equal(unsetenv("TEST_LIFECYCLE_DIR"), 0);
+	/* Bounded: the child's own waits are bounded too, this is the backstop. */
+	while ((r = waitpid(pid, &wstatus, WNOHANG)) == 0) {
+		if (now_ms() > deadline) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &wstatus, 0);
+			print_error("%s: still running after %d ms\n", name, 4 * DEADLINE_MS);
+			fail();
+		}
+		nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
+	}
+	assert_int_equal(r, pid);
+	/* A child that crashed left its EAL runtime directory: it is ours to remove. */
+	snprintf(parent, sizeof(parent), "%s", eal_runtime_dir);
+	snprintf(child_eal_dir, sizeof(child_eal_dir), "%s/test-lifecycle-%d", dirname(parent),
+		 (int)pid);
+	rm_tree(child_eal_dir);
+	if (WIFSIGNALED(wstatus))
+		print_error("%s: killed by signal %d (%s)\n", name, WTERMSIG(wstatus),
+			    strsignal(WTERMSIG(wstatus)));
+	else if (WEXITSTATUS(wstatus) != 0)
+		print_error("%s: exited with status %d (255: a crash caught by cmocka's "
+			    "signal handler; its stack is in the child's output above)\n", name,
+			    WEXITSTATUS(wstatus));
+	assert_true(WIFEXITED(wstatus));
+	assert_int_equal(WEXITSTATUS(wstatus), 0);
+}
+
+static void
+test_failed_recreation_during_driver_ok_unwinds_cleanly(void **state)
+{
+	(void)state;
+	run_isolated("isolated_failed_recreation_two_pairs");
+}
+
+static void
+test_failed_rx_recreation_on_single_pair_device_unwinds_cleanly(void **state)
+{
+	(void)state;
+	run_isolated("isolated_failed_recreation_single_pair");
+}
+
+static void
+test_failed_recovery_of_an_rx_queue_leaves_device_usable(void **state)
+{
+	(void)state;
+	run_isolated("isolated_failed_rx_recovery");
+}
+
+/* ---- main ------------------------------------------------------------------- */
+
+static int
+setup_process(const char *argv0)
+{
+	char prefix[64];
+	char *eal[] = { (char *)argv0, "-l", "0", "--no-huge", "-m", "512", "--no-shconf",
+			"--no-pci", "--no-telemetry", "--log-level=lib.eal:warning",
+			"--log-level=lib.vhost.*:error", prefix, NULL };
+	cookie_io_functions_t io = { .write = log_write };
+	FILE *logf;
+
+	snprintf(prefix, sizeof(prefix), "--file-prefix=test-lifecycle-%d", (int)getpid());
+	/* An isolated child works inside its parent's directory, which the parent removes. */
+	if (getenv("TEST_LIFECYCLE_DIR") != NULL)
+		snprintf(tmpdir, sizeof(tmpdir), "%s/child-XXXXXX", getenv("TEST_LIFECYCLE_DIR"));
+	else
+		snprintf(tmpdir, sizeof(tmpdir), "/tmp/test-lifecycle-XXXXXX");
+	if (mkdtemp(tmpdir) == NULL)
+		return -1;
+	snprintf(sock_path, sizeof(sock_path), "%s/vhost.sock", tmpdir);
+	if (rte_eal_init((int)RTE_DIM(eal) - 1, eal) < 0)
+		return -1;
+	snprintf(eal_runtime_dir, sizeof(eal_runtime_dir), "%s", rte_eal_get_runtime_dir());
+	logf = fopencookie(NULL, "w", io);
+	if (logf == NULL)
+		return -1;
+	setvbuf(logf, NULL, _IOLBF, 0);
+	rte_openlog_stream(logf);
+	/* The driver's INFO lines say when logging starts; tests wait for them. */
+	rte_log_set_level(mlx5_lm_logtype, RTE_LOG_INFO);
+	/* One socket for the whole run; each test attaches its own device to it. */
+	if (rte_vhost_driver_register(sock_path, 0) != 0 ||
+	    rte_vhost_driver_callback_register(sock_path, &vhost_ops) != 0 ||
+	    rte_vhost_driver_start(sock_path) != 0) {
+		fprintf(stderr, "cannot serve %s\n", sock_path);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	/* Best effort: keep walking whatever could not be removed. */
+	(void)remove(path);
+	return 0;
+}
+
+static void
+rm_tree(const char *path)
+{
+	if (path[0] != '\0')
+		nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void
+cleanup_process(void)
+{
+	rte_vhost_driver_unregister(sock_path);
+	rte_eal_cleanup();
+	/* Only what this process made: its temporary directory and EAL's runtime one. */
+	if (getenv("TEST_LIFECYCLE_DIR") == NULL)
+		rm_tree(tmpdir);
+	rm_tree(eal_runtime_dir);
+}
+
+int
+main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+			test_driver_ok_modifies_each_queue_once_and_close_suspends_and_queries,
+			tc_setup, tc_teardown),
+		cmocka_unit_test_setup_teardown(test_packed_rings_driver_ok_and_close,
+						tc_setup, tc_teardown),
+		cmocka_unit_test_setup_teardown(test_ring_of_another_size_recreates_only_its_queue,
+						tc_setup, tc_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_disabling_pairs_suspends_only_them_and_shrinks_the_rqt,
+			tc_setup, tc_teardown),
+		cmocka_unit_test_setup_teardown(test_pairs_beyond_the_front_end_stay_init,
+						tc_setup, tc_teardown),
+		cmocka_unit_test_setup_teardown(test_rings_set_up_but_not_enabled_stay_out_of_rdy,
+						tc_setup, tc_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_disabled_pairs_stay_suspended_when_logging_starts,
+			tc_setup, tc_teardown),
+		cmocka_unit_test_setup_teardown(test_queue_in_err_is_recreated_at_most_three_times,
+						tc_setup, tc_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_descriptor_outside_guest_memory_errs_the_queue_not_the_process,
+			tc_setup, tc_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_driver_ok_failing_midway_leaves_no_queue_ready,
+			tc_setup, tc_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_driver_ok_retried_by_vhost_after_a_failure_succeeds,
+			tc_setup, tc_teardown),
+		cmocka_unit_test(test_failed_recreation_during_driver_ok_unwinds_cleanly),
+		cmocka_unit_test(test_failed_rx_recreation_on_single_pair_device_unwinds_cleanly),
+		cmocka_unit_test(test_failed_recovery_of_an_rx_queue_leaves_device_usable),
+		cmocka_unit_test_setup_teardown(
+			test_ring_outside_guest_memory_fails_driver_ok_cleanly,
+			tc_setup, tc_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_first_ring_outside_guest_memory_never_configures,
+			tc_setup, tc_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_front_end_leaving_midway_leaves_device_reusable,
+			tc_setup, tc_teardown),
+		cmocka_unit_test_setup_teardown(test_ring_fds_changed_while_running_are_used,
+						tc_setup, tc_teardown),
+		cmocka_unit_test_setup_teardown(test_restart_without_status_reset_runs_every_ring,
+						tc_setup, tc_teardown),
+	};
+	int ret;
+
+	self_exe = "/proc/self/exe";
+	/* Guest frames must not be lost to a SIGPIPE when a socket closes. */
+	signal(SIGPIPE, SIG_IGN);
+	if (argc == 3 && strcmp(argv[1], "--isolated") == 0) {
+		cmocka_set_test_filter(argv[2]);
+		if (setup_process(argv[0]) < 0)
+			return 1;
+		ret = cmocka_run_group_tests_name("isolated", isolated_tests, NULL, NULL);
+		cleanup_process();
+		return ret;
+	}
+	if (argc == 2)
+		cmocka_set_test_filter(argv[1]);
+	if (setup_process(argv[0]) < 0)
+		return 1;
+	ret = cmocka_run_group_tests_name("lifecycle", tests, NULL, NULL);
+	cleanup_process();
+	return ret;
+}
