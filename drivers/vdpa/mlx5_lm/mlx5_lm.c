@@ -4,6 +4,7 @@
  * transport named by the devargs (emulated or hardware), reads the caps
  * and allocates the device-level objects; remove undoes it in reverse.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -344,7 +345,27 @@ static struct rte_vdev_driver mlx5_lm_vdev_driver = {
 	.remove = mlx5_lm_remove,
 };
 
-MLX5_LM_VDEV_REGISTER(vdpa_mlx5_lm, mlx5_lm_vdev_driver);
+/* This copy's own address of a public symbol (a hidden alias binds locally). */
+extern __typeof__(rte_pmd_mlx5_lm_get_caps) mlx5_lm_own_get_caps
+	__attribute__((visibility("hidden"), alias("rte_pmd_mlx5_lm_get_caps")));
+
+/*
+ * Register the vdev driver, once per process: an application linked with
+ * the PMD also gets the copy EAL loads from its driver directory once the
+ * PMD is installed there, and two drivers of one name would split the
+ * devices between two device lists.
+ */
+RTE_INIT(mlx5_lm_register)
+{
+	void *first = dlsym(RTLD_DEFAULT, "rte_pmd_mlx5_lm_get_caps");
+
+	if (first != NULL && first != (void *)mlx5_lm_own_get_caps) {
+		RTE_LOG(DEBUG, EAL, "vdpa_mlx5_lm: already loaded, this copy stays idle\n");
+		return;
+	}
+	mlx5_lm_vdev_driver.driver.name = "vdpa_mlx5_lm";
+	rte_vdev_register(&mlx5_lm_vdev_driver);
+}
 RTE_PMD_REGISTER_PARAM_STRING(vdpa_mlx5_lm,
 	"emu=<profile|path> ibdev=<name> queues=<1-128> queue_size=<pow2> precreate=<0|1> "
 	"workers=<1-64> mr_chunk_mb=<pow2> mr_gc_ms=<ms> parallel=<0|1> "
