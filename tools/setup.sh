@@ -7,7 +7,7 @@ packages=(
 	gcc pkg-config meson ninja-build python3
 	libdpdk-dev dpdk-dev dpdk-doc make  # DPDK 22.11: headers, libraries, dpdk-testpmd, examples
 	libibverbs-dev ibverbs-providers  # rdma-core 44: mlx5dv DevX for real hardware
-	libnuma-dev libjansson-dev libcmocka-dev
+	libnuma-dev libjansson-dev libcmocka-dev valgrind
 )
 
 missing=()

@@ -1,7 +1,25 @@
 #!/usr/bin/env bash
 # Every test on a fresh Debian 12 machine: install, build, run meson's
-# suites (unit, integration). Extra arguments go to `meson test`.
+# suites. Extra arguments go to `meson test`.
+#   tools/test.sh               the normal build (./build): every suite
+#   tools/test.sh --sanitize    an AddressSanitizer + UBSan build (./build-asan):
+#                               unit and integration suites
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = "--sanitize" ]; then
+	shift
+	bash tools/setup.sh
+	if [ ! -f build-asan/build.ninja ]; then
+		# b_lundef=false: the sanitizer runtime resolves symbols at load time.
+		meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
+	fi
+	ninja -C build-asan >/dev/null
+	# stdbuf's LD_PRELOAD in the test harness would otherwise come before ASan.
+	export ASAN_OPTIONS=detect_leaks=1:verify_asan_link_order=0:abort_on_error=0
+	export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+	# 'nosanitize': the PMD inside programs built elsewhere, and valgrind.
+	exec meson test -C build-asan --print-errorlogs --suite unit --suite integration \
+		--no-suite nosanitize "$@"
+fi
 bash tools/build.sh
 exec meson test -C build --print-errorlogs "$@"

@@ -25,5 +25,6 @@ int test_lm_remove_device(const char *devname);
 int cmd_probe(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_migrate(int argc, char **argv);
 
 #endif /* TEST_LM_H */

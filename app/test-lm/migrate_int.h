@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * dpdk-test-lm migrate: what its three files share. cmd_migrate.c parses
+ * options and reports, migrate_stage.c runs the migration of one stage,
+ * migrate_traffic.c is the guest's traffic generator.
+ */
+#ifndef MIGRATE_INT_H
+#define MIGRATE_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vu_guest.h"
+
+/* Source and destination devices together are vdpa_mlx5_lm0 .. 2N-1. */
+#define MIG_MAX_DEVICES 16
+#define MIG_MAX_QUEUE_PAIRS 128
+
+/* The VM: its NICs and its memory. */
+struct mig_shape {
+	const char *name;          /* scenario name, or "custom" */
+	unsigned int devices;
+	unsigned int queue_pairs;
+	unsigned int mem_gb;
+	unsigned int queue_size;
+	bool packed;
+};
+
+/* Device settings of one stage (devargs). */
+struct mig_stage_def {
+	const char *name;
+	unsigned int precreate;
+	unsigned int workers;
+	unsigned int mr_gc_ms;
+	unsigned int parallel;
+};
+
+/* Hidden test modes: front ends that do things in an order QEMU would not. */
+enum mig_hostile {
+	MIG_HOSTILE_NONE,
+	/* GET_VRING_BASE on every ring of every device before DRIVER_OK. */
+	MIG_HOSTILE_EARLY_BASE,
+	/* Disconnect from every device after the source stop, then start over. */
+	MIG_HOSTILE_DISCONNECT,
+};
+
+struct mig_opts {
+	struct mig_shape shape;
+	const char *profile;
+	enum mig_hostile hostile;
+	/* Frames every queue pair must get back in each traffic phase. */
+	unsigned int frames;
+	bool verbose;
+};
+
+struct mig_result {
+	char name[32];
+	bool ok;                   /* the migration ran to its end */
+	/* Milliseconds (design.md): */
+	double downtime_ms;        /* first GET_VRING_BASE -> every destination forwards */
+	double src_stop_ms;        /* GET_VRING_BASE of every source ring */
+	double dst_start_ms;       /* first destination message -> every destination forwards */
+	double dst_mr_ms;          /* PMD: memory registration in dev_conf, summed */
+	double dst_vq_ms;          /* PMD: queue configuration in dev_conf, summed */
+	double dst_conf_ms;        /* PMD: whole dev_conf, summed */
+	double src_close_ms;       /* PMD: dev_close, summed */
+	double src_first_ring_ms;  /* each source's first GET_VRING_BASE (dev_close), summed */
+	double dirty_check_ms;     /* the front end's log check, inside the downtime */
+	/* Packets (exact: counted once nothing is in flight). */
+	uint64_t frames;           /* sent by the guest over the whole migration */
+	uint64_t lost_packets;
+	uint64_t duplicated_packets;
+	uint64_t bad_packets;      /* corrupted, or used entries for buffers not posted */
+	/* Dirty log. */
+	bool dirty_logged;         /* the devices accepted LOG_ALL */
+	uint64_t dirty_pages_checked;
+	uint64_t dirty_pages_missing;
+	unsigned long leaked_objects;
+};
+
+/* Run one stage: probe, migrate, tear down. 0, or -1 after printing why. */
+int mig_run_stage(const struct mig_opts *o, const struct mig_stage_def *st,
+		  struct mig_result *r);
+
+/* ---- traffic generator (migrate_traffic.c) ---- */
+struct mig_gen;
+
+/* A thread driving guests g[0..n-1]; created idle. */
+int mig_gen_create(struct mig_gen **out, struct vu_guest *const *g, unsigned int n);
+void mig_gen_destroy(struct mig_gen *gen);
+/* Post TX frames on every pair within a window, keep RX full. */
+void mig_gen_run(struct mig_gen *gen);
+/*
+ * The VM pauses: no more TX, keep reaping until every TX descriptor has
+ * completed and every frame sent came back (or timeout_ms), then idle.
+ * Returns 0 when drained, -ETIMEDOUT.
+ */
+int mig_gen_quiesce(struct mig_gen *gen, int timeout_ms);
+/* Stop touching the guests (returns once the thread is idle). */
+void mig_gen_idle(struct mig_gen *gen);
+/*
+ * With the generator running: wait until every queue pair of every guest
+ * got `frames` more of its frames back than when called. 0, or -ETIMEDOUT.
+ */
+int mig_gen_wait_flow(struct mig_gen *gen, uint64_t frames, int timeout_ms);
+
+double mig_now_ms(void);
+
+#endif /* MIGRATE_INT_H */

@@ -1,0 +1,758 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * dpdk-test-lm migrate: the live migration of one stage, in-process.
+ *
+ * N source and N destination devices of the PMD, each served on its own
+ * vhost-user socket by DPDK's vhost library in this process, are driven by
+ * the built-in front end (app/test-lm/vu) in QEMU's order, with one guest
+ * memory shared by the VM's N NICs and guest traffic running:
+ *
+ *   set-up     probe 2N devices, register 2N sockets, connect
+ *   source     start the sources one after the other, traffic on every pair
+ *   logging    SET_LOG_BASE + LOG_ALL on every source, dirty checkpoint
+ *   handshake  the destinations negotiate (QEMU does it before the stop)
+ *   stop       the VM pauses; t0 = first GET_VRING_BASE; every source ring
+ *   check      every page the sources wrote since the checkpoint is logged
+ *   start      the destinations start from the returned bases; the
+ *              downtime ends when every destination has completed a guest
+ *              packet posted after the restart
+ *   traffic    on the destinations until nothing is in flight: loss, dups
+ *   teardown   stop, disconnect, remove; no device object may be left
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_vdpa.h>
+#include <rte_vhost.h>
+
+#include "rte_pmd_mlx5_lm.h"
+#include "test_lm.h"
+#include "migrate_int.h"
+#include "vu_client.h"
+
+/* Bounded waits (ms): generous, since cx6dx configurations take seconds. */
+#define CONNECT_MS 5000
+#define CONF_WAIT_MS 60000
+#define FLOW_WAIT_MS 20000
+#define DRAIN_MS 5000
+#define PROBE_WAIT_MS 10000
+
+struct mig_dev {
+	char name[32];
+	char path[108];
+	bool probed;
+	bool registered;
+	struct vu_client *c;
+	uint64_t conf_count;       /* the PMD's count when last waited for */
+};
+
+struct mig_ctx {
+	const struct mig_opts *o;
+	const struct mig_stage_def *st;
+	struct mig_result *r;
+	unsigned int n;            /* NICs of the VM */
+	unsigned int nrings;
+	char dir[64];
+	struct mig_dev src[MIG_MAX_DEVICES];
+	struct mig_dev dst[MIG_MAX_DEVICES];
+	struct vu_mem *mem;
+	struct vu_log *log;
+	struct vu_guest *g[MIG_MAX_DEVICES];
+	struct mig_gen *gen;
+	uint32_t bases[MIG_MAX_DEVICES][2 * MIG_MAX_QUEUE_PAIRS];
+	double phase_t0;
+};
+
+/* vhost requires callbacks; the vDPA devices do the work. */
+static int
+on_new_device(int vid)
+{
+	(void)vid;
+	return 0;
+}
+
+static void
+on_destroy_device(int vid)
+{
+	(void)vid;
+}
+
+static const struct rte_vhost_device_ops vhost_ops = {
+	.new_device = on_new_device,
+	.destroy_device = on_destroy_device,
+};
+
+static void
+phase_begin(struct mig_ctx *x)
+{
+	x->phase_t0 = mig_now_ms();
+}
+
+/* One progress line per phase: what happened and how long the phase took. */
+static void __attribute__((format(printf, 3, 4)))
+phase_end(struct mig_ctx *x, const char *phase, const char *fmt, ...)
+{
+	char buf[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	printf("  %-10s %-76s %9.1f ms\n", phase, buf, mig_now_ms() - x->phase_t0);
+	fflush(stdout);
+}
+
+static void __attribute__((format(printf, 2, 3)))
+fail(struct mig_ctx *x, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "migrate: stage %s: ", x->st->name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* ---- devices and sockets ---- */
+
+static int
+dev_setup(struct mig_ctx *x, struct mig_dev *d, unsigned int idx, const char *role,
+	  unsigned int k)
+{
+	const struct mig_shape *s = &x->o->shape;
+	struct rte_pmd_mlx5_lm_timings t;
+	struct rte_vdpa_device *vdpa;
+	char args[256];
+
+	snprintf(d->name, sizeof(d->name), "%s%u", TEST_LM_PMD, idx);
+	snprintf(d->path, sizeof(d->path), "%s/%s%u.sock", x->dir, role, k);
+	snprintf(args, sizeof(args), "emu=%s,queues=%u,queue_size=%u,precreate=%u,workers=%u,"
+		 "mr_gc_ms=%u,parallel=%u", x->o->profile, s->queue_pairs, s->queue_size,
+		 x->st->precreate, x->st->workers, x->st->mr_gc_ms, x->st->parallel);
+	if (test_lm_probe_device(d->name, args) < 0) {
+		fail(x, "cannot probe %s with \"%s\"", d->name, args);
+		return -1;
+	}
+	d->probed = true;
+	vdpa = rte_vdpa_find_device_by_name(d->name);
+	if (vdpa == NULL || rte_pmd_mlx5_lm_get_timings(d->name, &t) < 0) {
+		fail(x, "%s is not a %s vDPA device", d->name, TEST_LM_PMD);
+		return -1;
+	}
+	d->conf_count = t.conf_count;
+	if (rte_vhost_driver_register(d->path, 0) < 0) {
+		fail(x, "cannot register vhost-user socket %s", d->path);
+		return -1;
+	}
+	d->registered = true;
+	if (rte_vhost_driver_attach_vdpa_device(d->path, vdpa) < 0 ||
+	    rte_vhost_driver_callback_register(d->path, &vhost_ops) < 0 ||
+	    rte_vhost_driver_start(d->path) < 0) {
+		fail(x, "cannot start vhost-user on %s", d->path);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+dev_teardown(struct mig_dev *d)
+{
+	if (d->c != NULL)
+		vu_disconnect(d->c);
+	d->c = NULL;
+	if (d->registered)
+		rte_vhost_driver_unregister(d->path);
+	d->registered = false;
+	unlink(d->path);
+	if (d->probed)
+		test_lm_remove_device(d->name);
+	d->probed = false;
+}
+
+static int
+connect_all(struct mig_ctx *x)
+{
+	unsigned int k;
+	int ret;
+
+	for (k = 0; k < x->n; k++) {
+		ret = vu_connect(&x->src[k].c, x->src[k].path, CONNECT_MS);
+		if (ret == 0)
+			ret = vu_connect(&x->dst[k].c, x->dst[k].path, CONNECT_MS);
+		if (ret < 0) {
+			fail(x, "cannot connect to the sockets of device pair %u: %s", k,
+			     strerror(-ret));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void
+disconnect_all(struct mig_ctx *x)
+{
+	unsigned int k;
+
+	for (k = 0; k < x->n; k++) {
+		if (x->src[k].c != NULL)
+			vu_disconnect(x->src[k].c);
+		if (x->dst[k].c != NULL)
+			vu_disconnect(x->dst[k].c);
+		x->src[k].c = NULL;
+		x->dst[k].c = NULL;
+	}
+}
+
+/*
+ * vhost calls dev_conf after it has replied to SET_STATUS(DRIVER_OK): wait
+ * (bounded) until the PMD counted the configuration we triggered.
+ */
+static int
+wait_conf(struct mig_ctx *x, struct mig_dev *d, struct rte_pmd_mlx5_lm_timings *t)
+{
+	double deadline = mig_now_ms() + CONF_WAIT_MS;
+	const struct timespec pause = { .tv_nsec = 50000 };
+
+	for (;;) {
+		if (rte_pmd_mlx5_lm_get_timings(d->name, t) < 0) {
+			fail(x, "%s is gone", d->name);
+			return -1;
+		}
+		if (t->conf_count != d->conf_count) {
+			d->conf_count = t->conf_count;
+			return 0;
+		}
+		if (mig_now_ms() > deadline) {
+			fail(x, "%s: no DRIVER_OK configuration within %d s (see the PMD's log)",
+			     d->name, CONF_WAIT_MS / 1000);
+			return -1;
+		}
+		nanosleep(&pause, NULL);
+	}
+}
+
+static int
+setup(struct mig_ctx *x)
+{
+	const struct mig_shape *s = &x->o->shape;
+	struct vu_guest_cfg cfg = {
+		.queue_pairs = (uint16_t)s->queue_pairs,
+		.ring_size = (uint16_t)s->queue_size,
+		.packed = s->packed,
+	};
+	unsigned int k;
+	int ret;
+
+	phase_begin(x);
+	snprintf(x->dir, sizeof(x->dir), "/tmp/test-lm-migrate-XXXXXX");
+	/* mkdtemp makes it 0700: only we can reach the sockets. */
+	if (mkdtemp(x->dir) == NULL) {
+		fail(x, "cannot create a socket directory: %s", strerror(errno));
+		x->dir[0] = '\0';
+		return -1;
+	}
+	/* One guest memory for the VM (QEMU's layout, one sparse memfd). */
+	ret = vu_mem_create_qemu(&x->mem, s->mem_gb);
+	if (ret == 0)
+		ret = vu_log_create(&x->log, vu_mem_gpa_end(x->mem));
+	if (ret < 0) {
+		fail(x, "cannot create %u GiB of guest memory and its log: %s", s->mem_gb,
+		     strerror(-ret));
+		return -1;
+	}
+	for (k = 0; k < x->n; k++) {
+		ret = vu_guest_create(&x->g[k], x->mem, &cfg);
+		if (ret < 0) {
+			fail(x, "cannot lay out the rings of NIC %u in guest memory: %s", k,
+			     strerror(-ret));
+			return -1;
+		}
+	}
+	ret = mig_gen_create(&x->gen, x->g, x->n);
+	if (ret < 0) {
+		fail(x, "cannot start the traffic generator: %s", strerror(-ret));
+		return -1;
+	}
+	/*
+	 * Every socket is registered now: DPDK's vhost thread may take up to
+	 * a second to notice a new listening socket, which must not fall in a
+	 * measured phase. The connections wait in the listen backlog.
+	 */
+	for (k = 0; k < x->n; k++)
+		if (dev_setup(x, &x->src[k], k, "src", k) < 0 ||
+		    dev_setup(x, &x->dst[k], x->n + k, "dst", k) < 0)
+			return -1;
+	if (connect_all(x) < 0)
+		return -1;
+	phase_end(x, "set-up", "%u source + %u destination devices, %u GiB, %u %s rings each",
+		  x->n, x->n, s->mem_gb, x->nrings, s->packed ? "packed" : "split");
+	return 0;
+}
+
+static void
+teardown(struct mig_ctx *x, unsigned long leaked_before)
+{
+	unsigned int k;
+
+	phase_begin(x);
+	mig_gen_destroy(x->gen);
+	x->gen = NULL;
+	for (k = 0; k < x->n; k++) {
+		dev_teardown(&x->src[k]);
+		dev_teardown(&x->dst[k]);
+	}
+	for (k = 0; k < x->n; k++)
+		vu_guest_destroy(x->g[k]);
+	vu_log_destroy(x->log);
+	vu_mem_destroy(x->mem);
+	if (x->dir[0] != '\0')
+		rmdir(x->dir);
+	x->r->leaked_objects = rte_pmd_mlx5_lm_emu_leaked_objects() - leaked_before;
+	phase_end(x, "teardown", "%lu device objects left alive", x->r->leaked_objects);
+}
+
+/* ---- the migration ---- */
+
+/* Why traffic stalled: the guest's counters, per NIC (generator idle). */
+static void
+report_traffic(struct mig_ctx *x, const char *what)
+{
+	unsigned int k;
+
+	fail(x, "%s", what);
+	for (k = 0; k < x->n; k++) {
+		struct vu_guest_stats st;
+
+		vu_guest_stats(x->g[k], -1, &st);
+		fprintf(stderr, "  NIC %u: sent %" PRIu64 ", back %" PRIu64 ", not back %" PRIu64
+			", TX in flight %" PRIu64 ", bad %" PRIu64 ", device errors %" PRIu64 "\n",
+			k, vu_guest_tx_sent(x->g[k], -1), st.rx_unique, vu_guest_lost(x->g[k], -1),
+			vu_guest_tx_inflight(x->g[k], -1), st.rx_bad, st.dev_errors);
+	}
+}
+
+/* GET_VRING_BASE on every ring before DRIVER_OK, on every device (hostile). */
+static int
+early_base(struct mig_ctx *x)
+{
+	const struct vu_start_opts o = { .no_status = true };
+	struct mig_dev *all[2] = { x->src, x->dst };
+	unsigned int k, side;
+	int ret;
+
+	phase_begin(x);
+	for (side = 0; side < 2; side++) {
+		for (k = 0; k < x->n; k++) {
+			struct mig_dev *d = &all[side][k];
+
+			ret = vu_start_device(d->c, x->g[k], &o);
+			if (ret == 0)
+				ret = vu_stop_device(d->c, NULL, 0);
+			if (ret < 0) {
+				fail(x, "%s: rings set up without DRIVER_OK, then "
+				     "GET_VRING_BASE: %s", d->name, strerror(-ret));
+				return -1;
+			}
+		}
+	}
+	phase_end(x, "hostile", "GET_VRING_BASE before DRIVER_OK on all %u devices", 2 * x->n);
+	return 0;
+}
+
+static int
+start_sources(struct mig_ctx *x)
+{
+	struct rte_pmd_mlx5_lm_timings t;
+	unsigned int k;
+	int ret;
+
+	phase_begin(x);
+	for (k = 0; k < x->n; k++) {
+		ret = vu_start_device(x->src[k].c, x->g[k], NULL);
+		if (ret < 0) {
+			fail(x, "%s: start failed: %s", x->src[k].name, strerror(-ret));
+			return -1;
+		}
+	}
+	/* Frames posted before the queues are RDY would race the RX steering. */
+	for (k = 0; k < x->n; k++)
+		if (wait_conf(x, &x->src[k], &t) < 0)
+			return -1;
+	mig_gen_run(x->gen);
+	if (mig_gen_wait_flow(x->gen, x->o->frames, FLOW_WAIT_MS) < 0) {
+		mig_gen_idle(x->gen);
+		report_traffic(x, "traffic does not flow on every queue pair of the sources");
+		return -1;
+	}
+	phase_end(x, "source", "%u devices started, traffic on all %u queue pairs", x->n,
+		  x->n * x->o->shape.queue_pairs);
+	return 0;
+}
+
+static int
+begin_logging(struct mig_ctx *x)
+{
+	unsigned int k;
+	int ret;
+
+	phase_begin(x);
+	/*
+	 * Enabling the dirty bitmap suspends each queue for a moment, and the
+	 * emulated wire drops what it loops back into a suspended RX queue
+	 * (a real NIC would have sent it to the network): the NICs idle over
+	 * the switch, so that "lost" only counts what the migration loses.
+	 */
+	if (mig_gen_quiesce(x->gen, DRAIN_MS) < 0) {
+		report_traffic(x, "the guest's traffic did not drain before logging began");
+		return -1;
+	}
+	x->r->dirty_logged = true;
+	for (k = 0; k < x->n; k++) {
+		ret = vu_set_log(x->src[k].c, x->log);
+		if (ret < 0) {
+			fail(x, "%s: cannot start dirty logging: %s%s", x->src[k].name,
+			     strerror(-ret), ret == -ENOTSUP ?
+			     " (the device offers no LOG_ALL or LOG_SHMFD)" : "");
+			x->r->dirty_logged = false;
+			if (ret != -ENOTSUP)
+				return -1;
+			break;
+		}
+		/* The back end logs from its reply on: record from here. */
+		vu_guest_dirty_mark(x->g[k]);
+	}
+	mig_gen_run(x->gen);
+	if (mig_gen_wait_flow(x->gen, x->o->frames, FLOW_WAIT_MS) < 0) {
+		mig_gen_idle(x->gen);
+		report_traffic(x, "traffic stopped flowing once logging began");
+		return -1;
+	}
+	phase_end(x, "logging", "%s, traffic goes on",
+		  x->r->dirty_logged ? "dirty log on every source" : "NO dirty log");
+	return 0;
+}
+
+/* QEMU negotiates with the destination before the source stops. */
+static int
+handshake_destinations(struct mig_ctx *x)
+{
+	unsigned int k;
+	int ret;
+
+	phase_begin(x);
+	for (k = 0; k < x->n; k++) {
+		ret = vu_device_init(x->dst[k].c, NULL);
+		if (ret < 0) {
+			fail(x, "%s: handshake failed: %s", x->dst[k].name, strerror(-ret));
+			return -1;
+		}
+	}
+	phase_end(x, "handshake", "%u destinations negotiated features (before the stop)",
+		  x->n);
+	return 0;
+}
+
+static void
+check_dirty(struct mig_ctx *x)
+{
+	double t = mig_now_ms();
+	unsigned int k;
+
+	x->r->dirty_pages_checked = 0;
+	x->r->dirty_pages_missing = 0;
+	for (k = 0; k < x->n; k++) {
+		uint64_t missing = 0, first = 0;
+		int64_t n;
+
+		/* Used entries the sources wrote last are recorded when reaped. */
+		vu_guest_poll(x->g[k]);
+		n = vu_guest_dirty_check(x->g[k], x->log, &missing, &first);
+		if (n > 0)
+			x->r->dirty_pages_checked += (uint64_t)n;
+		x->r->dirty_pages_missing += missing;
+		if (missing != 0 && x->r->dirty_logged)
+			fail(x, "%s: %" PRIu64 " of %" PRId64 " written pages not in the dirty "
+			     "log, first at GPA 0x%" PRIx64, x->src[k].name, missing, n, first);
+	}
+	if (!x->r->dirty_logged)
+		x->r->dirty_pages_missing = x->r->dirty_pages_checked;
+	x->r->dirty_check_ms = mig_now_ms() - t;
+}
+
+/* The VM stops, every source ring is stopped, the log is checked. */
+static int
+stop_sources(struct mig_ctx *x, double *t0)
+{
+	const unsigned int nr = x->nrings;
+	unsigned int k;
+	int ret;
+
+	/*
+	 * The VM pauses with its NICs idle: the emulated wire loops frames back
+	 * into the device's own RX queues, and a frame on that wire when they
+	 * are suspended would be lost as on any wire; not what is measured.
+	 * RX buffers stay posted across the stop.
+	 */
+	phase_begin(x);
+	if (mig_gen_quiesce(x->gen, DRAIN_MS) < 0)
+		fail(x, "the guest's traffic did not drain before the stop (counted as lost)");
+	phase_end(x, "pause", "the VM stops, its NICs idle");
+	phase_begin(x);
+	x->r->src_first_ring_ms = 0;
+	*t0 = mig_now_ms();
+	for (k = 0; k < x->n; k++) {
+		double t = mig_now_ms();
+		unsigned int i;
+
+		/*
+		 * Ring by ring (what vu_stop_device does), to time the first one
+		 * apart: vhost runs the device's dev_close for it.
+		 */
+		for (i = 0, ret = 0; i < nr && ret == 0; i++) {
+			ret = vu_get_vring_base(x->src[k].c, i, &x->bases[k][i]);
+			if (i == 0)
+				x->r->src_first_ring_ms += mig_now_ms() - t;
+		}
+		if (ret < 0) {
+			fail(x, "%s: GET_VRING_BASE failed: %s", x->src[k].name, strerror(-ret));
+			return -1;
+		}
+	}
+	x->r->src_stop_ms = mig_now_ms() - *t0;
+	/* The destinations get their own kick and call eventfds. */
+	for (k = 0; k < x->n; k++) {
+		ret = vu_guest_new_eventfds(x->g[k]);
+		if (ret < 0) {
+			fail(x, "cannot create eventfds: %s", strerror(-ret));
+			return -1;
+		}
+	}
+	check_dirty(x);
+	phase_end(x, "stop", "source stop %.1f ms (first rings %.1f), dirty log %" PRIu64
+		  " pages, %" PRIu64 " missing", x->r->src_stop_ms, x->r->src_first_ring_ms,
+		  x->r->dirty_pages_checked, x->r->dirty_pages_missing);
+	return 0;
+}
+
+/*
+ * Poll every guest until nothing is in flight and every frame posted since
+ * the restart came back (frames lost before the stop, if any, never will:
+ * they are counted as lost, not waited for).
+ */
+static int
+wait_probes(struct mig_ctx *x, const uint64_t *lost_before)
+{
+	double deadline = mig_now_ms() + PROBE_WAIT_MS;
+	const struct timespec pause = { .tv_nsec = 10000 };
+
+	for (;;) {
+		bool done = true;
+		int work = 0;
+		unsigned int k;
+
+		for (k = 0; k < x->n; k++) {
+			work += vu_guest_poll(x->g[k]);
+			if (vu_guest_tx_inflight(x->g[k], -1) != 0 ||
+			    vu_guest_lost(x->g[k], -1) > lost_before[k])
+				done = false;
+		}
+		if (done)
+			return 0;
+		if (mig_now_ms() > deadline)
+			return -1;
+		if (work == 0)
+			nanosleep(&pause, NULL);
+	}
+}
+
+static int
+start_destinations(struct mig_ctx *x, double t0)
+{
+	uint64_t lost_before[MIG_MAX_DEVICES];
+	struct rte_pmd_mlx5_lm_timings t;
+	struct vu_start_opts o = { 0 };
+	unsigned int k, qp;
+	double t1, t_end;
+	int ret;
+
+	phase_begin(x);
+	for (k = 0; k < x->n; k++)
+		lost_before[k] = vu_guest_lost(x->g[k], -1);
+	t1 = mig_now_ms();
+	for (k = 0; k < x->n; k++) {
+		o.bases = x->bases[k];
+		ret = vu_start_device(x->dst[k].c, x->g[k], &o);
+		if (ret < 0) {
+			fail(x, "%s: start failed: %s", x->dst[k].name, strerror(-ret));
+			return -1;
+		}
+	}
+	/*
+	 * vhost runs dev_conf after its DRIVER_OK reply, one device after the
+	 * other in its thread: the probe frames go out once each device is
+	 * configured (one per queue pair, so that every queue is seen working),
+	 * and the downtime ends when all of them have come back.
+	 */
+	x->r->dst_mr_ms = x->r->dst_vq_ms = x->r->dst_conf_ms = 0;
+	for (k = 0; k < x->n; k++) {
+		if (wait_conf(x, &x->dst[k], &t) < 0)
+			return -1;
+		for (qp = 0; qp < x->o->shape.queue_pairs; qp++)
+			vu_guest_tx(x->g[k], qp, 1);
+		x->r->dst_mr_ms += t.conf_mr_ms;
+		x->r->dst_vq_ms += t.conf_vq_ms;
+		x->r->dst_conf_ms += t.conf_ms;
+	}
+	if (wait_probes(x, lost_before) < 0) {
+		fail(x, "a destination did not complete the frames posted after the restart "
+		     "within %d s", PROBE_WAIT_MS / 1000);
+		return -1;
+	}
+	t_end = mig_now_ms();
+	x->r->dst_start_ms = t_end - t1;
+	x->r->downtime_ms = t_end - t0;
+	x->r->src_close_ms = 0;
+	for (k = 0; k < x->n; k++)
+		if (rte_pmd_mlx5_lm_get_timings(x->src[k].name, &t) == 0)
+			x->r->src_close_ms += t.close_ms;
+	phase_end(x, "start", "destination start %.1f ms (memory %.1f, queues %.1f)",
+		  x->r->dst_start_ms, x->r->dst_mr_ms, x->r->dst_vq_ms);
+	return 0;
+}
+
+static void
+count_packets(struct mig_ctx *x)
+{
+	unsigned int k;
+
+	x->r->frames = x->r->lost_packets = x->r->duplicated_packets = x->r->bad_packets = 0;
+	for (k = 0; k < x->n; k++) {
+		struct vu_guest_stats st;
+
+		vu_guest_stats(x->g[k], -1, &st);
+		x->r->frames += vu_guest_tx_sent(x->g[k], -1);
+		x->r->lost_packets += vu_guest_lost(x->g[k], -1);
+		x->r->duplicated_packets += st.duplicates;
+		x->r->bad_packets += st.rx_bad + st.dev_errors;
+	}
+}
+
+static int
+finish(struct mig_ctx *x)
+{
+	unsigned int k;
+	int ret, rc = 0;
+
+	phase_begin(x);
+	mig_gen_run(x->gen);
+	if (mig_gen_wait_flow(x->gen, x->o->frames, FLOW_WAIT_MS) < 0) {
+		mig_gen_idle(x->gen);
+		report_traffic(x, "traffic does not flow on every queue pair of the destinations");
+		rc = -1;
+	}
+	if (mig_gen_quiesce(x->gen, DRAIN_MS) < 0)
+		fail(x, "descriptors still in flight on the destinations after %d s",
+		     DRAIN_MS / 1000);
+	count_packets(x);
+	phase_end(x, "traffic", "on the destinations: %" PRIu64 " frames in all, %" PRIu64
+		  " lost, %" PRIu64 " duplicated", x->r->frames, x->r->lost_packets,
+		  x->r->duplicated_packets);
+	phase_begin(x);
+	for (k = 0; k < x->n; k++) {
+		ret = vu_stop_device(x->dst[k].c, NULL, 0);
+		if (ret < 0) {
+			fail(x, "%s: GET_VRING_BASE failed: %s", x->dst[k].name, strerror(-ret));
+			rc = -1;
+		}
+	}
+	disconnect_all(x);
+	phase_end(x, "end", "destinations stopped, front end disconnected");
+	return rc;
+}
+
+/*
+ * One migration on connected devices. With MIG_HOSTILE_DISCONNECT the
+ * front end goes away after the source stop; returns 1 then.
+ */
+static int
+migrate_once(struct mig_ctx *x, enum mig_hostile hostile)
+{
+	double t0;
+
+	if (hostile == MIG_HOSTILE_EARLY_BASE && early_base(x) < 0)
+		return -1;
+	if (start_sources(x) < 0 || begin_logging(x) < 0 || handshake_destinations(x) < 0 ||
+	    stop_sources(x, &t0) < 0)
+		return -1;
+	if (hostile == MIG_HOSTILE_DISCONNECT) {
+		phase_begin(x);
+		disconnect_all(x);
+		phase_end(x, "hostile", "front end gone between the source stop and the start");
+		return 1;
+	}
+	if (start_destinations(x, t0) < 0)
+		return -1;
+	return finish(x);
+}
+
+/* A fresh VM on the same devices, after a front end that went away. */
+static int
+restart_vm(struct mig_ctx *x)
+{
+	unsigned int k;
+	int ret;
+
+	for (k = 0; k < x->n; k++) {
+		vu_guest_reset(x->g[k]);
+		ret = vu_guest_new_eventfds(x->g[k]);
+		if (ret < 0) {
+			fail(x, "cannot create eventfds: %s", strerror(-ret));
+			return -1;
+		}
+	}
+	vu_log_reset(x->log);
+	return connect_all(x);
+}
+
+int
+mig_run_stage(const struct mig_opts *o, const struct mig_stage_def *st, struct mig_result *r)
+{
+	unsigned long leaked_before = rte_pmd_mlx5_lm_emu_leaked_objects();
+	struct mig_ctx *x;
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	snprintf(r->name, sizeof(r->name), "%s", st->name);
+	x = calloc(1, sizeof(*x));
+	if (x == NULL)
+		return -1;
+	x->o = o;
+	x->st = st;
+	x->r = r;
+	x->n = o->shape.devices;
+	x->nrings = 2 * o->shape.queue_pairs;
+	printf("stage %s: precreate=%u workers=%u mr_gc_ms=%u parallel=%u\n", st->name,
+	       st->precreate, st->workers, st->mr_gc_ms, st->parallel);
+	fflush(stdout);
+	ret = setup(x);
+	if (ret == 0)
+		ret = migrate_once(x, o->hostile);
+	if (ret == 1) {
+		/* Both sides must still work: a normal migration, measured. */
+		ret = restart_vm(x);
+		if (ret == 0)
+			ret = migrate_once(x, MIG_HOSTILE_NONE);
+	}
+	disconnect_all(x);
+	teardown(x, leaked_before);
+	r->ok = ret == 0;
+	free(x);
+	return ret == 0 ? 0 : -1;
+}
