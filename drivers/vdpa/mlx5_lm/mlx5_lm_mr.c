@@ -125,13 +125,16 @@ chunk_destroy(void *arg)
 
 /* Run fn on every chunk through the pool, at most `workers` at once. */
 static int
-for_each_chunk(struct mlx5_lm_mr *mr, mlx5_lm_task_fn fn)
+for_each_chunk(struct mlx5_lm_mr *mr, mlx5_lm_task_fn fn, int background)
 {
 	struct mlx5_lm_batch b;
 	uint32_t i;
 	int ret = 0;
 
-	mlx5_lm_batch_init(&b, mr->dev->args.workers);
+	if (background)
+		mlx5_lm_batch_init_background(&b, mr->dev->args.workers);
+	else
+		mlx5_lm_batch_init(&b, mr->dev->args.workers);
 	for (i = 0; i < mr->nchunks; i++) {
 		ret = mlx5_lm_batch_submit(&b, fn, &mr->chunks[i]);
 		if (ret < 0)
@@ -314,7 +317,7 @@ mlx5_lm_mr_create(struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_region *regi
 	ret = plan_chunks(mr, chunk);
 	if (ret < 0)
 		goto err_plan;
-	ret = for_each_chunk(mr, chunk_create);
+	ret = for_each_chunk(mr, chunk_create, 0);
 	if (ret < 0)
 		goto err_chunks;
 	ret = indirect_create(mr);
@@ -327,7 +330,7 @@ mlx5_lm_mr_create(struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_region *regi
 	return 0;
 err_chunks:
 	/* Chunks that failed cleaned up after themselves; undo the others. */
-	for_each_chunk(mr, chunk_destroy);
+	for_each_chunk(mr, chunk_destroy, 0);
 	free(mr->chunks);
 err_plan:
 	free(mr->regions);
@@ -336,8 +339,8 @@ err_regions:
 	return ret;
 }
 
-int
-mlx5_lm_mr_destroy(struct mlx5_lm_mr *mr)
+static int
+mr_destroy(struct mlx5_lm_mr *mr, int background)
 {
 	int ret = 0;
 
@@ -350,13 +353,19 @@ mlx5_lm_mr_destroy(struct mlx5_lm_mr *mr)
 			return ret;
 		mr->indirect = NULL;
 	}
-	ret = for_each_chunk(mr, chunk_destroy);
+	ret = for_each_chunk(mr, chunk_destroy, background);
 	if (ret < 0)
 		return ret;
 	free(mr->chunks);
 	free(mr->regions);
 	free(mr);
 	return 0;
+}
+
+int
+mlx5_lm_mr_destroy(struct mlx5_lm_mr *mr)
+{
+	return mr_destroy(mr, 0);
 }
 
 uint32_t
@@ -406,14 +415,14 @@ static struct {
 };
 
 static int
-destroy_timed(struct mlx5_lm_mr *mr)
+destroy_timed(struct mlx5_lm_mr *mr, int background)
 {
 	struct mlx5_lm_dev *dev = mr->dev;
 	double t0 = mlx5_lm_now_ms();
 	uint32_t chunks = mr->nchunks;
 	double ms;
 
-	if (mlx5_lm_mr_destroy(mr) < 0) {
+	if (mr_destroy(mr, background) < 0) {
 		DRV_LOG(ERR, dev, "cannot destroy a released memory registration (%u chunks)",
 			chunks);
 		return -EBUSY;
@@ -467,7 +476,7 @@ gc_thread(void *arg)
 		TAILQ_REMOVE(&gc.list, mr, gc_next);
 		gc.busy++;
 		pthread_mutex_unlock(&gc.lock);
-		ret = destroy_timed(mr);
+		ret = destroy_timed(mr, 1);
 		pthread_mutex_lock(&gc.lock);
 		if (ret < 0) {
 			/* Still in use: try again later; removal of its device forces it. */
@@ -518,7 +527,7 @@ mlx5_lm_mr_release(struct mlx5_lm_mr *mr)
 	if (mr == NULL)
 		return;
 	if (mr->dev->args.mr_gc_ms == 0) {
-		if (destroy_timed(mr) == 0)
+		if (destroy_timed(mr, 0) == 0)
 			return;
 		/* Something still uses it: the garbage thread retries. */
 		mr->gc_deadline_ms = mlx5_lm_now_ms() + GC_RETRY_MS;
@@ -567,7 +576,7 @@ mlx5_lm_mr_gc_flush(struct mlx5_lm_dev *dev)
 	pthread_mutex_unlock(&gc.lock);
 	while ((mr = TAILQ_FIRST(&mine)) != NULL) {
 		TAILQ_REMOVE(&mine, mr, gc_next);
-		destroy_timed(mr);
+		destroy_timed(mr, 0);
 	}
 }
 

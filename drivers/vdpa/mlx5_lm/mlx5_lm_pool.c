@@ -24,12 +24,6 @@ struct task {
 /* Set in pool threads: nested batches run inline there. */
 static __thread int in_worker;
 
-/* Background tasks nobody waits for individually. */
-static struct mlx5_lm_batch detached = {
-	.lock = PTHREAD_MUTEX_INITIALIZER,
-	.done = PTHREAD_COND_INITIALIZER,
-	.limit = MAX_WORKERS,
-};
 
 static struct {
 	pthread_mutex_t lock;      /* guards everything below */
@@ -45,9 +39,25 @@ static struct {
 	.queue = TAILQ_HEAD_INITIALIZER(pool.queue),
 };
 
-/* Under pool.lock: first task whose batch may run one more. */
+static struct task *pick_task_pass(int background);
+
+/* Under pool.lock: first task whose batch may run one more, background last. */
 static struct task *
 pick_task(void)
+{
+	struct task *t;
+	int pass;
+
+	for (pass = 0; pass < 2; pass++) {
+		t = pick_task_pass(pass);
+		if (t != NULL)
+			return t;
+	}
+	return NULL;
+}
+
+static struct task *
+pick_task_pass(int background)
 {
 	struct task *t;
 
@@ -55,6 +65,8 @@ pick_task(void)
 		struct mlx5_lm_batch *b = t->batch;
 		int ok;
 
+		if (b->background != background)
+			continue;
 		pthread_mutex_lock(&b->lock);
 		ok = b->running < b->limit;
 		if (ok)
@@ -179,6 +191,14 @@ mlx5_lm_batch_init(struct mlx5_lm_batch *b, unsigned int limit)
 	b->limit = limit ? limit : 1;
 	b->first_err = 0;
 	b->failed = 0;
+	b->background = 0;
+}
+
+void
+mlx5_lm_batch_init_background(struct mlx5_lm_batch *b, unsigned int limit)
+{
+	mlx5_lm_batch_init(b, limit);
+	b->background = 1;
 }
 
 void
@@ -238,21 +258,3 @@ mlx5_lm_batch_wait(struct mlx5_lm_batch *b)
 	return err;
 }
 
-int
-mlx5_lm_pool_submit_detached(mlx5_lm_task_fn fn, void *arg)
-{
-	int has_pool;
-
-	pthread_mutex_lock(&pool.lock);
-	has_pool = pool.nthreads > 0 && !pool.stopping;
-	pthread_mutex_unlock(&pool.lock);
-	if (!has_pool)
-		return -EAGAIN;
-	return mlx5_lm_batch_submit(&detached, fn, arg);
-}
-
-void
-mlx5_lm_pool_drain(void)
-{
-	mlx5_lm_batch_wait(&detached);
-}

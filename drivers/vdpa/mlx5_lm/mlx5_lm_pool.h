@@ -24,6 +24,7 @@ struct mlx5_lm_batch {
 	unsigned int running;   /* being executed by a worker */
 	unsigned int limit;     /* max running at once (>= 1) */
 	int first_err;          /* first non-zero task result */
+	int background;         /* work off the critical path: yields to other batches */
 	unsigned int failed;
 };
 
@@ -47,12 +48,11 @@ int mlx5_lm_batch_submit(struct mlx5_lm_batch *b, mlx5_lm_task_fn fn, void *arg)
 int mlx5_lm_batch_wait(struct mlx5_lm_batch *b);
 
 /*
- * Run fn(arg) on the pool without waiting for it (background work:
- * restoring blank queues, queue recovery). mlx5_lm_pool_drain() waits for
- * every such task. Returns -EAGAIN when there is no pool.
+ * A batch of background work (restoring blank queues, deferred deletion):
+ * its tasks run only when no other batch has a task waiting, so that a
+ * device stopping for a migration never queues behind another's cleanup.
  */
-int mlx5_lm_pool_submit_detached(mlx5_lm_task_fn fn, void *arg);
-void mlx5_lm_pool_drain(void);
+void mlx5_lm_batch_init_background(struct mlx5_lm_batch *b, unsigned int limit);
 
 /* Threads currently in the pool (for logs and tests). */
 unsigned int mlx5_lm_pool_size(void);

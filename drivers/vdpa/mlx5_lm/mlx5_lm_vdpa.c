@@ -89,19 +89,28 @@ task_destroy(void *arg)
 
 /* Run fn on every virtq with an object (or all when all is set), in parallel. */
 static int
-for_each_vq(struct mlx5_lm_dev *dev, mlx5_lm_task_fn fn, int all)
+for_each_vq_bg(struct mlx5_lm_dev *dev, mlx5_lm_task_fn fn, int all, int background)
 {
 	struct mlx5_lm_batch b;
 	uint16_t i;
 	int ret;
 
-	mlx5_lm_batch_init(&b, batch_limit(dev));
+	if (background)
+		mlx5_lm_batch_init_background(&b, batch_limit(dev));
+	else
+		mlx5_lm_batch_init(&b, batch_limit(dev));
 	for (i = 0; i < dev->nr_vq; i++)
 		if (all || dev->vq[i].obj != NULL)
 			mlx5_lm_batch_submit(&b, fn, &dev->vq[i]);
 	ret = mlx5_lm_batch_wait(&b);
 	mlx5_lm_batch_fini(&b);
 	return ret;
+}
+
+static int
+for_each_vq(struct mlx5_lm_dev *dev, mlx5_lm_task_fn fn, int all)
+{
+	return for_each_vq_bg(dev, fn, all, 0);
 }
 
 int
@@ -330,12 +339,12 @@ prepare_recreate(struct mlx5_lm_dev *dev, struct vq_plan *plans, uint16_t n, int
 	return 0;
 }
 
-/* Every used queue back to blank, steering rebuilt around them. dev->lock held. */
+/* Every used queue back to blank, steering rebuilt around them. */
 static void
-restore_blank(struct mlx5_lm_dev *dev)
+restore_blank(struct mlx5_lm_dev *dev, int background)
 {
 	mlx5_lm_steer_destroy(dev);
-	if (for_each_vq(dev, task_restore, 1) < 0)
+	if (for_each_vq_bg(dev, task_restore, 1, background) < 0)
 		DRV_LOG(ERR, dev, "some queues could not be put back to blank");
 	if (mlx5_lm_steer_create(dev) < 0)
 		DRV_LOG(ERR, dev, "cannot rebuild the receive steering");
@@ -465,7 +474,7 @@ err_queues:
 		dev->vq[i].started = 0;
 	}
 	if (dev->args.precreate) {
-		restore_blank(dev);
+		restore_blank(dev, 0);
 	} else {
 		mlx5_lm_steer_destroy(dev);
 		for_each_vq(dev, task_destroy, 0);
@@ -532,14 +541,21 @@ task_suspend_query(void *arg)
 	return 0;
 }
 
-static int
-task_restore_all(void *arg)
+/*
+ * After dev_close, off vhost's thread and without dev->lock: with running
+ * at 0 and restoring at 1, dev_conf and removal wait for us, recovery and
+ * statistics stay away, and set_vring_state only records enables - so
+ * vhost's GET_VRING_BASE and disable messages of every device go on while
+ * queues are re-created, at background priority on the pool.
+ */
+static void *
+restore_thread(void *arg)
 {
 	struct mlx5_lm_dev *dev = arg;
 	double t0 = mlx5_lm_now_ms();
 
+	restore_blank(dev, 1);
 	pthread_mutex_lock(&dev->lock);
-	restore_blank(dev);
 	/* No queue references the registrations any more: deferred deletion, or reuse. */
 	mlx5_lm_log_stop(dev);
 	mlx5_lm_mr_release(dev->mr);
@@ -548,7 +564,7 @@ task_restore_all(void *arg)
 	pthread_cond_broadcast(&dev->restored);
 	DRV_LOG(DEBUG, dev, "queues back to blank in %.1f ms", mlx5_lm_now_ms() - t0);
 	pthread_mutex_unlock(&dev->lock);
-	return 0;
+	return NULL;
 }
 
 static int
@@ -587,13 +603,18 @@ mlx5_lm_dev_close(int vid)
 	dev->last_close_ms = mlx5_lm_now_ms() - t0;
 	if (dev->args.precreate) {
 		/* Blank queues for the next DRIVER_OK, after vhost has its reply. */
+		pthread_t th;
+		pthread_attr_t attr;
+
 		dev->restoring = 1;
-		if (mlx5_lm_pool_submit_detached(task_restore_all, dev) < 0) {
-			dev->restoring = 0;
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&th, &attr, restore_thread, dev) != 0) {
 			pthread_mutex_unlock(&dev->lock);
-			task_restore_all(dev);
+			restore_thread(dev);
 			pthread_mutex_lock(&dev->lock);
 		}
+		pthread_attr_destroy(&attr);
 	} else {
 		/* Old behaviour, for comparison: everything is destroyed in the caller. */
 		mlx5_lm_steer_destroy(dev);
@@ -905,7 +926,8 @@ mlx5_lm_get_stats(struct rte_vdpa_device *vdpa, int qid, struct rte_vdpa_stat *s
 	if (qid < 0 || qid >= dev->nr_vq)
 		return -EINVAL;
 	pthread_mutex_lock(&dev->lock);
-	ret = mlx5_lm_virtq_counters(&dev->vq[qid], vals);
+	/* The background restore swaps queue objects without the lock. */
+	ret = dev->restoring ? -EBUSY : mlx5_lm_virtq_counters(&dev->vq[qid], vals);
 	if (ret == 0) {
 		for (i = 0; i < n && i < RTE_DIM(stat_names); i++) {
 			stats[i].id = i;
@@ -929,7 +951,7 @@ mlx5_lm_reset_stats(struct rte_vdpa_device *vdpa, int qid)
 	if (qid < 0 || qid >= dev->nr_vq)
 		return -EINVAL;
 	pthread_mutex_lock(&dev->lock);
-	ret = mlx5_lm_virtq_counters(&dev->vq[qid], vals);
+	ret = dev->restoring ? -EBUSY : mlx5_lm_virtq_counters(&dev->vq[qid], vals);
 	if (ret == 0)
 		memcpy(dev->vq[qid].stats_base, vals, sizeof(vals));
 	pthread_mutex_unlock(&dev->lock);
