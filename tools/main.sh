@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# The main job on a fresh Debian 12 machine: install, build, then probe an
-# emulated ConnectX-6 Dx and print its capabilities.
+# The main job on a fresh Debian 12 machine: install, build, then live-migrate
+# a 256 GiB VM with 4 NICs x 16 queue pairs between emulated ConnectX-6 Dx
+# devices once per technique, and print the downtime table (and write
+# build/migrate-seed-mkey.json and .svg). Extra arguments go to migrate.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/build.sh
-exec build/app/test-lm/dpdk-test-lm probe --devargs "emu=cx6dx" "$@"
+exec build/app/test-lm/dpdk-test-lm migrate --scenario seed-mkey \
+	--json build/migrate-seed-mkey.json --plot build/migrate-seed-mkey.svg "$@"
