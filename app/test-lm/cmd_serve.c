@@ -41,7 +41,8 @@ serve_usage(FILE *f)
 		"                          [--client] [--stats SECONDS] [--eal \"ARGS\"]\n\n"
 		"vhost-user back end: one %s device per socket, served until SIGINT/SIGTERM.\n\n"
 		"  --socket PATH    vhost-user socket (repeat for more devices: %s0, %s1, ...)\n"
-		"  --devargs ARGS   device arguments for every device, e.g. \"emu=cx6dx\"\n"
+		"  --devargs ARGS   device arguments, e.g. \"emu=cx6dx\": once for every device,\n"
+		"                   or once per socket, in the same order\n"
 		"  --client         connect to the front end's socket instead of listening\n"
 		"  --stats SECONDS  print per-queue device counters every SECONDS\n"
 		"  --eal ARGS       extra EAL arguments\n"
@@ -150,7 +151,8 @@ cmd_serve(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *devargs = NULL, *eal = NULL;
+	const char *devargs[MAX_SOCKETS], *eal = NULL;
+	unsigned int ndevargs = 0;
 	int c, client = 0, ret = 0, stats_period = 0;
 	unsigned long leaked;
 	sigset_t sigs;
@@ -170,7 +172,11 @@ cmd_serve(int argc, char **argv)
 			nserved++;
 			break;
 		case 'd':
-			devargs = optarg;
+			if (ndevargs == MAX_SOCKETS) {
+				fprintf(stderr, "serve: at most %d --devargs\n", MAX_SOCKETS);
+				return EXIT_USAGE;
+			}
+			devargs[ndevargs++] = optarg;
 			break;
 		case 'c':
 			client = 1;
@@ -193,8 +199,13 @@ cmd_serve(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	if (nserved == 0 || devargs == NULL || optind != argc) {
+	if (nserved == 0 || ndevargs == 0 || optind != argc) {
 		serve_usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (ndevargs != 1 && ndevargs != nserved) {
+		fprintf(stderr, "serve: %u --devargs for %u sockets: give one for all, or one "
+			"per socket\n", ndevargs, nserved);
 		return EXIT_USAGE;
 	}
 	/* Every thread EAL and vhost start inherits this mask: only we take the signals. */
@@ -206,7 +217,7 @@ cmd_serve(int argc, char **argv)
 	if (test_lm_eal_init("dpdk-test-lm", eal) < 0)
 		return EXIT_FAILED;
 	for (i = 0; i < nserved; i++) {
-		if (serve_socket(&served[i], devargs, client) < 0) {
+		if (serve_socket(&served[i], devargs[ndevargs == 1 ? 0 : i], client) < 0) {
 			ret = EXIT_FAILED;
 			goto teardown;
 		}
