@@ -60,6 +60,14 @@ find_dev_by_name(const char *name)
 }
 
 struct mlx5_lm_dev *
+mlx5_lm_dev_by_vid(int vid)
+{
+	struct rte_vdpa_device *vdpa = rte_vhost_get_vdpa_device(vid);
+
+	return vdpa != NULL ? mlx5_lm_dev_by_vdpa(vdpa) : NULL;
+}
+
+struct mlx5_lm_dev *
 mlx5_lm_dev_by_vdpa(struct rte_vdpa_device *vdpa)
 {
 	struct mlx5_lm_dev *dev, *found = NULL;

@@ -181,7 +181,37 @@ void mlx5_lm_steer_destroy(struct mlx5_lm_dev *dev);
 /* Point the RQT at the RX virtqs that are ready (enabled and RDY). */
 int mlx5_lm_steer_update(struct mlx5_lm_dev *dev);
 
-/* vhost glue (mlx5_lm_vdpa.c) */
+/* Feature bits the driver offers (virtio 1.1 and the vhost-user protocol). */
+#define F_MRG_RXBUF 15
+#define F_STATUS 16
+#define F_MQ 22
+#define F_LOG_ALL 26
+#define F_ANY_LAYOUT 27
+#define F_INDIRECT_DESC 28
+#define F_PROTOCOL_FEATURES 30
+#define F_VERSION_1 32
+#define F_RING_PACKED 34
+
+#define PF_MQ 0
+#define PF_LOG_SHMFD 1
+#define PF_REPLY_ACK 3
+#define PF_SLAVE_REQ 5
+#define PF_CONFIG 9
+#define PF_SLAVE_SEND_FD 10
+#define PF_HOST_NOTIFIER 11
+#define PF_STATUS 16
+
+struct rte_vdpa_device;
+struct mlx5_lm_dev *mlx5_lm_dev_by_vdpa(struct rte_vdpa_device *vdpa);
+/* The device behind a vhost device id, NULL when none. */
+struct mlx5_lm_dev *mlx5_lm_dev_by_vid(int vid);
+
+/* queue lifecycle (mlx5_lm_vdpa.c): the vDPA ops that change queue state */
+int mlx5_lm_dev_conf(int vid);
+int mlx5_lm_dev_close(int vid);
+int mlx5_lm_set_vring_state(int vid, int vring, int state);
+
+/* vhost glue (mlx5_lm_ops.c) */
 int mlx5_lm_vdpa_register(struct mlx5_lm_dev *dev);
 void mlx5_lm_vdpa_unregister(struct mlx5_lm_dev *dev);
 int mlx5_lm_virtqs_precreate(struct mlx5_lm_dev *dev);

@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * rte_vdpa_dev_ops of the PMD: the queue lifecycle ops live in
+ * mlx5_lm_vdpa.c; here are the ones that describe the device (features,
+ * config space, statistics, notify area) and the ops table itself.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_vhost.h>
+
+#include "mlx5_lm_dpdk.h"
+#include "prm.h"
+#include "mlx5_lm.h"
+#include "mlx5_lm_mr.h"
+
+#define dev_by_vid mlx5_lm_dev_by_vid
+
+static int
+mlx5_lm_get_queue_num(struct rte_vdpa_device *vdpa, uint32_t *queue_num)
+{
+	struct mlx5_lm_dev *dev = mlx5_lm_dev_by_vdpa(vdpa);
+
+	if (dev == NULL)
+		return -ENODEV;
+	*queue_num = dev->nr_vq / 2;
+	return 0;
+}
+
+static int
+mlx5_lm_get_features(struct rte_vdpa_device *vdpa, uint64_t *features)
+{
+	struct mlx5_lm_dev *dev = mlx5_lm_dev_by_vdpa(vdpa);
+	uint64_t f;
+
+	if (dev == NULL)
+		return -ENODEV;
+	f = 1ull << F_VERSION_1 | 1ull << F_ANY_LAYOUT | 1ull << F_INDIRECT_DESC |
+	    1ull << F_MRG_RXBUF | 1ull << F_STATUS | 1ull << F_PROTOCOL_FEATURES |
+	    1ull << F_LOG_ALL;
+	if (dev->nr_vq > 2)
+		f |= 1ull << F_MQ;
+	if (dev->caps.virtio_queue_type & (1u << PRM_VIRTQ_TYPE_PACKED))
+		f |= 1ull << F_RING_PACKED;
+	*features = f;
+	return 0;
+}
+
+static int
+mlx5_lm_get_protocol_features(struct rte_vdpa_device *vdpa, uint64_t *features)
+{
+	struct mlx5_lm_dev *dev = mlx5_lm_dev_by_vdpa(vdpa);
+	uint64_t f;
+	int fd;
+	uint64_t off, size;
+
+	if (dev == NULL)
+		return -ENODEV;
+	f = 1ull << PF_MQ | 1ull << PF_LOG_SHMFD | 1ull << PF_REPLY_ACK | 1ull << PF_SLAVE_REQ |
+	    1ull << PF_SLAVE_SEND_FD | 1ull << PF_CONFIG | 1ull << PF_STATUS;
+	/* The guest can write the doorbell itself only where the page can be mapped. */
+	if (devx_db_mmap_info(dev->db, &fd, &off, &size) == 0)
+		f |= 1ull << PF_HOST_NOTIFIER;
+	*features = f;
+	return 0;
+}
+
+static int
+mlx5_lm_set_features(int vid)
+{
+	struct mlx5_lm_dev *dev = dev_by_vid(vid);
+	int ret = 0;
+
+	if (dev == NULL)
+		return -ENODEV;
+	pthread_mutex_lock(&dev->lock);
+	rte_vhost_get_negotiated_features(vid, &dev->features);
+	if (dev->running) {
+		int want = !!(dev->features & (1ull << F_LOG_ALL));
+
+		if (want && dev->log_mr == NULL)
+			ret = mlx5_lm_log_start(dev);
+		else if (!want && dev->log_mr != NULL)
+			mlx5_lm_log_stop(dev);
+	}
+	pthread_mutex_unlock(&dev->lock);
+	return ret;
+}
+
+/* The front end's connection is gone: its fds and memory go with it. */
+static int
+mlx5_lm_dev_cleanup(int vid)
+{
+	struct mlx5_lm_dev *dev = dev_by_vid(vid);
+
+	if (dev == NULL)
+		return -ENODEV;
+	pthread_mutex_lock(&dev->lock);
+	if (dev->vid == vid)
+		dev->vid = -1;
+	/* The next front end enables its own rings. */
+	for (uint16_t i = 0; i < dev->nr_vq; i++)
+		dev->vq[i].enabled = 0;
+	DRV_LOG(INFO, dev, "front end disconnected");
+	pthread_mutex_unlock(&dev->lock);
+	return 0;
+}
+
+static int
+mlx5_lm_migration_done(int vid)
+{
+	return 0;
+}
+
+static int
+mlx5_lm_get_vfio_device_fd(int vid)
+{
+	struct mlx5_lm_dev *dev = dev_by_vid(vid);
+	uint64_t off, size;
+	int fd;
+
+	if (dev == NULL || devx_db_mmap_info(dev->db, &fd, &off, &size) < 0)
+		return -1;
+	return fd;
+}
+
+static int
+mlx5_lm_get_notify_area(int vid, int qid, uint64_t *offset, uint64_t *size)
+{
+	struct mlx5_lm_dev *dev = dev_by_vid(vid);
+	int fd;
+
+	if (dev == NULL || devx_db_mmap_info(dev->db, &fd, offset, size) < 0)
+		return -1;
+	return 0;
+}
+
+static const char *const stat_names[] = {
+	"received_descriptors", "completed_descriptors", "completion_errors",
+	"bad_descriptor_errors", "exceed_max_chain", "invalid_buffer",
+};
+
+static int
+mlx5_lm_get_stats_names(struct rte_vdpa_device *vdpa, struct rte_vdpa_stat_name *names,
+			unsigned int size)
+{
+	unsigned int i;
+
+	if (names == NULL)
+		return RTE_DIM(stat_names);
+	for (i = 0; i < size && i < RTE_DIM(stat_names); i++)
+		snprintf(names[i].name, RTE_VDPA_STATS_NAME_SIZE, "%s", stat_names[i]);
+	return i;
+}
+
+static int
+mlx5_lm_get_stats(struct rte_vdpa_device *vdpa, int qid, struct rte_vdpa_stat *stats,
+		  unsigned int n)
+{
+	struct mlx5_lm_dev *dev = mlx5_lm_dev_by_vdpa(vdpa);
+	uint64_t vals[6];
+	unsigned int i;
+	int ret;
+
+	if (dev == NULL)
+		return -ENODEV;
+	if (qid < 0 || qid >= dev->nr_vq)
+		return -EINVAL;
+	pthread_mutex_lock(&dev->lock);
+	/* The background restore swaps queue objects without the lock. */
+	ret = dev->restoring ? -EBUSY : mlx5_lm_virtq_counters(&dev->vq[qid], vals);
+	if (ret == 0) {
+		for (i = 0; i < n && i < RTE_DIM(stat_names); i++) {
+			stats[i].id = i;
+			stats[i].value = vals[i] - dev->vq[qid].stats_base[i];
+		}
+		ret = i;
+	}
+	pthread_mutex_unlock(&dev->lock);
+	return ret;
+}
+
+static int
+mlx5_lm_reset_stats(struct rte_vdpa_device *vdpa, int qid)
+{
+	struct mlx5_lm_dev *dev = mlx5_lm_dev_by_vdpa(vdpa);
+	uint64_t vals[6];
+	int ret;
+
+	if (dev == NULL)
+		return -ENODEV;
+	if (qid < 0 || qid >= dev->nr_vq)
+		return -EINVAL;
+	pthread_mutex_lock(&dev->lock);
+	ret = dev->restoring ? -EBUSY : mlx5_lm_virtq_counters(&dev->vq[qid], vals);
+	if (ret == 0)
+		memcpy(dev->vq[qid].stats_base, vals, sizeof(vals));
+	pthread_mutex_unlock(&dev->lock);
+	return ret;
+}
+
+/* virtio-net config space: mac[6], status, max_virtqueue_pairs, mtu. */
+static int
+mlx5_lm_get_config(int vid, uint8_t *config, uint32_t size)
+{
+	struct mlx5_lm_dev *dev = dev_by_vid(vid);
+	uint8_t cfg[12] = { 0x02, 0x4c, 0x4d, 0x00, 0x00, 0x00 };
+	uint16_t v;
+
+	if (dev == NULL)
+		return -ENODEV;
+	cfg[5] = (uint8_t)dev->instance;
+	v = 1; /* VIRTIO_NET_S_LINK_UP */
+	memcpy(&cfg[6], &v, 2);
+	v = dev->nr_vq / 2;
+	memcpy(&cfg[8], &v, 2);
+	v = 1500;
+	memcpy(&cfg[10], &v, 2);
+	memcpy(config, cfg, size < sizeof(cfg) ? size : sizeof(cfg));
+	if (size > sizeof(cfg))
+		memset(config + sizeof(cfg), 0, size - sizeof(cfg));
+	return 0;
+}
+
+static int
+mlx5_lm_get_dev_type(struct rte_vdpa_device *vdpa, uint32_t *type)
+{
+	*type = 0; /* RTE_VHOST_VDPA_DEVICE_TYPE_NET */
+	return 0;
+}
+
+static struct rte_vdpa_dev_ops mlx5_lm_vdpa_ops = {
+	.get_queue_num = mlx5_lm_get_queue_num,
+	.get_features = mlx5_lm_get_features,
+	.get_protocol_features = mlx5_lm_get_protocol_features,
+	.dev_conf = mlx5_lm_dev_conf,
+	.dev_close = mlx5_lm_dev_close,
+	.dev_cleanup = mlx5_lm_dev_cleanup,
+	.set_vring_state = mlx5_lm_set_vring_state,
+	.set_features = mlx5_lm_set_features,
+	.migration_done = mlx5_lm_migration_done,
+	.get_vfio_group_fd = NULL,
+	.get_vfio_device_fd = mlx5_lm_get_vfio_device_fd,
+	.get_notify_area = mlx5_lm_get_notify_area,
+	.get_stats_names = mlx5_lm_get_stats_names,
+	.get_stats = mlx5_lm_get_stats,
+	.reset_stats = mlx5_lm_reset_stats,
+	.get_config = mlx5_lm_get_config,
+	.get_dev_type = mlx5_lm_get_dev_type,
+};
+
+int
+mlx5_lm_vdpa_register(struct mlx5_lm_dev *dev)
+{
+	dev->vdpa = rte_vdpa_register_device(dev->rte_dev, &mlx5_lm_vdpa_ops);
+	if (dev->vdpa == NULL) {
+		DRV_LOG(ERR, dev, "rte_vdpa_register_device failed");
+		return -EIO;
+	}
+	return 0;
+}
+
+void
+mlx5_lm_vdpa_unregister(struct mlx5_lm_dev *dev)
+{
+	if (dev->vdpa != NULL)
+		rte_vdpa_unregister_device(dev->vdpa);
+	dev->vdpa = NULL;
+}
