@@ -235,7 +235,7 @@ test_garbage_thread_destroys_after_delay(void **state)
 	live = emu_dev_live_objects(devx_emu_dev(dev->devx));
 	assert_int_equal(mlx5_lm_mr_create(dev, regs, 1, &mr), 0);
 	mlx5_lm_mr_release(mr);
-	mlx5_lm_mr_gc_wait(dev);
+	assert_int_equal(mlx5_lm_mr_gc_wait(dev, 10000), 0);
 	assert_int_equal(emu_dev_live_objects(devx_emu_dev(dev->devx)), live);
 	remove_dev(name);
 }

@@ -88,7 +88,7 @@ rte_pmd_mlx5_lm_mr_bench(const char *name, const struct rte_pmd_mlx5_lm_region *
 	t0 = mlx5_lm_now_ms();
 	mlx5_lm_mr_release(mr);
 	res->close_path_ms = mlx5_lm_now_ms() - t0;
-	mlx5_lm_mr_gc_wait(dev);
+	mlx5_lm_mr_gc_wait(dev, 600000);
 	res->destroy_ms = mlx5_lm_mr_gc_last_destroy_ms(dev);
 out:
 	pthread_mutex_unlock(&dev->lock);

@@ -547,8 +547,10 @@ mlx5_lm_mr_reclaim(struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_region *reg
 	struct mlx5_lm_mr *mr;
 
 	pthread_mutex_lock(&gc.lock);
+	/* A registration whose destruction had begun (no indirect mkey) is not reusable. */
 	TAILQ_FOREACH(mr, &gc.list, gc_next)
-		if (mr->dev == dev && mlx5_lm_mr_same_table(mr, regions, nregions)) {
+		if (mr->dev == dev && mr->indirect != NULL &&
+		    mlx5_lm_mr_same_table(mr, regions, nregions)) {
 			TAILQ_REMOVE(&gc.list, mr, gc_next);
 			break;
 		}
@@ -580,12 +582,20 @@ mlx5_lm_mr_gc_flush(struct mlx5_lm_dev *dev)
 	}
 }
 
-void
-mlx5_lm_mr_gc_wait(struct mlx5_lm_dev *dev)
+int
+mlx5_lm_mr_gc_wait(struct mlx5_lm_dev *dev, unsigned int timeout_ms)
 {
 	struct mlx5_lm_mr *mr;
-	int pending;
+	struct timespec ts;
+	int pending, ret = 0;
 
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += timeout_ms / 1000;
+	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
 	pthread_mutex_lock(&gc.lock);
 	for (;;) {
 		pending = gc.busy > 0;
@@ -594,9 +604,14 @@ mlx5_lm_mr_gc_wait(struct mlx5_lm_dev *dev)
 				pending = 1;
 		if (!pending)
 			break;
-		pthread_cond_wait(&gc.idle, &gc.lock);
+		/* A registration its queues still hold is retried forever: bounded. */
+		if (pthread_cond_timedwait(&gc.idle, &gc.lock, &ts) == ETIMEDOUT) {
+			ret = -ETIMEDOUT;
+			break;
+		}
 	}
 	pthread_mutex_unlock(&gc.lock);
+	return ret;
 }
 
 double

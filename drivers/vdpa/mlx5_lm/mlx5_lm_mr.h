@@ -89,8 +89,11 @@ void mlx5_lm_mr_gc_flush(struct mlx5_lm_dev *dev);
 /* Start (first device) / stop (last device) the garbage thread. */
 int mlx5_lm_mr_gc_get(void);
 void mlx5_lm_mr_gc_put(void);
-/* Wait until the garbage thread has destroyed every released registration of dev. */
-void mlx5_lm_mr_gc_wait(struct mlx5_lm_dev *dev);
+/*
+ * Wait until the garbage thread has destroyed every released registration
+ * of dev, at most timeout_ms. 0, or -ETIMEDOUT.
+ */
+int mlx5_lm_mr_gc_wait(struct mlx5_lm_dev *dev, unsigned int timeout_ms);
 /* Time the last destroyed registration of dev took to destroy (ms). */
 double mlx5_lm_mr_gc_last_destroy_ms(struct mlx5_lm_dev *dev);
 

@@ -179,10 +179,15 @@ err:
 	return -EIO;
 }
 
-/* Destroy in reverse order of creation; a failure leaves the rest to the leak report. */
-static void
+/*
+ * Destroy in reverse order of creation. On a refusal st keeps what is
+ * left (the failed object and those it holds), for a later attempt.
+ */
+static int
 steer_free(struct mlx5_lm_dev *dev, struct mlx5_lm_steer *st)
 {
+	static const char *const names[] = { "flow entry", "flow group", "flow table", "TIR",
+					     "RQT" };
 	struct devx_obj **objs[] = { &st->fte, &st->fg, &st->ft, &st->tir, &st->rqt };
 	unsigned int i;
 
@@ -190,12 +195,13 @@ steer_free(struct mlx5_lm_dev *dev, struct mlx5_lm_steer *st)
 		if (*objs[i] == NULL)
 			continue;
 		if (devx_obj_destroy(*objs[i]) < 0) {
-			DRV_LOG(ERR, dev, "cannot destroy steering object %u", i);
-			return;
+			DRV_LOG(ERR, dev, "cannot destroy the receive %s", names[i]);
+			return -EBUSY;
 		}
 		*objs[i] = NULL;
 	}
 	free(st);
+	return 0;
 }
 
 int
@@ -206,6 +212,14 @@ mlx5_lm_steer_create(struct mlx5_lm_dev *dev)
 
 	if (st == NULL)
 		return -ENOMEM;
+	if (dev->steer != NULL) {
+		/* What a refused destroy left behind goes first. */
+		mlx5_lm_steer_destroy(dev);
+		if (dev->steer != NULL) {
+			free(st);
+			return -EBUSY;
+		}
+	}
 	st->rqt_max = dev->nr_vq / 2;
 	ret = rqt_create(dev, st);
 	if (ret == 0)
@@ -213,7 +227,8 @@ mlx5_lm_steer_create(struct mlx5_lm_dev *dev)
 	if (ret == 0)
 		ret = flows_create(dev, st);
 	if (ret < 0) {
-		steer_free(dev, st);
+		if (steer_free(dev, st) < 0)
+			dev->steer = st; /* kept for the next attempt */
 		return ret;
 	}
 	dev->steer = st;
@@ -223,10 +238,22 @@ mlx5_lm_steer_create(struct mlx5_lm_dev *dev)
 void
 mlx5_lm_steer_destroy(struct mlx5_lm_dev *dev)
 {
+	int attempt;
+
 	if (dev->steer == NULL)
 		return;
-	steer_free(dev, dev->steer);
-	dev->steer = NULL;
+	/*
+	 * A refused destroy is tried once more at once; if the device still
+	 * refuses, the objects stay known to the driver and the next restore,
+	 * DRIVER_OK or removal tries again instead of forgetting them.
+	 */
+	for (attempt = 0; attempt < 2; attempt++) {
+		if (steer_free(dev, dev->steer) == 0) {
+			dev->steer = NULL;
+			return;
+		}
+	}
+	DRV_LOG(ERR, dev, "receive steering objects left in place, to be destroyed later");
 }
 
 static int

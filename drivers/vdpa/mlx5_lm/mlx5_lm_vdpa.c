@@ -231,6 +231,17 @@ plan_ring(struct mlx5_lm_dev *dev, struct rte_vhost_memory *mem, uint16_t i, str
 	p->cfg.hw_used_index = last_used;
 	p->cfg.mkey = mlx5_lm_mr_mkey(dev->mr);
 	p->cfg.event_mode = PRM_VIRTQ_EVENT_MODE_QP;
+	/*
+	 * Virtio 1.1 alignment: descriptors 16 bytes; split avail 2 and used 4;
+	 * packed event suppression areas 4.
+	 */
+	if (p->cfg.desc != GPA_NONE && p->cfg.avail != GPA_NONE && p->cfg.used != GPA_NONE &&
+	    (p->cfg.desc % 16 || p->cfg.used % 4 ||
+	     p->cfg.avail % (p->cfg.type == PRM_VIRTQ_TYPE_PACKED ? 4 : 2))) {
+		VQ_LOG(ERR, vq, "ring addresses (desc 0x%" PRIx64 ", avail 0x%" PRIx64 ", used 0x%"
+		       PRIx64 ") are misaligned", p->cfg.desc, p->cfg.avail, p->cfg.used);
+		return -EINVAL;
+	}
 	if (vr.size == 0 || (vr.size & (vr.size - 1)) || p->cfg.desc == GPA_NONE ||
 	    p->cfg.avail == GPA_NONE || p->cfg.used == GPA_NONE) {
 		VQ_LOG(ERR, vq, "ring size %u or addresses (desc %p, avail %p, used %p) are not "

@@ -196,6 +196,8 @@ obj_free_body(struct emu_obj *o)
 		free(mk->pages);
 		free(mk->klm);
 	}
+	if (o->kind == EMU_KIND_UMEM)
+		emu_umem_unpin((struct emu_umem *)o);
 	free(o->held);
 	free(o);
 }

@@ -8,6 +8,8 @@
  * does per descriptor, so indirect entries are kept sorted and searched.
  */
 #include <errno.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +34,37 @@ slot_sleep(struct emu_dev *dev, double us)
 	t0 = emu_now_ns();
 	emu_sleep_until_ns(t0 + (uint64_t)(us * 1000.0));
 	emu_slot_put(dev);
+}
+
+/*
+ * Pin: a second mapping of the same pages for the device (mremap with
+ * old size 0 duplicates a shared mapping). vhost unmaps and remaps areas
+ * such as the dirty log when a front end sends them again; a real device
+ * keeps writing to the pinned pages, so must the emulated one. Private
+ * memory cannot be duplicated this way: the device uses the caller's
+ * pointer, which the caller keeps valid while registered.
+ */
+static void
+emu_umem_pin(struct emu_umem *u)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t start = (uintptr_t)u->addr & ~(page - 1);
+	size_t len = ((uintptr_t)u->addr + u->size - start + page - 1) & ~(page - 1);
+	void *alias = mremap((void *)start, 0, len, MREMAP_MAYMOVE);
+
+	if (alias == MAP_FAILED)
+		return;
+	u->pin_base = alias;
+	u->pin_len = len;
+	u->addr = (uint8_t *)alias + ((uintptr_t)u->addr - start);
+}
+
+void
+emu_umem_unpin(struct emu_umem *u)
+{
+	if (u->pin_base != NULL)
+		munmap(u->pin_base, u->pin_len);
+	u->pin_base = NULL;
 }
 
 int
@@ -72,8 +105,10 @@ emu_umem_reg(struct emu_dev *dev, void *addr, size_t size, uint32_t access, uint
 	u = (struct emu_umem *)emu_obj_new(dev, EMU_KIND_UMEM, sizeof(*u));
 	if (u != NULL) {
 		u->addr = addr;
+		u->va = addr;
 		u->size = size;
 		u->access = access;
+		emu_umem_pin(u);
 		*id = u->obj.id;
 	}
 	pthread_mutex_unlock(&dev->lock);
@@ -154,9 +189,13 @@ klm_search(const struct emu_mkey *mk, uint64_t off)
 	return NULL;
 }
 
+/*
+ * Resolve through mkeys to host memory: the device's own mapping (the data
+ * path), or with caller_view the registrant's address of the same bytes.
+ */
 static int
 xlate(const struct emu_mkey *mk, uint64_t addr, uint64_t len, uint8_t **host,
-      uint64_t *contig, int depth)
+      uint64_t *contig, int depth, int caller_view)
 {
 	uint64_t off, avail;
 
@@ -169,7 +208,7 @@ xlate(const struct emu_mkey *mk, uint64_t addr, uint64_t len, uint8_t **host,
 		len = avail;
 	switch (mk->type) {
 	case EMU_MKEY_UMEM:
-		*host = mk->umem->addr + mk->umem_offset + off;
+		*host = (caller_view ? mk->umem->va : mk->umem->addr) + mk->umem_offset + off;
 		*contig = len;
 		return 0;
 	case EMU_MKEY_MTT_LIST: {
@@ -205,7 +244,7 @@ xlate(const struct emu_mkey *mk, uint64_t addr, uint64_t len, uint8_t **host,
 		in_e = off - e->start;
 		if (len > e->len - in_e)
 			len = e->len - in_e;
-		return xlate(e->target, e->addr + in_e, len, host, contig, depth + 1);
+		return xlate(e->target, e->addr + in_e, len, host, contig, depth + 1, caller_view);
 	}
 	}
 	return -EFAULT;
@@ -215,7 +254,7 @@ int
 emu_mkey_xlate(const struct emu_mkey *mk, uint64_t addr, uint64_t len, uint8_t **host,
 	       uint64_t *contig)
 {
-	return xlate(mk, addr, len, host, contig, 0);
+	return xlate(mk, addr, len, host, contig, 0, 0);
 }
 
 int
@@ -232,7 +271,7 @@ emu_mkey_translate(struct emu_dev *dev, uint32_t mkey, uint64_t addr, size_t len
 		ret = -EFAULT;
 	/* One pointer for the whole range: every extent must follow the last. */
 	while (ret == 0 && (done < len || done == 0)) {
-		ret = xlate(mk, addr + done, len - done, &h, &got, 0);
+		ret = xlate(mk, addr + done, len - done, &h, &got, 0, 1);
 		if (ret < 0)
 			break;
 		if (first == NULL)

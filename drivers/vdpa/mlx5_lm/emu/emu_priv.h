@@ -127,9 +127,18 @@ struct emu_obj {
 
 struct emu_umem {
 	struct emu_obj obj;
-	uint8_t *addr;
+	uint8_t *addr;               /* where the device reaches the memory */
+	uint8_t *va;                 /* the registrant's address of it */
 	size_t size;
 	uint32_t access;
+	/*
+	 * The device's own mapping of shared memory (see emu_umem_pin): what
+	 * the registering process maps or unmaps afterwards does not move it,
+	 * as pinned pages do not move under a real device. NULL when the
+	 * memory is private and addr is the caller's pointer.
+	 */
+	void *pin_base;
+	size_t pin_len;
 };
 
 struct emu_klm {
@@ -435,6 +444,7 @@ size_t emu_net_min_outlen(uint16_t opcode);
 void emu_net_flow_caps(void *cap);
 
 /* emu_mkey.c */
+void emu_umem_unpin(struct emu_umem *u);
 int emu_mkey_create(struct emu_ctx *c);
 int emu_mkey_destroy(struct emu_ctx *c);
 int emu_query_special_contexts(struct emu_ctx *c);
