@@ -1,0 +1,799 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Shared harness of the reliability tests: see lm_harness.h. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE             /* fopencookie */
+#endif
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include <rte_common.h>
+#include <rte_dev.h>
+#include <rte_eal.h>
+#include <rte_log.h>
+#include <rte_vdpa.h>
+#include <rte_vhost.h>
+
+#include "prm.h"
+#include "lm_harness.h"
+#include "mlx5_lm_mr.h"
+
+struct mlx5_lm_dev *mlx5_lm_dev_by_name(const char *name);
+
+#define MAX_QP 4
+/* Frames in flight per guest: the device drops past a small RX backlog. */
+#define WINDOW 128
+
+static char tmpdir[64];
+static char socks[LMH_MAX_SOCKS][108];
+static unsigned int nsocks;
+static unsigned int dev_seq;
+static char eal_runtime_dir[PATH_MAX];
+
+int64_t
+lmh_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void
+lmh_tick(void)
+{
+	nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+}
+
+const char *
+lmh_sock(unsigned int i)
+{
+	return socks[i];
+}
+
+const char *
+lmh_tmpdir(void)
+{
+	return tmpdir;
+}
+
+/* ---- log capture ------------------------------------------------------------ */
+
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *log_buf;
+static size_t log_len, log_cap;
+static bool log_quiet;
+
+static ssize_t
+log_write(void *cookie, const char *buf, size_t size)
+{
+	(void)cookie;
+	pthread_mutex_lock(&log_lock);
+	if (log_len + size + 1 > log_cap) {
+		size_t cap = (log_len + size + 1) * 2;
+		char *p = realloc(log_buf, cap);
+
+		if (p == NULL) {
+			pthread_mutex_unlock(&log_lock);
+			return -1;
+		}
+		log_buf = p;
+		log_cap = cap;
+	}
+	memcpy(log_buf + log_len, buf, size);
+	log_len += size;
+	log_buf[log_len] = '\0';
+	if (!log_quiet)
+		(void)!fwrite(buf, 1, size, stderr);
+	pthread_mutex_unlock(&log_lock);
+	return (ssize_t)size;
+}
+
+void
+lmh_log_quiet(bool quiet)
+{
+	pthread_mutex_lock(&log_lock);
+	log_quiet = quiet;
+	pthread_mutex_unlock(&log_lock);
+}
+
+size_t
+lmh_log_mark(void)
+{
+	size_t n;
+
+	pthread_mutex_lock(&log_lock);
+	n = log_len;
+	pthread_mutex_unlock(&log_lock);
+	return n;
+}
+
+bool
+lmh_log_has(size_t from, const char *needle)
+{
+	bool found;
+
+	pthread_mutex_lock(&log_lock);
+	found = log_buf != NULL && from <= log_len && strstr(log_buf + from, needle) != NULL;
+	pthread_mutex_unlock(&log_lock);
+	return found;
+}
+
+bool
+lmh_wait_log(size_t from, const char *needle, int timeout_ms)
+{
+	int64_t deadline = lmh_now_ms() + timeout_ms;
+
+	while (!lmh_log_has(from, needle)) {
+		if (lmh_now_ms() > deadline)
+			return false;
+		lmh_tick();
+	}
+	return true;
+}
+
+bool
+lmh_log_line_has_all(size_t from, const char *const *needles)
+{
+	char *copy = lmh_log_since(from), *line, *save = NULL;
+	bool found = false;
+
+	if (copy == NULL)
+		return false;
+	for (line = strtok_r(copy, "\n", &save); line != NULL && !found;
+	     line = strtok_r(NULL, "\n", &save)) {
+		const char *const *n;
+
+		found = true;
+		for (n = needles; *n != NULL; n++)
+			if (strstr(line, *n) == NULL) {
+				found = false;
+				break;
+			}
+	}
+	free(copy);
+	return found;
+}
+
+static pthread_mutex_t cb_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct lmh_dev *attached[LMH_MAX_SOCKS];
+
+void
+lmh_log_trim(void)
+{
+	unsigned int i;
+
+	pthread_mutex_lock(&cb_lock);
+	pthread_mutex_lock(&log_lock);
+	log_len = 0;
+	if (log_buf != NULL)
+		log_buf[0] = '\0';
+	for (i = 0; i < LMH_MAX_SOCKS; i++)
+		if (attached[i] != NULL)
+			attached[i]->scan = 0;
+	pthread_mutex_unlock(&log_lock);
+	pthread_mutex_unlock(&cb_lock);
+}
+
+char *
+lmh_log_since(size_t from)
+{
+	char *s;
+
+	pthread_mutex_lock(&log_lock);
+	s = strdup(log_buf != NULL && from <= log_len ? log_buf + from : "");
+	pthread_mutex_unlock(&log_lock);
+	return s;
+}
+
+/* ---- vhost connections -------------------------------------------------------- */
+
+static pthread_cond_t cb_cond = PTHREAD_COND_INITIALIZER;
+static unsigned int n_opened[LMH_MAX_SOCKS], n_closed[LMH_MAX_SOCKS];
+
+static int
+sock_of_vid(int vid)
+{
+	char path[PATH_MAX];
+	unsigned int i;
+
+	if (rte_vhost_get_ifname(vid, path, sizeof(path)) < 0)
+		return -1;
+	for (i = 0; i < nsocks; i++)
+		if (strcmp(path, socks[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
+static int
+on_new_device(int vid)
+{
+	(void)vid;
+	return 0;
+}
+
+static void
+on_destroy_device(int vid)
+{
+	(void)vid;
+}
+
+static int
+on_new_connection(int vid)
+{
+	(void)vid;
+	return 0;
+}
+
+/* vhost calls this once it has torn the device down (dev_close included). */
+static void
+on_destroy_connection(int vid)
+{
+	int s = sock_of_vid(vid);
+
+	pthread_mutex_lock(&cb_lock);
+	if (s >= 0)
+		n_closed[s]++;
+	pthread_cond_broadcast(&cb_cond);
+	pthread_mutex_unlock(&cb_lock);
+}
+
+static const struct rte_vhost_device_ops vhost_ops = {
+	.new_device = on_new_device,
+	.destroy_device = on_destroy_device,
+	.new_connection = on_new_connection,
+	.destroy_connection = on_destroy_connection,
+};
+
+
+void
+lmh_conn_opened(unsigned int sock)
+{
+	pthread_mutex_lock(&cb_lock);
+	n_opened[sock]++;
+	if (attached[sock] != NULL)
+		attached[sock]->conns++;
+	pthread_mutex_unlock(&cb_lock);
+}
+
+/* Count the driver's dev_cleanup lines of d logged since the last look. */
+static void
+scan_cleanups(struct lmh_dev *d)
+{
+	char needle[96];
+	const char *p, *end;
+
+	snprintf(needle, sizeof(needle), "mlx5_lm %s: front end disconnected\n", d->name);
+	pthread_mutex_lock(&log_lock);
+	if (log_buf != NULL && d->scan < log_len) {
+		/* Whole lines only: a line being written is looked at next time. */
+		end = memrchr(log_buf + d->scan, '\n', log_len - d->scan);
+		if (end != NULL) {
+			for (p = log_buf + d->scan; (p = strstr(p, needle)) != NULL && p < end;
+			     p += strlen(needle))
+				d->cleanups++;
+			d->scan = (size_t)(end + 1 - log_buf);
+		}
+	}
+	pthread_mutex_unlock(&log_lock);
+}
+
+bool
+lmh_wait_closed(unsigned int sock)
+{
+	int64_t deadline = lmh_now_ms() + LMH_DEADLINE_MS;
+	struct lmh_dev *d;
+	struct timespec ts;
+	bool ok;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += LMH_DEADLINE_MS / 1000;
+	pthread_mutex_lock(&cb_lock);
+	while (n_closed[sock] < n_opened[sock])
+		if (pthread_cond_timedwait(&cb_cond, &cb_lock, &ts) != 0)
+			break;
+	ok = n_closed[sock] >= n_opened[sock];
+	d = attached[sock];
+	pthread_mutex_unlock(&cb_lock);
+	if (!ok || d == NULL)
+		return ok;
+	for (;;) {
+		scan_cleanups(d);
+		if (d->cleanups >= d->conns)
+			return true;
+		if (lmh_now_ms() > deadline)
+			return false;
+		lmh_tick();
+	}
+}
+
+/* ---- process ---------------------------------------------------------------- */
+
+int
+lmh_init(const char *argv0, const char *name, unsigned int n)
+{
+	char prefix[96];
+	char *eal[] = { (char *)argv0, "-l", "0", "--no-huge", "-m", "512", "--no-shconf",
+			"--no-pci", "--no-telemetry", "--log-level=lib.eal:warning",
+			"--log-level=lib.vhost.*:error", prefix, NULL };
+	cookie_io_functions_t io = { .write = log_write };
+	unsigned int i;
+	FILE *logf;
+
+	if (n > LMH_MAX_SOCKS)
+		return -1;
+	snprintf(prefix, sizeof(prefix), "--file-prefix=%s-%d", name, (int)getpid());
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/%s-XXXXXX", name);
+	if (mkdtemp(tmpdir) == NULL)
+		return -1;
+	if (rte_eal_init((int)RTE_DIM(eal) - 1, eal) < 0)
+		return -1;
+	snprintf(eal_runtime_dir, sizeof(eal_runtime_dir), "%s", rte_eal_get_runtime_dir());
+	logf = fopencookie(NULL, "w", io);
+	if (logf == NULL)
+		return -1;
+	setvbuf(logf, NULL, _IOLBF, 0);
+	rte_openlog_stream(logf);
+	/* The driver's INFO lines say when things happen; tests wait for them. */
+	rte_log_set_level(mlx5_lm_logtype, RTE_LOG_INFO);
+	nsocks = n;
+	for (i = 0; i < n; i++) {
+		snprintf(socks[i], sizeof(socks[i]), "%s/vhost%u.sock", tmpdir, i);
+		if (rte_vhost_driver_register(socks[i], 0) != 0 ||
+		    rte_vhost_driver_callback_register(socks[i], &vhost_ops) != 0 ||
+		    rte_vhost_driver_start(socks[i]) != 0) {
+			fprintf(stderr, "cannot serve %s\n", socks[i]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int
+rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	(void)remove(path);
+	return 0;
+}
+
+static void
+rm_tree(const char *path)
+{
+	if (path[0] != '\0')
+		nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+void
+lmh_fini(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < nsocks; i++)
+		rte_vhost_driver_unregister(socks[i]);
+	rte_eal_cleanup();
+	rm_tree(tmpdir);
+	rm_tree(eal_runtime_dir);
+}
+
+/* ---- devices ------------------------------------------------------------------ */
+
+int
+lmh_probe(struct lmh_dev *d, int sock, const char *args)
+{
+	char all[PATH_MAX + 512];
+	int ret;
+
+	memset(d, 0, sizeof(*d));
+	d->sock = -1;
+	snprintf(d->name, sizeof(d->name), "vdpa_mlx5_lm%u", dev_seq++);
+	snprintf(d->trace, sizeof(d->trace), "%s/%s.trace", tmpdir, d->name);
+	snprintf(all, sizeof(all), "emu=fast%s%s,devx_trace=%s", args != NULL ? "," : "",
+		 args != NULL ? args : "", d->trace);
+	d->leaked0 = emu_leaked_total();
+	ret = rte_eal_hotplug_add("vdev", d->name, all);
+	if (ret != 0)
+		return ret;
+	d->dev = mlx5_lm_dev_by_name(d->name);
+	if (d->dev == NULL)
+		return -ENODEV;
+	d->emu = devx_emu_dev(d->dev->devx);
+	d->vdpa = rte_vdpa_find_device_by_name(d->name);
+	if (d->emu == NULL || d->vdpa == NULL)
+		return -ENODEV;
+	if (sock >= 0) {
+		ret = rte_vhost_driver_attach_vdpa_device(socks[sock], d->vdpa);
+		if (ret != 0)
+			return ret;
+		d->sock = sock;
+		d->scan = lmh_log_mark();
+		pthread_mutex_lock(&cb_lock);
+		attached[sock] = d;
+		pthread_mutex_unlock(&cb_lock);
+	}
+	d->live0 = emu_dev_live_objects(d->emu);
+	return 0;
+}
+
+long
+lmh_remove(struct lmh_dev *d)
+{
+	if (d->sock >= 0) {
+		pthread_mutex_lock(&cb_lock);
+		attached[d->sock] = NULL;
+		pthread_mutex_unlock(&cb_lock);
+		if (rte_vhost_driver_detach_vdpa_device(socks[d->sock]) != 0)
+			return -EIO;
+		d->sock = -1;
+	}
+	if (d->dev == NULL)
+		return 0;
+	d->dev = NULL;
+	d->emu = NULL;
+	if (rte_eal_hotplug_remove("vdev", d->name) != 0)
+		return -EIO;
+	return (long)(emu_leaked_total() - d->leaked0);
+}
+
+bool
+lmh_running(struct lmh_dev *d)
+{
+	int running;
+
+	pthread_mutex_lock(&d->dev->lock);
+	running = d->dev->running;
+	pthread_mutex_unlock(&d->dev->lock);
+	return running != 0;
+}
+
+bool
+lmh_wait_running(struct lmh_dev *d, int timeout_ms)
+{
+	int64_t deadline = lmh_now_ms() + timeout_ms;
+
+	while (!lmh_running(d)) {
+		if (lmh_now_ms() > deadline)
+			return false;
+		lmh_tick();
+	}
+	return true;
+}
+
+/* Every vhost-facing operation of the driver holds dev->lock from start to end. */
+void
+lmh_barrier(struct lmh_dev *d)
+{
+	pthread_mutex_lock(&d->dev->lock);
+	pthread_mutex_unlock(&d->dev->lock);
+}
+
+bool
+lmh_wait_restored(struct lmh_dev *d)
+{
+	struct timespec ts;
+	int restoring;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += LMH_DEADLINE_MS / 1000;
+	pthread_mutex_lock(&d->dev->lock);
+	while (d->dev->restoring)
+		if (pthread_cond_timedwait(&d->dev->restored, &d->dev->lock, &ts) != 0)
+			break;
+	restoring = d->dev->restoring;
+	pthread_mutex_unlock(&d->dev->lock);
+	/*
+	 * Released registrations the garbage thread retries (a destroy that
+	 * failed once) are part of "restored": wait for them too.
+	 */
+	mlx5_lm_mr_gc_wait(d->dev, 1000);
+	return restoring == 0;
+}
+
+unsigned int
+lmh_live(struct lmh_dev *d)
+{
+	return emu_dev_live_objects(d->emu);
+}
+
+uint32_t
+lmh_vq_id(struct lmh_dev *d, unsigned int i)
+{
+	uint32_t id;
+
+	pthread_mutex_lock(&d->dev->lock);
+	id = d->dev->vq[i].obj != NULL ? devx_obj_id(d->dev->vq[i].obj) : 0;
+	pthread_mutex_unlock(&d->dev->lock);
+	return id;
+}
+
+/* ---- DevX trace ------------------------------------------------------------------- */
+
+void
+lmh_trace_open(struct lmh_trace *t, const char *path)
+{
+	memset(t, 0, sizeof(*t));
+	snprintf(t->path, sizeof(t->path), "%s", path);
+}
+
+static void
+trace_add(struct lmh_trace *t, const char *line)
+{
+	json_t *j = json_loads(line, 0, NULL);
+	struct lmh_cmd c;
+	const char *op;
+
+	if (j == NULL)
+		return;
+	memset(&c, 0, sizeof(c));
+	op = json_string_value(json_object_get(j, "op"));
+	snprintf(c.op, sizeof(c.op), "%s", op != NULL ? op : "");
+	c.status = (int)json_integer_value(json_object_get(j, "status"));
+	c.syndrome = (uint32_t)json_integer_value(json_object_get(j, "syndrome"));
+	c.obj_type = 0xffff;
+	if (json_object_get(j, "opcode") != NULL) {
+		c.is_cmd = true;
+		c.opcode = (uint16_t)json_integer_value(json_object_get(j, "opcode"));
+		c.obj_id = (uint32_t)json_integer_value(json_object_get(j, "obj_id"));
+		if (c.opcode >= PRM_CMD_CREATE_GENERAL_OBJECT &&
+		    c.opcode <= PRM_CMD_DESTROY_GENERAL_OBJECT)
+			c.obj_type = (uint16_t)json_integer_value(json_object_get(j, "obj_type"));
+	} else if (strcmp(c.op, "UMEM_REG") == 0 || strcmp(c.op, "UMEM_DEREG") == 0) {
+		c.is_cmd = true;
+		c.opcode = c.op[5] == 'R' ? PRM_CMD_CREATE_UMEM : PRM_CMD_DESTROY_UMEM;
+		c.obj_id = (uint32_t)json_integer_value(json_object_get(j, "umem_id"));
+	}
+	json_decref(j);
+	if (t->n == t->cap) {
+		t->cap = t->cap ? 2 * t->cap : 256;
+		t->c = realloc(t->c, t->cap * sizeof(*t->c));
+		if (t->c == NULL)
+			abort();
+	}
+	t->c[t->n++] = c;
+}
+
+void
+lmh_trace_sync(struct lmh_trace *t)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	FILE *f;
+
+	f = fopen(t->path, "r");
+	if (f == NULL)
+		return;
+	if (fseek(f, t->off, SEEK_SET) == 0) {
+		while ((n = getline(&line, &cap, f)) > 0) {
+			if (line[n - 1] != '\n')
+				break; /* being written: next time */
+			line[n - 1] = '\0';
+			trace_add(t, line);
+			t->off += n;
+		}
+	}
+	free(line);
+	fclose(f);
+}
+
+size_t
+lmh_trace_mark(struct lmh_trace *t)
+{
+	lmh_trace_sync(t);
+	return t->n;
+}
+
+void
+lmh_trace_free(struct lmh_trace *t)
+{
+	free(t->c);
+	memset(t, 0, sizeof(*t));
+}
+
+long
+lmh_wait_failed_cmd(struct lmh_trace *t, size_t from, int timeout_ms)
+{
+	int64_t deadline = lmh_now_ms() + timeout_ms;
+	size_t i;
+
+	for (;;) {
+		lmh_trace_sync(t);
+		for (i = from; i < t->n; i++)
+			if (t->c[i].is_cmd && t->c[i].status != 0)
+				return (long)i;
+		if (lmh_now_ms() > deadline)
+			return -1;
+		lmh_tick();
+	}
+}
+
+const char *
+lmh_obj_type_name(uint16_t obj_type)
+{
+	switch (obj_type) {
+	case PRM_OBJ_VIRTIO_NET_Q:
+		return "VIRTIO_NET_Q";
+	case PRM_OBJ_VIRTIO_Q_COUNTERS:
+		return "VIRTIO_Q_COUNTERS";
+	default:
+		return "";
+	}
+}
+
+/* ---- traffic -------------------------------------------------------------------- */
+
+static uint64_t
+outstanding(struct vu_guest *g, uint32_t mask)
+{
+	uint64_t n = 0;
+	unsigned int q;
+
+	for (q = 0; q < MAX_QP; q++)
+		if (mask & (1u << q))
+			n += vu_guest_lost(g, (int)q);
+	return n;
+}
+
+static bool
+settled(struct vu_guest *g, uint32_t mask, const uint64_t *target)
+{
+	unsigned int q;
+
+	for (q = 0; q < MAX_QP; q++) {
+		if (!(mask & (1u << q)))
+			continue;
+		if ((target != NULL && vu_guest_tx_sent(g, (int)q) != target[q]) ||
+		    vu_guest_lost(g, (int)q) != 0 || vu_guest_tx_inflight(g, (int)q) != 0)
+			return false;
+	}
+	return true;
+}
+
+static bool
+clean(struct vu_guest *g)
+{
+	struct vu_guest_stats st;
+
+	vu_guest_stats(g, -1, &st);
+	return st.rx_bad == 0 && st.duplicates == 0 && st.dev_errors == 0;
+}
+
+bool
+lmh_traffic(struct vu_guest *g, uint32_t mask, unsigned int npp, int timeout_ms)
+{
+	uint64_t target[MAX_QP] = { 0 };
+	int64_t deadline = lmh_now_ms() + timeout_ms;
+	unsigned int q;
+
+	for (q = 0; q < MAX_QP; q++)
+		if (mask & (1u << q))
+			target[q] = vu_guest_tx_sent(g, (int)q) + npp;
+	while (!settled(g, mask, target)) {
+		int work = 0;
+
+		for (q = 0; q < MAX_QP; q++) {
+			uint64_t left;
+
+			if (!(mask & (1u << q)))
+				continue;
+			left = target[q] - vu_guest_tx_sent(g, (int)q);
+			if (left > 16)
+				left = 16;
+			if (left != 0 && outstanding(g, mask) + left <= WINDOW)
+				work += vu_guest_tx(g, q, (unsigned int)left);
+		}
+		work += vu_guest_poll(g);
+		if (lmh_now_ms() > deadline)
+			return false;
+		if (work == 0)
+			vu_guest_wait(g, 2);
+	}
+	return clean(g);
+}
+
+static void *
+pump_main(void *arg)
+{
+	struct lmh_pump *p = arg;
+	unsigned int q;
+
+	while (!p->stop) {
+		for (q = 0; q < MAX_QP; q++)
+			if ((p->mask & (1u << q)) && outstanding(p->g, p->mask) + 8 <= WINDOW)
+				vu_guest_tx(p->g, q, 8);
+		if (vu_guest_poll(p->g) == 0)
+			vu_guest_wait(p->g, 1);
+	}
+	return NULL;
+}
+
+int
+lmh_pump_start(struct lmh_pump *p, struct vu_guest *g, uint32_t mask)
+{
+	pthread_t *th = malloc(sizeof(*th));
+
+	if (th == NULL)
+		return -ENOMEM;
+	p->g = g;
+	p->mask = mask;
+	p->stop = false;
+	p->thread = th;
+	if (pthread_create(th, NULL, pump_main, p) != 0) {
+		free(th);
+		p->thread = NULL;
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+bool
+lmh_pump_stop(struct lmh_pump *p)
+{
+	int64_t deadline = lmh_now_ms() + LMH_DEADLINE_MS;
+
+	if (p->thread == NULL)
+		return false;
+	p->stop = true;
+	pthread_join(*(pthread_t *)p->thread, NULL);
+	free(p->thread);
+	p->thread = NULL;
+	while (!settled(p->g, p->mask, NULL)) {
+		if (vu_guest_poll(p->g) == 0)
+			vu_guest_wait(p->g, 2);
+		if (lmh_now_ms() > deadline)
+			return false;
+	}
+	return clean(p->g);
+}
+
+uint64_t
+lmh_rx_received(struct vu_guest *g)
+{
+	struct vu_guest_stats st;
+
+	vu_guest_stats(g, -1, &st);
+	return st.rx_received;
+}
+
+/* ---- process figures -------------------------------------------------------------- */
+
+unsigned int
+lmh_open_fds(void)
+{
+	unsigned int n = 0;
+	struct dirent *e;
+	DIR *d = opendir("/proc/self/fd");
+
+	if (d == NULL)
+		return 0;
+	while ((e = readdir(d)) != NULL)
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n - 1; /* the directory's own fd */
+}
+
+uint64_t
+lmh_rss_bytes(void)
+{
+	unsigned long size = 0, resident = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (f == NULL)
+		return 0;
+	if (fscanf(f, "%lu %lu", &size, &resident) != 2)
+		resident = 0;
+	fclose(f);
+	return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Shared harness of the reliability tests (test_faults, test_hostile,
+ * test_soak): the PMD linked statically with EAL and vhost in the test
+ * process, emulated devices, vhost-user sockets served by DPDK, the
+ * built-in front end and guest (app/test-lm/vu), every DPDK log line
+ * captured, the DevX trace read back, bounded waits only. Same patterns
+ * as test_lifecycle.c.
+ */
+#ifndef LM_HARNESS_H
+#define LM_HARNESS_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "emu.h"
+#include "mlx5_lm.h"
+#include "vu_client.h"
+#include "vu_guest.h"
+
+#define LMH_DEADLINE_MS 10000
+#define LMH_MAX_SOCKS 4
+
+/* ---- process ---- */
+/*
+ * EAL (no hugepages, own file prefix), log capture, and nsocks vhost-user
+ * sockets registered at once (DPDK's vhost thread may take a second to
+ * serve a new one: register early, reuse). 0 or -1.
+ */
+int lmh_init(const char *argv0, const char *name, unsigned int nsocks);
+void lmh_fini(void);
+const char *lmh_sock(unsigned int i);
+const char *lmh_tmpdir(void);
+int64_t lmh_now_ms(void);
+/* A short pause between two looks at a condition (never a wait on its own). */
+void lmh_tick(void);
+
+/* ---- log (every DPDK log line, kept and still printed unless quiet) ---- */
+void lmh_log_quiet(bool quiet);
+size_t lmh_log_mark(void);
+bool lmh_log_has(size_t from, const char *needle);
+bool lmh_wait_log(size_t from, const char *needle, int timeout_ms);
+/* A line since from containing every needle (NULL-terminated list). */
+bool lmh_log_line_has_all(size_t from, const char *const *needles);
+/* Copy of the log since from (free it). */
+char *lmh_log_since(size_t from);
+/* Forget the log kept so far (long runs); earlier marks become invalid. */
+void lmh_log_trim(void);
+
+/* ---- vhost connections, per socket ---- */
+/* Connections a front end made to socket i (the harness counts them). */
+void lmh_conn_opened(unsigned int sock);
+/*
+ * Every connection made to socket i has been torn down by vhost (bounded):
+ * its destroy_connection callback ran and, since vhost calls the driver's
+ * dev_cleanup only after that callback and still uses the vDPA device
+ * then, the attached device logged "front end disconnected" for each. A
+ * device removed before that is a use after free in librte_vhost.
+ */
+bool lmh_wait_closed(unsigned int sock);
+
+/* ---- devices ---- */
+struct lmh_dev {
+	char name[32];
+	char trace[PATH_MAX];
+	int sock;                 /* attached socket, -1 */
+	struct mlx5_lm_dev *dev;
+	struct emu_dev *emu;
+	struct rte_vdpa_device *vdpa;
+	unsigned long leaked0;
+	unsigned int live0;       /* emulator objects right after probe */
+	unsigned int conns;       /* connections made while attached */
+	unsigned int cleanups;    /* "front end disconnected" lines seen */
+	size_t scan;              /* log offset scanned for them */
+};
+
+/*
+ * Probe vdpa_mlx5_lmN with "emu=fast,<args>,devx_trace=<tmp>/<name>.trace"
+ * and attach it to socket sock (< 0: none). Returns rte_eal_hotplug_add's
+ * result; on failure d->dev is NULL.
+ */
+int lmh_probe(struct lmh_dev *d, int sock, const char *args);
+/* Detach and remove; returns the objects the emulator found alive (>= 0), or < 0. */
+long lmh_remove(struct lmh_dev *d);
+bool lmh_running(struct lmh_dev *d);
+bool lmh_wait_running(struct lmh_dev *d, int timeout_ms);
+/* Wait for any vhost-facing operation of the driver in progress to return. */
+void lmh_barrier(struct lmh_dev *d);
+/* Background restore of blank queues after dev_close finished (bounded). */
+bool lmh_wait_restored(struct lmh_dev *d);
+unsigned int lmh_live(struct lmh_dev *d);
+/* The virtq object id of ring i (0 if none). */
+uint32_t lmh_vq_id(struct lmh_dev *d, unsigned int i);
+
+/* ---- DevX trace ---- */
+struct lmh_cmd {
+	char op[40];
+	uint16_t opcode;          /* UMEM_REG / UMEM_DEREG: 0xa08 / 0xa0a (as the emulator) */
+	uint16_t obj_type;        /* general objects; 0xffff otherwise */
+	uint32_t obj_id;
+	int status;
+	uint32_t syndrome;
+	bool is_cmd;              /* a command or umem operation (not a doorbell) */
+};
+
+struct lmh_trace {
+	char path[PATH_MAX];
+	long off;
+	struct lmh_cmd *c;
+	size_t n, cap;
+};
+
+void lmh_trace_open(struct lmh_trace *t, const char *path);
+void lmh_trace_sync(struct lmh_trace *t);
+size_t lmh_trace_mark(struct lmh_trace *t);
+void lmh_trace_free(struct lmh_trace *t);
+/* A command since from whose status is not 0 (bounded wait); its index or -1. */
+long lmh_wait_failed_cmd(struct lmh_trace *t, size_t from, int timeout_ms);
+/* Name of a general object type. */
+const char *lmh_obj_type_name(uint16_t obj_type);
+
+/* ---- traffic (guest frames looped back by the emulated wire) ---- */
+/* Send npp frames per pair in mask; true when all came back in time. */
+bool lmh_traffic(struct vu_guest *g, uint32_t mask, unsigned int npp, int timeout_ms);
+
+/* A thread pumping frames on a guest until stopped. */
+struct lmh_pump {
+	struct vu_guest *g;
+	uint32_t mask;
+	volatile bool stop;
+	void *thread;
+};
+int lmh_pump_start(struct lmh_pump *p, struct vu_guest *g, uint32_t mask);
+/* Stop, then wait until nothing is missing or in flight; true if settled clean. */
+bool lmh_pump_stop(struct lmh_pump *p);
+uint64_t lmh_rx_received(struct vu_guest *g);
+
+/* ---- process figures ---- */
+unsigned int lmh_open_fds(void);
+uint64_t lmh_rss_bytes(void);
+
+#endif /* LM_HARNESS_H */

@@ -1,0 +1,628 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Hostile vhost-user front ends (issue 7), in process: the PMD on emulated
+ * devices behind two sockets served by DPDK's vhost library. Device B
+ * (socket 1) runs a well-behaved guest whose traffic is pumped by a thread
+ * for the whole run; device A (socket 0) faces front ends that send broken
+ * memory tables, rings outside guest memory or misaligned, bad queue
+ * sizes, kicks and GET_VRING_BASE before DRIVER_OK, DRIVER_OK twice,
+ * features never offered, and that disconnect after each message of
+ * QEMU's start order in turn. After every case:
+ *
+ *   - the back end said why it refused (a log line, checked);
+ *   - the process is up and device B kept receiving frames;
+ *   - device A is back to its probe state (no queue running, the
+ *     emulator's object count of right after probe);
+ *   - a well-behaved front end on socket 0 runs traffic on both pairs.
+ *
+ * At the end both devices are removed and the emulator finds nothing alive.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "prm.h"
+#include "lm_harness.h"
+
+#define PAIRS 2
+#define NRINGS (2 * PAIRS)
+
+static struct lmh_dev dev_a, dev_b;
+static struct vu_mem *mem_a, *mem_b;
+static struct vu_guest *g_a, *g_b;
+static struct vu_client *c_b;
+static struct lmh_pump pump_b;
+
+/* ---- the well-behaved side ------------------------------------------------- */
+
+static struct vu_client *
+connect_a(void)
+{
+	struct vu_client *c;
+
+	assert_int_equal(vu_connect(&c, lmh_sock(0), 5000), 0);
+	lmh_conn_opened(0);
+	vu_set_reply_timeout(c, LMH_DEADLINE_MS);
+	return c;
+}
+
+static void
+disconnect_a(struct vu_client *c)
+{
+	vu_disconnect(c);
+	assert_true(lmh_wait_closed(0));
+}
+
+/* Device A holds nothing from the last front end: the probe state. */
+static void
+check_a_clean(const char *what)
+{
+	assert_true(lmh_wait_restored(&dev_a));
+	lmh_barrier(&dev_a);
+	if (lmh_running(&dev_a) || lmh_live(&dev_a) != dev_a.live0)
+		print_error("%s: device A %s, %u objects (%u after probe)\n", what,
+			    lmh_running(&dev_a) ? "running" : "stopped", lmh_live(&dev_a),
+			    dev_a.live0);
+	assert_false(lmh_running(&dev_a));
+	assert_int_equal(lmh_live(&dev_a), dev_a.live0);
+}
+
+/* A well-behaved front end on socket 0: DRIVER_OK, traffic on both pairs, stop. */
+static void
+well_behaved_a(void)
+{
+	struct vu_client *c = connect_a();
+	uint32_t bases[NRINGS];
+
+	vu_guest_reset(g_a);
+	assert_int_equal(vu_guest_new_eventfds(g_a), 0);
+	assert_int_equal(vu_start_device(c, g_a, NULL), 0);
+	assert_true(lmh_wait_running(&dev_a, LMH_DEADLINE_MS));
+	assert_true(lmh_traffic(g_a, 0x3, 200, LMH_DEADLINE_MS));
+	assert_int_equal(vu_stop_device(c, bases, NRINGS), 0);
+	disconnect_a(c);
+	check_a_clean("after the well-behaved front end");
+}
+
+/* Device B, on the other socket, kept receiving frames during the case. */
+static void
+check_b_served(uint64_t rx_before)
+{
+	int64_t deadline = lmh_now_ms() + LMH_DEADLINE_MS;
+
+	while (lmh_rx_received(g_b) <= rx_before + 16) {
+		if (lmh_now_ms() > deadline) {
+			print_error("device B received nothing during the case\n");
+			fail();
+		}
+		lmh_tick();
+	}
+	assert_true(lmh_running(&dev_b));
+}
+
+/*
+ * Frame every case: the hostile front end, then the checks that matter
+ * whatever it did. `expect` lists log lines of which one must appear (the
+ * clear error), NULL when the front end did nothing the back end must
+ * refuse.
+ */
+typedef void (*hostile_fn)(void);
+
+static void
+run_case(const char *name, hostile_fn fn, const char *const *expect)
+{
+	uint64_t rx = lmh_rx_received(g_b);
+	size_t mark = lmh_log_mark();
+	bool said = expect == NULL;
+	const char *const *e;
+
+	fn();
+	for (e = expect; e != NULL && *e != NULL && !said; e++)
+		said = lmh_wait_log(mark, *e, 1000);
+	if (!said) {
+		char *log = lmh_log_since(mark);
+
+		print_error("%s: none of the expected errors in the log:\n%s\n", name, log);
+		free(log);
+	}
+	assert_true(said);
+	check_a_clean(name);
+	check_b_served(rx);
+	well_behaved_a();
+	printf("  %-36s %s, stayed up, B served, A reusable\n", name,
+	       expect != NULL ? "refused with a clear error" : "handled");
+}
+
+/* ---- the hostile side ------------------------------------------------------- */
+
+static uint64_t
+fe_features(struct vu_client *c)
+{
+	return ((1ULL << VU_F_VERSION_1) | (1ULL << VU_F_PROTOCOL_FEATURES) |
+		(1ULL << VU_F_NET_MQ)) & vu_backend_features(c);
+}
+
+/* The guest's memory as wire regions (what vu_set_mem_table sends). */
+static unsigned int
+wire_regions(struct vu_wire_region *r)
+{
+	unsigned int i;
+
+	for (i = 0; i < mem_a->nregions; i++) {
+		r[i].gpa = mem_a->regions[i].gpa;
+		r[i].size = mem_a->regions[i].size;
+		r[i].uaddr = vu_mem_region_uaddr(mem_a, i);
+		r[i].mmap_offset = mem_a->regions[i].offset;
+		r[i].fd = mem_a->fd;
+	}
+	return mem_a->nregions;
+}
+
+/* How a hostile start departs from QEMU's. */
+struct start {
+	const struct vu_wire_region *regions;  /* NULL: the guest's table */
+	unsigned int nregions;
+	uint64_t features;                      /* 0: the usual ones */
+	int bad_ring;                           /* ring with a bad address, -1 */
+	uint64_t bad_desc;
+	uint32_t bad_num;                       /* != 0: SET_VRING_NUM of ring 0 */
+	bool kick_early;                        /* kick every ring before DRIVER_OK */
+	bool base_early;                        /* GET_VRING_BASE before DRIVER_OK */
+	bool status_twice;
+};
+
+/* QEMU's start order with the departures of s; every message's result is ignored. */
+static void
+hostile_start(struct vu_client *c, const struct start *s)
+{
+	uint64_t feat;
+	unsigned int i;
+
+	(void)vu_device_init(c, NULL);
+	feat = s->features != 0 ? s->features : fe_features(c);
+	vu_guest_set_features(g_a, fe_features(c));
+	(void)vu_set_features(c, feat);
+	if (s->regions != NULL)
+		(void)vu_set_mem_table_raw(c, s->regions, s->nregions);
+	else
+		(void)vu_set_mem_table(c, mem_a);
+	for (i = 0; i < NRINGS; i++) {
+		struct vu_ring_info ri;
+
+		assert_int_equal(vu_guest_ring_info(g_a, i, &ri), 0);
+		(void)vu_set_vring_num(c, i, i == 0 && s->bad_num != 0 ? s->bad_num : ri.num);
+		(void)vu_set_vring_base(c, i, ri.fresh_base);
+		(void)vu_set_vring_addr(c, i, 0, (int)i == s->bad_ring ? s->bad_desc :
+					(uintptr_t)ri.desc, (uintptr_t)ri.used,
+					(uintptr_t)ri.avail, ri.log_gpa);
+		(void)vu_set_vring_kick(c, i, vu_guest_kickfd(g_a, i));
+		(void)vu_set_vring_call(c, i, vu_guest_callfd(g_a, i));
+	}
+	for (i = 0; i < NRINGS; i++)
+		(void)vu_set_vring_enable(c, i, true);
+	if (s->kick_early) {
+		uint64_t one = 1;
+
+		for (i = 0; i < NRINGS; i++)
+			(void)!write(vu_guest_kickfd(g_a, i), &one, sizeof(one));
+	}
+	if (s->base_early) {
+		uint32_t base;
+
+		for (i = 0; i < NRINGS; i++)
+			(void)vu_get_vring_base(c, i, &base);
+	}
+	(void)vu_set_status(c, VU_STATUS_ACK | VU_STATUS_DRIVER | VU_STATUS_FEATURES_OK |
+			    VU_STATUS_DRIVER_OK);
+	if (s->status_twice)
+		(void)vu_set_status(c, VU_STATUS_ACK | VU_STATUS_DRIVER |
+				    VU_STATUS_FEATURES_OK | VU_STATUS_DRIVER_OK);
+}
+
+/* Run a hostile start, let vhost handle it all, go away. */
+static void
+hostile_session(const struct start *s)
+{
+	struct vu_client *c = connect_a();
+	uint8_t status;
+
+	vu_guest_reset(g_a);
+	assert_int_equal(vu_guest_new_eventfds(g_a), 0);
+	hostile_start(c, s);
+	/* A round trip, if vhost still talks to us: everything before is handled. */
+	(void)vu_get_status(c, &status);
+	lmh_barrier(&dev_a);
+	disconnect_a(c);
+}
+
+static void
+mem_overlapping(void)
+{
+	struct vu_wire_region r[2];
+
+	wire_regions(r);
+	/* A second region whose guest range lies inside the first. */
+	r[1] = r[0];
+	r[1].gpa += 256ull << 20;
+	r[1].size = 256ull << 20;
+	r[1].uaddr += 256ull << 20;
+	r[1].mmap_offset += 256ull << 20;
+	hostile_session(&(struct start){ .regions = r, .nregions = 2, .bad_ring = -1 });
+}
+
+static void
+mem_zero_sized(void)
+{
+	struct vu_wire_region r[2];
+
+	wire_regions(r);
+	r[1] = r[0];
+	r[1].gpa = 8ull << 30;
+	r[1].size = 0;
+	hostile_session(&(struct start){ .regions = r, .nregions = 2, .bad_ring = -1 });
+}
+
+static void
+mem_absurdly_large(void)
+{
+	struct vu_wire_region r[2];
+
+	wire_regions(r);
+	r[1] = r[0];
+	r[1].gpa = 8ull << 30;
+	r[1].size = 1ull << 52;
+	hostile_session(&(struct start){ .regions = r, .nregions = 2, .bad_ring = -1 });
+}
+
+static void
+mem_nine_regions(void)
+{
+	struct vu_wire_region r[9];
+	unsigned int i;
+
+	wire_regions(r);
+	/* The first GiB cut in nine slices: valid one by one, one too many. */
+	for (i = 0; i < 9; i++) {
+		r[i] = r[0];
+		r[i].gpa = (uint64_t)i << 26;
+		r[i].size = 1ull << 26;
+		r[i].uaddr = vu_mem_region_uaddr(mem_a, 0) + ((uint64_t)i << 26);
+		r[i].mmap_offset = mem_a->regions[0].offset + ((uint64_t)i << 26);
+	}
+	hostile_session(&(struct start){ .regions = r, .nregions = 9, .bad_ring = -1 });
+}
+
+static void
+ring_outside_memory(void)
+{
+	static uint8_t not_guest[65536] __attribute__((aligned(4096)));
+
+	/*
+	 * Ring 2: vhost cannot translate it and never reports it ready; the
+	 * device starts with the others and the driver says which ring and why.
+	 * (With ring 0 vhost never starts the device and says nothing at its
+	 * default log level.)
+	 */
+	hostile_session(&(struct start){ .bad_ring = 2, .bad_desc = (uintptr_t)not_guest });
+}
+
+static void
+ring_misaligned(void)
+{
+	struct vu_ring_info ri;
+
+	assert_int_equal(vu_guest_ring_info(g_a, 1, &ri), 0);
+	/* Split descriptors are 16-byte aligned (virtio 1.1, 2.6). */
+	hostile_session(&(struct start){ .bad_ring = 1, .bad_desc = (uintptr_t)ri.desc + 4 });
+}
+
+static void
+queue_size_not_pow2(void)
+{
+	hostile_session(&(struct start){ .bad_ring = -1, .bad_num = 1000 });
+}
+
+static void
+queue_size_too_big(void)
+{
+	hostile_session(&(struct start){ .bad_ring = -1, .bad_num = 65536 });
+}
+
+static void
+features_never_offered(void)
+{
+	struct vu_client *c = connect_a();
+	uint64_t feat;
+
+	(void)vu_device_init(c, NULL);
+	/* Bit 60 is not offered (nor defined for virtio-net). */
+	feat = fe_features(c) | (1ULL << 60) | (1ULL << 41);
+	(void)vu_set_features(c, feat);
+	disconnect_a(c);
+}
+
+/*
+ * Cases where the front end breaks no rule the back end can refuse, but
+ * does things out of order: the device must simply work.
+ */
+static void
+run_and_check_traffic(const struct start *s)
+{
+	struct vu_client *c = connect_a();
+	uint32_t bases[NRINGS];
+	bool running, flowed = false;
+	unsigned int i;
+
+	vu_guest_reset(g_a);
+	assert_int_equal(vu_guest_new_eventfds(g_a), 0);
+	hostile_start(c, s);
+	running = lmh_wait_running(&dev_a, LMH_DEADLINE_MS);
+	if (running)
+		flowed = lmh_traffic(g_a, 0x3, 100, LMH_DEADLINE_MS);
+	for (i = 0; i < NRINGS; i++)
+		(void)vu_get_vring_base(c, i, &bases[i]);
+	disconnect_a(c);
+	assert_true(running);
+	assert_true(flowed);
+}
+
+static void
+kicks_before_driver_ok(void)
+{
+	run_and_check_traffic(&(struct start){ .bad_ring = -1, .kick_early = true });
+}
+
+static void
+driver_ok_twice(void)
+{
+	run_and_check_traffic(&(struct start){ .bad_ring = -1, .status_twice = true });
+}
+
+static void
+get_vring_base_before_driver_ok(void)
+{
+	hostile_session(&(struct start){ .bad_ring = -1, .base_early = true });
+}
+
+/* ---- tests ------------------------------------------------------------------- */
+
+#define CASE(fn, ...) do { \
+	static const char *const ex_[] = { __VA_ARGS__, NULL }; \
+	run_case(#fn, fn, ex_[0] != NULL ? ex_ : NULL); \
+} while (0)
+
+static void
+test_broken_memory_tables_are_refused_and_the_back_end_stays_up(void **state)
+{
+	(void)state;
+	CASE(mem_overlapping, "overlaps another");
+	CASE(mem_zero_sized, "failed to mmap region");
+	CASE(mem_absurdly_large, "failed to mmap region");
+	CASE(mem_nine_regions, "SET_MEM_TABLE failed");
+}
+
+static void
+test_bad_rings_are_refused_and_the_back_end_stays_up(void **state)
+{
+	(void)state;
+	CASE(ring_outside_memory, "not in guest memory");
+	CASE(queue_size_not_pow2, "invalid virtqueue size", "not usable");
+	CASE(queue_size_too_big, "invalid virtqueue size", "not usable");
+}
+
+/*
+ * A descriptor ring that is not 16-byte aligned (virtio 1.1, 2.6) is
+ * translatable, so vhost passes it on: the driver must refuse it, as the
+ * device would fault on it.
+ */
+static void
+test_misaligned_ring_is_refused(void **state)
+{
+	(void)state;
+	CASE(ring_misaligned, "misaligned", "aligned", "not usable");
+}
+
+static void
+test_out_of_order_front_ends_are_survived(void **state)
+{
+	(void)state;
+	CASE(kicks_before_driver_ok, NULL);
+	CASE(get_vring_base_before_driver_ok, NULL);
+	CASE(driver_ok_twice, NULL);
+	CASE(features_never_offered, "invalid negotiated features");
+}
+
+/* ---- a front end leaving after each message of QEMU's start order ------------ */
+
+enum step_kind {
+	ST_GET_FEATURES, ST_GET_PROTOCOL, ST_SET_PROTOCOL, ST_GET_QUEUE_NUM, ST_SET_OWNER,
+	ST_SET_FEATURES, ST_SET_MEM_TABLE, ST_NUM, ST_BASE, ST_ADDR, ST_KICK, ST_CALL,
+	ST_ENABLE, ST_STATUS, ST_GET_BASE,
+};
+
+static const char *const step_name[] = {
+	"GET_FEATURES", "GET_PROTOCOL_FEATURES", "SET_PROTOCOL_FEATURES", "GET_QUEUE_NUM",
+	"SET_OWNER", "SET_FEATURES", "SET_MEM_TABLE", "SET_VRING_NUM", "SET_VRING_BASE",
+	"SET_VRING_ADDR", "SET_VRING_KICK", "SET_VRING_CALL", "SET_VRING_ENABLE",
+	"SET_STATUS(DRIVER_OK)", "GET_VRING_BASE",
+};
+
+struct step {
+	enum step_kind kind;
+	unsigned int ring;
+};
+
+static unsigned int
+qemu_steps(struct step *s)
+{
+	unsigned int n = 0, i, k;
+
+	for (k = ST_GET_FEATURES; k <= ST_SET_MEM_TABLE; k++)
+		s[n++] = (struct step){ (enum step_kind)k, 0 };
+	for (i = 0; i < NRINGS; i++)
+		for (k = ST_NUM; k <= ST_CALL; k++)
+			s[n++] = (struct step){ (enum step_kind)k, i };
+	for (i = 0; i < NRINGS; i++)
+		s[n++] = (struct step){ ST_ENABLE, i };
+	s[n++] = (struct step){ ST_STATUS, 0 };
+	for (i = 0; i < NRINGS; i++)
+		s[n++] = (struct step){ ST_GET_BASE, i };
+	return n;
+}
+
+static int
+do_step(struct vu_client *c, const struct step *s, uint64_t *offered, uint64_t *proto)
+{
+	struct vu_ring_info ri;
+	uint64_t v;
+	uint32_t base;
+
+	assert_int_equal(vu_guest_ring_info(g_a, s->ring, &ri), 0);
+	switch (s->kind) {
+	case ST_GET_FEATURES: return vu_get_features(c, offered);
+	case ST_GET_PROTOCOL: return vu_get_protocol_features(c, proto);
+	case ST_SET_PROTOCOL: return vu_set_protocol_features(c, *proto & VU_PROTO_DEFAULT);
+	case ST_GET_QUEUE_NUM: return vu_get_queue_num(c, &v);
+	case ST_SET_OWNER: return vu_set_owner(c);
+	case ST_SET_FEATURES:
+		v = ((1ULL << VU_F_VERSION_1) | (1ULL << VU_F_PROTOCOL_FEATURES) |
+		     (1ULL << VU_F_NET_MQ)) & *offered;
+		vu_guest_set_features(g_a, v);
+		return vu_set_features(c, v);
+	case ST_SET_MEM_TABLE: return vu_set_mem_table(c, mem_a);
+	case ST_NUM: return vu_set_vring_num(c, s->ring, ri.num);
+	case ST_BASE: return vu_set_vring_base(c, s->ring, ri.fresh_base);
+	case ST_ADDR:
+		return vu_set_vring_addr(c, s->ring, 0, (uintptr_t)ri.desc, (uintptr_t)ri.used,
+					 (uintptr_t)ri.avail, ri.log_gpa);
+	case ST_KICK: return vu_set_vring_kick(c, s->ring, vu_guest_kickfd(g_a, s->ring));
+	case ST_CALL: return vu_set_vring_call(c, s->ring, vu_guest_callfd(g_a, s->ring));
+	case ST_ENABLE: return vu_set_vring_enable(c, s->ring, true);
+	case ST_STATUS:
+		return vu_set_status(c, VU_STATUS_ACK | VU_STATUS_DRIVER |
+				     VU_STATUS_FEATURES_OK | VU_STATUS_DRIVER_OK);
+	case ST_GET_BASE: return vu_get_vring_base(c, s->ring, &base);
+	}
+	return -EINVAL;
+}
+
+static void
+test_front_end_leaving_after_each_message_leaves_the_device_reusable(void **state)
+{
+	struct step steps[64];
+	unsigned int n = qemu_steps(steps), k, i;
+	uint64_t rx = lmh_rx_received(g_b);
+
+	(void)state;
+	for (k = 1; k <= n; k++) {
+		struct vu_client *c = connect_a();
+		uint64_t offered = 0, proto = 0;
+
+		vu_guest_reset(g_a);
+		assert_int_equal(vu_guest_new_eventfds(g_a), 0);
+		for (i = 0; i < k; i++) {
+			if (do_step(c, &steps[i], &offered, &proto) != 0) {
+				print_error("step %u (%s ring %u) refused\n", i,
+					    step_name[steps[i].kind], steps[i].ring);
+				fail();
+			}
+			/* Traffic while the device runs, before the front end leaves. */
+			if (steps[i].kind == ST_STATUS) {
+				assert_true(lmh_wait_running(&dev_a, LMH_DEADLINE_MS));
+				assert_true(lmh_traffic(g_a, 0x3, 32, LMH_DEADLINE_MS));
+			}
+		}
+		disconnect_a(c);
+		check_a_clean(step_name[steps[k - 1].kind]);
+	}
+	check_b_served(rx);
+	well_behaved_a();
+	printf("  front end gone after each of the %u messages of QEMU's order (%s ... %s): "
+	       "device A back to its probe state every time, B served\n", n,
+	       step_name[steps[0].kind], step_name[steps[n - 1].kind]);
+}
+
+/* ---- group setup: A and B probed, B running with traffic ---------------------- */
+
+static int
+group_setup(void **state)
+{
+	(void)state;
+	if (lmh_probe(&dev_a, 0, "queues=2,workers=2,mr_gc_ms=0") != 0 ||
+	    lmh_probe(&dev_b, 1, "queues=1,workers=2,mr_gc_ms=0") != 0)
+		return -1;
+	if (vu_mem_create_qemu(&mem_a, 1) != 0 || vu_mem_create_qemu(&mem_b, 1) != 0)
+		return -1;
+	if (vu_guest_create(&g_a, mem_a, &(struct vu_guest_cfg){ .queue_pairs = PAIRS,
+							      .ring_size = 256 }) != 0 ||
+	    vu_guest_create(&g_b, mem_b, &(struct vu_guest_cfg){ .queue_pairs = 1,
+							      .ring_size = 256 }) != 0)
+		return -1;
+	if (vu_connect(&c_b, lmh_sock(1), 5000) != 0)
+		return -1;
+	lmh_conn_opened(1);
+	vu_set_reply_timeout(c_b, LMH_DEADLINE_MS);
+	if (vu_start_device(c_b, g_b, NULL) != 0 || !lmh_wait_running(&dev_b, LMH_DEADLINE_MS))
+		return -1;
+	return lmh_pump_start(&pump_b, g_b, 0x1);
+}
+
+static int
+group_teardown(void **state)
+{
+	uint32_t bases[2];
+	bool b_clean;
+	long la, lb;
+
+	(void)state;
+	b_clean = lmh_pump_stop(&pump_b);
+	printf("  device B: %" PRIu64 " frames received during the run, %s\n",
+	       lmh_rx_received(g_b), b_clean ? "none lost, none corrupted" : "FRAMES LOST");
+	(void)vu_stop_device(c_b, bases, 2);
+	vu_disconnect(c_b);
+	(void)lmh_wait_closed(1);
+	(void)lmh_wait_restored(&dev_a);
+	(void)lmh_wait_restored(&dev_b);
+	la = lmh_remove(&dev_a);
+	lb = lmh_remove(&dev_b);
+	printf("  at removal: %ld objects alive on A, %ld on B\n", la, lb);
+	vu_guest_destroy(g_a);
+	vu_guest_destroy(g_b);
+	vu_mem_destroy(mem_a);
+	vu_mem_destroy(mem_b);
+	return b_clean && la == 0 && lb == 0 ? 0 : -1;
+}
+
+int
+main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_broken_memory_tables_are_refused_and_the_back_end_stays_up),
+		cmocka_unit_test(test_bad_rings_are_refused_and_the_back_end_stays_up),
+		cmocka_unit_test(test_misaligned_ring_is_refused),
+		cmocka_unit_test(test_out_of_order_front_ends_are_survived),
+		cmocka_unit_test(
+			test_front_end_leaving_after_each_message_leaves_the_device_reusable),
+	};
+	int ret;
+
+	signal(SIGPIPE, SIG_IGN);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 2)
+		cmocka_set_test_filter(argv[1]);
+	if (lmh_init(argv[0], "test-hostile", 2) < 0)
+		return 1;
+	ret = cmocka_run_group_tests_name("hostile", tests, group_setup, group_teardown);
+	lmh_fini();
+	return ret;
+}
