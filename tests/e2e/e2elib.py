@@ -1,0 +1,593 @@
+"""End-to-end helpers: a Debian guest under QEMU/TCG over vhost-user to
+dpdk-test-lm serve, a host bridge for its traffic, QMP, bounded waits.
+
+Everything this needs is installed or fetched here when missing (apt-get for
+host packages, `apt-get download` for the guest kernel, which is extracted and
+never installed). Every wait has a deadline and looks for a condition (a line
+of output, a QMP state); nothing sleeps and hopes.
+"""
+import fcntl
+import glob
+import gzip
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import tempfile
+import threading
+import time
+
+SKIP = 77
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOOL = os.environ.get('TEST_LM', 'build/app/test-lm/dpdk-test-lm')
+CACHE = os.environ.get('E2E_CACHE', os.path.join(os.getcwd(), 'e2e-cache'))
+
+# Host packages the suite uses, with the program that shows each is present.
+HOST_PACKAGES = {
+    'qemu-system-x86': '/usr/bin/qemu-system-x86_64',
+    'busybox-static': '/bin/busybox',
+    'gcc': '/usr/bin/gcc',
+    'libc6-dev': '/usr/lib/x86_64-linux-gnu/libc.a',
+    'iproute2': '/sbin/ip',
+}
+# The guest's drivers: the module names virtio_net needs, loaded in dependency
+# order (dependencies come from each module's own `depends=` modinfo).
+GUEST_MODULES = ['virtio_pci', 'virtio_net']
+
+
+class Skip(Exception):
+    """A prerequisite cannot be had on this machine: the test exits 77."""
+
+
+def log(msg):
+    print(f'[e2e {time.strftime("%H:%M:%S")}] {msg}', flush=True)
+
+
+def run(args, **kw):
+    kw.setdefault('check', True)
+    kw.setdefault('stdout', subprocess.PIPE)
+    kw.setdefault('stderr', subprocess.STDOUT)
+    kw.setdefault('timeout', 600)
+    return subprocess.run(args, **kw)
+
+
+# ---- Host prerequisites --------------------------------------------------------------------
+
+class _Lock:
+    """An exclusive lock on a file in the cache: concurrent runs prepare once."""
+
+    def __init__(self, name):
+        os.makedirs(CACHE, exist_ok=True)
+        self.f = open(os.path.join(CACHE, name + '.lock'), 'w')
+
+    def __enter__(self):
+        fcntl.flock(self.f, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        fcntl.flock(self.f, fcntl.LOCK_UN)
+        self.f.close()
+
+
+def _apt_env():
+    e = dict(os.environ)
+    e['DEBIAN_FRONTEND'] = 'noninteractive'
+    return e
+
+
+def ensure_host_packages():
+    """apt-get install what is missing, quietly; idempotent."""
+    if os.geteuid() != 0:
+        raise Skip('needs root (tap devices, a bridge, apt-get)')
+    if not os.path.exists('/dev/net/tun'):
+        raise Skip('/dev/net/tun missing (net_tap uplink)')
+    missing = [p for p, f in HOST_PACKAGES.items() if not os.path.exists(f)]
+    if not missing:
+        return
+    with _Lock('apt'):
+        missing = [p for p, f in HOST_PACKAGES.items() if not os.path.exists(f)]
+        if not missing:
+            return
+        log(f'installing {" ".join(missing)}')
+        cmd = ['apt-get', 'install', '-y', '-qq', '--no-install-recommends'] + missing
+        r = run(cmd, check=False, env=_apt_env())
+        if r.returncode != 0:
+            run(['apt-get', 'update', '-qq'], check=False, env=_apt_env())
+            r = run(cmd, check=False, env=_apt_env())
+        if r.returncode != 0:
+            raise Skip(f'cannot install {missing}: {r.stdout.decode(errors="replace")[-800:]}')
+
+
+def _kernel_package():
+    """The linux-image-<ver>-amd64 package apt-cache knows (linux-image-amd64's target)."""
+    r = run(['apt-cache', 'depends', 'linux-image-amd64'], check=False)
+    m = re.search(rb'Depends:\s*(linux-image-[0-9][\w.+-]*-amd64)\b', r.stdout)
+    if m:
+        return m.group(1).decode()
+    r = run(['apt-cache', 'search', '--names-only', r'^linux-image-[0-9.]+-[0-9]+-amd64$'],
+            check=False)
+    names = re.findall(rb'^(linux-image-[0-9.]+-([0-9]+)-amd64) ', r.stdout, re.M)
+    if not names:
+        return None
+    return max(names, key=lambda n: int(n[1]))[0].decode()
+
+
+def ensure_kernel():
+    """Guest kernel and its virtio modules under CACHE/kernel-<release>/, fetched
+    once per release. Returns (vmlinuz path, [module paths in load order], release)."""
+    with _Lock('kernel'):
+        cached = [os.path.dirname(d) for d in glob.glob(os.path.join(CACHE, 'kernel-*', 'done'))]
+        pkg = _kernel_package()
+        if pkg is None and not cached:
+            # No package lists yet (a fresh machine): fetch them once.
+            run(['apt-get', 'update', '-qq'], check=False, env=_apt_env())
+            pkg = _kernel_package()
+            if pkg is None:
+                raise Skip('apt-cache knows no linux-image-<version>-amd64 package')
+        kdir = os.path.join(CACHE, pkg[len('linux-image'):].replace('-', 'kernel-', 1)) \
+            if pkg else cached[0]
+        if not os.path.exists(os.path.join(kdir, 'done')):
+            try:
+                _fetch_kernel(pkg, kdir)
+            except Skip:
+                if not cached:
+                    raise
+                kdir = cached[0]   # offline: the kernel fetched before will do
+                log(f'cannot fetch {pkg}; using {os.path.basename(kdir)}')
+            else:
+                for old in cached:
+                    shutil.rmtree(old, ignore_errors=True)
+        release = os.path.basename(kdir)[len('kernel-'):]
+        with open(os.path.join(kdir, 'modules.order')) as f:
+            mods = [os.path.join(kdir, 'modules', l.strip() + '.ko') for l in f if l.strip()]
+        return os.path.join(kdir, 'vmlinuz'), mods, release
+
+
+def _fetch_kernel(pkg, kdir):
+    shutil.rmtree(kdir, ignore_errors=True)
+    work = tempfile.mkdtemp(prefix='kdl-', dir=CACHE)
+    try:
+        log(f'apt-get download {pkg}')
+        r = run(['apt-get', 'download', '-q', pkg], cwd=work, check=False, env=_apt_env())
+        debs = glob.glob(os.path.join(work, '*.deb'))
+        if r.returncode != 0 or not debs:
+            run(['apt-get', 'update', '-qq'], check=False, env=_apt_env())
+            r = run(['apt-get', 'download', '-q', pkg], cwd=work, check=False, env=_apt_env())
+            debs = glob.glob(os.path.join(work, '*.deb'))
+        if not debs:
+            raise Skip(f'cannot download {pkg}: {r.stdout.decode(errors="replace")[-800:]}')
+        x = os.path.join(work, 'x')
+        run(['dpkg-deb', '-x', debs[0], x])
+        vmlinuz = glob.glob(os.path.join(x, 'boot', 'vmlinuz-*'))
+        mroot = glob.glob(os.path.join(x, 'lib', 'modules', '*', 'kernel'))
+        if not vmlinuz or not mroot:
+            raise Skip(f'{pkg} holds no vmlinuz or modules')
+        by_name = {}
+        for p in glob.glob(os.path.join(mroot[0], '**', '*.ko*'), recursive=True):
+            name = os.path.basename(p).split('.ko')[0].replace('-', '_')
+            by_name[name] = p
+        order = []
+
+        def want(name):
+            if name in order:
+                return
+            if name not in by_name:
+                # Built in (modules.builtin) needs no loading.
+                return
+            for d in _modinfo_depends(by_name[name]):
+                want(d)
+            order.append(name)
+        for m in GUEST_MODULES:
+            if m not in by_name and not _builtin(mroot[0], m):
+                raise Skip(f'{pkg} has no module {m}')
+            want(m)
+        os.makedirs(os.path.join(kdir, 'modules'))
+        shutil.copy(vmlinuz[0], os.path.join(kdir, 'vmlinuz'))
+        for name in order:
+            _copy_module(by_name[name], os.path.join(kdir, 'modules', name + '.ko'))
+        with open(os.path.join(kdir, 'modules.order'), 'w') as f:
+            f.write(''.join(n + '\n' for n in order))
+        with open(os.path.join(kdir, 'done'), 'w') as f:
+            f.write(pkg + '\n')
+        log(f'guest kernel from {pkg}; modules: {" ".join(order)}')
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _builtin(mroot, name):
+    try:
+        with open(os.path.join(os.path.dirname(mroot), 'modules.builtin')) as f:
+            return any(os.path.basename(l.strip()).split('.ko')[0].replace('-', '_') == name
+                       for l in f)
+    except OSError:
+        return False
+
+
+def _decompressed(path):
+    with open(path, 'rb') as f:
+        data = f.read()
+    if path.endswith('.xz'):
+        import lzma
+        data = lzma.decompress(data)
+    elif path.endswith('.gz'):
+        data = gzip.decompress(data)
+    elif path.endswith('.zst'):
+        data = run(['zstd', '-dc', path]).stdout
+    return data
+
+
+def _modinfo_depends(path):
+    data = _decompressed(path)
+    m = re.search(rb'(?:^|\0)depends=([^\0]*)\0', data)
+    return [d for d in m.group(1).decode().split(',') if d] if m else []
+
+
+def _copy_module(src, dst):
+    with open(dst, 'wb') as f:
+        f.write(_decompressed(src))
+
+
+# ---- Guest initrd --------------------------------------------------------------------------
+
+def _cpio_newc(entries):
+    """entries: (name, mode, data bytes, rdev major, rdev minor). Returns the archive."""
+    out = bytearray()
+    ino = 1
+
+    def pad4():
+        out.extend(b'\0' * (-len(out) % 4))
+    for name, mode, data, major, minor in entries + [('TRAILER!!!', 0, b'', 0, 0)]:
+        nb = name.encode() + b'\0'
+        hdr = '070701' + ''.join(f'{v:08x}' for v in (
+            ino, mode, 0, 0, 1, 0, len(data), 0, 0, major, minor, len(nb), 0))
+        out.extend(hdr.encode())
+        out.extend(nb)
+        pad4()
+        out.extend(data)
+        pad4()
+        ino += 1
+    return bytes(out)
+
+
+def build_helper():
+    """lm-ethtool: ETHTOOL_[GS]CHANNELS for the guest (busybox has no ethtool)."""
+    src = os.path.join(HERE, 'guest', 'lm_ethtool.c')
+    with open(src, 'rb') as f:
+        digest = hashlib.sha256(f.read()).hexdigest()[:12]
+    out = os.path.join(CACHE, f'lm-ethtool-{digest}')
+    if not os.path.exists(out):
+        tmp = out + f'.{os.getpid()}'
+        run(['gcc', '-static', '-Os', '-s', '-o', tmp, src])
+        os.rename(tmp, out)
+    return out
+
+
+def ensure_initrd(modules, release):
+    """Static busybox, the helper, the modules and init: a gzip'd newc cpio."""
+    with _Lock('initrd'):
+        helper = build_helper()
+        init = os.path.join(HERE, 'guest', 'init')
+        h = hashlib.sha256()
+        for p in [init, helper, '/bin/busybox'] + modules:
+            with open(p, 'rb') as f:
+                h.update(f.read())
+        out = os.path.join(CACHE, f'initrd-{release}-{h.hexdigest()[:12]}.cpio.gz')
+        if os.path.exists(out):
+            return out
+
+        def rd(p):
+            with open(p, 'rb') as f:
+                return f.read()
+        d, x, r = stat.S_IFDIR | 0o755, stat.S_IFREG | 0o755, stat.S_IFREG | 0o644
+        names = [os.path.basename(m)[:-3] for m in modules]
+        entries = [(n, d, b'', 0, 0) for n in ('bin', 'dev', 'proc', 'sys', 'tmp', 'lib',
+                                               'lib/modules')]
+        entries += [('dev/console', stat.S_IFCHR | 0o600, b'', 5, 1),
+                    ('dev/null', stat.S_IFCHR | 0o666, b'', 1, 3),
+                    ('init', x, rd(init), 0, 0),
+                    ('bin/busybox', x, rd('/bin/busybox'), 0, 0),
+                    ('bin/lm-ethtool', x, rd(helper), 0, 0),
+                    ('etc', d, b'', 0, 0),
+                    ('etc/modules', r, ''.join(n + '\n' for n in names).encode(), 0, 0)]
+        entries += [(f'lib/modules/{os.path.basename(m)}', r, rd(m), 0, 0) for m in modules]
+        tmp = out + f'.{os.getpid()}'
+        with open(tmp, 'wb') as f:
+            f.write(gzip.compress(_cpio_newc(entries), 6))
+        os.rename(tmp, out)
+        for old in glob.glob(os.path.join(CACHE, 'initrd-*.cpio.gz')):
+            if old != out:
+                os.unlink(old)
+        return out
+
+
+def prepare():
+    """Everything the guest needs: (vmlinuz, initrd). Raises Skip."""
+    ensure_host_packages()
+    vmlinuz, modules, release = ensure_kernel()
+    return vmlinuz, ensure_initrd(modules, release)
+
+
+# ---- Processes with timestamped output -----------------------------------------------------
+
+class Proc:
+    """A child whose output is read by a thread into (host time, line) pairs."""
+
+    def __init__(self, args, name, stdin=False, env=None):
+        e = dict(os.environ)
+        e.update(env or {})
+        self.name = name
+        self.p = subprocess.Popen(['stdbuf', '-oL'] + list(args), stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT,
+                                  stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                                  env=e, bufsize=0)
+        self.lines = []           # (time.monotonic(), str)
+        self.watch = []           # processes whose death fails our waits at once
+        self.cv = threading.Condition()
+        self.eof = False
+        self.t = threading.Thread(target=self._reader, daemon=True)
+        self.t.start()
+
+    def _reader(self):
+        buf = b''
+        fd = self.p.stdout.fileno()
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                chunk = b''
+            now = time.monotonic()
+            if not chunk:
+                with self.cv:
+                    if buf:
+                        self.lines.append((now, buf.decode(errors='replace')))
+                    self.eof = True
+                    self.cv.notify_all()
+                return
+            buf += chunk
+            *full, buf = buf.split(b'\n')
+            if full:
+                with self.cv:
+                    for l in full:
+                        self.lines.append((now, l.decode(errors='replace').rstrip('\r')))
+                    self.cv.notify_all()
+
+    def mark(self):
+        with self.cv:
+            return len(self.lines)
+
+    def expect(self, pattern, timeout, since=0):
+        """First line at index >= since matching pattern: (index, time, match)."""
+        rx = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        i = since
+        with self.cv:
+            while True:
+                while i < len(self.lines):
+                    m = rx.search(self.lines[i][1])
+                    if m:
+                        return i, self.lines[i][0], m
+                    i += 1
+                if self.eof:
+                    raise EOFError(f'{self.name} exited ({self.p.poll()}) before '
+                                   f'{pattern!r}:\n{self.tail()}')
+                for w in self.watch:
+                    if w.p.poll() is not None:
+                        raise EOFError(f'{w.name} exited ({w.p.returncode}) while {self.name} '
+                                       f'waited for {pattern!r}:\n{w.tail()}')
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f'{self.name}: no {pattern!r} within {timeout}s:\n'
+                                       f'{self.tail()}')
+                # Wakes on output; the short period only re-checks the watched processes.
+                self.cv.wait(min(left, 0.5) if self.watch else left)
+
+    def matches(self, pattern, start=0, end=None):
+        rx = re.compile(pattern)
+        with self.cv:
+            sel = self.lines[start:end]
+        return [(t, m) for t, l in sel for m in [rx.search(l)] if m]
+
+    def tail(self, n=40):
+        with self.cv:
+            return '\n'.join(l for _, l in self.lines[-n:])
+
+    def text(self):
+        with self.cv:
+            return '\n'.join(l for _, l in self.lines)
+
+    def send(self, line):
+        self.p.stdin.write((line + '\n').encode())
+        self.p.stdin.flush()
+
+    def stop(self, sig=signal.SIGTERM, timeout=30.0):
+        if sig is not None and self.p.poll() is None:
+            self.p.send_signal(sig)
+        try:
+            rc = self.p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise TimeoutError(f'{self.name} did not exit within {timeout}s after {sig}')
+        self.t.join(5)
+        return rc
+
+    def kill(self):
+        # stdbuf execs the program: the pid is the program's.
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+
+
+# ---- QMP -----------------------------------------------------------------------------------
+
+class QMP:
+    def __init__(self, path, timeout=30.0, proc=None):
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                self.s.connect(path)
+                break
+            except (FileNotFoundError, ConnectionRefusedError):
+                self.s.close()
+                if proc is not None and proc.p.poll() is not None:
+                    raise EOFError(f'{proc.name} exited ({proc.p.returncode}) before its QMP '
+                                   f'socket was up:\n{proc.tail()}')
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f'QMP socket {path} not up within {timeout}s')
+                # QEMU creates the socket while starting; the deadline bounds this poll.
+                time.sleep(0.05)
+        self.s.settimeout(timeout)
+        self.f = self.s.makefile('rb')
+        self.events = []
+        greeting = self._read()
+        assert 'QMP' in greeting, greeting
+        self.cmd('qmp_capabilities')
+
+    def _read(self):
+        line = self.f.readline()
+        if not line:
+            raise EOFError('QMP connection closed')
+        return json.loads(line)
+
+    def cmd(self, name, **args):
+        msg = {'execute': name}
+        if args:
+            msg['arguments'] = args
+        self.s.sendall(json.dumps(msg).encode() + b'\n')
+        while True:
+            r = self._read()
+            if 'event' in r:
+                self.events.append(r)
+                continue
+            if 'error' in r:
+                raise RuntimeError(f'QMP {name}: {r["error"]}')
+            return r.get('return')
+
+    def wait_event(self, name, pred, timeout):
+        """The first event `name` (already received or coming) for which pred(event)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for i, e in enumerate(self.events):
+                if e['event'] == name and pred(e):
+                    del self.events[:i + 1]
+                    return e
+            self.events.clear()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f'no QMP event {name} within {timeout}s')
+            self.s.settimeout(left)
+            try:
+                r = self._read()
+            except socket.timeout:
+                raise TimeoutError(f'no QMP event {name} within {timeout}s') from None
+            finally:
+                self.s.settimeout(30.0)
+            if 'event' in r:
+                self.events.append(r)
+
+    def close(self):
+        try:
+            self.s.close()
+        except OSError:
+            pass
+
+
+# ---- Host network: one bridge, a tap per serve ---------------------------------------------
+
+def ip(*args, check=True):
+    return run(['ip'] + list(args), check=check)
+
+
+def free_subnet():
+    """A 10.N.77.0/24 (N in 200..249) no host interface uses."""
+    used = ip('-4', '-o', 'addr', 'show').stdout.decode()
+    for i in range(50):
+        n = 200 + (os.getpid() + i) % 50
+        if f' 10.{n}.77.' not in used:
+            return f'10.{n}.77'
+    raise RuntimeError('no free 10.N.77.0/24 subnet for the e2e bridge')
+
+
+class Bridge:
+    """A host bridge holding the host's addresses; each serve's tap uplink joins it.
+
+    The guest's frames reach the host through whichever tap belongs to the
+    device that serves it; after migration the bridge learns the guest's MAC
+    on the destination's tap from the guest's next frame."""
+
+    def __init__(self, name, addrs):
+        self.name = name
+        ip('link', 'del', name, check=False)
+        ip('link', 'add', name, 'type', 'bridge', 'stp_state', '0', 'forward_delay', '0')
+        for a in addrs:
+            ip('addr', 'add', a, 'dev', name)
+        ip('link', 'set', name, 'up')
+
+    def attach(self, tap, timeout=30.0):
+        deadline = time.monotonic() + timeout
+        while not os.path.exists(f'/sys/class/net/{tap}'):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f'tap {tap} never appeared')
+            time.sleep(0.05)  # serve creates it before it says ready; bounded
+        ip('link', 'set', tap, 'master', self.name)
+        ip('link', 'set', tap, 'up')
+
+    def delete(self):
+        ip('link', 'del', self.name, check=False)
+
+
+# ---- Pieces of a run -----------------------------------------------------------------------
+
+def serve(sock, devargs, tap):
+    # E2E_SERVE_EAL: more EAL arguments, e.g. --log-level=lib.vhost.config:debug
+    eal = (f'--vdev net_tap0,iface={tap} --log-level=lib.vhost.config:warning '
+           '--log-level=pmd.vdpa.mlx5_lm:info')
+    args = [TOOL, 'serve', '--socket', sock, '--devargs', devargs,
+            '--eal', (eal + ' ' + os.environ.get('E2E_SERVE_EAL', '')).strip()]
+    p = Proc(args, name=f'serve[{tap}]')
+    p.expect(r'serve: ready', timeout=60)
+    return p
+
+
+def serve_stats(srv, timeout=30.0):
+    """SIGUSR1 -> {('rx'|'tx', q): {counter: value}}."""
+    start = srv.mark()
+    srv.p.send_signal(signal.SIGUSR1)
+    end, _, _ = srv.expect(r'serve: end of statistics', timeout, since=start)
+    with srv.cv:
+        lines = srv.lines[start:end]
+    names, table = [], {}
+    for _, line in lines:
+        s = line.split()
+        if s[:1] == ['queue']:
+            names = s[1:]
+        elif len(s) == 2 + len(names) and s[0] in ('rx', 'tx') and names:
+            table[(s[0], int(s[1]))] = dict(zip(names, map(int, s[2:])))
+    return table
+
+
+def qemu_args(vmlinuz, initrd, mem_mb, sock, qmp, variant, mac, incoming=None):
+    nd = 'vhost-user,id=n0,chardev=c0'
+    dev = f'virtio-net-pci,netdev=n0,vectors=0,mac={mac}'
+    if variant.get('queues', 1) > 1:
+        nd += f',queues={variant["queues"]}'
+        dev += ',mq=on'
+    if variant.get('packed'):
+        dev += ',packed=on'
+    if variant.get('rx_queue_size'):
+        dev += f',rx_queue_size={variant["rx_queue_size"]}'
+    a = ['qemu-system-x86_64', '-machine', 'q35,accel=tcg,memory-backend=mem0',
+         '-m', f'{mem_mb}M', '-smp', '1', '-nodefaults', '-no-user-config', '-display', 'none',
+         '-object', f'memory-backend-memfd,id=mem0,size={mem_mb}M,share=on',
+         '-kernel', vmlinuz, '-initrd', initrd,
+         '-append', 'console=ttyS0 quiet panic=-1 mitigations=off',
+         '-serial', 'stdio', '-qmp', f'unix:{qmp},server=on,wait=off', '-no-reboot',
+         '-chardev', f'socket,id=c0,path={sock}', '-netdev', nd, '-device', dev]
+    if incoming:
+        a += ['-incoming', incoming]
+    return a

@@ -1,0 +1,323 @@
+#!/usr/bin/env python3
+"""QEMU live migration end to end, through the emulated device.
+
+A Debian kernel with a busybox initrd boots under QEMU/TCG; its virtio-net is
+vhost-user to `dpdk-test-lm serve` (emulated device, profile `fast`) whose
+wire is a net_tap port in a host bridge that holds the host's address. The
+guest pings the host: guest -> virtio ring -> device -> tap -> bridge -> host
+kernel, and back. Then a second QEMU starts with -incoming, its device served
+by a second `serve` whose tap is in the same bridge, and QMP `migrate` moves
+the guest. The guest must keep running on the destination and its pings must
+resume through the destination device (its counters move; the bridge learns
+the guest's MAC on the destination's tap from the guest's first frame).
+
+Recorded: QEMU's downtime (query-migrate) and the traffic gap, the host time
+between the last ping reply the guest printed on the source and the first on
+the destination (both read from the guests' serial consoles as they arrive).
+
+Usage: test_qemu_migration.py --variant base|mq|packed|rxq1024 [--json FILE]
+Exit 0 pass, 1 fail, 77 skip (a prerequisite cannot be had on this machine).
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import traceback
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+import e2elib as L  # noqa: E402
+
+VARIANTS = {
+    'base': {},
+    'mq': {'queues': 2},
+    'packed': {'packed': True},
+    'rxq1024': {'rx_queue_size': 1024},
+}
+MEM_MB = 256
+PING_INTERVAL = 0.1
+REPLY = r'64 bytes from (\d+\.\d+\.\d+\.\d+): seq=(\d+)'
+BOOT_TIMEOUT = 120
+STEP_TIMEOUT = 60
+
+
+class Run:
+    def __init__(self, name, variant):
+        self.name = name
+        self.v = variant
+        self.queues = variant.get('queues', 1)
+        tag = f'{os.getpid() % 100000}'
+        self.tmp = tempfile.mkdtemp(prefix='lm-e2e-')
+        self.br_name = f'lme2e{tag}'[:15]
+        self.taps = [f'lme{tag}s'[:15], f'lme{tag}d'[:15]]
+        net = L.free_subnet()
+        self.hosts = [f'{net}.1'] + ([f'{net}.3'] if self.queues > 1 else [])
+        self.guest_ip = f'{net}.2/24'
+        self.mac = '52:54:00:4c:4d:%02x' % (os.getpid() % 256)
+        self.procs = []
+        self.serves = []
+        self.qmps = []
+        self.bridge = None
+        self.result = {'variant': name, 'config': variant}
+
+    # -- plumbing --
+    def path(self, n):
+        return os.path.join(self.tmp, n)
+
+    def devargs(self):
+        return f'emu=fast,queues={self.queues},uplink=net_tap0'
+
+    def start_serve(self, i):
+        srv = L.serve(self.path(f'vhost{i}.sock'), self.devargs(), self.taps[i])
+        self.procs.append(srv)
+        self.serves.append(srv)
+        self.bridge.attach(self.taps[i])
+        return srv
+
+    def start_qemu(self, i, incoming=None):
+        args = L.qemu_args(self.vmlinuz, self.initrd, MEM_MB, self.path(f'vhost{i}.sock'),
+                           self.path(f'qmp{i}.sock'), self.v, self.mac, incoming)
+        q = L.Proc(args, name=['qemu-src', 'qemu-dst'][i], stdin=True)
+        # A serve that dies (crash) fails the wait on either guest at once.
+        q.watch = list(self.serves)
+        self.procs.append(q)
+        qmp = L.QMP(self.path(f'qmp{i}.sock'), proc=q)
+        self.qmps.append(qmp)
+        return q, qmp
+
+    def wait_replies(self, q, n, since, timeout=STEP_TIMEOUT):
+        """n more ping replies from every host address after line `since`."""
+        deadline = time.monotonic() + timeout
+        for h in self.hosts:
+            i = since
+            for _ in range(n):
+                left = deadline - time.monotonic()
+                i, _, _ = q.expect(REPLY.replace(r'(\d+\.\d+\.\d+\.\d+)', re.escape(h)),
+                                   max(left, 0.01), since=i)
+                i += 1
+        return q.mark()
+
+    def guest_cmd(self, q, cmd, expect, timeout=STEP_TIMEOUT):
+        start = q.mark()
+        q.send(cmd)
+        _, _, m = q.expect(expect + '|E2E-ERROR.*|lm-ethtool: .*', timeout, since=start)
+        if m.group(0).startswith(('E2E-ERROR', 'lm-ethtool:')):
+            raise AssertionError(f'guest: {cmd}: {m.group(0)}')
+        return m
+
+    def channels(self, q, n):
+        """ethtool -L eth0 combined n while the pings run; they must keep flowing."""
+        m = self.guest_cmd(q, f'lm-ethtool eth0 {n}', r'combined=(\d+) max=(\d+)')
+        if int(m.group(1)) != n:
+            raise AssertionError(f'guest has {m.group(1)} channels after asking for {n}')
+        L.log(f'guest: {n} queue pair(s) enabled; waiting for pings')
+        self.wait_replies(q, 5, q.mark())
+
+    # -- the test --
+    def run(self):
+        self.vmlinuz, self.initrd = L.prepare()
+        self.bridge = L.Bridge(self.br_name, [h + '/24' for h in self.hosts])
+        src_srv = self.start_serve(0)
+        dst_srv = self.start_serve(1)
+
+        t0 = time.monotonic()
+        src, src_qmp = self.start_qemu(0)
+        _, t, m = src.expect(r'E2E-GUEST-READY.*', BOOT_TIMEOUT)
+        self.result['boot_s'] = round(t - t0, 1)
+        L.log(f'guest booted in {t - t0:.1f} s: {m.group(0)}')
+        self.check_guest_device(m.group(0))
+        self.guest_cmd(src, f'ip addr add {self.guest_ip} dev eth0 && echo E2E-IP-$((1+1))',
+                       r'E2E-IP-2')
+        for h in self.hosts:
+            src.send(f'ping -i {PING_INTERVAL} {h} &')
+        self.wait_replies(src, 10, 0)
+        L.log('pings flow through the source device')
+        if self.queues > 1:
+            for n in (self.queues, 1, self.queues):
+                self.channels(src, n)
+        src_stats = L.serve_stats(src_srv)
+        self.check_counters('source', src_stats)
+
+        # Destination: QEMU waiting for the migration stream, its own serve and tap.
+        mig = self.path('migrate.sock')
+        dst, dst_qmp = self.start_qemu(1, incoming=f'unix:{mig}')
+        st = dst_qmp.cmd('query-status')
+        if st['status'] != 'inmigrate':
+            raise AssertionError(f'destination QEMU is {st}')
+        src_qmp.cmd('migrate-set-capabilities',
+                    capabilities=[{'capability': 'events', 'state': True}])
+        L.log('migrating')
+        tm = time.monotonic()
+        src_qmp.cmd('migrate', uri=f'unix:{mig}')
+        ev = src_qmp.wait_event('MIGRATION',
+                                lambda e: e['data']['status'] in ('completed', 'failed',
+                                                                  'cancelled'),
+                                timeout=180)
+        info = src_qmp.cmd('query-migrate')
+        if ev['data']['status'] != 'completed':
+            raise AssertionError(f'migration {ev["data"]["status"]}: {info}')
+        # QEMU announces 'completed' a moment before it computes the times.
+        deadline = time.monotonic() + STEP_TIMEOUT
+        while not info.get('total-time') and time.monotonic() < deadline:
+            info = src_qmp.cmd('query-migrate')
+        t_done = time.monotonic()
+        dst_qmp.wait_event('RESUME', lambda e: True, timeout=STEP_TIMEOUT)
+        st = dst_qmp.cmd('query-status')
+        if st['status'] != 'running':
+            raise AssertionError(f'destination QEMU is {st} after migration')
+        L.log(f'migration completed in {t_done - tm:.2f} s; QEMU downtime '
+              f'{info.get("downtime")} ms; destination running')
+
+        # Traffic resumes on the destination console.
+        first_i, t_first, m_first = dst.expect(REPLY, STEP_TIMEOUT)
+        self.wait_replies(dst, 10, first_i)
+        before = src.matches(REPLY)
+        if not before:
+            raise AssertionError('no ping reply on the source console')
+        t_last = before[-1][0]
+        gap_ms = (t_first - t_last) * 1000
+        lost = 0
+        for h in self.hosts:
+            b = [int(m.group(2)) for _, m in before if m.group(1) == h]
+            a = [int(m.group(2)) for _, m in dst.matches(REPLY) if m.group(1) == h]
+            if b and a:
+                lost += max(0, a[0] - b[-1] - 1)
+        L.log(f'pings resumed on the destination: traffic gap {gap_ms:.0f} ms, '
+              f'{lost} echo request(s) unanswered')
+        dst_stats = L.serve_stats(dst_srv)
+        self.check_counters('destination', dst_stats)
+        # The device's part, as the PMD logs it: source stop (GET_VRING_BASE ->
+        # every queue suspended) and destination start (DRIVER_OK -> queues RDY).
+        stop = src_srv.matches(r'stopped in ([\d.]+) ms')
+        start = dst_srv.matches(r'configured in ([\d.]+) ms')
+        dev_stop_ms = float(stop[-1][1].group(1)) if stop else None
+        dev_start_ms = float(start[0][1].group(1)) if start else None
+        L.log(f'device: source stopped in {dev_stop_ms} ms, destination configured in '
+              f'{dev_start_ms} ms')
+        if self.queues > 1:
+            for n in (1, self.queues):
+                self.channels(dst, n)
+            dst_stats = L.serve_stats(dst_srv)
+        self.result.update({
+            'qemu_downtime_ms': info.get('downtime'),
+            'qemu_total_time_ms': info.get('total-time'),
+            'qemu_setup_time_ms': info.get('setup-time'),
+            'ram_transferred_bytes': info.get('ram', {}).get('transferred'),
+            'traffic_gap_ms': round(gap_ms, 1),
+            'device_src_stop_ms': dev_stop_ms,
+            'device_dst_start_ms': dev_start_ms,
+            'query_migrate': info,
+            'unanswered_pings': lost,
+            'ping_interval_ms': PING_INTERVAL * 1000,
+            'src_device_counters': {f'{k[0]}{k[1]}': v['completed_descriptors']
+                                    for k, v in src_stats.items()},
+            'dst_device_counters': {f'{k[0]}{k[1]}': v['completed_descriptors']
+                                    for k, v in dst_stats.items()},
+        })
+
+        # Both QEMUs go; each serve sees its front end leave, then tears down cleanly.
+        for qmp, srv, q in ((src_qmp, src_srv, src), (dst_qmp, dst_srv, dst)):
+            qmp.cmd('quit')
+            q.stop(sig=None, timeout=STEP_TIMEOUT)
+            srv.expect(r'serve: front end gone', STEP_TIMEOUT)
+        for srv in (src_srv, dst_srv):
+            rc = srv.stop(timeout=STEP_TIMEOUT)
+            if rc != 0 or 'clean teardown' not in srv.text():
+                raise AssertionError(f'{srv.name} exit {rc}:\n{srv.tail()}')
+
+    def check_guest_device(self, ready):
+        """What the guest's virtio_net got is what the variant asked for."""
+        f = dict(re.findall(r'(\w+)=(\S+)', ready))
+        bits = f.get('features', '')
+        has = lambda b: len(bits) > b and bits[b] == '1'
+        want = {'max': str(self.queues),
+                'rx_ring': str(self.v.get('rx_queue_size', 256)), 'tx_ring': '256'}
+        got = {k: f.get(k) for k in want}
+        self.result['guest'] = dict(got, version_1=has(32), packed=has(34), mq=has(22),
+                                    features=bits)
+        if got != want or not has(32) or has(34) != bool(self.v.get('packed')) or \
+                has(22) != (self.queues > 1):
+            raise AssertionError(f'guest device {self.result["guest"]}, wanted {want}, '
+                                 f'packed={bool(self.v.get("packed"))}, '
+                                 f'mq={self.queues > 1}')
+
+    def check_counters(self, which, stats):
+        """The pings went through this device: its rx and tx queues completed descriptors."""
+        rx = sum(v['completed_descriptors'] for k, v in stats.items() if k[0] == 'rx')
+        tx = sum(v['completed_descriptors'] for k, v in stats.items() if k[0] == 'tx')
+        errs = sum(v[c] for v in stats.values() for c in v if c != 'received_descriptors'
+                   and c != 'completed_descriptors')
+        L.log(f'{which} device: rx {rx} tx {tx} completed descriptors, {errs} errors; ' +
+              ', '.join(f'{k[0]}{k[1]}={v["completed_descriptors"]}'
+                        for k, v in sorted(stats.items())))
+        if rx == 0 or tx == 0:
+            raise AssertionError(f'no traffic through the {which} device: {stats}')
+        if errs:
+            raise AssertionError(f'{which} device reports errors: {stats}')
+
+    def cleanup(self):
+        for q in self.qmps:
+            q.close()
+        for p in reversed(self.procs):
+            p.kill()
+        if self.bridge:
+            self.bridge.delete()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def dump(self):
+        for p in self.procs:
+            rc = p.p.poll()
+            state = 'running' if rc is None else f'exited {rc}'
+            print(f'---- {p.name} ({state}; last lines) ----\n{p.tail(60)}', flush=True)
+
+
+class Terminated(Exception):
+    pass
+
+
+def on_sigterm(signum, frame):
+    raise Terminated(f'signal {signum}')
+
+
+def main():
+    # meson's timeout sends SIGTERM: clean up (QEMUs, serves, bridge) on the way out.
+    signal.signal(signal.SIGTERM, on_sigterm)
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--variant', choices=sorted(VARIANTS), default='base')
+    ap.add_argument('--json', help='write the measurements here')
+    a = ap.parse_args()
+    r = Run(a.variant, VARIANTS[a.variant])
+    t0 = time.monotonic()
+    try:
+        r.run()
+    except L.Skip as e:
+        print(f'SKIP: {e}', flush=True)
+        r.cleanup()
+        return L.SKIP
+    except Exception:
+        traceback.print_exc()
+        r.dump()
+        r.cleanup()
+        print(f'FAIL: e2e {a.variant}', flush=True)
+        return 1
+    r.cleanup()
+    r.result['wall_s'] = round(time.monotonic() - t0, 1)
+    res = r.result
+    print(f'E2E RESULT variant={a.variant} qemu_downtime_ms={res["qemu_downtime_ms"]} '
+          f'traffic_gap_ms={res["traffic_gap_ms"]} unanswered_pings={res["unanswered_pings"]} '
+          f'device_src_stop_ms={res["device_src_stop_ms"]} '
+          f'device_dst_start_ms={res["device_dst_start_ms"]} '
+          f'migration_total_ms={res["qemu_total_time_ms"]} boot_s={res["boot_s"]} '
+          f'wall_s={res["wall_s"]}', flush=True)
+    if a.json:
+        with open(a.json, 'w') as f:
+            json.dump(res, f, indent=1)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

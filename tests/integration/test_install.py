@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""`meson install` into a DESTDIR, then use what was installed.
+
+The layout: the PMD in <libdir>, linked from the installed DPDK's pmds-<ABI>
+directory (where EAL auto-loads drivers), rte_pmd_mlx5_lm.h in <includedir>,
+libdpdk-vdpa-mlx5-lm.pc, dpdk-test-lm in <bindir>. Then:
+- the pkg-config file compiles and links a program against the header and library;
+- the stock dpdk-vdpa example loads the PMD from the DESTDIR's pmds directory
+  with EAL -d (the same directory scan as EAL's auto-load) and serves testpmd;
+- the installed dpdk-test-lm (with the installed library) serves testpmd.
+EAL refuses plugins under world-writable directories (/tmp): the DESTDIR is in
+the build directory, or in ~ when that has a world-writable parent.
+"""
+import glob
+import json
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+import unittest
+
+from lmtest import Proc, Testpmd, serve
+
+BUILD = os.environ.get('LM_BUILD_ROOT', 'build')
+EXAMPLE_SRC = '/usr/share/dpdk/examples/vdpa'
+PMD = 'librte_vdpa_mlx5_lm.so'
+
+
+def no_world_writable_parent(path):
+    path = os.path.abspath(path)
+    while True:
+        if os.stat(path).st_mode & stat.S_IWOTH:
+            return False
+        if path == '/':
+            return True
+        path = os.path.dirname(path)
+
+
+def meson_introspect(what):
+    r = subprocess.run(['meson', 'introspect', what, BUILD], check=True,
+                       stdout=subprocess.PIPE, timeout=120)
+    return json.loads(r.stdout)
+
+
+class Install(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        base = next((b for b in (os.path.join(BUILD, 'tests', 'integration'), BUILD,
+                                 os.path.expanduser('~'))
+                     if os.path.isdir(b) and no_world_writable_parent(b)), None)
+        if base is None:
+            raise unittest.SkipTest('no directory without world-writable parents for EAL -d')
+        cls.destdir = tempfile.mkdtemp(prefix='install-', dir=os.path.abspath(base))
+        os.chmod(cls.destdir, 0o755)
+        r = subprocess.run(['meson', 'install', '-C', BUILD, '--no-rebuild', '--quiet',
+                            '--destdir', cls.destdir], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, timeout=300)
+        if r.returncode != 0:
+            shutil.rmtree(cls.destdir, ignore_errors=True)
+            raise AssertionError('meson install failed:\n' + r.stdout.decode(errors='replace'))
+        opts = {o['name']: o['value'] for o in meson_introspect('--buildoptions')}
+        prefix = opts['prefix']
+
+        def inside(d):
+            # <DESTDIR>/<prefix>/<dir> (an absolute <dir> replaces the prefix).
+            return os.path.join(cls.destdir, os.path.join(prefix, d).lstrip('/'))
+        cls.libdir = inside(opts['libdir'])
+        cls.bindir = inside(opts['bindir'])
+        cls.includedir = inside(opts['includedir'])
+        pmds = [d for d in glob.glob(os.path.join(cls.destdir, '**', 'pmds-*'), recursive=True)
+                if os.path.isdir(d)]
+        cls.pmddir = pmds[0] if len(pmds) == 1 else None
+        cls.work = tempfile.mkdtemp(prefix='work-', dir=cls.destdir)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.destdir, ignore_errors=True)
+
+    def env(self):
+        e = dict(os.environ)
+        e['LD_LIBRARY_PATH'] = self.libdir
+        return e
+
+    def test_1_layout(self):
+        self.assertIsNotNone(self.pmddir, 'no single pmds-* directory in the DESTDIR')
+        link = os.path.join(self.pmddir, PMD)
+        self.assertTrue(os.path.islink(link), f'{link} is not a symlink')
+        # The link is relative: it resolves to the library inside the DESTDIR.
+        self.assertEqual(os.path.realpath(link), os.path.realpath(os.path.join(self.libdir, PMD)))
+        for f in (os.path.join(self.libdir, PMD),
+                  os.path.join(self.libdir, 'librte_vdpa_mlx5_lm.a'),
+                  os.path.join(self.includedir, 'rte_pmd_mlx5_lm.h'),
+                  os.path.join(self.libdir, 'pkgconfig', 'libdpdk-vdpa-mlx5-lm.pc')):
+            self.assertTrue(os.path.isfile(f), f'{f} not installed')
+        self.assertTrue(os.access(os.path.join(self.bindir, 'dpdk-test-lm'), os.X_OK))
+        # The installed binary does not look in the build tree.
+        r = subprocess.run(['readelf', '-d', os.path.join(self.bindir, 'dpdk-test-lm')],
+                           stdout=subprocess.PIPE, check=True)
+        self.assertNotIn(os.path.abspath(BUILD).encode(), r.stdout)
+
+    def test_2_pkg_config_builds_a_program(self):
+        if shutil.which('pkg-config') is None or shutil.which('cc') is None:
+            self.skipTest('pkg-config or cc missing')
+        # The .pc file names its final prefix: relocate a copy into the DESTDIR
+        # (a sysroot would relocate libdpdk's paths too).
+        pcdir = os.path.join(self.work, 'pkgconfig')
+        os.makedirs(pcdir, exist_ok=True)
+        with open(os.path.join(self.libdir, 'pkgconfig', 'libdpdk-vdpa-mlx5-lm.pc')) as f:
+            pc = f.read().splitlines()
+        prefix = next(l.split('=', 1)[1] for l in pc if l.startswith('prefix='))
+        pmddir = next(l.split('=', 1)[1] for l in pc if l.startswith('pmddir='))
+        self.assertEqual(os.path.join(self.destdir, pmddir.lstrip('/')), self.pmddir)
+        with open(os.path.join(pcdir, 'libdpdk-vdpa-mlx5-lm.pc'), 'w') as f:
+            f.write('\n'.join('prefix=' + os.path.join(self.destdir, prefix.lstrip('/'))
+                              if l.startswith('prefix=') else l for l in pc) + '\n')
+        e = dict(os.environ)
+        e['PKG_CONFIG_PATH'] = pcdir
+        flags = subprocess.run(['pkg-config', '--cflags', '--libs', 'libdpdk-vdpa-mlx5-lm'],
+                               env=e, stdout=subprocess.PIPE, check=True,
+                               timeout=60).stdout.decode().split()
+        self.assertIn(f'-I{self.includedir}', flags)
+        self.assertIn('-lrte_vdpa_mlx5_lm', flags)
+        src = os.path.join(self.work, 'caps.c')
+        with open(src, 'w') as f:
+            f.write('#include <stdio.h>\n#include <rte_pmd_mlx5_lm.h>\n'
+                    'int main(void) { struct rte_pmd_mlx5_lm_caps c;\n'
+                    '  return rte_pmd_mlx5_lm_get_caps("none", &c) == 0; }\n')
+        out = os.path.join(self.work, 'caps')
+        r = subprocess.run(['cc', '-o', out, src] + flags, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout.decode(errors='replace'))
+        # Resolves against the installed library only.
+        r = subprocess.run(['ldd', out], env=self.env(), stdout=subprocess.PIPE, check=True)
+        self.assertIn(os.path.join(self.libdir, PMD).encode(), r.stdout)
+
+    def test_3_eal_loads_pmds_dir_and_serves_testpmd(self):
+        """dpdk-vdpa, -d <DESTDIR pmds dir>: EAL scans it as it scans its auto-load dir."""
+        if not os.path.isdir(EXAMPLE_SRC):
+            self.skipTest(f'{EXAMPLE_SRC} missing (package dpdk-doc)')
+        src = os.path.join(self.work, 'vdpa')
+        shutil.copytree(EXAMPLE_SRC, src)
+        subprocess.run(['make', '-s', '-C', src], check=True, capture_output=True, timeout=300)
+        iface = os.path.join(tempfile.mkdtemp(prefix='lm-inst-'), 'vhost-')
+        ex = Proc([os.path.join(src, 'build', 'vdpa'), '--no-huge', '-m', '512', '--no-shconf',
+                   '--no-pci', f'--file-prefix=ix{os.getpid()}', '-l', '0', '-d', self.pmddir,
+                   '--vdev', 'vdpa_mlx5_lm0,emu=fast,queues=1',
+                   '--log-level=lib.eal:warning', '--', '--iface', iface],
+                  name='dpdk-vdpa', stdin=True)
+        try:
+            ex.expect(r"enter 'q' to quit", timeout=60)
+            pmd = Testpmd(iface + '0', f'tpi{os.getpid()}', queues=1, queue_size=256)
+            try:
+                pmd.cmd('start tx_first')
+                rx, _ = pmd.wait_rx(1000, timeout=60)
+                pmd.cmd('stop')
+            finally:
+                pmd.quit()
+            ex.send('q')
+            rc = ex.stop(sig=None, timeout=60)
+        finally:
+            ex.kill()
+            shutil.rmtree(os.path.dirname(iface), ignore_errors=True)
+        self.assertGreaterEqual(rx, 1000)
+        self.assertEqual(rc, 0, ex.text()[-2000:])
+        self.assertNotIn('left alive', ex.text())
+
+    def test_4_installed_test_lm_serves_testpmd(self):
+        tool = os.path.join(self.bindir, 'dpdk-test-lm')
+        with tempfile.TemporaryDirectory() as d:
+            sock = os.path.join(d, 'vhost.sock')
+            old = os.environ.get('LD_LIBRARY_PATH')
+            os.environ['LD_LIBRARY_PATH'] = self.libdir
+            try:
+                srv = serve(tool, [sock], 'emu=fast,queues=1')
+            finally:
+                if old is None:
+                    del os.environ['LD_LIBRARY_PATH']
+                else:
+                    os.environ['LD_LIBRARY_PATH'] = old
+            try:
+                with open(f'/proc/{srv.p.pid}/maps') as f:
+                    maps = f.read()
+                pmd = Testpmd(sock, f'tpj{os.getpid()}', queues=1, queue_size=256)
+                try:
+                    pmd.cmd('start tx_first')
+                    rx, _ = pmd.wait_rx(1000, timeout=60)
+                    pmd.cmd('stop')
+                finally:
+                    pmd.quit()
+            finally:
+                rc = srv.stop()
+        # The process ran the installed library, not the build tree's.
+        self.assertIn(os.path.realpath(os.path.join(self.libdir, PMD)), maps)
+        self.assertGreaterEqual(rx, 1000)
+        self.assertEqual(rc, 0, srv.text()[-2000:])
+
+
+if __name__ == '__main__':
+    unittest.main(verbosity=2)
