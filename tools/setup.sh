@@ -8,6 +8,7 @@ packages=(
 	libdpdk-dev dpdk-dev dpdk-doc make  # DPDK 22.11: headers, libraries, dpdk-testpmd, examples
 	libibverbs-dev ibverbs-providers  # rdma-core 44: mlx5dv DevX for real hardware
 	libnuma-dev libjansson-dev libcmocka-dev valgrind
+	clang libclang-rt-14-dev          # libFuzzer targets (tools/test.sh --fuzz)
 )
 
 missing=()

@@ -4,8 +4,18 @@
 #   tools/test.sh               the normal build (./build): every suite
 #   tools/test.sh --sanitize    an AddressSanitizer + UBSan build (./build-asan):
 #                               unit and integration suites
+#   tools/test.sh --fuzz        the libFuzzer targets (./build-fuzz, clang), ~20 s each
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = "--fuzz" ]; then
+	shift
+	bash tools/setup.sh
+	if [ ! -f build-fuzz/build.ninja ]; then
+		CC=clang meson setup build-fuzz -Dfuzz=true >/dev/null
+	fi
+	ninja -C build-fuzz >/dev/null
+	exec meson test -C build-fuzz --print-errorlogs --suite fuzz "$@"
+fi
 if [ "${1:-}" = "--sanitize" ]; then
 	shift
 	bash tools/setup.sh
