@@ -155,49 +155,54 @@ mlx5_lm_get_stats_names(struct rte_vdpa_device *vdpa, struct rte_vdpa_stat_name 
 	return i;
 }
 
+/*
+ * Read queue qid's counters; with reset, make the current values the new
+ * zero. Returns the device (vals filled) or NULL with *ret set.
+ */
+static struct mlx5_lm_dev *
+read_counters(struct rte_vdpa_device *vdpa, int qid, uint64_t vals[6], int reset, int *ret)
+{
+	struct mlx5_lm_dev *dev = mlx5_lm_dev_by_vdpa(vdpa);
+
+	if (dev == NULL || qid < 0 || qid >= dev->nr_vq) {
+		*ret = dev == NULL ? -ENODEV : -EINVAL;
+		return NULL;
+	}
+	pthread_mutex_lock(&dev->lock);
+	/* The background restore swaps queue objects without the lock. */
+	*ret = dev->restoring ? -EBUSY : mlx5_lm_virtq_counters(&dev->vq[qid], vals);
+	if (*ret == 0 && reset)
+		memcpy(dev->vq[qid].stats_base, vals, sizeof(dev->vq[qid].stats_base[0]) * 6);
+	pthread_mutex_unlock(&dev->lock);
+	return *ret == 0 ? dev : NULL;
+}
+
 static int
 mlx5_lm_get_stats(struct rte_vdpa_device *vdpa, int qid, struct rte_vdpa_stat *stats,
 		  unsigned int n)
 {
-	struct mlx5_lm_dev *dev = mlx5_lm_dev_by_vdpa(vdpa);
+	struct mlx5_lm_dev *dev;
 	uint64_t vals[6];
 	unsigned int i;
 	int ret;
 
+	dev = read_counters(vdpa, qid, vals, 0, &ret);
 	if (dev == NULL)
-		return -ENODEV;
-	if (qid < 0 || qid >= dev->nr_vq)
-		return -EINVAL;
-	pthread_mutex_lock(&dev->lock);
-	/* The background restore swaps queue objects without the lock. */
-	ret = dev->restoring ? -EBUSY : mlx5_lm_virtq_counters(&dev->vq[qid], vals);
-	if (ret == 0) {
-		for (i = 0; i < n && i < RTE_DIM(stat_names); i++) {
-			stats[i].id = i;
-			stats[i].value = vals[i] - dev->vq[qid].stats_base[i];
-		}
-		ret = i;
+		return ret;
+	for (i = 0; i < n && i < RTE_DIM(stat_names); i++) {
+		stats[i].id = i;
+		stats[i].value = vals[i] - dev->vq[qid].stats_base[i];
 	}
-	pthread_mutex_unlock(&dev->lock);
-	return ret;
+	return i;
 }
 
 static int
 mlx5_lm_reset_stats(struct rte_vdpa_device *vdpa, int qid)
 {
-	struct mlx5_lm_dev *dev = mlx5_lm_dev_by_vdpa(vdpa);
 	uint64_t vals[6];
 	int ret;
 
-	if (dev == NULL)
-		return -ENODEV;
-	if (qid < 0 || qid >= dev->nr_vq)
-		return -EINVAL;
-	pthread_mutex_lock(&dev->lock);
-	ret = dev->restoring ? -EBUSY : mlx5_lm_virtq_counters(&dev->vq[qid], vals);
-	if (ret == 0)
-		memcpy(dev->vq[qid].stats_base, vals, sizeof(vals));
-	pthread_mutex_unlock(&dev->lock);
+	read_counters(vdpa, qid, vals, 1, &ret);
 	return ret;
 }
 

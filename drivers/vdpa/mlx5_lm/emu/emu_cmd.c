@@ -192,20 +192,6 @@ charged_us(const struct emu_ctx *c, int status)
 	return us;
 }
 
-/* Hold a command slot for us microseconds (a rejected envelope). */
-static void
-charge_only(struct emu_dev *dev, double us)
-{
-	uint64_t t0;
-
-	if (us <= 0)
-		return;
-	emu_slot_get(dev);
-	t0 = emu_now_ns();
-	emu_sleep_until_ns(t0 + (uint64_t)(us * 1000.0));
-	emu_slot_put(dev);
-}
-
 int
 emu_cmd(struct emu_dev *dev, const void *in, size_t inlen, void *out, size_t outlen)
 {
@@ -258,12 +244,12 @@ emu_cmd(struct emu_dev *dev, const void *in, size_t inlen, void *out, size_t out
 		min_out = gen_table[i].min_out;
 	}
 	if (inlen < min_in) {
-		charge_only(dev, emu_cost_base_us(dev->prof, c.cost[0]));
+		emu_slot_hold(dev, emu_cost_base_us(dev->prof, c.cost[0]));
 		write_header(out, PRM_STATUS_BAD_INPUT_LEN, EMU_SYND_BAD_INPUT_LEN);
 		return 0;
 	}
 	if (outlen < min_out) {
-		charge_only(dev, emu_cost_base_us(dev->prof, c.cost[0]));
+		emu_slot_hold(dev, emu_cost_base_us(dev->prof, c.cost[0]));
 		write_header(out, PRM_STATUS_BAD_OUTPUT_LEN, EMU_SYND_BAD_OUTPUT_LEN);
 		return 0;
 	}

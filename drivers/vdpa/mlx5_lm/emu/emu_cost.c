@@ -308,3 +308,13 @@ emu_pin_put(void)
 	pthread_cond_broadcast(&pin_cond);
 	pthread_mutex_unlock(&pin_lock);
 }
+
+void
+emu_slot_hold(struct emu_dev *dev, double us)
+{
+	if (us <= 0)
+		return;
+	emu_slot_get(dev);
+	emu_sleep_until_ns(emu_now_ns() + (uint64_t)(us * 1000.0));
+	emu_slot_put(dev);
+}

@@ -22,20 +22,6 @@
 #define EMU_MKEY_MAX_DEPTH 4
 
 /* ---- umem ------------------------------------------------------------------ */
-/* Hold a command slot for the modelled time of a non-mailbox operation. */
-static void
-slot_sleep(struct emu_dev *dev, double us)
-{
-	uint64_t t0;
-
-	if (us <= 0)
-		return;
-	emu_slot_get(dev);
-	t0 = emu_now_ns();
-	emu_sleep_until_ns(t0 + (uint64_t)(us * 1000.0));
-	emu_slot_put(dev);
-}
-
 /*
  * Pin: a second mapping of the same pages for the device (mremap with
  * old size 0 duplicates a shared mapping). vhost unmaps and remaps areas
@@ -89,7 +75,7 @@ emu_umem_reg(struct emu_dev *dev, void *addr, size_t size, uint32_t access, uint
 		return PRM_STATUS_BAD_PARAM;
 	}
 	if (size < EMU_UMEM_SMALL) {
-		slot_sleep(dev, emu_cost_us(p, EMU_COST_UMEM_REG_SMALL, gib, 0));
+		emu_slot_hold(dev, emu_cost_us(p, EMU_COST_UMEM_REG_SMALL, gib, 0));
 	} else {
 		/* Pinning is host work: a host token, not a firmware slot. */
 		double pin_us = emu_cost_us(p, EMU_COST_GUEST_UMEM_PIN, gib, 0);
@@ -99,7 +85,7 @@ emu_umem_reg(struct emu_dev *dev, void *addr, size_t size, uint32_t access, uint
 			emu_sleep_until_ns(emu_now_ns() + (uint64_t)(pin_us * 1000.0));
 			emu_pin_put();
 		}
-		slot_sleep(dev, emu_cost_us(p, EMU_COST_GUEST_UMEM_REG, gib, 0));
+		emu_slot_hold(dev, emu_cost_us(p, EMU_COST_GUEST_UMEM_REG, gib, 0));
 	}
 	pthread_mutex_lock(&dev->lock);
 	u = (struct emu_umem *)emu_obj_new(dev, EMU_KIND_UMEM, sizeof(*u));
@@ -150,7 +136,7 @@ emu_umem_dereg(struct emu_dev *dev, uint32_t id, uint32_t *syndrome)
 		status = emu_obj_destroy(dev, o, syndrome);
 	}
 	pthread_mutex_unlock(&dev->lock);
-	slot_sleep(dev, status == 0 ? emu_cost_us(dev->prof, cost, gib, 0) :
+	emu_slot_hold(dev, status == 0 ? emu_cost_us(dev->prof, cost, gib, 0) :
 				      emu_cost_base_us(dev->prof, cost));
 	return status;
 }

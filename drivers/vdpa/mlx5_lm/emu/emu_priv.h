@@ -73,6 +73,11 @@ void emu_sleep_until_ns(uint64_t deadline_ns);
 /* One of the device's cmd_slots firmware command slots. */
 void emu_slot_get(struct emu_dev *dev);
 void emu_slot_put(struct emu_dev *dev);
+/*
+ * Hold a command slot for us microseconds: the modelled time of a command
+ * that needs no mailbox work (umem registration, a rejected envelope).
+ */
+void emu_slot_hold(struct emu_dev *dev, double us);
 /* One of host_pin_parallel host CPU tokens shared by the whole process. */
 void emu_pin_get(const struct emu_profile *p);
 void emu_pin_put(void);
