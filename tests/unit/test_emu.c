@@ -468,6 +468,16 @@ test_virtq_full_state_machine(void **state)
 	assert_int_equal(PRM_GET(virtio_net_q, obj, state), PRM_VIRTQ_STATE_SUSPEND);
 	assert_int_equal(PRM_GET(virtio_net_q, obj, hw_available_index), 17);
 	assert_int_equal(PRM_GET(virtio_net_q, obj, hw_used_index), 15);
+	/*
+	 * The data path reads the ring as soon as the queue is RDY: make the
+	 * guest's avail index agree with the device's (17), so that there is
+	 * nothing to process and the queue stays RDY for the forced error.
+	 */
+	{
+		uint16_t idx = 17;
+
+		memcpy((uint8_t *)e.guest + 0x1000 + 2, &idx, sizeof(idx));
+	}
 	/* Separate MODIFY for the state, fields already in place. */
 	assert_int_equal(vq_modify(NULL, vq, PRM_VIRTQ_MODIFY_STATE, PRM_VIRTQ_STATE_RDY), 0);
 	assert_int_equal(emu_virtq_force_error(dev, vq, 3), 0);
