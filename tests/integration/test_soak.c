@@ -119,7 +119,15 @@ test_thousand_sessions_grow_neither_objects_nor_fds_nor_memory(void **state)
 	assert_int_equal(samples[0].live, d.live0);
 	/* Not one more (the first sample may still hold a warm-up fd vhost closes late). */
 	assert_true(samples[ns - 1].fds <= samples[0].fds);
+#if defined(__SANITIZE_ADDRESS__)
+	/*
+	 * AddressSanitizer holds freed memory in its quarantine (256 MiB by
+	 * default), so RSS grows here by design; LeakSanitizer checks leaks.
+	 */
+	printf("  (RSS bound not checked under AddressSanitizer)\n");
+#else
 	assert_true(samples[ns - 1].rss < samples[0].rss + RSS_BOUND);
+#endif
 	leaks = lmh_remove(&d);
 	printf("  at removal: %ld objects alive\n", leaks);
 	assert_int_equal(leaks, 0);

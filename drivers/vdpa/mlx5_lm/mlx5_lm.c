@@ -273,10 +273,21 @@ mlx5_lm_remove(struct rte_vdev_device *vdev)
 		return -ENODEV;
 	mlx5_lm_vdpa_unregister(dev);
 	queues_teardown(dev);
+	for (uint16_t i = 0; i < dev->nr_vq; i++)
+		mlx5_lm_virtq_orphans_release(&dev->vq[i], 0);
 	mlx5_lm_res_destroy(dev);
 	alive = devx_close(dev->devx);
 	if (alive > 0)
 		DRV_LOG(ERR, dev, "%d device objects were still alive at removal", alive);
+	/*
+	 * Queue memory whose umem the device refused to release was kept while
+	 * the device could still reach it; with the device closed it can go.
+	 */
+	for (uint16_t i = 0; i < dev->nr_vq; i++) {
+		mlx5_lm_virtq_orphans_release(&dev->vq[i], 1);
+		for (int k = 0; k < 3; k++)
+			free(dev->vq[i].umem_buf[k]);
+	}
 	free(dev);
 	return 0;
 }

@@ -75,6 +75,16 @@ struct mlx5_lm_virtq {
 	void *umem_buf[3];
 	uint32_t umem_size[3];
 	struct mlx5_lm_eventq eq;
+	/*
+	 * Umems the device refused to release (a failed UMEM_DEREG), with
+	 * their memory: retried at the next re-creation and at removal, the
+	 * memory freed only once the device lets go of it.
+	 */
+	struct {
+		struct devx_umem *umem;
+		void *buf;
+	} orphans[4];
+	uint8_t n_orphans;
 	uint16_t size;               /* queue_size the object was created with */
 	uint8_t hw_state;            /* PRM_VIRTQ_STATE_* as last set or queried */
 	uint8_t used;                /* left INIT since creation: needs a reset */
@@ -163,6 +173,8 @@ void mlx5_lm_res_destroy(struct mlx5_lm_dev *dev);
 int mlx5_lm_virtq_create(struct mlx5_lm_virtq *vq, uint16_t size,
 			 const struct mlx5_lm_vq_cfg *cfg, int ready);
 void mlx5_lm_virtq_destroy(struct mlx5_lm_virtq *vq);
+/* Retry releasing orphaned umems; with closed set (device closed) just free their memory. */
+void mlx5_lm_virtq_orphans_release(struct mlx5_lm_virtq *vq, int closed);
 /* One MODIFY carrying the fields of cfg that differ, plus STATE=RDY when ready. */
 int mlx5_lm_virtq_modify(struct mlx5_lm_virtq *vq, const struct mlx5_lm_vq_cfg *cfg, int ready);
 int mlx5_lm_virtq_set_state(struct mlx5_lm_virtq *vq, uint8_t state);

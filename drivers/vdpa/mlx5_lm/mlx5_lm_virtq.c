@@ -230,17 +230,42 @@ err:
 	return ret < 0 ? ret : -EIO;
 }
 
+void
+mlx5_lm_virtq_orphans_release(struct mlx5_lm_virtq *vq, int closed)
+{
+	uint8_t i, kept = 0;
+
+	for (i = 0; i < vq->n_orphans; i++) {
+		if (closed || devx_umem_dereg(vq->orphans[i].umem) == 0) {
+			free(vq->orphans[i].buf);
+			continue;
+		}
+		vq->orphans[kept++] = vq->orphans[i];
+	}
+	vq->n_orphans = kept;
+}
+
 static void
 umems_destroy(struct mlx5_lm_virtq *vq)
 {
 	int i;
 
+	mlx5_lm_virtq_orphans_release(vq, 0);
 	for (i = 0; i < 3; i++) {
-		if (vq->umem[i] != NULL) {
-			if (devx_umem_dereg(vq->umem[i]) < 0)
-				continue; /* still referenced: the leak report will say */
+		if (vq->umem[i] != NULL && devx_umem_dereg(vq->umem[i]) < 0) {
+			/* The device still holds it: keep it and its memory aside. */
+			if (vq->n_orphans == RTE_DIM(vq->orphans)) {
+				VQ_LOG(ERR, vq, "umem %d kept by the device, no room to track it", i + 1);
+				continue;
+			}
+			vq->orphans[vq->n_orphans].umem = vq->umem[i];
+			vq->orphans[vq->n_orphans].buf = vq->umem_buf[i];
+			vq->n_orphans++;
 			vq->umem[i] = NULL;
+			vq->umem_buf[i] = NULL;
+			continue;
 		}
+		vq->umem[i] = NULL;
 		free(vq->umem_buf[i]);
 		vq->umem_buf[i] = NULL;
 	}

@@ -53,6 +53,7 @@ devx_open(const struct devx_open_params *p, struct devx_ctx **out, char *err, si
 	snprintf(ctx->name, sizeof(ctx->name), "%s", p->name ? p->name : "devx");
 	pthread_mutex_init(&ctx->lock, NULL);
 	TAILQ_INIT(&ctx->objs);
+	TAILQ_INIT(&ctx->umems);
 	ctx->be = p->emu_profile != NULL ? &devx_backend_emu : &devx_backend_rdma;
 	if (p->trace_path != NULL) {
 		ret = devx_trace_open(ctx, p->trace_path, err, errlen);
@@ -77,6 +78,7 @@ devx_close(struct devx_ctx *ctx)
 {
 	int alive;
 
+	struct devx_umem *umem;
 	struct devx_obj *obj;
 
 	if (ctx == NULL)
@@ -86,6 +88,10 @@ devx_close(struct devx_ctx *ctx)
 	while ((obj = TAILQ_FIRST(&ctx->objs)) != NULL) {
 		TAILQ_REMOVE(&ctx->objs, obj, next);
 		free(obj);
+	}
+	while ((umem = TAILQ_FIRST(&ctx->umems)) != NULL) {
+		TAILQ_REMOVE(&ctx->umems, umem, next);
+		free(umem);
 	}
 	devx_trace_close(ctx);
 	pthread_mutex_destroy(&ctx->lock);
@@ -373,6 +379,9 @@ devx_umem_reg(struct devx_ctx *ctx, void *addr, size_t size, uint32_t access)
 		errno = -rc;
 		return NULL;
 	}
+	pthread_mutex_lock(&ctx->lock);
+	TAILQ_INSERT_TAIL(&ctx->umems, umem, next);
+	pthread_mutex_unlock(&ctx->lock);
 	return umem;
 }
 
@@ -397,6 +406,9 @@ devx_umem_dereg(struct devx_umem *umem)
 			 ctx->name, umem->id, status, prm_status_name(status), syndrome);
 		return rc;
 	}
+	pthread_mutex_lock(&ctx->lock);
+	TAILQ_REMOVE(&ctx->umems, umem, next);
+	pthread_mutex_unlock(&ctx->lock);
 	free(umem);
 	return 0;
 }

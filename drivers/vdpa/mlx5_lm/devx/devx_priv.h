@@ -59,8 +59,9 @@ struct devx_ctx {
 	 * Handles still open, so that closing the context frees those whose
 	 * destroy failed (the device reports the objects themselves).
 	 */
-	pthread_mutex_t lock;      /* guards objs */
+	pthread_mutex_t lock;      /* guards objs and umems */
 	TAILQ_HEAD(, devx_obj) objs;
+	TAILQ_HEAD(, devx_umem) umems;
 };
 
 struct devx_obj {
@@ -76,6 +77,7 @@ struct devx_obj {
 };
 
 struct devx_umem {
+	TAILQ_ENTRY(devx_umem) next;
 	struct devx_ctx *ctx;
 	void *be_handle;
 	void *addr;
