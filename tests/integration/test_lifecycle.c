@@ -618,11 +618,20 @@ tc_connect(struct tc *t)
 static void
 tc_disconnect(struct tc *t)
 {
+	size_t mark;
+
 	if (t->c == NULL)
 		return;
+	mark = log_mark();
 	vu_disconnect(t->c);
 	t->c = NULL;
 	assert_true(wait_connections_closed());
+	/*
+	 * DPDK 22.11 calls destroy_connection before vhost_destroy_device, which
+	 * still uses the vDPA device (and calls the driver's dev_cleanup):
+	 * removing the device before that line would race vhost.
+	 */
+	assert_true(wait_log(mark, "front end disconnected"));
 }
 
 static bool
