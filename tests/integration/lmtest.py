@@ -141,3 +141,40 @@ def serve(tool, sockets, devargs, extra=()):
     p = Proc(args + list(extra), name='serve')
     p.expect(r'serve: ready', timeout=60)
     return p
+
+
+EXAMPLE_SRC = '/usr/share/dpdk/examples/vdpa'
+
+
+def build_vdpa_example(workdir):
+    """Build DPDK's stock dpdk-vdpa example (package dpdk-doc) in workdir; its path."""
+    import shutil
+    src = os.path.join(workdir, 'vdpa')
+    shutil.copytree(EXAMPLE_SRC, src)
+    subprocess.run(['make', '-s', '-C', src], check=True, capture_output=True, timeout=300)
+    return os.path.join(src, 'build', 'vdpa')
+
+
+def vdpa_example_serves_testpmd(example, plugin, iface, prefix, frames=1000):
+    """dpdk-vdpa loads the PMD with EAL -d <plugin> (a file or a directory) and
+    serves testpmd on <iface>0; returns (frames testpmd received, exit status,
+    dpdk-vdpa's output)."""
+    ex = Proc([example, '--no-huge', '-m', '512', '--no-shconf', '--no-pci',
+               f'--file-prefix={prefix}', '-l', '0', '-d', plugin,
+               '--vdev', 'vdpa_mlx5_lm0,emu=fast,queues=1',
+               '--log-level=lib.eal:warning', '--', '--iface', iface],
+              name='dpdk-vdpa', stdin=True)
+    try:
+        ex.expect(r"enter 'q' to quit", timeout=60)
+        pmd = Testpmd(iface + '0', f'tp{prefix}', queues=1, queue_size=256)
+        try:
+            pmd.cmd('start tx_first')
+            rx, _ = pmd.wait_rx(frames, timeout=60)
+            pmd.cmd('stop')
+        finally:
+            pmd.quit()
+        ex.send('q')
+        rc = ex.stop(sig=None, timeout=60)
+    finally:
+        ex.kill()
+    return rx, rc, ex.text()

@@ -20,10 +20,10 @@ import subprocess
 import tempfile
 import unittest
 
-from lmtest import Proc, Testpmd, serve
+from lmtest import (EXAMPLE_SRC, Proc, Testpmd, build_vdpa_example, serve,
+                    vdpa_example_serves_testpmd)
 
 BUILD = os.environ.get('LM_BUILD_ROOT', 'build')
-EXAMPLE_SRC = '/usr/share/dpdk/examples/vdpa'
 PMD = 'librte_vdpa_mlx5_lm.so'
 
 
@@ -138,32 +138,17 @@ class Install(unittest.TestCase):
         """dpdk-vdpa, -d <DESTDIR pmds dir>: EAL scans it as it scans its auto-load dir."""
         if not os.path.isdir(EXAMPLE_SRC):
             self.skipTest(f'{EXAMPLE_SRC} missing (package dpdk-doc)')
-        src = os.path.join(self.work, 'vdpa')
-        shutil.copytree(EXAMPLE_SRC, src)
-        subprocess.run(['make', '-s', '-C', src], check=True, capture_output=True, timeout=300)
-        iface = os.path.join(tempfile.mkdtemp(prefix='lm-inst-'), 'vhost-')
-        ex = Proc([os.path.join(src, 'build', 'vdpa'), '--no-huge', '-m', '512', '--no-shconf',
-                   '--no-pci', f'--file-prefix=ix{os.getpid()}', '-l', '0', '-d', self.pmddir,
-                   '--vdev', 'vdpa_mlx5_lm0,emu=fast,queues=1',
-                   '--log-level=lib.eal:warning', '--', '--iface', iface],
-                  name='dpdk-vdpa', stdin=True)
+        example = build_vdpa_example(self.work)
+        ifdir = tempfile.mkdtemp(prefix='lm-inst-')
         try:
-            ex.expect(r"enter 'q' to quit", timeout=60)
-            pmd = Testpmd(iface + '0', f'tpi{os.getpid()}', queues=1, queue_size=256)
-            try:
-                pmd.cmd('start tx_first')
-                rx, _ = pmd.wait_rx(1000, timeout=60)
-                pmd.cmd('stop')
-            finally:
-                pmd.quit()
-            ex.send('q')
-            rc = ex.stop(sig=None, timeout=60)
+            rx, rc, out = vdpa_example_serves_testpmd(example, self.pmddir,
+                                                      os.path.join(ifdir, 'vhost-'),
+                                                      f'ix{os.getpid()}')
         finally:
-            ex.kill()
-            shutil.rmtree(os.path.dirname(iface), ignore_errors=True)
+            shutil.rmtree(ifdir, ignore_errors=True)
         self.assertGreaterEqual(rx, 1000)
-        self.assertEqual(rc, 0, ex.text()[-2000:])
-        self.assertNotIn('left alive', ex.text())
+        self.assertEqual(rc, 0, out[-2000:])
+        self.assertNotIn('left alive', out)
 
     def test_4_installed_test_lm_serves_testpmd(self):
         tool = os.path.join(self.bindir, 'dpdk-test-lm')

@@ -8,10 +8,9 @@ import subprocess
 import tempfile
 import unittest
 
-from lmtest import Proc, Testpmd
+from lmtest import EXAMPLE_SRC, build_vdpa_example, vdpa_example_serves_testpmd
 
 PMD = os.environ.get('LM_PMD', 'build/drivers/vdpa/mlx5_lm/librte_vdpa_mlx5_lm.so')
-EXAMPLE_SRC = '/usr/share/dpdk/examples/vdpa'
 
 
 def secure_dir_for_plugins():
@@ -36,10 +35,7 @@ class VdpaExample(unittest.TestCase):
         if not os.path.isdir(EXAMPLE_SRC):
             raise unittest.SkipTest(f'{EXAMPLE_SRC} missing (package dpdk-doc)')
         cls.work = tempfile.mkdtemp(prefix='lm-vdpa-ex-')
-        src = os.path.join(cls.work, 'vdpa')
-        shutil.copytree(EXAMPLE_SRC, src)
-        subprocess.run(['make', '-s', '-C', src], check=True, capture_output=True, timeout=300)
-        cls.example = os.path.join(src, 'build', 'vdpa')
+        cls.example = build_vdpa_example(cls.work)
         cls.plugins = secure_dir_for_plugins()
         cls.pmd = os.path.join(cls.plugins, os.path.basename(PMD))
         shutil.copy(PMD, cls.pmd)
@@ -50,29 +46,12 @@ class VdpaExample(unittest.TestCase):
         shutil.rmtree(cls.plugins, ignore_errors=True)
 
     def test_example_serves_testpmd(self):
-        iface = os.path.join(self.work, 'vhost-')
-        ex = Proc([self.example, '--no-huge', '-m', '512', '--no-shconf', '--no-pci',
-                   f'--file-prefix=vx{os.getpid()}', '-l', '0', '-d', self.pmd,
-                   '--vdev', 'vdpa_mlx5_lm0,emu=fast,queues=1',
-                   '--log-level=lib.eal:warning', '--', '--iface', iface],
-                  name='dpdk-vdpa', stdin=True)
-        try:
-            ex.expect(r"enter 'q' to quit", timeout=60)
-            pmd = Testpmd(iface + '0', f'tpx{os.getpid()}', queues=1, queue_size=256)
-            try:
-                pmd.cmd('start tx_first')
-                rx, tx = pmd.wait_rx(1000, timeout=60)
-                pmd.cmd('stop')
-            finally:
-                pmd.quit()
-            ex.send('q')
-            rc = ex.stop(sig=None, timeout=60)
-        finally:
-            ex.kill()
+        rx, rc, out = vdpa_example_serves_testpmd(self.example, self.pmd,
+                                                  os.path.join(self.work, 'vhost-'),
+                                                  f'vx{os.getpid()}')
         self.assertGreaterEqual(rx, 1000)
-        self.assertEqual(rc, 0, ex.text()[-2000:])
-        self.assertNotIn('left alive', ex.text())
-
+        self.assertEqual(rc, 0, out[-2000:])
+        self.assertNotIn('left alive', out)
 
 if __name__ == '__main__':
     unittest.main(verbosity=2)
