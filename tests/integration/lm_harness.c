@@ -27,7 +27,6 @@
 #include "lm_harness.h"
 #include "mlx5_lm_mr.h"
 
-struct mlx5_lm_dev *mlx5_lm_dev_by_name(const char *name);
 
 #define MAX_QP 4
 /* Frames in flight per guest: the device drops past a small RX backlog. */

@@ -57,7 +57,6 @@
 #include "vu_client.h"
 #include "vu_guest.h"
 
-struct mlx5_lm_dev *mlx5_lm_dev_by_name(const char *name);
 
 #define DEADLINE_MS 10000
 #define MAX_QP 4

@@ -28,7 +28,6 @@
 #define MIB (1ull << 20)
 #define GIB (1ull << 30)
 
-struct mlx5_lm_dev *mlx5_lm_dev_by_name(const char *name);
 
 static uint8_t *guest;         /* sparse mapping backing every test's regions */
 static const uint64_t guest_size = 64 * GIB;

@@ -192,6 +192,8 @@ int mlx5_lm_steer_create(struct mlx5_lm_dev *dev);
 void mlx5_lm_steer_destroy(struct mlx5_lm_dev *dev);
 /* Point the RQT at the RX virtqs that are ready (enabled and RDY). */
 int mlx5_lm_steer_update(struct mlx5_lm_dev *dev);
+/* Stop the RQT naming virtq id (about to be destroyed); -EBUSY if it is the only one. */
+int mlx5_lm_steer_forget(struct mlx5_lm_dev *dev, uint32_t id);
 
 /* Feature bits the driver offers (virtio 1.1 and the vhost-user protocol). */
 #define F_MRG_RXBUF 15
@@ -215,6 +217,8 @@ int mlx5_lm_steer_update(struct mlx5_lm_dev *dev);
 
 struct rte_vdpa_device;
 struct mlx5_lm_dev *mlx5_lm_dev_by_vdpa(struct rte_vdpa_device *vdpa);
+/* The probed device of that vdev name, NULL when none. */
+struct mlx5_lm_dev *mlx5_lm_dev_by_name(const char *name);
 /* The device behind a vhost device id, NULL when none. */
 struct mlx5_lm_dev *mlx5_lm_dev_by_vid(int vid);
 

@@ -6,7 +6,6 @@
 #include "mlx5_lm.h"
 #include "mlx5_lm_mr.h"
 
-struct mlx5_lm_dev *mlx5_lm_dev_by_name(const char *name);
 
 /* Host address the registration must give for guest page gpa; 0 if outside. */
 static uint64_t

@@ -30,7 +30,6 @@
 /* Queue ERR recoveries allowed per DRIVER_OK before the queue is left in ERR. */
 #define MAX_RECOVERIES 3
 
-int mlx5_lm_steer_forget(struct mlx5_lm_dev *dev, uint32_t id);
 
 #define dev_by_vid mlx5_lm_dev_by_vid
 

@@ -58,13 +58,6 @@ struct rte_vdev_driver {
 
 __rte_internal void rte_vdev_register(struct rte_vdev_driver *driver);
 __rte_internal void rte_vdev_unregister(struct rte_vdev_driver *driver);
-
-#define MLX5_LM_VDEV_REGISTER(nm, drv) \
-	RTE_INIT(vdrvinitfn_ ##drv) \
-	{ \
-		(drv).driver.name = RTE_STR(nm); \
-		rte_vdev_register(&(drv)); \
-	}
 #endif
 
 #if __has_include(<vdpa_driver.h>)
@@ -114,10 +107,6 @@ rte_vdpa_register_device(struct rte_device *rte_dev, struct rte_vdpa_dev_ops *op
 __rte_internal int rte_vdpa_unregister_device(struct rte_vdpa_device *dev);
 __rte_internal int rte_vhost_host_notifier_ctrl(int vid, uint16_t qid, bool enable);
 __rte_internal int rte_vdpa_relay_vring_used(int vid, uint16_t qid, void *vring_m);
-#endif
-
-#ifndef MLX5_LM_VDEV_REGISTER
-#define MLX5_LM_VDEV_REGISTER(nm, drv) RTE_PMD_REGISTER_VDEV(nm, drv)
 #endif
 
 #endif /* MLX5_LM_DPDK_COMPAT_H */
