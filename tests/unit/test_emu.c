@@ -1094,6 +1094,40 @@ test_command_holds_a_slot_for_its_modelled_time(void **state)
 	dev = saved;
 }
 
+
+/* ---- UAR pages and completion EQs (emu_uar.c) ------------------------------------ */
+/*
+ * mlx5dv_devx_alloc_uar: the kernel's ALLOC_UAR makes a device object that
+ * lives until freed; mlx5dv_devx_query_eqn: EINVAL past the function's
+ * completion vectors, and no completion EQ is number 0.
+ */
+static void
+test_uar_pages_are_counted_objects_and_eqns_are_completion_eqs(void **state)
+{
+	unsigned int live = emu_dev_live_objects(dev);
+	uint32_t a, b, eqn;
+
+	(void)state;
+	assert_int_equal(emu_uar_alloc(dev, &a), 0);
+	assert_int_equal(emu_uar_alloc(dev, &b), 0);
+	assert_int_not_equal(a, b);
+	assert_int_equal(emu_dev_live_objects(dev), live + 2);
+	assert_int_equal(emu_uar_free(dev, a), 0);
+	assert_int_equal(emu_uar_free(dev, a), -ENOENT);
+	assert_int_equal(emu_uar_free(dev, b), 0);
+	assert_int_equal(emu_dev_live_objects(dev), live);
+
+	assert_int_equal(emu_eqn_query(dev, 0, &eqn), 0);
+	assert_int_not_equal(eqn, 0);
+	assert_int_equal(emu_eqn_query(dev, EMU_NUM_COMP_EQS - 1, &eqn), 0);
+	assert_int_equal(emu_eqn_query(dev, EMU_NUM_COMP_EQS, &eqn), -EINVAL);
+
+	assert_int_equal(emu_fault_inject(dev, PRM_CMD_ALLOC_UAR, 0xffff, 1,
+					  PRM_STATUS_NO_RESOURCES, 0), 0);
+	assert_int_equal(emu_uar_alloc(dev, &a), -EIO);
+	assert_int_equal(emu_dev_live_objects(dev), live);
+}
+
 int
 main(void)
 {
@@ -1128,6 +1162,7 @@ main(void)
 		T(test_general_caps_advertise_virtio_objects),
 		T(test_profile_loading_reports_clear_errors),
 		T(test_command_holds_a_slot_for_its_modelled_time),
+		T(test_uar_pages_are_counted_objects_and_eqns_are_completion_eqs),
 #undef T
 	};
 

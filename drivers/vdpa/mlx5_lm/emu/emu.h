@@ -101,6 +101,26 @@ int emu_umem_dereg(struct emu_dev *dev, uint32_t id, uint32_t *syndrome);
 /* Doorbell write (a kick): the value is the virtq's queue index. */
 void emu_doorbell(struct emu_dev *dev, uint32_t offset, uint32_t value);
 
+/*
+ * UAR pages and completion EQs: what the kernel hands a DevX context
+ * (mlx5dv_devx_alloc_uar, mlx5dv_devx_query_eqn). A CQ names both at
+ * creation (cqc.uar_page, cqc.c_eqn); the driver arms a CQ by a 64-bit
+ * write at offset EMU_UAR_CQ_DOORBELL of its UAR page:
+ *   value = (sn << 28 | cmd << 24 | ci) << 32 | cqn
+ * (sn: 2-bit arm sequence number, cmd 0 = next completion, 1 = solicited).
+ * UAR pages are device objects (kind UAR), counted and leak-reported.
+ */
+#define EMU_UAR_CQ_DOORBELL 0x20u
+#define EMU_NUM_COMP_EQS 8u         /* completion vectors of the emulated function */
+/* Returns 0 and the page index, -ENOMEM, or a fault-injected -EIO. */
+int emu_uar_alloc(struct emu_dev *dev, uint32_t *page_id);
+/* Returns 0, -ENOENT for an unknown page, -EBUSY while an object holds it. */
+int emu_uar_free(struct emu_dev *dev, uint32_t page_id);
+/* A write of the driver at offset of UAR page page_id (see above). */
+void emu_uar_write(struct emu_dev *dev, uint32_t page_id, uint32_t offset, uint64_t value);
+/* Completion EQ number of completion vector `vector`: 0, or -EINVAL out of range. */
+int emu_eqn_query(struct emu_dev *dev, uint32_t vector, uint32_t *eqn);
+
 /* ---- Data path and wire ---------------------------------------------------- */
 /*
  * The data path processes the rings of every RDY virtq in a per-device

@@ -454,6 +454,8 @@ emu_net_create_cq(struct emu_ctx *c)
 	if (o == NULL)
 		return emu_fail(c, PRM_STATUS_NO_RESOURCES, EMU_SYND_BAD_PARAM);
 	o->size = log_size;
+	o->uar_page = (uint32_t)PRM_GET(cqc, cqc, uar_page);
+	o->eqn = (uint32_t)PRM_GET(cqc, cqc, c_eqn);
 	/* DevX CQs live in umems: the CQE ring and the doorbell record. */
 	if (PRM_GET(create_cq_in, c->in, cq_umem_valid))
 		status = hold_umem(c, o, (uint32_t)PRM_GET(create_cq_in, c->in, cq_umem_id),
@@ -465,6 +467,24 @@ emu_net_create_cq(struct emu_ctx *c)
 	if (status != 0)
 		return net_create_failed(c, o, status);
 	return net_created(c, o);
+}
+
+void
+emu_net_cq_doorbell(struct emu_dev *dev, uint32_t uar, uint32_t cqn, uint8_t sn, uint8_t cmd,
+		    uint32_t ci)
+{
+	struct emu_net_obj *cq = (struct emu_net_obj *)emu_obj_find(dev, EMU_KIND_CQ, cqn);
+
+	if (cq == NULL || cq->uar_page != uar) {
+		/* The CQ doorbell of another page does not reach this CQ. */
+		emu_log(dev, 4, "CQ doorbell for CQ 0x%x on UAR page %u: %s", cqn, uar,
+			cq == NULL ? "no such CQ" : "not the CQ's UAR page");
+		return;
+	}
+	cq->arm_valid = true;
+	cq->arm_cmd = cmd;
+	cq->arm_sn = sn;
+	cq->arm_ci = ci;
 }
 
 int

@@ -98,6 +98,7 @@ enum emu_kind {
 	EMU_KIND_UMEM,
 	EMU_KIND_VIRTQ,
 	EMU_KIND_VQ_COUNTERS,
+	EMU_KIND_UAR,
 	EMU_KIND_MAX
 };
 
@@ -279,6 +280,18 @@ struct emu_net_obj {
 	uint8_t hash_fn;             /* TIR: rx_hash_fn */
 	uint8_t hash_sel[4];         /* TIR: rx_hash_field_selector_outer (PRM bytes) */
 	uint8_t hash_key[40];        /* TIR: rx_hash_toeplitz_key */
+	/* CQ: UAR page and completion EQ it was created with, and the last arm request. */
+	uint32_t uar_page;
+	uint32_t eqn;
+	bool arm_valid;              /* an arm doorbell was rung since the last event */
+	uint8_t arm_cmd;             /* CQ doorbell cmd: 0 next completion, 1 solicited */
+	uint8_t arm_sn;              /* the arm sequence number of that request */
+	uint32_t arm_ci;             /* the consumer index the request carried */
+};
+
+/* A UAR page (emu_uar.c): a doorbell page of one device context. */
+struct emu_uar {
+	struct emu_obj obj;          /* obj.id = page index */
 };
 
 /* ---- Events -------------------------------------------------------------- */
@@ -447,6 +460,15 @@ size_t emu_net_min_inlen(uint16_t opcode);
 size_t emu_net_min_outlen(uint16_t opcode);
 /* NIC flow table caps (QUERY_HCA_CAP cap_type 0x7). */
 void emu_net_flow_caps(void *cap);
+/*
+ * A CQ doorbell rung on UAR page uar (emu_uar_write): record the arm
+ * request (cmd, sn, ci) of CQ cqn. dev->lock held.
+ */
+void emu_net_cq_doorbell(struct emu_dev *dev, uint32_t uar, uint32_t cqn, uint8_t sn,
+			 uint8_t cmd, uint32_t ci);
+
+/* emu_uar.c: whether eqn is one of the device's completion EQs. */
+bool emu_eqn_is_completion(const struct emu_dev *dev, uint32_t eqn);
 
 /* emu_mkey.c */
 void emu_umem_unpin(struct emu_umem *u);

@@ -47,6 +47,8 @@ enum prm_opcode {
 	PRM_CMD_DESTROY_GENERAL_OBJECT = 0xa03,
 	PRM_CMD_CREATE_UCTX = 0xa04,
 	PRM_CMD_CREATE_UMEM = 0xa08,
+	/* What the kernel issues for mlx5dv_devx_alloc_uar (fault injection key). */
+	PRM_CMD_ALLOC_UAR = 0x802,
 	PRM_CMD_DESTROY_UMEM = 0xa0a,
 };
 
