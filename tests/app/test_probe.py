@@ -130,6 +130,9 @@ class ProbeErrors(unittest.TestCase):
         self.assert_one_line_error('emu=fast,queues=0', 'queues', 'out of range')
         self.assert_one_line_error('emu=fast,workers=1000', 'workers', 'out of range')
 
+    def test_duplicated_key(self):
+        self.assert_one_line_error('emu=fast,queues=4,queues=8', 'queues', 'given 2 times')
+
     def test_not_a_power_of_two(self):
         self.assert_one_line_error('emu=fast,queue_size=300', 'queue_size', 'power of two')
 

@@ -131,6 +131,13 @@ mlx5_lm_devargs_parse(const char *name, const char *args, struct mlx5_lm_devargs
 				ret = -EINVAL;
 				goto out;
 			}
+			if (rte_kvargs_count(kv, s->key) > 1) {
+				/* Which one would win is nobody's intent: refuse both. */
+				snprintf(err, errlen, "%s: given %u times: give each key once",
+					 s->key, rte_kvargs_count(kv, s->key));
+				ret = -EINVAL;
+				goto out;
+			}
 			ret = parse_one(s, kv->pairs[i].value, out, err, errlen);
 			if (ret < 0)
 				goto out;
