@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* EAL start-up and device hotplug for dpdk-test-lm. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +56,18 @@ test_lm_eal_init(const char *prog, const char *extra_eal)
 void
 test_lm_eal_cleanup(void)
 {
+	char dir[PATH_MAX];
+
+	/*
+	 * EAL makes a runtime directory per file prefix (ours: one per pid)
+	 * even with --no-shconf, and leaves it behind: hundreds pile up in
+	 * /var/run/dpdk. Nothing else uses it; rmdir only removes it empty.
+	 */
+	snprintf(dir, sizeof(dir), "%s", rte_eal_get_runtime_dir());
 	rte_eal_cleanup();
+	if (dir[0] != '\0' && rmdir(dir) < 0 && errno != ENOENT)
+		fprintf(stderr, "dpdk-test-lm: cannot remove EAL runtime directory %s: %s\n", dir,
+			strerror(errno));
 }
 
 int

@@ -97,6 +97,17 @@ class ProbeEmulated(unittest.TestCase):
         self.assertIn('left alive', err)
         self.assertRegex(out + err, r'(?i)\bPD\b')
 
+    def test_no_eal_runtime_directory_is_left_behind(self):
+        p = subprocess.Popen([TOOL, 'probe', '--devargs', 'emu=fast'],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        out, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 0, out + err)
+        # EAL's runtime base: /var/run/dpdk as root, else $XDG_RUNTIME_DIR/dpdk or /tmp/dpdk.
+        bases = ['/var/run/dpdk', os.path.join(os.environ.get('XDG_RUNTIME_DIR', '/tmp'),
+                                               'dpdk'), '/tmp/dpdk']
+        for b in bases:
+            self.assertFalse(os.path.exists(os.path.join(b, f'test-lm-{p.pid}')), b)
+
     def test_failed_command_during_probe_unwinds(self):
         # ALLOC_TRANSPORT_DOMAIN (0x816) fails: probe fails naming the command,
         # status and syndrome, and the PD allocated before it is released.
