@@ -12,6 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/un.h>
 
 #include <rte_vdpa.h>
 #include <rte_vhost.h>
@@ -111,11 +116,99 @@ print_stats(void)
 	fflush(stdout);
 }
 
+/*
+ * A listening socket path, checked before vhost sees it: vhost unlinks a
+ * server's path when its start fails or at unregister, whatever is there,
+ * and explains a failed bind in three generic lines. Returns 0 when the
+ * path is free (a stale socket, one nobody answers on, is removed), or -1
+ * after one line that says why and what to do.
+ */
+static int
+check_socket_path(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char dir[sizeof(served[0].path)];
+	struct statvfs vfs;
+	struct stat st;
+	char *slash;
+	int fd, rc;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "serve: socket path %s is longer than %zu bytes, the limit of a "
+			"unix socket: choose a shorter path\n", path, sizeof(sa.sun_path) - 1);
+		return -1;
+	}
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			fprintf(stderr, "serve: %s exists and is not a socket: not replacing it; "
+				"remove it yourself or choose another path\n", path);
+			return -1;
+		}
+		memcpy(sa.sun_path, path, strlen(path) + 1);
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0) {
+			fprintf(stderr, "serve: cannot check socket %s: %s\n", path, strerror(errno));
+			return -1;
+		}
+		rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+		close(fd);
+		if (rc == 0 || errno == EAGAIN) {
+			fprintf(stderr, "serve: %s is served by another process: stop it or choose "
+				"another path\n", path);
+			return -1;
+		}
+		if (errno != ECONNREFUSED) {
+			fprintf(stderr, "serve: cannot check socket %s: %s\n", path, strerror(errno));
+			return -1;
+		}
+		/* Nobody listens: a server that died left it; ours replaces it. */
+		if (unlink(path) < 0) {
+			fprintf(stderr, "serve: cannot remove stale socket %s: %s\n", path,
+				strerror(errno));
+			return -1;
+		}
+		printf("serve: removed stale socket %s (nobody was listening)\n", path);
+		return 0;
+	}
+	if (errno != ENOENT) {
+		fprintf(stderr, "serve: cannot use socket path %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash == NULL)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == dir)
+		dir[1] = '\0';
+	else
+		*slash = '\0';
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "serve: cannot create socket %s: directory %s does not exist: "
+			"create it first (mkdir -p %s)\n", path, dir, dir);
+		return -1;
+	}
+	if (statvfs(dir, &vfs) == 0 && (vfs.f_flag & ST_RDONLY)) {
+		fprintf(stderr, "serve: cannot create socket %s: %s is on a read-only file system: "
+			"choose a path on a writable one\n", path, dir);
+		return -1;
+	}
+	if (access(dir, W_OK | X_OK) < 0) {
+		fprintf(stderr, "serve: cannot create socket %s: no permission to write in %s: "
+			"choose another directory or run as a user who may write there\n",
+			path, dir);
+		return -1;
+	}
+	return 0;
+}
+
 static int
 serve_socket(struct served *s, const char *devargs, int client)
 {
 	uint64_t flags = client ? RTE_VHOST_USER_CLIENT : 0;
 
+	/* A client connects (and retries) to the front end's socket: nothing to check. */
+	if (!client && check_socket_path(s->path) < 0)
+		return -1;
 	if (test_lm_probe_device(s->devname, devargs) < 0)
 		return -1;
 	s->vdpa = rte_vdpa_find_device_by_name(s->devname);

@@ -3,6 +3,8 @@
 restarts (server and client mode), periodic statistics, SIGTERM teardown."""
 import os
 import re
+import socket
+import subprocess
 import tempfile
 import unittest
 
@@ -55,6 +57,67 @@ class ServeDaemon(unittest.TestCase):
             finally:
                 rc = srv.stop()
         self.assertEqual(rc, 0, srv.text()[-2000:])
+
+
+def serve_fails(path):
+    """serve on path, expected to refuse at once: (exit status, non-empty output lines)."""
+    p = subprocess.run([TOOL, 'serve', '--socket', path, '--devargs', 'emu=fast'],
+                       capture_output=True, text=True, timeout=60)
+    lines = [l for l in (p.stdout + p.stderr).splitlines() if l.strip()]
+    return p.returncode, lines
+
+
+class SocketPaths(unittest.TestCase):
+    """serve never removes a file it did not create, and says why it cannot serve."""
+
+    def test_regular_file_is_left_alone(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, 'notasocket')
+            with open(path, 'w') as f:
+                f.write('keep me')
+            rc, lines = serve_fails(path)
+            self.assertEqual(rc, 1, lines)
+            self.assertEqual(len(lines), 1, lines)
+            self.assertIn('exists and is not a socket', lines[0])
+            with open(path) as f:
+                self.assertEqual(f.read(), 'keep me')
+
+    def test_live_server_socket_is_not_taken_over(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, 'live.sock')
+            srv = serve(TOOL, [path], 'emu=fast,queues=1')
+            try:
+                rc, lines = serve_fails(path)
+                self.assertEqual(rc, 1, lines)
+                self.assertEqual(len(lines), 1, lines)
+                self.assertIn('served by another process', lines[0])
+                # The first server's socket is still there and still answers.
+                self.assertGreaterEqual(traffic(path, f'tpl{os.getpid()}', n=100), 100)
+            finally:
+                rc = srv.stop()
+            self.assertEqual(rc, 0, srv.text()[-2000:])
+
+    def test_stale_socket_is_replaced(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, 'stale.sock')
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.bind(path)  # bound, never listening, then gone: what a killed server leaves
+            s.close()
+            srv = serve(TOOL, [path], 'emu=fast,queues=1')
+            try:
+                self.assertIn('removed stale socket', srv.text())
+                self.assertGreaterEqual(traffic(path, f'tps{os.getpid()}', n=100), 100)
+            finally:
+                rc = srv.stop()
+            self.assertEqual(rc, 0, srv.text()[-2000:])
+
+    def test_missing_directory_is_one_line_with_the_fix(self):
+        with tempfile.TemporaryDirectory() as d:
+            rc, lines = serve_fails(os.path.join(d, 'nodir', 'x.sock'))
+            self.assertEqual(rc, 1, lines)
+            self.assertEqual(len(lines), 1, lines)
+            self.assertIn('does not exist', lines[0])
+            self.assertIn('mkdir -p', lines[0])
 
 
 if __name__ == '__main__':
