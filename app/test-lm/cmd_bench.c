@@ -137,10 +137,22 @@ bench_mr(int argc, char **argv)
 		default: bench_usage(stderr); return EXIT_USAGE;
 		}
 	}
-	if (mem_gb == 0 || mem_gb > 4096 || wlist == NULL || optind != argc) {
-		bench_usage(stderr);
+	if (optind != argc) {
+		fprintf(stderr, "bench mr: unexpected argument '%s'\n", argv[optind]);
 		return EXIT_USAGE;
 	}
+	if (mem_gb == 0 || mem_gb > 4096) {
+		fprintf(stderr, "bench mr: --mem-gb: give a size in [1, 4096] GiB%s\n",
+			mem_gb == 0 ? " (missing or 0)" : "");
+		return EXIT_USAGE;
+	}
+	if (wlist == NULL) {
+		fprintf(stderr, "bench mr: --workers: missing (a list of pool sizes, e.g. 1,16)\n");
+		return EXIT_USAGE;
+	}
+	if (test_lm_check_profile("bench mr", profile) < 0 ||
+	    (json != NULL && test_lm_check_output("bench mr", "--json", json) < 0))
+		return EXIT_USAGE;
 	copy = strdup(wlist);
 	for (tok = strtok_r(copy, ",", &save); tok != NULL && nruns < MAX_RUNS;
 	     tok = strtok_r(NULL, ",", &save)) {

@@ -224,17 +224,26 @@ write_json(const char *path, const struct mig_opts *o, const struct mig_result *
 }
 
 /* The chart is drawn by the repository's script: one implementation. */
+#define PLOT_SCRIPT TEST_LM_TOOLS_DIR "/plot_migrate.py"
+
+static int
+check_plot_script(void)
+{
+	if (access(PLOT_SCRIPT, R_OK) == 0)
+		return 0;
+	fprintf(stderr, "migrate: --plot: cannot read %s: %s\n", PLOT_SCRIPT, strerror(errno));
+	return -1;
+}
+
 static int
 run_plot(const char *json, const char *svg)
 {
-	const char *script = TEST_LM_TOOLS_DIR "/plot_migrate.py";
+	const char *script = PLOT_SCRIPT;
 	int status;
 	pid_t pid;
 
-	if (access(script, R_OK) != 0) {
-		fprintf(stderr, "migrate: --plot: cannot read %s: %s\n", script, strerror(errno));
+	if (check_plot_script() < 0)
 		return -1;
-	}
 	fflush(stdout);
 	pid = fork();
 	if (pid < 0) {
@@ -373,6 +382,11 @@ cmd_migrate(int argc, char **argv)
 	if (stages == NULL)
 		stages = "baseline,precreate,parallel-mkey,deferred-delete,all";
 	if (parse_stages(stages, defs, &ndefs) < 0)
+		return EXIT_USAGE;
+	if (test_lm_check_profile("migrate", o.profile) < 0 ||
+	    (json != NULL && test_lm_check_output("migrate", "--json", json) < 0) ||
+	    (plot != NULL && (test_lm_check_output("migrate", "--plot", plot) < 0 ||
+			      check_plot_script() < 0)))
 		return EXIT_USAGE;
 	if (plot != NULL && json == NULL) {
 		snprintf(tmp_json, sizeof(tmp_json), "/tmp/test-lm-migrate-%d.json", (int)getpid());

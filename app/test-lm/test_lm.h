@@ -22,6 +22,14 @@ void test_lm_eal_cleanup(void);
 int test_lm_probe_device(const char *devname, const char *devargs);
 int test_lm_remove_device(const char *devname);
 
+/*
+ * Checks made before any work starts; each prints one line naming the
+ * command and option and returns -1 when the argument cannot work.
+ */
+int test_lm_check_profile(const char *cmd, const char *profile);
+/* path can be written (an existing file is left untouched). */
+int test_lm_check_output(const char *cmd, const char *opt, const char *path);
+
 int cmd_probe(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_bench(int argc, char **argv);

@@ -174,5 +174,34 @@ class Help(unittest.TestCase):
             self.assertEqual(p.returncode, 2, args)
 
 
+class ArgumentsCheckedFirst(unittest.TestCase):
+    """Every argument that cannot work is refused in one line before any work starts."""
+
+    def refused(self, args, *needles):
+        p = subprocess.run([TOOL, *args], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        lines = nonempty_lines(p.stdout, p.stderr)
+        self.assertEqual(len(lines), 1, lines)  # no usage dump, no stage started
+        for n in needles:
+            self.assertIn(n, lines[0])
+
+    def test_bench_mr(self):
+        self.refused(['bench', 'mr', '--mem-gb', '0', '--workers', '1'], '--mem-gb')
+        self.refused(['bench', 'mr', '--mem-gb', '4'], '--workers', 'missing')
+        self.refused(['bench', 'mr', '--mem-gb', '4', '--workers', '1', '--profile', 'nope'],
+                     '--profile', 'nope')
+
+    def test_migrate(self):
+        shape = ['migrate', '--devices', '1', '--queue-pairs', '1', '--mem-gb', '1']
+        self.refused(shape + ['--profile', 'nope'], '--profile', 'nope')
+        with tempfile.TemporaryDirectory() as d:
+            self.refused(shape + ['--json', os.path.join(d, 'no', 'x.json')], '--json')
+            self.refused(shape + ['--plot', os.path.join(d, 'no', 'x.svg')], '--plot')
+            # A writable path passes the check and is not left behind by it.
+            ok = os.path.join(d, 'x.json')
+            self.refused(shape + ['--json', ok, '--profile', 'nope'], '--profile')
+            self.assertFalse(os.path.exists(ok))
+
+
 if __name__ == '__main__':
     unittest.main(verbosity=2)

@@ -359,6 +359,12 @@ rte_pmd_mlx5_lm_emu_leaked_objects(void)
 	return devx_emu_leaked_total();
 }
 
+int
+rte_pmd_mlx5_lm_emu_profile_check(const char *profile, char *err, size_t errlen)
+{
+	return devx_emu_profile_check(profile, err, errlen);
+}
+
 static struct rte_vdev_driver mlx5_lm_vdev_driver = {
 	.probe = mlx5_lm_probe,
 	.remove = mlx5_lm_remove,

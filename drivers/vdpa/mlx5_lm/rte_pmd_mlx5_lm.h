@@ -55,6 +55,13 @@ int rte_pmd_mlx5_lm_probe_failed(const char *name);
  */
 unsigned long rte_pmd_mlx5_lm_emu_leaked_objects(void);
 
+/*
+ * Check that `profile` (emu=<profile>: a built-in name or a JSON path)
+ * loads, without creating a device, so that a tool can refuse a bad one
+ * before a long run. Returns 0, or a negative errno with the reason in err.
+ */
+int rte_pmd_mlx5_lm_emu_profile_check(const char *profile, char *err, size_t errlen);
+
 /* One region of guest memory, as a vhost-user memory table describes it. */
 struct rte_pmd_mlx5_lm_region {
 	uint64_t gpa;

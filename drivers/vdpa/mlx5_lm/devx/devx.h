@@ -55,6 +55,8 @@ void *devx_emu_dev(struct devx_ctx *ctx);
  * closed, summed over the process (0 after clean teardowns).
  */
 unsigned long devx_emu_leaked_total(void);
+/* Emulated devices: whether a profile loads (0, or -EINVAL with the reason in err). */
+int devx_emu_profile_check(const char *profile, char *err, size_t errlen);
 /*
  * Emulated devices: the device's wire. fn gets every frame the device
  * sends (NULL: loopback, the default); devx_emu_wire_rx hands it a frame

@@ -175,6 +175,17 @@ devx_set_emu_log(devx_log_fn fn)
 	emu_set_log(fn);
 }
 
+int
+devx_emu_profile_check(const char *profile, char *err, size_t errlen)
+{
+	struct emu_profile *p;
+
+	if (emu_profile_load(profile, &p, err, errlen) < 0)
+		return -EINVAL;
+	emu_profile_free(p);
+	return 0;
+}
+
 unsigned long
 devx_emu_leaked_total(void)
 {

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Checks of command-line arguments that the tool can make before any work
+ * starts, so that a typo costs a second, not a benchmark run.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rte_pmd_mlx5_lm.h"
+#include "test_lm.h"
+
+int
+test_lm_check_profile(const char *cmd, const char *profile)
+{
+	char err[256];
+
+	if (rte_pmd_mlx5_lm_emu_profile_check(profile, err, sizeof(err)) == 0)
+		return 0;
+	fprintf(stderr, "%s: --profile: %s\n", cmd, err);
+	return -1;
+}
+
+int
+test_lm_check_output(const char *cmd, const char *opt, const char *path)
+{
+	int fd;
+
+	/* An existing file is kept as it is until the results replace it. */
+	if (access(path, F_OK) == 0) {
+		if (access(path, W_OK) == 0)
+			return 0;
+	} else {
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd >= 0) {
+			close(fd);
+			unlink(path);
+			return 0;
+		}
+	}
+	fprintf(stderr, "%s: %s: cannot write %s: %s\n", cmd, opt, path, strerror(errno));
+	return -1;
+}
