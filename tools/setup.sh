@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
 	gcc pkg-config meson ninja-build python3
 	libdpdk-dev dpdk-dev dpdk-doc make  # DPDK 22.11: headers, libraries, dpdk-testpmd, examples
+	dpdk python3-pyelftools           # dpdk-pmdinfo.py, which reads the PMD's embedded info
 	libibverbs-dev ibverbs-providers  # rdma-core 44: mlx5dv DevX for real hardware
 	libnuma-dev libjansson-dev libcmocka-dev valgrind
 	clang libclang-rt-14-dev          # libFuzzer targets (tools/test.sh --fuzz)

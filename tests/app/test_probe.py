@@ -174,6 +174,19 @@ class Help(unittest.TestCase):
             self.assertEqual(p.returncode, 2, args)
 
 
+class PmdInfo(unittest.TestCase):
+    def test_pmdinfo_names_the_driver_and_its_devargs(self):
+        # DPDK's own tool, run by Debian's python3 (the one python3-pyelftools serves).
+        lib = os.environ.get('PMD_LIB', 'build/drivers/vdpa/mlx5_lm/librte_vdpa_mlx5_lm.so')
+        p = subprocess.run(['/usr/bin/python3', '/usr/bin/dpdk-pmdinfo.py', lib],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        info = [d for d in json.loads(p.stdout) if d.get('name') == 'vdpa_mlx5_lm']
+        self.assertEqual(len(info), 1, p.stdout)
+        for key in ('emu=', 'ibdev=', 'queues=', 'queue_size=', 'mr_gc_ms='):
+            self.assertIn(key, info[0]['params'])
+
+
 class ArgumentsCheckedFirst(unittest.TestCase):
     """Every argument that cannot work is refused in one line before any work starts."""
 

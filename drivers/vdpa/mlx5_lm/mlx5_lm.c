@@ -391,7 +391,16 @@ RTE_INIT(mlx5_lm_register)
 	mlx5_lm_vdev_driver.driver.name = "vdpa_mlx5_lm";
 	rte_vdev_register(&mlx5_lm_vdev_driver);
 }
-RTE_PMD_REGISTER_PARAM_STRING(vdpa_mlx5_lm,
-	"emu=<profile|path> ibdev=<name> queues=<1-128> queue_size=<pow2> precreate=<0|1> "
-	"workers=<1-64> mr_chunk_mb=<pow2> mr_gc_ms=<ms> parallel=<0|1> "
-	"uplink=<loopback|ethdev> devx_trace=<path>");
+#define MLX5_LM_PARAMS \
+	"emu=<profile|path> ibdev=<name> queues=<1-128> queue_size=<pow2> precreate=<0|1> " \
+	"workers=<1-64> mr_chunk_mb=<pow2> mr_gc_ms=<ms> parallel=<0|1> " \
+	"uplink=<loopback|ethdev> devx_trace=<path>"
+RTE_PMD_REGISTER_PARAM_STRING(vdpa_mlx5_lm, MLX5_LM_PARAMS);
+/*
+ * What dpdk-pmdinfo.py reads: a "PMD_INFO_STRING=<json>" string in
+ * .rodata, which DPDK's own build generates from the registration macros
+ * (buildtools/pmdinfogen); a driver built outside DPDK's tree embeds it.
+ */
+static const char mlx5_lm_pmd_info[] __rte_used =
+	"PMD_INFO_STRING={\"name\": \"vdpa_mlx5_lm\", \"params\": \"" MLX5_LM_PARAMS "\", "
+	"\"pci_ids\": []}";
