@@ -6,6 +6,7 @@
  * (with --plot) the breakdown chart through tools/plot_migrate.py.
  */
 #include <errno.h>
+#include <limits.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -224,21 +225,46 @@ write_json(const char *path, const struct mig_opts *o, const struct mig_result *
 }
 
 /* The chart is drawn by the repository's script: one implementation. */
-#define PLOT_SCRIPT TEST_LM_TOOLS_DIR "/plot_migrate.py"
+#ifndef TEST_LM_DATA_FROM_BIN
+#define TEST_LM_DATA_FROM_BIN "../share/mlx5-lm"
+#endif
 
+static char plot_script[2 * PATH_MAX];
+
+/*
+ * The chart script: the copy installed beside the installed binary
+ * (<bindir>/<TEST_LM_DATA_FROM_BIN>), else the source tree's for a binary
+ * run from the build tree. Remembered in plot_script.
+ */
 static int
 check_plot_script(void)
 {
-	if (access(PLOT_SCRIPT, R_OK) == 0)
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char *slash;
+
+	if (n > 0) {
+		exe[n] = '\0';
+		slash = strrchr(exe, '/');
+		if (slash != NULL) {
+			*slash = '\0';
+			snprintf(plot_script, sizeof(plot_script), "%s/%s/plot_migrate.py", exe,
+				 TEST_LM_DATA_FROM_BIN);
+			if (access(plot_script, R_OK) == 0)
+				return 0;
+		}
+	}
+	snprintf(plot_script, sizeof(plot_script), "%s/plot_migrate.py", TEST_LM_TOOLS_DIR);
+	if (access(plot_script, R_OK) == 0)
 		return 0;
-	fprintf(stderr, "migrate: --plot: cannot read %s: %s\n", PLOT_SCRIPT, strerror(errno));
+	fprintf(stderr, "migrate: --plot: cannot read %s: %s\n", plot_script, strerror(errno));
 	return -1;
 }
 
 static int
 run_plot(const char *json, const char *svg)
 {
-	const char *script = PLOT_SCRIPT;
+	const char *script = plot_script;
 	int status;
 	pid_t pid;
 

@@ -181,5 +181,62 @@ class Install(unittest.TestCase):
         self.assertEqual(rc, 0, srv.text()[-2000:])
 
 
+# Runs inside a private mount namespace: overlays make /usr/local, /etc and the
+# DPDK driver directory writable copies, so that the install is real (no
+# DESTDIR, the system's dynamic linker cache) and vanishes with the namespace.
+SYSTEM_INSTALL = r"""
+set -eu
+work=$1; build=$2; src=$3; dpdk=$4
+for d in /usr/local /etc "$dpdk"; do
+    n=$(echo "$d" | tr / _)
+    mkdir -p "$work/u$n" "$work/w$n"
+    mount -t overlay overlay -o "lowerdir=$d,upperdir=$work/u$n,workdir=$work/w$n" "$d"
+done
+meson install -C "$build" --no-rebuild --quiet
+# The source tree's chart script is hidden: the installed tool must use its own.
+: > "$work/empty.py"
+mount --bind "$work/empty.py" "$src/tools/plot_migrate.py"
+cd "$work"
+export PATH=/usr/local/bin:$PATH
+unset LD_LIBRARY_PATH
+echo "== probe"
+dpdk-test-lm probe --devargs emu=fast
+echo "== pkg-config"
+printf '#include <rte_pmd_mlx5_lm.h>\nint main(void) { struct rte_pmd_mlx5_lm_caps c;\n'\
+'  return rte_pmd_mlx5_lm_get_caps("none", &c) == -19 ? 0 : 1; }\n' > caps.c
+cc -o caps caps.c $(pkg-config --cflags --libs libdpdk-vdpa-mlx5-lm)
+./caps
+echo "== plot"
+dpdk-test-lm migrate --devices 1 --queue-pairs 1 --mem-gb 1 --profile fast \
+    --stages all --frames 32 --plot "$work/m.svg"
+test -s "$work/m.svg"
+echo "== all ok"
+"""
+
+
+class SystemInstall(unittest.TestCase):
+    """`meson install` as a user does it (no DESTDIR), then the installed tool, a program
+    built with pkg-config and migrate --plot run with nothing set by hand."""
+
+    def test_installed_tool_and_library_run_as_installed(self):
+        if os.geteuid() != 0 or shutil.which('unshare') is None:
+            self.skipTest('needs root and unshare for a private mount namespace')
+        opts = {o['name']: o['value'] for o in meson_introspect('--buildoptions')}
+        if opts['prefix'] != '/usr/local':
+            self.skipTest('the build is not configured for /usr/local')
+        dpdk = subprocess.run(['pkg-config', '--variable=libdir', 'libdpdk'], check=True,
+                              stdout=subprocess.PIPE, text=True).stdout.strip() + '/dpdk'
+        src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        with tempfile.TemporaryDirectory() as work:
+            r = subprocess.run(['unshare', '--mount', '--propagation', 'private', 'bash',
+                                '-c', SYSTEM_INSTALL, 'install', work,
+                                os.path.abspath(BUILD), src, dpdk],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               timeout=600)
+        self.assertEqual(r.returncode, 0, r.stdout[-3000:])
+        self.assertIn('== all ok', r.stdout)
+        self.assertIn('migrate: chart written to', r.stdout)
+
+
 if __name__ == '__main__':
     unittest.main(verbosity=2)

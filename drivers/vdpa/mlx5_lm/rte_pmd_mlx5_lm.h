@@ -8,6 +8,7 @@
 #ifndef RTE_PMD_MLX5_LM_H
 #define RTE_PMD_MLX5_LM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
