@@ -394,6 +394,27 @@ get_vring_base_before_driver_ok(void)
 	hostile_session(&(struct start){ .bad_ring = -1, .base_early = true });
 }
 
+/* ---- issue 11: isolation and messages that crashed the back end ----------------- */
+
+/*
+ * GET_CONFIG asking for 64 KiB: DPDK 22.11 passes the front end's size
+ * to get_config with its 256-byte region (on vhost's stack); the driver
+ * must write nothing past its 12-byte config space.
+ */
+static void
+config_larger_than_the_device(void)
+{
+	struct vu_client *c = connect_a();
+	uint8_t cfg[256];
+
+	(void)vu_device_init(c, NULL);
+	assert_int_equal(vu_get_config(c, 0, 65536, cfg, sizeof(cfg)), 0);
+	/* The real size is still served. */
+	assert_int_equal(vu_get_config(c, 0, 12, cfg, sizeof(cfg)), 12);
+	assert_int_equal(cfg[0], 0x02);
+	disconnect_a(c);
+}
+
 /* ---- tests ------------------------------------------------------------------- */
 
 #define CASE(fn, ...) do { \
@@ -440,6 +461,14 @@ test_out_of_order_front_ends_are_survived(void **state)
 	CASE(get_vring_base_before_driver_ok, NULL);
 	CASE(driver_ok_twice, NULL);
 	CASE(features_never_offered, "invalid negotiated features");
+}
+
+/* Issue 11, items 1-6: each refused or contained, the back end stays up. */
+static void
+test_isolation_and_vhost_crashers(void **state)
+{
+	(void)state;
+	CASE(config_larger_than_the_device, "GET_CONFIG of 65536 bytes refused");
 }
 
 /* ---- a front end leaving after each message of QEMU's start order ------------ */
@@ -611,6 +640,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_bad_rings_are_refused_and_the_back_end_stays_up),
 		cmocka_unit_test(test_misaligned_ring_is_refused),
 		cmocka_unit_test(test_out_of_order_front_ends_are_survived),
+		cmocka_unit_test(test_isolation_and_vhost_crashers),
 		cmocka_unit_test(
 			test_front_end_leaving_after_each_message_leaves_the_device_reusable),
 	};

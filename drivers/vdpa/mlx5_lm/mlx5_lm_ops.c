@@ -206,7 +206,13 @@ mlx5_lm_reset_stats(struct rte_vdpa_device *vdpa, int qid)
 	return ret;
 }
 
-/* virtio-net config space: mac[6], status, max_virtqueue_pairs, mtu. */
+/*
+ * virtio-net config space: mac[6], status, max_virtqueue_pairs, mtu.
+ * size comes from the front end's GET_CONFIG unchecked (DPDK 22.11 passes
+ * msg.payload.cfg.size with its 256-byte region): nothing is written past
+ * the device's own config space, a larger request is refused (vhost then
+ * replies with an empty payload).
+ */
 static int
 mlx5_lm_get_config(int vid, uint8_t *config, uint32_t size)
 {
@@ -216,6 +222,11 @@ mlx5_lm_get_config(int vid, uint8_t *config, uint32_t size)
 
 	if (dev == NULL)
 		return -ENODEV;
+	if (size > sizeof(cfg)) {
+		DRV_LOG(ERR, dev, "vhost device %d: GET_CONFIG of %u bytes refused, the config "
+			"space has %zu", vid, size, sizeof(cfg));
+		return -EINVAL;
+	}
 	cfg[5] = (uint8_t)dev->instance;
 	v = 1; /* VIRTIO_NET_S_LINK_UP */
 	memcpy(&cfg[6], &v, 2);
@@ -223,9 +234,7 @@ mlx5_lm_get_config(int vid, uint8_t *config, uint32_t size)
 	memcpy(&cfg[8], &v, 2);
 	v = 1500;
 	memcpy(&cfg[10], &v, 2);
-	memcpy(config, cfg, size < sizeof(cfg) ? size : sizeof(cfg));
-	if (size > sizeof(cfg))
-		memset(config + sizeof(cfg), 0, size - sizeof(cfg));
+	memcpy(config, cfg, size);
 	return 0;
 }
 
