@@ -463,12 +463,39 @@ test_out_of_order_front_ends_are_survived(void **state)
 	CASE(features_never_offered, "invalid negotiated features");
 }
 
+/* Item 3: a second region the device cannot address (GPA 2^63), or wrapping 2^64. */
+static void
+mem_at_2_63(void)
+{
+	struct vu_wire_region r[2];
+
+	wire_regions(r);
+	r[1] = r[0];
+	r[1].gpa = 1ull << 63;
+	r[1].size = 1ull << 30;
+	hostile_session(&(struct start){ .regions = r, .nregions = 2, .bad_ring = -1 });
+}
+
+static void
+mem_wrapping_2_64(void)
+{
+	struct vu_wire_region r[2];
+
+	wire_regions(r);
+	r[1] = r[0];
+	r[1].gpa = 0 - (1ull << 30);
+	r[1].size = 2ull << 30;
+	hostile_session(&(struct start){ .regions = r, .nregions = 2, .bad_ring = -1 });
+}
+
 /* Issue 11, items 1-6: each refused or contained, the back end stays up. */
 static void
 test_isolation_and_vhost_crashers(void **state)
 {
 	(void)state;
 	CASE(config_larger_than_the_device, "GET_CONFIG of 65536 bytes refused");
+	CASE(mem_at_2_63, "beyond the device's guest address range");
+	CASE(mem_wrapping_2_64, "wraps past 2^64");
 }
 
 /* ---- a front end leaving after each message of QEMU's start order ------------ */
