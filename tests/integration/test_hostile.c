@@ -33,6 +33,7 @@
 
 #include "prm.h"
 #include "lm_harness.h"
+#include "mlx5_lm_mr.h"
 
 #define PAIRS 2
 #define NRINGS (2 * PAIRS)
@@ -498,6 +499,90 @@ test_isolation_and_vhost_crashers(void **state)
 	CASE(mem_wrapping_2_64, "wraps past 2^64");
 }
 
+/*
+ * Item 1: front end X runs on device C (socket 2, deferred deletion of a
+ * minute) and leaves; front end Y connects with the same guest layout
+ * but its own memory, which vhost maps where X's was (the kernel hands
+ * back the range just freed; the test says whether it did). X's released
+ * registration still pins X's pages: taking it back for Y would send Y's
+ * completions into X's memory. Y's frames must complete in Y's rings.
+ */
+static uint64_t
+registered_hva(struct lmh_dev *d)
+{
+	uint64_t hva = 0;
+
+	pthread_mutex_lock(&d->dev->lock);
+	if (d->dev->mr != NULL)
+		hva = d->dev->mr->regions[0].hva;
+	pthread_mutex_unlock(&d->dev->lock);
+	return hva;
+}
+
+static uint64_t
+run_front_end(struct lmh_dev *d, unsigned int sock, struct vu_guest *g, bool *flowed)
+{
+	struct vu_client *c;
+	uint32_t bases[2];
+	uint64_t hva = 0;
+
+	assert_int_equal(vu_connect(&c, lmh_sock(sock), 5000), 0);
+	lmh_conn_opened(sock);
+	vu_set_reply_timeout(c, LMH_DEADLINE_MS);
+	vu_guest_reset(g);
+	assert_int_equal(vu_guest_new_eventfds(g), 0);
+	assert_int_equal(vu_start_device(c, g, NULL), 0);
+	*flowed = false;
+	if (lmh_wait_running(d, LMH_DEADLINE_MS)) {
+		hva = registered_hva(d);
+		*flowed = lmh_traffic(g, 0x1, 64, 3000);
+	}
+	(void)vu_stop_device(c, bases, 2);
+	vu_disconnect(c);
+	assert_true(lmh_wait_closed(sock));
+	assert_true(lmh_wait_restored(d));
+	return hva;
+}
+
+static void
+test_released_registration_never_serves_other_memory(void **state)
+{
+	struct vu_guest_cfg cfg = { .queue_pairs = 1, .ring_size = 256 };
+	struct vu_mem *mx, *my;
+	struct vu_guest *gx, *gy;
+	struct lmh_dev dc;
+	uint64_t hx, hy;
+	bool fx, fy;
+	size_t mark;
+
+	(void)state;
+	memset(&dc, 0, sizeof(dc));
+	assert_int_equal(lmh_probe(&dc, 2, "queues=1,workers=2,mr_gc_ms=60000"), 0);
+	assert_int_equal(vu_mem_create_qemu(&mx, 1), 0);
+	assert_int_equal(vu_mem_create_qemu(&my, 1), 0);
+	assert_int_equal(vu_guest_create(&gx, mx, &cfg), 0);
+	assert_int_equal(vu_guest_create(&gy, my, &cfg), 0);
+	hx = run_front_end(&dc, 2, gx, &fx);
+	assert_true(fx);
+	mark = lmh_log_mark();
+	hy = run_front_end(&dc, 2, gy, &fy);
+	printf("  front end Y's memory mapped %s front end X's (0x%" PRIx64 " / 0x%" PRIx64
+	       ")\n", hx == hy ? "at the same host address as" : "elsewhere than", hx, hy);
+	assert_false(lmh_log_has(mark, "identical to a released registration"));
+	assert_true(fy);
+	/* X again, with its own memory: its registration may be taken back. */
+	mark = lmh_log_mark();
+	hy = run_front_end(&dc, 2, gx, &fx);
+	assert_true(fx);
+	if (hy == hx)
+		assert_true(lmh_log_has(mark, "identical to a released registration"));
+	vu_guest_destroy(gx);
+	vu_guest_destroy(gy);
+	vu_mem_destroy(mx);
+	vu_mem_destroy(my);
+	assert_int_equal(lmh_remove(&dc), 0);
+}
+
 /* ---- a front end leaving after each message of QEMU's start order ------------ */
 
 enum step_kind {
@@ -668,6 +753,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_misaligned_ring_is_refused),
 		cmocka_unit_test(test_out_of_order_front_ends_are_survived),
 		cmocka_unit_test(test_isolation_and_vhost_crashers),
+		cmocka_unit_test(test_released_registration_never_serves_other_memory),
 		cmocka_unit_test(
 			test_front_end_leaving_after_each_message_leaves_the_device_reusable),
 	};
@@ -677,7 +763,7 @@ main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc == 2)
 		cmocka_set_test_filter(argv[1]);
-	if (lmh_init(argv[0], "test-hostile", 2) < 0)
+	if (lmh_init(argv[0], "test-hostile", 3) < 0)
 		return 1;
 	ret = cmocka_run_group_tests_name("hostile", tests, group_setup, group_teardown);
 	lmh_fini();

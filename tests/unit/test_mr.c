@@ -223,11 +223,14 @@ static void
 test_released_registration_is_reused(void **state)
 {
 	struct mlx5_lm_mem_region regs[] = {
-		{ .gpa = 0, .size = 2 * GIB, .hva = (uintptr_t)guest, .page_size = 4096 },
+		{ .gpa = 0, .size = 2 * GIB, .hva = (uintptr_t)guest, .page_size = 4096,
+		  .file_dev = 5, .file_ino = 77, .file_off = 0 },
 	};
 	struct mlx5_lm_mem_region other[] = {
-		{ .gpa = 0, .size = GIB, .hva = (uintptr_t)guest, .page_size = 4096 },
+		{ .gpa = 0, .size = GIB, .hva = (uintptr_t)guest, .page_size = 4096,
+		  .file_dev = 5, .file_ino = 77, .file_off = 0 },
 	};
+	struct mlx5_lm_mem_region unknown = regs[0];
 	struct mlx5_lm_dev *dev;
 	struct mlx5_lm_mr *mr, *again;
 	char name[32];
@@ -236,6 +239,20 @@ test_released_registration_is_reused(void **state)
 	assert_int_equal(mlx5_lm_mr_create(dev, regs, 1, &mr), 0);
 	mlx5_lm_mr_release(mr);
 	assert_null(mlx5_lm_mr_reclaim(dev, other, 1));
+	/* Same addresses, other memory (issue 11, item 1): never reused. */
+	other[0] = regs[0];
+	other[0].file_ino = 78;
+	assert_null(mlx5_lm_mr_reclaim(dev, other, 1));
+	other[0] = regs[0];
+	other[0].file_dev = 6;
+	assert_null(mlx5_lm_mr_reclaim(dev, other, 1));
+	other[0] = regs[0];
+	other[0].file_off = 4096;
+	assert_null(mlx5_lm_mr_reclaim(dev, other, 1));
+	/* Memory whose file is unknown is never taken for another's. */
+	unknown.file_dev = 0;
+	unknown.file_ino = 0;
+	assert_null(mlx5_lm_mr_reclaim(dev, &unknown, 1));
 	again = mlx5_lm_mr_reclaim(dev, regs, 1);
 	assert_ptr_equal(again, mr);
 	assert_null(mlx5_lm_mr_reclaim(dev, regs, 1));

@@ -325,7 +325,7 @@ check_layout(struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_region *r, uint32
 				" needs more than %" PRIu64 " KLM entries: beyond the device's "
 				"guest address range (0x%" PRIx64 " with mr_chunk_mb=%u); memory "
 				"table refused", r[i].gpa, r[i].size, lim,
-				lim * PRM_MAX_KLM_BYTE_COUNT, dev->args.mr_chunk_mb);
+				(uint64_t)(lim * PRM_MAX_KLM_BYTE_COUNT), dev->args.mr_chunk_mb);
 			return -E2BIG;
 		}
 	}
@@ -447,6 +447,9 @@ mlx5_lm_mr_same_table(const struct mlx5_lm_mr *mr, const struct mlx5_lm_mem_regi
 
 	if (mr == NULL || nregions != mr->nregions)
 		return 0;
+	for (uint32_t i = 0; i < nregions; i++)
+		if (regions[i].file_ino == 0)
+			return 0;
 	sorted = malloc(nregions * sizeof(*regions));
 	if (sorted == NULL)
 		return 0;

@@ -16,6 +16,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -142,13 +143,24 @@ register_memory(struct mlx5_lm_dev *dev, struct rte_vhost_memory *mem)
 		DRV_LOG(ERR, dev, "memory table has %u regions, vhost-user allows 8", mem->nregions);
 		return -EINVAL;
 	}
+	memset(regions, 0, sizeof(regions));
 	for (i = 0; i < mem->nregions; i++) {
 		const struct rte_vhost_mem_region *r = &mem->regions[i];
+		struct stat st;
 
 		regions[n].gpa = r->guest_phys_addr;
 		regions[n].size = r->size;
 		regions[n].hva = r->host_user_addr;
 		regions[n].page_size = region_page_size(r);
+		/*
+		 * The memory's identity, for reuse: vhost maps each region's fd
+		 * from file offset 0, so gpa sits at host_user_addr - mmap_addr.
+		 */
+		if (r->fd >= 0 && fstat(r->fd, &st) == 0 && st.st_ino != 0) {
+			regions[n].file_dev = (uint64_t)st.st_dev;
+			regions[n].file_ino = (uint64_t)st.st_ino;
+			regions[n].file_off = r->host_user_addr - (uint64_t)(uintptr_t)r->mmap_addr;
+		}
 		n++;
 	}
 	if (dev->mr != NULL && mlx5_lm_mr_same_table(dev->mr, regions, n)) {
