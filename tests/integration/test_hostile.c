@@ -489,6 +489,48 @@ mem_wrapping_2_64(void)
 	hostile_session(&(struct start){ .regions = r, .nregions = 2, .bad_ring = -1 });
 }
 
+/*
+ * Item 2: while a well-behaved front end runs on device A, a second one
+ * connects to the same socket, brings its own guest up to DRIVER_OK, asks
+ * every ring's base (vhost then calls dev_close for it), disables a ring
+ * and leaves. One front end per device: nothing of it reaches A's queues,
+ * whose frames keep completing in the first front end's memory.
+ */
+static void
+second_front_end_on_a_running_device(void)
+{
+	struct vu_client *ca = connect_a(), *cb;
+	struct vu_mem *mb;
+	struct vu_guest *gb;
+	uint32_t bases[NRINGS], base;
+	uint8_t cfg[12];
+	unsigned int i;
+
+	vu_guest_reset(g_a);
+	assert_int_equal(vu_guest_new_eventfds(g_a), 0);
+	assert_int_equal(vu_start_device(ca, g_a, NULL), 0);
+	assert_true(lmh_wait_running(&dev_a, LMH_DEADLINE_MS));
+	assert_true(lmh_traffic(g_a, 0x3, 64, LMH_DEADLINE_MS));
+	assert_int_equal(vu_mem_create_qemu(&mb, 1), 0);
+	assert_int_equal(vu_guest_create(&gb, mb, &(struct vu_guest_cfg){ .queue_pairs = PAIRS,
+								       .ring_size = 256 }), 0);
+	cb = connect_a();
+	assert_int_equal(vu_guest_new_eventfds(gb), 0);
+	(void)vu_start_device(cb, gb, NULL);
+	(void)vu_get_config(cb, 0, sizeof(cfg), cfg, sizeof(cfg));
+	for (i = 0; i < NRINGS; i++)
+		(void)vu_get_vring_base(cb, i, &base);
+	(void)vu_set_vring_enable(cb, 0, false);
+	vu_disconnect(cb);
+	/* The owner's rings kept running, its frames complete in its own memory. */
+	assert_true(lmh_running(&dev_a));
+	assert_true(lmh_traffic(g_a, 0x3, 200, LMH_DEADLINE_MS));
+	assert_int_equal(vu_stop_device(ca, bases, NRINGS), 0);
+	disconnect_a(ca);
+	vu_guest_destroy(gb);
+	vu_mem_destroy(mb);
+}
+
 /* Issue 11, items 1-6: each refused or contained, the back end stays up. */
 static void
 test_isolation_and_vhost_crashers(void **state)
@@ -497,6 +539,7 @@ test_isolation_and_vhost_crashers(void **state)
 	CASE(config_larger_than_the_device, "GET_CONFIG of 65536 bytes refused");
 	CASE(mem_at_2_63, "beyond the device's guest address range");
 	CASE(mem_wrapping_2_64, "wraps past 2^64");
+	CASE(second_front_end_on_a_running_device, "one front end per device");
 }
 
 /*

@@ -360,6 +360,21 @@ release_prev_mr(struct mlx5_lm_dev *dev)
 }
 
 int
+mlx5_lm_owner(struct mlx5_lm_dev *dev, int vid, const char *what)
+{
+	if (dev->vid == vid)
+		return 0;
+	if (dev->vid < 0) {
+		dev->vid = vid;
+		DRV_LOG(INFO, dev, "vhost device %d owns the device", vid);
+		return 0;
+	}
+	DRV_LOG(ERR, dev, "%s from vhost device %d refused: the device is owned by vhost "
+		"device %d (one front end per device)", what, vid, dev->vid);
+	return -EBUSY;
+}
+
+int
 mlx5_lm_dev_conf(int vid)
 {
 	struct mlx5_lm_dev *dev = dev_by_vid(vid);
@@ -375,12 +390,14 @@ mlx5_lm_dev_conf(int vid)
 	pthread_mutex_lock(&dev->lock);
 	wait_restored(dev);
 	t0 = mlx5_lm_now_ms();
+	ret = mlx5_lm_owner(dev, vid, "DRIVER_OK");
+	if (ret < 0)
+		goto out;
 	if (dev->running) {
 		DRV_LOG(ERR, dev, "DRIVER_OK while already running: ignored");
 		ret = 0;
 		goto out;
 	}
-	dev->vid = vid;
 	if (rte_vhost_get_negotiated_features(vid, &dev->features) < 0 ||
 	    rte_vhost_get_mem_table(vid, &mem) < 0) {
 		DRV_LOG(ERR, dev, "vhost device %d has no features or memory table", vid);
@@ -573,7 +590,8 @@ mlx5_lm_dev_close(int vid)
 	if (dev == NULL)
 		return -ENODEV;
 	pthread_mutex_lock(&dev->lock);
-	if (!dev->running) {
+	/* Another connection's GET_VRING_BASE must not stop the owner's queues. */
+	if (!dev->running || mlx5_lm_owner(dev, vid, "stop (GET_VRING_BASE)") < 0) {
 		pthread_mutex_unlock(&dev->lock);
 		return 0;
 	}
@@ -671,6 +689,9 @@ mlx5_lm_set_vring_state(int vid, int vring, int state)
 		return -EINVAL;
 	}
 	pthread_mutex_lock(&dev->lock);
+	ret = mlx5_lm_owner(dev, vid, "SET_VRING_ENABLE");
+	if (ret < 0)
+		goto out;
 	vq = &dev->vq[vring];
 	vq->enabled = !!state;
 	VQ_LOG(DEBUG, vq, "guest %s the ring%s", state ? "enabled" : "disabled",
