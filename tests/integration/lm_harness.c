@@ -25,6 +25,7 @@
 
 #include "prm.h"
 #include "lm_harness.h"
+#include "rte_pmd_mlx5_lm.h"
 #include "mlx5_lm_mr.h"
 
 
@@ -226,11 +227,21 @@ on_destroy_device(int vid)
 	(void)vid;
 }
 
+static volatile bool vet_on = true;
+
+void
+lmh_vet(bool on)
+{
+	vet_on = on;
+}
+
+/* As dpdk-test-lm serve does: every message vetted before vhost uses it. */
 static int
 on_new_connection(int vid)
 {
-	(void)vid;
-	return 0;
+	if (!vet_on)
+		return 0;
+	return rte_pmd_mlx5_lm_vhost_vet_register(vid) == 0 ? 0 : -1;
 }
 
 /* vhost calls this once it has torn the device down (dev_close included). */

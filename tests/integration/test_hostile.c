@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -175,7 +176,8 @@ struct start {
 	unsigned int nregions;
 	uint64_t features;                      /* 0: the usual ones */
 	int bad_ring;                           /* ring with a bad address, -1 */
-	uint64_t bad_desc;
+	uint64_t bad_desc;                      /* != 0: its descriptor ring */
+	uint64_t bad_used;                      /* != 0: its used ring */
 	uint32_t bad_num;                       /* != 0: SET_VRING_NUM of ring 0 */
 	bool kick_early;                        /* kick every ring before DRIVER_OK */
 	bool base_early;                        /* GET_VRING_BASE before DRIVER_OK */
@@ -203,9 +205,10 @@ hostile_start(struct vu_client *c, const struct start *s)
 		assert_int_equal(vu_guest_ring_info(g_a, i, &ri), 0);
 		(void)vu_set_vring_num(c, i, i == 0 && s->bad_num != 0 ? s->bad_num : ri.num);
 		(void)vu_set_vring_base(c, i, ri.fresh_base);
-		(void)vu_set_vring_addr(c, i, 0, (int)i == s->bad_ring ? s->bad_desc :
-					(uintptr_t)ri.desc, (uintptr_t)ri.used,
-					(uintptr_t)ri.avail, ri.log_gpa);
+		(void)vu_set_vring_addr(c, i, 0, (int)i == s->bad_ring && s->bad_desc != 0 ?
+					s->bad_desc : (uintptr_t)ri.desc,
+					(int)i == s->bad_ring && s->bad_used != 0 ? s->bad_used :
+					(uintptr_t)ri.used, (uintptr_t)ri.avail, ri.log_gpa);
 		(void)vu_set_vring_kick(c, i, vu_guest_kickfd(g_a, i));
 		(void)vu_set_vring_call(c, i, vu_guest_callfd(g_a, i));
 	}
@@ -484,8 +487,8 @@ mem_wrapping_2_64(void)
 
 	wire_regions(r);
 	r[1] = r[0];
-	r[1].gpa = 0 - (1ull << 30);
-	r[1].size = 2ull << 30;
+	r[1].gpa = 0 - (1ull << 29);
+	r[1].size = 1ull << 30;
 	hostile_session(&(struct start){ .regions = r, .nregions = 2, .bad_ring = -1 });
 }
 
@@ -531,6 +534,64 @@ second_front_end_on_a_running_device(void)
 	vu_mem_destroy(mb);
 }
 
+/*
+ * Items 5 and 6: region 0 declared 2 GiB over its 1 GiB file. With the
+ * used ring of ring 0 in the part past the file, DPDK 22.11's vhost reads
+ * it at SET_VRING_KICK: a SIGBUS, unless the table is vetted first.
+ */
+static void
+mem_region_past_its_file(void)
+{
+	struct vu_wire_region r[1];
+
+	wire_regions(r);
+	r[0].size = 2ull << 30;
+	hostile_session(&(struct start){ .regions = r, .nregions = 1, .bad_ring = 0,
+					 .bad_used = r[0].uaddr + (3ull << 29) });
+}
+
+/*
+ * Item 5: a running device gets a dirty log whose fd is smaller than
+ * declared (here empty) or with a non-zero mmap_offset, then LOG_ALL,
+ * traffic and every ring's base (the driver logs the used rings then).
+ */
+static void
+log_session(uint64_t file_size, uint64_t size, uint64_t off)
+{
+	struct vu_client *c = connect_a();
+	uint32_t base;
+	unsigned int i;
+	int fd;
+
+	fd = memfd_create("hostile-log", MFD_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)file_size), 0);
+	vu_guest_reset(g_a);
+	assert_int_equal(vu_guest_new_eventfds(g_a), 0);
+	hostile_start(c, &(struct start){ .bad_ring = -1 });
+	(void)lmh_wait_running(&dev_a, LMH_DEADLINE_MS);
+	(void)vu_set_log_base(c, fd, size, off);
+	(void)vu_set_features(c, fe_features(c) | (1ULL << VU_F_LOG_ALL));
+	(void)lmh_traffic(g_a, 0x3, 32, 2000);
+	for (i = 0; i < NRINGS; i++)
+		(void)vu_get_vring_base(c, i, &base);
+	lmh_barrier(&dev_a);
+	disconnect_a(c);
+	close(fd);
+}
+
+static void
+log_fd_smaller_than_declared(void)
+{
+	log_session(0, 1ull << 20, 0);
+}
+
+static void
+log_with_mmap_offset(void)
+{
+	log_session(1ull << 20, 1ull << 20, 4096);
+}
+
 /* Issue 11, items 1-6: each refused or contained, the back end stays up. */
 static void
 test_isolation_and_vhost_crashers(void **state)
@@ -540,6 +601,9 @@ test_isolation_and_vhost_crashers(void **state)
 	CASE(mem_at_2_63, "beyond the device's guest address range");
 	CASE(mem_wrapping_2_64, "wraps past 2^64");
 	CASE(second_front_end_on_a_running_device, "one front end per device");
+	CASE(mem_region_past_its_file, "is past the end of its file");
+	CASE(log_fd_smaller_than_declared, "SET_LOG_BASE of 0x100000 bytes refused");
+	CASE(log_with_mmap_offset, "SET_LOG_BASE with mmap_offset 0x1000 refused");
 }
 
 /*
