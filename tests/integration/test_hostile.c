@@ -551,6 +551,23 @@ mem_region_past_its_file(void)
 }
 
 /*
+ * The same table, rings inside the file, not vetted: vhost is fine, and
+ * registering the region must fail at the pin, as on hardware, before
+ * the device could read past the file.
+ */
+static void
+mem_region_past_its_file_unvetted(void)
+{
+	struct vu_wire_region r[1];
+
+	wire_regions(r);
+	r[0].size = 2ull << 30;
+	lmh_vet(false);
+	hostile_session(&(struct start){ .regions = r, .nregions = 1, .bad_ring = -1 });
+	lmh_vet(true);
+}
+
+/*
  * Item 5: a running device gets a dirty log whose fd is smaller than
  * declared (here empty) or with a non-zero mmap_offset, then LOG_ALL,
  * traffic and every ring's base (the driver logs the used rings then).
@@ -592,6 +609,15 @@ log_with_mmap_offset(void)
 	log_session(1ull << 20, 1ull << 20, 4096);
 }
 
+/* Not vetted: the driver must not log into it (its registration fails at the pin). */
+static void
+log_fd_smaller_than_declared_unvetted(void)
+{
+	lmh_vet(false);
+	log_session(0, 1ull << 20, 0);
+	lmh_vet(true);
+}
+
 /* Issue 11, items 1-6: each refused or contained, the back end stays up. */
 static void
 test_isolation_and_vhost_crashers(void **state)
@@ -602,8 +628,10 @@ test_isolation_and_vhost_crashers(void **state)
 	CASE(mem_wrapping_2_64, "wraps past 2^64");
 	CASE(second_front_end_on_a_running_device, "one front end per device");
 	CASE(mem_region_past_its_file, "is past the end of its file");
+	CASE(mem_region_past_its_file_unvetted, "cannot be pinned");
 	CASE(log_fd_smaller_than_declared, "SET_LOG_BASE of 0x100000 bytes refused");
 	CASE(log_with_mmap_offset, "SET_LOG_BASE with mmap_offset 0x1000 refused");
+	CASE(log_fd_smaller_than_declared_unvetted, "cannot be pinned");
 }
 
 /*
