@@ -79,9 +79,26 @@ on_destroy_device(int vid)
 	fflush(stdout);
 }
 
+/*
+ * Every connection's messages are vetted before vhost uses them: DPDK
+ * 22.11's vhost maps memory and log areas without checking them against
+ * their files (doc/reliability.md, "Security model").
+ */
+static int
+on_new_connection(int vid)
+{
+	if (rte_pmd_mlx5_lm_vhost_vet_register(vid) < 0) {
+		fprintf(stderr, "serve: cannot vet the messages of vhost device %d: "
+			"connection refused\n", vid);
+		return -1;
+	}
+	return 0;
+}
+
 static const struct rte_vhost_device_ops vhost_ops = {
 	.new_device = on_new_device,
 	.destroy_device = on_destroy_device,
+	.new_connection = on_new_connection,
 };
 
 static void

@@ -25,6 +25,7 @@
 
 #include "prm.h"
 #include "lm_harness.h"
+#include "rte_pmd_mlx5_lm.h"
 #include "mlx5_lm_mr.h"
 
 
@@ -226,11 +227,21 @@ on_destroy_device(int vid)
 	(void)vid;
 }
 
+static volatile bool vet_on = true;
+
+void
+lmh_vet(bool on)
+{
+	vet_on = on;
+}
+
+/* As dpdk-test-lm serve does: every message vetted before vhost uses it. */
 static int
 on_new_connection(int vid)
 {
-	(void)vid;
-	return 0;
+	if (!vet_on)
+		return 0;
+	return rte_pmd_mlx5_lm_vhost_vet_register(vid) == 0 ? 0 : -1;
 }
 
 /* vhost calls this once it has torn the device down (dev_close included). */
@@ -268,18 +279,22 @@ lmh_conn_opened(unsigned int sock)
 static void
 scan_cleanups(struct lmh_dev *d)
 {
-	char needle[96];
+	char needle[2][96];
 	const char *p, *end;
+	unsigned int k;
 
-	snprintf(needle, sizeof(needle), "mlx5_lm %s: front end disconnected\n", d->name);
+	/* The owner's connection, or another one (one front end per device). */
+	snprintf(needle[0], sizeof(needle[0]), "mlx5_lm %s: front end disconnected\n", d->name);
+	snprintf(needle[1], sizeof(needle[1]), "mlx5_lm %s: front end disconnected (", d->name);
 	pthread_mutex_lock(&log_lock);
 	if (log_buf != NULL && d->scan < log_len) {
 		/* Whole lines only: a line being written is looked at next time. */
 		end = memrchr(log_buf + d->scan, '\n', log_len - d->scan);
 		if (end != NULL) {
-			for (p = log_buf + d->scan; (p = strstr(p, needle)) != NULL && p < end;
-			     p += strlen(needle))
-				d->cleanups++;
+			for (k = 0; k < 2; k++)
+				for (p = log_buf + d->scan; (p = strstr(p, needle[k])) != NULL &&
+				     p < end; p += strlen(needle[k]))
+					d->cleanups++;
 			d->scan = (size_t)(end + 1 - log_buf);
 		}
 	}

@@ -61,6 +61,13 @@ void lmh_conn_opened(unsigned int sock);
  */
 bool lmh_wait_closed(unsigned int sock);
 
+/*
+ * New connections get the PMD's message vetting (rte_pmd_mlx5_lm_vhost_vet,
+ * as dpdk-test-lm serve registers it) unless turned off, to test what the
+ * driver and the device do on their own. On by default.
+ */
+void lmh_vet(bool on);
+
 /* ---- devices ---- */
 struct lmh_dev {
 	char name[32];

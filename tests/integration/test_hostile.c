@@ -27,12 +27,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "prm.h"
 #include "lm_harness.h"
+#include "mlx5_lm_mr.h"
 
 #define PAIRS 2
 #define NRINGS (2 * PAIRS)
@@ -174,7 +176,8 @@ struct start {
 	unsigned int nregions;
 	uint64_t features;                      /* 0: the usual ones */
 	int bad_ring;                           /* ring with a bad address, -1 */
-	uint64_t bad_desc;
+	uint64_t bad_desc;                      /* != 0: its descriptor ring */
+	uint64_t bad_used;                      /* != 0: its used ring */
 	uint32_t bad_num;                       /* != 0: SET_VRING_NUM of ring 0 */
 	bool kick_early;                        /* kick every ring before DRIVER_OK */
 	bool base_early;                        /* GET_VRING_BASE before DRIVER_OK */
@@ -202,9 +205,10 @@ hostile_start(struct vu_client *c, const struct start *s)
 		assert_int_equal(vu_guest_ring_info(g_a, i, &ri), 0);
 		(void)vu_set_vring_num(c, i, i == 0 && s->bad_num != 0 ? s->bad_num : ri.num);
 		(void)vu_set_vring_base(c, i, ri.fresh_base);
-		(void)vu_set_vring_addr(c, i, 0, (int)i == s->bad_ring ? s->bad_desc :
-					(uintptr_t)ri.desc, (uintptr_t)ri.used,
-					(uintptr_t)ri.avail, ri.log_gpa);
+		(void)vu_set_vring_addr(c, i, 0, (int)i == s->bad_ring && s->bad_desc != 0 ?
+					s->bad_desc : (uintptr_t)ri.desc,
+					(int)i == s->bad_ring && s->bad_used != 0 ? s->bad_used :
+					(uintptr_t)ri.used, (uintptr_t)ri.avail, ri.log_gpa);
 		(void)vu_set_vring_kick(c, i, vu_guest_kickfd(g_a, i));
 		(void)vu_set_vring_call(c, i, vu_guest_callfd(g_a, i));
 	}
@@ -394,6 +398,27 @@ get_vring_base_before_driver_ok(void)
 	hostile_session(&(struct start){ .bad_ring = -1, .base_early = true });
 }
 
+/* ---- issue 11: isolation and messages that crashed the back end ----------------- */
+
+/*
+ * GET_CONFIG asking for 64 KiB: DPDK 22.11 passes the front end's size
+ * to get_config with its 256-byte region (on vhost's stack); the driver
+ * must write nothing past its 12-byte config space.
+ */
+static void
+config_larger_than_the_device(void)
+{
+	struct vu_client *c = connect_a();
+	uint8_t cfg[256];
+
+	(void)vu_device_init(c, NULL);
+	assert_int_equal(vu_get_config(c, 0, 65536, cfg, sizeof(cfg)), 0);
+	/* The real size is still served. */
+	assert_int_equal(vu_get_config(c, 0, 12, cfg, sizeof(cfg)), 12);
+	assert_int_equal(cfg[0], 0x02);
+	disconnect_a(c);
+}
+
 /* ---- tests ------------------------------------------------------------------- */
 
 #define CASE(fn, ...) do { \
@@ -440,6 +465,257 @@ test_out_of_order_front_ends_are_survived(void **state)
 	CASE(get_vring_base_before_driver_ok, NULL);
 	CASE(driver_ok_twice, NULL);
 	CASE(features_never_offered, "invalid negotiated features");
+}
+
+/* Item 3: a second region the device cannot address (GPA 2^63), or wrapping 2^64. */
+static void
+mem_at_2_63(void)
+{
+	struct vu_wire_region r[2];
+
+	wire_regions(r);
+	r[1] = r[0];
+	r[1].gpa = 1ull << 63;
+	r[1].size = 1ull << 30;
+	hostile_session(&(struct start){ .regions = r, .nregions = 2, .bad_ring = -1 });
+}
+
+static void
+mem_wrapping_2_64(void)
+{
+	struct vu_wire_region r[2];
+
+	wire_regions(r);
+	r[1] = r[0];
+	r[1].gpa = 0 - (1ull << 29);
+	r[1].size = 1ull << 30;
+	hostile_session(&(struct start){ .regions = r, .nregions = 2, .bad_ring = -1 });
+}
+
+/*
+ * Item 2: while a well-behaved front end runs on device A, a second one
+ * connects to the same socket, brings its own guest up to DRIVER_OK, asks
+ * every ring's base (vhost then calls dev_close for it), disables a ring
+ * and leaves. One front end per device: nothing of it reaches A's queues,
+ * whose frames keep completing in the first front end's memory.
+ */
+static void
+second_front_end_on_a_running_device(void)
+{
+	struct vu_client *ca = connect_a(), *cb;
+	struct vu_mem *mb;
+	struct vu_guest *gb;
+	uint32_t bases[NRINGS], base;
+	uint8_t cfg[12];
+	unsigned int i;
+
+	vu_guest_reset(g_a);
+	assert_int_equal(vu_guest_new_eventfds(g_a), 0);
+	assert_int_equal(vu_start_device(ca, g_a, NULL), 0);
+	assert_true(lmh_wait_running(&dev_a, LMH_DEADLINE_MS));
+	assert_true(lmh_traffic(g_a, 0x3, 64, LMH_DEADLINE_MS));
+	assert_int_equal(vu_mem_create_qemu(&mb, 1), 0);
+	assert_int_equal(vu_guest_create(&gb, mb, &(struct vu_guest_cfg){ .queue_pairs = PAIRS,
+								       .ring_size = 256 }), 0);
+	cb = connect_a();
+	assert_int_equal(vu_guest_new_eventfds(gb), 0);
+	(void)vu_start_device(cb, gb, NULL);
+	(void)vu_get_config(cb, 0, sizeof(cfg), cfg, sizeof(cfg));
+	for (i = 0; i < NRINGS; i++)
+		(void)vu_get_vring_base(cb, i, &base);
+	(void)vu_set_vring_enable(cb, 0, false);
+	vu_disconnect(cb);
+	/* The owner's rings kept running, its frames complete in its own memory. */
+	assert_true(lmh_running(&dev_a));
+	assert_true(lmh_traffic(g_a, 0x3, 200, LMH_DEADLINE_MS));
+	assert_int_equal(vu_stop_device(ca, bases, NRINGS), 0);
+	disconnect_a(ca);
+	vu_guest_destroy(gb);
+	vu_mem_destroy(mb);
+}
+
+/*
+ * Items 5 and 6: region 0 declared 2 GiB over its 1 GiB file. With the
+ * used ring of ring 0 in the part past the file, DPDK 22.11's vhost reads
+ * it at SET_VRING_KICK: a SIGBUS, unless the table is vetted first.
+ */
+static void
+mem_region_past_its_file(void)
+{
+	struct vu_wire_region r[1];
+
+	wire_regions(r);
+	r[0].size = 2ull << 30;
+	hostile_session(&(struct start){ .regions = r, .nregions = 1, .bad_ring = 0,
+					 .bad_used = r[0].uaddr + (3ull << 29) });
+}
+
+/*
+ * The same table, rings inside the file, not vetted: vhost is fine, and
+ * registering the region must fail at the pin, as on hardware, before
+ * the device could read past the file.
+ */
+static void
+mem_region_past_its_file_unvetted(void)
+{
+	struct vu_wire_region r[1];
+
+	wire_regions(r);
+	r[0].size = 2ull << 30;
+	lmh_vet(false);
+	hostile_session(&(struct start){ .regions = r, .nregions = 1, .bad_ring = -1 });
+	lmh_vet(true);
+}
+
+/*
+ * Item 5: a running device gets a dirty log whose fd is smaller than
+ * declared (here empty) or with a non-zero mmap_offset, then LOG_ALL,
+ * traffic and every ring's base (the driver logs the used rings then).
+ */
+static void
+log_session(uint64_t file_size, uint64_t size, uint64_t off)
+{
+	struct vu_client *c = connect_a();
+	uint32_t base;
+	unsigned int i;
+	int fd;
+
+	fd = memfd_create("hostile-log", MFD_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)file_size), 0);
+	vu_guest_reset(g_a);
+	assert_int_equal(vu_guest_new_eventfds(g_a), 0);
+	hostile_start(c, &(struct start){ .bad_ring = -1 });
+	(void)lmh_wait_running(&dev_a, LMH_DEADLINE_MS);
+	(void)vu_set_log_base(c, fd, size, off);
+	(void)vu_set_features(c, fe_features(c) | (1ULL << VU_F_LOG_ALL));
+	(void)lmh_traffic(g_a, 0x3, 32, 2000);
+	for (i = 0; i < NRINGS; i++)
+		(void)vu_get_vring_base(c, i, &base);
+	lmh_barrier(&dev_a);
+	disconnect_a(c);
+	close(fd);
+}
+
+static void
+log_fd_smaller_than_declared(void)
+{
+	log_session(0, 1ull << 20, 0);
+}
+
+static void
+log_with_mmap_offset(void)
+{
+	log_session(1ull << 20, 1ull << 20, 4096);
+}
+
+/* Not vetted: the driver must not log into it (its registration fails at the pin). */
+static void
+log_fd_smaller_than_declared_unvetted(void)
+{
+	lmh_vet(false);
+	log_session(0, 1ull << 20, 0);
+	lmh_vet(true);
+}
+
+/* Issue 11, items 1-6: each refused or contained, the back end stays up. */
+static void
+test_isolation_and_vhost_crashers(void **state)
+{
+	(void)state;
+	CASE(config_larger_than_the_device, "GET_CONFIG of 65536 bytes refused");
+	CASE(mem_at_2_63, "beyond the device's guest address range");
+	CASE(mem_wrapping_2_64, "wraps past 2^64");
+	CASE(second_front_end_on_a_running_device, "one front end per device");
+	CASE(mem_region_past_its_file, "is past the end of its file");
+	CASE(mem_region_past_its_file_unvetted, "cannot be pinned");
+	CASE(log_fd_smaller_than_declared, "SET_LOG_BASE of 0x100000 bytes refused");
+	CASE(log_with_mmap_offset, "SET_LOG_BASE with mmap_offset 0x1000 refused");
+	CASE(log_fd_smaller_than_declared_unvetted, "cannot be pinned");
+}
+
+/*
+ * Item 1: front end X runs on device C (socket 2, deferred deletion of a
+ * minute) and leaves; front end Y connects with the same guest layout
+ * but its own memory, which vhost maps where X's was (the kernel hands
+ * back the range just freed; the test says whether it did). X's released
+ * registration still pins X's pages: taking it back for Y would send Y's
+ * completions into X's memory. Y's frames must complete in Y's rings.
+ */
+static uint64_t
+registered_hva(struct lmh_dev *d)
+{
+	uint64_t hva = 0;
+
+	pthread_mutex_lock(&d->dev->lock);
+	if (d->dev->mr != NULL)
+		hva = d->dev->mr->regions[0].hva;
+	pthread_mutex_unlock(&d->dev->lock);
+	return hva;
+}
+
+static uint64_t
+run_front_end(struct lmh_dev *d, unsigned int sock, struct vu_guest *g, bool *flowed)
+{
+	struct vu_client *c;
+	uint32_t bases[2];
+	uint64_t hva = 0;
+
+	assert_int_equal(vu_connect(&c, lmh_sock(sock), 5000), 0);
+	lmh_conn_opened(sock);
+	vu_set_reply_timeout(c, LMH_DEADLINE_MS);
+	vu_guest_reset(g);
+	assert_int_equal(vu_guest_new_eventfds(g), 0);
+	assert_int_equal(vu_start_device(c, g, NULL), 0);
+	*flowed = false;
+	if (lmh_wait_running(d, LMH_DEADLINE_MS)) {
+		hva = registered_hva(d);
+		*flowed = lmh_traffic(g, 0x1, 64, 3000);
+	}
+	(void)vu_stop_device(c, bases, 2);
+	vu_disconnect(c);
+	assert_true(lmh_wait_closed(sock));
+	assert_true(lmh_wait_restored(d));
+	return hva;
+}
+
+static void
+test_released_registration_never_serves_other_memory(void **state)
+{
+	struct vu_guest_cfg cfg = { .queue_pairs = 1, .ring_size = 256 };
+	struct vu_mem *mx, *my;
+	struct vu_guest *gx, *gy;
+	struct lmh_dev dc;
+	uint64_t hx, hy;
+	bool fx, fy;
+	size_t mark;
+
+	(void)state;
+	memset(&dc, 0, sizeof(dc));
+	assert_int_equal(lmh_probe(&dc, 2, "queues=1,workers=2,mr_gc_ms=60000"), 0);
+	assert_int_equal(vu_mem_create_qemu(&mx, 1), 0);
+	assert_int_equal(vu_mem_create_qemu(&my, 1), 0);
+	assert_int_equal(vu_guest_create(&gx, mx, &cfg), 0);
+	assert_int_equal(vu_guest_create(&gy, my, &cfg), 0);
+	hx = run_front_end(&dc, 2, gx, &fx);
+	assert_true(fx);
+	mark = lmh_log_mark();
+	hy = run_front_end(&dc, 2, gy, &fy);
+	printf("  front end Y's memory mapped %s front end X's (0x%" PRIx64 " / 0x%" PRIx64
+	       ")\n", hx == hy ? "at the same host address as" : "elsewhere than", hx, hy);
+	assert_false(lmh_log_has(mark, "identical to a released registration"));
+	assert_true(fy);
+	/* X again, with its own memory: its registration may be taken back. */
+	mark = lmh_log_mark();
+	hy = run_front_end(&dc, 2, gx, &fx);
+	assert_true(fx);
+	if (hy == hx)
+		assert_true(lmh_log_has(mark, "identical to a released registration"));
+	vu_guest_destroy(gx);
+	vu_guest_destroy(gy);
+	vu_mem_destroy(mx);
+	vu_mem_destroy(my);
+	assert_int_equal(lmh_remove(&dc), 0);
 }
 
 /* ---- a front end leaving after each message of QEMU's start order ------------ */
@@ -611,6 +887,8 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_bad_rings_are_refused_and_the_back_end_stays_up),
 		cmocka_unit_test(test_misaligned_ring_is_refused),
 		cmocka_unit_test(test_out_of_order_front_ends_are_survived),
+		cmocka_unit_test(test_isolation_and_vhost_crashers),
+		cmocka_unit_test(test_released_registration_never_serves_other_memory),
 		cmocka_unit_test(
 			test_front_end_leaving_after_each_message_leaves_the_device_reusable),
 	};
@@ -620,7 +898,7 @@ main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc == 2)
 		cmocka_set_test_filter(argv[1]);
-	if (lmh_init(argv[0], "test-hostile", 2) < 0)
+	if (lmh_init(argv[0], "test-hostile", 3) < 0)
 		return 1;
 	ret = cmocka_run_group_tests_name("hostile", tests, group_setup, group_teardown);
 	lmh_fini();

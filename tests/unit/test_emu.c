@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <setjmp.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -286,6 +287,44 @@ vq_rdy(const struct vq_env *e, uint16_t index)
 	assert_int_equal(vq_modify(e, id, CONFIG_BITS | PRM_VIRTQ_MODIFY_STATE,
 				   PRM_VIRTQ_STATE_RDY), 0);
 	return id;
+}
+
+/*
+ * Registering memory pins it: the kernel's ib_umem_get() fails with EFAULT
+ * for a page of a shared mapping beyond the end of its file, so no device
+ * ever reads such a page (issue 11, item 6). The emulator refuses the
+ * registration (BAD_PARAM, EMU_SYND_UMEM_NOT_BACKED) and keeps nothing.
+ */
+static void
+test_umem_pages_past_their_file_cannot_be_pinned(void **state)
+{
+	const size_t mib = 1u << 20;
+	unsigned int live = emu_dev_live_objects(dev);
+	uint32_t id = 0, synd = 0;
+	uint8_t *p;
+	int fd;
+
+	(void)state;
+	fd = memfd_create("short", MFD_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)mib), 0);
+	/* 4 MiB mapped over a 1 MiB file: the last 3 MiB would be a SIGBUS. */
+	p = mmap(NULL, 4 * mib, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(p != MAP_FAILED);
+	assert_int_equal(emu_umem_reg(dev, p, 4 * mib, 0, &id, &synd), PRM_STATUS_BAD_PARAM);
+	assert_int_equal(synd, EMU_SYND_UMEM_NOT_BACKED);
+	assert_int_equal(id, 0);
+	assert_int_equal(emu_dev_live_objects(dev), live);
+	/* A range ending one page past the file, too. */
+	assert_int_equal(emu_umem_reg(dev, p + mib / 2, mib / 2 + 4096, 0, &id, &synd),
+			 PRM_STATUS_BAD_PARAM);
+	/* The part inside the file registers. */
+	assert_int_equal(emu_umem_reg(dev, p, mib, 0, &id, &synd), 0);
+	assert_int_equal(emu_dev_live_objects(dev), live + 1);
+	assert_int_equal(emu_umem_dereg(dev, id, &synd), 0);
+	assert_int_equal(emu_dev_live_objects(dev), live);
+	munmap(p, 4 * mib);
+	close(fd);
 }
 
 static int
@@ -1139,6 +1178,7 @@ main(void)
 		T(test_unknown_ids_are_bad_res),
 		T(test_mkey_used_by_virtq_cannot_be_destroyed),
 		T(test_umem_used_by_mkey_cannot_be_deregistered),
+		T(test_umem_pages_past_their_file_cannot_be_pinned),
 		T(test_create_naming_missing_objects_is_bad_reference),
 		T(test_virtq_full_state_machine),
 		T(test_illegal_virtq_transitions_are_bad_res_state),

@@ -156,6 +156,48 @@ test_entry_limit_fails_with_a_message(void **state)
 	remove_dev(name);
 }
 
+/*
+ * Issue 11, item 3: a layout the device cannot address is refused before
+ * any command. A region at GPA 2^63 needs 2^32 hole entries of 2 GiB (the
+ * KLM builder's uint32_t count wrapped and it spun for tens of seconds);
+ * one whose GPA + size wraps past 2^64 has no valid range at all.
+ */
+static void
+test_unaddressable_layouts_refused_before_building(void **state)
+{
+	struct mlx5_lm_mem_region high[] = {
+		{ .gpa = 0, .size = GIB, .hva = (uintptr_t)guest, .page_size = 4096 },
+		{ .gpa = 1ull << 63, .size = GIB, .hva = (uintptr_t)guest + GIB,
+		  .page_size = 4096 },
+	};
+	struct mlx5_lm_mem_region wrap[] = {
+		{ .gpa = 0 - GIB, .size = 2 * GIB, .hva = (uintptr_t)guest, .page_size = 4096 },
+	};
+	/* Just past what 4078 entries of 2 GiB cover. */
+	struct mlx5_lm_mem_region far[] = {
+		{ .gpa = (uint64_t)PRM_MAX_KLM_PER_CMD * 2 * GIB, .size = GIB,
+		  .hva = (uintptr_t)guest, .page_size = 4096 },
+	};
+	struct mlx5_lm_dev *dev;
+	struct mlx5_lm_mr *mr = NULL;
+	unsigned int live;
+	char name[32];
+
+	(void)state;
+	dev = probe(name, sizeof(name), NULL);
+	live = emu_dev_live_objects(devx_emu_dev(dev->devx));
+	assert_int_equal(mlx5_lm_mr_create(dev, high, 2, &mr), -E2BIG);
+	assert_int_equal(mlx5_lm_mr_create(dev, wrap, 1, &mr), -EINVAL);
+	assert_int_equal(mlx5_lm_mr_create(dev, far, 1, &mr), -E2BIG);
+	assert_null(mr);
+	assert_int_equal(emu_dev_live_objects(devx_emu_dev(dev->devx)), live);
+	/* The last entry the device can address still works. */
+	far[0].gpa -= 2 * GIB;
+	assert_int_equal(mlx5_lm_mr_create(dev, far, 1, &mr), 0);
+	assert_int_equal(mlx5_lm_mr_destroy(mr), 0);
+	remove_dev(name);
+}
+
 static void
 test_failed_chunk_unwinds_without_leak(void **state)
 {
@@ -181,11 +223,14 @@ static void
 test_released_registration_is_reused(void **state)
 {
 	struct mlx5_lm_mem_region regs[] = {
-		{ .gpa = 0, .size = 2 * GIB, .hva = (uintptr_t)guest, .page_size = 4096 },
+		{ .gpa = 0, .size = 2 * GIB, .hva = (uintptr_t)guest, .page_size = 4096,
+		  .file_dev = 5, .file_ino = 77, .file_off = 0 },
 	};
 	struct mlx5_lm_mem_region other[] = {
-		{ .gpa = 0, .size = GIB, .hva = (uintptr_t)guest, .page_size = 4096 },
+		{ .gpa = 0, .size = GIB, .hva = (uintptr_t)guest, .page_size = 4096,
+		  .file_dev = 5, .file_ino = 77, .file_off = 0 },
 	};
+	struct mlx5_lm_mem_region unknown = regs[0];
 	struct mlx5_lm_dev *dev;
 	struct mlx5_lm_mr *mr, *again;
 	char name[32];
@@ -194,6 +239,20 @@ test_released_registration_is_reused(void **state)
 	assert_int_equal(mlx5_lm_mr_create(dev, regs, 1, &mr), 0);
 	mlx5_lm_mr_release(mr);
 	assert_null(mlx5_lm_mr_reclaim(dev, other, 1));
+	/* Same addresses, other memory (issue 11, item 1): never reused. */
+	other[0] = regs[0];
+	other[0].file_ino = 78;
+	assert_null(mlx5_lm_mr_reclaim(dev, other, 1));
+	other[0] = regs[0];
+	other[0].file_dev = 6;
+	assert_null(mlx5_lm_mr_reclaim(dev, other, 1));
+	other[0] = regs[0];
+	other[0].file_off = 4096;
+	assert_null(mlx5_lm_mr_reclaim(dev, other, 1));
+	/* Memory whose file is unknown is never taken for another's. */
+	unknown.file_dev = 0;
+	unknown.file_ino = 0;
+	assert_null(mlx5_lm_mr_reclaim(dev, &unknown, 1));
 	again = mlx5_lm_mr_reclaim(dev, regs, 1);
 	assert_ptr_equal(again, mr);
 	assert_null(mlx5_lm_mr_reclaim(dev, regs, 1));
@@ -248,6 +307,7 @@ main(void)
 		cmocka_unit_test(test_hole_between_regions_maps_nothing),
 		cmocka_unit_test(test_eight_regions),
 		cmocka_unit_test(test_entry_limit_fails_with_a_message),
+		cmocka_unit_test(test_unaddressable_layouts_refused_before_building),
 		cmocka_unit_test(test_failed_chunk_unwinds_without_leak),
 		cmocka_unit_test(test_released_registration_is_reused),
 		cmocka_unit_test(test_garbage_destroyed_at_removal),

@@ -475,6 +475,31 @@ vu_set_log_base(struct vu_client *c, int fd, uint64_t size, uint64_t offset)
 }
 
 int
+vu_get_config(struct vu_client *c, uint32_t offset, uint32_t size, void *buf, uint32_t cap)
+{
+	/* Payload: u32 offset, u32 size, u32 flags, then the config bytes (at most 256). */
+	uint8_t msg[12 + 256], reply[12 + 256];
+	uint32_t got;
+	int ret;
+
+	memset(msg, 0, sizeof(msg));
+	memcpy(msg, &offset, 4);
+	memcpy(msg + 4, &size, 4);
+	ret = vu_request(c, VU_GET_CONFIG, msg, sizeof(msg), NULL, 0, reply, sizeof(reply));
+	if (ret < 0)
+		return ret;
+	/* A refusal is a reply without payload (or one shorter than its header). */
+	if (ret < 12)
+		return 0;
+	/* The reply's own size field says how much of the region is config. */
+	memcpy(&got, reply + 4, 4);
+	if (got > (uint32_t)ret - 12)
+		got = (uint32_t)ret - 12;
+	memcpy(buf, reply + 12, got < cap ? got : cap);
+	return (int)got;
+}
+
+int
 vu_set_vring_num(struct vu_client *c, uint32_t index, uint32_t num)
 {
 	struct vu_vring_state s = { index, num };

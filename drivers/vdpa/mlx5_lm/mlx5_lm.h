@@ -132,7 +132,11 @@ struct mlx5_lm_dev {
 	 * below are guarded by it.
 	 */
 	pthread_mutex_t lock;
-	int vid;                         /* vhost device, -1 when none */
+	/*
+	 * The vhost device (connection) that owns this device, -1 when none:
+	 * one front end per device, see mlx5_lm_owner().
+	 */
+	int vid;
 	int running;                     /* between dev_conf and dev_close */
 	uint64_t features;               /* negotiated */
 	uint16_t nr_vq;                  /* virtqs the driver manages (pre-created or not) */
@@ -223,6 +227,14 @@ struct mlx5_lm_dev *mlx5_lm_dev_by_name(const char *name);
 struct mlx5_lm_dev *mlx5_lm_dev_by_vid(int vid);
 
 /* queue lifecycle (mlx5_lm_vdpa.c): the vDPA ops that change queue state */
+/*
+ * One front end per device (issue 11): the first vhost device (vid) that
+ * reaches the driver through a per-connection callback owns the device
+ * until vhost cleans that connection up (dev_cleanup); every callback of
+ * another vid is refused (-EBUSY, logged) and touches nothing. Under
+ * dev->lock. 0 when vid owns the device (claimed now if it had no owner).
+ */
+int mlx5_lm_owner(struct mlx5_lm_dev *dev, int vid, const char *what);
 int mlx5_lm_dev_conf(int vid);
 int mlx5_lm_dev_close(int vid);
 int mlx5_lm_set_vring_state(int vid, int vring, int state);

@@ -51,6 +51,8 @@ rte_pmd_mlx5_lm_mr_bench(const char *name, const struct rte_pmd_mlx5_lm_region *
 	if (nregions == 0 || nregions > RTE_DIM(regs))
 		return -EINVAL;
 	memset(res, 0, sizeof(*res));
+	/* No file identity: a bench registration is never taken back. */
+	memset(regs, 0, sizeof(regs));
 	for (i = 0; i < nregions; i++) {
 		regs[i].gpa = regions[i].gpa;
 		regs[i].size = regions[i].size;

@@ -61,7 +61,8 @@ dirty_log_all(struct mlx5_lm_dev *dev, int enable)
 int
 mlx5_lm_log_start(struct mlx5_lm_dev *dev)
 {
-	struct mlx5_lm_mem_region r;
+	/* No file identity (file_ino 0): never taken back as guest memory. */
+	struct mlx5_lm_mem_region r = { .gpa = 0 };
 	uint64_t base = 0, size = 0;
 	int ret;
 

@@ -271,6 +271,67 @@ indirect_create(struct mlx5_lm_mr *mr)
 	return 0;
 }
 
+/* Most KLM entries one indirect mkey of this device takes. */
+static uint64_t
+klm_limit(const struct mlx5_lm_dev *dev)
+{
+	uint64_t lim = PRM_MAX_KLM_PER_CMD;
+	uint8_t log = dev->caps.log_max_klm_list_size;
+
+	/* HCA cap log_max_klm_list_size bounds an mkey's list (PRM); one command bounds it too. */
+	if (log != 0 && log < 63 && (1ull << log) < lim)
+		lim = 1ull << log;
+	return lim;
+}
+
+static uint64_t
+div_up(uint64_t a, uint64_t b)
+{
+	return a / b + (a % b != 0);
+}
+
+/*
+ * The front end's table, sorted, checked before anything is built: no
+ * region wraps past 2^64 (guest or host side), and the KLM list covering
+ * [0, end of the last region) fits the device (counted in 64 bits, by
+ * division: a region near 2^63 would otherwise mean billions of hole
+ * entries, a uint32_t count that wraps and a KLM builder that spins).
+ * The covered range, limit x 2 GiB, is the device's guest address range.
+ */
+static int
+check_layout(struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_region *r, uint32_t n,
+	     uint64_t chunk)
+{
+	uint64_t lim = klm_limit(dev), need = 0, pos = 0;
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		uint64_t step = chunk < r[i].size ? chunk : r[i].size;
+
+		if (r[i].gpa + r[i].size < r[i].gpa || r[i].hva + r[i].size < r[i].hva) {
+			DRV_LOG(ERR, dev, "memory region gpa 0x%" PRIx64 " size 0x%" PRIx64
+				" wraps past 2^64: memory table refused", r[i].gpa, r[i].size);
+			return -EINVAL;
+		}
+		step -= step % r[i].page_size;
+		if (step == 0)
+			step = r[i].page_size;
+		/* Holes (null mkey entries of at most 2 GiB), then the region's chunks. */
+		need += div_up(r[i].gpa - pos, PRM_MAX_KLM_BYTE_COUNT);
+		need += div_up(r[i].size, step);
+		pos = r[i].gpa + r[i].size;
+		if (need > lim) {
+			DRV_LOG(ERR, dev, "memory region gpa 0x%" PRIx64 " size 0x%" PRIx64
+				" needs more than %" PRIu64 " KLM entries: beyond the device's "
+				"guest address range (0x%" PRIx64 " with mr_chunk_mb=%u); memory "
+				"table refused", r[i].gpa, r[i].size, lim,
+				(uint64_t)(lim * PRM_MAX_KLM_BYTE_COUNT), dev->args.mr_chunk_mb);
+			return -E2BIG;
+		}
+	}
+	return 0;
+}
+
 int
 mlx5_lm_mr_create(struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_region *regions,
 		  uint32_t nregions, struct mlx5_lm_mr **out)
@@ -313,6 +374,9 @@ mlx5_lm_mr_create(struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_region *regi
 			goto err_plan;
 		}
 	}
+	ret = check_layout(dev, mr->regions, nregions, chunk);
+	if (ret < 0)
+		goto err_plan;
 	mr->gpa_end = mr->regions[nregions - 1].gpa + mr->regions[nregions - 1].size;
 	ret = plan_chunks(mr, chunk);
 	if (ret < 0)
@@ -383,6 +447,9 @@ mlx5_lm_mr_same_table(const struct mlx5_lm_mr *mr, const struct mlx5_lm_mem_regi
 
 	if (mr == NULL || nregions != mr->nregions)
 		return 0;
+	for (uint32_t i = 0; i < nregions; i++)
+		if (regions[i].file_ino == 0)
+			return 0;
 	sorted = malloc(nregions * sizeof(*regions));
 	if (sorted == NULL)
 		return 0;

@@ -26,6 +26,16 @@ struct mlx5_lm_mem_region {
 	uint64_t size;
 	uint64_t hva;        /* host virtual address of the mapping */
 	uint64_t page_size;  /* backing page size (4 KiB, 2 MiB, 1 GiB) */
+	/*
+	 * Which memory: the backing file (st_dev, st_ino of the region's fd)
+	 * and the offset of gpa in it. A registration pins pages, not
+	 * addresses: it is reused only for the same file and offset, never
+	 * on address equality (another front end's memory may be mapped at
+	 * the same host address). file_ino 0: unknown, never reused.
+	 */
+	uint64_t file_dev;
+	uint64_t file_ino;
+	uint64_t file_off;
 };
 
 struct mlx5_lm_mr;
@@ -69,7 +79,10 @@ int mlx5_lm_mr_create(struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_region *
 int mlx5_lm_mr_destroy(struct mlx5_lm_mr *mr);
 /* The key the virtqs put in virtio_q_mkey. */
 uint32_t mlx5_lm_mr_mkey(const struct mlx5_lm_mr *mr);
-/* 1 when mr registers exactly this table. */
+/*
+ * 1 when mr registers exactly this table: the same guest and host ranges
+ * over the same memory (file and offset known and equal for every region).
+ */
 int mlx5_lm_mr_same_table(const struct mlx5_lm_mr *mr, const struct mlx5_lm_mem_region *regions,
 			  uint32_t nregions);
 

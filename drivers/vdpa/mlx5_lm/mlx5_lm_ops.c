@@ -76,6 +76,9 @@ mlx5_lm_set_features(int vid)
 	if (dev == NULL)
 		return -ENODEV;
 	pthread_mutex_lock(&dev->lock);
+	ret = mlx5_lm_owner(dev, vid, "SET_FEATURES");
+	if (ret < 0)
+		goto out;
 	rte_vhost_get_negotiated_features(vid, &dev->features);
 	if (dev->running) {
 		int want = !!(dev->features & (1ull << F_LOG_ALL));
@@ -85,6 +88,7 @@ mlx5_lm_set_features(int vid)
 		else if (!want && dev->log_mr != NULL)
 			mlx5_lm_log_stop(dev);
 	}
+out:
 	pthread_mutex_unlock(&dev->lock);
 	return ret;
 }
@@ -98,8 +102,13 @@ mlx5_lm_dev_cleanup(int vid)
 	if (dev == NULL)
 		return -ENODEV;
 	pthread_mutex_lock(&dev->lock);
-	if (dev->vid == vid)
-		dev->vid = -1;
+	if (dev->vid != vid) {
+		/* A connection that never owned the device leaves the owner's state alone. */
+		DRV_LOG(INFO, dev, "front end disconnected (vhost device %d, not the owner)", vid);
+		pthread_mutex_unlock(&dev->lock);
+		return 0;
+	}
+	dev->vid = -1;
 	/* The next front end enables its own rings. */
 	for (uint16_t i = 0; i < dev->nr_vq; i++)
 		dev->vq[i].enabled = 0;
@@ -114,6 +123,18 @@ mlx5_lm_migration_done(int vid)
 	return 0;
 }
 
+/* The doorbell page rings the owner's queues: only the owner may map it. */
+static int
+owned_by(struct mlx5_lm_dev *dev, int vid, const char *what)
+{
+	int ret;
+
+	pthread_mutex_lock(&dev->lock);
+	ret = mlx5_lm_owner(dev, vid, what);
+	pthread_mutex_unlock(&dev->lock);
+	return ret == 0;
+}
+
 static int
 mlx5_lm_get_vfio_device_fd(int vid)
 {
@@ -121,7 +142,8 @@ mlx5_lm_get_vfio_device_fd(int vid)
 	uint64_t off, size;
 	int fd;
 
-	if (dev == NULL || devx_db_mmap_info(dev->db, &fd, &off, &size) < 0)
+	if (dev == NULL || !owned_by(dev, vid, "host notifier") ||
+	    devx_db_mmap_info(dev->db, &fd, &off, &size) < 0)
 		return -1;
 	return fd;
 }
@@ -132,7 +154,8 @@ mlx5_lm_get_notify_area(int vid, int qid, uint64_t *offset, uint64_t *size)
 	struct mlx5_lm_dev *dev = dev_by_vid(vid);
 	int fd;
 
-	if (dev == NULL || devx_db_mmap_info(dev->db, &fd, offset, size) < 0)
+	if (dev == NULL || !owned_by(dev, vid, "host notifier") ||
+	    devx_db_mmap_info(dev->db, &fd, offset, size) < 0)
 		return -1;
 	return 0;
 }
@@ -206,16 +229,33 @@ mlx5_lm_reset_stats(struct rte_vdpa_device *vdpa, int qid)
 	return ret;
 }
 
-/* virtio-net config space: mac[6], status, max_virtqueue_pairs, mtu. */
+/*
+ * virtio-net config space: mac[6], status, max_virtqueue_pairs, mtu.
+ * size comes from the front end's GET_CONFIG unchecked (DPDK 22.11 passes
+ * msg.payload.cfg.size with its 256-byte region): nothing is written past
+ * the device's own config space, a larger request is refused (vhost then
+ * replies with an empty payload).
+ */
 static int
 mlx5_lm_get_config(int vid, uint8_t *config, uint32_t size)
 {
 	struct mlx5_lm_dev *dev = dev_by_vid(vid);
 	uint8_t cfg[12] = { 0x02, 0x4c, 0x4d, 0x00, 0x00, 0x00 };
 	uint16_t v;
+	int ret;
 
 	if (dev == NULL)
 		return -ENODEV;
+	pthread_mutex_lock(&dev->lock);
+	ret = mlx5_lm_owner(dev, vid, "GET_CONFIG");
+	pthread_mutex_unlock(&dev->lock);
+	if (ret < 0)
+		return ret;
+	if (size > sizeof(cfg)) {
+		DRV_LOG(ERR, dev, "vhost device %d: GET_CONFIG of %u bytes refused, the config "
+			"space has %zu", vid, size, sizeof(cfg));
+		return -EINVAL;
+	}
 	cfg[5] = (uint8_t)dev->instance;
 	v = 1; /* VIRTIO_NET_S_LINK_UP */
 	memcpy(&cfg[6], &v, 2);
@@ -223,9 +263,7 @@ mlx5_lm_get_config(int vid, uint8_t *config, uint32_t size)
 	memcpy(&cfg[8], &v, 2);
 	v = 1500;
 	memcpy(&cfg[10], &v, 2);
-	memcpy(config, cfg, size < sizeof(cfg) ? size : sizeof(cfg));
-	if (size > sizeof(cfg))
-		memset(config + sizeof(cfg), 0, size - sizeof(cfg));
+	memcpy(config, cfg, size);
 	return 0;
 }
 

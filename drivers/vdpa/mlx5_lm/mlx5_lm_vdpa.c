@@ -16,6 +16,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -142,13 +143,24 @@ register_memory(struct mlx5_lm_dev *dev, struct rte_vhost_memory *mem)
 		DRV_LOG(ERR, dev, "memory table has %u regions, vhost-user allows 8", mem->nregions);
 		return -EINVAL;
 	}
+	memset(regions, 0, sizeof(regions));
 	for (i = 0; i < mem->nregions; i++) {
 		const struct rte_vhost_mem_region *r = &mem->regions[i];
+		struct stat st;
 
 		regions[n].gpa = r->guest_phys_addr;
 		regions[n].size = r->size;
 		regions[n].hva = r->host_user_addr;
 		regions[n].page_size = region_page_size(r);
+		/*
+		 * The memory's identity, for reuse: vhost maps each region's fd
+		 * from file offset 0, so gpa sits at host_user_addr - mmap_addr.
+		 */
+		if (r->fd >= 0 && fstat(r->fd, &st) == 0 && st.st_ino != 0) {
+			regions[n].file_dev = (uint64_t)st.st_dev;
+			regions[n].file_ino = (uint64_t)st.st_ino;
+			regions[n].file_off = r->host_user_addr - (uint64_t)(uintptr_t)r->mmap_addr;
+		}
 		n++;
 	}
 	if (dev->mr != NULL && mlx5_lm_mr_same_table(dev->mr, regions, n)) {
@@ -348,6 +360,21 @@ release_prev_mr(struct mlx5_lm_dev *dev)
 }
 
 int
+mlx5_lm_owner(struct mlx5_lm_dev *dev, int vid, const char *what)
+{
+	if (dev->vid == vid)
+		return 0;
+	if (dev->vid < 0) {
+		dev->vid = vid;
+		DRV_LOG(INFO, dev, "vhost device %d owns the device", vid);
+		return 0;
+	}
+	DRV_LOG(ERR, dev, "%s from vhost device %d refused: the device is owned by vhost "
+		"device %d (one front end per device)", what, vid, dev->vid);
+	return -EBUSY;
+}
+
+int
 mlx5_lm_dev_conf(int vid)
 {
 	struct mlx5_lm_dev *dev = dev_by_vid(vid);
@@ -363,12 +390,14 @@ mlx5_lm_dev_conf(int vid)
 	pthread_mutex_lock(&dev->lock);
 	wait_restored(dev);
 	t0 = mlx5_lm_now_ms();
+	ret = mlx5_lm_owner(dev, vid, "DRIVER_OK");
+	if (ret < 0)
+		goto out;
 	if (dev->running) {
 		DRV_LOG(ERR, dev, "DRIVER_OK while already running: ignored");
 		ret = 0;
 		goto out;
 	}
-	dev->vid = vid;
 	if (rte_vhost_get_negotiated_features(vid, &dev->features) < 0 ||
 	    rte_vhost_get_mem_table(vid, &mem) < 0) {
 		DRV_LOG(ERR, dev, "vhost device %d has no features or memory table", vid);
@@ -561,7 +590,8 @@ mlx5_lm_dev_close(int vid)
 	if (dev == NULL)
 		return -ENODEV;
 	pthread_mutex_lock(&dev->lock);
-	if (!dev->running) {
+	/* Another connection's GET_VRING_BASE must not stop the owner's queues. */
+	if (!dev->running || mlx5_lm_owner(dev, vid, "stop (GET_VRING_BASE)") < 0) {
 		pthread_mutex_unlock(&dev->lock);
 		return 0;
 	}
@@ -659,6 +689,9 @@ mlx5_lm_set_vring_state(int vid, int vring, int state)
 		return -EINVAL;
 	}
 	pthread_mutex_lock(&dev->lock);
+	ret = mlx5_lm_owner(dev, vid, "SET_VRING_ENABLE");
+	if (ret < 0)
+		goto out;
 	vq = &dev->vq[vring];
 	vq->enabled = !!state;
 	VQ_LOG(DEBUG, vq, "guest %s the ring%s", state ? "enabled" : "disabled",

@@ -114,6 +114,27 @@ struct rte_pmd_mlx5_lm_timings {
  */
 int rte_pmd_mlx5_lm_get_timings(const char *name, struct rte_pmd_mlx5_lm_timings *t);
 
+/*
+ * Vet a vhost-user message before DPDK 22.11's vhost library uses it
+ * (msg: what a pre_msg_handle of rte_vhost_extern_callback_register()
+ * receives). Refuses, with one log line and the message's fds closed,
+ * what would crash vhost or the device later: a memory region whose
+ * mmap_offset + size lies past the end of its fd's file, SET_LOG_BASE
+ * with a non-zero mmap_offset or a log fd smaller than the declared size.
+ * Returns RTE_VHOST_MSG_RESULT_NOT_HANDLED (vhost goes on) or
+ * RTE_VHOST_MSG_RESULT_ERR (vhost fails the message).
+ */
+int rte_pmd_mlx5_lm_vhost_vet(int vid, void *msg);
+
+/*
+ * Register rte_pmd_mlx5_lm_vhost_vet() as the pre_msg_handle of vhost
+ * device vid: call it from the new_connection callback of every socket
+ * served by this PMD (an application with its own extern ops calls
+ * rte_pmd_mlx5_lm_vhost_vet() from its pre_msg_handle instead).
+ * 0, -ENOTSUP (not DPDK 22.11's message layout), or -EINVAL.
+ */
+int rte_pmd_mlx5_lm_vhost_vet_register(int vid);
+
 #ifdef __cplusplus
 }
 #endif

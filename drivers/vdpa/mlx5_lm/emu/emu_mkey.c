@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,36 @@ emu_umem_pin(struct emu_umem *u)
 	u->pin_base = alias;
 	u->pin_len = len;
 	u->addr = (uint8_t *)alias + ((uintptr_t)u->addr - start);
+}
+
+/*
+ * Pinning fails for memory that has no page behind it, as the kernel's
+ * ib_umem_get() does (pin_user_pages() returns -EFAULT for a page of a
+ * shared mapping beyond the end of its file): real hardware never sees
+ * it, and a device reading it later would be a SIGBUS in the data path.
+ * Probed with process_vm_readv() on ourselves, which returns EFAULT
+ * instead of faulting. The duplicate mapping covers contiguous file
+ * offsets, so its last page is the one furthest into the file: if it is
+ * backed, every page is (as long as the front end does not shrink the
+ * file afterwards, which a pinned page would survive and we do not).
+ * Without a duplicate (private memory) the first and last pages are checked.
+ */
+static int
+emu_page_backed(const uint8_t *p)
+{
+	uint8_t byte;
+	struct iovec local = { .iov_base = &byte, .iov_len = 1 };
+	struct iovec remote = { .iov_base = (void *)(uintptr_t)p, .iov_len = 1 };
+
+	return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == 1;
+}
+
+static int
+emu_umem_backed(const struct emu_umem *u)
+{
+	if (u->pin_base != NULL)
+		return emu_page_backed((const uint8_t *)u->pin_base + u->pin_len - 1);
+	return emu_page_backed(u->addr) && emu_page_backed(u->addr + u->size - 1);
 }
 
 void
@@ -95,6 +126,15 @@ emu_umem_reg(struct emu_dev *dev, void *addr, size_t size, uint32_t access, uint
 		u->size = size;
 		u->access = access;
 		emu_umem_pin(u);
+		if (!emu_umem_backed(u)) {
+			emu_log(dev, 3, "umem %p+0x%zx: pages beyond the end of their file cannot "
+				"be pinned (ib_umem_get: EFAULT): registration refused", addr, size);
+			/* Never visible: the object (and its pin) goes before anyone learns its id. */
+			emu_obj_destroy(dev, &u->obj, syndrome);
+			*syndrome = EMU_SYND_UMEM_NOT_BACKED;
+			pthread_mutex_unlock(&dev->lock);
+			return PRM_STATUS_BAD_PARAM;
+		}
 		*id = u->obj.id;
 	}
 	pthread_mutex_unlock(&dev->lock);

@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Vetting of vhost-user messages before DPDK 22.11's vhost library uses
+ * them (issue 11, item 5). vhost maps what the front end describes
+ * without checking it against the file behind the fd:
+ *
+ *  - SET_MEM_TABLE / ADD_MEM_REG: a region whose mmap_offset + size lies
+ *    past the end of its file maps fine, and the first access to the part
+ *    beyond (vhost reading a ring at SET_VRING_KICK, the device's data
+ *    path) is a SIGBUS that kills the process;
+ *  - SET_LOG_BASE: vhost maps mmap_size + mmap_offset bytes of the log fd
+ *    from offset 0 and logs at addr + mmap_offset; a file smaller than
+ *    that makes the log writes (rte_vhost_log_used_vring, the device's
+ *    dirty bits) a SIGBUS. QEMU always sends offset 0 (vhost-user.rst,
+ *    "Log memory"): anything else is refused.
+ *
+ * An application registers rte_pmd_mlx5_lm_vhost_vet() as the
+ * pre_msg_handle of rte_vhost_extern_callback_register() on each new
+ * connection (rte_pmd_mlx5_lm_vhost_vet_register() does it). A refused
+ * message has its fds closed (vhost does not close them when a
+ * pre_msg_handle fails) and vhost answers it as failed: with NEED_REPLY
+ * an error ack, otherwise the connection is closed.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <rte_log.h>
+#include <rte_version.h>
+#include <rte_vhost.h>
+
+#include "mlx5_lm_dpdk.h"
+#include "prm.h"
+#include "mlx5_lm.h"
+#include "rte_pmd_mlx5_lm.h"
+
+/*
+ * What pre_msg_handle receives in DPDK 22.11 (struct vhu_msg_context of
+ * lib/vhost/vhost_user.h, packed): the message - a 12-byte header and the
+ * payload union, 632 bytes, its largest member being the crypto session
+ * parameters - then the fds received with it and their count.
+ */
+#define VET_PAYLOAD_SIZE 632
+#define VET_MAX_FDS 8
+
+struct vet_msg {
+	uint32_t request;
+	uint32_t flags;
+	uint32_t size;
+	uint8_t payload[VET_PAYLOAD_SIZE];
+	int fds[VET_MAX_FDS];
+	int fd_num;
+} __attribute__((packed));
+
+_Static_assert(offsetof(struct vet_msg, fds) == 644, "vhu_msg_context.fds of DPDK 22.11");
+_Static_assert(offsetof(struct vet_msg, fd_num) == 676, "vhu_msg_context.fd_num of DPDK 22.11");
+
+/* Front-end requests vetted here (vhost-user.rst, "Front-end message types"). */
+#define VET_SET_MEM_TABLE 5
+#define VET_SET_LOG_BASE 6
+#define VET_ADD_MEM_REG 37
+
+RTE_LOG_REGISTER_SUFFIX(mlx5_lm_vet_logtype, vet, NOTICE);
+
+static void
+vet_log(int vid, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+vet_log(int vid, const char *fmt, ...)
+{
+	struct mlx5_lm_dev *dev = mlx5_lm_dev_by_vid(vid);
+	char text[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	/* Always printed: the one line that says why a front end was refused. */
+	rte_log(RTE_LOG_ERR, mlx5_lm_vet_logtype, "mlx5_lm %s: vhost device %d: %s\n",
+		dev != NULL ? dev->name : "-", vid, text);
+}
+
+static void
+close_fds(struct vet_msg *m)
+{
+	int i;
+
+	for (i = 0; i < m->fd_num && i < VET_MAX_FDS; i++) {
+		if (m->fds[i] >= 0)
+			close(m->fds[i]);
+		m->fds[i] = -1;
+	}
+	m->fd_num = 0;
+}
+
+/* Bytes of the file behind fd, or -1 (logged by the caller). */
+static int64_t
+file_size(int fd)
+{
+	struct stat st;
+
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return -1;
+	return (int64_t)st.st_size;
+}
+
+/* One region {gpa, size, uaddr, mmap_offset} mapped from fd: its bytes must all be in the file. */
+static int
+vet_region(int vid, unsigned int i, const uint8_t *r, int fd)
+{
+	uint64_t v[4];
+	int64_t fsize;
+
+	memcpy(v, r, sizeof(v));
+	fsize = file_size(fd);
+	if (fsize < 0) {
+		vet_log(vid, "memory region %u: no file behind its fd (%d): refused", i, fd);
+		return -EBADF;
+	}
+	if (v[1] == 0 || v[3] + v[1] < v[3] || v[3] + v[1] > (uint64_t)fsize) {
+		vet_log(vid, "memory region %u (gpa 0x%" PRIx64 "): mmap_offset 0x%" PRIx64
+			" + size 0x%" PRIx64 " is past the end of its file (0x%" PRIx64
+			" bytes): a SIGBUS on first access, refused", i, v[0], v[3], v[1],
+			(uint64_t)fsize);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int
+vet_mem_table(int vid, const struct vet_msg *m)
+{
+	uint32_t n, i;
+	int ret;
+
+	/* vhost itself refuses a short payload or more regions than fds. */
+	if (m->size < 8)
+		return 0;
+	memcpy(&n, m->payload, 4);
+	if (n > VET_MAX_FDS || m->size < 8 + 32 * n || (int)n > m->fd_num)
+		return 0;
+	for (i = 0; i < n; i++) {
+		ret = vet_region(vid, i, m->payload + 8 + 32 * i, m->fds[i]);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+static int
+vet_add_region(int vid, const struct vet_msg *m)
+{
+	/* Payload: u64 padding, then one region. */
+	if (m->size < 8 + 32 || m->fd_num < 1)
+		return 0;
+	return vet_region(vid, 0, m->payload + 8, m->fds[0]);
+}
+
+static int
+vet_log_base(int vid, const struct vet_msg *m)
+{
+	uint64_t size, off;
+	int64_t fsize;
+
+	if (m->size != 16 || m->fd_num < 1)
+		return 0;
+	memcpy(&size, m->payload, 8);
+	memcpy(&off, m->payload + 8, 8);
+	if (off != 0) {
+		vet_log(vid, "SET_LOG_BASE with mmap_offset 0x%" PRIx64 " refused: the log is "
+			"mapped from the start of its fd", off);
+		return -EINVAL;
+	}
+	fsize = file_size(m->fds[0]);
+	if (fsize < 0 || size == 0 || size > (uint64_t)fsize) {
+		vet_log(vid, "SET_LOG_BASE of 0x%" PRIx64 " bytes refused: its fd holds 0x%"
+			PRIx64 " bytes (logging there would be a SIGBUS)", size,
+			fsize < 0 ? 0 : (uint64_t)fsize);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int
+rte_pmd_mlx5_lm_vhost_vet(int vid, void *msg)
+{
+	struct vet_msg *m = msg;
+	int ret;
+
+	if (m->fd_num < 0 || m->fd_num > VET_MAX_FDS)
+		return RTE_VHOST_MSG_RESULT_NOT_HANDLED;
+	switch (m->request) {
+	case VET_SET_MEM_TABLE:
+		ret = vet_mem_table(vid, m);
+		break;
+	case VET_ADD_MEM_REG:
+		ret = vet_add_region(vid, m);
+		break;
+	case VET_SET_LOG_BASE:
+		ret = vet_log_base(vid, m);
+		break;
+	default:
+		ret = 0;
+		break;
+	}
+	if (ret == 0)
+		return RTE_VHOST_MSG_RESULT_NOT_HANDLED;
+	close_fds(m);
+	return RTE_VHOST_MSG_RESULT_ERR;
+}
+
+static enum rte_vhost_msg_result
+vet_pre(int vid, void *msg)
+{
+	return (enum rte_vhost_msg_result)rte_pmd_mlx5_lm_vhost_vet(vid, msg);
+}
+
+static const struct rte_vhost_user_extern_ops vet_ops = {
+	.pre_msg_handle = vet_pre,
+};
+
+int
+rte_pmd_mlx5_lm_vhost_vet_register(int vid)
+{
+	/* The message layout above is DPDK 22.11's; another vhost gets no vetting. */
+	if (RTE_VER_YEAR != 22 || RTE_VER_MONTH != 11) {
+		rte_log(RTE_LOG_ERR, mlx5_lm_vet_logtype, "mlx5_lm: vhost-user message vetting "
+			"is built for DPDK 22.11, not %s: not registered\n", rte_version());
+		return -ENOTSUP;
+	}
+	return rte_vhost_extern_callback_register(vid, &vet_ops, NULL) == 0 ? 0 : -EINVAL;
+}
