@@ -1011,6 +1011,36 @@ rqt_cmd(uint32_t rqtn, uint32_t vq, uint32_t max, uint32_t n, uint32_t *id)
 	return st;
 }
 
+/*
+ * PRM: the device picks an RQT entry as hash & (size - 1), so
+ * rqt_actual_size and rqt_max_size are powers of two (Linux mlx5_vdpa and
+ * mlx5e round them up with roundup_pow_of_two, DPDK vdpa/mlx5 with
+ * rte_align32pow2, repeating entries). Issue 10, B3.
+ */
+static void
+test_rqt_sizes_must_be_powers_of_two(void **state)
+{
+	uint32_t vq, rqtn;
+	struct vq_env e;
+
+	(void)state;
+	env_init(&e, 256);
+	assert_int_equal(vq_create(&e, 0, 256, &vq), 0);
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_RQT_SIZE_NOT_POW2, rqt_cmd(0, vq, 4, 3, NULL));
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_RQT_SIZE_NOT_POW2, rqt_cmd(0, vq, 3, 2, NULL));
+	assert_int_equal(rqt_cmd(0, vq, 4, 4, &rqtn), 0);
+	/* A refused MODIFY_RQT keeps the old list (the queue stays referenced). */
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_RQT_SIZE_NOT_POW2,
+		      rqt_cmd(rqtn, vq, 4, 3, NULL));
+	assert_status(PRM_STATUS_RES_BUSY, EMU_SYND_OBJ_IN_USE,
+		      general(PRM_CMD_DESTROY_GENERAL_OBJECT, PRM_OBJ_VIRTIO_NET_Q, vq, NULL));
+	assert_int_equal(rqt_cmd(rqtn, vq, 4, 2, NULL), 0);
+	assert_int_equal(rqt_cmd(rqtn, vq, 4, 1, NULL), 0);
+	assert_int_equal(simple(PRM_CMD_DESTROY_RQT, rqtn, NULL), 0);
+	assert_int_equal(general(PRM_CMD_DESTROY_GENERAL_OBJECT, PRM_OBJ_VIRTIO_NET_Q, vq, NULL),
+			 0);
+}
+
 static uint32_t
 flow_table(uint8_t table_type)
 {
@@ -1350,6 +1380,7 @@ main(void)
 		T(test_force_error_posts_object_change_with_cookie),
 		T(test_qp_state_machine),
 		T(test_steering_objects_hold_what_they_reference),
+		T(test_rqt_sizes_must_be_powers_of_two),
 		T(test_root_rule_holds_its_destination_and_is_leak_reported),
 		T(test_root_rule_match_is_checked_as_the_kernel_does),
 		T(test_virtio_emulation_caps_describe_a_cx6dx),

@@ -8,7 +8,9 @@
  * mlx5dv_create_flow_matcher + mlx5dv_create_flow with a DevX TIR
  * destination), as DPDK's and Linux's drivers do. The RQT is created at
  * probe sized for the maximum queue pairs, so a queue-pair change is one
- * MODIFY_RQT.
+ * MODIFY_RQT. RQT sizes are powers of two (the device indexes the RQT by
+ * hash & (size - 1)): n queues fill a list of the next power of two
+ * entries, repeated in order, as Linux mlx5_vdpa and DPDK vdpa/mlx5 do.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -21,7 +23,7 @@ struct mlx5_lm_steer {
 	struct devx_obj *rqt;
 	struct devx_obj *tir;
 	struct devx_flow *flow;    /* the root rule to the TIR */
-	uint32_t rqt_max;
+	uint32_t rqt_max;          /* a power of two */
 	uint32_t rqt_ids[MLX5_LM_MAX_VIRTQS / 2]; /* virtq ids the RQT points at now */
 	uint32_t rqt_n;
 };
@@ -50,17 +52,36 @@ ready_rx(struct mlx5_lm_dev *dev, uint32_t *ids)
 	return n;
 }
 
+/* Smallest power of two >= n (n >= 1). */
+static uint32_t
+pow2_ceil(uint32_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+/* RQT entries for n queues: the list length, a power of two. */
+static uint32_t
+rqt_entries(uint32_t n)
+{
+	return pow2_ceil(n == 0 ? 1 : n);
+}
+
+/* The n queue ids repeated in order over rqt_entries(n) entries. */
 static void
 fill_rqtc(void *rqtc, uint32_t max, const uint32_t *ids, uint32_t n)
 {
 	uint8_t *list = PRM_ADDR(rqtc, rqtc, rq_num);
-	uint32_t i;
+	uint32_t i, size = rqt_entries(n);
 
 	PRM_SET(rqtc, rqtc, list_q_type, PRM_RQTC_LIST_Q_TYPE_VIRTIO_NET_Q);
 	PRM_SET(rqtc, rqtc, rqt_max_size, max);
-	PRM_SET(rqtc, rqtc, rqt_actual_size, n);
-	for (i = 0; i < n; i++)
-		PRM_SET(rq_num, list + i * PRM_SIZE(rq_num), rq_num, ids[i]);
+	PRM_SET(rqtc, rqtc, rqt_actual_size, size);
+	for (i = 0; i < size; i++)
+		PRM_SET(rq_num, list + i * PRM_SIZE(rq_num), rq_num, ids[i % n]);
 }
 
 static int
@@ -203,7 +224,7 @@ mlx5_lm_steer_create(struct mlx5_lm_dev *dev)
 			return -EBUSY;
 		}
 	}
-	st->rqt_max = dev->nr_vq / 2;
+	st->rqt_max = rqt_entries(dev->nr_vq / 2);
 	ret = rqt_create(dev, st);
 	if (ret == 0)
 		ret = tir_create(dev, st);
@@ -243,7 +264,7 @@ static int
 rqt_modify(struct mlx5_lm_dev *dev, const uint32_t *ids, uint32_t n)
 {
 	struct mlx5_lm_steer *st = dev->steer;
-	size_t inlen = PRM_SIZE(modify_rqt_in) + n * PRM_SIZE(rq_num);
+	size_t inlen = PRM_SIZE(modify_rqt_in) + rqt_entries(n) * PRM_SIZE(rq_num);
 	uint8_t out[PRM_SIZE(cmd_out) * 2];
 	uint8_t *in;
 	int ret;

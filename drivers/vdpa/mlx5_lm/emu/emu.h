@@ -38,7 +38,8 @@ enum emu_syndrome {
 	EMU_SYND_UMEM_TOO_SMALL = 0x5e0c000d,    /* status BAD_PARAM: virtq umem smaller than a*size+b */
 	EMU_SYND_TOO_MANY_ENTRIES = 0x5e0c000e,  /* status EXCEED_LIM: mkey entry list too long */
 	EMU_SYND_QP_BAD_TRANSITION = 0x5e0c000f, /* status BAD_RES_STATE */
-	/* Root steering (issue 10: A7). */
+	/* Root steering and RQT rules (issue 10: A7, B3). */
+	EMU_SYND_RQT_SIZE_NOT_POW2 = 0x5e0c0050, /* status BAD_PARAM: RQT sizes are powers of 2 */
 	EMU_SYND_ROOT_BAD_MATCH = 0x5e0c0051,    /* status BAD_PARAM: match mask/value refused */
 	EMU_SYND_ROOT_NOT_MODELLED = 0x5e0c0052, /* status BAD_PARAM: criteria not modelled */
 	EMU_SYND_ROOT_BAD_DEST = 0x5e0c0053,     /* status BAD_PARAM: not a TIR / NIC RX table */

@@ -371,10 +371,14 @@ tir_pick(const struct emu_net_obj *tir, const struct pkt *p)
 	for (i = 0; i < tir->obj.nheld; i++)
 		if (tir->obj.held[i]->kind == EMU_KIND_RQT)
 			rqt = (const struct emu_net_obj *)tir->obj.held[i];
-	/* RQT's references are its entries, in list order. */
+	/*
+	 * RQT's references are its entries, in list order. The RQT is indexed
+	 * by hash & (size - 1): its size is a power of two (emu_net.c refuses
+	 * any other).
+	 */
 	if (rqt == NULL || rqt->obj.nheld == 0)
 		return NULL;
-	return (struct emu_virtq *)rqt->obj.held[rss_hash(tir, p) % rqt->obj.nheld];
+	return (struct emu_virtq *)rqt->obj.held[rss_hash(tir, p) & (rqt->obj.nheld - 1)];
 }
 
 /* A root rule's outer-header criteria against the frame. */
