@@ -357,6 +357,7 @@ devx_root_flow_create(struct devx_ctx *ctx, const struct devx_flow_attr *attr,
 		      struct devx_obj *dest)
 {
 	struct devx_flow *flow;
+	const char *kind;
 	uint8_t status = 0;
 	uint32_t syndrome = 0;
 	uint64_t t0;
@@ -376,6 +377,7 @@ devx_root_flow_create(struct devx_ctx *ctx, const struct devx_flow_attr *attr,
 		return NULL;
 	}
 	flow->ctx = ctx;
+	kind = dest->create_opcode == PRM_CMD_CREATE_TIR ? "TIR" : "flow table";
 	t0 = devx_trace_now_us();
 	rc = ctx->be->flow_create(ctx, flow, attr, dest, &status, &syndrome);
 	devx_trace_flow(ctx, t0, devx_trace_now_us(), "ROOT_FLOW_CREATE", attr, dest->id,
@@ -383,13 +385,11 @@ devx_root_flow_create(struct devx_ctx *ctx, const struct devx_flow_attr *attr,
 	if (rc < 0) {
 		if (rc == -EIO)
 			devx_log(3, "%s: root flow rule (priority %u) to %s 0x%x refused: status 0x%x "
-				 "(%s), syndrome 0x%08x", ctx->name, attr->priority,
-				 prm_opcode_name(dest->create_opcode), dest->id, status,
-				 prm_status_name(status), syndrome);
+				 "(%s), syndrome 0x%08x", ctx->name, attr->priority, kind, dest->id,
+				 status, prm_status_name(status), syndrome);
 		else
 			devx_log(3, "%s: root flow rule (priority %u) to %s 0x%x failed: %s",
-				 ctx->name, attr->priority, prm_opcode_name(dest->create_opcode),
-				 dest->id, strerror(-rc));
+				 ctx->name, attr->priority, kind, dest->id, strerror(-rc));
 		free(flow);
 		errno = -rc;
 		return NULL;
