@@ -265,19 +265,19 @@ test_root_flow_rule_holds_its_destination_and_is_traced(void **state)
 
 	recs = read_trace(trace_path, &n);
 	for (i = 0; i < n; i++) {
-		const char *op = json_string_value(json_object_get(recs[i], "op"));
+		json_t *r = recs[i];
+		const char *op = json_string_value(json_object_get(r, "op"));
+		json_int_t status = json_integer_value(json_object_get(r, "status"));
 
-		if (strcmp(op, "ROOT_FLOW_CREATE") == 0 &&
-		    json_integer_value(json_object_get(recs[i], "status")) == 0) {
+		if (strcmp(op, "ROOT_FLOW_CREATE") == 0 && status == 0) {
 			created++;
-			assert_int_equal(json_integer_value(json_object_get(recs[i], "priority")), 3);
-			assert_int_equal(json_integer_value(json_object_get(recs[i], "dest_obj_id")),
+			assert_int_equal(json_integer_value(json_object_get(r, "priority")), 3);
+			assert_int_equal(json_integer_value(json_object_get(r, "dest_obj_id")),
 					 json_integer_value(json_object_get(recs[0], "obj_id")));
-			assert_int_equal(strlen(json_string_value(json_object_get(recs[i], "mask"))),
+			assert_int_equal(strlen(json_string_value(json_object_get(r, "mask"))),
 					 2 * sizeof(m));
 		} else if (strcmp(op, "ROOT_FLOW_CREATE") == 0) {
-			assert_int_equal(json_integer_value(json_object_get(recs[i], "status")),
-					 PRM_STATUS_NO_RESOURCES);
+			assert_int_equal(status, PRM_STATUS_NO_RESOURCES);
 		} else if (strcmp(op, "ROOT_FLOW_DESTROY") == 0) {
 			destroyed++;
 		}

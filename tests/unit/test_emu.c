@@ -1026,8 +1026,10 @@ test_rqt_sizes_must_be_powers_of_two(void **state)
 	(void)state;
 	env_init(&e, 256);
 	assert_int_equal(vq_create(&e, 0, 256, &vq), 0);
-	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_RQT_SIZE_NOT_POW2, rqt_cmd(0, vq, 4, 3, NULL));
-	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_RQT_SIZE_NOT_POW2, rqt_cmd(0, vq, 3, 2, NULL));
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_RQT_SIZE_NOT_POW2,
+		      rqt_cmd(0, vq, 4, 3, NULL));
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_RQT_SIZE_NOT_POW2,
+		      rqt_cmd(0, vq, 3, 2, NULL));
 	assert_int_equal(rqt_cmd(0, vq, 4, 4, &rqtn), 0);
 	/* A refused MODIFY_RQT keeps the old list (the queue stays referenced). */
 	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_RQT_SIZE_NOT_POW2,
@@ -1173,7 +1175,8 @@ test_root_rule_match_is_checked_as_the_kernel_does(void **state)
 		      root_add(0, outer | 1u << 3, mask, value, len, EMU_ROOT_DEST_FLOW_TABLE, ft,
 			       NULL));
 	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_ROOT_BAD_MATCH,
-		      root_add(0, outer, mask, value, len + 8, EMU_ROOT_DEST_FLOW_TABLE, ft, NULL));
+		      root_add(0, outer, mask, value, len + 8, EMU_ROOT_DEST_FLOW_TABLE, ft,
+			       NULL));
 	mask[PRM_OFF(fte_match_param, misc_parameters) / 8] = 0xff;
 	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_ROOT_NOT_MODELLED,
 		      root_add(0, outer | PRM_MATCH_CRITERIA_ENABLE_MISC_PARAMETERS, mask, value,

@@ -384,9 +384,9 @@ devx_root_flow_create(struct devx_ctx *ctx, const struct devx_flow_attr *attr,
 			flow->id, rc == -EIO ? status : 0, syndrome, rc);
 	if (rc < 0) {
 		if (rc == -EIO)
-			devx_log(3, "%s: root flow rule (priority %u) to %s 0x%x refused: status 0x%x "
-				 "(%s), syndrome 0x%08x", ctx->name, attr->priority, kind, dest->id,
-				 status, prm_status_name(status), syndrome);
+			devx_log(3, "%s: root flow rule (priority %u) to %s 0x%x refused: "
+				 "status 0x%x (%s), syndrome 0x%08x", ctx->name, attr->priority,
+				 kind, dest->id, status, prm_status_name(status), syndrome);
 		else
 			devx_log(3, "%s: root flow rule (priority %u) to %s 0x%x failed: %s",
 				 ctx->name, attr->priority, kind, dest->id, strerror(-rc));
@@ -417,8 +417,8 @@ devx_root_flow_destroy(struct devx_flow *flow)
 	devx_trace_flow(ctx, t0, devx_trace_now_us(), "ROOT_FLOW_DESTROY", NULL, 0, flow->id,
 			rc == -EIO ? status : 0, syndrome, rc);
 	if (rc < 0) {
-		devx_log(3, "%s: root flow rule %u not destroyed: %s, status 0x%x, syndrome 0x%08x",
-			 ctx->name, flow->id, strerror(-rc), status, syndrome);
+		devx_log(3, "%s: root flow rule %u not destroyed: %s, status 0x%x, "
+			 "syndrome 0x%08x", ctx->name, flow->id, strerror(-rc), status, syndrome);
 		return rc;
 	}
 	pthread_mutex_lock(&ctx->lock);
