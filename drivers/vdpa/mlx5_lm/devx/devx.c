@@ -384,11 +384,11 @@ devx_root_flow_create(struct devx_ctx *ctx, const struct devx_flow_attr *attr,
 			flow->id, rc == -EIO ? status : 0, syndrome, rc);
 	if (rc < 0) {
 		if (rc == -EIO)
-			devx_log(3, "%s: root flow rule (priority %u) to %s 0x%x refused: "
+			devx_log(3, "%s: ROOT_FLOW_CREATE (priority %u) to %s 0x%x refused: "
 				 "status 0x%x (%s), syndrome 0x%08x", ctx->name, attr->priority,
 				 kind, dest->id, status, prm_status_name(status), syndrome);
 		else
-			devx_log(3, "%s: root flow rule (priority %u) to %s 0x%x failed: %s",
+			devx_log(3, "%s: ROOT_FLOW_CREATE (priority %u) to %s 0x%x failed: %s",
 				 ctx->name, attr->priority, kind, dest->id, strerror(-rc));
 		free(flow);
 		errno = -rc;
@@ -416,9 +416,15 @@ devx_root_flow_destroy(struct devx_flow *flow)
 	rc = ctx->be->flow_destroy(ctx, flow, &status, &syndrome);
 	devx_trace_flow(ctx, t0, devx_trace_now_us(), "ROOT_FLOW_DESTROY", NULL, 0, flow->id,
 			rc == -EIO ? status : 0, syndrome, rc);
+	if (rc == -EIO) {
+		devx_log(3, "%s: ROOT_FLOW_DESTROY of rule %u refused: status 0x%x (%s), "
+			 "syndrome 0x%08x", ctx->name, flow->id, status, prm_status_name(status),
+			 syndrome);
+		return rc;
+	}
 	if (rc < 0) {
-		devx_log(3, "%s: root flow rule %u not destroyed: %s, status 0x%x, "
-			 "syndrome 0x%08x", ctx->name, flow->id, strerror(-rc), status, syndrome);
+		devx_log(3, "%s: ROOT_FLOW_DESTROY of rule %u failed: %s", ctx->name, flow->id,
+			 strerror(-rc));
 		return rc;
 	}
 	pthread_mutex_lock(&ctx->lock);
