@@ -134,8 +134,12 @@ int emu_eqn_query(struct emu_dev *dev, uint32_t vector, uint32_t *eqn);
  * a rule in the root forwards to it. User space adds root rules through
  * mlx5_ib's flow steering: mlx5dv_create_flow_matcher (table type NIC
  * RX, priority, match criteria) + mlx5dv_create_flow (match value, a
- * DEST_DEVX action naming a TIR or a flow table), and mlx5dv_dr's
- * level-0 NIC RX table maps onto the same rules. These entry points are
+ * DEST_DEVX action naming a TIR or a flow table). mlx5dv_dr's level-0
+ * NIC RX table is that root too: one dr matcher (priority, criteria,
+ * mask) and rule (value, dest_devx_tir or a dest table) map onto one
+ * root rule each, as rdma-core does it through the same kernel calls
+ * (DPDK vdpa/mlx5: priorities 5..7, outer ip_version/ip_protocol, to
+ * TIRs). These entry points are
  * what the kernel does for those calls: each rule is a live object
  * (leak-reported), holds its destination (destroying a TIR or table a
  * root rule forwards to fails RES_BUSY), and the wire consults the root
