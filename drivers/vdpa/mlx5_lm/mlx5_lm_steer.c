@@ -277,6 +277,7 @@ rqt_modify(struct mlx5_lm_dev *dev, const uint32_t *ids, uint32_t n)
 	PRM_SET(modify_rqt_in, in, rqtn, devx_obj_id(st->rqt));
 	PRM_SET(modify_rqt_in, in, bitmask, PRM_RQT_MODIFY_RQN_LIST);
 	fill_rqtc(PRM_ADDR(modify_rqt_in, in, ctx), st->rqt_max, ids, n);
+	/* On the RQT's own handle (Linux devx.c devx_is_obj_modify_cmd). */
 	ret = devx_obj_modify(st->rqt, in, inlen, out, sizeof(out));
 	free(in);
 	if (ret < 0) {
