@@ -11,8 +11,10 @@
  *
  * Kernel rules enforced (Linux drivers/net/ethernet/mellanox/mlx5/core/
  * fs_core.c, which mlx5_ib's raw flow rules go through):
- *   - check_valid_mask: only the outer, misc and inner criteria may be
- *     enabled, and the mask of a criteria set that is not enabled is 0;
+ *   - check_valid_mask: only known criteria sets may be enabled (outer,
+ *     misc, inner, misc2..misc5 in current kernels), and the mask of a
+ *     set that is not enabled is 0;
+ *   - check_last_reserved: the reserved tail of the mask is 0;
  *   - check_valid_spec: no value bit outside the mask;
  * and the uverbs attribute bound: mask and value are at most one
  * fte_match_param. The emulated wire matches outer L2-L4 headers only:
@@ -24,7 +26,7 @@
 #include "emu_priv.h"
 
 #define MATCH_SET_LEN 64u       /* one criteria set of fte_match_param, bytes */
-#define CRITERIA_SETS 3u        /* outer, misc, inner: what check_valid_mask allows */
+#define CRITERIA_SETS 7u        /* outer, misc, inner, misc2..misc5 (check_valid_mask) */
 
 _Static_assert(EMU_FTE_MATCH_PARAM_LEN == PRM_SIZE(fte_match_param), "fte_match_param size");
 _Static_assert(MATCH_SET_LEN == PRM_SIZE(fte_match_set_lyr_2_4) &&
@@ -77,7 +79,7 @@ check_match(struct emu_dev *dev, const struct emu_root_rule_attr *a, uint32_t *s
 				 "match length without mask or value");
 	if (a->match_criteria_enable & ~((1u << CRITERIA_SETS) - 1))
 		return root_fail(dev, syndrome, PRM_STATUS_BAD_PARAM, EMU_SYND_ROOT_BAD_MATCH,
-				 "match_criteria_enable beyond outer/misc/inner (fs_core.c "
+				 "match_criteria_enable names an unknown criteria set (fs_core.c "
 				 "check_valid_mask)");
 	for (set = 0; set < CRITERIA_SETS; set++) {
 		bool zero = section_zero(mask, a->match_len, set * MATCH_SET_LEN, MATCH_SET_LEN);
@@ -93,8 +95,9 @@ check_match(struct emu_dev *dev, const struct emu_root_rule_attr *a, uint32_t *s
 	}
 	if (!section_zero(mask, a->match_len, CRITERIA_SETS * MATCH_SET_LEN,
 			  EMU_FTE_MATCH_PARAM_LEN))
-		return root_fail(dev, syndrome, PRM_STATUS_BAD_PARAM, EMU_SYND_ROOT_NOT_MODELLED,
-				 "misc2..misc5 criteria are not modelled by the emulated wire");
+		return root_fail(dev, syndrome, PRM_STATUS_BAD_PARAM, EMU_SYND_ROOT_BAD_MATCH,
+				 "mask in the reserved tail of fte_match_param (fs_core.c "
+				 "check_last_reserved)");
 	for (i = 0; i < a->match_len; i++)
 		if (value[i] & ~mask[i])
 			return root_fail(dev, syndrome, PRM_STATUS_BAD_PARAM,
