@@ -47,10 +47,21 @@ class ProbeEmulated(unittest.TestCase):
         deregs = sorted(r['umem_id'] for r in umems if r['op'] == 'UMEM_DEREG')
         self.assertTrue(regs)
         self.assertEqual(regs, deregs)
+        # Receive steering: rules in the kernel's NIC RX root, not DevX flow tables.
+        flows = [r for r in recs if r['op'] in ('ROOT_FLOW_CREATE', 'ROOT_FLOW_DESTROY')]
+        made = sorted(r['flow_id'] for r in flows if r['op'] == 'ROOT_FLOW_CREATE')
+        gone = sorted(r['flow_id'] for r in flows if r['op'] == 'ROOT_FLOW_DESTROY')
+        self.assertTrue(made)
+        self.assertEqual(made, gone)
         for r in recs:
             keys = ('dev', 'seq', 't_start_us', 't_end_us', 'op', 'status', 'syndrome')
             if r in umems:
                 keys += ('addr', 'size', 'umem_id')
+            elif r in flows:
+                keys += ('flow_id',)
+                if r['op'] == 'ROOT_FLOW_CREATE':
+                    keys += ('priority', 'match_criteria_enable', 'dest_obj_id', 'mask',
+                             'value')
             else:
                 keys += ('opcode', 'op_mod', 'obj_type', 'obj_id', 'in', 'out')
             for k in keys:
@@ -62,7 +73,7 @@ class ProbeEmulated(unittest.TestCase):
         caps = [r for r in recs if r['op'] == 'QUERY_HCA_CAP']
         self.assertIn(0x13 << 1 | 1, [r['op_mod'] for r in caps])
         self.assertIn(0 << 1 | 1, [r['op_mod'] for r in caps])
-        recs = [r for r in recs if r not in umems]
+        recs = [r for r in recs if r not in umems and r not in flows]
         # In hex, the opcode is the first 4 digits and op_mod digits 12..16.
         vcap = [r for r in caps if r['op_mod'] == 0x27][0]
         self.assertEqual(vcap['in'][:4], '0100')
@@ -73,6 +84,10 @@ class ProbeEmulated(unittest.TestCase):
                      if r['opcode'] in DESTROY_OF}
         self.assertTrue(created)
         self.assertEqual(created, destroyed)
+        # Each root rule forwards to a TIR the driver created (0x900 CREATE_TIR).
+        for r in flows:
+            if r['op'] == 'ROOT_FLOW_CREATE':
+                self.assertIn((0x900, r['dest_obj_id']), created, r)
         # Flow objects are named by table and index, not by a 24-bit id: count them.
         ops = collections.Counter(r['op'] for r in recs)
         self.assertEqual(ops['CREATE_FLOW_TABLE'], ops['DESTROY_FLOW_TABLE'])

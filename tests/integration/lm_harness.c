@@ -566,6 +566,17 @@ trace_add(struct lmh_trace *t, const char *line)
 		c.is_cmd = true;
 		c.opcode = c.op[5] == 'R' ? PRM_CMD_CREATE_UMEM : PRM_CMD_DESTROY_UMEM;
 		c.obj_id = (uint32_t)json_integer_value(json_object_get(j, "umem_id"));
+	} else if (strcmp(c.op, "ROOT_FLOW_CREATE") == 0 ||
+		   strcmp(c.op, "ROOT_FLOW_DESTROY") == 0) {
+		/*
+		 * A rule in the kernel's NIC RX root: the firmware sees a
+		 * SET / DELETE_FLOW_TABLE_ENTRY, which the emulator counts and
+		 * fault-injects under those opcodes.
+		 */
+		c.is_cmd = true;
+		c.opcode = c.op[10] == 'C' ? PRM_CMD_SET_FLOW_TABLE_ENTRY :
+			   PRM_CMD_DELETE_FLOW_TABLE_ENTRY;
+		c.obj_id = (uint32_t)json_integer_value(json_object_get(j, "flow_id"));
 	}
 	json_decref(j);
 	if (t->n == t->cap) {

@@ -104,12 +104,13 @@ uint32_t lmh_vq_id(struct lmh_dev *d, unsigned int i);
 /* ---- DevX trace ---- */
 struct lmh_cmd {
 	char op[40];
-	uint16_t opcode;          /* UMEM_REG / UMEM_DEREG: 0xa08 / 0xa0a (as the emulator) */
+	/* UMEM_REG / UMEM_DEREG: 0xa08 / 0xa0a, ROOT_FLOW_CREATE / _DESTROY: 0x936 / 0x938 */
+	uint16_t opcode;          /* (as the emulator counts them) */
 	uint16_t obj_type;        /* general objects; 0xffff otherwise */
 	uint32_t obj_id;
 	int status;
 	uint32_t syndrome;
-	bool is_cmd;              /* a command or umem operation (not a doorbell) */
+	bool is_cmd;              /* a command, umem or root flow operation (not a doorbell) */
 };
 
 struct lmh_trace {

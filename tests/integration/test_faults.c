@@ -210,7 +210,8 @@ check_fired_and_reported(struct ctx *x, size_t from)
 	}
 	CHECK(x, i < x->tr.n, "the injected failure never happened in %s",
 	      phase_name[x->f->ph]);
-	if (k->opcode == PRM_CMD_CREATE_UMEM || k->opcode == PRM_CMD_DESTROY_UMEM)
+	if (k->opcode == PRM_CMD_CREATE_UMEM || k->opcode == PRM_CMD_DESTROY_UMEM ||
+	    strncmp(k->op, "ROOT_FLOW_", 10) == 0)
 		snprintf(name, sizeof(name), "%s ", k->op);
 	else
 		snprintf(name, sizeof(name), "%s (0x%x)", k->op, k->opcode);
@@ -387,6 +388,9 @@ phase_close(struct ctx *x)
 static const char *
 destroyed_kind(const struct kind *k)
 {
+	/* A rule in the kernel's NIC RX root (same opcode as a DevX entry's delete). */
+	if (strcmp(k->op, "ROOT_FLOW_DESTROY") == 0)
+		return "ROOT_FLOW_RULE";
 	switch (k->opcode) {
 	case PRM_CMD_DESTROY_MKEY: return "MKEY";
 	case PRM_CMD_DESTROY_CQ: return "CQ";

@@ -1294,6 +1294,47 @@ test_disabling_pairs_suspends_only_them_and_shrinks_the_rqt(void **state)
 	check_bases(g, bases, 4, false, 256);
 }
 
+/*
+ * Three of four pairs enabled: the RQT lists a power of two entries, the
+ * three RX queues repeated in order (PRM: the device indexes the RQT by
+ * hash & (size - 1); Linux mlx5_vdpa rounds up and repeats the same way;
+ * issue 10, B3), and every enabled pair still carries traffic.
+ */
+static void
+test_three_enabled_pairs_fill_a_power_of_two_rqt(void **state)
+{
+	struct tc *t = *state;
+	const unsigned int want = 4;
+	uint32_t rx_ids[4], bases[8];
+	const struct tcmd *rqt;
+	struct vu_guest *g;
+	unsigned int i;
+	size_t mark;
+
+	tc_probe(t, 4, NULL);
+	g = tc_guest(t, 0, 4, 256, false);
+	tc_connect(t);
+	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
+	wait_running(t);
+	traffic(g, 0xf, 100);
+	for (i = 0; i < 4; i++)
+		rx_ids[i] = vq_id(t, 2 * i);
+	mark = trace_mark(&t->tr);
+	for (i = 6; i < 8; i++)
+		assert_int_equal(vu_set_vring_enable(t->c, i, false), 0);
+	assert_true(wait_trace(&t->tr, mark, p_suspend, NULL, 2));
+	assert_true(wait_trace(&t->tr, mark, p_rqt_size, &want, 1));
+	dev_barrier(t);
+	rqt = last_rqt_modify(&t->tr, mark);
+	assert_non_null(rqt);
+	assert_int_equal(rqt_size(rqt), 4);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(rqt_entry(rqt, i), rx_ids[i % 3]);
+	traffic(g, 0x7, 200);
+	fe_stop(t, 8, bases);
+	check_bases(g, bases, 3, false, 256);
+}
+
 /* ---- 4. a ring the guest never enabled is never made RDY -------------------- */
 
 /*
@@ -2125,6 +2166,8 @@ main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(
 			test_disabling_pairs_suspends_only_them_and_shrinks_the_rqt,
 			tc_setup, tc_teardown),
+		cmocka_unit_test_setup_teardown(test_three_enabled_pairs_fill_a_power_of_two_rqt,
+						tc_setup, tc_teardown),
 		cmocka_unit_test_setup_teardown(test_pairs_beyond_the_front_end_stay_init,
 						tc_setup, tc_teardown),
 		cmocka_unit_test_setup_teardown(test_rings_set_up_but_not_enabled_stay_out_of_rdy,

@@ -214,6 +214,79 @@ test_umem_reg_is_traced(void **state)
 	free_trace(recs, n);
 }
 
+static struct devx_obj *
+nic_rx_table(struct devx_ctx *ctx)
+{
+	uint8_t in[PRM_SIZE(create_flow_table_in)] = { 0 };
+	uint8_t out[PRM_SIZE(create_out)] = { 0 };
+
+	PRM_SET(create_flow_table_in, in, opcode, PRM_CMD_CREATE_FLOW_TABLE);
+	PRM_SET(create_flow_table_in, in, table_type, PRM_FLOW_TABLE_TYPE_NIC_RX);
+	return devx_obj_create(ctx, in, sizeof(in), out, sizeof(out));
+}
+
+/*
+ * A rule in the NIC RX root goes through the transport's root-flow op
+ * (the kernel's flow steering, not a DevX command), holds its
+ * destination, is traced as ROOT_FLOW_CREATE / ROOT_FLOW_DESTROY, and a
+ * refusal of the device is EIO.
+ */
+static void
+test_root_flow_rule_holds_its_destination_and_is_traced(void **state)
+{
+	struct devx_ctx *ctx = open_emu(trace_path);
+	uint8_t m[PRM_SIZE(fte_match_param)] = { 0 };
+	struct devx_flow_attr attr = {
+		.priority = 3, .match_mask = m, .match_value = m, .match_len = sizeof(m),
+	};
+	struct devx_obj *ft = nic_rx_table(ctx), *pd = alloc_pd(ctx);
+	struct devx_flow *flow;
+	json_t **recs;
+	size_t n, i, created = 0, destroyed = 0;
+
+	assert_non_null(ft);
+	assert_non_null(pd);
+	/* Only a TIR or a flow table can be a destination. */
+	assert_null(devx_root_flow_create(ctx, &attr, pd));
+	assert_int_equal(errno, EINVAL);
+	flow = devx_root_flow_create(ctx, &attr, ft);
+	assert_non_null(flow);
+	assert_int_equal(emu_dev_live_objects(devx_emu_dev(ctx)), 3);
+	assert_int_equal(devx_obj_destroy(ft), -EIO);
+	/* The device refusing the rule (the firmware's SET_FLOW_TABLE_ENTRY). */
+	assert_int_equal(emu_fault_inject(devx_emu_dev(ctx), PRM_CMD_SET_FLOW_TABLE_ENTRY, 0xffff,
+					  1, PRM_STATUS_NO_RESOURCES, 0), 0);
+	assert_null(devx_root_flow_create(ctx, &attr, ft));
+	assert_int_equal(errno, EIO);
+	assert_int_equal(devx_root_flow_destroy(flow), 0);
+	assert_int_equal(devx_obj_destroy(ft), 0);
+	assert_int_equal(devx_obj_destroy(pd), 0);
+	assert_int_equal(devx_close(ctx), 0);
+
+	recs = read_trace(trace_path, &n);
+	for (i = 0; i < n; i++) {
+		json_t *r = recs[i];
+		const char *op = json_string_value(json_object_get(r, "op"));
+		json_int_t status = json_integer_value(json_object_get(r, "status"));
+
+		if (strcmp(op, "ROOT_FLOW_CREATE") == 0 && status == 0) {
+			created++;
+			assert_int_equal(json_integer_value(json_object_get(r, "priority")), 3);
+			assert_int_equal(json_integer_value(json_object_get(r, "dest_obj_id")),
+					 json_integer_value(json_object_get(recs[0], "obj_id")));
+			assert_int_equal(strlen(json_string_value(json_object_get(r, "mask"))),
+					 2 * sizeof(m));
+		} else if (strcmp(op, "ROOT_FLOW_CREATE") == 0) {
+			assert_int_equal(status, PRM_STATUS_NO_RESOURCES);
+		} else if (strcmp(op, "ROOT_FLOW_DESTROY") == 0) {
+			destroyed++;
+		}
+	}
+	assert_int_equal(created, 1);
+	assert_int_equal(destroyed, 1);
+	free_trace(recs, n);
+}
+
 struct thread_arg {
 	struct devx_ctx *ctx;
 	int ok;
@@ -281,6 +354,7 @@ main(void)
 		cmocka_unit_test(test_failed_destroy_keeps_object_usable),
 		cmocka_unit_test(test_close_reports_objects_left_alive),
 		cmocka_unit_test(test_umem_reg_is_traced),
+		cmocka_unit_test(test_root_flow_rule_holds_its_destination_and_is_traced),
 		cmocka_unit_test(test_concurrent_commands_trace_whole_lines),
 	};
 	int fd = mkstemp(trace_path);

@@ -76,6 +76,10 @@ static struct {
 	uint32_t pd, td, tis, umem[3], gumem, dmkey, imkey, logumem, logmkey;
 	uint32_t cq, fwqp, drvqp, rqt, tir, ft, fg;
 	bool fte;
+	uint32_t roots[4];         /* NIC RX root rules, deleted first at teardown */
+	unsigned int nroots;
+	uint32_t xrqt[2], xtir[2]; /* further RQT/TIR pairs (rqt_tir) */
+	unsigned int nx;
 	struct emu_evch *ch;
 	struct ring *rings[8];
 	unsigned int nrings;
@@ -333,6 +337,12 @@ teardown(void **state)
 	int i;
 
 	(void)state;
+	for (i = (int)w.nroots - 1; i >= 0; i--)
+		assert_int_equal(emu_root_rule_del(dev, w.roots[i], &synd), 0);
+	for (i = (int)w.nx - 1; i >= 0; i--) {
+		simple(PRM_CMD_DESTROY_TIR, w.xtir[i]);
+		simple(PRM_CMD_DESTROY_RQT, w.xrqt[i]);
+	}
 	if (w.fte) {
 		memset(in, 0, sizeof(in));
 		PRM_SET(delete_fte_in, in, opcode, PRM_CMD_DELETE_FLOW_TABLE_ENTRY);
@@ -521,7 +531,76 @@ counter(const struct ring *r, int which)
 	}
 }
 
-/* Steering: NIC RX table -> group -> entry -> TIR (Toeplitz, IPv4/TCP) -> RQT. */
+/*
+ * A NIC RX root rule (what the kernel adds for mlx5dv_create_flow): outer
+ * headers mask/value (fte_match_set_lyr_2_4, NULL: match all). Returns the
+ * rule, deleted at teardown unless the test deletes it (root_forget).
+ */
+static uint32_t
+root_add(uint16_t prio, uint8_t enable, const uint8_t *outer_mask, const uint8_t *outer_value,
+	 enum emu_root_dest_type type, uint32_t dest)
+{
+	uint8_t m[PRM_SIZE(fte_match_param)] = { 0 }, v[PRM_SIZE(fte_match_param)] = { 0 };
+	struct emu_root_rule_attr a = {
+		.priority = prio, .match_criteria_enable = enable, .match_mask = m,
+		.match_value = v, .match_len = sizeof(m), .dest_type = type, .dest_id = dest,
+	};
+	uint32_t id, synd;
+
+	if (outer_mask != NULL) {
+		memcpy(PRM_ADDR(fte_match_param, m, outer_headers), outer_mask,
+		       PRM_SIZE(fte_match_set_lyr_2_4));
+		memcpy(PRM_ADDR(fte_match_param, v, outer_headers), outer_value,
+		       PRM_SIZE(fte_match_set_lyr_2_4));
+	}
+	assert_int_equal(emu_root_rule_add(dev, &a, &id, &synd), 0);
+	assert_true(w.nroots < 4);
+	w.roots[w.nroots++] = id;
+	return id;
+}
+
+static void
+root_forget(uint32_t id)
+{
+	uint32_t synd;
+	unsigned int i;
+
+	assert_int_equal(emu_root_rule_del(dev, id, &synd), 0);
+	for (i = 0; i < w.nroots; i++)
+		if (w.roots[i] == id)
+			w.roots[i] = w.roots[--w.nroots];
+}
+
+/* An RQT of one RX queue and an indirect TIR over it (no hashing). */
+static uint32_t
+rqt_tir(const struct ring *rx)
+{
+	uint8_t rqt[PRM_SIZE(create_rqt_in) + 4] = { 0 }, tir[PRM_SIZE(create_tir_in)] = { 0 };
+	void *rqtc = PRM_ADDR(create_rqt_in, rqt, rqt_context);
+	void *tirc = PRM_ADDR(create_tir_in, tir, ctx);
+	uint8_t out[16];
+
+	assert_true(w.nx < 2);
+	PRM_SET(create_rqt_in, rqt, opcode, PRM_CMD_CREATE_RQT);
+	PRM_SET(rqtc, rqtc, list_q_type, PRM_RQTC_LIST_Q_TYPE_VIRTIO_NET_Q);
+	PRM_SET(rqtc, rqtc, rqt_max_size, 1);
+	PRM_SET(rqtc, rqtc, rqt_actual_size, 1);
+	PRM_SET(rq_num, PRM_ADDR(rqtc, rqtc, rq_num), rq_num, rx->id);
+	assert_int_equal(run(rqt, sizeof(rqt), out, sizeof(out)), 0);
+	w.xrqt[w.nx] = (uint32_t)PRM_GET(create_out, out, id);
+	PRM_SET(create_tir_in, tir, opcode, PRM_CMD_CREATE_TIR);
+	PRM_SET(tirc, tirc, disp_type, PRM_TIRC_DISP_TYPE_INDIRECT);
+	PRM_SET(tirc, tirc, indirect_table, w.xrqt[w.nx]);
+	PRM_SET(tirc, tirc, transport_domain, w.td);
+	assert_int_equal(run(tir, sizeof(tir), out, sizeof(out)), 0);
+	w.xtir[w.nx] = (uint32_t)PRM_GET(create_out, out, id);
+	return w.xtir[w.nx++];
+}
+
+/*
+ * Steering: NIC RX root rule -> table -> group -> entry -> TIR (Toeplitz,
+ * IPv4/TCP) -> RQT.
+ */
 static void
 steering(struct ring *const *rx, unsigned int n, bool match_ipv4)
 {
@@ -587,6 +666,8 @@ steering(struct ring *const *rx, unsigned int n, bool match_ipv4)
 		w.tir);
 	assert_int_equal(run(fte, PRM_SIZE(set_fte_in) + 8, out, sizeof(out)), 0);
 	w.fte = true;
+	/* Frames reach the table only through a rule in the kernel's NIC RX root. */
+	root_add(0, 0, NULL, NULL, EMU_ROOT_DEST_FLOW_TABLE, w.ft);
 	free(rqt);
 	free(fg);
 	free(fte);
@@ -1105,6 +1186,95 @@ test_flow_entry_criteria_select_frames(void **state)
 	assert_int_equal(drops, drops0 + 1);
 }
 
+/*
+ * The NIC RX root is the kernel's (Linux drivers/infiniband/hw/mlx5/devx.c:
+ * SET_FLOW_TABLE_ROOT is in no DevX allow-list; rules get there only through
+ * mlx5_ib flow steering, mlx5dv_create_flow). A table made through DevX,
+ * even at level 0 with an entry to a TIR, receives no frame until a root
+ * rule forwards to it, and none once that rule is gone.
+ */
+static void
+test_only_what_the_nic_rx_root_reaches_receives(void **state)
+{
+	struct vq_opts o = { 0 };
+	struct ring *rx = vq_up(0, &o);
+	uint64_t drops0, drops;
+	uint32_t id, len;
+	uint8_t f[128];
+
+	(void)state;
+	steering(&rx, 1, false);
+	assert_int_equal(w.nroots, 1);
+	root_forget(w.roots[0]);
+	post_rx(rx, 0);
+	emu_dev_wire_stats(dev, NULL, NULL, &drops0);
+	make_frame(f, 80, 0x0a000002, 5, 0);
+	assert_int_equal(emu_dev_wire_rx(dev, f, 80), -ENOENT);
+	emu_dev_wire_stats(dev, NULL, NULL, &drops);
+	assert_int_equal(drops, drops0 + 1);
+	wait_idle();
+	assert_int_equal(reap(rx, &id, &len), 0);
+	/* Attached: the same frame arrives. */
+	root_add(0, 0, NULL, NULL, EMU_ROOT_DEST_FLOW_TABLE, w.ft);
+	assert_int_equal(emu_dev_wire_rx(dev, f, 80), 0);
+	wait_idle();
+	assert_int_equal(reap(rx, &id, &len), 1);
+	assert_int_equal(len, HDR + 80);
+	/* A root rule straight to the TIR (DEST_DEVX naming a TIR) too. */
+	root_forget(w.roots[0]);
+	root_add(0, 0, NULL, NULL, EMU_ROOT_DEST_TIR, w.tir);
+	post_rx(rx, 0);
+	assert_int_equal(emu_dev_wire_rx(dev, f, 80), 0);
+	wait_idle();
+	assert_int_equal(reap(rx, &id, &len), 1);
+	assert_int_equal(len, HDR + 80);
+}
+
+/*
+ * Root rules match by priority, lower value first (the kernel keeps one
+ * root-level table per matcher priority, Linux drivers/infiniband/hw/mlx5/
+ * fs.c), the earlier rule first within a priority; the first match wins.
+ */
+static void
+test_root_rules_match_lower_priority_first(void **state)
+{
+	struct vq_opts o = { 0 };
+	struct ring *rx0 = vq_up(0, &o), *rx1 = vq_up(2, &o);
+	uint8_t m[PRM_SIZE(fte_match_set_lyr_2_4)] = { 0 }, v[sizeof(m)] = { 0 };
+	uint8_t f[128], arp[64] = { 0 };
+	uint32_t t0, t1, id, len, i;
+
+	(void)state;
+	t0 = rqt_tir(rx0);
+	t1 = rqt_tir(rx1);
+	PRM_SET(fte_match_set_lyr_2_4, m, ethertype, 0xffff);
+	PRM_SET(fte_match_set_lyr_2_4, v, ethertype, 0x0800);
+	root_add(5, 0, NULL, NULL, EMU_ROOT_DEST_TIR, t0);
+	root_add(2, PRM_MATCH_CRITERIA_ENABLE_OUTER_HEADERS, m, v, EMU_ROOT_DEST_TIR, t1);
+	for (i = 0; i < 2; i++) {
+		post_rx(rx0, 0);
+		post_rx(rx1, 0);
+	}
+	make_frame(f, 80, 0x0a000002, 5, 0);
+	arp[12] = 0x08;
+	arp[13] = 0x06;
+	assert_int_equal(emu_dev_wire_rx(dev, f, 80), 0);
+	assert_int_equal(emu_dev_wire_rx(dev, arp, sizeof(arp)), 0);
+	wait_idle();
+	assert_int_equal(reap(rx1, &id, &len), 1);
+	assert_int_equal(len, HDR + 80);
+	assert_int_equal(reap(rx1, &id, &len), 0);
+	assert_int_equal(reap(rx0, &id, &len), 1);
+	assert_int_equal(len, HDR + sizeof(arp));
+	/* A later match-all rule at priority 0 goes ahead of both. */
+	root_add(0, 0, NULL, NULL, EMU_ROOT_DEST_TIR, t0);
+	assert_int_equal(emu_dev_wire_rx(dev, f, 80), 0);
+	wait_idle();
+	assert_int_equal(reap(rx0, &id, &len), 1);
+	assert_int_equal(len, HDR + 80);
+	assert_int_equal(reap(rx1, &id, &len), 0);
+}
+
 static void
 test_completion_event_unless_no_interrupt(void **state)
 {
@@ -1433,6 +1603,8 @@ main(void)
 		T(test_toeplitz_matches_the_rss_verification_vectors),
 		T(test_rss_spreads_flows_over_the_rqt),
 		T(test_flow_entry_criteria_select_frames),
+		T(test_only_what_the_nic_rx_root_reaches_receives),
+		T(test_root_rules_match_lower_priority_first),
 		T(test_completion_event_unless_no_interrupt),
 		T(test_suspend_stops_processing_and_query_reports_indices),
 		T(test_bad_descriptors_put_the_queue_in_err),

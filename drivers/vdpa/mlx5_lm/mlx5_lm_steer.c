@@ -1,9 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Receive steering: NIC RX flow table -> one entry forwarding to a TIR ->
- * RSS (Toeplitz over IPv4 addresses and TCP ports) across an RQT whose
- * entries are the RX virtqs. The RQT is created at probe sized for the
- * maximum queue pairs, so a queue-pair change is one MODIFY_RQT.
+ * Receive steering: one match-all rule in the NIC RX root forwarding to a
+ * TIR -> RSS (Toeplitz over IPv4 addresses and TCP ports) across an RQT
+ * whose entries are the RX virtqs. The root flow table belongs to the
+ * kernel (DevX cannot attach a table to it), so the rule is made through
+ * the kernel's flow steering (devx_root_flow_create: on hardware
+ * mlx5dv_create_flow_matcher + mlx5dv_create_flow with a DevX TIR
+ * destination), as DPDK's and Linux's drivers do. The RQT is created at
+ * probe sized for the maximum queue pairs, so a queue-pair change is one
+ * MODIFY_RQT. RQT sizes are powers of two (the device indexes the RQT by
+ * hash & (size - 1)): n queues fill a list of the next power of two
+ * entries, repeated in order, as Linux mlx5_vdpa and DPDK vdpa/mlx5 do.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -15,10 +22,8 @@
 struct mlx5_lm_steer {
 	struct devx_obj *rqt;
 	struct devx_obj *tir;
-	struct devx_obj *ft;
-	struct devx_obj *fg;
-	struct devx_obj *fte;
-	uint32_t rqt_max;
+	struct devx_flow *flow;    /* the root rule to the TIR */
+	uint32_t rqt_max;          /* a power of two */
 	uint32_t rqt_ids[MLX5_LM_MAX_VIRTQS / 2]; /* virtq ids the RQT points at now */
 	uint32_t rqt_n;
 };
@@ -47,17 +52,36 @@ ready_rx(struct mlx5_lm_dev *dev, uint32_t *ids)
 	return n;
 }
 
+/* Smallest power of two >= n (n >= 1). */
+static uint32_t
+pow2_ceil(uint32_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+/* RQT entries for n queues: the list length, a power of two. */
+static uint32_t
+rqt_entries(uint32_t n)
+{
+	return pow2_ceil(n == 0 ? 1 : n);
+}
+
+/* The n queue ids repeated in order over rqt_entries(n) entries. */
 static void
 fill_rqtc(void *rqtc, uint32_t max, const uint32_t *ids, uint32_t n)
 {
 	uint8_t *list = PRM_ADDR(rqtc, rqtc, rq_num);
-	uint32_t i;
+	uint32_t i, size = rqt_entries(n);
 
 	PRM_SET(rqtc, rqtc, list_q_type, PRM_RQTC_LIST_Q_TYPE_VIRTIO_NET_Q);
 	PRM_SET(rqtc, rqtc, rqt_max_size, max);
-	PRM_SET(rqtc, rqtc, rqt_actual_size, n);
-	for (i = 0; i < n; i++)
-		PRM_SET(rq_num, list + i * PRM_SIZE(rq_num), rq_num, ids[i]);
+	PRM_SET(rqtc, rqtc, rqt_actual_size, size);
+	for (i = 0; i < size; i++)
+		PRM_SET(rq_num, list + i * PRM_SIZE(rq_num), rq_num, ids[i % n]);
 }
 
 static int
@@ -123,60 +147,33 @@ tir_create(struct mlx5_lm_dev *dev, struct mlx5_lm_steer *st)
 	return 0;
 }
 
+/*
+ * Every frame of the function to the TIR: one rule in the NIC RX root,
+ * no criteria (mask and value are a whole fte_match_param of zeros: the
+ * kernel takes a non-empty mask).
+ */
 static int
-flows_create(struct mlx5_lm_dev *dev, struct mlx5_lm_steer *st)
+root_flow_create(struct mlx5_lm_dev *dev, struct mlx5_lm_steer *st)
 {
-	size_t fte_len = PRM_SIZE(set_fte_in) + PRM_SIZE(dest_format_struct);
-	uint8_t out[PRM_SIZE(create_out)];
-	uint8_t *in = calloc(1, fte_len > PRM_SIZE(create_flow_group_in) ? fte_len :
-			     PRM_SIZE(create_flow_group_in));
-	void *ftc, *fc, *dst;
+	uint8_t *mask = calloc(2, PRM_SIZE(fte_match_param));
+	struct devx_flow_attr attr = {
+		.priority = 0,
+		.match_criteria_enable = 0,
+		.match_len = PRM_SIZE(fte_match_param),
+	};
 
-	if (in == NULL)
+	if (mask == NULL)
 		return -ENOMEM;
-	memset(out, 0, sizeof(out));
-	ftc = PRM_ADDR(create_flow_table_in, in, flow_table_context);
-	PRM_SET(create_flow_table_in, in, opcode, PRM_CMD_CREATE_FLOW_TABLE);
-	PRM_SET(create_flow_table_in, in, table_type, PRM_FLOW_TABLE_TYPE_NIC_RX);
-	PRM_SET(flow_table_context, ftc, level, 0);
-	PRM_SET(flow_table_context, ftc, log_size, 0);
-	st->ft = devx_obj_create(dev->devx, in, PRM_SIZE(create_flow_table_in), out, sizeof(out));
-	if (st->ft == NULL)
-		goto err;
-
-	memset(in, 0, PRM_SIZE(create_flow_group_in));
-	PRM_SET(create_flow_group_in, in, opcode, PRM_CMD_CREATE_FLOW_GROUP);
-	PRM_SET(create_flow_group_in, in, table_type, PRM_FLOW_TABLE_TYPE_NIC_RX);
-	PRM_SET(create_flow_group_in, in, table_id, devx_obj_id(st->ft));
-	PRM_SET(create_flow_group_in, in, start_flow_index, 0);
-	PRM_SET(create_flow_group_in, in, end_flow_index, 0);
-	/* No match criteria: every frame of the function lands in this group. */
-	st->fg = devx_obj_create(dev->devx, in, PRM_SIZE(create_flow_group_in), out, sizeof(out));
-	if (st->fg == NULL)
-		goto err;
-
-	memset(in, 0, fte_len);
-	fc = PRM_ADDR(set_fte_in, in, flow_context);
-	dst = PRM_ADDR(flow_context, fc, destination);
-	PRM_SET(set_fte_in, in, opcode, PRM_CMD_SET_FLOW_TABLE_ENTRY);
-	PRM_SET(set_fte_in, in, table_type, PRM_FLOW_TABLE_TYPE_NIC_RX);
-	PRM_SET(set_fte_in, in, table_id, devx_obj_id(st->ft));
-	PRM_SET(set_fte_in, in, flow_index, 0);
-	PRM_SET(flow_context, fc, group_id, devx_obj_id(st->fg));
-	PRM_SET(flow_context, fc, action, PRM_FLOW_CONTEXT_ACTION_FWD_DEST);
-	PRM_SET(flow_context, fc, destination_list_size, 1);
-	PRM_SET(dest_format_struct, dst, destination_type, PRM_FLOW_DESTINATION_TYPE_TIR);
-	PRM_SET(dest_format_struct, dst, destination_id, devx_obj_id(st->tir));
-	st->fte = devx_obj_create(dev->devx, in, fte_len, out, sizeof(out));
-	if (st->fte == NULL)
-		goto err;
-	free(in);
+	attr.match_mask = mask;
+	attr.match_value = mask + PRM_SIZE(fte_match_param);
+	st->flow = devx_root_flow_create(dev->devx, &attr, st->tir);
+	free(mask);
+	if (st->flow == NULL) {
+		DRV_LOG(ERR, dev, "cannot add the receive rule to the NIC RX root: %s",
+			strerror(errno));
+		return -EIO;
+	}
 	return 0;
-err:
-	DRV_LOG(ERR, dev, "cannot create the receive flow %s",
-		st->ft == NULL ? "table" : st->fg == NULL ? "group" : "entry");
-	free(in);
-	return -EIO;
 }
 
 /*
@@ -186,11 +183,18 @@ err:
 static int
 steer_free(struct mlx5_lm_dev *dev, struct mlx5_lm_steer *st)
 {
-	static const char *const names[] = { "flow entry", "flow group", "flow table", "TIR",
-					     "RQT" };
-	struct devx_obj **objs[] = { &st->fte, &st->fg, &st->ft, &st->tir, &st->rqt };
+	static const char *const names[] = { "TIR", "RQT" };
+	struct devx_obj **objs[] = { &st->tir, &st->rqt };
 	unsigned int i;
 
+	/* The rule holds the TIR: it goes first. */
+	if (st->flow != NULL) {
+		if (devx_root_flow_destroy(st->flow) < 0) {
+			DRV_LOG(ERR, dev, "cannot remove the receive rule from the NIC RX root");
+			return -EBUSY;
+		}
+		st->flow = NULL;
+	}
 	for (i = 0; i < RTE_DIM(objs); i++) {
 		if (*objs[i] == NULL)
 			continue;
@@ -220,12 +224,12 @@ mlx5_lm_steer_create(struct mlx5_lm_dev *dev)
 			return -EBUSY;
 		}
 	}
-	st->rqt_max = dev->nr_vq / 2;
+	st->rqt_max = rqt_entries(dev->nr_vq / 2);
 	ret = rqt_create(dev, st);
 	if (ret == 0)
 		ret = tir_create(dev, st);
 	if (ret == 0)
-		ret = flows_create(dev, st);
+		ret = root_flow_create(dev, st);
 	if (ret < 0) {
 		if (steer_free(dev, st) < 0)
 			dev->steer = st; /* kept for the next attempt */
@@ -260,7 +264,7 @@ static int
 rqt_modify(struct mlx5_lm_dev *dev, const uint32_t *ids, uint32_t n)
 {
 	struct mlx5_lm_steer *st = dev->steer;
-	size_t inlen = PRM_SIZE(modify_rqt_in) + n * PRM_SIZE(rq_num);
+	size_t inlen = PRM_SIZE(modify_rqt_in) + rqt_entries(n) * PRM_SIZE(rq_num);
 	uint8_t out[PRM_SIZE(cmd_out) * 2];
 	uint8_t *in;
 	int ret;
@@ -273,7 +277,8 @@ rqt_modify(struct mlx5_lm_dev *dev, const uint32_t *ids, uint32_t n)
 	PRM_SET(modify_rqt_in, in, rqtn, devx_obj_id(st->rqt));
 	PRM_SET(modify_rqt_in, in, bitmask, PRM_RQT_MODIFY_RQN_LIST);
 	fill_rqtc(PRM_ADDR(modify_rqt_in, in, ctx), st->rqt_max, ids, n);
-	ret = devx_cmd(dev->devx, in, inlen, out, sizeof(out));
+	/* On the RQT's own handle (Linux devx.c devx_is_obj_modify_cmd). */
+	ret = devx_obj_modify(st->rqt, in, inlen, out, sizeof(out));
 	free(in);
 	if (ret < 0) {
 		DRV_LOG(ERR, dev, "cannot point the RQT at %u RX queues", n);

@@ -54,6 +54,7 @@ devx_open(const struct devx_open_params *p, struct devx_ctx **out, char *err, si
 	pthread_mutex_init(&ctx->lock, NULL);
 	TAILQ_INIT(&ctx->objs);
 	TAILQ_INIT(&ctx->umems);
+	TAILQ_INIT(&ctx->flows);
 	ctx->be = p->emu_profile != NULL ? &devx_backend_emu : &devx_backend_rdma;
 	if (p->trace_path != NULL) {
 		ret = devx_trace_open(ctx, p->trace_path, err, errlen);
@@ -79,11 +80,16 @@ devx_close(struct devx_ctx *ctx)
 	int alive;
 
 	struct devx_umem *umem;
+	struct devx_flow *flow;
 	struct devx_obj *obj;
 
 	if (ctx == NULL)
 		return 0;
 	alive = ctx->be->close(ctx);
+	while ((flow = TAILQ_FIRST(&ctx->flows)) != NULL) {
+		TAILQ_REMOVE(&ctx->flows, flow, next);
+		free(flow);
+	}
 	/* Handles of objects whose destroy failed: the device listed the objects. */
 	while ((obj = TAILQ_FIRST(&ctx->objs)) != NULL) {
 		TAILQ_REMOVE(&ctx->objs, obj, next);
@@ -344,6 +350,88 @@ uint32_t
 devx_obj_mkey(const struct devx_obj *obj)
 {
 	return obj->mkey;
+}
+
+struct devx_flow *
+devx_root_flow_create(struct devx_ctx *ctx, const struct devx_flow_attr *attr,
+		      struct devx_obj *dest)
+{
+	struct devx_flow *flow;
+	const char *kind;
+	uint8_t status = 0;
+	uint32_t syndrome = 0;
+	uint64_t t0;
+	int rc;
+
+	if (attr == NULL || dest == NULL || dest->ctx != ctx ||
+	    (dest->create_opcode != PRM_CMD_CREATE_TIR &&
+	     dest->create_opcode != PRM_CMD_CREATE_FLOW_TABLE)) {
+		devx_log(3, "%s: a root flow rule forwards to a TIR or a flow table of the same "
+			 "device", ctx->name);
+		errno = EINVAL;
+		return NULL;
+	}
+	flow = calloc(1, sizeof(*flow));
+	if (flow == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	flow->ctx = ctx;
+	kind = dest->create_opcode == PRM_CMD_CREATE_TIR ? "TIR" : "flow table";
+	t0 = devx_trace_now_us();
+	rc = ctx->be->flow_create(ctx, flow, attr, dest, &status, &syndrome);
+	devx_trace_flow(ctx, t0, devx_trace_now_us(), "ROOT_FLOW_CREATE", attr, dest->id,
+			flow->id, rc == -EIO ? status : 0, syndrome, rc);
+	if (rc < 0) {
+		if (rc == -EIO)
+			devx_log(3, "%s: ROOT_FLOW_CREATE (priority %u) to %s 0x%x refused: "
+				 "status 0x%x (%s), syndrome 0x%08x", ctx->name, attr->priority,
+				 kind, dest->id, status, prm_status_name(status), syndrome);
+		else
+			devx_log(3, "%s: ROOT_FLOW_CREATE (priority %u) to %s 0x%x failed: %s",
+				 ctx->name, attr->priority, kind, dest->id, strerror(-rc));
+		free(flow);
+		errno = -rc;
+		return NULL;
+	}
+	pthread_mutex_lock(&ctx->lock);
+	TAILQ_INSERT_TAIL(&ctx->flows, flow, next);
+	pthread_mutex_unlock(&ctx->lock);
+	return flow;
+}
+
+int
+devx_root_flow_destroy(struct devx_flow *flow)
+{
+	struct devx_ctx *ctx;
+	uint8_t status = 0;
+	uint32_t syndrome = 0;
+	uint64_t t0;
+	int rc;
+
+	if (flow == NULL)
+		return 0;
+	ctx = flow->ctx;
+	t0 = devx_trace_now_us();
+	rc = ctx->be->flow_destroy(ctx, flow, &status, &syndrome);
+	devx_trace_flow(ctx, t0, devx_trace_now_us(), "ROOT_FLOW_DESTROY", NULL, 0, flow->id,
+			rc == -EIO ? status : 0, syndrome, rc);
+	if (rc == -EIO) {
+		devx_log(3, "%s: ROOT_FLOW_DESTROY of rule %u refused: status 0x%x (%s), "
+			 "syndrome 0x%08x", ctx->name, flow->id, status, prm_status_name(status),
+			 syndrome);
+		return rc;
+	}
+	if (rc < 0) {
+		devx_log(3, "%s: ROOT_FLOW_DESTROY of rule %u failed: %s", ctx->name, flow->id,
+			 strerror(-rc));
+		return rc;
+	}
+	pthread_mutex_lock(&ctx->lock);
+	TAILQ_REMOVE(&ctx->flows, flow, next);
+	pthread_mutex_unlock(&ctx->lock);
+	free(flow);
+	return 0;
 }
 
 struct devx_umem *

@@ -25,6 +25,7 @@ struct devx_obj;
 struct devx_umem;
 struct devx_db;
 struct devx_evch;
+struct devx_flow;
 
 struct devx_open_params {
 	const char *name;        /* device name for logs and trace ("vdpa_mlx5_lm0") */
@@ -101,6 +102,30 @@ int devx_obj_destroy(struct devx_obj *obj);
 uint32_t devx_obj_id(const struct devx_obj *obj);
 /* For mkeys: the key (index << 8 | mkey_7_0) that goes into virtq/KLM fields. */
 uint32_t devx_obj_mkey(const struct devx_obj *obj);
+
+/*
+ * Receive steering from the NIC RX root. The root flow table belongs to
+ * the kernel (no DevX command attaches a table to it: devx.c allows no
+ * SET_FLOW_TABLE_ROOT), so a rule in it is made through the kernel's flow
+ * steering: rdma: mlx5dv_create_flow_matcher (NIC RX, priority, criteria)
+ * + mlx5dv_create_flow (value, one MLX5DV_FLOW_ACTION_DEST_DEVX action);
+ * emu: emu_root_rule_add. Frames matching mask/value (fte_match_param
+ * bytes, match_len of each) go to dest, a TIR or a NIC RX flow table made
+ * with devx_obj_create, which the rule holds: dest cannot be destroyed
+ * before the rule. Lower priority values are matched first. Returns the
+ * rule, or NULL with errno set (EIO: the device refused it, logged).
+ */
+struct devx_flow_attr {
+	uint16_t priority;
+	uint8_t match_criteria_enable;   /* PRM_MATCH_CRITERIA_ENABLE_* */
+	const void *match_mask;
+	const void *match_value;
+	size_t match_len;
+};
+struct devx_flow *devx_root_flow_create(struct devx_ctx *ctx, const struct devx_flow_attr *attr,
+					struct devx_obj *dest);
+/* Destroy; on failure the rule stays valid and a negative errno is returned. */
+int devx_root_flow_destroy(struct devx_flow *flow);
 
 /* Register host memory for device access (rdma: mlx5dv_devx_umem_reg). */
 struct devx_umem *devx_umem_reg(struct devx_ctx *ctx, void *addr, size_t size,

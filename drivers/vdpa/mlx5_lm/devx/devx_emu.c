@@ -86,6 +86,42 @@ emu_be_umem_dereg(struct devx_ctx *ctx, struct devx_umem *umem, uint8_t *status,
 }
 
 static int
+emu_be_flow_create(struct devx_ctx *ctx, struct devx_flow *flow, const struct devx_flow_attr *a,
+		   struct devx_obj *dest, uint8_t *status, uint32_t *syndrome)
+{
+	struct emu_root_rule_attr ra = {
+		.priority = a->priority,
+		.match_criteria_enable = a->match_criteria_enable,
+		.match_mask = a->match_mask,
+		.match_value = a->match_value,
+		.match_len = a->match_len,
+		.dest_type = dest->create_opcode == PRM_CMD_CREATE_TIR ? EMU_ROOT_DEST_TIR :
+			     EMU_ROOT_DEST_FLOW_TABLE,
+		.dest_id = dest->id,
+	};
+	int st = emu_root_rule_add(EMU(ctx), &ra, &flow->id, syndrome);
+
+	if (st != 0) {
+		*status = (uint8_t)st;
+		return -EIO;
+	}
+	return 0;
+}
+
+static int
+emu_be_flow_destroy(struct devx_ctx *ctx, struct devx_flow *flow, uint8_t *status,
+		    uint32_t *syndrome)
+{
+	int st = emu_root_rule_del(EMU(ctx), flow->id, syndrome);
+
+	if (st != 0) {
+		*status = (uint8_t)st;
+		return -EIO;
+	}
+	return 0;
+}
+
+static int
 emu_be_db_alloc(struct devx_ctx *ctx, struct devx_db *db)
 {
 	/* The emulated doorbell is a call, not an MMIO page. */
@@ -202,6 +238,8 @@ const struct devx_backend devx_backend_emu = {
 	.obj_destroy = emu_be_obj_destroy,
 	.umem_reg = emu_be_umem_reg,
 	.umem_dereg = emu_be_umem_dereg,
+	.flow_create = emu_be_flow_create,
+	.flow_destroy = emu_be_flow_destroy,
 	.db_alloc = emu_be_db_alloc,
 	.db_free = emu_be_db_free,
 	.db_ring = emu_be_db_ring,

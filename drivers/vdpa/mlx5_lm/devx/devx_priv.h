@@ -33,6 +33,12 @@ struct devx_backend {
 			uint32_t *syndrome);
 	int (*umem_dereg)(struct devx_ctx *ctx, struct devx_umem *umem, uint8_t *status,
 			  uint32_t *syndrome);
+	/* Root flow rules; 0, -EIO with status and syndrome set, or another errno. */
+	int (*flow_create)(struct devx_ctx *ctx, struct devx_flow *flow,
+			   const struct devx_flow_attr *attr, struct devx_obj *dest,
+			   uint8_t *status, uint32_t *syndrome);
+	int (*flow_destroy)(struct devx_ctx *ctx, struct devx_flow *flow, uint8_t *status,
+			    uint32_t *syndrome);
 	int (*db_alloc)(struct devx_ctx *ctx, struct devx_db *db);
 	void (*db_free)(struct devx_ctx *ctx, struct devx_db *db);
 	void (*db_ring)(struct devx_ctx *ctx, struct devx_db *db, uint32_t offset, uint32_t v);
@@ -59,9 +65,11 @@ struct devx_ctx {
 	 * Handles still open, so that closing the context frees those whose
 	 * destroy failed (the device reports the objects themselves).
 	 */
-	pthread_mutex_t lock;      /* guards objs and umems */
+	pthread_mutex_t lock;      /* guards objs, umems, flows and flow_seq */
 	TAILQ_HEAD(, devx_obj) objs;
 	TAILQ_HEAD(, devx_umem) umems;
+	TAILQ_HEAD(, devx_flow) flows;
+	uint32_t flow_seq;         /* rdma: numbers for rules in the trace */
 };
 
 struct devx_obj {
@@ -84,6 +92,14 @@ struct devx_umem {
 	size_t size;
 	uint32_t access;
 	uint32_t id;
+};
+
+struct devx_flow {
+	TAILQ_ENTRY(devx_flow) next;
+	struct devx_ctx *ctx;
+	void *be_handle;           /* rdma: struct ibv_flow * */
+	void *be_matcher;          /* rdma: struct mlx5dv_flow_matcher * */
+	uint32_t id;               /* emu: the rule's id; rdma: a per-context number */
 };
 
 struct devx_db {
@@ -110,6 +126,11 @@ void devx_trace_cmd(struct devx_ctx *ctx, uint64_t t_start, uint64_t t_end,
 /* Non-PRM operations: "UMEM_REG", "UMEM_DEREG", "DOORBELL", "EVCH_*". */
 void devx_trace_op(struct devx_ctx *ctx, uint64_t t_start, uint64_t t_end, const char *op,
 		   uint64_t addr, uint64_t size, uint32_t id, uint8_t status, uint32_t syndrome);
+
+/* Root flow rules: "ROOT_FLOW_CREATE" (attr and dest set) and "ROOT_FLOW_DESTROY". */
+void devx_trace_flow(struct devx_ctx *ctx, uint64_t t_start, uint64_t t_end, const char *op,
+		     const struct devx_flow_attr *attr, uint32_t dest_id, uint32_t flow_id,
+		     uint8_t status, uint32_t syndrome, int rc);
 
 /* Logging of the transport (routed by the PMD to its devx log type). */
 void devx_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

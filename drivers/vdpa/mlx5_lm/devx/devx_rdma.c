@@ -159,6 +159,87 @@ rdma_umem_dereg(struct devx_ctx *ctx, struct devx_umem *umem, uint8_t *status,
 	return rc == 0 ? 0 : (errno ? -errno : -EIO);
 }
 
+/*
+ * A rule in the NIC RX root through the kernel's flow steering: one
+ * matcher (table type, priority, criteria and mask) per rule, then the
+ * rule with its value and one DEST_DEVX action naming the TIR or table.
+ */
+static int
+rdma_flow_create(struct devx_ctx *ctx, struct devx_flow *flow, const struct devx_flow_attr *a,
+		 struct devx_obj *dest, uint8_t *status, uint32_t *syndrome)
+{
+	size_t len = sizeof(struct mlx5dv_flow_match_parameters) + a->match_len;
+	struct mlx5dv_flow_match_parameters *mask = calloc(1, len);
+	struct mlx5dv_flow_match_parameters *value = calloc(1, len);
+	struct mlx5dv_flow_matcher_attr mattr = {
+		.type = IBV_FLOW_ATTR_NORMAL,
+		.priority = a->priority,
+		.match_criteria_enable = a->match_criteria_enable,
+		.comp_mask = MLX5DV_FLOW_MATCHER_MASK_FT_TYPE,
+		.ft_type = MLX5DV_FLOW_TABLE_TYPE_NIC_RX,
+	};
+	struct mlx5dv_flow_action_attr action = {
+		.type = MLX5DV_FLOW_ACTION_DEST_DEVX,
+		.obj = dest->be_handle,
+	};
+	struct mlx5dv_flow_matcher *matcher = NULL;
+	struct ibv_flow *f = NULL;
+	int rc = 0;
+
+	(void)status;
+	(void)syndrome;
+	if (mask == NULL || value == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	mask->match_sz = a->match_len;
+	value->match_sz = a->match_len;
+	if (a->match_len > 0) {
+		memcpy(mask->match_buf, a->match_mask, a->match_len);
+		memcpy(value->match_buf, a->match_value, a->match_len);
+	}
+	mattr.match_mask = mask;
+	matcher = mlx5dv_create_flow_matcher(IBCTX(ctx), &mattr);
+	if (matcher == NULL) {
+		rc = errno ? -errno : -EIO;
+		goto out;
+	}
+	f = mlx5dv_create_flow(matcher, value, 1, &action);
+	if (f == NULL) {
+		rc = errno ? -errno : -EIO;
+		mlx5dv_destroy_flow_matcher(matcher);
+		goto out;
+	}
+	flow->be_matcher = matcher;
+	flow->be_handle = f;
+	pthread_mutex_lock(&ctx->lock);
+	flow->id = ++ctx->flow_seq;
+	pthread_mutex_unlock(&ctx->lock);
+out:
+	free(mask);
+	free(value);
+	return rc;
+}
+
+static int
+rdma_flow_destroy(struct devx_ctx *ctx, struct devx_flow *flow, uint8_t *status,
+		  uint32_t *syndrome)
+{
+	int rc;
+
+	(void)ctx;
+	(void)status;
+	(void)syndrome;
+	if (flow->be_handle != NULL) {
+		rc = ibv_destroy_flow(flow->be_handle);
+		if (rc != 0)
+			return -rc;
+		flow->be_handle = NULL;
+	}
+	rc = mlx5dv_destroy_flow_matcher(flow->be_matcher);
+	return rc == 0 ? 0 : -rc;
+}
+
 static int
 rdma_db_alloc(struct devx_ctx *ctx, struct devx_db *db)
 {
@@ -264,6 +345,8 @@ const struct devx_backend devx_backend_rdma = {
 	.obj_destroy = rdma_obj_destroy,
 	.umem_reg = rdma_umem_reg,
 	.umem_dereg = rdma_umem_dereg,
+	.flow_create = rdma_flow_create,
+	.flow_destroy = rdma_flow_destroy,
 	.db_alloc = rdma_db_alloc,
 	.db_free = rdma_db_free,
 	.db_ring = rdma_db_ring,

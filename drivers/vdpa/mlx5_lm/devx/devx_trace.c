@@ -177,3 +177,34 @@ devx_trace_op(struct devx_ctx *ctx, uint64_t t_start, uint64_t t_end, const char
 	fflush(t->f);
 	pthread_mutex_unlock(&t->lock);
 }
+
+void
+devx_trace_flow(struct devx_ctx *ctx, uint64_t t_start, uint64_t t_end, const char *op,
+		const struct devx_flow_attr *attr, uint32_t dest_id, uint32_t flow_id,
+		uint8_t status, uint32_t syndrome, int rc)
+{
+	struct devx_trace *t = ctx->trace;
+
+	if (t == NULL)
+		return;
+	pthread_mutex_lock(&t->lock);
+	fprintf(t->f, "{\"dev\":\"%s\",\"seq\":%" PRIu64 ",\"t_start_us\":%" PRIu64
+		",\"t_end_us\":%" PRIu64 ",\"op\":\"%s\",\"flow_id\":%u",
+		ctx->name, t->seq++, t_start, t_end, op, flow_id);
+	if (attr != NULL) {
+		fprintf(t->f, ",\"priority\":%u,\"match_criteria_enable\":%u,\"dest_obj_id\":%u"
+			",\"mask\":\"", attr->priority, attr->match_criteria_enable, dest_id);
+		if (attr->match_mask != NULL)
+			put_hex(t->f, attr->match_mask, attr->match_len);
+		fputs("\",\"value\":\"", t->f);
+		if (attr->match_value != NULL)
+			put_hex(t->f, attr->match_value, attr->match_len);
+		fputc('"', t->f);
+	}
+	fprintf(t->f, ",\"status\":%u,\"syndrome\":%u", status, syndrome);
+	if (rc < 0 && rc != -EIO)
+		fprintf(t->f, ",\"error\":\"%s\"", strerror(-rc));
+	fputs("}\n", t->f);
+	fflush(t->f);
+	pthread_mutex_unlock(&t->lock);
+}

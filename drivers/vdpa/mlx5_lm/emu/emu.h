@@ -39,6 +39,11 @@ enum emu_syndrome {
 	EMU_SYND_TOO_MANY_ENTRIES = 0x5e0c000e,  /* status EXCEED_LIM: mkey entry list too long */
 	EMU_SYND_QP_BAD_TRANSITION = 0x5e0c000f, /* status BAD_RES_STATE */
 	EMU_SYND_UMEM_NOT_BACKED = 0x5e0c00b5,   /* status BAD_PARAM: umem pages past their file (pin EFAULT) */
+	/* Root steering and RQT rules (issue 10: A7, B3). */
+	EMU_SYND_RQT_SIZE_NOT_POW2 = 0x5e0c0050, /* status BAD_PARAM: RQT sizes are powers of 2 */
+	EMU_SYND_ROOT_BAD_MATCH = 0x5e0c0051,    /* status BAD_PARAM: match mask/value refused */
+	EMU_SYND_ROOT_NOT_MODELLED = 0x5e0c0052, /* status BAD_PARAM: criteria not modelled */
+	EMU_SYND_ROOT_BAD_DEST = 0x5e0c0053,     /* status BAD_PARAM: not a TIR / NIC RX table */
 	EMU_SYND_INJECTED = 0x5e0cfa17,          /* default syndrome of an injected fault */
 };
 
@@ -122,13 +127,56 @@ void emu_uar_write(struct emu_dev *dev, uint32_t page_id, uint32_t offset, uint6
 /* Completion EQ number of completion vector `vector`: 0, or -EINVAL out of range. */
 int emu_eqn_query(struct emu_dev *dev, uint32_t vector, uint32_t *eqn);
 
+/* ---- NIC RX root steering (the kernel's) ---------------------------------------- */
+/*
+ * The NIC RX root flow table of a function belongs to the kernel:
+ * SET_FLOW_TABLE_ROOT is in none of devx.c's allow-lists, so a flow
+ * table user space creates through DevX is reached by no frame unless
+ * a rule in the root forwards to it. User space adds root rules through
+ * mlx5_ib's flow steering: mlx5dv_create_flow_matcher (table type NIC
+ * RX, priority, match criteria) + mlx5dv_create_flow (match value, a
+ * DEST_DEVX action naming a TIR or a flow table). mlx5dv_dr's level-0
+ * NIC RX table is that root too: one dr matcher (priority, criteria,
+ * mask) and rule (value, dest_devx_tir or a dest table) map onto one
+ * root rule each, as rdma-core does it through the same kernel calls
+ * (DPDK vdpa/mlx5: priorities 5..7, outer ip_version/ip_protocol, to
+ * TIRs). These entry points are
+ * what the kernel does for those calls: each rule is a live object
+ * (leak-reported), holds its destination (destroying a TIR or table a
+ * root rule forwards to fails RES_BUSY), and the wire consults the root
+ * rules by ascending priority (then creation order), first match wins.
+ * The firmware sees a SET_FLOW_TABLE_ENTRY / DELETE_FLOW_TABLE_ENTRY on
+ * the root table: those opcodes are counted, charged and fault-injected.
+ */
+enum emu_root_dest_type {
+	EMU_ROOT_DEST_TIR = 1,
+	EMU_ROOT_DEST_FLOW_TABLE = 2,    /* a NIC RX flow table made through DevX */
+};
+/* fte_match_param, bytes: what the kernel takes as match mask and value at most. */
+#define EMU_FTE_MATCH_PARAM_LEN 512u
+struct emu_root_rule_attr {
+	uint16_t priority;
+	uint8_t match_criteria_enable;   /* PRM_MATCH_CRITERIA_ENABLE_* */
+	const void *match_mask;          /* fte_match_param bytes (NULL: none) */
+	const void *match_value;
+	size_t match_len;                /* bytes of each, <= EMU_FTE_MATCH_PARAM_LEN */
+	enum emu_root_dest_type dest_type;
+	uint32_t dest_id;                /* tirn or table id */
+};
+/* Returns 0 and sets *rule_id, or a PRM status (> 0) with *syndrome set. */
+int emu_root_rule_add(struct emu_dev *dev, const struct emu_root_rule_attr *attr,
+		      uint32_t *rule_id, uint32_t *syndrome);
+/* Returns 0, or a PRM status (BAD_RES for an unknown rule). */
+int emu_root_rule_del(struct emu_dev *dev, uint32_t rule_id, uint32_t *syndrome);
+
 /* ---- Data path and wire ---------------------------------------------------- */
 /*
  * The data path processes the rings of every RDY virtq in a per-device
  * thread (started when the first queue becomes RDY, joined by
  * emu_dev_destroy), through the queue's mkey only. Even queue_index =
  * RX, odd = TX. TX frames go to the uplink; received frames are steered
- * by the NIC RX flow table -> TIR -> RQT (Toeplitz RSS) to an RX queue.
+ * by the NIC RX root rules (-> flow tables) -> TIR -> RQT (Toeplitz RSS)
+ * to an RX queue.
  */
 /* error_type of a queue the data path moved to ERR (QUERY shows it). */
 enum emu_vq_error {

@@ -62,6 +62,7 @@ static const char *const kind_names[EMU_KIND_MAX] = {
 	[EMU_KIND_VIRTQ] = "VIRTIO_NET_Q",
 	[EMU_KIND_VQ_COUNTERS] = "VIRTIO_Q_COUNTERS",
 	[EMU_KIND_UAR] = "UAR",
+	[EMU_KIND_ROOT_RULE] = "ROOT_FLOW_RULE",
 };
 
 const char *

@@ -142,6 +142,16 @@ rqt_fill(struct emu_ctx *c, struct emu_net_obj *o, const void *rqtc, size_t ctx_
 	if (PRM_GET(rqtc, rqtc, list_q_type) != PRM_RQTC_LIST_Q_TYPE_VIRTIO_NET_Q ||
 	    n == 0 || (max != 0 && n > max))
 		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
+	/*
+	 * The device picks an RQT entry as hash & (size - 1): both sizes are
+	 * powers of two (Linux mlx5_vdpa and mlx5e round them up with
+	 * roundup_pow_of_two and repeat entries; DPDK rte_align32pow2).
+	 */
+	if ((n & (n - 1)) != 0 || (max & (max - 1)) != 0) {
+		emu_log(c->dev, 4, "RQT refused: rqt_actual_size %u / rqt_max_size %u not a power "
+			"of two (the RQT is indexed by hash & (size - 1))", n, max);
+		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_RQT_SIZE_NOT_POW2);
+	}
 	for (i = 0; i < n; i++) {
 		uint32_t id = (uint32_t)PRM_GET(rq_num, list + i * PRM_SIZE(rq_num), rq_num);
 		struct emu_obj *vq = emu_obj_find(c->dev, EMU_KIND_VIRTQ, id);

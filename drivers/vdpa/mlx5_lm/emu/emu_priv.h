@@ -99,6 +99,7 @@ enum emu_kind {
 	EMU_KIND_VIRTQ,
 	EMU_KIND_VQ_COUNTERS,
 	EMU_KIND_UAR,
+	EMU_KIND_ROOT_RULE,          /* a rule the kernel put in the NIC RX root (emu_root.c) */
 	EMU_KIND_MAX
 };
 
@@ -292,6 +293,20 @@ struct emu_net_obj {
 /* A UAR page (emu_uar.c): a doorbell page of one device context. */
 struct emu_uar {
 	struct emu_obj obj;          /* obj.id = page index */
+};
+
+/*
+ * A rule in the NIC RX root flow table. The root belongs to the kernel:
+ * user space adds rules to it through mlx5dv_create_flow (mlx5_ib's flow
+ * steering), never by DevX commands. held[0] is the destination (a TIR
+ * or a NIC RX flow table).
+ */
+struct emu_root_rule {
+	struct emu_obj obj;
+	uint16_t priority;           /* lower first (kernel: one table per priority) */
+	uint8_t match_enable;        /* match_criteria_enable */
+	uint8_t mask[64];            /* outer headers (fte_match_set_lyr_2_4) */
+	uint8_t value[64];
 };
 
 /* ---- Events -------------------------------------------------------------- */
@@ -551,7 +566,8 @@ struct emu_dp {
 	/* Steering cache (emu_wire.c), valid while steer_gen == dev->obj_gen. */
 	uint64_t steer_gen;
 	bool steer_valid;
-	struct emu_net_obj *root_ft;
+	struct emu_root_rule **roots; /* sorted by (priority, id) */
+	uint32_t n_roots, roots_cap;
 	struct emu_net_obj **ftes;   /* sorted by (table_id, flow_index) */
 	uint32_t n_ftes, ftes_cap;
 };

@@ -1,18 +1,23 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The wire side of the emulated port: a received frame (from the uplink,
- * or looped back from TX) is steered the way a ConnectX steers with the
- * objects the driver created: the NIC RX root flow table, the first
- * entry (lowest flow_index) whose group criteria match the frame, its
- * forward destination TIR (or a further flow table), the TIR's indirect
- * table (RQT) entry chosen by the TIR's RSS hash, and that RX virtq.
- * The frame then waits in the queue's bounded backlog until a buffer is
- * there. No steering, a miss, a DROP action or a target queue that is
- * not RDY drop the frame (counted in the device's wire drops).
+ * or looped back from TX) is steered the way a ConnectX steers it: from
+ * the NIC RX root, whose rules only the kernel adds (emu_root.c: what
+ * mlx5dv_create_flow does), by ascending priority, first match wins; the
+ * rule forwards to a TIR or to a NIC RX flow table made through DevX, in
+ * which the first entry (lowest flow_index) whose group criteria match
+ * forwards to a TIR or a further table; the TIR's indirect table (RQT)
+ * entry chosen by the TIR's RSS hash names the RX virtq. The frame then
+ * waits in the queue's bounded backlog until a buffer is there. No root
+ * rule matching, a miss, a DROP action or a target queue that is not
+ * RDY drop the frame (counted in the device's wire drops). A flow table
+ * no root rule leads to receives nothing, whatever its level: the root
+ * belongs to the kernel (devx.c has no SET_FLOW_TABLE_ROOT in any
+ * allow-list).
  *
- * Modelled: outer L2-L4 match criteria (fte_match_set_lyr_2_4); misc and
- * inner criteria are not modelled and match anything. Root table: the
- * NIC RX table with the lowest level (then the lowest id).
+ * Modelled: outer L2-L4 match criteria (fte_match_set_lyr_2_4); a DevX
+ * flow group's misc and inner criteria are not modelled and match
+ * anything (root rules refuse them, emu_root.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -240,41 +245,61 @@ fte_cmp(const void *a, const void *b)
 	return x->flow_index < y->flow_index ? -1 : x->flow_index > y->flow_index;
 }
 
+static int
+root_cmp(const void *a, const void *b)
+{
+	const struct emu_root_rule *x = *(struct emu_root_rule *const *)a;
+	const struct emu_root_rule *y = *(struct emu_root_rule *const *)b;
+
+	/* The kernel keeps one table per priority, lower values first. */
+	if (x->priority != y->priority)
+		return x->priority < y->priority ? -1 : 1;
+	return x->obj.id < y->obj.id ? -1 : x->obj.id > y->obj.id;
+}
+
+/* Grow *arr to hold need pointers. */
+static int
+cache_grow(void *arr, uint32_t *cap, uint32_t need)
+{
+	void **a;
+
+	if (*cap >= need)
+		return 0;
+	a = realloc(*(void ***)arr, (need + 16) * sizeof(*a));
+	if (a == NULL)
+		return -ENOMEM;
+	*(void ***)arr = a;
+	*cap = need + 16;
+	return 0;
+}
+
 /* Rebuild when any object came or went (dev->obj_gen): pointers stay valid. */
 static int
 cache_refresh(struct emu_dev *dev)
 {
 	struct emu_dp *dp = dev->dp;
 	struct emu_obj *o;
-	uint32_t n = 0;
+	uint32_t n = 0, nr = 0;
 
 	if (dp->steer_valid && dp->steer_gen == dev->obj_gen)
 		return 0;
-	dp->root_ft = NULL;
 	dp->n_ftes = 0;
-	if (dp->ftes_cap < dev->live[EMU_KIND_FTE]) {
-		uint32_t cap = dev->live[EMU_KIND_FTE] + 16;
-		struct emu_net_obj **a = realloc(dp->ftes, cap * sizeof(*a));
-
-		if (a == NULL)
-			return -ENOMEM;
-		dp->ftes = a;
-		dp->ftes_cap = cap;
-	}
+	dp->n_roots = 0;
+	if (cache_grow(&dp->ftes, &dp->ftes_cap, dev->live[EMU_KIND_FTE]) < 0 ||
+	    cache_grow(&dp->roots, &dp->roots_cap, dev->live[EMU_KIND_ROOT_RULE]) < 0)
+		return -ENOMEM;
 	for (o = dev->all.next; o != &dev->all; o = o->next) {
-		struct emu_net_obj *no = (struct emu_net_obj *)o;
-
-		if (o->kind == EMU_KIND_FTE && n < dp->ftes_cap) {
-			dp->ftes[n++] = no;
-		} else if (o->kind == EMU_KIND_FT && no->table_type == PRM_FLOW_TABLE_TYPE_NIC_RX &&
-			   (dp->root_ft == NULL || no->level < dp->root_ft->level ||
-			    (no->level == dp->root_ft->level && o->id < dp->root_ft->obj.id))) {
-			dp->root_ft = no;
-		}
+		if (o->kind == EMU_KIND_FTE && n < dp->ftes_cap)
+			dp->ftes[n++] = (struct emu_net_obj *)o;
+		else if (o->kind == EMU_KIND_ROOT_RULE && nr < dp->roots_cap)
+			dp->roots[nr++] = (struct emu_root_rule *)o;
 	}
 	if (n > 1)
 		qsort(dp->ftes, n, sizeof(*dp->ftes), fte_cmp);
+	if (nr > 1)
+		qsort(dp->roots, nr, sizeof(*dp->roots), root_cmp);
 	dp->n_ftes = n;
+	dp->n_roots = nr;
 	dp->steer_gen = dev->obj_gen;
 	dp->steer_valid = true;
 	return 0;
@@ -287,6 +312,10 @@ emu_wire_cache_free(struct emu_dev *dev)
 	dev->dp->ftes = NULL;
 	dev->dp->ftes_cap = 0;
 	dev->dp->n_ftes = 0;
+	free(dev->dp->roots);
+	dev->dp->roots = NULL;
+	dev->dp->roots_cap = 0;
+	dev->dp->n_roots = 0;
 	dev->dp->steer_valid = false;
 }
 
@@ -342,21 +371,53 @@ tir_pick(const struct emu_net_obj *tir, const struct pkt *p)
 	for (i = 0; i < tir->obj.nheld; i++)
 		if (tir->obj.held[i]->kind == EMU_KIND_RQT)
 			rqt = (const struct emu_net_obj *)tir->obj.held[i];
-	/* RQT's references are its entries, in list order. */
+	/*
+	 * RQT's references are its entries, in list order. The RQT is indexed
+	 * by hash & (size - 1): its size is a power of two (emu_net.c refuses
+	 * any other).
+	 */
 	if (rqt == NULL || rqt->obj.nheld == 0)
 		return NULL;
-	return (struct emu_virtq *)rqt->obj.held[rss_hash(tir, p) % rqt->obj.nheld];
+	return (struct emu_virtq *)rqt->obj.held[rss_hash(tir, p) & (rqt->obj.nheld - 1)];
+}
+
+/* A root rule's outer-header criteria against the frame. */
+static bool
+root_matches(const struct emu_root_rule *r, const struct pkt *p)
+{
+	unsigned int i;
+
+	if (!(r->match_enable & PRM_MATCH_CRITERIA_ENABLE_OUTER_HEADERS))
+		return true;
+	for (i = 0; i < MATCH_SET_LEN; i++)
+		if ((p->set[i] & r->mask[i]) != r->value[i])
+			return false;
+	return true;
 }
 
 static struct emu_virtq *
 steer(struct emu_dev *dev, const struct pkt *p)
 {
-	struct emu_net_obj *ft;
+	struct emu_dp *dp = dev->dp;
+	struct emu_net_obj *ft = NULL;
+	struct emu_obj *d = NULL;
 	unsigned int depth;
+	uint32_t r;
 
 	if (cache_refresh(dev) < 0)
 		return NULL;
-	ft = dev->dp->root_ft;
+	/* Steering starts at the root, and only the kernel's rules are in it. */
+	for (r = 0; r < dp->n_roots; r++) {
+		if (root_matches(dp->roots[r], p)) {
+			d = dp->roots[r]->obj.held[0];
+			break;
+		}
+	}
+	if (d == NULL)
+		return NULL;
+	if (d->kind == EMU_KIND_TIR)
+		return tir_pick((struct emu_net_obj *)d, p);
+	ft = (struct emu_net_obj *)d;
 	for (depth = 0; ft != NULL && depth < EMU_DP_MAX_STEER_DEPTH; depth++) {
 		struct emu_net_obj *fte = table_lookup(dev, ft->obj.id, p), *next = NULL;
 		unsigned int i;
@@ -364,8 +425,7 @@ steer(struct emu_dev *dev, const struct pkt *p)
 		if (fte == NULL || !(fte->action & PRM_FLOW_CONTEXT_ACTION_FWD_DEST))
 			return NULL;
 		for (i = 0; i < fte->obj.nheld; i++) {
-			struct emu_obj *d = fte->obj.held[i];
-
+			d = fte->obj.held[i];
 			if (d->kind == EMU_KIND_TIR)
 				return tir_pick((struct emu_net_obj *)d, p);
 			/* held[] also names the entry's own table: skip it. */
