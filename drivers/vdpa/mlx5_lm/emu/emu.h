@@ -38,6 +38,8 @@ enum emu_syndrome {
 	EMU_SYND_UMEM_TOO_SMALL = 0x5e0c000d,    /* status BAD_PARAM: virtq umem smaller than a*size+b */
 	EMU_SYND_TOO_MANY_ENTRIES = 0x5e0c000e,  /* status EXCEED_LIM: mkey entry list too long */
 	EMU_SYND_QP_BAD_TRANSITION = 0x5e0c000f, /* status BAD_RES_STATE */
+	/* status BAD_PARAM: the command uses a capability the device does not report */
+	EMU_SYND_CAP_NOT_SUPPORTED = 0x5e0c0031,
 	EMU_SYND_INJECTED = 0x5e0cfa17,          /* default syndrome of an injected fault */
 };
 
