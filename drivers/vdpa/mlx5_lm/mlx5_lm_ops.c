@@ -168,6 +168,16 @@ read_counters(struct rte_vdpa_device *vdpa, int qid, uint64_t vals[6], int reset
 		*ret = dev == NULL ? -ENODEV : -EINVAL;
 		return NULL;
 	}
+	/*
+	 * No VIRTIO_Q_COUNTERS on this device (general_obj_types bit 28): the
+	 * names still describe what a virtio-net vDPA device counts, but there
+	 * are no values. -ENOTSUP, not zeroes, so that a caller of
+	 * rte_vdpa_get_stats() can tell "not counted" from "nothing happened".
+	 */
+	if (!mlx5_lm_has_counters(dev)) {
+		*ret = -ENOTSUP;
+		return NULL;
+	}
 	pthread_mutex_lock(&dev->lock);
 	/* The background restore swaps queue objects without the lock. */
 	*ret = dev->restoring ? -EBUSY : mlx5_lm_virtq_counters(&dev->vq[qid], vals);

@@ -373,22 +373,34 @@ mlx5_lm_virtq_create(struct mlx5_lm_virtq *vq, uint16_t size, const struct mlx5_
 		.version_1 = 1,
 		.event_mode = PRM_VIRTQ_EVENT_MODE_QP,
 	};
+	struct mlx5_lm_vq_cfg full;
 	int ret, i;
 
 	ret = umems_create(vq, size);
 	if (ret < 0)
 		goto err_umems;
-	vq->counters = counters_create(vq);
-	if (vq->counters == NULL) {
-		ret = -EIO;
-		goto err_counters;
+	/* A device without VIRTIO_Q_COUNTERS (general_obj_types bit 28) counts nothing. */
+	vq->counters = NULL;
+	if (mlx5_lm_has_counters(dev)) {
+		vq->counters = counters_create(vq);
+		if (vq->counters == NULL) {
+			ret = -EIO;
+			goto err_counters;
+		}
 	}
 	ret = eventq_create(vq);
 	if (ret < 0)
 		goto err_eventq;
 	blank.event_qpn = devx_obj_id(vq->eq.fw_qp);
-	if (cfg == NULL)
+	if (cfg != NULL) {
+		/* Created configured: its events go to the QP made just now. */
+		full = *cfg;
+		full.event_mode = PRM_VIRTQ_EVENT_MODE_QP;
+		full.event_qpn = blank.event_qpn;
+		cfg = &full;
+	} else {
 		cfg = &blank;
+	}
 
 	memset(in, 0, sizeof(in));
 	memset(out, 0, sizeof(out));
@@ -402,7 +414,8 @@ mlx5_lm_virtq_create(struct mlx5_lm_virtq *vq, uint16_t size, const struct mlx5_
 	PRM_SET(virtio_q, q, doorbell_stride_index, vq->index);
 	PRM_SET(virtio_q, q, queue_size, size);
 	PRM_SET(virtio_q, q, pd, devx_obj_id(dev->res.pd));
-	PRM_SET(virtio_q, q, counter_set_id, devx_obj_id(vq->counters));
+	if (vq->counters != NULL)
+		PRM_SET(virtio_q, q, counter_set_id, devx_obj_id(vq->counters));
 	PRM_SET(virtio_q, q, umem_1_id, devx_umem_id(vq->umem[0]));
 	PRM_SET(virtio_q, q, umem_1_size, vq->umem_size[0]);
 	PRM_SET(virtio_q, q, umem_2_id, devx_umem_id(vq->umem[1]));
@@ -435,7 +448,7 @@ err_subscribe:
 err_obj:
 	eventq_destroy(vq);
 err_eventq:
-	if (devx_obj_destroy(vq->counters) == 0)
+	if (vq->counters != NULL && devx_obj_destroy(vq->counters) == 0)
 		vq->counters = NULL;
 err_counters:
 	umems_destroy(vq);
@@ -560,6 +573,8 @@ mlx5_lm_virtq_counters(struct mlx5_lm_virtq *vq, uint64_t vals[6])
 	void *obj = PRM_ADDR(virtq_counters_cmd, out, obj);
 	int ret;
 
+	if (!mlx5_lm_has_counters(vq->dev))
+		return -ENOTSUP;
 	if (vq->counters == NULL)
 		return -ENODEV;
 	memset(in, 0, sizeof(in));
