@@ -201,6 +201,40 @@ test_all_caps_forward_reenable_and_log(void **state)
 }
 
 /*
+ * B1: without vnet_modify_ext / virtio_net_q_addr_modify /
+ * virtio_q_index_modify a blank queue cannot be configured by MODIFY: no
+ * queue is pre-created at probe, each is created with its full
+ * configuration at DRIVER_OK, and the device says so once.
+ */
+static void
+test_without_modify_caps_queues_are_created_at_driver_ok(void **state)
+{
+	size_t lmark = lmh_log_mark();
+	char *log;
+	const char *p;
+	unsigned int lines = 0;
+
+	(void)state;
+	forward_reenable_log(profile("caps-no-modify.json"), &d, &t, NULL);
+	log = lmh_log_since(lmark);
+	for (p = log; (p = strstr(p, "queues are created at DRIVER_OK")) != NULL; p++)
+		lines++;
+	free(log);
+	assert_int_equal(lines, 1);
+	/* Probe created no virtq: the first one follows the front end's memory table. */
+	assert_true(creates_of(&t, 0, PRM_OBJ_VIRTIO_NET_Q) >= NRINGS);
+	lmh_trace_free(&t);
+	traced = NULL;
+	probe_alone(&d, profile("caps-no-modify.json"),
+					   "queues=2,workers=2,mr_gc_ms=0");
+	lmh_trace_open(&t, d.trace);
+	assert_int_equal(creates_of(&t, 0, PRM_OBJ_VIRTIO_NET_Q), 0);
+	remove_alone(&d);
+	lmh_trace_free(&t);
+	traced = NULL;
+}
+
+/*
  * B2: without VIRTIO_Q_COUNTERS in general_obj_types no counter set is
  * created; the stats names are still listed (they describe the device
  * type) but reading them fails with -ENOTSUP, so that a caller of
@@ -234,6 +268,7 @@ main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_all_caps_forward_reenable_and_log, teardown),
+		cmocka_unit_test_teardown(test_without_modify_caps_queues_are_created_at_driver_ok, teardown),
 		cmocka_unit_test_teardown(test_without_counters_stats_say_not_supported, teardown),
 	};
 	int ret;

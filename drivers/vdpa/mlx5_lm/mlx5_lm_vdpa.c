@@ -90,6 +90,21 @@ mlx5_lm_virtqs_precreate(struct mlx5_lm_dev *dev)
 	double t0 = mlx5_lm_now_ms();
 	int ret;
 
+	if (dev->args.precreate && !mlx5_lm_can_modify_blank(dev)) {
+		/*
+		 * A blank queue is configured at DRIVER_OK by MODIFY of its
+		 * addresses, indices, mkey, features and event mode: without
+		 * vnet_modify_ext, virtio_net_q_addr_modify and
+		 * virtio_q_index_modify the device refuses that (DPDK vdpa/mlx5
+		 * pre-creates only with all three), so queues are created with
+		 * their full configuration at DRIVER_OK instead.
+		 */
+		DRV_LOG(INFO, dev, "device lacks vnet_modify_ext/virtio_net_q_addr_modify/"
+			"virtio_q_index_modify (%u/%u/%u): no pre-creation, queues are created at "
+			"DRIVER_OK with their full configuration", dev->caps.vnet_modify_ext,
+			dev->caps.virtio_net_q_addr_modify, dev->caps.virtio_q_index_modify);
+		dev->args.precreate = 0;
+	}
 	if (!dev->args.precreate)
 		return 0;
 	ret = for_each_vq(dev, task_precreate, 1);
@@ -267,6 +282,13 @@ task_configure(void *arg)
 			mlx5_lm_virtq_destroy(vq);
 			if (vq->obj != NULL)
 				return -EBUSY;
+		}
+		if (!mlx5_lm_can_modify_blank(vq->dev)) {
+			/* No MODIFY of the configuration on this device: create it whole. */
+			if (mlx5_lm_virtq_create(vq, p->size, &p->cfg, p->ready) < 0)
+				return -EIO;
+			vq->started = 1;
+			return 0;
 		}
 		/* Created blank (for its event QP number), then configured like the others. */
 		if (mlx5_lm_virtq_create(vq, p->size, NULL, 0) < 0)
@@ -728,11 +750,18 @@ task_recover(void *arg)
 	if (vq->index % 2 == 0 && mlx5_lm_steer_forget(dev, devx_obj_id(vq->obj)) == -EBUSY)
 		mlx5_lm_steer_destroy(dev);
 	mlx5_lm_virtq_destroy(vq);
-	ret = vq->obj == NULL ? mlx5_lm_virtq_create(vq, vq->size ? vq->size : dev->args.queue_size,
-						     NULL, 0) : -EBUSY;
-	if (ret == 0) {
-		cfg.event_qpn = vq->cur.event_qpn;
-		ret = mlx5_lm_virtq_modify(vq, &cfg, vq->enabled);
+	if (vq->obj != NULL) {
+		ret = -EBUSY;
+	} else if (!mlx5_lm_can_modify_blank(dev)) {
+		/* No MODIFY of the configuration on this device: create it whole. */
+		ret = mlx5_lm_virtq_create(vq, vq->size ? vq->size : dev->args.queue_size, &cfg,
+					   vq->enabled);
+	} else {
+		ret = mlx5_lm_virtq_create(vq, vq->size ? vq->size : dev->args.queue_size, NULL, 0);
+		if (ret == 0) {
+			cfg.event_qpn = vq->cur.event_qpn;
+			ret = mlx5_lm_virtq_modify(vq, &cfg, vq->enabled);
+		}
 	}
 	if (dev->steer == NULL)
 		mlx5_lm_steer_create(dev);
