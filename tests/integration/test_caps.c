@@ -201,6 +201,26 @@ test_all_caps_forward_reenable_and_log(void **state)
 }
 
 /*
+ * A8: without freeze_to_rdy_supported a suspended queue cannot go back to
+ * RDY (PRM state machine); re-enabling a ring and starting the dirty log
+ * re-create the queue from its queried indices instead.
+ */
+static void
+test_without_freeze_to_rdy_queues_are_recreated_not_resumed(void **state)
+{
+
+	(void)state;
+	forward_reenable_log(profile("caps-no-freeze.json"), &d, &t, NULL);
+	/*
+	 * 4 pre-created, 2 re-created for the re-enabled pair, 4 for the dirty
+	 * log, 4 put back to blank after the stop.
+	 */
+	assert_true(creates_of(&t, 0, PRM_OBJ_VIRTIO_NET_Q) >= 14);
+	lmh_trace_free(&t);
+	traced = NULL;
+}
+
+/*
  * B1: without vnet_modify_ext / virtio_net_q_addr_modify /
  * virtio_q_index_modify a blank queue cannot be configured by MODIFY: no
  * queue is pre-created at probe, each is created with its full
@@ -268,6 +288,7 @@ main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_all_caps_forward_reenable_and_log, teardown),
+		cmocka_unit_test_teardown(test_without_freeze_to_rdy_queues_are_recreated_not_resumed, teardown),
 		cmocka_unit_test_teardown(test_without_modify_caps_queues_are_created_at_driver_ok, teardown),
 		cmocka_unit_test_teardown(test_without_counters_stats_say_not_supported, teardown),
 	};

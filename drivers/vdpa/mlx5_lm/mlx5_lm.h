@@ -211,6 +211,13 @@ int mlx5_lm_virtq_query(struct mlx5_lm_virtq *vq, uint8_t *state, uint8_t *error
 int mlx5_lm_virtq_counters(struct mlx5_lm_virtq *vq, uint64_t vals[6]);
 int mlx5_lm_virtq_set_dirty_log(struct mlx5_lm_virtq *vq, uint32_t mkey, uint64_t addr,
 				uint32_t size, int enable);
+/*
+ * No freeze_to_rdy: re-create a queue from the indices it reached (suspended
+ * first if RDY), with the dirty log if log_enable, RDY if ready. RX queues:
+ * the caller keeps the RQT off it.
+ */
+int mlx5_lm_virtq_recreate_suspended(struct mlx5_lm_virtq *vq, uint32_t log_mkey,
+				     uint32_t log_size, int log_enable, int ready);
 int mlx5_lm_event_buf_create(struct mlx5_lm_dev *dev);
 void mlx5_lm_event_buf_destroy(struct mlx5_lm_dev *dev);
 

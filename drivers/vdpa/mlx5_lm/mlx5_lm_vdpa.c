@@ -655,6 +655,31 @@ start_late_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq)
 	return ret;
 }
 
+/*
+ * A suspended ring enabled again. SUSPEND -> RDY needs freeze_to_rdy_supported
+ * (PRM); without it the queue is re-created from the indices it reached,
+ * with the RQT kept off an RX queue meanwhile.
+ */
+static int
+resume_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq)
+{
+	int ret, rebuild = 0;
+
+	if (mlx5_lm_can_resume(dev))
+		return mlx5_lm_virtq_set_state(vq, PRM_VIRTQ_STATE_RDY);
+	VQ_LOG(DEBUG, vq, "no freeze_to_rdy: re-creating the queue to resume it");
+	if (vq->index % 2 == 0 && mlx5_lm_steer_forget(dev, devx_obj_id(vq->obj)) == -EBUSY) {
+		mlx5_lm_steer_destroy(dev);
+		rebuild = 1;
+	}
+	ret = mlx5_lm_virtq_recreate_suspended(vq, dev->log_mr != NULL ?
+					       mlx5_lm_mr_mkey(dev->log_mr) : 0,
+					       (uint32_t)dev->log_size, dev->log_mr != NULL, 1);
+	if ((rebuild || dev->steer == NULL) && mlx5_lm_steer_create(dev) < 0 && ret == 0)
+		ret = -EIO;
+	return ret;
+}
+
 /* vhost's current kick and call fds of a ring (a running ring may get new ones). */
 static void
 refresh_fds(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq)
@@ -696,7 +721,7 @@ mlx5_lm_set_vring_state(int vid, int vring, int state)
 		if (!vq->started)
 			ret = start_late_ring(dev, vq);
 		else if (vq->hw_state != PRM_VIRTQ_STATE_RDY)
-			ret = mlx5_lm_virtq_set_state(vq, PRM_VIRTQ_STATE_RDY);
+			ret = resume_ring(dev, vq);
 		if (ret == 0)
 			mlx5_lm_notify_add_ring(dev, vq);
 	} else {

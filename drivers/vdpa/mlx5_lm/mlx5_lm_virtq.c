@@ -597,7 +597,9 @@ mlx5_lm_virtq_counters(struct mlx5_lm_virtq *vq, uint64_t vals[6])
 /*
  * Start or stop the device's dirty-page logging on a queue. The PRM lets
  * only STATE change while RDY, so a running queue is suspended first and
- * the fields go with STATE=RDY in the same MODIFY (freeze_to_rdy).
+ * the fields go with STATE=RDY in the same MODIFY (freeze_to_rdy). Without
+ * freeze_to_rdy_supported a running queue is re-created instead
+ * (mlx5_lm_virtq_recreate_suspended): this function then refuses it.
  */
 int
 mlx5_lm_virtq_set_dirty_log(struct mlx5_lm_virtq *vq, uint32_t mkey, uint64_t addr,
@@ -611,6 +613,10 @@ mlx5_lm_virtq_set_dirty_log(struct mlx5_lm_virtq *vq, uint32_t mkey, uint64_t ad
 	int was_ready = vq->hw_state == PRM_VIRTQ_STATE_RDY;
 	int ret;
 
+	if (was_ready && !mlx5_lm_can_resume(vq->dev)) {
+		VQ_LOG(ERR, vq, "dirty log on a running queue needs freeze_to_rdy_supported");
+		return -ENOTSUP;
+	}
 	if (was_ready) {
 		ret = mlx5_lm_virtq_set_state(vq, PRM_VIRTQ_STATE_SUSPEND);
 		if (ret < 0)
@@ -641,4 +647,50 @@ mlx5_lm_virtq_set_dirty_log(struct mlx5_lm_virtq *vq, uint32_t mkey, uint64_t ad
 	if (was_ready)
 		vq->hw_state = PRM_VIRTQ_STATE_RDY;
 	return 0;
+}
+
+/*
+ * Without freeze_to_rdy_supported a SUSPENDed queue never returns to RDY
+ * (PRM virtq state machine), and a RDY queue takes no field but STATE. The
+ * fallback, as DPDK vdpa/mlx5 does when it re-sets a queue up: suspend it,
+ * read the indices the device reached, destroy it and create it again
+ * whole from there (with the dirty log when logging), then make it RDY if
+ * asked. An RX queue must not be in the RQT meanwhile: the caller's job.
+ */
+int
+mlx5_lm_virtq_recreate_suspended(struct mlx5_lm_virtq *vq, uint32_t log_mkey, uint32_t log_size,
+				 int log_enable, int ready)
+{
+	struct mlx5_lm_vq_cfg cfg = vq->cur;
+	uint16_t size = vq->size, avail, used;
+	uint8_t state;
+	int ret;
+
+	if (vq->hw_state == PRM_VIRTQ_STATE_RDY) {
+		ret = mlx5_lm_virtq_set_state(vq, PRM_VIRTQ_STATE_SUSPEND);
+		if (ret < 0)
+			return ret;
+	}
+	ret = mlx5_lm_virtq_query(vq, &state, NULL, &avail, &used);
+	if (ret < 0)
+		return ret;
+	/* A queue that went to ERR restarts from what it completed, as a recovery does. */
+	cfg.hw_available_index = state == PRM_VIRTQ_STATE_ERR ? used : avail;
+	cfg.hw_used_index = used;
+	mlx5_lm_virtq_destroy(vq);
+	if (vq->obj != NULL)
+		return -EBUSY;
+	ret = mlx5_lm_virtq_create(vq, size, &cfg, 0);
+	if (ret < 0)
+		return ret;
+	/* A new counter set starts from zero. */
+	memset(vq->stats_base, 0, sizeof(vq->stats_base));
+	if (log_enable) {
+		ret = mlx5_lm_virtq_set_dirty_log(vq, log_mkey, 0, log_size, 1);
+		if (ret < 0)
+			return ret;
+	}
+	if (ready)
+		ret = mlx5_lm_virtq_set_state(vq, PRM_VIRTQ_STATE_RDY);
+	return ret;
 }
