@@ -283,6 +283,26 @@ test_without_counters_stats_say_not_supported(void **state)
 	remove_alone(&d);
 }
 
+/*
+ * B4: MRG_RXBUF is offered only when device_features_bits_mask has it (bit
+ * 2), as Linux mlx5_vdpa maps the mask to virtio feature bits.
+ */
+static void
+test_mrg_rxbuf_is_offered_only_when_the_device_mask_has_it(void **state)
+{
+	uint64_t f = 0;
+
+	(void)state;
+	probe_alone(&d, "fast", "queues=1");
+	assert_int_equal(rte_vdpa_get_features(d.vdpa, &f), 0);
+	assert_true(f & F_MRG_RXBUF_BIT);
+	remove_alone(&d);
+	probe_alone(&d, profile("caps-no-mrg.json"), "queues=1");
+	assert_int_equal(rte_vdpa_get_features(d.vdpa, &f), 0);
+	assert_false(f & F_MRG_RXBUF_BIT);
+	remove_alone(&d);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -291,6 +311,7 @@ main(int argc, char **argv)
 		cmocka_unit_test_teardown(test_without_freeze_to_rdy_queues_are_recreated_not_resumed, teardown),
 		cmocka_unit_test_teardown(test_without_modify_caps_queues_are_created_at_driver_ok, teardown),
 		cmocka_unit_test_teardown(test_without_counters_stats_say_not_supported, teardown),
+		cmocka_unit_test_teardown(test_mrg_rxbuf_is_offered_only_when_the_device_mask_has_it, teardown),
 	};
 	int ret;
 
