@@ -20,18 +20,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include <rte_vdpa.h>
 
 #include "prm.h"
+#include "devx_priv.h"
 #include "lm_harness.h"
 
 #define PAIRS 2
 #define NRINGS (2 * PAIRS)
 #define F_MRG_RXBUF_BIT (1ull << 15)
 #define PF_HOST_NOTIFIER_BIT (1ull << 11)
+/* vhost-user protocol features the host notifiers travel with. */
+#define PF_SLAVE_REQ_BIT (1ull << 5)
+#define PF_SLAVE_SEND_FD_BIT (1ull << 10)
 
 static struct vu_mem *mem;
 static struct vu_guest *guest;
@@ -283,6 +289,18 @@ test_without_counters_stats_say_not_supported(void **state)
 	remove_alone(&d);
 }
 
+/* Every fallback at once. */
+static void
+test_minimal_caps_forward_reenable_and_log(void **state)
+{
+
+	(void)state;
+	forward_reenable_log(profile("caps-minimal.json"), &d, &t, NULL);
+	assert_int_equal(creates_of(&t, 0, PRM_OBJ_VIRTIO_Q_COUNTERS), 0);
+	lmh_trace_free(&t);
+	traced = NULL;
+}
+
 /*
  * B4: MRG_RXBUF is offered only when device_features_bits_mask has it (bit
  * 2), as Linux mlx5_vdpa maps the mask to virtio feature bits.
@@ -303,15 +321,95 @@ test_mrg_rxbuf_is_offered_only_when_the_device_mask_has_it(void **state)
 	remove_alone(&d);
 }
 
+/*
+ * B5: the emulated device has no doorbell page to map, so the host
+ * notifier protocol feature must not be offered - and the guest's kicks
+ * then reach the device as doorbells the driver relays.
+ */
+static void
+test_host_notifier_is_offered_only_with_a_mappable_doorbell(void **state)
+{
+	uint64_t pf = 0;
+	size_t k, doorbells = 0;
+
+	(void)state;
+	forward_reenable_log("fast", &d, &t, &pf);
+	assert_false(pf & PF_HOST_NOTIFIER_BIT);
+	for (k = 0; k < t.n; k++)
+		if (strcmp(t.c[k].op, "DOORBELL") == 0)
+			doorbells++;
+	assert_true(doorbells > 0);
+	lmh_trace_free(&t);
+	traced = NULL;
+}
+
+/*
+ * B5 on a back end whose doorbell page can be mapped, as the rdma back
+ * end's VAR: stood in for here by a memfd page given to the device's
+ * doorbell area before any front end connects. The feature is then
+ * offered, and once the queues are RDY the driver hands the notifiers to
+ * the front end (rte_vhost_host_notifier_ctrl). This front end opened no
+ * slave channel, so vhost cannot deliver them: the driver must say kicks
+ * stay on the relay, and traffic keeps flowing through it.
+ */
+static void
+test_offered_host_notifier_is_handed_to_the_front_end(void **state)
+{
+	struct vu_start_opts o = {
+		.protocol_features = VU_PROTO_EXPLICIT | VU_PROTO_DEFAULT | PF_SLAVE_REQ_BIT |
+				     PF_SLAVE_SEND_FD_BIT | PF_HOST_NOTIFIER_BIT,
+	};
+	uint32_t bases[NRINGS];
+	struct vu_client *c;
+	size_t lmark;
+	int mfd;
+
+	(void)state;
+	mfd = memfd_create("test-caps-doorbell", 0);
+	assert_true(mfd >= 0);
+	assert_int_equal(ftruncate(mfd, 4096), 0);
+	probed = &d;
+	assert_int_equal(lmh_probe_profile(&d, 0, "fast", "queues=2,workers=2,mr_gc_ms=0"), 0);
+	d.dev->db->mmap_fd = mfd;
+	d.dev->db->mmap_offset = 0;
+	d.dev->db->mmap_size = 4096;
+	vu_guest_reset(guest);
+	assert_int_equal(vu_guest_new_eventfds(guest), 0);
+	assert_int_equal(vu_connect(&c, lmh_sock(0), 5000), 0);
+	client = c;
+	lmh_conn_opened(0);
+	vu_set_reply_timeout(c, LMH_DEADLINE_MS);
+	lmark = lmh_log_mark();
+	assert_int_equal(vu_start_device(c, guest, &o), 0);
+	assert_true(vu_protocol_features(c) & PF_HOST_NOTIFIER_BIT);
+	assert_true(lmh_wait_running(&d, LMH_DEADLINE_MS));
+	assert_true(lmh_wait_log(lmark, "did not take the host notifiers", LMH_DEADLINE_MS));
+	assert_true(lmh_traffic(guest, 0x3, 200, LMH_DEADLINE_MS));
+	assert_int_equal(vu_stop_device(c, bases, NRINGS), 0);
+	client = NULL;
+	vu_disconnect(c);
+	assert_true(lmh_wait_closed(0));
+	assert_true(lmh_wait_restored(&d));
+	d.dev->db->mmap_fd = -1;
+	close(mfd);
+	probed = NULL;
+	assert_int_equal(lmh_remove(&d), 0);
+}
+
 int
 main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_teardown(test_all_caps_forward_reenable_and_log, teardown),
-		cmocka_unit_test_teardown(test_without_freeze_to_rdy_queues_are_recreated_not_resumed, teardown),
-		cmocka_unit_test_teardown(test_without_modify_caps_queues_are_created_at_driver_ok, teardown),
-		cmocka_unit_test_teardown(test_without_counters_stats_say_not_supported, teardown),
-		cmocka_unit_test_teardown(test_mrg_rxbuf_is_offered_only_when_the_device_mask_has_it, teardown),
+#define T(f) cmocka_unit_test_teardown(f, teardown)
+		T(test_all_caps_forward_reenable_and_log),
+		T(test_without_freeze_to_rdy_queues_are_recreated_not_resumed),
+		T(test_without_modify_caps_queues_are_created_at_driver_ok),
+		T(test_without_counters_stats_say_not_supported),
+		T(test_minimal_caps_forward_reenable_and_log),
+		T(test_mrg_rxbuf_is_offered_only_when_the_device_mask_has_it),
+		T(test_host_notifier_is_offered_only_with_a_mappable_doorbell),
+		T(test_offered_host_notifier_is_handed_to_the_front_end),
+#undef T
 	};
 	int ret;
 

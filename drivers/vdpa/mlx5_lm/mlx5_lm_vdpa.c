@@ -27,6 +27,11 @@
 #include "mlx5_lm_mr.h"
 #include "mlx5_lm_pool.h"
 
+/* vdpa_driver.h's "every queue" for rte_vhost_host_notifier_ctrl (not installed by Debian). */
+#ifndef RTE_VHOST_QUEUE_ALL
+#define RTE_VHOST_QUEUE_ALL UINT16_MAX
+#endif
+
 /* Queue ERR recoveries allowed per DRIVER_OK before the queue is left in ERR. */
 #define MAX_RECOVERIES 3
 
@@ -361,6 +366,31 @@ wait_restored(struct mlx5_lm_dev *dev)
 		pthread_cond_wait(&dev->restored, &dev->lock);
 }
 
+/*
+ * vhost-user PROTOCOL_F_HOST_NOTIFIER is offered only where the doorbell
+ * page can be mapped (get_protocol_features). Once the queues are RDY,
+ * hand it to the front end, which maps it into the guest: kicks then reach
+ * the device without our relay. If the front end declines, or did not
+ * negotiate the feature, the relay keeps serving the kickfds.
+ */
+static void
+host_notifiers_on(struct mlx5_lm_dev *dev)
+{
+	uint64_t pf = 0, off, size;
+	int fd, ret;
+
+	if (devx_db_mmap_info(dev->db, &fd, &off, &size) < 0 ||
+	    rte_vhost_get_negotiated_protocol_features(dev->vid, &pf) < 0 ||
+	    !(pf & (1ull << PF_HOST_NOTIFIER)))
+		return;
+	ret = rte_vhost_host_notifier_ctrl(dev->vid, RTE_VHOST_QUEUE_ALL, true);
+	if (ret != 0)
+		DRV_LOG(WARNING, dev, "front end did not take the host notifiers (%d): kicks go "
+			"through the relay", ret);
+	else
+		DRV_LOG(INFO, dev, "host notifiers mapped: the guest rings the doorbell itself");
+}
+
 /* The queues moved to dev->mr: the registration they used before is garbage. */
 static void
 release_prev_mr(struct mlx5_lm_dev *dev)
@@ -454,6 +484,7 @@ mlx5_lm_dev_conf(int vid)
 		goto err_queues;
 	for (i = 0; i < np; i++)
 		mlx5_lm_notify_add_ring(dev, plans[i].vq);
+	host_notifiers_on(dev);
 	/* Queues now use the new registration: the previous one can go. */
 	release_prev_mr(dev);
 	dev->running = 1;
