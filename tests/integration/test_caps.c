@@ -302,6 +302,55 @@ test_minimal_caps_forward_reenable_and_log(void **state)
 }
 
 /*
+ * ERR recovery on a device with none of the optional caps: the queue is
+ * re-created whole from what it completed (no MODIFY of a blank queue, B1),
+ * and forwarding resumes on both pairs with no command refused.
+ */
+static void
+test_minimal_caps_recover_a_queue_in_err(void **state)
+{
+	struct vu_start_opts o = { .mrg_rxbuf = true };
+	uint32_t bases[NRINGS];
+	struct vu_client *c;
+	size_t lmark;
+	unsigned int q;
+
+	(void)state;
+	probed = &d;
+	assert_int_equal(lmh_probe_profile(&d, 0, profile("caps-minimal.json"),
+					   "queues=2,workers=2,mr_gc_ms=0"), 0);
+	lmh_trace_open(&t, d.trace);
+	traced = &t;
+	vu_guest_reset(guest);
+	assert_int_equal(vu_guest_new_eventfds(guest), 0);
+	assert_int_equal(vu_connect(&c, lmh_sock(0), 5000), 0);
+	client = c;
+	lmh_conn_opened(0);
+	vu_set_reply_timeout(c, LMH_DEADLINE_MS);
+	assert_int_equal(vu_start_device(c, guest, &o), 0);
+	assert_true(lmh_wait_running(&d, LMH_DEADLINE_MS));
+	assert_true(lmh_traffic(guest, 0x3, 100, LMH_DEADLINE_MS));
+	for (q = 0; q < 2; q++) {
+		lmark = lmh_log_mark();
+		assert_int_equal(emu_virtq_force_error(d.emu, lmh_vq_id(&d, q),
+						       EMU_VQ_ERROR_BAD_DESC), 0);
+		assert_true(lmh_wait_log(lmark, "re-creating it", LMH_DEADLINE_MS));
+		lmh_barrier(&d);
+	}
+	assert_true(lmh_traffic(guest, 0x3, 200, LMH_DEADLINE_MS));
+	assert_int_equal(vu_stop_device(c, bases, NRINGS), 0);
+	client = NULL;
+	vu_disconnect(c);
+	assert_true(lmh_wait_closed(0));
+	assert_true(lmh_wait_restored(&d));
+	assert_int_equal(failed_cmds(&t), 0);
+	probed = NULL;
+	assert_int_equal(lmh_remove(&d), 0);
+	lmh_trace_free(&t);
+	traced = NULL;
+}
+
+/*
  * B4: MRG_RXBUF is offered only when device_features_bits_mask has it (bit
  * 2), as Linux mlx5_vdpa maps the mask to virtio feature bits.
  */
@@ -406,6 +455,7 @@ main(int argc, char **argv)
 		T(test_without_modify_caps_queues_are_created_at_driver_ok),
 		T(test_without_counters_stats_say_not_supported),
 		T(test_minimal_caps_forward_reenable_and_log),
+		T(test_minimal_caps_recover_a_queue_in_err),
 		T(test_mrg_rxbuf_is_offered_only_when_the_device_mask_has_it),
 		T(test_host_notifier_is_offered_only_with_a_mappable_doorbell),
 		T(test_offered_host_notifier_is_handed_to_the_front_end),
