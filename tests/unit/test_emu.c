@@ -1326,6 +1326,52 @@ test_max_num_virtio_queues_override_is_enforced(void **state)
 		      vq_create(&e, 4, 256, NULL));
 }
 
+/*
+ * event_mode (virtio emulation caps) bounds the queue's event mode, and
+ * general_obj_types bit 13 the creation of VIRTIO_NET_Q objects at all.
+ */
+static void
+test_event_mode_and_virtq_object_caps_are_enforced(void **state)
+{
+	uint8_t in[PRM_SIZE(virtq_cmd)], out[16];
+	void *q = PRM_ADDR(virtq_cmd, in, q);
+	char err[256], *path;
+	struct vq_env e;
+	uint32_t vq;
+
+	(void)state;
+	emu_set_log(quiet);
+	emu_dev_destroy(dev);
+	emu_set_log(NULL);
+	/* Event mode "none" only: a queue asking for QP events is refused. */
+	path = write_tmp("{ \"cmd_slots\": 4, \"host_pin_parallel\": 4, \"commands\": {}, "
+			 "\"caps\": { \"event_mode\": 1 } }");
+	dev = emu_dev_create("caps", path, err, sizeof(err));
+	unlink(path);
+	assert_non_null(dev);
+	env_init(&e, 256);
+	assert_int_equal(vq_create(&e, 0, 256, &vq), 0);
+	vq_mailbox(in, sizeof(in), PRM_CMD_MODIFY_GENERAL_OBJECT, vq);
+	PRM_SET(virtio_net_q, PRM_ADDR(virtq_cmd, in, obj), modify_field_select,
+		PRM_VIRTQ_MODIFY_EVENT_MODE);
+	PRM_SET(virtio_q, q, event_mode, PRM_VIRTQ_EVENT_MODE_QP);
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM,
+		      run(in, sizeof(in), out, sizeof(out)));
+	/* No VIRTIO_NET_Q in general_obj_types: no virtq can be created. */
+	emu_set_log(quiet);
+	emu_dev_destroy(dev);
+	emu_set_log(NULL);
+	while (n_bufs > 0)
+		free(bufs[--n_bufs]);
+	path = write_tmp("{ \"cmd_slots\": 4, \"host_pin_parallel\": 4, \"commands\": {}, "
+			 "\"caps\": { \"general_obj_types\": 268435456 } }");
+	dev = emu_dev_create("caps", path, err, sizeof(err));
+	unlink(path);
+	assert_non_null(dev);
+	env_init(&e, 256);
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_OBJ_TYPE, vq_create(&e, 0, 256, NULL));
+}
+
 int
 main(void)
 {
@@ -1367,6 +1413,7 @@ main(void)
 		T(test_queue_features_outside_the_device_mask_are_refused),
 		T(test_counters_need_their_general_obj_types_bit),
 		T(test_max_num_virtio_queues_override_is_enforced),
+		T(test_event_mode_and_virtq_object_caps_are_enforced),
 #undef T
 	};
 
