@@ -122,7 +122,15 @@ print_stats(void)
 			printf(" %22s", names[i].name);
 		printf("\n");
 		for (q = 0; q < (int)nq * 2; q++) {
-			if (rte_vdpa_get_stats(served[s].vdpa, q, vals, n) != n)
+			int r = rte_vdpa_get_stats(served[s].vdpa, q, vals, n);
+
+			/* A device without counter sets lists the names but counts nothing. */
+			if (r == -ENOTSUP) {
+				printf("  no queue counters on this device: "
+				       "statistics not supported\n");
+				break;
+			}
+			if (r != n)
 				continue;
 			printf("  %-3s %-4d", q & 1 ? "tx" : "rx", q / 2);
 			for (i = 0; i < n; i++)

@@ -406,6 +406,12 @@ lmh_fini(void)
 int
 lmh_probe(struct lmh_dev *d, int sock, const char *args)
 {
+	return lmh_probe_profile(d, sock, "fast", args);
+}
+
+int
+lmh_probe_profile(struct lmh_dev *d, int sock, const char *profile, const char *args)
+{
 	char all[PATH_MAX + 512];
 	int ret;
 
@@ -413,7 +419,7 @@ lmh_probe(struct lmh_dev *d, int sock, const char *args)
 	d->sock = -1;
 	snprintf(d->name, sizeof(d->name), "vdpa_mlx5_lm%u", dev_seq++);
 	snprintf(d->trace, sizeof(d->trace), "%s/%s.trace", tmpdir, d->name);
-	snprintf(all, sizeof(all), "emu=fast%s%s,devx_trace=%s", args != NULL ? "," : "",
+	snprintf(all, sizeof(all), "emu=%s%s%s,devx_trace=%s", profile, args != NULL ? "," : "",
 		 args != NULL ? args : "", d->trace);
 	d->leaked0 = emu_leaked_total();
 	ret = rte_eal_hotplug_add("vdev", d->name, all);

@@ -89,6 +89,8 @@ struct lmh_dev {
  * result; on failure d->dev is NULL.
  */
 int lmh_probe(struct lmh_dev *d, int sock, const char *args);
+/* The same with emu=<profile> (a built-in name or a path, e.g. tests/profiles/). */
+int lmh_probe_profile(struct lmh_dev *d, int sock, const char *profile, const char *args);
 /* Detach and remove; returns the objects the emulator found alive (>= 0), or < 0. */
 long lmh_remove(struct lmh_dev *d);
 bool lmh_running(struct lmh_dev *d);

@@ -22,24 +22,28 @@ STAGE_KEYS = {'name': str, 'downtime_ms': float, 'src_stop_ms': float, 'dst_star
               'dirty_pages_missing': int, 'leaked_objects': int, 'frames': int}
 
 
-def migrate(*args, timeout=240):
-    """Run migrate on the fast profile; returns (exit status, output)."""
-    p = subprocess.run([TOOL, 'migrate', '--profile', 'fast', *args],
+# Zero-cost test profiles with optional capabilities turned off (issue 10).
+PROFILES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'profiles')
+
+
+def migrate(*args, timeout=240, profile='fast'):
+    """Run migrate on the fast profile (or another); returns (exit status, output)."""
+    p = subprocess.run([TOOL, 'migrate', '--profile', profile, *args],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
     return p.returncode, p.stdout.decode(errors='replace')
 
 
 class Migrate(unittest.TestCase):
-    def run_json(self, *args):
+    def run_json(self, *args, profile='fast'):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, 'r.json')
-            rc, out = migrate(*args, '--json', path)
+            rc, out = migrate(*args, '--json', path, profile=profile)
             self.assertEqual(rc, 0, out)
             with open(path) as f:
                 return json.load(f), out
 
-    def check_doc(self, doc, devices, pairs, mem_gb, size, stages, ring):
-        self.assertEqual(doc['model'], 'fast')
+    def check_doc(self, doc, devices, pairs, mem_gb, size, stages, ring, model='fast'):
+        self.assertEqual(doc['model'], model)
         sc = doc['scenario']
         self.assertEqual((sc['name'], sc['devices'], sc['queue_pairs'], sc['mem_gb'],
                           sc['queue_size'], sc['ring']),
@@ -68,6 +72,18 @@ class Migrate(unittest.TestCase):
         self.check_doc(doc, 1, 2, 4, 256, STAGES, 'split')
         self.assertIn('| stage ', out)
         self.assertIn('baseline/all: downtime', out)
+
+    def test_devices_lacking_optional_caps_still_migrate(self):
+        """Issue 10 A8, B1, B2: without freeze_to_rdy, the modify caps or counters
+        (tests/profiles/), every stage forwards and migrates with no lost or
+        duplicated frame and a complete dirty log."""
+        for name in ('caps-no-freeze', 'caps-no-modify', 'caps-no-counters',
+                     'caps-minimal'):
+            with self.subTest(profile=name):
+                path = os.path.join(PROFILES, name + '.json')
+                doc, _ = self.run_json('--devices', '1', '--queue-pairs', '2', '--mem-gb', '2',
+                                       '--stages', 'baseline,all', profile=path)
+                self.check_doc(doc, 1, 2, 2, 256, ['baseline', 'all'], 'split', model=path)
 
     def test_two_devices_packed(self):
         doc, _ = self.run_json('--devices', '2', '--queue-pairs', '2', '--mem-gb', '4',

@@ -1406,6 +1406,284 @@ test_uar_pages_are_counted_objects_and_eqns_are_completion_eqs(void **state)
 	assert_int_equal(emu_dev_live_objects(dev), live);
 }
 
+/* ---- Capability overrides (profile "caps") -------------------------------------- */
+/*
+ * Replace the test device by one with a test profile of tests/profiles/
+ * (zero cost, capabilities overridden); teardown destroys it as usual.
+ */
+static void
+use_profile(const char *file)
+{
+	char err[256], path[512];
+
+	emu_set_log(quiet);
+	emu_dev_destroy(dev);
+	emu_set_log(NULL);
+	/* A bare name is a built-in profile. */
+	if (strchr(file, '.') == NULL)
+		snprintf(path, sizeof(path), "%s", file);
+	else
+		snprintf(path, sizeof(path), "%s/%s", TEST_PROFILES_DIR, file);
+	dev = emu_dev_create("caps", path, err, sizeof(err));
+	if (dev == NULL)
+		fail_msg("%s", err);
+}
+
+static uint64_t
+query_cap_field(uint16_t cap_type, int which)
+{
+	uint8_t in[PRM_SIZE(query_hca_cap_in)] = { 0 }, out[PRM_SIZE(query_hca_cap_out)];
+	const void *cap = PRM_ADDR(query_hca_cap_out, out, capability);
+
+	PRM_SET(query_hca_cap_in, in, opcode, PRM_CMD_QUERY_HCA_CAP);
+	PRM_SET(query_hca_cap_in, in, op_mod, PRM_HCA_CAP_OP_MOD(cap_type, 1));
+	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
+	switch (which) {
+	case 0: return PRM_GET(virtio_emulation_cap, cap, freeze_to_rdy_supported);
+	case 1: return PRM_GET(virtio_emulation_cap, cap, vnet_modify_ext);
+	case 2: return PRM_GET(virtio_emulation_cap, cap, virtio_net_q_addr_modify);
+	case 3: return PRM_GET(virtio_emulation_cap, cap, virtio_q_index_modify);
+	case 4: return PRM_GET(cmd_hca_cap, cap, general_obj_types);
+	case 5: return PRM_GET(virtio_emulation_cap, cap, device_features_bits_mask);
+	case 6: return PRM_GET(virtio_emulation_cap, cap, max_num_virtio_queues);
+	case 7: return PRM_GET(virtio_emulation_cap, cap, doorbell_bar_offset);
+	case 8: return PRM_GET(virtio_emulation_cap, cap, event_mode);
+	}
+	return ~0ull;
+}
+
+/* A profile's "caps" object changes what QUERY_HCA_CAP reports, and only that. */
+static void
+test_profile_caps_override_what_query_hca_cap_reports(void **state)
+{
+	char err[256], *path;
+
+	(void)state;
+	emu_set_log(quiet);
+	emu_dev_destroy(dev);
+	emu_set_log(NULL);
+	path = write_tmp("{ \"cmd_slots\": 4, \"host_pin_parallel\": 4, \"commands\": {}, "
+			 "\"caps\": { \"freeze_to_rdy_supported\": 0, \"vnet_modify_ext\": 0, "
+			 "\"virtio_net_q_addr_modify\": 0, \"virtio_q_index_modify\": 0, "
+			 "\"general_obj_types\": 8192, \"device_features_bits_mask\": 4, "
+			 "\"max_num_virtio_queues\": 8, \"doorbell_bar_offset\": 4096, "
+			 "\"event_mode\": 2 } }");
+	dev = emu_dev_create("caps", path, err, sizeof(err));
+	unlink(path);
+	assert_non_null(dev);
+	assert_int_equal(query_cap_field(PRM_CAP_VIRTIO_EMULATION, 0), 0);
+	assert_int_equal(query_cap_field(PRM_CAP_VIRTIO_EMULATION, 1), 0);
+	assert_int_equal(query_cap_field(PRM_CAP_VIRTIO_EMULATION, 2), 0);
+	assert_int_equal(query_cap_field(PRM_CAP_VIRTIO_EMULATION, 3), 0);
+	assert_int_equal(query_cap_field(PRM_CAP_GENERAL, 4), PRM_GENERAL_OBJ_TYPES_CAP_VIRTQ_NET_Q);
+	assert_int_equal(query_cap_field(PRM_CAP_VIRTIO_EMULATION, 5), 4);
+	assert_int_equal(query_cap_field(PRM_CAP_VIRTIO_EMULATION, 6), 8);
+	assert_int_equal(query_cap_field(PRM_CAP_VIRTIO_EMULATION, 7), 4096);
+	assert_int_equal(query_cap_field(PRM_CAP_VIRTIO_EMULATION, 8), 2);
+	/* The built-in profiles keep the CX6 Dx caps. */
+	use_profile("fast");
+	assert_int_equal(query_cap_field(PRM_CAP_VIRTIO_EMULATION, 0), 1);
+	assert_int_equal(query_cap_field(PRM_CAP_VIRTIO_EMULATION, 1), 1);
+	assert_int_equal(query_cap_field(PRM_CAP_GENERAL, 4),
+			 PRM_GENERAL_OBJ_TYPES_CAP_VIRTQ_NET_Q |
+			 PRM_GENERAL_OBJ_TYPES_CAP_VIRTIO_Q_COUNTERS);
+}
+
+/* Unknown cap names and out-of-range values refuse the profile, naming the key. */
+static void
+test_profile_caps_refuse_unknown_names_and_bad_values(void **state)
+{
+	static const struct {
+		const char *caps;
+		const char *key;
+	} bad[] = {
+		{ "{ \"freeze_to_rdy\": 0 }", "freeze_to_rdy" },
+		{ "{ \"freeze_to_rdy_supported\": 2 }", "freeze_to_rdy_supported" },
+		{ "{ \"vnet_modify_ext\": -1 }", "vnet_modify_ext" },
+		{ "{ \"virtio_q_index_modify\": true }", "virtio_q_index_modify" },
+		{ "{ \"device_features_bits_mask\": 8192 }", "device_features_bits_mask" },
+		{ "{ \"max_num_virtio_queues\": 16777216 }", "max_num_virtio_queues" },
+		{ "{ \"event_mode\": 1.5 }", "event_mode" },
+		{ "[ 1 ]", "\"caps\"" },
+	};
+	struct emu_profile *p;
+	char err[256], json[512], *path;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(json, sizeof(json), "{ \"cmd_slots\": 4, \"host_pin_parallel\": 4, "
+			 "\"commands\": {}, \"caps\": %s }", bad[i].caps);
+		path = write_tmp(json);
+		err[0] = '\0';
+		assert_true(emu_profile_load(path, &p, err, sizeof(err)) < 0);
+		unlink(path);
+		if (strstr(err, bad[i].key) == NULL)
+			fail_msg("caps %s: error \"%s\" does not name %s", bad[i].caps, err,
+				 bad[i].key);
+	}
+}
+
+/* PRM: SUSPEND -> RDY only when freeze_to_rdy_supported is set. */
+static void
+test_suspend_to_rdy_is_refused_without_freeze_to_rdy(void **state)
+{
+	struct vq_env e;
+	uint32_t vq;
+
+	(void)state;
+	use_profile("caps-no-freeze.json");
+	env_init(&e, 256);
+	vq = vq_rdy(&e, 0);
+	assert_int_equal(vq_modify(NULL, vq, PRM_VIRTQ_MODIFY_STATE, PRM_VIRTQ_STATE_SUSPEND),
+			 0);
+	assert_status(PRM_STATUS_BAD_RES_STATE, EMU_SYND_BAD_STATE_TRANSITION,
+		      vq_modify(NULL, vq, PRM_VIRTQ_MODIFY_STATE, PRM_VIRTQ_STATE_RDY));
+	assert_int_equal(vq_state(vq), PRM_VIRTQ_STATE_SUSPEND);
+	/* A suspended queue can still be queried and destroyed (the re-create fallback). */
+	assert_int_equal(general(PRM_CMD_DESTROY_GENERAL_OBJECT, PRM_OBJ_VIRTIO_NET_Q, vq, NULL),
+			 0);
+}
+
+/*
+ * Modify bits gated by the caps: virtio_net_q_addr_modify (ADDRS),
+ * virtio_q_index_modify (HW_AVAILABLE/USED_INDEX), vnet_modify_ext (type,
+ * VERSION_1, mkey, features, event mode). References: snap-rdma
+ * snap_virtio_query_queue(), DPDK mlx5_vdpa_is_modify_virtq_supported().
+ */
+static void
+test_modify_bits_need_their_modify_caps(void **state)
+{
+	static const uint64_t gated[] = {
+		PRM_VIRTQ_MODIFY_ADDRS, PRM_VIRTQ_MODIFY_HW_AVAILABLE_INDEX,
+		PRM_VIRTQ_MODIFY_HW_USED_INDEX, PRM_VIRTQ_MODIFY_Q_TYPE,
+		PRM_VIRTQ_MODIFY_VIRTIO_VERSION_1_0, PRM_VIRTQ_MODIFY_Q_MKEY,
+		PRM_VIRTQ_MODIFY_QUEUE_FEATURES, PRM_VIRTQ_MODIFY_EVENT_MODE,
+	};
+	struct vq_env e;
+	uint32_t vq;
+	size_t i;
+
+	(void)state;
+	use_profile("caps-no-modify.json");
+	env_init(&e, 256);
+	assert_int_equal(vq_create(&e, 0, 256, &vq), 0);
+	for (i = 0; i < sizeof(gated) / sizeof(gated[0]); i++)
+		assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_CAP_NOT_SUPPORTED,
+			      vq_modify(&e, vq, gated[i], 0));
+	/* STATE, the dirty bitmap and the queue period stay modifiable. */
+	assert_int_equal(vq_modify(&e, vq, PRM_VIRTQ_MODIFY_DIRTY_BITMAP_DUMP_ENABLE |
+				   PRM_VIRTQ_MODIFY_QUEUE_PERIOD, 0), 0);
+	assert_int_equal(vq_state(vq), PRM_VIRTQ_STATE_INIT);
+}
+
+/* A queue's features must lie inside device_features_bits_mask (Linux mlx_to_vritio_features). */
+static void
+test_queue_features_outside_the_device_mask_are_refused(void **state)
+{
+	uint8_t in[PRM_SIZE(virtq_cmd)], out[16];
+	void *obj = PRM_ADDR(virtq_cmd, in, obj);
+	struct vq_env e;
+	uint32_t vq;
+
+	(void)state;
+	use_profile("caps-no-mrg.json");
+	env_init(&e, 256);
+	assert_int_equal(vq_create(&e, 0, 256, &vq), 0);
+	vq_mailbox(in, sizeof(in), PRM_CMD_MODIFY_GENERAL_OBJECT, vq);
+	PRM_SET(virtio_net_q, obj, modify_field_select, PRM_VIRTQ_MODIFY_QUEUE_FEATURES);
+	PRM_SET(virtio_net_q, obj, queue_feature_bit_mask_2_0, 1u << PRM_VIRTQ_FEAT_MRG_RXBUF);
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_CAP_NOT_SUPPORTED,
+		      run(in, sizeof(in), out, sizeof(out)));
+	/* A feature the mask has (CSUM, bit 10) is accepted. */
+	PRM_SET(virtio_net_q, obj, queue_feature_bit_mask_2_0, 0);
+	PRM_SET(virtio_net_q, obj, queue_feature_bit_mask_12_3, 1u << (10 - 3));
+	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
+}
+
+/* CREATE of VIRTIO_Q_COUNTERS needs general_obj_types bit 28 (PRM general object caps). */
+static void
+test_counters_need_their_general_obj_types_bit(void **state)
+{
+	uint32_t id;
+
+	(void)state;
+	use_profile("caps-no-counters.json");
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_OBJ_TYPE,
+		      general(PRM_CMD_CREATE_GENERAL_OBJECT, PRM_OBJ_VIRTIO_Q_COUNTERS, 0, &id));
+	assert_int_equal(emu_dev_live_objects(dev), 0);
+}
+
+/* max_num_virtio_queues (virtio emulation caps) bounds the live virtqs. */
+static void
+test_max_num_virtio_queues_override_is_enforced(void **state)
+{
+	char err[256], *path;
+	struct vq_env e;
+	uint32_t i;
+
+	(void)state;
+	emu_set_log(quiet);
+	emu_dev_destroy(dev);
+	emu_set_log(NULL);
+	path = write_tmp("{ \"cmd_slots\": 4, \"host_pin_parallel\": 4, \"commands\": {}, "
+			 "\"caps\": { \"max_num_virtio_queues\": 4 } }");
+	dev = emu_dev_create("caps", path, err, sizeof(err));
+	unlink(path);
+	assert_non_null(dev);
+	env_init(&e, 256);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(vq_create(&e, (uint16_t)i, 256, NULL), 0);
+	assert_status(PRM_STATUS_EXCEED_LIM, EMU_SYND_TOO_MANY_VIRTQS,
+		      vq_create(&e, 4, 256, NULL));
+}
+
+/*
+ * event_mode (virtio emulation caps) bounds the queue's event mode, and
+ * general_obj_types bit 13 the creation of VIRTIO_NET_Q objects at all.
+ */
+static void
+test_event_mode_and_virtq_object_caps_are_enforced(void **state)
+{
+	uint8_t in[PRM_SIZE(virtq_cmd)], out[16];
+	void *q = PRM_ADDR(virtq_cmd, in, q);
+	char err[256], *path;
+	struct vq_env e;
+	uint32_t vq;
+
+	(void)state;
+	emu_set_log(quiet);
+	emu_dev_destroy(dev);
+	emu_set_log(NULL);
+	/* Event mode "none" only: a queue asking for QP events is refused. */
+	path = write_tmp("{ \"cmd_slots\": 4, \"host_pin_parallel\": 4, \"commands\": {}, "
+			 "\"caps\": { \"event_mode\": 1 } }");
+	dev = emu_dev_create("caps", path, err, sizeof(err));
+	unlink(path);
+	assert_non_null(dev);
+	env_init(&e, 256);
+	assert_int_equal(vq_create(&e, 0, 256, &vq), 0);
+	vq_mailbox(in, sizeof(in), PRM_CMD_MODIFY_GENERAL_OBJECT, vq);
+	PRM_SET(virtio_net_q, PRM_ADDR(virtq_cmd, in, obj), modify_field_select,
+		PRM_VIRTQ_MODIFY_EVENT_MODE);
+	PRM_SET(virtio_q, q, event_mode, PRM_VIRTQ_EVENT_MODE_QP);
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM,
+		      run(in, sizeof(in), out, sizeof(out)));
+	/* No VIRTIO_NET_Q in general_obj_types: no virtq can be created. */
+	emu_set_log(quiet);
+	emu_dev_destroy(dev);
+	emu_set_log(NULL);
+	while (n_bufs > 0)
+		free(bufs[--n_bufs]);
+	path = write_tmp("{ \"cmd_slots\": 4, \"host_pin_parallel\": 4, \"commands\": {}, "
+			 "\"caps\": { \"general_obj_types\": 268435456 } }");
+	dev = emu_dev_create("caps", path, err, sizeof(err));
+	unlink(path);
+	assert_non_null(dev);
+	env_init(&e, 256);
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_OBJ_TYPE, vq_create(&e, 0, 256, NULL));
+}
+
 int
 main(void)
 {
@@ -1445,6 +1723,14 @@ main(void)
 		T(test_profile_loading_reports_clear_errors),
 		T(test_command_holds_a_slot_for_its_modelled_time),
 		T(test_uar_pages_are_counted_objects_and_eqns_are_completion_eqs),
+		T(test_profile_caps_override_what_query_hca_cap_reports),
+		T(test_profile_caps_refuse_unknown_names_and_bad_values),
+		T(test_suspend_to_rdy_is_refused_without_freeze_to_rdy),
+		T(test_modify_bits_need_their_modify_caps),
+		T(test_queue_features_outside_the_device_mask_are_refused),
+		T(test_counters_need_their_general_obj_types_bit),
+		T(test_max_num_virtio_queues_override_is_enforced),
+		T(test_event_mode_and_virtq_object_caps_are_enforced),
 #undef T
 	};
 

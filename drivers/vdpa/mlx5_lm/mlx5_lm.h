@@ -12,6 +12,7 @@
 #include <rte_log.h>
 
 #include "devx.h"
+#include "prm.h"
 #include "rte_pmd_mlx5_lm.h"
 
 extern int mlx5_lm_logtype;
@@ -154,6 +155,32 @@ struct mlx5_lm_dev {
 	double mr_last_destroy_ms;       /* written by whoever destroyed a registration */
 };
 
+/*
+ * Optional capabilities the driver has fallbacks for (issue 10 A8, B1, B2).
+ * Resuming a suspended queue needs freeze_to_rdy_supported (PRM state
+ * machine); configuring a blank pre-created queue by MODIFY needs the
+ * three modify caps (DPDK vdpa/mlx5: mlx5_vdpa_is_modify_virtq_supported);
+ * counter sets need VIRTIO_Q_COUNTERS in general_obj_types.
+ */
+static inline int
+mlx5_lm_can_resume(const struct mlx5_lm_dev *dev)
+{
+	return dev->caps.freeze_to_rdy_supported;
+}
+
+static inline int
+mlx5_lm_can_modify_blank(const struct mlx5_lm_dev *dev)
+{
+	return dev->caps.vnet_modify_ext && dev->caps.virtio_net_q_addr_modify &&
+	       dev->caps.virtio_q_index_modify;
+}
+
+static inline int
+mlx5_lm_has_counters(const struct mlx5_lm_dev *dev)
+{
+	return !!(dev->caps.general_obj_types & PRM_GENERAL_OBJ_TYPES_CAP_VIRTIO_Q_COUNTERS);
+}
+
 /* Monotonic time in milliseconds. */
 double mlx5_lm_now_ms(void);
 
@@ -188,6 +215,13 @@ int mlx5_lm_virtq_query(struct mlx5_lm_virtq *vq, uint8_t *state, uint8_t *error
 int mlx5_lm_virtq_counters(struct mlx5_lm_virtq *vq, uint64_t vals[6]);
 int mlx5_lm_virtq_set_dirty_log(struct mlx5_lm_virtq *vq, uint32_t mkey, uint64_t addr,
 				uint32_t size, int enable);
+/*
+ * No freeze_to_rdy: re-create a queue from the indices it reached (suspended
+ * first if RDY), with the dirty log if log_enable, RDY if ready. RX queues:
+ * the caller keeps the RQT off it.
+ */
+int mlx5_lm_virtq_recreate_suspended(struct mlx5_lm_virtq *vq, uint32_t log_mkey,
+				     uint32_t log_size, int log_enable, int ready);
 int mlx5_lm_event_buf_create(struct mlx5_lm_dev *dev);
 void mlx5_lm_event_buf_destroy(struct mlx5_lm_dev *dev);
 

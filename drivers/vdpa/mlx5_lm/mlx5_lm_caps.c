@@ -54,6 +54,10 @@ mlx5_lm_caps_query(struct mlx5_lm_dev *dev)
 		goto out;
 	}
 
+	if (!(c->general_obj_types & PRM_GENERAL_OBJ_TYPES_CAP_VIRTIO_Q_COUNTERS))
+		DRV_LOG(INFO, dev, "device has no VIRTIO_Q_COUNTERS (general_obj_types 0x%" PRIx64
+			"): queue statistics are not available", c->general_obj_types);
+
 	memset(out, 0, outlen);
 	ret = query_cap(dev, PRM_CAP_VIRTIO_EMULATION, out, outlen);
 	if (ret < 0) {

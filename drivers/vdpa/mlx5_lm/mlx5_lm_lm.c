@@ -27,6 +27,13 @@ task_dirty_log(void *arg)
 {
 	struct log_task *t = arg;
 
+	/*
+	 * A running queue takes the dirty-bitmap fields only through SUSPEND
+	 * and back to RDY; without freeze_to_rdy_supported it is re-created
+	 * with them instead (the steering is off meanwhile, see dirty_log_all).
+	 */
+	if (t->vq->hw_state == PRM_VIRTQ_STATE_RDY && !mlx5_lm_can_resume(t->vq->dev))
+		return mlx5_lm_virtq_recreate_suspended(t->vq, t->mkey, t->size, t->enable, 1);
 	return mlx5_lm_virtq_set_dirty_log(t->vq, t->mkey, 0, t->size, t->enable);
 }
 
@@ -37,8 +44,16 @@ dirty_log_all(struct mlx5_lm_dev *dev, int enable)
 	struct log_task tasks[MLX5_LM_MAX_VIRTQS];
 	struct mlx5_lm_batch b;
 	uint16_t i, n = 0;
-	int ret;
+	int ret, rebuild = 0;
 
+	/*
+	 * Queues re-created in parallel (no freeze_to_rdy) change ids under the
+	 * RQT: the steering goes away first and comes back around them.
+	 */
+	if (!mlx5_lm_can_resume(dev)) {
+		mlx5_lm_steer_destroy(dev);
+		rebuild = 1;
+	}
 	mlx5_lm_batch_init(&b, (dev->args.parallel ? dev->args.workers : 1));
 	for (i = 0; i < dev->nr_vq; i++) {
 		struct mlx5_lm_virtq *vq = &dev->vq[i];
@@ -54,6 +69,17 @@ dirty_log_all(struct mlx5_lm_dev *dev, int enable)
 	}
 	ret = mlx5_lm_batch_wait(&b);
 	mlx5_lm_batch_fini(&b);
+	if (rebuild) {
+		int r = mlx5_lm_steer_create(dev);
+
+		if (r == 0)
+			r = mlx5_lm_steer_update(dev);
+		if (r < 0) {
+			DRV_LOG(ERR, dev, "cannot rebuild the receive steering");
+			if (ret == 0)
+				ret = r;
+		}
+	}
 	return ret;
 }
 

@@ -38,8 +38,15 @@ mlx5_lm_get_features(struct rte_vdpa_device *vdpa, uint64_t *features)
 	if (dev == NULL)
 		return -ENODEV;
 	f = 1ull << F_VERSION_1 | 1ull << F_ANY_LAYOUT | 1ull << F_INDIRECT_DESC |
-	    1ull << F_MRG_RXBUF | 1ull << F_STATUS | 1ull << F_PROTOCOL_FEATURES |
-	    1ull << F_LOG_ALL;
+	    1ull << F_STATUS | 1ull << F_PROTOCOL_FEATURES | 1ull << F_LOG_ALL;
+	/*
+	 * Features the device implements per queue are offered only when the
+	 * virtio emulation caps list them in device_features_bits_mask, as
+	 * Linux mlx5_vdpa maps that mask to virtio feature bits. Of them the
+	 * driver uses MRG_RXBUF (mask bit 2).
+	 */
+	if (dev->caps.device_features_bits_mask & (1u << PRM_VIRTQ_FEAT_MRG_RXBUF))
+		f |= 1ull << F_MRG_RXBUF;
 	if (dev->nr_vq > 2)
 		f |= 1ull << F_MQ;
 	if (dev->caps.virtio_queue_type & (1u << PRM_VIRTQ_TYPE_PACKED))
@@ -189,6 +196,16 @@ read_counters(struct rte_vdpa_device *vdpa, int qid, uint64_t vals[6], int reset
 
 	if (dev == NULL || qid < 0 || qid >= dev->nr_vq) {
 		*ret = dev == NULL ? -ENODEV : -EINVAL;
+		return NULL;
+	}
+	/*
+	 * No VIRTIO_Q_COUNTERS on this device (general_obj_types bit 28): the
+	 * names still describe what a virtio-net vDPA device counts, but there
+	 * are no values. -ENOTSUP, not zeroes, so that a caller of
+	 * rte_vdpa_get_stats() can tell "not counted" from "nothing happened".
+	 */
+	if (!mlx5_lm_has_counters(dev)) {
+		*ret = -ENOTSUP;
 		return NULL;
 	}
 	pthread_mutex_lock(&dev->lock);

@@ -28,6 +28,11 @@
 #include "mlx5_lm_mr.h"
 #include "mlx5_lm_pool.h"
 
+/* vdpa_driver.h's "every queue" for rte_vhost_host_notifier_ctrl (not installed by Debian). */
+#ifndef RTE_VHOST_QUEUE_ALL
+#define RTE_VHOST_QUEUE_ALL UINT16_MAX
+#endif
+
 /* Queue ERR recoveries allowed per DRIVER_OK before the queue is left in ERR. */
 #define MAX_RECOVERIES 3
 
@@ -91,6 +96,21 @@ mlx5_lm_virtqs_precreate(struct mlx5_lm_dev *dev)
 	double t0 = mlx5_lm_now_ms();
 	int ret;
 
+	if (dev->args.precreate && !mlx5_lm_can_modify_blank(dev)) {
+		/*
+		 * A blank queue is configured at DRIVER_OK by MODIFY of its
+		 * addresses, indices, mkey, features and event mode: without
+		 * vnet_modify_ext, virtio_net_q_addr_modify and
+		 * virtio_q_index_modify the device refuses that (DPDK vdpa/mlx5
+		 * pre-creates only with all three), so queues are created with
+		 * their full configuration at DRIVER_OK instead.
+		 */
+		DRV_LOG(INFO, dev, "device lacks vnet_modify_ext/virtio_net_q_addr_modify/"
+			"virtio_q_index_modify (%u/%u/%u): no pre-creation, queues are created at "
+			"DRIVER_OK with their full configuration", dev->caps.vnet_modify_ext,
+			dev->caps.virtio_net_q_addr_modify, dev->caps.virtio_q_index_modify);
+		dev->args.precreate = 0;
+	}
 	if (!dev->args.precreate)
 		return 0;
 	ret = for_each_vq(dev, task_precreate, 1);
@@ -280,6 +300,13 @@ task_configure(void *arg)
 			if (vq->obj != NULL)
 				return -EBUSY;
 		}
+		if (!mlx5_lm_can_modify_blank(vq->dev)) {
+			/* No MODIFY of the configuration on this device: create it whole. */
+			if (mlx5_lm_virtq_create(vq, p->size, &p->cfg, p->ready) < 0)
+				return -EIO;
+			vq->started = 1;
+			return 0;
+		}
 		/* Created blank (for its event QP number), then configured like the others. */
 		if (mlx5_lm_virtq_create(vq, p->size, NULL, 0) < 0)
 			return -EIO;
@@ -349,6 +376,31 @@ wait_restored(struct mlx5_lm_dev *dev)
 {
 	while (dev->restoring)
 		pthread_cond_wait(&dev->restored, &dev->lock);
+}
+
+/*
+ * vhost-user PROTOCOL_F_HOST_NOTIFIER is offered only where the doorbell
+ * page can be mapped (get_protocol_features). Once the queues are RDY,
+ * hand it to the front end, which maps it into the guest: kicks then reach
+ * the device without our relay. If the front end declines, or did not
+ * negotiate the feature, the relay keeps serving the kickfds.
+ */
+static void
+host_notifiers_on(struct mlx5_lm_dev *dev)
+{
+	uint64_t pf = 0, off, size;
+	int fd, ret;
+
+	if (devx_db_mmap_info(dev->db, &fd, &off, &size) < 0 ||
+	    rte_vhost_get_negotiated_protocol_features(dev->vid, &pf) < 0 ||
+	    !(pf & (1ull << PF_HOST_NOTIFIER)))
+		return;
+	ret = rte_vhost_host_notifier_ctrl(dev->vid, RTE_VHOST_QUEUE_ALL, true);
+	if (ret != 0)
+		DRV_LOG(WARNING, dev, "front end did not take the host notifiers (%d): kicks go "
+			"through the relay", ret);
+	else
+		DRV_LOG(INFO, dev, "host notifiers mapped: the guest rings the doorbell itself");
 }
 
 /* The queues moved to dev->mr: the registration they used before is garbage. */
@@ -461,6 +513,7 @@ mlx5_lm_dev_conf(int vid)
 		goto err_queues;
 	for (i = 0; i < np; i++)
 		mlx5_lm_notify_add_ring(dev, plans[i].vq);
+	host_notifiers_on(dev);
 	/* Queues now use the new registration: the previous one can go. */
 	release_prev_mr(dev);
 	dev->running = 1;
@@ -663,6 +716,31 @@ start_late_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq)
 	return ret;
 }
 
+/*
+ * A suspended ring enabled again. SUSPEND -> RDY needs freeze_to_rdy_supported
+ * (PRM); without it the queue is re-created from the indices it reached,
+ * with the RQT kept off an RX queue meanwhile.
+ */
+static int
+resume_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq)
+{
+	int ret, rebuild = 0;
+
+	if (mlx5_lm_can_resume(dev))
+		return mlx5_lm_virtq_set_state(vq, PRM_VIRTQ_STATE_RDY);
+	VQ_LOG(DEBUG, vq, "no freeze_to_rdy: re-creating the queue to resume it");
+	if (vq->index % 2 == 0 && mlx5_lm_steer_forget(dev, devx_obj_id(vq->obj)) == -EBUSY) {
+		mlx5_lm_steer_destroy(dev);
+		rebuild = 1;
+	}
+	ret = mlx5_lm_virtq_recreate_suspended(vq, dev->log_mr != NULL ?
+					       mlx5_lm_mr_mkey(dev->log_mr) : 0,
+					       (uint32_t)dev->log_size, dev->log_mr != NULL, 1);
+	if ((rebuild || dev->steer == NULL) && mlx5_lm_steer_create(dev) < 0 && ret == 0)
+		ret = -EIO;
+	return ret;
+}
+
 /* vhost's current kick and call fds of a ring (a running ring may get new ones). */
 static void
 refresh_fds(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq)
@@ -707,7 +785,7 @@ mlx5_lm_set_vring_state(int vid, int vring, int state)
 		if (!vq->started)
 			ret = start_late_ring(dev, vq);
 		else if (vq->hw_state != PRM_VIRTQ_STATE_RDY)
-			ret = mlx5_lm_virtq_set_state(vq, PRM_VIRTQ_STATE_RDY);
+			ret = resume_ring(dev, vq);
 		if (ret == 0)
 			mlx5_lm_notify_add_ring(dev, vq);
 	} else {
@@ -761,11 +839,18 @@ task_recover(void *arg)
 	if (vq->index % 2 == 0 && mlx5_lm_steer_forget(dev, devx_obj_id(vq->obj)) == -EBUSY)
 		mlx5_lm_steer_destroy(dev);
 	mlx5_lm_virtq_destroy(vq);
-	ret = vq->obj == NULL ? mlx5_lm_virtq_create(vq, vq->size ? vq->size : dev->args.queue_size,
-						     NULL, 0) : -EBUSY;
-	if (ret == 0) {
-		cfg.event_qpn = vq->cur.event_qpn;
-		ret = mlx5_lm_virtq_modify(vq, &cfg, vq->enabled);
+	if (vq->obj != NULL) {
+		ret = -EBUSY;
+	} else if (!mlx5_lm_can_modify_blank(dev)) {
+		/* No MODIFY of the configuration on this device: create it whole. */
+		ret = mlx5_lm_virtq_create(vq, vq->size ? vq->size : dev->args.queue_size, &cfg,
+					   vq->enabled);
+	} else {
+		ret = mlx5_lm_virtq_create(vq, vq->size ? vq->size : dev->args.queue_size, NULL, 0);
+		if (ret == 0) {
+			cfg.event_qpn = vq->cur.event_qpn;
+			ret = mlx5_lm_virtq_modify(vq, &cfg, vq->enabled);
+		}
 	}
 	if (dev->steer == NULL)
 		mlx5_lm_steer_create(dev);

@@ -373,22 +373,34 @@ mlx5_lm_virtq_create(struct mlx5_lm_virtq *vq, uint16_t size, const struct mlx5_
 		.version_1 = 1,
 		.event_mode = PRM_VIRTQ_EVENT_MODE_QP,
 	};
+	struct mlx5_lm_vq_cfg full;
 	int ret, i;
 
 	ret = umems_create(vq, size);
 	if (ret < 0)
 		goto err_umems;
-	vq->counters = counters_create(vq);
-	if (vq->counters == NULL) {
-		ret = -EIO;
-		goto err_counters;
+	/* A device without VIRTIO_Q_COUNTERS (general_obj_types bit 28) counts nothing. */
+	vq->counters = NULL;
+	if (mlx5_lm_has_counters(dev)) {
+		vq->counters = counters_create(vq);
+		if (vq->counters == NULL) {
+			ret = -EIO;
+			goto err_counters;
+		}
 	}
 	ret = eventq_create(vq);
 	if (ret < 0)
 		goto err_eventq;
 	blank.event_qpn = devx_obj_id(vq->eq.fw_qp);
-	if (cfg == NULL)
+	if (cfg != NULL) {
+		/* Created configured: its events go to the QP made just now. */
+		full = *cfg;
+		full.event_mode = PRM_VIRTQ_EVENT_MODE_QP;
+		full.event_qpn = blank.event_qpn;
+		cfg = &full;
+	} else {
 		cfg = &blank;
+	}
 
 	memset(in, 0, sizeof(in));
 	memset(out, 0, sizeof(out));
@@ -402,7 +414,8 @@ mlx5_lm_virtq_create(struct mlx5_lm_virtq *vq, uint16_t size, const struct mlx5_
 	PRM_SET(virtio_q, q, doorbell_stride_index, vq->index);
 	PRM_SET(virtio_q, q, queue_size, size);
 	PRM_SET(virtio_q, q, pd, devx_obj_id(dev->res.pd));
-	PRM_SET(virtio_q, q, counter_set_id, devx_obj_id(vq->counters));
+	if (vq->counters != NULL)
+		PRM_SET(virtio_q, q, counter_set_id, devx_obj_id(vq->counters));
 	PRM_SET(virtio_q, q, umem_1_id, devx_umem_id(vq->umem[0]));
 	PRM_SET(virtio_q, q, umem_1_size, vq->umem_size[0]);
 	PRM_SET(virtio_q, q, umem_2_id, devx_umem_id(vq->umem[1]));
@@ -435,7 +448,7 @@ err_subscribe:
 err_obj:
 	eventq_destroy(vq);
 err_eventq:
-	if (devx_obj_destroy(vq->counters) == 0)
+	if (vq->counters != NULL && devx_obj_destroy(vq->counters) == 0)
 		vq->counters = NULL;
 err_counters:
 	umems_destroy(vq);
@@ -560,6 +573,8 @@ mlx5_lm_virtq_counters(struct mlx5_lm_virtq *vq, uint64_t vals[6])
 	void *obj = PRM_ADDR(virtq_counters_cmd, out, obj);
 	int ret;
 
+	if (!mlx5_lm_has_counters(vq->dev))
+		return -ENOTSUP;
 	if (vq->counters == NULL)
 		return -ENODEV;
 	memset(in, 0, sizeof(in));
@@ -582,7 +597,9 @@ mlx5_lm_virtq_counters(struct mlx5_lm_virtq *vq, uint64_t vals[6])
 /*
  * Start or stop the device's dirty-page logging on a queue. The PRM lets
  * only STATE change while RDY, so a running queue is suspended first and
- * the fields go with STATE=RDY in the same MODIFY (freeze_to_rdy).
+ * the fields go with STATE=RDY in the same MODIFY (freeze_to_rdy). Without
+ * freeze_to_rdy_supported a running queue is re-created instead
+ * (mlx5_lm_virtq_recreate_suspended): this function then refuses it.
  */
 int
 mlx5_lm_virtq_set_dirty_log(struct mlx5_lm_virtq *vq, uint32_t mkey, uint64_t addr,
@@ -596,6 +613,10 @@ mlx5_lm_virtq_set_dirty_log(struct mlx5_lm_virtq *vq, uint32_t mkey, uint64_t ad
 	int was_ready = vq->hw_state == PRM_VIRTQ_STATE_RDY;
 	int ret;
 
+	if (was_ready && !mlx5_lm_can_resume(vq->dev)) {
+		VQ_LOG(ERR, vq, "dirty log on a running queue needs freeze_to_rdy_supported");
+		return -ENOTSUP;
+	}
 	if (was_ready) {
 		ret = mlx5_lm_virtq_set_state(vq, PRM_VIRTQ_STATE_SUSPEND);
 		if (ret < 0)
@@ -626,4 +647,50 @@ mlx5_lm_virtq_set_dirty_log(struct mlx5_lm_virtq *vq, uint32_t mkey, uint64_t ad
 	if (was_ready)
 		vq->hw_state = PRM_VIRTQ_STATE_RDY;
 	return 0;
+}
+
+/*
+ * Without freeze_to_rdy_supported a SUSPENDed queue never returns to RDY
+ * (PRM virtq state machine), and a RDY queue takes no field but STATE. The
+ * fallback, as DPDK vdpa/mlx5 does when it re-sets a queue up: suspend it,
+ * read the indices the device reached, destroy it and create it again
+ * whole from there (with the dirty log when logging), then make it RDY if
+ * asked. An RX queue must not be in the RQT meanwhile: the caller's job.
+ */
+int
+mlx5_lm_virtq_recreate_suspended(struct mlx5_lm_virtq *vq, uint32_t log_mkey, uint32_t log_size,
+				 int log_enable, int ready)
+{
+	struct mlx5_lm_vq_cfg cfg = vq->cur;
+	uint16_t size = vq->size, avail, used;
+	uint8_t state;
+	int ret;
+
+	if (vq->hw_state == PRM_VIRTQ_STATE_RDY) {
+		ret = mlx5_lm_virtq_set_state(vq, PRM_VIRTQ_STATE_SUSPEND);
+		if (ret < 0)
+			return ret;
+	}
+	ret = mlx5_lm_virtq_query(vq, &state, NULL, &avail, &used);
+	if (ret < 0)
+		return ret;
+	/* A queue that went to ERR restarts from what it completed, as a recovery does. */
+	cfg.hw_available_index = state == PRM_VIRTQ_STATE_ERR ? used : avail;
+	cfg.hw_used_index = used;
+	mlx5_lm_virtq_destroy(vq);
+	if (vq->obj != NULL)
+		return -EBUSY;
+	ret = mlx5_lm_virtq_create(vq, size, &cfg, 0);
+	if (ret < 0)
+		return ret;
+	/* A new counter set starts from zero. */
+	memset(vq->stats_base, 0, sizeof(vq->stats_base));
+	if (log_enable) {
+		ret = mlx5_lm_virtq_set_dirty_log(vq, log_mkey, 0, log_size, 1);
+		if (ret < 0)
+			return ret;
+	}
+	if (ready)
+		ret = mlx5_lm_virtq_set_state(vq, PRM_VIRTQ_STATE_RDY);
+	return ret;
 }

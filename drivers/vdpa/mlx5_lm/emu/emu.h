@@ -44,6 +44,8 @@ enum emu_syndrome {
 	EMU_SYND_ROOT_BAD_MATCH = 0x5e0c0051,    /* status BAD_PARAM: match mask/value refused */
 	EMU_SYND_ROOT_NOT_MODELLED = 0x5e0c0052, /* status BAD_PARAM: criteria not modelled */
 	EMU_SYND_ROOT_BAD_DEST = 0x5e0c0053,     /* status BAD_PARAM: not a TIR / NIC RX table */
+	/* status BAD_PARAM: the command uses a capability the device does not report */
+	EMU_SYND_CAP_NOT_SUPPORTED = 0x5e0c0031,
 	EMU_SYND_INJECTED = 0x5e0cfa17,          /* default syndrome of an injected fault */
 };
 

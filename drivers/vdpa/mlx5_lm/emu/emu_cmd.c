@@ -120,24 +120,29 @@ is_general(uint16_t opcode)
 }
 
 /* ---- QUERY_HCA_CAP --------------------------------------------------------- */
-/* Virtio emulation caps of a CX6 Dx; the umem a/b are the emulator's choice. */
+/*
+ * Virtio emulation caps of a CX6 Dx; the umem a/b are the emulator's choice;
+ * the profile's caps override the ones a driver must have fallbacks for.
+ */
 static void
-virtio_caps(void *cap)
+virtio_caps(const struct emu_caps *caps, void *cap)
 {
 	PRM_SET(virtio_emulation_cap, cap, virtio_version_1_0, 1);
 	PRM_SET(virtio_emulation_cap, cap, device_features_bits_mask,
-		EMU_CAP_DEVICE_FEATURES_MASK);
-	PRM_SET(virtio_emulation_cap, cap, event_mode, EMU_CAP_EVENT_MODES);
+		caps->device_features_bits_mask);
+	PRM_SET(virtio_emulation_cap, cap, event_mode, caps->event_mode);
 	PRM_SET(virtio_emulation_cap, cap, virtio_queue_type, EMU_CAP_QUEUE_TYPES);
 	PRM_SET(virtio_emulation_cap, cap, log_doorbell_stride, EMU_CAP_LOG_DOORBELL_STRIDE);
-	PRM_SET(virtio_emulation_cap, cap, vnet_modify_ext, 1);
-	PRM_SET(virtio_emulation_cap, cap, virtio_net_q_addr_modify, 1);
-	PRM_SET(virtio_emulation_cap, cap, virtio_q_index_modify, 1);
+	PRM_SET(virtio_emulation_cap, cap, vnet_modify_ext, caps->vnet_modify_ext);
+	PRM_SET(virtio_emulation_cap, cap, virtio_net_q_addr_modify,
+		caps->virtio_net_q_addr_modify);
+	PRM_SET(virtio_emulation_cap, cap, virtio_q_index_modify, caps->virtio_q_index_modify);
 	PRM_SET(virtio_emulation_cap, cap, log_doorbell_bar_size, EMU_CAP_LOG_DOORBELL_BAR_SIZE);
-	PRM_SET(virtio_emulation_cap, cap, doorbell_bar_offset, 0);
-	PRM_SET(virtio_emulation_cap, cap, max_num_virtio_queues, EMU_CAP_MAX_VIRTQS);
+	PRM_SET(virtio_emulation_cap, cap, doorbell_bar_offset, caps->doorbell_bar_offset);
+	PRM_SET(virtio_emulation_cap, cap, max_num_virtio_queues, caps->max_num_virtio_queues);
 	PRM_SET(virtio_emulation_cap, cap, desc_group_mkey_supported, EMU_CAP_DESC_GROUP_MKEY);
-	PRM_SET(virtio_emulation_cap, cap, freeze_to_rdy_supported, EMU_CAP_FREEZE_TO_RDY);
+	PRM_SET(virtio_emulation_cap, cap, freeze_to_rdy_supported,
+		caps->freeze_to_rdy_supported);
 	PRM_SET(virtio_emulation_cap, cap, umem_1_buffer_param_a, EMU_CAP_UMEM_1_A);
 	PRM_SET(virtio_emulation_cap, cap, umem_1_buffer_param_b, EMU_CAP_UMEM_1_B);
 	PRM_SET(virtio_emulation_cap, cap, umem_2_buffer_param_a, EMU_CAP_UMEM_2_A);
@@ -154,10 +159,10 @@ query_hca_cap(struct emu_ctx *c)
 
 	switch (op_mod >> 1) {
 	case PRM_CAP_VIRTIO_EMULATION:
-		virtio_caps(cap);
+		virtio_caps(&c->dev->prof->caps, cap);
 		return PRM_STATUS_OK;
 	case PRM_CAP_GENERAL:
-		emu_net_general_caps(cap);
+		emu_net_general_caps(&c->dev->prof->caps, cap);
 		return PRM_STATUS_OK;
 	case PRM_CAP_NIC_FLOW_TABLE:
 		emu_net_flow_caps(cap);

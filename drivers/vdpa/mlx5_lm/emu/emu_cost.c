@@ -7,6 +7,8 @@
  * device of the process instead, because it is host-kernel work.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +80,100 @@ get_number(json_t *obj, const char *key, bool required, double *v, const char *w
 	return 0;
 }
 
+/*
+ * Capabilities a profile may override ("caps": {"name": value, ...}), the
+ * width of their PRM field bounding the value. Only caps whose absence a
+ * driver must cope with are here; each one is enforced where it is used.
+ */
+enum cap_width {
+	CAP_U8, CAP_U16, CAP_U32, CAP_U64,
+};
+
+static const struct cap_desc {
+	const char *name;
+	size_t off;
+	enum cap_width width;
+	uint64_t max;
+} cap_table[] = {
+#define CAP(n, w, m) { #n, offsetof(struct emu_caps, n), w, m }
+	CAP(freeze_to_rdy_supported, CAP_U8, 1),
+	CAP(vnet_modify_ext, CAP_U8, 1),
+	CAP(virtio_net_q_addr_modify, CAP_U8, 1),
+	CAP(virtio_q_index_modify, CAP_U8, 1),
+	CAP(general_obj_types, CAP_U64, INT64_MAX),
+	CAP(device_features_bits_mask, CAP_U16, 0x1fff),     /* 13 bits */
+	CAP(event_mode, CAP_U8, 0x7),                       /* none, QP, MSIX */
+	CAP(doorbell_bar_offset, CAP_U64, INT64_MAX),
+	CAP(max_num_virtio_queues, CAP_U32, 0xffffff),      /* 24 bits */
+#undef CAP
+};
+
+static void
+caps_default(struct emu_caps *c)
+{
+	c->freeze_to_rdy_supported = EMU_CAP_FREEZE_TO_RDY;
+	c->vnet_modify_ext = EMU_CAP_VNET_MODIFY_EXT;
+	c->virtio_net_q_addr_modify = EMU_CAP_VIRTIO_NET_Q_ADDR_MODIFY;
+	c->virtio_q_index_modify = EMU_CAP_VIRTIO_Q_INDEX_MODIFY;
+	c->general_obj_types = EMU_CAP_GENERAL_OBJ_TYPES;
+	c->device_features_bits_mask = EMU_CAP_DEVICE_FEATURES_MASK;
+	c->event_mode = EMU_CAP_EVENT_MODES;
+	c->doorbell_bar_offset = EMU_CAP_DOORBELL_BAR_OFFSET;
+	c->max_num_virtio_queues = EMU_CAP_MAX_VIRTQS;
+}
+
+/* The "caps" object: unknown names and out-of-range values refuse the profile. */
+static int
+caps_parse(json_t *caps, struct emu_caps *c, const char *origin, char *err, size_t errlen)
+{
+	const char *key;
+	json_t *val;
+	size_t i;
+
+	if (caps == NULL)
+		return 0;
+	if (!json_is_object(caps)) {
+		set_err(err, errlen, "profile %s: \"caps\" must be an object", origin);
+		return -1;
+	}
+	json_object_foreach(caps, key, val) {
+		const struct cap_desc *d = NULL;
+		uint8_t *p = (uint8_t *)c;
+		uint64_t v;
+
+		for (i = 0; i < sizeof(cap_table) / sizeof(cap_table[0]); i++)
+			if (strcmp(cap_table[i].name, key) == 0)
+				d = &cap_table[i];
+		if (d == NULL) {
+			set_err(err, errlen, "profile %s: caps: unknown capability \"%s\"", origin,
+				key);
+			return -1;
+		}
+		if (!json_is_integer(val) || json_integer_value(val) < 0 ||
+		    (uint64_t)json_integer_value(val) > d->max) {
+			set_err(err, errlen, "profile %s: caps: \"%s\" must be an integer in "
+				"0..%" PRIu64, origin, key, d->max);
+			return -1;
+		}
+		v = (uint64_t)json_integer_value(val);
+		switch (d->width) {
+		case CAP_U8:
+			*(uint8_t *)(p + d->off) = (uint8_t)v;
+			break;
+		case CAP_U16:
+			*(uint16_t *)(p + d->off) = (uint16_t)v;
+			break;
+		case CAP_U32:
+			*(uint32_t *)(p + d->off) = (uint32_t)v;
+			break;
+		case CAP_U64:
+			*(uint64_t *)(p + d->off) = v;
+			break;
+		}
+	}
+	return 0;
+}
+
 static struct emu_profile *
 profile_parse(json_t *root, const char *origin, char *err, size_t errlen)
 {
@@ -113,6 +209,9 @@ profile_parse(json_t *root, const char *origin, char *err, size_t errlen)
 	p->entries = calloc(json_object_size(cmds) + 1, sizeof(*p->entries));
 	if (p->name == NULL || p->entries == NULL)
 		goto err_nomem;
+	caps_default(&p->caps);
+	if (caps_parse(json_object_get(root, "caps"), &p->caps, origin, err, errlen) < 0)
+		goto err;
 	p->cmd_slots = (unsigned int)slots;
 	p->host_pin_parallel = (unsigned int)pins;
 	p->zero_cost = true;

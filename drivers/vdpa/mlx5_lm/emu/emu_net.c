@@ -597,7 +597,7 @@ emu_net_destroy_qp(struct emu_ctx *c)
 
 /* ---- Caps and sizes ---------------------------------------------------------------- */
 void
-emu_net_general_caps(void *cap)
+emu_net_general_caps(const struct emu_caps *caps, void *cap)
 {
 	PRM_SET(cmd_hca_cap, cap, vhca_id, EMU_CAP_VHCA_ID);
 	PRM_SET(cmd_hca_cap, cap, log_max_srq_sz, 15);
@@ -629,9 +629,7 @@ emu_net_general_caps(void *cap)
 	PRM_SET(cmd_hca_cap, cap, log_max_rqt_size, 11);
 	PRM_SET(cmd_hca_cap, cap, log_max_current_mc_list, 11);
 	PRM_SET(cmd_hca_cap, cap, log_max_current_uc_list, 11);
-	PRM_SET(cmd_hca_cap, cap, general_obj_types,
-		PRM_GENERAL_OBJ_TYPES_CAP_VIRTQ_NET_Q |
-		PRM_GENERAL_OBJ_TYPES_CAP_VIRTIO_Q_COUNTERS);
+	PRM_SET(cmd_hca_cap, cap, general_obj_types, caps->general_obj_types);
 	PRM_SET(cmd_hca_cap, cap, max_num_eqs, 256);
 	PRM_SET(cmd_hca_cap, cap, device_frequency_khz, 1000000);
 }

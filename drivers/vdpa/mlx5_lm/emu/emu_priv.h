@@ -53,8 +53,27 @@ struct emu_cost_entry {
 	double per_entry_us;
 };
 
+/*
+ * Capabilities the device reports, which a profile's "caps" object may
+ * override (defaults: the EMU_CAP_* constants of a CX6 Dx below). The
+ * emulator enforces what it reports: a command using a capability the
+ * device does not announce is refused as firmware refuses it.
+ */
+struct emu_caps {
+	uint8_t freeze_to_rdy_supported;
+	uint8_t vnet_modify_ext;
+	uint8_t virtio_net_q_addr_modify;
+	uint8_t virtio_q_index_modify;
+	uint64_t general_obj_types;
+	uint16_t device_features_bits_mask;
+	uint8_t event_mode;
+	uint64_t doorbell_bar_offset;
+	uint32_t max_num_virtio_queues;
+};
+
 struct emu_profile {
 	char *name;
+	struct emu_caps caps;
 	unsigned int cmd_slots;
 	unsigned int host_pin_parallel;
 	struct emu_cost_entry *entries;   /* every entry of the JSON */
@@ -469,7 +488,7 @@ int emu_net_create_qp(struct emu_ctx *c);
 int emu_net_qp_transition(struct emu_ctx *c);
 int emu_net_destroy_qp(struct emu_ctx *c);
 /* General caps (QUERY_HCA_CAP cap_type 0) into the capability area. */
-void emu_net_general_caps(void *cap);
+void emu_net_general_caps(const struct emu_caps *caps, void *cap);
 /* Input/output sizes the net commands need. */
 size_t emu_net_min_inlen(uint16_t opcode);
 size_t emu_net_min_outlen(uint16_t opcode);
@@ -652,6 +671,13 @@ void emu_wire_cache_free(struct emu_dev *dev);
 #define EMU_CAP_LOG_DOORBELL_BAR_SIZE 12u
 #define EMU_CAP_MAX_VIRTQS 256u
 #define EMU_CAP_FREEZE_TO_RDY 1u
+#define EMU_CAP_VNET_MODIFY_EXT 1u
+#define EMU_CAP_VIRTIO_NET_Q_ADDR_MODIFY 1u
+#define EMU_CAP_VIRTIO_Q_INDEX_MODIFY 1u
+/* The doorbell page starts at the BAR's start (a profile may move it). */
+#define EMU_CAP_DOORBELL_BAR_OFFSET 0ull
+#define EMU_CAP_GENERAL_OBJ_TYPES (PRM_GENERAL_OBJ_TYPES_CAP_VIRTQ_NET_Q | \
+				   PRM_GENERAL_OBJ_TYPES_CAP_VIRTIO_Q_COUNTERS)
 #define EMU_CAP_DESC_GROUP_MKEY 0u
 #define EMU_CAP_UMEM_1_A 128u
 #define EMU_CAP_UMEM_1_B 4096u

@@ -7,6 +7,7 @@
  * rejected command leaves the queue exactly as it was.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -195,10 +196,24 @@ vq_check_create(struct emu_ctx *c, struct emu_virtq *vq)
 static int
 vq_check_fields(struct emu_ctx *c, struct emu_virtq *vq, uint64_t mask)
 {
+	const struct emu_caps *caps = &c->dev->prof->caps;
+
 	if (vq->q_type > PRM_VIRTQ_TYPE_PACKED ||
 	    !(EMU_CAP_QUEUE_TYPES & (1u << vq->q_type)) ||
-	    vq->event_mode > 7 || !(EMU_CAP_EVENT_MODES & (1u << vq->event_mode)))
+	    vq->event_mode > 7 || !(caps->event_mode & (1u << vq->event_mode)))
 		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
+	/*
+	 * The queue's feature mask may only name features the caps announce in
+	 * device_features_bits_mask (Linux mlx5_vdpa offers a virtio feature
+	 * only when its bit is in that mask, mlx_to_vritio_features()).
+	 */
+	if ((mask & PRM_VIRTQ_MODIFY_QUEUE_FEATURES) &&
+	    (vq->queue_features & ~caps->device_features_bits_mask)) {
+		emu_log(c->dev, 4, "virtq index %u: queue features 0x%x outside "
+			"device_features_bits_mask 0x%x (virtio emulation caps)", vq->queue_index,
+			vq->queue_features, caps->device_features_bits_mask);
+		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_CAP_NOT_SUPPORTED);
+	}
 	if (mask & PRM_VIRTQ_MODIFY_EVENT_MODE) {
 		vq->event_qp = NULL;
 		if (vq->event_mode == PRM_VIRTQ_EVENT_MODE_QP) {
@@ -236,15 +251,50 @@ vq_check_rdy(struct emu_ctx *c, const struct emu_virtq *vq)
  * freeze_to_rdy_supported; ERR is terminal; nothing returns to INIT.
  */
 static bool
-vq_transition_ok(uint8_t from, uint8_t to)
+vq_transition_ok(const struct emu_caps *caps, uint8_t from, uint8_t to)
 {
 	if (from == PRM_VIRTQ_STATE_INIT && to == PRM_VIRTQ_STATE_RDY)
 		return true;
 	if (from == PRM_VIRTQ_STATE_RDY && to == PRM_VIRTQ_STATE_SUSPEND)
 		return true;
 	if (from == PRM_VIRTQ_STATE_SUSPEND && to == PRM_VIRTQ_STATE_RDY)
-		return EMU_CAP_FREEZE_TO_RDY != 0;
+		return caps->freeze_to_rdy_supported != 0;
 	return false;
+}
+
+/*
+ * Modify bits the caps gate (virtio emulation caps): virtio_net_q_addr_modify
+ * gates the ring addresses, virtio_q_index_modify the two hardware indices
+ * (NVIDIA snap-rdma, snap_virtio_query_queue(), derives the modifiable
+ * fields from exactly these caps), and vnet_modify_ext the other fields of
+ * the extended set: queue type, VERSION_1, mkey, features, event mode (DPDK
+ * vdpa/mlx5 sends those bits only when all three caps are set:
+ * mlx5_vdpa_is_modify_virtq_supported()). STATE, the dirty bitmap and the
+ * queue period are modifiable on every device.
+ */
+#define VQ_MODIFY_EXT_BITS (PRM_VIRTQ_MODIFY_Q_TYPE | PRM_VIRTQ_MODIFY_VIRTIO_VERSION_1_0 | \
+			    PRM_VIRTQ_MODIFY_Q_MKEY | PRM_VIRTQ_MODIFY_QUEUE_FEATURES | \
+			    PRM_VIRTQ_MODIFY_EVENT_MODE)
+#define VQ_MODIFY_INDEX_BITS (PRM_VIRTQ_MODIFY_HW_AVAILABLE_INDEX | \
+			      PRM_VIRTQ_MODIFY_HW_USED_INDEX)
+
+static int
+vq_check_modify_caps(struct emu_ctx *c, const struct emu_virtq *vq, uint64_t fields)
+{
+	const struct emu_caps *caps = &c->dev->prof->caps;
+	const char *cap = NULL;
+
+	if ((fields & PRM_VIRTQ_MODIFY_ADDRS) && !caps->virtio_net_q_addr_modify)
+		cap = "virtio_net_q_addr_modify";
+	else if ((fields & VQ_MODIFY_INDEX_BITS) && !caps->virtio_q_index_modify)
+		cap = "virtio_q_index_modify";
+	else if ((fields & VQ_MODIFY_EXT_BITS) && !caps->vnet_modify_ext)
+		cap = "vnet_modify_ext";
+	if (cap == NULL)
+		return 0;
+	emu_log(c->dev, 4, "virtq %u: MODIFY fields 0x%" PRIx64 " refused: %s is 0 "
+		"(virtio emulation caps)", vq->obj.id, fields, cap);
+	return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_CAP_NOT_SUPPORTED);
 }
 
 #define UMEM_OBJ(u) ((u) != NULL ? &(u)->obj : NULL)
@@ -295,7 +345,11 @@ emu_virtq_create(struct emu_ctx *c)
 	struct emu_obj hdr;
 	int status;
 
-	if (c->dev->live[EMU_KIND_VIRTQ] >= EMU_CAP_MAX_VIRTQS)
+	if (!(c->dev->prof->caps.general_obj_types & PRM_GENERAL_OBJ_TYPES_CAP_VIRTQ_NET_Q)) {
+		emu_log(c->dev, 4, "CREATE VIRTIO_NET_Q refused: general_obj_types lacks it");
+		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_OBJ_TYPE);
+	}
+	if (c->dev->live[EMU_KIND_VIRTQ] >= c->dev->prof->caps.max_num_virtio_queues)
 		return emu_fail(c, PRM_STATUS_EXCEED_LIM, EMU_SYND_TOO_MANY_VIRTQS);
 	memset(&tmp, 0, sizeof(tmp));
 	vq_decode_create(&tmp, obj, q);
@@ -346,6 +400,9 @@ emu_virtq_modify(struct emu_ctx *c)
 	/* No bit exists for queue_size or the umems: unknown bits are refused. */
 	if (mask & ~(uint64_t)VQ_MODIFY_SUPPORTED)
 		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_MODIFY_FIELD);
+	status = vq_check_modify_caps(c, vq, fields);
+	if (status != 0)
+		return status;
 	/* Fields other than STATE only while INIT or SUSPEND. */
 	if (fields != 0 && vq->state != PRM_VIRTQ_STATE_INIT &&
 	    vq->state != PRM_VIRTQ_STATE_SUSPEND)
@@ -357,9 +414,14 @@ emu_virtq_modify(struct emu_ctx *c)
 	if (status != 0)
 		return status;
 	if (mask & PRM_VIRTQ_MODIFY_STATE) {
-		if (!vq_transition_ok(vq->state, to))
+		if (!vq_transition_ok(&c->dev->prof->caps, vq->state, to)) {
+			if (vq->state == PRM_VIRTQ_STATE_SUSPEND && to == PRM_VIRTQ_STATE_RDY)
+				emu_log(c->dev, 4, "virtq %u: SUSPEND -> RDY refused: "
+					"freeze_to_rdy_supported is 0 (virtio emulation caps)",
+					vq->obj.id);
 			return emu_fail(c, PRM_STATUS_BAD_RES_STATE,
 					EMU_SYND_BAD_STATE_TRANSITION);
+		}
 		if (to == PRM_VIRTQ_STATE_RDY) {
 			status = vq_check_rdy(c, &tmp);
 			if (status != 0)
@@ -463,6 +525,13 @@ emu_counters_create(struct emu_ctx *c)
 {
 	struct emu_obj *o;
 
+	/* Only a device whose general_obj_types has bit 28 has counter sets. */
+	if (!(c->dev->prof->caps.general_obj_types &
+	      PRM_GENERAL_OBJ_TYPES_CAP_VIRTIO_Q_COUNTERS)) {
+		emu_log(c->dev, 4, "CREATE VIRTIO_Q_COUNTERS refused: general_obj_types 0x%"
+			PRIx64 " lacks bit 28", c->dev->prof->caps.general_obj_types);
+		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_OBJ_TYPE);
+	}
 	o = emu_obj_new(c->dev, EMU_KIND_VQ_COUNTERS, sizeof(struct emu_vq_counters));
 	if (o == NULL)
 		return emu_fail(c, PRM_STATUS_NO_RESOURCES, EMU_SYND_BAD_PARAM);

@@ -1,0 +1,480 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The driver's fallbacks for devices that lack optional capabilities
+ * (issue 10: A8, B1, B2, B4, B5), in process through lm_harness: the PMD
+ * on an emulated device whose profile (tests/profiles/) turns a capability
+ * off, the built-in vhost-user front end and guest. On each profile the
+ * device must forward both ways, resume a pair the guest disabled and
+ * enabled again, start dirty-page logging while running with a complete
+ * log, stop, and leave nothing alive - and no command it sent may have
+ * been refused: the emulator refuses whatever the caps do not announce.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <rte_vdpa.h>
+
+#include "prm.h"
+#include "devx_priv.h"
+#include "lm_harness.h"
+
+#define PAIRS 2
+#define NRINGS (2 * PAIRS)
+#define F_MRG_RXBUF_BIT (1ull << 15)
+#define PF_HOST_NOTIFIER_BIT (1ull << 11)
+/* vhost-user protocol features the host notifiers travel with. */
+#define PF_SLAVE_REQ_BIT (1ull << 5)
+#define PF_SLAVE_SEND_FD_BIT (1ull << 10)
+
+static struct vu_mem *mem;
+static struct vu_guest *guest;
+/* What a test holds; the teardown releases what a failed test left behind. */
+static struct vu_client *client;
+static struct lmh_dev *probed;
+static struct lmh_trace *traced;
+/* The device and trace of the running test (static: a failed test's teardown reads them). */
+static struct lmh_dev d;
+static struct lmh_trace t;
+
+static char profile_path[PATH_MAX];
+
+static const char *
+profile(const char *file)
+{
+	snprintf(profile_path, sizeof(profile_path), "%s/%s", TEST_PROFILES_DIR, file);
+	return profile_path;
+}
+
+/* Commands of the device's trace so far that the emulated firmware refused. */
+static size_t
+failed_cmds(struct lmh_trace *tr)
+{
+	size_t k, n = 0;
+
+	lmh_trace_sync(tr);
+	for (k = 0; k < tr->n; k++) {
+		if (!tr->c[k].is_cmd || tr->c[k].status == 0)
+			continue;
+		print_error("refused: %s (opcode 0x%x, obj_type 0x%x) status 0x%x syndrome "
+			    "0x%08x\n", tr->c[k].op, tr->c[k].opcode, tr->c[k].obj_type,
+			    tr->c[k].status, tr->c[k].syndrome);
+		n++;
+	}
+	return n;
+}
+
+/* Commands since from creating a general object of obj_type. */
+static size_t
+creates_of(struct lmh_trace *tr, size_t from, uint16_t obj_type)
+{
+	size_t k, n = 0;
+
+	lmh_trace_sync(tr);
+	for (k = from; k < tr->n; k++)
+		if (tr->c[k].opcode == PRM_CMD_CREATE_GENERAL_OBJECT &&
+		    tr->c[k].obj_type == obj_type && tr->c[k].status == 0)
+			n++;
+	return n;
+}
+
+/*
+ * Probe on the profile, then what a migration source goes through: start,
+ * forward both ways, a pair disabled and enabled again (SUSPEND then RDY),
+ * dirty logging started on running queues with a complete log, stop,
+ * remove. Returns with the device removed; *d and *t stay readable.
+ */
+static void
+forward_reenable_log(const char *prof, struct lmh_dev *dv, struct lmh_trace *tr,
+		     uint64_t *protocol_features)
+{
+	struct vu_start_opts o = { .mrg_rxbuf = true };
+	uint32_t bases[NRINGS];
+	struct vu_client *c;
+	struct vu_log *log = NULL;
+	uint64_t missing = 1, first = 0;
+	int64_t pages;
+	size_t lmark;
+	unsigned int i;
+
+	probed = dv;
+	assert_int_equal(lmh_probe_profile(dv, 0, prof, "queues=2,workers=2,mr_gc_ms=0"), 0);
+	lmh_trace_open(tr, dv->trace);
+	traced = tr;
+	vu_guest_reset(guest);
+	assert_int_equal(vu_guest_new_eventfds(guest), 0);
+	assert_int_equal(vu_connect(&c, lmh_sock(0), 5000), 0);
+	client = c;
+	lmh_conn_opened(0);
+	vu_set_reply_timeout(c, LMH_DEADLINE_MS);
+	assert_int_equal(vu_start_device(c, guest, &o), 0);
+	if (protocol_features != NULL)
+		*protocol_features = vu_protocol_features(c);
+	assert_true(lmh_wait_running(dv, LMH_DEADLINE_MS));
+	assert_true(lmh_traffic(guest, 0x3, 200, LMH_DEADLINE_MS));
+
+	/* The guest disables pair 1 and enables it again: it must forward again. */
+	for (i = 2; i < 4; i++)
+		assert_int_equal(vu_set_vring_enable(c, i, false), 0);
+	lmh_barrier(dv);
+	assert_true(lmh_traffic(guest, 0x1, 50, LMH_DEADLINE_MS));
+	for (i = 2; i < 4; i++)
+		assert_int_equal(vu_set_vring_enable(c, i, true), 0);
+	lmh_barrier(dv);
+	assert_true(lmh_traffic(guest, 0x3, 200, LMH_DEADLINE_MS));
+
+	/* Migration starts: logging on running queues, every written page logged. */
+	lmark = lmh_log_mark();
+	assert_int_equal(vu_log_create(&log, vu_mem_gpa_end(mem)), 0);
+	assert_int_equal(vu_set_log(c, log), 0);
+	assert_true(lmh_wait_log(lmark, "dirty-page logging on", LMH_DEADLINE_MS));
+	lmh_barrier(dv);
+	vu_guest_dirty_mark(guest);
+	assert_true(lmh_traffic(guest, 0x3, 200, LMH_DEADLINE_MS));
+	pages = vu_guest_dirty_check(guest, log, &missing, &first);
+	assert_true(pages > 0);
+	if (missing != 0)
+		print_error("%" PRIu64 " of %" PRId64 " written pages not logged (first GPA 0x%"
+			    PRIx64 ")\n", missing, pages, first);
+	assert_int_equal(missing, 0);
+	assert_int_equal(vu_clear_log(c), 0);
+
+	assert_int_equal(vu_stop_device(c, bases, NRINGS), 0);
+	client = NULL;
+	vu_disconnect(c);
+	assert_true(lmh_wait_closed(0));
+	vu_log_destroy(log);
+	assert_true(lmh_wait_restored(dv));
+	assert_int_equal(failed_cmds(tr), 0);
+	probed = NULL;
+	assert_int_equal(lmh_remove(dv), 0);
+}
+
+/* Probe without a socket; the teardown removes the device if the test fails. */
+static void
+probe_alone(struct lmh_dev *d, const char *prof, const char *args)
+{
+	probed = d;
+	assert_int_equal(lmh_probe_profile(d, -1, prof, args), 0);
+}
+
+static void
+remove_alone(struct lmh_dev *d)
+{
+	probed = NULL;
+	assert_int_equal(lmh_remove(d), 0);
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	if (client != NULL) {
+		vu_disconnect(client);
+		client = NULL;
+		lmh_wait_closed(0);
+	}
+	if (probed != NULL && probed->dev != NULL)
+		lmh_remove(probed);
+	probed = NULL;
+	if (traced != NULL)
+		lmh_trace_free(traced);
+	traced = NULL;
+	return 0;
+}
+
+/* The control: the CX6 Dx caps (fast profile) go through the same steps. */
+static void
+test_all_caps_forward_reenable_and_log(void **state)
+{
+
+	(void)state;
+	forward_reenable_log("fast", &d, &t, NULL);
+	lmh_trace_free(&t);
+	traced = NULL;
+}
+
+/*
+ * A8: without freeze_to_rdy_supported a suspended queue cannot go back to
+ * RDY (PRM state machine); re-enabling a ring and starting the dirty log
+ * re-create the queue from its queried indices instead.
+ */
+static void
+test_without_freeze_to_rdy_queues_are_recreated_not_resumed(void **state)
+{
+
+	(void)state;
+	forward_reenable_log(profile("caps-no-freeze.json"), &d, &t, NULL);
+	/*
+	 * 4 pre-created, 2 re-created for the re-enabled pair, 4 for the dirty
+	 * log, 4 put back to blank after the stop.
+	 */
+	assert_true(creates_of(&t, 0, PRM_OBJ_VIRTIO_NET_Q) >= 14);
+	lmh_trace_free(&t);
+	traced = NULL;
+}
+
+/*
+ * B1: without vnet_modify_ext / virtio_net_q_addr_modify /
+ * virtio_q_index_modify a blank queue cannot be configured by MODIFY: no
+ * queue is pre-created at probe, each is created with its full
+ * configuration at DRIVER_OK, and the device says so once.
+ */
+static void
+test_without_modify_caps_queues_are_created_at_driver_ok(void **state)
+{
+	size_t lmark = lmh_log_mark();
+	char *log;
+	const char *p;
+	unsigned int lines = 0;
+
+	(void)state;
+	forward_reenable_log(profile("caps-no-modify.json"), &d, &t, NULL);
+	log = lmh_log_since(lmark);
+	for (p = log; (p = strstr(p, "queues are created at DRIVER_OK")) != NULL; p++)
+		lines++;
+	free(log);
+	assert_int_equal(lines, 1);
+	/* Probe created no virtq: the first one follows the front end's memory table. */
+	assert_true(creates_of(&t, 0, PRM_OBJ_VIRTIO_NET_Q) >= NRINGS);
+	lmh_trace_free(&t);
+	traced = NULL;
+	probe_alone(&d, profile("caps-no-modify.json"),
+					   "queues=2,workers=2,mr_gc_ms=0");
+	lmh_trace_open(&t, d.trace);
+	assert_int_equal(creates_of(&t, 0, PRM_OBJ_VIRTIO_NET_Q), 0);
+	remove_alone(&d);
+	lmh_trace_free(&t);
+	traced = NULL;
+}
+
+/*
+ * B2: without VIRTIO_Q_COUNTERS in general_obj_types no counter set is
+ * created; the stats names are still listed (they describe the device
+ * type) but reading them fails with -ENOTSUP, so that a caller of
+ * rte_vdpa_get_stats() tells "not supported" from "zero".
+ */
+static void
+test_without_counters_stats_say_not_supported(void **state)
+{
+	struct rte_vdpa_stat_name names[16];
+	struct rte_vdpa_stat stats[16];
+
+	(void)state;
+	forward_reenable_log(profile("caps-no-counters.json"), &d, &t, NULL);
+	assert_int_equal(creates_of(&t, 0, PRM_OBJ_VIRTIO_Q_COUNTERS), 0);
+	lmh_trace_free(&t);
+	traced = NULL;
+	probe_alone(&d, profile("caps-no-counters.json"),
+					   "queues=2,workers=2,mr_gc_ms=0");
+	assert_int_equal(rte_vdpa_get_stats_names(d.vdpa, names, 16), 6);
+	assert_int_equal(rte_vdpa_get_stats(d.vdpa, 0, stats, 16), -ENOTSUP);
+	assert_int_equal(rte_vdpa_reset_stats(d.vdpa, 0), -ENOTSUP);
+	remove_alone(&d);
+	/* With counters, the same calls read them. */
+	probe_alone(&d, "fast", "queues=2,workers=2,mr_gc_ms=0");
+	assert_int_equal(rte_vdpa_get_stats(d.vdpa, 0, stats, 16), 6);
+	remove_alone(&d);
+}
+
+/* Every fallback at once. */
+static void
+test_minimal_caps_forward_reenable_and_log(void **state)
+{
+
+	(void)state;
+	forward_reenable_log(profile("caps-minimal.json"), &d, &t, NULL);
+	assert_int_equal(creates_of(&t, 0, PRM_OBJ_VIRTIO_Q_COUNTERS), 0);
+	lmh_trace_free(&t);
+	traced = NULL;
+}
+
+/*
+ * ERR recovery on a device with none of the optional caps: the queue is
+ * re-created whole from what it completed (no MODIFY of a blank queue, B1),
+ * and forwarding resumes on both pairs with no command refused.
+ */
+static void
+test_minimal_caps_recover_a_queue_in_err(void **state)
+{
+	struct vu_start_opts o = { .mrg_rxbuf = true };
+	uint32_t bases[NRINGS];
+	struct vu_client *c;
+	size_t lmark;
+	unsigned int q;
+
+	(void)state;
+	probed = &d;
+	assert_int_equal(lmh_probe_profile(&d, 0, profile("caps-minimal.json"),
+					   "queues=2,workers=2,mr_gc_ms=0"), 0);
+	lmh_trace_open(&t, d.trace);
+	traced = &t;
+	vu_guest_reset(guest);
+	assert_int_equal(vu_guest_new_eventfds(guest), 0);
+	assert_int_equal(vu_connect(&c, lmh_sock(0), 5000), 0);
+	client = c;
+	lmh_conn_opened(0);
+	vu_set_reply_timeout(c, LMH_DEADLINE_MS);
+	assert_int_equal(vu_start_device(c, guest, &o), 0);
+	assert_true(lmh_wait_running(&d, LMH_DEADLINE_MS));
+	assert_true(lmh_traffic(guest, 0x3, 100, LMH_DEADLINE_MS));
+	for (q = 0; q < 2; q++) {
+		lmark = lmh_log_mark();
+		assert_int_equal(emu_virtq_force_error(d.emu, lmh_vq_id(&d, q),
+						       EMU_VQ_ERROR_BAD_DESC), 0);
+		assert_true(lmh_wait_log(lmark, "re-creating it", LMH_DEADLINE_MS));
+		lmh_barrier(&d);
+	}
+	assert_true(lmh_traffic(guest, 0x3, 200, LMH_DEADLINE_MS));
+	assert_int_equal(vu_stop_device(c, bases, NRINGS), 0);
+	client = NULL;
+	vu_disconnect(c);
+	assert_true(lmh_wait_closed(0));
+	assert_true(lmh_wait_restored(&d));
+	assert_int_equal(failed_cmds(&t), 0);
+	probed = NULL;
+	assert_int_equal(lmh_remove(&d), 0);
+	lmh_trace_free(&t);
+	traced = NULL;
+}
+
+/*
+ * B4: MRG_RXBUF is offered only when device_features_bits_mask has it (bit
+ * 2), as Linux mlx5_vdpa maps the mask to virtio feature bits.
+ */
+static void
+test_mrg_rxbuf_is_offered_only_when_the_device_mask_has_it(void **state)
+{
+	uint64_t f = 0;
+
+	(void)state;
+	probe_alone(&d, "fast", "queues=1");
+	assert_int_equal(rte_vdpa_get_features(d.vdpa, &f), 0);
+	assert_true(f & F_MRG_RXBUF_BIT);
+	remove_alone(&d);
+	probe_alone(&d, profile("caps-no-mrg.json"), "queues=1");
+	assert_int_equal(rte_vdpa_get_features(d.vdpa, &f), 0);
+	assert_false(f & F_MRG_RXBUF_BIT);
+	remove_alone(&d);
+}
+
+/*
+ * B5: the emulated device has no doorbell page to map, so the host
+ * notifier protocol feature must not be offered - and the guest's kicks
+ * then reach the device as doorbells the driver relays.
+ */
+static void
+test_host_notifier_is_offered_only_with_a_mappable_doorbell(void **state)
+{
+	uint64_t pf = 0;
+	size_t k, doorbells = 0;
+
+	(void)state;
+	forward_reenable_log("fast", &d, &t, &pf);
+	assert_false(pf & PF_HOST_NOTIFIER_BIT);
+	for (k = 0; k < t.n; k++)
+		if (strcmp(t.c[k].op, "DOORBELL") == 0)
+			doorbells++;
+	assert_true(doorbells > 0);
+	lmh_trace_free(&t);
+	traced = NULL;
+}
+
+/*
+ * B5 on a back end whose doorbell page can be mapped, as the rdma back
+ * end's VAR: stood in for here by a memfd page given to the device's
+ * doorbell area before any front end connects. The feature is then
+ * offered, and once the queues are RDY the driver hands the notifiers to
+ * the front end (rte_vhost_host_notifier_ctrl). This front end opened no
+ * slave channel, so vhost cannot deliver them: the driver must say kicks
+ * stay on the relay, and traffic keeps flowing through it.
+ */
+static void
+test_offered_host_notifier_is_handed_to_the_front_end(void **state)
+{
+	struct vu_start_opts o = {
+		.protocol_features = VU_PROTO_EXPLICIT | VU_PROTO_DEFAULT | PF_SLAVE_REQ_BIT |
+				     PF_SLAVE_SEND_FD_BIT | PF_HOST_NOTIFIER_BIT,
+	};
+	uint32_t bases[NRINGS];
+	struct vu_client *c;
+	size_t lmark;
+	int mfd;
+
+	(void)state;
+	mfd = memfd_create("test-caps-doorbell", 0);
+	assert_true(mfd >= 0);
+	assert_int_equal(ftruncate(mfd, 4096), 0);
+	probed = &d;
+	assert_int_equal(lmh_probe_profile(&d, 0, "fast", "queues=2,workers=2,mr_gc_ms=0"), 0);
+	d.dev->db->mmap_fd = mfd;
+	d.dev->db->mmap_offset = 0;
+	d.dev->db->mmap_size = 4096;
+	vu_guest_reset(guest);
+	assert_int_equal(vu_guest_new_eventfds(guest), 0);
+	assert_int_equal(vu_connect(&c, lmh_sock(0), 5000), 0);
+	client = c;
+	lmh_conn_opened(0);
+	vu_set_reply_timeout(c, LMH_DEADLINE_MS);
+	lmark = lmh_log_mark();
+	assert_int_equal(vu_start_device(c, guest, &o), 0);
+	assert_true(vu_protocol_features(c) & PF_HOST_NOTIFIER_BIT);
+	assert_true(lmh_wait_running(&d, LMH_DEADLINE_MS));
+	assert_true(lmh_wait_log(lmark, "did not take the host notifiers", LMH_DEADLINE_MS));
+	assert_true(lmh_traffic(guest, 0x3, 200, LMH_DEADLINE_MS));
+	assert_int_equal(vu_stop_device(c, bases, NRINGS), 0);
+	client = NULL;
+	vu_disconnect(c);
+	assert_true(lmh_wait_closed(0));
+	assert_true(lmh_wait_restored(&d));
+	d.dev->db->mmap_fd = -1;
+	close(mfd);
+	probed = NULL;
+	assert_int_equal(lmh_remove(&d), 0);
+}
+
+int
+main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_teardown(f, teardown)
+		T(test_all_caps_forward_reenable_and_log),
+		T(test_without_freeze_to_rdy_queues_are_recreated_not_resumed),
+		T(test_without_modify_caps_queues_are_created_at_driver_ok),
+		T(test_without_counters_stats_say_not_supported),
+		T(test_minimal_caps_forward_reenable_and_log),
+		T(test_minimal_caps_recover_a_queue_in_err),
+		T(test_mrg_rxbuf_is_offered_only_when_the_device_mask_has_it),
+		T(test_host_notifier_is_offered_only_with_a_mappable_doorbell),
+		T(test_offered_host_notifier_is_handed_to_the_front_end),
+#undef T
+	};
+	int ret;
+
+	signal(SIGPIPE, SIG_IGN);
+	if (argc == 2)
+		cmocka_set_test_filter(argv[1]);
+	if (lmh_init(argv[0], "test-caps", 1) < 0)
+		return 1;
+	if (vu_mem_create_qemu(&mem, 1) != 0 ||
+	    vu_guest_create(&guest, mem, &(struct vu_guest_cfg){ .queue_pairs = PAIRS,
+							     .ring_size = 256 }) != 0)
+		return 1;
+	ret = cmocka_run_group_tests_name("caps", tests, NULL, NULL);
+	vu_guest_destroy(guest);
+	vu_mem_destroy(mem);
+	lmh_fini();
+	return ret;
+}
