@@ -435,7 +435,7 @@ mlx5_lm_dev_conf(int vid)
 	struct mlx5_lm_batch b;
 	uint16_t nr, np = 0, i;
 	double t0, t1;
-	int ret, rebuild = 0;
+	int ret, rebuild = 0, notifiers = 0;
 
 	if (dev == NULL)
 		return -ENODEV;
@@ -513,7 +513,7 @@ mlx5_lm_dev_conf(int vid)
 		goto err_queues;
 	for (i = 0; i < np; i++)
 		mlx5_lm_notify_add_ring(dev, plans[i].vq);
-	host_notifiers_on(dev);
+	notifiers = 1;
 	/* Queues now use the new registration: the previous one can go. */
 	release_prev_mr(dev);
 	dev->running = 1;
@@ -559,6 +559,14 @@ out:
 	free(plans);
 	free(mem);
 	pthread_mutex_unlock(&dev->lock);
+	/*
+	 * Without the lock: vhost asks the driver for the doorbell page
+	 * (get_vfio_device_fd, get_notify_area), which checks ownership under
+	 * it. Nothing can stop the device meanwhile: vhost's own thread runs
+	 * both this and every stop.
+	 */
+	if (notifiers)
+		host_notifiers_on(dev);
 	return ret;
 }
 
