@@ -70,11 +70,13 @@ struct ring {
 };
 
 static struct emu_dev *dev;
-static uint8_t *gm, *logmem, *umem_mem[3];
+static uint8_t *gm, *logmem, *umem_mem[3], *evmem;
 static uint32_t last_synd;
 static struct {
 	uint32_t pd, td, tis, umem[3], gumem, dmkey, imkey, logumem, logmkey;
 	uint32_t cq, fwqp, drvqp, rqt, tir, ft, fg;
+	uint32_t evumem, uar, arm_sn, ev_ci;
+	bool cc, oi;               /* the CQ's cqc.cc / cqc.oi (setup variants) */
 	bool fte;
 	uint32_t roots[4];         /* NIC RX root rules, deleted first at teardown */
 	unsigned int nroots;
@@ -176,6 +178,18 @@ indirect_mkey(void)
 	return (uint32_t)PRM_GET(create_mkey_out, out, mkey_index) << 8;
 }
 
+/*
+ * Event path memory (one umem): the CQ's CQE ring, its doorbell record,
+ * the driver QP's doorbell record and receive queue.
+ */
+#define EV_LOG_CQ 4u               /* 16 CQEs */
+#define EV_NCQE (1u << EV_LOG_CQ)
+#define EV_LOG_RQ 5u               /* 32 receive WQEs: more than the CQ holds */
+#define EV_CQ_DBREC 2048u
+#define EV_QP_DBREC 2112u
+#define EV_RQ 3072u
+
+/* The driver QP receives (regular RQ, CQ cqn_rcv); the firmware QP only sends. */
 static uint32_t
 create_qp(uint32_t cqn_rcv)
 {
@@ -184,20 +198,105 @@ create_qp(uint32_t cqn_rcv)
 
 	PRM_SET(create_qp_in, in, opcode, PRM_CMD_CREATE_QP);
 	PRM_SET(qpc, qpc, pd, w.pd);
-	PRM_SET(qpc, qpc, cqn_rcv, cqn_rcv);
+	PRM_SET(qpc, qpc, no_sq, 1);
+	if (cqn_rcv == 0) {
+		PRM_SET(qpc, qpc, rq_type, PRM_QPC_RQ_TYPE_ZERO_SIZE);
+	} else {
+		PRM_SET(qpc, qpc, rq_type, PRM_QPC_RQ_TYPE_REGULAR);
+		PRM_SET(qpc, qpc, log_rq_size, EV_LOG_RQ);
+		PRM_SET(qpc, qpc, cqn_rcv, cqn_rcv);
+		PRM_SET(qpc, qpc, dbr_umem_valid, 1);
+		PRM_SET(qpc, qpc, dbr_umem_id, w.evumem);
+		PRM_SET(qpc, qpc, dbr_addr, EV_QP_DBREC);
+		PRM_SET(create_qp_in, in, wq_umem_valid, 1);
+		PRM_SET(create_qp_in, in, wq_umem_id, w.evumem);
+		PRM_SET(create_qp_in, in, wq_umem_offset, EV_RQ);
+	}
 	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
 	return (uint32_t)PRM_GET(create_qp_out, out, qpn);
+}
+
+/* What Linux's mlx5_vnet gives its event QPs: fl at INIT2RTR, 14/7/rnr at RTR2RTS. */
+static void
+qp_to_rnr(uint16_t opcode, uint32_t qpn, uint32_t remote, uint8_t rnr_retry)
+{
+	uint8_t in[PRM_SIZE(init2rtr_qp_in)] = { 0 }, out[16];
+	void *qpc = PRM_ADDR(init2rtr_qp_in, in, qpc);
+	void *ads = PRM_ADDR(qpc, qpc, primary_address_path);
+
+	PRM_SET(init2rtr_qp_in, in, opcode, opcode);
+	PRM_SET(init2rtr_qp_in, in, qpn, qpn);
+	PRM_SET(qpc, qpc, remote_qpn, remote);
+	PRM_SET(ads, ads, fl, 1);
+	PRM_SET(ads, ads, ack_timeout, 14);
+	PRM_SET(qpc, qpc, retry_count, 7);
+	PRM_SET(qpc, qpc, rnr_retry, rnr_retry);
+	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
 }
 
 static void
 qp_to(uint16_t opcode, uint32_t qpn, uint32_t remote)
 {
-	uint8_t in[PRM_SIZE(init2rtr_qp_in)] = { 0 }, out[16];
+	qp_to_rnr(opcode, qpn, remote, 7);
+}
 
-	PRM_SET(init2rtr_qp_in, in, opcode, opcode);
-	PRM_SET(init2rtr_qp_in, in, qpn, qpn);
-	PRM_SET(qpc, PRM_ADDR(init2rtr_qp_in, in, qpc), remote_qpn, remote);
-	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
+static void
+dbrec_put(uint32_t off, uint32_t v)
+{
+	__atomic_store_n((uint32_t *)(evmem + off), htobe32(v), __ATOMIC_RELEASE);
+}
+
+/* Receive counter of the driver QP: WQEs posted since creation. */
+static void
+ev_credits(uint32_t rcv_counter)
+{
+	dbrec_put(EV_QP_DBREC, rcv_counter);
+}
+
+/* The mlx5 CQ arm: doorbell record, then the 64-bit UAR doorbell at 0x20. */
+static void
+ev_arm(uint32_t ci)
+{
+	uint32_t hi = (uint32_t)(w.arm_sn++ & 3) << 28 | (ci & 0xffffff);
+
+	dbrec_put(EV_CQ_DBREC, ci & 0xffffff);
+	dbrec_put(EV_CQ_DBREC + 4, hi);
+	emu_uar_write(dev, w.uar, EMU_UAR_CQ_DOORBELL, (uint64_t)hi << 32 | w.cq);
+}
+
+static uint8_t *
+ev_cqe(uint32_t i)
+{
+	return evmem + (size_t)(i & (EV_NCQE - 1)) * 64;
+}
+
+/* A new CQE at consumer count ci: valid opcode and the owner bit of this pass. */
+static bool
+ev_cqe_ready(uint32_t ci)
+{
+	uint8_t *c = ev_cqe(w.cc ? 0 : ci);
+	uint8_t own = __atomic_load_n(c + 63, __ATOMIC_ACQUIRE);
+
+	return (own >> 4) != PRM_CQE_INVALID && (own & 1) == ((ci >> EV_LOG_CQ) & 1);
+}
+
+/* A driver's event handler: consume every CQE, hand credits back, re-arm. */
+static uint32_t
+ev_rearm(void)
+{
+	uint32_t n = 0;
+
+	while (ev_cqe_ready(w.ev_ci)) {
+		assert_int_equal(PRM_GET(cqe64, ev_cqe(w.ev_ci), wqe_counter),
+				 (uint16_t)w.ev_ci);
+		assert_int_equal(PRM_GET(cqe64, ev_cqe(w.ev_ci), opcode), PRM_CQE_RESP_SEND);
+		assert_int_equal(PRM_GET(cqe64, ev_cqe(w.ev_ci), qpn), w.drvqp);
+		w.ev_ci++;
+		n++;
+	}
+	ev_credits(w.ev_ci + (1u << EV_LOG_RQ));
+	ev_arm(w.ev_ci);
+	return n;
 }
 
 /* Guest memory bump allocator: aligned blocks, never in the hole. */
@@ -273,14 +372,18 @@ no_dp_thread_left(void)
 }
 
 static int
-setup(void **state)
+setup_cq(void **state, bool cc, bool oi)
 {
 	uint8_t in[PRM_SIZE(create_cq_in)] = { 0 }, out[16];
+	void *cqc = PRM_ADDR(create_cq_in, in, cq_context);
+	uint32_t eqn;
 	char err[256];
 	int i;
 
 	(void)state;
 	memset(&w, 0, sizeof(w));
+	w.cc = cc;
+	w.oi = oi;
 	dev = emu_dev_create("dp", "fast", err, sizeof(err));
 	assert_non_null(dev);
 	gm = aligned_alloc(4096, GSIZE);
@@ -308,9 +411,29 @@ setup(void **state)
 	w.imkey = indirect_mkey();
 	w.logumem = umem_reg(logmem, 4096);
 	w.logmkey = direct_mkey(w.logumem, LOG_BASE, 4096);
-	/* Event path: CQ <- driver QP <- firmware QP, connected both ways. */
+	/*
+	 * Event path: CQ <- driver QP <- firmware QP, connected both ways; the
+	 * CQ on a UAR page and a completion EQ, its CQEs owned by software.
+	 */
+	evmem = aligned_alloc(4096, 4096);
+	memset(evmem, 0, 4096);
+	for (i = 0; i < (int)EV_NCQE; i++)
+		evmem[i * 64 + 63] = PRM_CQE_INVALID << 4 | 1;
+	w.evumem = umem_reg(evmem, 4096);
+	assert_int_equal(emu_uar_alloc(dev, &w.uar), 0);
+	assert_int_equal(emu_eqn_query(dev, 0, &eqn), 0);
 	PRM_SET(create_cq_in, in, opcode, PRM_CMD_CREATE_CQ);
-	PRM_SET(cqc, PRM_ADDR(create_cq_in, in, cq_context), log_cq_size, 4);
+	PRM_SET(cqc, cqc, log_cq_size, EV_LOG_CQ);
+	PRM_SET(cqc, cqc, c_eqn, eqn);
+	PRM_SET(cqc, cqc, uar_page, w.uar);
+	PRM_SET(cqc, cqc, cc, cc);
+	PRM_SET(cqc, cqc, oi, oi);
+	PRM_SET(cqc, cqc, dbr_umem_valid, 1);
+	PRM_SET(cqc, cqc, dbr_umem_id, w.evumem);
+	PRM_SET(cqc, cqc, dbr_addr, EV_CQ_DBREC);
+	PRM_SET(create_cq_in, in, cq_umem_valid, 1);
+	PRM_SET(create_cq_in, in, cq_umem_id, w.evumem);
+	PRM_SET(create_cq_in, in, cq_umem_offset, 0);
 	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
 	w.cq = (uint32_t)PRM_GET(create_cq_out, out, cqn);
 	w.drvqp = create_qp(w.cq);
@@ -324,9 +447,18 @@ setup(void **state)
 	assert_non_null(w.ch);
 	assert_int_equal(emu_evch_subscribe(w.ch, PRM_CMD_CREATE_CQ, 0, w.cq,
 					    PRM_EVENT_COMPLETION, 0xca11), 0);
+	/* A whole receive queue of credits and the first arm. */
+	ev_rearm();
 	w.next_gpa = GBASE;
 	return 0;
 }
+
+static int
+setup(void **state)
+{
+	return setup_cq(state, false, false);
+}
+
 
 /* Clean teardown in reverse order: the device must report no leak. */
 static int
@@ -370,6 +502,8 @@ teardown(void **state)
 	simple(PRM_CMD_DESTROY_QP, w.fwqp);
 	simple(PRM_CMD_DESTROY_QP, w.drvqp);
 	simple(PRM_CMD_DESTROY_CQ, w.cq);
+	assert_int_equal(emu_uar_free(dev, w.uar), 0);
+	assert_int_equal(emu_umem_dereg(dev, w.evumem, &synd), 0);
 	simple(PRM_CMD_DESTROY_MKEY, w.imkey >> 8);
 	simple(PRM_CMD_DESTROY_MKEY, w.dmkey >> 8);
 	simple(PRM_CMD_DESTROY_MKEY, w.logmkey >> 8);
@@ -389,6 +523,7 @@ teardown(void **state)
 		free(umem_mem[i]);
 	free(gm);
 	free(logmem);
+	free(evmem);
 	return 0;
 }
 

@@ -122,6 +122,8 @@ struct mlx5_lm_dev {
 	struct devx_db *db;
 	struct devx_evch *evch;
 	struct devx_umem *event_umem;    /* CQ/QP rings and doorbell records of every queue */
+	struct devx_uar *event_uar;      /* UAR page of the event CQs (their arm doorbell) */
+	uint32_t event_eqn;              /* completion EQ the event CQs report to */
 	void *event_buf;
 	size_t event_buf_size;
 	struct mlx5_lm_steer *steer;

@@ -43,12 +43,14 @@ event_slice_size(uint16_t qsize)
 /*
  * One umem for the event rings of every queue: registering it per queue
  * would cost a firmware command per queue at probe for 64 bytes of
- * doorbell record each.
+ * doorbell record each. The event CQs also share one UAR page (their arm
+ * doorbell) and report to completion EQ 0 of the function.
  */
 int
 mlx5_lm_event_buf_create(struct mlx5_lm_dev *dev)
 {
 	size_t slice = event_slice_size(MLX5_LM_EVENTQ_SIZE);
+	int ret;
 
 	dev->event_buf_size = slice * dev->nr_vq;
 	dev->event_buf = aligned_alloc(4096, (dev->event_buf_size + 4095) & ~(size_t)4095);
@@ -60,16 +62,41 @@ mlx5_lm_event_buf_create(struct mlx5_lm_dev *dev)
 	if (dev->event_umem == NULL) {
 		DRV_LOG(ERR, dev, "cannot register the event ring buffer (%zu bytes)",
 			dev->event_buf_size);
-		free(dev->event_buf);
-		dev->event_buf = NULL;
-		return -EIO;
+		ret = -EIO;
+		goto err_umem;
+	}
+	dev->event_uar = devx_uar_alloc(dev->devx);
+	if (dev->event_uar == NULL) {
+		DRV_LOG(ERR, dev, "cannot allocate a UAR page for the event CQs");
+		ret = -EIO;
+		goto err_uar;
+	}
+	ret = devx_query_eqn(dev->devx, 0, &dev->event_eqn);
+	if (ret < 0) {
+		DRV_LOG(ERR, dev, "no completion EQ for the event CQs: %s", strerror(-ret));
+		goto err_eqn;
 	}
 	return 0;
+err_eqn:
+	devx_uar_free(dev->event_uar);
+	dev->event_uar = NULL;
+err_uar:
+	if (devx_umem_dereg(dev->event_umem) < 0)
+		DRV_LOG(ERR, dev, "cannot deregister the event ring buffer");
+	dev->event_umem = NULL;
+err_umem:
+	free(dev->event_buf);
+	dev->event_buf = NULL;
+	return ret;
 }
 
 void
 mlx5_lm_event_buf_destroy(struct mlx5_lm_dev *dev)
 {
+	if (dev->event_buf == NULL)
+		return;
+	devx_uar_free(dev->event_uar);
+	dev->event_uar = NULL;
 	if (dev->event_umem != NULL && devx_umem_dereg(dev->event_umem) < 0)
 		DRV_LOG(ERR, dev, "cannot deregister the event ring buffer");
 	dev->event_umem = NULL;
@@ -92,6 +119,8 @@ create_cq(struct mlx5_lm_virtq *vq, uint16_t qsize)
 	PRM_SET(create_cq_in, in, opcode, PRM_CMD_CREATE_CQ);
 	PRM_SET(cqc, cqc, cqe_sz, PRM_CQC_CQE_SZ_64);
 	PRM_SET(cqc, cqc, log_cq_size, log2_u32(qsize));
+	PRM_SET(cqc, cqc, c_eqn, dev->event_eqn);
+	PRM_SET(cqc, cqc, uar_page, devx_uar_page_id(dev->event_uar));
 	PRM_SET(cqc, cqc, dbr_umem_valid, 1);
 	PRM_SET(cqc, cqc, dbr_umem_id, devx_umem_id(dev->event_umem));
 	PRM_SET(cqc, cqc, dbr_addr, off + (uint64_t)qsize * (CQE_SIZE + RQ_STRIDE));
@@ -145,7 +174,13 @@ create_qp(struct mlx5_lm_virtq *vq, uint16_t qsize, int fw)
 	return qp;
 }
 
-/* One QP state transition (RST2INIT, INIT2RTR, RTR2RTS) towards remote. */
+/*
+ * One QP state transition (RST2INIT, INIT2RTR, RTR2RTS) towards remote,
+ * with what Linux's mlx5_vnet and DPDK's vdpa/mlx5 give their event QP
+ * pair: force loopback (ads.fl) at INIT2RTR, the two QPs being on one
+ * function, and at RTR2RTS an ack timeout of 14 and retry / RNR retry 7
+ * (RNR retried forever: a notification waits for our credits).
+ */
 static int
 qp_transition(struct mlx5_lm_virtq *vq, struct devx_obj *qp, uint16_t opcode, uint32_t remote)
 {
@@ -153,6 +188,7 @@ qp_transition(struct mlx5_lm_virtq *vq, struct devx_obj *qp, uint16_t opcode, ui
 	uint8_t in[PRM_SIZE(rst2init_qp_in)];
 	uint8_t out[PRM_SIZE(cmd_out) * 2];
 	void *qpc = PRM_ADDR(rst2init_qp_in, in, qpc);
+	void *ads = PRM_ADDR(qpc, qpc, primary_address_path);
 	int ret;
 
 	memset(in, 0, sizeof(in));
@@ -164,11 +200,17 @@ qp_transition(struct mlx5_lm_virtq *vq, struct devx_obj *qp, uint16_t opcode, ui
 		PRM_SET(qpc, qpc, mtu, PRM_QPC_MTU_1K);
 		PRM_SET(qpc, qpc, log_msg_max, 30);
 		PRM_SET(qpc, qpc, remote_qpn, remote);
+		PRM_SET(ads, ads, fl, 1);
 	} else if (opcode == PRM_CMD_RST2INIT_QP) {
 		PRM_SET(qpc, qpc, rwe, 1);
 		PRM_SET(qpc, qpc, rre, 1);
+	} else if (opcode == PRM_CMD_RTR2RTS_QP) {
+		PRM_SET(ads, ads, ack_timeout, 14);
+		PRM_SET(qpc, qpc, retry_count, 7);
+		PRM_SET(qpc, qpc, rnr_retry, 7);
 	}
-	ret = devx_cmd(vq->dev->devx, in, sizeof(in), out, sizeof(out));
+	/* A QP transition is a modify of the QP object (Linux devx.c). */
+	ret = devx_obj_modify(qp, in, sizeof(in), out, sizeof(out));
 	if (ret < 0)
 		VQ_LOG(ERR, vq, "event QP 0x%x: %s failed", devx_obj_id(qp), prm_opcode_name(opcode));
 	return ret;

@@ -644,19 +644,26 @@ devx_uar_alloc(struct devx_ctx *ctx)
 	return uar;
 }
 
-void
+int
 devx_uar_free(struct devx_uar *uar)
 {
 	struct devx_ctx *ctx;
 	uint64_t t0;
+	int rc;
 
 	if (uar == NULL)
-		return;
+		return 0;
 	ctx = uar->ctx;
 	t0 = devx_trace_now_us();
-	ctx->be->uar_free(ctx, uar);
-	devx_trace_op(ctx, t0, devx_trace_now_us(), "UAR_FREE", 0, 4096, uar->page_id, 0, 0);
+	rc = ctx->be->uar_free(ctx, uar);
+	devx_trace_op(ctx, t0, devx_trace_now_us(), "UAR_FREE", 0, 4096, uar->page_id,
+		      rc == -EBUSY ? PRM_STATUS_RES_BUSY : rc < 0 ? PRM_STATUS_BAD_RES : 0, 0);
+	/* Refused, the page stays the device's (and its leak report's); the handle goes. */
+	if (rc < 0)
+		devx_log(3, "%s: UAR page %u not freed: %s", ctx->name, uar->page_id,
+			 rc == -EBUSY ? "still used by an object of the device" : strerror(-rc));
 	free(uar);
+	return rc;
 }
 
 uint32_t

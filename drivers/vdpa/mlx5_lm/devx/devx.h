@@ -150,7 +150,11 @@ int devx_db_mmap_info(const struct devx_db *db, int *fd, uint64_t *offset, uint6
  * trace allocation, release and every doorbell written through it.
  */
 struct devx_uar *devx_uar_alloc(struct devx_ctx *ctx);
-void devx_uar_free(struct devx_uar *uar);
+/*
+ * Free a UAR page: 0, or -EBUSY while an object of the device (a CQ)
+ * still names it; the handle is released either way.
+ */
+int devx_uar_free(struct devx_uar *uar);
 /* The page number that goes into cqc.uar_page. */
 uint32_t devx_uar_page_id(const struct devx_uar *uar);
 /*

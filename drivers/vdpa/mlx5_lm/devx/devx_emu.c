@@ -146,11 +146,10 @@ emu_be_uar_alloc(struct devx_ctx *ctx, struct devx_uar *uar)
 	return emu_uar_alloc(EMU(ctx), &uar->page_id);
 }
 
-static void
+static int
 emu_be_uar_free(struct devx_ctx *ctx, struct devx_uar *uar)
 {
-	if (emu_uar_free(EMU(ctx), uar->page_id) < 0)
-		devx_log(3, "%s: UAR page %u unknown to the device", ctx->name, uar->page_id);
+	return emu_uar_free(EMU(ctx), uar->page_id);
 }
 
 static void

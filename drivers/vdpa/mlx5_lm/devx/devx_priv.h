@@ -43,7 +43,8 @@ struct devx_backend {
 	void (*db_free)(struct devx_ctx *ctx, struct devx_db *db);
 	void (*db_ring)(struct devx_ctx *ctx, struct devx_db *db, uint32_t offset, uint32_t v);
 	int (*uar_alloc)(struct devx_ctx *ctx, struct devx_uar *uar);
-	void (*uar_free)(struct devx_ctx *ctx, struct devx_uar *uar);
+	/* 0, -EBUSY while the device still uses the page, or another errno. */
+	int (*uar_free)(struct devx_ctx *ctx, struct devx_uar *uar);
 	void (*uar_ring)(struct devx_ctx *ctx, struct devx_uar *uar, uint32_t offset,
 			 uint64_t value);
 	int (*query_eqn)(struct devx_ctx *ctx, uint32_t vector, uint32_t *eqn);

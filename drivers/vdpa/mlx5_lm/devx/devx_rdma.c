@@ -303,10 +303,11 @@ rdma_uar_alloc(struct devx_ctx *ctx, struct devx_uar *uar)
 	return 0;
 }
 
-static void
+static int
 rdma_uar_free(struct devx_ctx *ctx, struct devx_uar *uar)
 {
 	mlx5dv_devx_free_uar(uar->be_handle);
+	return 0;
 }
 
 static void

@@ -436,9 +436,13 @@ emu_net_delete_fte(struct emu_ctx *c)
 }
 
 /* ---- CQ, QP ---------------------------------------------------------------------- */
-/* A umem named by a create command must exist and hold `need` bytes at off. */
+/*
+ * A umem named by a create command must exist and hold `need` bytes at
+ * off; *host (when asked) gets the device's address of that byte.
+ */
 static int
-hold_umem(struct emu_ctx *c, struct emu_net_obj *o, uint32_t id, uint64_t off, uint64_t need)
+hold_umem(struct emu_ctx *c, struct emu_net_obj *o, uint32_t id, uint64_t off, uint64_t need,
+	  uint8_t **host)
 {
 	struct emu_umem *u = (struct emu_umem *)emu_obj_find(c->dev, EMU_KIND_UMEM, id);
 
@@ -446,34 +450,66 @@ hold_umem(struct emu_ctx *c, struct emu_net_obj *o, uint32_t id, uint64_t off, u
 		return emu_fail(c, PRM_STATUS_BAD_RES, EMU_SYND_BAD_REFERENCE);
 	if (off > u->size || need > u->size - off)
 		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_UMEM_TOO_SMALL);
+	if (host != NULL)
+		*host = u->addr + off;
 	return net_hold(c, o, &u->obj);
 }
 
+/*
+ * CREATE_CQ. The CQ must name one of the function's completion EQs
+ * (cqc.c_eqn: Linux's devx.c looks it up among the completion EQs and
+ * fails with ENOENT otherwise; no completion EQ is number 0) and a UAR
+ * page of this device (cqc.uar_page: the page whose CQ doorbell arms
+ * it). DevX users give the CQE ring and the doorbell record in umems
+ * (cq_umem_valid, dbr_umem_valid); the emulator models no PAS list.
+ */
 int
 emu_net_create_cq(struct emu_ctx *c)
 {
 	const void *cqc = PRM_CADDR(create_cq_in, c->in, cq_context);
 	uint32_t log_size = (uint32_t)PRM_GET(cqc, cqc, log_cq_size);
 	uint64_t cqe = PRM_GET(cqc, cqc, cqe_sz) == PRM_CQC_CQE_SZ_128 ? 128 : 64;
+	uint32_t eqn = (uint32_t)PRM_GET(cqc, cqc, c_eqn);
+	uint32_t uar_id = (uint32_t)PRM_GET(cqc, cqc, uar_page);
+	struct emu_obj *uar;
 	struct emu_net_obj *o;
 	int status = 0;
 
 	if (log_size > 24)
 		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
+	if (!emu_eqn_is_completion(c->dev, eqn)) {
+		emu_log(c->dev, 4, "CREATE_CQ: c_eqn %u is not a completion EQ of the function "
+			"(cqc.c_eqn; Linux devx.c: ENOENT)", eqn);
+		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_CQ_BAD_EQN);
+	}
+	uar = emu_obj_find(c->dev, EMU_KIND_UAR, uar_id);
+	if (uar == NULL) {
+		emu_log(c->dev, 4, "CREATE_CQ: uar_page %u is not a UAR page of this device "
+			"(cqc.uar_page)", uar_id);
+		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_CQ_BAD_UAR);
+	}
+	if (!PRM_GET(create_cq_in, c->in, cq_umem_valid) || !PRM_GET(cqc, cqc, dbr_umem_valid)) {
+		emu_log(c->dev, 4, "CREATE_CQ: CQE ring and doorbell record must be in umems "
+			"(cq_umem_valid, cqc.dbr_umem_valid)");
+		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_CQ_NO_UMEM);
+	}
 	o = net_new(c, EMU_KIND_CQ);
 	if (o == NULL)
 		return emu_fail(c, PRM_STATUS_NO_RESOURCES, EMU_SYND_BAD_PARAM);
 	o->size = log_size;
-	o->uar_page = (uint32_t)PRM_GET(cqc, cqc, uar_page);
-	o->eqn = (uint32_t)PRM_GET(cqc, cqc, c_eqn);
-	/* DevX CQs live in umems: the CQE ring and the doorbell record. */
-	if (PRM_GET(create_cq_in, c->in, cq_umem_valid))
+	o->uar_page = uar_id;
+	o->eqn = eqn;
+	o->cqe_size = (uint32_t)cqe;
+	o->cc = PRM_GET(cqc, cqc, cc) != 0;
+	o->oi = PRM_GET(cqc, cqc, oi) != 0;
+	status = net_hold(c, o, uar);
+	if (status == 0)
 		status = hold_umem(c, o, (uint32_t)PRM_GET(create_cq_in, c->in, cq_umem_id),
 				   PRM_GET(create_cq_in, c->in, cq_umem_offset),
-				   cqe << log_size);
-	if (status == 0 && PRM_GET(cqc, cqc, dbr_umem_valid))
+				   cqe << log_size, &o->cqes);
+	if (status == 0)
 		status = hold_umem(c, o, (uint32_t)PRM_GET(cqc, cqc, dbr_umem_id),
-				   PRM_GET(cqc, cqc, dbr_addr), 8);
+				   PRM_GET(cqc, cqc, dbr_addr), PRM_SIZE(cq_dbrec), &o->dbrec);
 	if (status != 0)
 		return net_create_failed(c, o, status);
 	return net_created(c, o);
@@ -532,15 +568,17 @@ emu_net_create_qp(struct emu_ctx *c)
 	o->state = PRM_QPC_STATE_RST;
 	o->cqn_snd = cqs[0];
 	o->cqn_rcv = cqs[1];
+	o->rq_type = (uint32_t)PRM_GET(qpc, qpc, rq_type);
+	o->log_rq_size = (uint32_t)PRM_GET(qpc, qpc, log_rq_size);
 	status = net_hold(c, o, pd);
 	for (i = 0; status == 0 && i < 2; i++)
 		status = net_hold(c, o, cq[i]);
 	if (status == 0 && PRM_GET(create_qp_in, c->in, wq_umem_valid))
 		status = hold_umem(c, o, (uint32_t)PRM_GET(create_qp_in, c->in, wq_umem_id),
-				   PRM_GET(create_qp_in, c->in, wq_umem_offset), 1);
+				   PRM_GET(create_qp_in, c->in, wq_umem_offset), 1, NULL);
 	if (status == 0 && PRM_GET(qpc, qpc, dbr_umem_valid))
 		status = hold_umem(c, o, (uint32_t)PRM_GET(qpc, qpc, dbr_umem_id),
-				   PRM_GET(qpc, qpc, dbr_addr), 8);
+				   PRM_GET(qpc, qpc, dbr_addr), PRM_SIZE(qp_dbrec), &o->dbrec);
 	if (status != 0)
 		return net_create_failed(c, o, status);
 	return net_created(c, o);
@@ -574,15 +612,56 @@ emu_net_qp_transition(struct emu_ctx *c)
 		to = PRM_QPC_STATE_RTS;
 		break;
 	default:
+		/* 2RST: the receive queue and any message in flight are gone. */
 		qp->state = PRM_QPC_STATE_RST;
+		qp->rq_consumed = 0;
+		qp->rnr_pending = false;
 		return PRM_STATUS_OK;
 	}
 	if (qp->state != from)
 		return emu_fail(c, PRM_STATUS_BAD_RES_STATE, EMU_SYND_QP_BAD_TRANSITION);
 	if (c->opcode == PRM_CMD_INIT2RTR_QP) {
 		const void *qpc = PRM_CADDR(init2rtr_qp_in, c->in, qpc);
+		const void *ads = PRM_CADDR(qpc, qpc, primary_address_path);
+		uint32_t remote = (uint32_t)PRM_GET(qpc, qpc, remote_qpn);
 
-		qp->remote_qpn = (uint32_t)PRM_GET(qpc, qpc, remote_qpn);
+		/*
+		 * Two QPs of one function talk through the port only in force
+		 * loopback (ads.fl), which Linux's mlx5_vnet and DPDK's vdpa/mlx5
+		 * set at INIT2RTR for the event QP pair; the peer must exist.
+		 */
+		if (!PRM_GET(ads, ads, fl)) {
+			emu_log(c->dev, 4, "INIT2RTR_QP 0x%x: primary_address_path.fl is 0; a QP "
+				"pair on one function needs force loopback", qpn);
+			return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_QP_NO_LOOPBACK);
+		}
+		if (remote == 0 || emu_obj_find(c->dev, EMU_KIND_QP, remote) == NULL) {
+			emu_log(c->dev, 4, "INIT2RTR_QP 0x%x: remote_qpn 0x%x names no QP", qpn,
+				remote);
+			return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_QP_BAD_REMOTE);
+		}
+		qp->remote_qpn = remote;
+		qp->fl = true;
+	} else if (c->opcode == PRM_CMD_RTR2RTS_QP) {
+		const void *qpc = PRM_CADDR(rtr2rts_qp_in, c->in, qpc);
+		const void *ads = PRM_CADDR(qpc, qpc, primary_address_path);
+		uint8_t retry = (uint8_t)PRM_GET(qpc, qpc, retry_count);
+		uint8_t rnr = (uint8_t)PRM_GET(qpc, qpc, rnr_retry);
+		uint8_t ack = (uint8_t)PRM_GET(ads, ads, ack_timeout);
+
+		/*
+		 * An RC sender needs its ack timeout and retry counts (qpc.retry_count,
+		 * qpc.rnr_retry, ads.ack_timeout; Linux mlx5_vnet and DPDK set 14/7/7):
+		 * with 0 the first RNR NAK or lost ack kills the QP.
+		 */
+		if (retry == 0 || rnr == 0 || ack == 0) {
+			emu_log(c->dev, 4, "RTR2RTS_QP 0x%x: retry_count %u, rnr_retry %u, "
+				"ack_timeout %u: all three must be set", qpn, retry, rnr, ack);
+			return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_QP_NO_RETRY);
+		}
+		qp->retry_count = retry;
+		qp->rnr_retry = rnr;
+		qp->ack_timeout = ack;
 	}
 	qp->state = to;
 	return PRM_STATUS_OK;
