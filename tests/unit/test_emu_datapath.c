@@ -459,6 +459,12 @@ setup(void **state)
 	return setup_cq(state, false, false);
 }
 
+/* A collapsed, overrun-ignoring event CQ (what DPDK's vdpa/mlx5 uses). */
+static int
+setup_collapsed(void **state)
+{
+	return setup_cq(state, true, true);
+}
 
 /* Clean teardown in reverse order: the device must report no leak. */
 static int
@@ -1153,6 +1159,7 @@ test_packed_rings_wrap_and_suppress_events(void **state)
 			assert_int_equal(ev.type, PRM_EVENT_COMPLETION);
 			assert_int_equal(ev.cookie, 0xca11);
 			assert_int_equal(ev.obj_id, w.cq);
+			assert_int_equal(ev_rearm(), 1);
 		}
 		/* One event per batch at most. */
 		assert_int_equal(emu_evch_read(w.ch, &ev), 0);
@@ -1434,8 +1441,9 @@ test_completion_event_unless_no_interrupt(void **state)
 	assert_int_equal(ev.type, PRM_EVENT_COMPLETION);
 	assert_int_equal(ev.cookie, 0xca11);
 	assert_int_equal(ev.obj_id, w.cq);
-	/* Three completions in one batch: one event. */
+	/* Three completions in one batch: one event, one message, one CQE. */
 	assert_int_equal(emu_evch_read(w.ch, &ev), 0);
+	assert_int_equal(ev_rearm(), 1);
 	/* VRING_AVAIL_F_NO_INTERRUPT: completions, no event. */
 	put16(rx->avail, 1);
 	post_rx(rx, 0);
@@ -1726,6 +1734,198 @@ test_packed_dirty_bitmap_marks_written_pages(void **state)
 	dirty_pages(true);
 }
 
+/* ---- Event path: credits, CQEs, arming (issue 10) ------------------------------------ */
+/* RX (event_mode QP) and TX rings with steering, ready for notify_once(). */
+static void
+event_rings(struct ring **rx, struct ring **tx)
+{
+	struct vq_opts orx = { .event = true }, otx = { 0 };
+
+	*rx = vq_up(0, &orx);
+	*tx = vq_up(1, &otx);
+	steering(rx, 1, false);
+}
+
+/* One frame through TX -> loopback -> RX: one completion batch on RX, one notification. */
+static void
+notify_once(struct ring *rx, struct ring *tx, uint32_t seq)
+{
+	uint64_t mark = w.next_gpa;
+	uint32_t id, len;
+	uint8_t f[100];
+
+	post_rx(rx, 0);
+	make_frame(f, 100, 0x0a000002, 1, seq);
+	post_tx(tx, f, 100, 0);
+	kick(tx);
+	wait_idle();
+	assert_int_equal(reap(rx, &id, &len), 1);
+	assert_int_equal(reap(tx, &id, &len), 1);
+	w.next_gpa = mark;   /* both buffers are back: reuse their memory */
+}
+
+/* Whether an event of that type and cookie is pending (the data path is idle). */
+static bool
+event_pending(uint16_t type, uint64_t cookie)
+{
+	struct pollfd pfd = { .fd = emu_evch_fd(w.ch), .events = POLLIN };
+	struct emu_event ev;
+
+	if (poll(&pfd, 1, 0) != 1)
+		return false;
+	assert_int_equal(emu_evch_read(w.ch, &ev), 1);
+	assert_int_equal(ev.type, type);
+	assert_int_equal(ev.cookie, cookie);
+	return true;
+}
+
+/*
+ * Receive credits come from the driver QP's doorbell record (qp_dbrec
+ * receive counter, as the mlx5 RQ doorbell): a notification without one
+ * is an RNR condition, retried (here at the CQ's next arm, the driver
+ * having handed credits back) and delivered then; with qpc.rnr_retry 1
+ * the second retry without credit puts the firmware QP in ERR and a WQ
+ * catastrophic error event (PRM event type 0x05) reports it.
+ */
+static void
+test_notification_needs_a_receive_credit(void **state)
+{
+	struct ring *rx, *tx;
+
+	(void)state;
+	event_rings(&rx, &tx);
+	assert_int_equal(emu_evch_subscribe(w.ch, PRM_CMD_CREATE_QP, 0, w.fwqp,
+					    PRM_EVENT_WQ_CATAS_ERROR, 0x05), 0);
+	/* No credit: the message waits, no CQE, no event. */
+	ev_credits(0);
+	notify_once(rx, tx, 0);
+	assert_false(ev_cqe_ready(0));
+	assert_false(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+	/* Credits and an arm: the waiting message lands. */
+	assert_int_equal(ev_rearm(), 0);
+	assert_true(ev_cqe_ready(0));
+	assert_true(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+	assert_int_equal(ev_rearm(), 1);
+	notify_once(rx, tx, 1);
+	assert_true(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+	assert_int_equal(ev_rearm(), 1);
+
+	/* The firmware QP again, with one RNR retry, and no credit at all. */
+	qp_to(PRM_CMD_2RST_QP, w.fwqp, 0);
+	qp_to(PRM_CMD_RST2INIT_QP, w.fwqp, 0);
+	qp_to(PRM_CMD_INIT2RTR_QP, w.fwqp, w.drvqp);
+	qp_to_rnr(PRM_CMD_RTR2RTS_QP, w.fwqp, 0, 1);
+	ev_credits(w.ev_ci);
+	notify_once(rx, tx, 2);          /* RNR */
+	notify_once(rx, tx, 3);          /* retry 1 of 1 */
+	assert_false(event_pending(PRM_EVENT_WQ_CATAS_ERROR, 0x05));
+	notify_once(rx, tx, 4);          /* retries exhausted */
+	assert_true(event_pending(PRM_EVENT_WQ_CATAS_ERROR, 0x05));
+	assert_false(ev_cqe_ready(w.ev_ci));
+	/* A QP in ERR sends nothing, credits or not. */
+	assert_int_equal(ev_rearm(), 0);
+	notify_once(rx, tx, 5);
+	assert_false(ev_cqe_ready(w.ev_ci));
+	assert_false(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+}
+
+/*
+ * Completions are 64-byte CQEs in the CQ ring (PRM / mlx5_cqe64):
+ * wqe_counter of the receive WQE consumed, the QP number, opcode
+ * RESP_SEND, and the owner bit of the pass (flipping at every wrap of
+ * the 16 entries). An event is posted only while the CQ is armed (the
+ * UAR CQ doorbell at 0x20); one event disarms it; arming behind the
+ * producer raises the event at once.
+ */
+static void
+test_cqes_are_written_and_events_need_an_arm(void **state)
+{
+	struct ring *rx, *tx;
+	uint32_t i;
+
+	(void)state;
+	event_rings(&rx, &tx);
+	notify_once(rx, tx, 0);
+	assert_true(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+	/* Disarmed: the next completion writes its CQE, raises nothing. */
+	notify_once(rx, tx, 1);
+	assert_true(ev_cqe_ready(1));
+	assert_false(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+	/* Armed at ci 1 with two CQEs written: the event is due now. */
+	ev_arm(1);
+	assert_true(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+	assert_int_equal(ev_rearm(), 2);
+	assert_false(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+	/* Two and a half wraps: every CQE checked by owner bit and wqe_counter. */
+	for (i = 2; i < 2 * EV_NCQE + EV_NCQE / 2; i++) {
+		notify_once(rx, tx, i);
+		assert_true(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+		assert_int_equal(ev_rearm(), 1);
+	}
+	assert_int_equal(PRM_GET(cqe64, ev_cqe(0), owner), 0);   /* third pass */
+	assert_int_equal(PRM_GET(cqe64, ev_cqe(EV_NCQE - 1), owner), 1);
+}
+
+/*
+ * A CQ without cqc.oi whose consumer index (CQ doorbell record) stays
+ * a whole ring behind overruns: the CQ goes to error and a CQ error
+ * event (PRM event type 0x04) is posted; the CQEs written stay as they
+ * were and nothing more completes into it.
+ */
+static void
+test_undrained_cq_overruns_into_an_error_event(void **state)
+{
+	struct ring *rx, *tx;
+	uint32_t i;
+
+	(void)state;
+	event_rings(&rx, &tx);
+	assert_int_equal(emu_evch_subscribe(w.ch, PRM_CMD_CREATE_CQ, 0, w.cq,
+					    PRM_EVENT_CQ_ERROR, 0x04), 0);
+	ev_credits(1u << EV_LOG_RQ);
+	for (i = 0; i < EV_NCQE; i++)
+		notify_once(rx, tx, i);
+	assert_true(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+	assert_false(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+	assert_false(event_pending(PRM_EVENT_CQ_ERROR, 0x04));
+	notify_once(rx, tx, EV_NCQE);
+	assert_true(event_pending(PRM_EVENT_CQ_ERROR, 0x04));
+	/* Entry 0 is still the first pass's (owner 0, wqe_counter 0). */
+	assert_int_equal(PRM_GET(cqe64, ev_cqe(0), owner), 0);
+	assert_int_equal(PRM_GET(cqe64, ev_cqe(0), wqe_counter), 0);
+	ev_arm(0);
+	notify_once(rx, tx, EV_NCQE + 1);
+	assert_false(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+	assert_false(event_pending(PRM_EVENT_CQ_ERROR, 0x04));
+}
+
+/*
+ * A collapsed CQ (cqc.cc) gets every CQE at index 0, the latest
+ * wqe_counter there; with cqc.oi it never overruns, however far the
+ * consumer index lags (DPDK's vdpa/mlx5 event CQs are built so).
+ */
+static void
+test_collapsed_cq_writes_index_0_and_never_overruns(void **state)
+{
+	struct ring *rx, *tx;
+	uint32_t i;
+
+	(void)state;
+	event_rings(&rx, &tx);
+	for (i = 0; i < 3 * EV_NCQE; i++) {
+		if (i % (1u << EV_LOG_RQ) == 0)
+			ev_credits(i + (1u << EV_LOG_RQ));   /* credits only: ci stays 0 */
+		notify_once(rx, tx, i);
+		assert_int_equal(PRM_GET(cqe64, ev_cqe(0), wqe_counter), i);
+		assert_int_equal(PRM_GET(cqe64, ev_cqe(0), opcode), PRM_CQE_RESP_SEND);
+		assert_int_equal(evmem[64 + 63], PRM_CQE_INVALID << 4 | 1);
+		assert_true(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+		/* Armed at the producer: no event until the next completion. */
+		ev_arm(i + 1);
+		assert_false(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+	}
+}
+
 int
 main(void)
 {
@@ -1746,6 +1946,11 @@ main(void)
 		T(test_rx_backlog_is_delivered_after_a_kick),
 		T(test_split_dirty_bitmap_marks_written_pages),
 		T(test_packed_dirty_bitmap_marks_written_pages),
+		T(test_notification_needs_a_receive_credit),
+		T(test_cqes_are_written_and_events_need_an_arm),
+		T(test_undrained_cq_overruns_into_an_error_event),
+		cmocka_unit_test_setup_teardown(test_collapsed_cq_writes_index_0_and_never_overruns,
+						setup_collapsed, teardown),
 #undef T
 	};
 

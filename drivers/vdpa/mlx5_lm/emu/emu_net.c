@@ -6,6 +6,7 @@
  * machine. The emulator keeps what validation and the reference rules
  * need; steering itself is the data path's business.
  */
+#include <endian.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -455,6 +456,15 @@ hold_umem(struct emu_ctx *c, struct emu_net_obj *o, uint32_t id, uint64_t off, u
 	return net_hold(c, o, &u->obj);
 }
 
+/* A 32-bit big-endian doorbell-record field the driver writes at any time. */
+static uint32_t
+dbrec_load(const uint8_t *rec, uint32_t dword)
+{
+	uint32_t v = __atomic_load_n((const uint32_t *)rec + dword, __ATOMIC_ACQUIRE);
+
+	return be32toh(v);
+}
+
 /*
  * CREATE_CQ. The CQ must name one of the function's completion EQs
  * (cqc.c_eqn: Linux's devx.c looks it up among the completion EQs and
@@ -515,6 +525,118 @@ emu_net_create_cq(struct emu_ctx *c)
 	return net_created(c, o);
 }
 
+/* Post a completion event of cq if it is armed; one event disarms it. */
+static void
+cq_event(struct emu_dev *dev, struct emu_net_obj *cq)
+{
+	if (!cq->arm_valid)
+		return;
+	cq->arm_valid = false;
+	emu_event_post(dev, EMU_KIND_CQ, cq->obj.id, PRM_EVENT_COMPLETION, NULL);
+}
+
+/*
+ * Write one CQE (PRM: 64-byte CQE, opcode/owner byte last) for a
+ * completion of QP qpn's WQE wqe_counter. A CQ without cqc.oi whose
+ * consumer index (doorbell record) lags a whole ring behind overruns:
+ * it goes to error, nothing more is written, and a CQ error event
+ * (PRM event type 0x04) is posted. Returns 0, or -1 on overrun.
+ */
+static int
+cq_complete(struct emu_dev *dev, struct emu_net_obj *cq, uint32_t qpn, uint16_t wqe_counter,
+	    uint8_t opcode)
+{
+	uint32_t n = 1u << cq->size, idx;
+	uint8_t *cqe;
+
+	if (cq->cq_error)
+		return -1;
+	if (!cq->oi) {
+		uint32_t ci = dbrec_load(cq->dbrec, 0) & 0xffffff;
+
+		if (((cq->pc - ci) & 0xffffff) >= n) {
+			cq->cq_error = true;
+			emu_log(dev, 4, "CQ 0x%x overrun: %u CQEs produced, consumer index %u, %u "
+				"entries and no cqc.oi (PRM: CQ error event 0x04)", cq->obj.id,
+				cq->pc, ci, n);
+			emu_event_post(dev, EMU_KIND_CQ, cq->obj.id, PRM_EVENT_CQ_ERROR, NULL);
+			return -1;
+		}
+	}
+	idx = cq->cc ? 0 : (cq->pc & (n - 1));
+	cqe = cq->cqes + (size_t)idx * cq->cqe_size + (cq->cqe_size - PRM_SIZE(cqe64));
+	memset(cqe, 0, PRM_SIZE(cqe64) - 1);
+	PRM_SET(cqe64, cqe, byte_cnt, 0);
+	PRM_SET(cqe64, cqe, qpn, qpn);
+	PRM_SET(cqe64, cqe, wqe_counter, wqe_counter);
+	/* The ownership byte last, once the rest of the entry is visible. */
+	__atomic_store_n(cqe + PRM_SIZE(cqe64) - 1,
+			 (uint8_t)(opcode << 4 | ((cq->pc >> cq->size) & 1)), __ATOMIC_RELEASE);
+	cq->pc++;
+	cq_event(dev, cq);
+	return 0;
+}
+
+/*
+ * One message from qp to its peer's receive queue. The peer's receive
+ * credits are its doorbell record's receive counter minus the WQEs the
+ * device consumed; with none, the message waits (RNR NAK) and is retried
+ * at the next notification or at the next arm of the peer's CQ, at most
+ * qpc.rnr_retry times (7 = forever, as in IB); past that the sender goes
+ * to ERR and a WQ catastrophic error event (type 0x05) reports it.
+ */
+static void
+qp_deliver(struct emu_dev *dev, struct emu_net_obj *qp, struct emu_net_obj *peer,
+	   struct emu_net_obj *cq)
+{
+	uint32_t wqes = 1u << peer->log_rq_size;
+	uint32_t credits = (dbrec_load(peer->dbrec, 0) - peer->rq_consumed) & 0xffff;
+
+	if (credits == 0 || credits > wqes) {
+		/* More than a ring of credits is a corrupt counter: no credit either. */
+		if (!qp->rnr_pending) {
+			qp->rnr_pending = true;
+			qp->rnr_left = qp->rnr_retry;
+		} else if (qp->rnr_retry != 7 && qp->rnr_left-- == 0) {
+			qp->rnr_pending = false;
+			qp->state = PRM_QPC_STATE_ERR;
+			emu_log(dev, 4, "QP 0x%x: RNR retries (qpc.rnr_retry %u) exhausted, QP 0x%x "
+				"has no receive credit (receive counter %u, consumed %u): QP to ERR",
+				qp->obj.id, qp->rnr_retry, peer->obj.id, dbrec_load(peer->dbrec, 0),
+				peer->rq_consumed);
+			emu_event_post(dev, EMU_KIND_QP, qp->obj.id, PRM_EVENT_WQ_CATAS_ERROR,
+				       NULL);
+			return;
+		}
+		cq->wait_qpn = qp->obj.id;
+		return;
+	}
+	qp->rnr_pending = false;
+	if (cq->wait_qpn == qp->obj.id)
+		cq->wait_qpn = 0;
+	if (cq_complete(dev, cq, peer->obj.id, (uint16_t)peer->rq_consumed, PRM_CQE_RESP_SEND) == 0)
+		peer->rq_consumed++;
+}
+
+void
+emu_net_qp_notify(struct emu_dev *dev, struct emu_net_obj *qp)
+{
+	struct emu_net_obj *peer, *cq;
+
+	/* An RC sender sends in RTS only; its peer receives from RTR on. */
+	if (qp->state != PRM_QPC_STATE_RTS)
+		return;
+	peer = (struct emu_net_obj *)emu_obj_find(dev, EMU_KIND_QP, qp->remote_qpn);
+	if (peer == NULL || peer->cqn_rcv == 0 || peer->dbrec == NULL ||
+	    peer->rq_type != PRM_QPC_RQ_TYPE_REGULAR ||
+	    (peer->state != PRM_QPC_STATE_RTR && peer->state != PRM_QPC_STATE_RTS))
+		return;
+	cq = (struct emu_net_obj *)emu_obj_find(dev, EMU_KIND_CQ, peer->cqn_rcv);
+	if (cq == NULL)
+		return;
+	qp_deliver(dev, qp, peer, cq);
+}
+
 void
 emu_net_cq_doorbell(struct emu_dev *dev, uint32_t uar, uint32_t cqn, uint8_t sn, uint8_t cmd,
 		    uint32_t ci)
@@ -531,6 +653,18 @@ emu_net_cq_doorbell(struct emu_dev *dev, uint32_t uar, uint32_t cqn, uint8_t sn,
 	cq->arm_cmd = cmd;
 	cq->arm_sn = sn;
 	cq->arm_ci = ci;
+	/* A message that waited for credits is retried now (the driver replenished). */
+	if (cq->wait_qpn != 0) {
+		struct emu_net_obj *qp =
+			(struct emu_net_obj *)emu_obj_find(dev, EMU_KIND_QP, cq->wait_qpn);
+
+		cq->wait_qpn = 0;
+		if (qp != NULL && qp->rnr_pending)
+			emu_net_qp_notify(dev, qp);
+	}
+	/* Armed behind the producer: CQEs past ci exist, the event is due now. */
+	if (cq->arm_valid && !cq->cq_error && ((cq->pc - ci) & 0xffffff) != 0)
+		cq_event(dev, cq);
 }
 
 int

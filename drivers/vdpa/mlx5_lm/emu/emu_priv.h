@@ -522,6 +522,14 @@ void emu_net_flow_caps(void *cap);
 void emu_net_cq_doorbell(struct emu_dev *dev, uint32_t uar, uint32_t cqn, uint8_t sn,
 			 uint8_t cmd, uint32_t ci);
 
+/*
+ * The firmware QP qp sends one message to its peer (the event path of a
+ * virtq in event_mode QP): it consumes a receive credit of the peer and
+ * completes into the peer's receive CQ, or waits (RNR) / goes to ERR when
+ * the peer has no credit. dev->lock held.
+ */
+void emu_net_qp_notify(struct emu_dev *dev, struct emu_net_obj *qp);
+
 /* emu_uar.c: whether eqn is one of the device's completion EQs. */
 bool emu_eqn_is_completion(const struct emu_dev *dev, uint32_t eqn);
 
