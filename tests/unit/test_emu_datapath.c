@@ -1949,8 +1949,9 @@ main(void)
 		T(test_notification_needs_a_receive_credit),
 		T(test_cqes_are_written_and_events_need_an_arm),
 		T(test_undrained_cq_overruns_into_an_error_event),
-		cmocka_unit_test_setup_teardown(test_collapsed_cq_writes_index_0_and_never_overruns,
-						setup_collapsed, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_collapsed_cq_writes_index_0_and_never_overruns, setup_collapsed,
+			teardown),
 #undef T
 	};
 

@@ -600,10 +600,10 @@ qp_deliver(struct emu_dev *dev, struct emu_net_obj *qp, struct emu_net_obj *peer
 		} else if (qp->rnr_retry != 7 && qp->rnr_left-- == 0) {
 			qp->rnr_pending = false;
 			qp->state = PRM_QPC_STATE_ERR;
-			emu_log(dev, 4, "QP 0x%x: RNR retries (qpc.rnr_retry %u) exhausted, QP 0x%x "
-				"has no receive credit (receive counter %u, consumed %u): QP to ERR",
-				qp->obj.id, qp->rnr_retry, peer->obj.id, dbrec_load(peer->dbrec, 0),
-				peer->rq_consumed);
+			emu_log(dev, 4, "QP 0x%x: RNR retries (qpc.rnr_retry %u) exhausted, "
+				"QP 0x%x has no receive credit (receive counter %u, "
+				"consumed %u): QP to ERR", qp->obj.id, qp->rnr_retry,
+				peer->obj.id, dbrec_load(peer->dbrec, 0), peer->rq_consumed);
 			emu_event_post(dev, EMU_KIND_QP, qp->obj.id, PRM_EVENT_WQ_CATAS_ERROR,
 				       NULL);
 			return;
@@ -614,7 +614,8 @@ qp_deliver(struct emu_dev *dev, struct emu_net_obj *qp, struct emu_net_obj *peer
 	qp->rnr_pending = false;
 	if (cq->wait_qpn == qp->obj.id)
 		cq->wait_qpn = 0;
-	if (cq_complete(dev, cq, peer->obj.id, (uint16_t)peer->rq_consumed, PRM_CQE_RESP_SEND) == 0)
+	if (cq_complete(dev, cq, peer->obj.id, (uint16_t)peer->rq_consumed,
+			PRM_CQE_RESP_SEND) == 0)
 		peer->rq_consumed++;
 }
 
