@@ -53,6 +53,13 @@ class ProbeEmulated(unittest.TestCase):
         gone = sorted(r['flow_id'] for r in flows if r['op'] == 'ROOT_FLOW_DESTROY')
         self.assertTrue(made)
         self.assertEqual(made, gone)
+        # UAR pages (the event CQs' doorbell page) are freed as allocated.
+        uars = [r for r in recs if r['op'] in ('UAR_ALLOC', 'UAR_FREE', 'UAR_DOORBELL')]
+        allocs = sorted(r['page_id'] for r in uars if r['op'] == 'UAR_ALLOC')
+        self.assertTrue(allocs)
+        self.assertEqual(allocs, sorted(r['page_id'] for r in uars if r['op'] == 'UAR_FREE'))
+        eqns = [r for r in recs if r['op'] == 'QUERY_EQN']
+        self.assertTrue(eqns)
         for r in recs:
             keys = ('dev', 'seq', 't_start_us', 't_end_us', 'op', 'status', 'syndrome')
             if r in umems:
@@ -62,6 +69,10 @@ class ProbeEmulated(unittest.TestCase):
                 if r['op'] == 'ROOT_FLOW_CREATE':
                     keys += ('priority', 'match_criteria_enable', 'dest_obj_id', 'mask',
                              'value')
+            elif r in uars:
+                keys += ('addr', 'size', 'page_id')
+            elif r in eqns:
+                keys += ('addr', 'eqn')
             else:
                 keys += ('opcode', 'op_mod', 'obj_type', 'obj_id', 'in', 'out')
             for k in keys:
@@ -73,7 +84,8 @@ class ProbeEmulated(unittest.TestCase):
         caps = [r for r in recs if r['op'] == 'QUERY_HCA_CAP']
         self.assertIn(0x13 << 1 | 1, [r['op_mod'] for r in caps])
         self.assertIn(0 << 1 | 1, [r['op_mod'] for r in caps])
-        recs = [r for r in recs if r not in umems and r not in flows]
+        recs = [r for r in recs if r not in umems and r not in flows and r not in uars
+                and r not in eqns]
         # In hex, the opcode is the first 4 digits and op_mod digits 12..16.
         vcap = [r for r in caps if r['op_mod'] == 0x27][0]
         self.assertEqual(vcap['in'][:4], '0100')

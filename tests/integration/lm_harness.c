@@ -583,6 +583,11 @@ trace_add(struct lmh_trace *t, const char *line)
 		c.opcode = c.op[10] == 'C' ? PRM_CMD_SET_FLOW_TABLE_ENTRY :
 			   PRM_CMD_DELETE_FLOW_TABLE_ENTRY;
 		c.obj_id = (uint32_t)json_integer_value(json_object_get(j, "flow_id"));
+	} else if (strcmp(c.op, "UAR_ALLOC") == 0 || strcmp(c.op, "UAR_FREE") == 0) {
+		/* A UAR page is a device object (the kernel's ALLOC_UAR / DEALLOC_UAR). */
+		c.is_cmd = true;
+		c.opcode = c.op[4] == 'A' ? PRM_CMD_ALLOC_UAR : PRM_CMD_DEALLOC_UAR;
+		c.obj_id = (uint32_t)json_integer_value(json_object_get(j, "page_id"));
 	}
 	json_decref(j);
 	if (t->n == t->cap) {

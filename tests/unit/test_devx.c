@@ -287,6 +287,50 @@ test_root_flow_rule_holds_its_destination_and_is_traced(void **state)
 	free_trace(recs, n);
 }
 
+/*
+ * UAR page, completion EQ number and UAR doorbell through the transport
+ * (what mlx5dv_devx_alloc_uar / mlx5dv_devx_query_eqn and a store to the
+ * page are on rdma): each traced with its own fields, the page counted by
+ * the device until freed.
+ */
+static void
+test_uar_eqn_and_uar_doorbell_are_traced(void **state)
+{
+	struct devx_ctx *ctx = open_emu(trace_path);
+	struct devx_uar *uar;
+	uint32_t eqn = 0;
+	json_t **recs;
+	size_t n;
+
+	(void)state;
+	uar = devx_uar_alloc(ctx);
+	assert_non_null(uar);
+	assert_int_equal(emu_dev_live_objects(devx_emu_dev(ctx)), 1);
+	assert_int_equal(devx_query_eqn(ctx, 0, &eqn), 0);
+	assert_int_not_equal(eqn, 0);
+	assert_int_equal(devx_query_eqn(ctx, EMU_NUM_COMP_EQS, &eqn), -EINVAL);
+	devx_uar_ring(uar, DEVX_UAR_CQ_DOORBELL, (uint64_t)0x10000005 << 32 | 7);
+	assert_int_equal(devx_uar_free(uar), 0);
+	assert_int_equal(devx_close(ctx), 0);
+	recs = read_trace(trace_path, &n);
+	assert_int_equal(n, 5);
+	assert_string_equal(json_string_value(json_object_get(recs[0], "op")), "UAR_ALLOC");
+	assert_true(json_integer_value(json_object_get(recs[0], "page_id")) > 0);
+	assert_string_equal(json_string_value(json_object_get(recs[1], "op")), "QUERY_EQN");
+	assert_int_equal(json_integer_value(json_object_get(recs[1], "eqn")), eqn);
+	assert_string_equal(json_string_value(json_object_get(recs[2], "op")), "QUERY_EQN");
+	assert_int_not_equal(json_integer_value(json_object_get(recs[2], "status")), 0);
+	assert_string_equal(json_string_value(json_object_get(recs[3], "op")), "UAR_DOORBELL");
+	assert_int_equal(json_integer_value(json_object_get(recs[3], "addr")), 0x20);
+	assert_int_equal(json_integer_value(json_object_get(recs[3], "value")),
+			 (json_int_t)((uint64_t)0x10000005 << 32 | 7));
+	assert_int_equal(json_integer_value(json_object_get(recs[3], "page_id")),
+			 json_integer_value(json_object_get(recs[0], "page_id")));
+	assert_string_equal(json_string_value(json_object_get(recs[4], "op")), "UAR_FREE");
+	assert_int_equal(json_integer_value(json_object_get(recs[4], "status")), 0);
+	free_trace(recs, n);
+}
+
 struct thread_arg {
 	struct devx_ctx *ctx;
 	int ok;
@@ -355,6 +399,7 @@ main(void)
 		cmocka_unit_test(test_close_reports_objects_left_alive),
 		cmocka_unit_test(test_umem_reg_is_traced),
 		cmocka_unit_test(test_root_flow_rule_holds_its_destination_and_is_traced),
+		cmocka_unit_test(test_uar_eqn_and_uar_doorbell_are_traced),
 		cmocka_unit_test(test_concurrent_commands_trace_whole_lines),
 	};
 	int fd = mkstemp(trace_path);

@@ -899,37 +899,176 @@ test_force_error_posts_object_change_with_cookie(void **state)
 }
 
 /* ---- Net objects ----------------------------------------------------------------- */
+/*
+ * A QP transition with what Linux's mlx5_vnet (setup_vq's connect_qps)
+ * and DPDK's vdpa/mlx5 event QPs carry: INIT2RTR force loopback (ads.fl)
+ * and the peer, RTR2RTS ack_timeout 14, retry_count 7, rnr_retry 7.
+ */
 static int
-qp_cmd(uint16_t opcode, uint32_t qpn)
+qp_cmd_ex(uint16_t opcode, uint32_t qpn, uint32_t remote, bool fl, uint8_t retry, uint8_t rnr,
+	  uint8_t ack)
 {
 	uint8_t in[PRM_SIZE(rst2init_qp_in)] = { 0 }, out[16];
+	void *qpc = PRM_ADDR(rst2init_qp_in, in, qpc);
+	void *ads = PRM_ADDR(qpc, qpc, primary_address_path);
 
 	PRM_SET(rst2init_qp_in, in, opcode, opcode);
 	PRM_SET(rst2init_qp_in, in, qpn, qpn);
+	PRM_SET(qpc, qpc, remote_qpn, remote);
+	PRM_SET(ads, ads, fl, fl);
+	PRM_SET(ads, ads, ack_timeout, ack);
+	PRM_SET(qpc, qpc, retry_count, retry);
+	PRM_SET(qpc, qpc, rnr_retry, rnr);
 	return run(in, sizeof(in), out, sizeof(out));
+}
+
+static int
+qp_cmd(uint16_t opcode, uint32_t qpn, uint32_t remote)
+{
+	return qp_cmd_ex(opcode, qpn, remote, true, 7, 7, 14);
+}
+
+static uint32_t
+plain_qp(uint32_t pd)
+{
+	uint8_t in[PRM_SIZE(create_qp_in)] = { 0 }, out[16];
+
+	PRM_SET(create_qp_in, in, opcode, PRM_CMD_CREATE_QP);
+	PRM_SET(qpc, PRM_ADDR(create_qp_in, in, qpc), pd, pd);
+	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
+	return (uint32_t)PRM_GET(create_qp_out, out, qpn);
 }
 
 static void
 test_qp_state_machine(void **state)
 {
-	uint8_t in[PRM_SIZE(create_qp_in)] = { 0 }, out[16];
-	uint32_t qpn;
+	uint32_t pd = alloc_pd(), qpn = plain_qp(pd), peer = plain_qp(pd);
 
 	(void)state;
-	PRM_SET(create_qp_in, in, opcode, PRM_CMD_CREATE_QP);
-	PRM_SET(qpc, PRM_ADDR(create_qp_in, in, qpc), pd, alloc_pd());
-	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
-	qpn = (uint32_t)PRM_GET(create_qp_out, out, qpn);
 	assert_status(PRM_STATUS_BAD_RES_STATE, EMU_SYND_QP_BAD_TRANSITION,
-		      qp_cmd(PRM_CMD_INIT2RTR_QP, qpn));
-	assert_int_equal(qp_cmd(PRM_CMD_RST2INIT_QP, qpn), 0);
-	assert_int_equal(qp_cmd(PRM_CMD_INIT2RTR_QP, qpn), 0);
-	assert_int_equal(qp_cmd(PRM_CMD_RTR2RTS_QP, qpn), 0);
+		      qp_cmd(PRM_CMD_INIT2RTR_QP, qpn, peer));
+	assert_int_equal(qp_cmd(PRM_CMD_RST2INIT_QP, qpn, 0), 0);
+	assert_int_equal(qp_cmd(PRM_CMD_INIT2RTR_QP, qpn, peer), 0);
+	assert_int_equal(qp_cmd(PRM_CMD_RTR2RTS_QP, qpn, 0), 0);
 	assert_status(PRM_STATUS_BAD_RES_STATE, EMU_SYND_QP_BAD_TRANSITION,
-		      qp_cmd(PRM_CMD_RTR2RTS_QP, qpn));
-	assert_int_equal(qp_cmd(PRM_CMD_2RST_QP, qpn), 0);
-	assert_int_equal(qp_cmd(PRM_CMD_RST2INIT_QP, qpn), 0);
+		      qp_cmd(PRM_CMD_RTR2RTS_QP, qpn, 0));
+	assert_int_equal(qp_cmd(PRM_CMD_2RST_QP, qpn, 0), 0);
+	assert_int_equal(qp_cmd(PRM_CMD_RST2INIT_QP, qpn, 0), 0);
 	assert_int_equal(simple(PRM_CMD_DESTROY_QP, qpn, NULL), 0);
+	assert_int_equal(simple(PRM_CMD_DESTROY_QP, peer, NULL), 0);
+}
+
+/*
+ * Two QPs of one function reach each other only in force loopback:
+ * Linux's mlx5_vnet (connect_qps: MLX5_SET(ads, pp, fl, 1) at INIT2RTR)
+ * and DPDK's vdpa/mlx5 event QP set primary_address_path.fl; remote_qpn
+ * must name a QP. A refused INIT2RTR leaves the QP in INIT.
+ */
+static void
+test_init2rtr_needs_force_loopback_and_an_existing_peer(void **state)
+{
+	uint32_t pd = alloc_pd(), qpn = plain_qp(pd), peer = plain_qp(pd);
+
+	(void)state;
+	assert_int_equal(qp_cmd(PRM_CMD_RST2INIT_QP, qpn, 0), 0);
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_QP_NO_LOOPBACK,
+		      qp_cmd_ex(PRM_CMD_INIT2RTR_QP, qpn, peer, false, 7, 7, 14));
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_QP_BAD_REMOTE,
+		      qp_cmd(PRM_CMD_INIT2RTR_QP, qpn, 0));
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_QP_BAD_REMOTE,
+		      qp_cmd(PRM_CMD_INIT2RTR_QP, qpn, 0xfffff));
+	assert_int_equal(qp_cmd(PRM_CMD_INIT2RTR_QP, qpn, peer), 0);
+	assert_int_equal(simple(PRM_CMD_DESTROY_QP, qpn, NULL), 0);
+	assert_int_equal(simple(PRM_CMD_DESTROY_QP, peer, NULL), 0);
+}
+
+/*
+ * RTR2RTS of an RC sender sets its ack timeout and retry counts
+ * (qpc.retry_count, qpc.rnr_retry, primary_address_path.ack_timeout;
+ * Linux mlx5_vnet and DPDK vdpa/mlx5 set 7, 7 and 14): without them the
+ * first RNR NAK puts the firmware QP in error. Each one alone is refused.
+ */
+static void
+test_rtr2rts_needs_retry_rnr_retry_and_ack_timeout(void **state)
+{
+	uint32_t pd = alloc_pd(), qpn = plain_qp(pd), peer = plain_qp(pd);
+
+	(void)state;
+	assert_int_equal(qp_cmd(PRM_CMD_RST2INIT_QP, qpn, 0), 0);
+	assert_int_equal(qp_cmd(PRM_CMD_INIT2RTR_QP, qpn, peer), 0);
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_QP_NO_RETRY,
+		      qp_cmd_ex(PRM_CMD_RTR2RTS_QP, qpn, 0, true, 0, 7, 14));
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_QP_NO_RETRY,
+		      qp_cmd_ex(PRM_CMD_RTR2RTS_QP, qpn, 0, true, 7, 0, 14));
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_QP_NO_RETRY,
+		      qp_cmd_ex(PRM_CMD_RTR2RTS_QP, qpn, 0, true, 7, 7, 0));
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_QP_NO_RETRY,
+		      qp_cmd_ex(PRM_CMD_RTR2RTS_QP, qpn, 0, true, 0, 0, 0));
+	assert_int_equal(qp_cmd(PRM_CMD_RTR2RTS_QP, qpn, 0), 0);
+	assert_int_equal(simple(PRM_CMD_DESTROY_QP, qpn, NULL), 0);
+	assert_int_equal(simple(PRM_CMD_DESTROY_QP, peer, NULL), 0);
+}
+
+static int
+create_cq(uint32_t eqn, uint32_t uar, uint32_t cq_umem, uint32_t dbr_umem, uint32_t *cqn)
+{
+	uint8_t in[PRM_SIZE(create_cq_in)] = { 0 }, out[16];
+	void *cqc = PRM_ADDR(create_cq_in, in, cq_context);
+	int st;
+
+	PRM_SET(create_cq_in, in, opcode, PRM_CMD_CREATE_CQ);
+	PRM_SET(cqc, cqc, log_cq_size, 4);
+	PRM_SET(cqc, cqc, c_eqn, eqn);
+	PRM_SET(cqc, cqc, uar_page, uar);
+	if (dbr_umem != 0) {
+		PRM_SET(cqc, cqc, dbr_umem_valid, 1);
+		PRM_SET(cqc, cqc, dbr_umem_id, dbr_umem);
+	}
+	if (cq_umem != 0) {
+		PRM_SET(create_cq_in, in, cq_umem_valid, 1);
+		PRM_SET(create_cq_in, in, cq_umem_id, cq_umem);
+	}
+	st = run(in, sizeof(in), out, sizeof(out));
+	if (cqn != NULL)
+		*cqn = (uint32_t)PRM_GET(create_cq_out, out, cqn);
+	return st;
+}
+
+/*
+ * CREATE_CQ names a completion EQ (cqc.c_eqn, from mlx5dv_devx_query_eqn:
+ * Linux's devx.c looks it up among the completion EQs, ENOENT otherwise,
+ * and 0 is none) and a UAR page of the device (cqc.uar_page, from
+ * mlx5dv_devx_alloc_uar), which the CQ then holds; its CQE ring and
+ * doorbell record are umems (what a DevX user passes).
+ */
+static void
+test_create_cq_needs_a_completion_eq_and_a_uar_page(void **state)
+{
+	uint32_t eqn, uar, other, mem = umem(4096, NULL), cqn;
+	unsigned int live;
+
+	(void)state;
+	assert_int_equal(emu_eqn_query(dev, 0, &eqn), 0);
+	assert_int_equal(emu_uar_alloc(dev, &uar), 0);
+	assert_int_equal(emu_uar_alloc(dev, &other), 0);
+	assert_int_equal(emu_uar_free(dev, other), 0);
+	live = emu_dev_live_objects(dev);
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_CQ_BAD_EQN,
+		      create_cq(0, uar, mem, mem, NULL));
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_CQ_BAD_EQN,
+		      create_cq(eqn + EMU_NUM_COMP_EQS, uar, mem, mem, NULL));
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_CQ_BAD_UAR,
+		      create_cq(eqn, other, mem, mem, NULL));
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_CQ_NO_UMEM,
+		      create_cq(eqn, uar, 0, mem, NULL));
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_CQ_NO_UMEM,
+		      create_cq(eqn, uar, mem, 0, NULL));
+	assert_int_equal(emu_dev_live_objects(dev), live);
+	assert_int_equal(create_cq(eqn, uar, mem, mem, &cqn), 0);
+	/* The CQ holds its UAR page. */
+	assert_int_equal(emu_uar_free(dev, uar), -EBUSY);
+	assert_int_equal(simple(PRM_CMD_DESTROY_CQ, cqn, NULL), 0);
+	assert_int_equal(emu_uar_free(dev, uar), 0);
 }
 
 static void
@@ -1714,6 +1853,9 @@ main(void)
 		T(test_mtt_list_mkey_translates_each_page),
 		T(test_force_error_posts_object_change_with_cookie),
 		T(test_qp_state_machine),
+		T(test_init2rtr_needs_force_loopback_and_an_existing_peer),
+		T(test_rtr2rts_needs_retry_rnr_retry_and_ack_timeout),
+		T(test_create_cq_needs_a_completion_eq_and_a_uar_page),
 		T(test_steering_objects_hold_what_they_reference),
 		T(test_rqt_sizes_must_be_powers_of_two),
 		T(test_root_rule_holds_its_destination_and_is_leak_reported),

@@ -70,11 +70,13 @@ struct ring {
 };
 
 static struct emu_dev *dev;
-static uint8_t *gm, *logmem, *umem_mem[3];
+static uint8_t *gm, *logmem, *umem_mem[3], *evmem;
 static uint32_t last_synd;
 static struct {
 	uint32_t pd, td, tis, umem[3], gumem, dmkey, imkey, logumem, logmkey;
 	uint32_t cq, fwqp, drvqp, rqt, tir, ft, fg;
+	uint32_t evumem, uar, arm_sn, ev_ci;
+	bool cc, oi;               /* the CQ's cqc.cc / cqc.oi (setup variants) */
 	bool fte;
 	uint32_t roots[4];         /* NIC RX root rules, deleted first at teardown */
 	unsigned int nroots;
@@ -176,6 +178,18 @@ indirect_mkey(void)
 	return (uint32_t)PRM_GET(create_mkey_out, out, mkey_index) << 8;
 }
 
+/*
+ * Event path memory (one umem): the CQ's CQE ring, its doorbell record,
+ * the driver QP's doorbell record and receive queue.
+ */
+#define EV_LOG_CQ 4u               /* 16 CQEs */
+#define EV_NCQE (1u << EV_LOG_CQ)
+#define EV_LOG_RQ 5u               /* 32 receive WQEs: more than the CQ holds */
+#define EV_CQ_DBREC 2048u
+#define EV_QP_DBREC 2112u
+#define EV_RQ 3072u
+
+/* The driver QP receives (regular RQ, CQ cqn_rcv); the firmware QP only sends. */
 static uint32_t
 create_qp(uint32_t cqn_rcv)
 {
@@ -184,20 +198,105 @@ create_qp(uint32_t cqn_rcv)
 
 	PRM_SET(create_qp_in, in, opcode, PRM_CMD_CREATE_QP);
 	PRM_SET(qpc, qpc, pd, w.pd);
-	PRM_SET(qpc, qpc, cqn_rcv, cqn_rcv);
+	PRM_SET(qpc, qpc, no_sq, 1);
+	if (cqn_rcv == 0) {
+		PRM_SET(qpc, qpc, rq_type, PRM_QPC_RQ_TYPE_ZERO_SIZE);
+	} else {
+		PRM_SET(qpc, qpc, rq_type, PRM_QPC_RQ_TYPE_REGULAR);
+		PRM_SET(qpc, qpc, log_rq_size, EV_LOG_RQ);
+		PRM_SET(qpc, qpc, cqn_rcv, cqn_rcv);
+		PRM_SET(qpc, qpc, dbr_umem_valid, 1);
+		PRM_SET(qpc, qpc, dbr_umem_id, w.evumem);
+		PRM_SET(qpc, qpc, dbr_addr, EV_QP_DBREC);
+		PRM_SET(create_qp_in, in, wq_umem_valid, 1);
+		PRM_SET(create_qp_in, in, wq_umem_id, w.evumem);
+		PRM_SET(create_qp_in, in, wq_umem_offset, EV_RQ);
+	}
 	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
 	return (uint32_t)PRM_GET(create_qp_out, out, qpn);
+}
+
+/* What Linux's mlx5_vnet gives its event QPs: fl at INIT2RTR, 14/7/rnr at RTR2RTS. */
+static void
+qp_to_rnr(uint16_t opcode, uint32_t qpn, uint32_t remote, uint8_t rnr_retry)
+{
+	uint8_t in[PRM_SIZE(init2rtr_qp_in)] = { 0 }, out[16];
+	void *qpc = PRM_ADDR(init2rtr_qp_in, in, qpc);
+	void *ads = PRM_ADDR(qpc, qpc, primary_address_path);
+
+	PRM_SET(init2rtr_qp_in, in, opcode, opcode);
+	PRM_SET(init2rtr_qp_in, in, qpn, qpn);
+	PRM_SET(qpc, qpc, remote_qpn, remote);
+	PRM_SET(ads, ads, fl, 1);
+	PRM_SET(ads, ads, ack_timeout, 14);
+	PRM_SET(qpc, qpc, retry_count, 7);
+	PRM_SET(qpc, qpc, rnr_retry, rnr_retry);
+	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
 }
 
 static void
 qp_to(uint16_t opcode, uint32_t qpn, uint32_t remote)
 {
-	uint8_t in[PRM_SIZE(init2rtr_qp_in)] = { 0 }, out[16];
+	qp_to_rnr(opcode, qpn, remote, 7);
+}
 
-	PRM_SET(init2rtr_qp_in, in, opcode, opcode);
-	PRM_SET(init2rtr_qp_in, in, qpn, qpn);
-	PRM_SET(qpc, PRM_ADDR(init2rtr_qp_in, in, qpc), remote_qpn, remote);
-	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
+static void
+dbrec_put(uint32_t off, uint32_t v)
+{
+	__atomic_store_n((uint32_t *)(evmem + off), htobe32(v), __ATOMIC_RELEASE);
+}
+
+/* Receive counter of the driver QP: WQEs posted since creation. */
+static void
+ev_credits(uint32_t rcv_counter)
+{
+	dbrec_put(EV_QP_DBREC, rcv_counter);
+}
+
+/* The mlx5 CQ arm: doorbell record, then the 64-bit UAR doorbell at 0x20. */
+static void
+ev_arm(uint32_t ci)
+{
+	uint32_t hi = (uint32_t)(w.arm_sn++ & 3) << 28 | (ci & 0xffffff);
+
+	dbrec_put(EV_CQ_DBREC, ci & 0xffffff);
+	dbrec_put(EV_CQ_DBREC + 4, hi);
+	emu_uar_write(dev, w.uar, EMU_UAR_CQ_DOORBELL, (uint64_t)hi << 32 | w.cq);
+}
+
+static uint8_t *
+ev_cqe(uint32_t i)
+{
+	return evmem + (size_t)(i & (EV_NCQE - 1)) * 64;
+}
+
+/* A new CQE at consumer count ci: valid opcode and the owner bit of this pass. */
+static bool
+ev_cqe_ready(uint32_t ci)
+{
+	uint8_t *c = ev_cqe(w.cc ? 0 : ci);
+	uint8_t own = __atomic_load_n(c + 63, __ATOMIC_ACQUIRE);
+
+	return (own >> 4) != PRM_CQE_INVALID && (own & 1) == ((ci >> EV_LOG_CQ) & 1);
+}
+
+/* A driver's event handler: consume every CQE, hand credits back, re-arm. */
+static uint32_t
+ev_rearm(void)
+{
+	uint32_t n = 0;
+
+	while (ev_cqe_ready(w.ev_ci)) {
+		assert_int_equal(PRM_GET(cqe64, ev_cqe(w.ev_ci), wqe_counter),
+				 (uint16_t)w.ev_ci);
+		assert_int_equal(PRM_GET(cqe64, ev_cqe(w.ev_ci), opcode), PRM_CQE_RESP_SEND);
+		assert_int_equal(PRM_GET(cqe64, ev_cqe(w.ev_ci), qpn), w.drvqp);
+		w.ev_ci++;
+		n++;
+	}
+	ev_credits(w.ev_ci + (1u << EV_LOG_RQ));
+	ev_arm(w.ev_ci);
+	return n;
 }
 
 /* Guest memory bump allocator: aligned blocks, never in the hole. */
@@ -273,14 +372,18 @@ no_dp_thread_left(void)
 }
 
 static int
-setup(void **state)
+setup_cq(void **state, bool cc, bool oi)
 {
 	uint8_t in[PRM_SIZE(create_cq_in)] = { 0 }, out[16];
+	void *cqc = PRM_ADDR(create_cq_in, in, cq_context);
+	uint32_t eqn;
 	char err[256];
 	int i;
 
 	(void)state;
 	memset(&w, 0, sizeof(w));
+	w.cc = cc;
+	w.oi = oi;
 	dev = emu_dev_create("dp", "fast", err, sizeof(err));
 	assert_non_null(dev);
 	gm = aligned_alloc(4096, GSIZE);
@@ -308,9 +411,29 @@ setup(void **state)
 	w.imkey = indirect_mkey();
 	w.logumem = umem_reg(logmem, 4096);
 	w.logmkey = direct_mkey(w.logumem, LOG_BASE, 4096);
-	/* Event path: CQ <- driver QP <- firmware QP, connected both ways. */
+	/*
+	 * Event path: CQ <- driver QP <- firmware QP, connected both ways; the
+	 * CQ on a UAR page and a completion EQ, its CQEs owned by software.
+	 */
+	evmem = aligned_alloc(4096, 4096);
+	memset(evmem, 0, 4096);
+	for (i = 0; i < (int)EV_NCQE; i++)
+		evmem[i * 64 + 63] = PRM_CQE_INVALID << 4 | 1;
+	w.evumem = umem_reg(evmem, 4096);
+	assert_int_equal(emu_uar_alloc(dev, &w.uar), 0);
+	assert_int_equal(emu_eqn_query(dev, 0, &eqn), 0);
 	PRM_SET(create_cq_in, in, opcode, PRM_CMD_CREATE_CQ);
-	PRM_SET(cqc, PRM_ADDR(create_cq_in, in, cq_context), log_cq_size, 4);
+	PRM_SET(cqc, cqc, log_cq_size, EV_LOG_CQ);
+	PRM_SET(cqc, cqc, c_eqn, eqn);
+	PRM_SET(cqc, cqc, uar_page, w.uar);
+	PRM_SET(cqc, cqc, cc, cc);
+	PRM_SET(cqc, cqc, oi, oi);
+	PRM_SET(cqc, cqc, dbr_umem_valid, 1);
+	PRM_SET(cqc, cqc, dbr_umem_id, w.evumem);
+	PRM_SET(cqc, cqc, dbr_addr, EV_CQ_DBREC);
+	PRM_SET(create_cq_in, in, cq_umem_valid, 1);
+	PRM_SET(create_cq_in, in, cq_umem_id, w.evumem);
+	PRM_SET(create_cq_in, in, cq_umem_offset, 0);
 	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
 	w.cq = (uint32_t)PRM_GET(create_cq_out, out, cqn);
 	w.drvqp = create_qp(w.cq);
@@ -324,8 +447,23 @@ setup(void **state)
 	assert_non_null(w.ch);
 	assert_int_equal(emu_evch_subscribe(w.ch, PRM_CMD_CREATE_CQ, 0, w.cq,
 					    PRM_EVENT_COMPLETION, 0xca11), 0);
+	/* A whole receive queue of credits and the first arm. */
+	ev_rearm();
 	w.next_gpa = GBASE;
 	return 0;
+}
+
+static int
+setup(void **state)
+{
+	return setup_cq(state, false, false);
+}
+
+/* A collapsed, overrun-ignoring event CQ (what DPDK's vdpa/mlx5 uses). */
+static int
+setup_collapsed(void **state)
+{
+	return setup_cq(state, true, true);
 }
 
 /* Clean teardown in reverse order: the device must report no leak. */
@@ -370,6 +508,8 @@ teardown(void **state)
 	simple(PRM_CMD_DESTROY_QP, w.fwqp);
 	simple(PRM_CMD_DESTROY_QP, w.drvqp);
 	simple(PRM_CMD_DESTROY_CQ, w.cq);
+	assert_int_equal(emu_uar_free(dev, w.uar), 0);
+	assert_int_equal(emu_umem_dereg(dev, w.evumem, &synd), 0);
 	simple(PRM_CMD_DESTROY_MKEY, w.imkey >> 8);
 	simple(PRM_CMD_DESTROY_MKEY, w.dmkey >> 8);
 	simple(PRM_CMD_DESTROY_MKEY, w.logmkey >> 8);
@@ -389,6 +529,7 @@ teardown(void **state)
 		free(umem_mem[i]);
 	free(gm);
 	free(logmem);
+	free(evmem);
 	return 0;
 }
 
@@ -1018,6 +1159,7 @@ test_packed_rings_wrap_and_suppress_events(void **state)
 			assert_int_equal(ev.type, PRM_EVENT_COMPLETION);
 			assert_int_equal(ev.cookie, 0xca11);
 			assert_int_equal(ev.obj_id, w.cq);
+			assert_int_equal(ev_rearm(), 1);
 		}
 		/* One event per batch at most. */
 		assert_int_equal(emu_evch_read(w.ch, &ev), 0);
@@ -1299,8 +1441,9 @@ test_completion_event_unless_no_interrupt(void **state)
 	assert_int_equal(ev.type, PRM_EVENT_COMPLETION);
 	assert_int_equal(ev.cookie, 0xca11);
 	assert_int_equal(ev.obj_id, w.cq);
-	/* Three completions in one batch: one event. */
+	/* Three completions in one batch: one event, one message, one CQE. */
 	assert_int_equal(emu_evch_read(w.ch, &ev), 0);
+	assert_int_equal(ev_rearm(), 1);
 	/* VRING_AVAIL_F_NO_INTERRUPT: completions, no event. */
 	put16(rx->avail, 1);
 	post_rx(rx, 0);
@@ -1591,6 +1734,198 @@ test_packed_dirty_bitmap_marks_written_pages(void **state)
 	dirty_pages(true);
 }
 
+/* ---- Event path: credits, CQEs, arming (issue 10) ------------------------------------ */
+/* RX (event_mode QP) and TX rings with steering, ready for notify_once(). */
+static void
+event_rings(struct ring **rx, struct ring **tx)
+{
+	struct vq_opts orx = { .event = true }, otx = { 0 };
+
+	*rx = vq_up(0, &orx);
+	*tx = vq_up(1, &otx);
+	steering(rx, 1, false);
+}
+
+/* One frame through TX -> loopback -> RX: one completion batch on RX, one notification. */
+static void
+notify_once(struct ring *rx, struct ring *tx, uint32_t seq)
+{
+	uint64_t mark = w.next_gpa;
+	uint32_t id, len;
+	uint8_t f[100];
+
+	post_rx(rx, 0);
+	make_frame(f, 100, 0x0a000002, 1, seq);
+	post_tx(tx, f, 100, 0);
+	kick(tx);
+	wait_idle();
+	assert_int_equal(reap(rx, &id, &len), 1);
+	assert_int_equal(reap(tx, &id, &len), 1);
+	w.next_gpa = mark;   /* both buffers are back: reuse their memory */
+}
+
+/* Whether an event of that type and cookie is pending (the data path is idle). */
+static bool
+event_pending(uint16_t type, uint64_t cookie)
+{
+	struct pollfd pfd = { .fd = emu_evch_fd(w.ch), .events = POLLIN };
+	struct emu_event ev;
+
+	if (poll(&pfd, 1, 0) != 1)
+		return false;
+	assert_int_equal(emu_evch_read(w.ch, &ev), 1);
+	assert_int_equal(ev.type, type);
+	assert_int_equal(ev.cookie, cookie);
+	return true;
+}
+
+/*
+ * Receive credits come from the driver QP's doorbell record (qp_dbrec
+ * receive counter, as the mlx5 RQ doorbell): a notification without one
+ * is an RNR condition, retried (here at the CQ's next arm, the driver
+ * having handed credits back) and delivered then; with qpc.rnr_retry 1
+ * the second retry without credit puts the firmware QP in ERR and a WQ
+ * catastrophic error event (PRM event type 0x05) reports it.
+ */
+static void
+test_notification_needs_a_receive_credit(void **state)
+{
+	struct ring *rx, *tx;
+
+	(void)state;
+	event_rings(&rx, &tx);
+	assert_int_equal(emu_evch_subscribe(w.ch, PRM_CMD_CREATE_QP, 0, w.fwqp,
+					    PRM_EVENT_WQ_CATAS_ERROR, 0x05), 0);
+	/* No credit: the message waits, no CQE, no event. */
+	ev_credits(0);
+	notify_once(rx, tx, 0);
+	assert_false(ev_cqe_ready(0));
+	assert_false(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+	/* Credits and an arm: the waiting message lands. */
+	assert_int_equal(ev_rearm(), 0);
+	assert_true(ev_cqe_ready(0));
+	assert_true(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+	assert_int_equal(ev_rearm(), 1);
+	notify_once(rx, tx, 1);
+	assert_true(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+	assert_int_equal(ev_rearm(), 1);
+
+	/* The firmware QP again, with one RNR retry, and no credit at all. */
+	qp_to(PRM_CMD_2RST_QP, w.fwqp, 0);
+	qp_to(PRM_CMD_RST2INIT_QP, w.fwqp, 0);
+	qp_to(PRM_CMD_INIT2RTR_QP, w.fwqp, w.drvqp);
+	qp_to_rnr(PRM_CMD_RTR2RTS_QP, w.fwqp, 0, 1);
+	ev_credits(w.ev_ci);
+	notify_once(rx, tx, 2);          /* RNR */
+	notify_once(rx, tx, 3);          /* retry 1 of 1 */
+	assert_false(event_pending(PRM_EVENT_WQ_CATAS_ERROR, 0x05));
+	notify_once(rx, tx, 4);          /* retries exhausted */
+	assert_true(event_pending(PRM_EVENT_WQ_CATAS_ERROR, 0x05));
+	assert_false(ev_cqe_ready(w.ev_ci));
+	/* A QP in ERR sends nothing, credits or not. */
+	assert_int_equal(ev_rearm(), 0);
+	notify_once(rx, tx, 5);
+	assert_false(ev_cqe_ready(w.ev_ci));
+	assert_false(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+}
+
+/*
+ * Completions are 64-byte CQEs in the CQ ring (PRM / mlx5_cqe64):
+ * wqe_counter of the receive WQE consumed, the QP number, opcode
+ * RESP_SEND, and the owner bit of the pass (flipping at every wrap of
+ * the 16 entries). An event is posted only while the CQ is armed (the
+ * UAR CQ doorbell at 0x20); one event disarms it; arming behind the
+ * producer raises the event at once.
+ */
+static void
+test_cqes_are_written_and_events_need_an_arm(void **state)
+{
+	struct ring *rx, *tx;
+	uint32_t i;
+
+	(void)state;
+	event_rings(&rx, &tx);
+	notify_once(rx, tx, 0);
+	assert_true(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+	/* Disarmed: the next completion writes its CQE, raises nothing. */
+	notify_once(rx, tx, 1);
+	assert_true(ev_cqe_ready(1));
+	assert_false(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+	/* Armed at ci 1 with two CQEs written: the event is due now. */
+	ev_arm(1);
+	assert_true(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+	assert_int_equal(ev_rearm(), 2);
+	assert_false(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+	/* Two and a half wraps: every CQE checked by owner bit and wqe_counter. */
+	for (i = 2; i < 2 * EV_NCQE + EV_NCQE / 2; i++) {
+		notify_once(rx, tx, i);
+		assert_true(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+		assert_int_equal(ev_rearm(), 1);
+	}
+	assert_int_equal(PRM_GET(cqe64, ev_cqe(0), owner), 0);   /* third pass */
+	assert_int_equal(PRM_GET(cqe64, ev_cqe(EV_NCQE - 1), owner), 1);
+}
+
+/*
+ * A CQ without cqc.oi whose consumer index (CQ doorbell record) stays
+ * a whole ring behind overruns: the CQ goes to error and a CQ error
+ * event (PRM event type 0x04) is posted; the CQEs written stay as they
+ * were and nothing more completes into it.
+ */
+static void
+test_undrained_cq_overruns_into_an_error_event(void **state)
+{
+	struct ring *rx, *tx;
+	uint32_t i;
+
+	(void)state;
+	event_rings(&rx, &tx);
+	assert_int_equal(emu_evch_subscribe(w.ch, PRM_CMD_CREATE_CQ, 0, w.cq,
+					    PRM_EVENT_CQ_ERROR, 0x04), 0);
+	ev_credits(1u << EV_LOG_RQ);
+	for (i = 0; i < EV_NCQE; i++)
+		notify_once(rx, tx, i);
+	assert_true(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+	assert_false(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+	assert_false(event_pending(PRM_EVENT_CQ_ERROR, 0x04));
+	notify_once(rx, tx, EV_NCQE);
+	assert_true(event_pending(PRM_EVENT_CQ_ERROR, 0x04));
+	/* Entry 0 is still the first pass's (owner 0, wqe_counter 0). */
+	assert_int_equal(PRM_GET(cqe64, ev_cqe(0), owner), 0);
+	assert_int_equal(PRM_GET(cqe64, ev_cqe(0), wqe_counter), 0);
+	ev_arm(0);
+	notify_once(rx, tx, EV_NCQE + 1);
+	assert_false(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+	assert_false(event_pending(PRM_EVENT_CQ_ERROR, 0x04));
+}
+
+/*
+ * A collapsed CQ (cqc.cc) gets every CQE at index 0, the latest
+ * wqe_counter there; with cqc.oi it never overruns, however far the
+ * consumer index lags (DPDK's vdpa/mlx5 event CQs are built so).
+ */
+static void
+test_collapsed_cq_writes_index_0_and_never_overruns(void **state)
+{
+	struct ring *rx, *tx;
+	uint32_t i;
+
+	(void)state;
+	event_rings(&rx, &tx);
+	for (i = 0; i < 3 * EV_NCQE; i++) {
+		if (i % (1u << EV_LOG_RQ) == 0)
+			ev_credits(i + (1u << EV_LOG_RQ));   /* credits only: ci stays 0 */
+		notify_once(rx, tx, i);
+		assert_int_equal(PRM_GET(cqe64, ev_cqe(0), wqe_counter), i);
+		assert_int_equal(PRM_GET(cqe64, ev_cqe(0), opcode), PRM_CQE_RESP_SEND);
+		assert_int_equal(evmem[64 + 63], PRM_CQE_INVALID << 4 | 1);
+		assert_true(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+		/* Armed at the producer: no event until the next completion. */
+		ev_arm(i + 1);
+		assert_false(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+	}
+}
+
 int
 main(void)
 {
@@ -1611,6 +1946,12 @@ main(void)
 		T(test_rx_backlog_is_delivered_after_a_kick),
 		T(test_split_dirty_bitmap_marks_written_pages),
 		T(test_packed_dirty_bitmap_marks_written_pages),
+		T(test_notification_needs_a_receive_credit),
+		T(test_cqes_are_written_and_events_need_an_arm),
+		T(test_undrained_cq_overruns_into_an_error_event),
+		cmocka_unit_test_setup_teardown(
+			test_collapsed_cq_writes_index_0_and_never_overruns, setup_collapsed,
+			teardown),
 #undef T
 	};
 

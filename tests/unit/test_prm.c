@@ -288,6 +288,10 @@ static const struct field_desc all_fields[] = {
 	F(qp_2rst_in, opcode), F(qp_2rst_in, uid), F(qp_2rst_in, op_mod), F(qp_2rst_in, qpn),
 	F(destroy_qp_in, opcode), F(destroy_qp_in, uid), F(destroy_qp_in, op_mod),
 	F(destroy_qp_in, qpn),
+	F(cqe64, byte_cnt), F(cqe64, qpn), F(cqe64, wqe_counter), F(cqe64, signature),
+	F(cqe64, opcode), F(cqe64, owner),
+	F(cq_dbrec, ci), F(cq_dbrec, arm_sn), F(cq_dbrec, arm_cmd), F(cq_dbrec, arm_ci),
+	F(qp_dbrec, rcv_counter), F(qp_dbrec, snd_counter),
 };
 #undef F
 
@@ -1377,6 +1381,51 @@ test_cq_encoding(void **state)
 	assert_int_equal(d[0xb], 0x10);
 }
 
+/*
+ * CQE and doorbell records at the byte positions of Linux's struct
+ * mlx5_cqe64 (byte_cnt at 44, sop_drop_qpn at 56, wqe_counter at 60,
+ * op_own at 63 = opcode << 4 | owner) and of the mlx5 doorbell records
+ * (CQ: set_ci dword 0, arm dword 1 = sn << 28 | cmd << 24 | ci; QP: the
+ * receive counter in dword 0), all big-endian.
+ */
+static void
+test_cqe_and_doorbell_record_encoding(void **state)
+{
+	uint8_t cqe[PRM_SIZE(cqe64)], cq[PRM_SIZE(cq_dbrec)], qp[PRM_SIZE(qp_dbrec)];
+	static const struct bp exp[] = {
+		{ 44, 0x12 }, { 45, 0x34 }, { 46, 0x56 }, { 47, 0x78 },	/* byte_cnt */
+		{ 57, 0x0a }, { 58, 0x0b }, { 59, 0x0c },		/* qpn 0x0a0b0c */
+		{ 60, 0xbe }, { 61, 0xef },	/* wqe_counter 0xbeef */
+		{ 62, 0x5a },			/* signature */
+		{ 63, 0x21 },			/* opcode RESP_SEND, owner 1 */
+	};
+	static const struct bp exp_cq[] = {
+		{ 1, 0x12 }, { 2, 0x34 }, { 3, 0x56 },			/* ci 0x123456 */
+		{ 4, 0x21 }, { 5, 0x65 }, { 6, 0x43 }, { 7, 0x21 },	/* sn 2, cmd 1, ci */
+	};
+	static const struct bp exp_qp[] = { { 2, 0x01 }, { 7, 0x03 } };
+
+	(void)state;
+	memset(cqe, 0, sizeof(cqe));
+	PRM_SET(cqe64, cqe, byte_cnt, 0x12345678);
+	PRM_SET(cqe64, cqe, qpn, 0x0a0b0c);
+	PRM_SET(cqe64, cqe, wqe_counter, 0xbeef);
+	PRM_SET(cqe64, cqe, signature, 0x5a);
+	PRM_SET(cqe64, cqe, opcode, PRM_CQE_RESP_SEND);
+	PRM_SET(cqe64, cqe, owner, 1);
+	expect_sparse(cqe, sizeof(cqe), 0, exp, NELEM(exp));
+	memset(cq, 0, sizeof(cq));
+	PRM_SET(cq_dbrec, cq, ci, 0x123456);
+	PRM_SET(cq_dbrec, cq, arm_sn, 2);
+	PRM_SET(cq_dbrec, cq, arm_cmd, 1);
+	PRM_SET(cq_dbrec, cq, arm_ci, 0x654321);
+	expect_sparse(cq, sizeof(cq), 0, exp_cq, NELEM(exp_cq));
+	memset(qp, 0, sizeof(qp));
+	PRM_SET(qp_dbrec, qp, rcv_counter, 0x100);
+	PRM_SET(qp_dbrec, qp, snd_counter, 3);
+	expect_sparse(qp, sizeof(qp), 0, exp_qp, NELEM(exp_qp));
+}
+
 static void
 test_qp_create_encoding(void **state)
 {
@@ -1628,6 +1677,7 @@ main(void)
 		cmocka_unit_test(test_qp_transitions_encoding),
 		cmocka_unit_test(test_clearing_fields_keeps_neighbour_bits),
 		cmocka_unit_test(test_opcode_names_are_the_enum_names),
+		cmocka_unit_test(test_cqe_and_doorbell_record_encoding),
 		cmocka_unit_test(test_status_names_follow_the_header_numbering),
 	};
 

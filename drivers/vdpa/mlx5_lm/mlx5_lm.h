@@ -58,12 +58,24 @@ struct mlx5_lm_vq_cfg {
 	uint32_t event_qpn;
 };
 
-/* Event path of one virtq: the firmware QP it writes to, our QP and CQ. */
+/*
+ * Event path of one virtq: the firmware QP it writes to, our QP and CQ.
+ * lock guards the fields below it between the notification thread (which
+ * drains and re-arms) and whoever creates or destroys the pair.
+ */
 struct mlx5_lm_eventq {
 	struct devx_obj *cq;
 	struct devx_obj *fw_qp;
 	struct devx_obj *sw_qp;
 	uint64_t buf_off;            /* this queue's slice of the device event buffer */
+	pthread_mutex_t lock;
+	int live;                    /* created, subscribed and armed: events are ours */
+	uint32_t cqn;
+	uint32_t ci;                 /* completions consumed (CQ consumer counter) */
+	uint8_t arm_sn;              /* 2-bit arm sequence number */
+	uint8_t *cqe;                /* the collapsed CQ's one entry */
+	uint8_t *cq_dbrec;           /* cq_dbrec: consumer index, arm request */
+	uint8_t *qp_dbrec;           /* qp_dbrec of our QP: receive counter (credits) */
 };
 
 struct mlx5_lm_virtq {
@@ -122,6 +134,8 @@ struct mlx5_lm_dev {
 	struct devx_db *db;
 	struct devx_evch *evch;
 	struct devx_umem *event_umem;    /* CQ/QP rings and doorbell records of every queue */
+	struct devx_uar *event_uar;      /* UAR page of the event CQs (their arm doorbell) */
+	uint32_t event_eqn;              /* completion EQ the event CQs report to */
 	void *event_buf;
 	size_t event_buf_size;
 	struct mlx5_lm_steer *steer;
@@ -224,6 +238,12 @@ int mlx5_lm_virtq_recreate_suspended(struct mlx5_lm_virtq *vq, uint32_t log_mkey
 				     uint32_t log_size, int log_enable, int ready);
 int mlx5_lm_event_buf_create(struct mlx5_lm_dev *dev);
 void mlx5_lm_event_buf_destroy(struct mlx5_lm_dev *dev);
+/*
+ * A completion event of vq's CQ: count the new completions, hand the
+ * receive credits back and re-arm. Returns the completions (>= 0).
+ * Never blocks on the device (the notification thread calls it).
+ */
+int mlx5_lm_eventq_drain(struct mlx5_lm_virtq *vq);
 
 /* steering (mlx5_lm_steer.c) */
 int mlx5_lm_steer_create(struct mlx5_lm_dev *dev);

@@ -59,6 +59,12 @@ relay_events(struct mlx5_lm_notify *n)
 		if (index >= MLX5_LM_MAX_VIRTQS)
 			continue;
 		if (ev.type == PRM_EVENT_COMPLETION) {
+			/*
+			 * Credits back and the CQ re-armed before the call: a
+			 * notification arriving meanwhile raises the next event.
+			 */
+			if (index < dev->nr_vq)
+				mlx5_lm_eventq_drain(&dev->vq[index]);
 			pthread_mutex_lock(&n->lock);
 			fd = n->callfd[index];
 			if (fd >= 0 && write(fd, &one, sizeof(one)) < 0 && errno != EAGAIN)

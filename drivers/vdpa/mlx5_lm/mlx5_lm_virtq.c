@@ -9,6 +9,7 @@
  * fields that differ plus STATE=RDY. The PRM has no modify bit for
  * queue_size, so a size change means destroy and re-create.
  */
+#include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -43,12 +44,15 @@ event_slice_size(uint16_t qsize)
 /*
  * One umem for the event rings of every queue: registering it per queue
  * would cost a firmware command per queue at probe for 64 bytes of
- * doorbell record each.
+ * doorbell record each. The event CQs also share one UAR page (their arm
+ * doorbell) and report to completion EQ 0 of the function.
  */
 int
 mlx5_lm_event_buf_create(struct mlx5_lm_dev *dev)
 {
 	size_t slice = event_slice_size(MLX5_LM_EVENTQ_SIZE);
+	uint16_t i;
+	int ret;
 
 	dev->event_buf_size = slice * dev->nr_vq;
 	dev->event_buf = aligned_alloc(4096, (dev->event_buf_size + 4095) & ~(size_t)4095);
@@ -60,16 +64,47 @@ mlx5_lm_event_buf_create(struct mlx5_lm_dev *dev)
 	if (dev->event_umem == NULL) {
 		DRV_LOG(ERR, dev, "cannot register the event ring buffer (%zu bytes)",
 			dev->event_buf_size);
-		free(dev->event_buf);
-		dev->event_buf = NULL;
-		return -EIO;
+		ret = -EIO;
+		goto err_umem;
 	}
+	dev->event_uar = devx_uar_alloc(dev->devx);
+	if (dev->event_uar == NULL) {
+		DRV_LOG(ERR, dev, "cannot allocate a UAR page for the event CQs");
+		ret = -EIO;
+		goto err_uar;
+	}
+	ret = devx_query_eqn(dev->devx, 0, &dev->event_eqn);
+	if (ret < 0) {
+		DRV_LOG(ERR, dev, "no completion EQ for the event CQs: %s", strerror(-ret));
+		goto err_eqn;
+	}
+	for (i = 0; i < dev->nr_vq; i++)
+		pthread_mutex_init(&dev->vq[i].eq.lock, NULL);
 	return 0;
+err_eqn:
+	devx_uar_free(dev->event_uar);
+	dev->event_uar = NULL;
+err_uar:
+	if (devx_umem_dereg(dev->event_umem) < 0)
+		DRV_LOG(ERR, dev, "cannot deregister the event ring buffer");
+	dev->event_umem = NULL;
+err_umem:
+	free(dev->event_buf);
+	dev->event_buf = NULL;
+	return ret;
 }
 
 void
 mlx5_lm_event_buf_destroy(struct mlx5_lm_dev *dev)
 {
+	uint16_t i;
+
+	if (dev->event_buf == NULL)
+		return;
+	for (i = 0; i < dev->nr_vq; i++)
+		pthread_mutex_destroy(&dev->vq[i].eq.lock);
+	devx_uar_free(dev->event_uar);
+	dev->event_uar = NULL;
 	if (dev->event_umem != NULL && devx_umem_dereg(dev->event_umem) < 0)
 		DRV_LOG(ERR, dev, "cannot deregister the event ring buffer");
 	dev->event_umem = NULL;
@@ -77,6 +112,16 @@ mlx5_lm_event_buf_destroy(struct mlx5_lm_dev *dev)
 	dev->event_buf = NULL;
 }
 
+/*
+ * The event CQ is collapsed (cqc.cc: the device writes every CQE at
+ * index 0) and ignores overrun (cqc.oi), as DPDK's vdpa/mlx5 event CQs:
+ * a notification only says "look at the used ring", so the count of
+ * completions (the collapsed CQE's wqe_counter) is all we need, one read
+ * per event however many notifications it covers, and a CQ that cannot
+ * overrun cannot be put in error by a relay thread that falls behind.
+ * Flow control is the receive credits instead: the firmware QP waits
+ * (RNR, retried forever with rnr_retry 7) until we hand them back.
+ */
 static struct devx_obj *
 create_cq(struct mlx5_lm_virtq *vq, uint16_t qsize)
 {
@@ -91,7 +136,11 @@ create_cq(struct mlx5_lm_virtq *vq, uint16_t qsize)
 	memset(out, 0, sizeof(out));
 	PRM_SET(create_cq_in, in, opcode, PRM_CMD_CREATE_CQ);
 	PRM_SET(cqc, cqc, cqe_sz, PRM_CQC_CQE_SZ_64);
+	PRM_SET(cqc, cqc, cc, 1);
+	PRM_SET(cqc, cqc, oi, 1);
 	PRM_SET(cqc, cqc, log_cq_size, log2_u32(qsize));
+	PRM_SET(cqc, cqc, c_eqn, dev->event_eqn);
+	PRM_SET(cqc, cqc, uar_page, devx_uar_page_id(dev->event_uar));
 	PRM_SET(cqc, cqc, dbr_umem_valid, 1);
 	PRM_SET(cqc, cqc, dbr_umem_id, devx_umem_id(dev->event_umem));
 	PRM_SET(cqc, cqc, dbr_addr, off + (uint64_t)qsize * (CQE_SIZE + RQ_STRIDE));
@@ -145,7 +194,13 @@ create_qp(struct mlx5_lm_virtq *vq, uint16_t qsize, int fw)
 	return qp;
 }
 
-/* One QP state transition (RST2INIT, INIT2RTR, RTR2RTS) towards remote. */
+/*
+ * One QP state transition (RST2INIT, INIT2RTR, RTR2RTS) towards remote,
+ * with what Linux's mlx5_vnet and DPDK's vdpa/mlx5 give their event QP
+ * pair: force loopback (ads.fl) at INIT2RTR, the two QPs being on one
+ * function, and at RTR2RTS an ack timeout of 14 and retry / RNR retry 7
+ * (RNR retried forever: a notification waits for our credits).
+ */
 static int
 qp_transition(struct mlx5_lm_virtq *vq, struct devx_obj *qp, uint16_t opcode, uint32_t remote)
 {
@@ -153,6 +208,7 @@ qp_transition(struct mlx5_lm_virtq *vq, struct devx_obj *qp, uint16_t opcode, ui
 	uint8_t in[PRM_SIZE(rst2init_qp_in)];
 	uint8_t out[PRM_SIZE(cmd_out) * 2];
 	void *qpc = PRM_ADDR(rst2init_qp_in, in, qpc);
+	void *ads = PRM_ADDR(qpc, qpc, primary_address_path);
 	int ret;
 
 	memset(in, 0, sizeof(in));
@@ -164,14 +220,73 @@ qp_transition(struct mlx5_lm_virtq *vq, struct devx_obj *qp, uint16_t opcode, ui
 		PRM_SET(qpc, qpc, mtu, PRM_QPC_MTU_1K);
 		PRM_SET(qpc, qpc, log_msg_max, 30);
 		PRM_SET(qpc, qpc, remote_qpn, remote);
+		PRM_SET(ads, ads, fl, 1);
 	} else if (opcode == PRM_CMD_RST2INIT_QP) {
 		PRM_SET(qpc, qpc, rwe, 1);
 		PRM_SET(qpc, qpc, rre, 1);
+	} else if (opcode == PRM_CMD_RTR2RTS_QP) {
+		PRM_SET(ads, ads, ack_timeout, 14);
+		PRM_SET(qpc, qpc, retry_count, 7);
+		PRM_SET(qpc, qpc, rnr_retry, 7);
 	}
-	ret = devx_cmd(vq->dev->devx, in, sizeof(in), out, sizeof(out));
+	/* A QP transition is a modify of the QP object (Linux devx.c). */
+	ret = devx_obj_modify(qp, in, sizeof(in), out, sizeof(out));
 	if (ret < 0)
 		VQ_LOG(ERR, vq, "event QP 0x%x: %s failed", devx_obj_id(qp), prm_opcode_name(opcode));
 	return ret;
+}
+
+static void
+dbrec_store(uint8_t *rec, uint32_t dword, uint32_t v)
+{
+	__atomic_store_n((uint32_t *)rec + dword, htobe32(v), __ATOMIC_RELEASE);
+}
+
+/*
+ * Hand receive credits back and arm the CQ for the next completion past
+ * eq->ci: credits first, so that a notification waiting for them (RNR)
+ * is retried by the arm. eq->lock held.
+ */
+static void
+eventq_rearm(struct mlx5_lm_virtq *vq)
+{
+	struct mlx5_lm_eventq *eq = &vq->eq;
+	uint32_t ci = eq->ci & 0xffffff;
+	uint32_t arm = (uint32_t)eq->arm_sn << 28 | ci;   /* cmd 0: next completion */
+
+	/* One ring of receive WQEs past what we consumed. */
+	dbrec_store(eq->qp_dbrec, 0, eq->ci + MLX5_LM_EVENTQ_SIZE);
+	dbrec_store(eq->cq_dbrec, 0, ci);
+	dbrec_store(eq->cq_dbrec, 1, arm);
+	devx_uar_ring(vq->dev->event_uar, DEVX_UAR_CQ_DOORBELL, (uint64_t)arm << 32 | eq->cqn);
+	eq->arm_sn = (eq->arm_sn + 1) & 3;
+}
+
+int
+mlx5_lm_eventq_drain(struct mlx5_lm_virtq *vq)
+{
+	struct mlx5_lm_eventq *eq = &vq->eq;
+	uint8_t opcode;
+	int n = 0;
+
+	pthread_mutex_lock(&eq->lock);
+	if (!eq->live) {
+		pthread_mutex_unlock(&eq->lock);
+		return 0;
+	}
+	opcode = __atomic_load_n(eq->cqe + PRM_SIZE(cqe64) - 1, __ATOMIC_ACQUIRE) >> 4;
+	if (opcode == PRM_CQE_RESP_SEND) {
+		/* Collapsed: the one CQE carries the last receive WQE completed. */
+		uint16_t last = (uint16_t)PRM_GET(cqe64, eq->cqe, wqe_counter);
+
+		n = (uint16_t)(last + 1 - (uint16_t)eq->ci);
+		eq->ci += (uint32_t)n;
+	} else if (opcode != PRM_CQE_INVALID) {
+		VQ_LOG(ERR, vq, "event CQ 0x%x: completion with opcode 0x%x", eq->cqn, opcode);
+	}
+	eventq_rearm(vq);
+	pthread_mutex_unlock(&eq->lock);
+	return n;
 }
 
 static void
@@ -179,6 +294,10 @@ eventq_destroy(struct mlx5_lm_virtq *vq)
 {
 	struct mlx5_lm_eventq *eq = &vq->eq;
 
+	/* The notification thread stops touching the rings first. */
+	pthread_mutex_lock(&eq->lock);
+	eq->live = 0;
+	pthread_mutex_unlock(&eq->lock);
 	if (eq->sw_qp != NULL && devx_obj_destroy(eq->sw_qp) == 0)
 		eq->sw_qp = NULL;
 	if (eq->fw_qp != NULL && devx_obj_destroy(eq->fw_qp) == 0)
@@ -199,13 +318,25 @@ eventq_create(struct mlx5_lm_virtq *vq)
 		PRM_CMD_RST2INIT_QP, PRM_CMD_INIT2RTR_QP, PRM_CMD_RTR2RTS_QP,
 	};
 	struct mlx5_lm_eventq *eq = &vq->eq;
+	uint8_t *slice;
 	unsigned int i;
 	int ret = -EIO;
 
 	eq->buf_off = (uint64_t)vq->index * event_slice_size(MLX5_LM_EVENTQ_SIZE);
+	slice = (uint8_t *)vq->dev->event_buf + eq->buf_off;
+	/* A fresh slice: no CQE yet (invalid, owned by software), zero records. */
+	memset(slice, 0, event_slice_size(MLX5_LM_EVENTQ_SIZE));
+	eq->cqe = slice;
+	eq->cq_dbrec = slice + (size_t)qsize * (CQE_SIZE + RQ_STRIDE);
+	eq->qp_dbrec = eq->cq_dbrec + DBREC_SIZE;
+	PRM_SET(cqe64, eq->cqe, opcode, PRM_CQE_INVALID);
+	PRM_SET(cqe64, eq->cqe, owner, 1);
+	eq->ci = 0;
+	eq->arm_sn = 0;
 	eq->cq = create_cq(vq, qsize);
 	if (eq->cq == NULL)
 		goto err;
+	eq->cqn = devx_obj_id(eq->cq);
 	eq->fw_qp = create_qp(vq, qsize, 1);
 	if (eq->fw_qp == NULL)
 		goto err;
@@ -224,6 +355,11 @@ eventq_create(struct mlx5_lm_virtq *vq)
 	ret = devx_evch_subscribe(vq->dev->evch, eq->cq, PRM_EVENT_COMPLETION, vq->index);
 	if (ret < 0)
 		goto err;
+	/* Receive credits for a whole ring, and the first arm. */
+	pthread_mutex_lock(&eq->lock);
+	eventq_rearm(vq);
+	eq->live = 1;
+	pthread_mutex_unlock(&eq->lock);
 	return 0;
 err:
 	eventq_destroy(vq);

@@ -618,3 +618,85 @@ devx_evch_read(struct devx_evch *ch, struct devx_event *ev)
 {
 	return ch->ctx->be->evch_read(ch->ctx, ch, ev);
 }
+
+struct devx_uar *
+devx_uar_alloc(struct devx_ctx *ctx)
+{
+	struct devx_uar *uar = calloc(1, sizeof(*uar));
+	uint64_t t0;
+	int rc;
+
+	if (uar == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	uar->ctx = ctx;
+	t0 = devx_trace_now_us();
+	rc = ctx->be->uar_alloc(ctx, uar);
+	devx_trace_op(ctx, t0, devx_trace_now_us(), "UAR_ALLOC", 0, 4096, uar->page_id,
+		      rc < 0 ? PRM_STATUS_NO_RESOURCES : 0, 0);
+	if (rc < 0) {
+		devx_log(3, "%s: UAR page allocation failed: %s", ctx->name, strerror(-rc));
+		free(uar);
+		errno = -rc;
+		return NULL;
+	}
+	return uar;
+}
+
+int
+devx_uar_free(struct devx_uar *uar)
+{
+	struct devx_ctx *ctx;
+	uint64_t t0;
+	int rc;
+
+	if (uar == NULL)
+		return 0;
+	ctx = uar->ctx;
+	t0 = devx_trace_now_us();
+	rc = ctx->be->uar_free(ctx, uar);
+	devx_trace_op(ctx, t0, devx_trace_now_us(), "UAR_FREE", 0, 4096, uar->page_id,
+		      rc == -EBUSY ? PRM_STATUS_RES_BUSY : rc < 0 ? PRM_STATUS_BAD_RES : 0, 0);
+	/* Refused, the page stays the device's (and its leak report's); the handle goes. */
+	if (rc < 0)
+		devx_log(3, "%s: UAR page %u not freed: %s", ctx->name, uar->page_id,
+			 rc == -EBUSY ? "still used by an object of the device" : strerror(-rc));
+	free(uar);
+	return rc;
+}
+
+uint32_t
+devx_uar_page_id(const struct devx_uar *uar)
+{
+	return uar->page_id;
+}
+
+void
+devx_uar_ring(struct devx_uar *uar, uint32_t offset, uint64_t value)
+{
+	struct devx_ctx *ctx = uar->ctx;
+	uint64_t t0;
+
+	if (ctx->trace == NULL) {
+		ctx->be->uar_ring(ctx, uar, offset, value);
+		return;
+	}
+	t0 = devx_trace_now_us();
+	ctx->be->uar_ring(ctx, uar, offset, value);
+	devx_trace_uar_ring(ctx, t0, devx_trace_now_us(), uar->page_id, offset, value);
+}
+
+int
+devx_query_eqn(struct devx_ctx *ctx, uint32_t vector, uint32_t *eqn)
+{
+	uint64_t t0 = devx_trace_now_us();
+	int rc = ctx->be->query_eqn(ctx, vector, eqn);
+
+	devx_trace_op(ctx, t0, devx_trace_now_us(), "QUERY_EQN", vector, 0,
+		      rc == 0 ? *eqn : 0, rc < 0 ? PRM_STATUS_BAD_PARAM : 0, 0);
+	if (rc < 0)
+		devx_log(3, "%s: no completion EQ for vector %u: %s", ctx->name, vector,
+			 strerror(-rc));
+	return rc;
+}

@@ -26,6 +26,7 @@ struct devx_umem;
 struct devx_db;
 struct devx_evch;
 struct devx_flow;
+struct devx_uar;
 
 struct devx_open_params {
 	const char *name;        /* device name for logs and trace ("vdpa_mlx5_lm0") */
@@ -142,6 +143,34 @@ void devx_db_free(struct devx_db *db);
 void devx_db_ring(struct devx_db *db, uint32_t offset, uint32_t value);
 /* mmap-able file descriptor and page offset of the area (for the guest notifier); -1 if none. */
 int devx_db_mmap_info(const struct devx_db *db, int *fd, uint64_t *offset, uint64_t *size);
+
+/*
+ * UAR page (rdma: mlx5dv_devx_alloc_uar): the page a CQ names in
+ * cqc.uar_page and whose registers take its arm doorbell. Both back ends
+ * trace allocation, release and every doorbell written through it.
+ */
+struct devx_uar *devx_uar_alloc(struct devx_ctx *ctx);
+/*
+ * Free a UAR page: 0, or -EBUSY while an object of the device (a CQ)
+ * still names it; the handle is released either way.
+ */
+int devx_uar_free(struct devx_uar *uar);
+/* The page number that goes into cqc.uar_page. */
+uint32_t devx_uar_page_id(const struct devx_uar *uar);
+/*
+ * Write a 64-bit doorbell (host-order value, stored big-endian as the
+ * device reads it) at offset of the UAR page, ordered after every
+ * memory write made before (the doorbell records it announces).
+ */
+void devx_uar_ring(struct devx_uar *uar, uint32_t offset, uint64_t value);
+/* Offset of the CQ arm doorbell in a UAR page (mlx5: MLX5_CQ_DOORBELL). */
+#define DEVX_UAR_CQ_DOORBELL 0x20u
+
+/*
+ * Number of the completion EQ serving interrupt vector `vector` (rdma:
+ * mlx5dv_devx_query_eqn), for cqc.c_eqn. 0 or a negative errno.
+ */
+int devx_query_eqn(struct devx_ctx *ctx, uint32_t vector, uint32_t *eqn);
 
 /* Event channel: completions and OBJECT_CHANGE events, read from an fd. */
 struct devx_event {

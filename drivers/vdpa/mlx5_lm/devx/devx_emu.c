@@ -141,6 +141,32 @@ emu_be_db_ring(struct devx_ctx *ctx, struct devx_db *db, uint32_t offset, uint32
 }
 
 static int
+emu_be_uar_alloc(struct devx_ctx *ctx, struct devx_uar *uar)
+{
+	return emu_uar_alloc(EMU(ctx), &uar->page_id);
+}
+
+static int
+emu_be_uar_free(struct devx_ctx *ctx, struct devx_uar *uar)
+{
+	return emu_uar_free(EMU(ctx), uar->page_id);
+}
+
+static void
+emu_be_uar_ring(struct devx_ctx *ctx, struct devx_uar *uar, uint32_t offset, uint64_t value)
+{
+	/* The doorbell records it announces are written before: as the rdma store. */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	emu_uar_write(EMU(ctx), uar->page_id, offset, value);
+}
+
+static int
+emu_be_query_eqn(struct devx_ctx *ctx, uint32_t vector, uint32_t *eqn)
+{
+	return emu_eqn_query(EMU(ctx), vector, eqn);
+}
+
+static int
 emu_be_evch_create(struct devx_ctx *ctx, struct devx_evch *ch)
 {
 	struct emu_evch *e = emu_evch_create(EMU(ctx));
@@ -243,6 +269,10 @@ const struct devx_backend devx_backend_emu = {
 	.db_alloc = emu_be_db_alloc,
 	.db_free = emu_be_db_free,
 	.db_ring = emu_be_db_ring,
+	.uar_alloc = emu_be_uar_alloc,
+	.uar_free = emu_be_uar_free,
+	.uar_ring = emu_be_uar_ring,
+	.query_eqn = emu_be_query_eqn,
 	.evch_create = emu_be_evch_create,
 	.evch_destroy = emu_be_evch_destroy,
 	.evch_subscribe = emu_be_evch_subscribe,

@@ -42,6 +42,12 @@ struct devx_backend {
 	int (*db_alloc)(struct devx_ctx *ctx, struct devx_db *db);
 	void (*db_free)(struct devx_ctx *ctx, struct devx_db *db);
 	void (*db_ring)(struct devx_ctx *ctx, struct devx_db *db, uint32_t offset, uint32_t v);
+	int (*uar_alloc)(struct devx_ctx *ctx, struct devx_uar *uar);
+	/* 0, -EBUSY while the device still uses the page, or another errno. */
+	int (*uar_free)(struct devx_ctx *ctx, struct devx_uar *uar);
+	void (*uar_ring)(struct devx_ctx *ctx, struct devx_uar *uar, uint32_t offset,
+			 uint64_t value);
+	int (*query_eqn)(struct devx_ctx *ctx, uint32_t vector, uint32_t *eqn);
 	int (*evch_create)(struct devx_ctx *ctx, struct devx_evch *ch);
 	void (*evch_destroy)(struct devx_ctx *ctx, struct devx_evch *ch);
 	int (*evch_subscribe)(struct devx_ctx *ctx, struct devx_evch *ch, struct devx_obj *obj,
@@ -111,6 +117,13 @@ struct devx_db {
 	uint64_t mmap_size;
 };
 
+struct devx_uar {
+	struct devx_ctx *ctx;
+	void *be_handle;           /* rdma: struct mlx5dv_devx_uar * */
+	volatile uint8_t *base;    /* rdma: the mapped page */
+	uint32_t page_id;
+};
+
 struct devx_evch {
 	struct devx_ctx *ctx;
 	void *be_handle;
@@ -123,7 +136,11 @@ void devx_trace_close(struct devx_ctx *ctx);
 uint64_t devx_trace_now_us(void);
 void devx_trace_cmd(struct devx_ctx *ctx, uint64_t t_start, uint64_t t_end,
 		    const void *in, size_t inlen, const void *out, size_t outlen, int rc);
-/* Non-PRM operations: "UMEM_REG", "UMEM_DEREG", "DOORBELL", "EVCH_*". */
+/*
+ * Non-PRM operations: "UMEM_REG", "UMEM_DEREG", "DOORBELL", "UAR_ALLOC",
+ * "UAR_FREE", "QUERY_EQN", "EVCH_*"; id is written as "value" (DOORBELL),
+ * "page_id" (UAR_*), "eqn" (QUERY_EQN) or "umem_id".
+ */
 void devx_trace_op(struct devx_ctx *ctx, uint64_t t_start, uint64_t t_end, const char *op,
 		   uint64_t addr, uint64_t size, uint32_t id, uint8_t status, uint32_t syndrome);
 
@@ -131,6 +148,10 @@ void devx_trace_op(struct devx_ctx *ctx, uint64_t t_start, uint64_t t_end, const
 void devx_trace_flow(struct devx_ctx *ctx, uint64_t t_start, uint64_t t_end, const char *op,
 		     const struct devx_flow_attr *attr, uint32_t dest_id, uint32_t flow_id,
 		     uint8_t status, uint32_t syndrome, int rc);
+
+/* A 64-bit doorbell written to a UAR page ("UAR_DOORBELL"). */
+void devx_trace_uar_ring(struct devx_ctx *ctx, uint64_t t_start, uint64_t t_end,
+			 uint32_t page_id, uint32_t offset, uint64_t value);
 
 /* Logging of the transport (routed by the PMD to its devx log type). */
 void devx_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -4,6 +4,7 @@
  * Every call is one synchronous ioctl; the kernel builds destroy commands
  * itself, so the derived destroy mailbox is only traced.
  */
+#include <endian.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -282,6 +283,50 @@ rdma_db_ring(struct devx_ctx *ctx, struct devx_db *db, uint32_t offset, uint32_t
 }
 
 static int
+rdma_uar_alloc(struct devx_ctx *ctx, struct devx_uar *uar)
+{
+	/*
+	 * A non-cached page first, as DPDK's common/mlx5 does: doorbells
+	 * need no write combining; firmware without NC pages offers BF.
+	 */
+	struct mlx5dv_devx_uar *u = mlx5dv_devx_alloc_uar(IBCTX(ctx),
+							  MLX5DV_UAR_ALLOC_TYPE_NC);
+
+	if (u == NULL)
+		u = mlx5dv_devx_alloc_uar(IBCTX(ctx), MLX5DV_UAR_ALLOC_TYPE_BF);
+	if (u == NULL)
+		return errno ? -errno : -ENOMEM;
+	uar->be_handle = u;
+	/* The CQ doorbell sits at its offset from the page, not from reg_addr. */
+	uar->base = u->base_addr;
+	uar->page_id = u->page_id;
+	return 0;
+}
+
+static int
+rdma_uar_free(struct devx_ctx *ctx, struct devx_uar *uar)
+{
+	mlx5dv_devx_free_uar(uar->be_handle);
+	return 0;
+}
+
+static void
+rdma_uar_ring(struct devx_ctx *ctx, struct devx_uar *uar, uint32_t offset, uint64_t value)
+{
+	/* One 64-bit big-endian store, after the doorbell record it announces. */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	*(volatile uint64_t *)(uar->base + offset) = htobe64(value);
+}
+
+static int
+rdma_query_eqn(struct devx_ctx *ctx, uint32_t vector, uint32_t *eqn)
+{
+	int rc = mlx5dv_devx_query_eqn(IBCTX(ctx), vector, eqn);
+
+	return rc == 0 ? 0 : (rc > 0 ? -rc : (errno ? -errno : -EINVAL));
+}
+
+static int
 rdma_evch_create(struct devx_ctx *ctx, struct devx_evch *ch)
 {
 	struct mlx5dv_devx_event_channel *e = mlx5dv_devx_create_event_channel(IBCTX(ctx), 0);
@@ -350,6 +395,10 @@ const struct devx_backend devx_backend_rdma = {
 	.db_alloc = rdma_db_alloc,
 	.db_free = rdma_db_free,
 	.db_ring = rdma_db_ring,
+	.uar_alloc = rdma_uar_alloc,
+	.uar_free = rdma_uar_free,
+	.uar_ring = rdma_uar_ring,
+	.query_eqn = rdma_query_eqn,
 	.evch_create = rdma_evch_create,
 	.evch_destroy = rdma_evch_destroy,
 	.evch_subscribe = rdma_evch_subscribe,

@@ -160,6 +160,19 @@ devx_trace_cmd(struct devx_ctx *ctx, uint64_t t_start, uint64_t t_end, const voi
 	pthread_mutex_unlock(&t->lock);
 }
 
+/* Name of the id field of a non-PRM operation. */
+static const char *
+op_id_key(const char *op)
+{
+	if (strcmp(op, "DOORBELL") == 0)
+		return "value";
+	if (strncmp(op, "UAR_", 4) == 0)
+		return "page_id";
+	if (strcmp(op, "QUERY_EQN") == 0)
+		return "eqn";
+	return "umem_id";
+}
+
 void
 devx_trace_op(struct devx_ctx *ctx, uint64_t t_start, uint64_t t_end, const char *op,
 	      uint64_t addr, uint64_t size, uint32_t id, uint8_t status, uint32_t syndrome)
@@ -173,7 +186,24 @@ devx_trace_op(struct devx_ctx *ctx, uint64_t t_start, uint64_t t_end, const char
 		",\"t_end_us\":%" PRIu64 ",\"op\":\"%s\",\"addr\":%" PRIu64 ",\"size\":%" PRIu64
 		",\"%s\":%u,\"status\":%u,\"syndrome\":%u}\n",
 		ctx->name, t->seq++, t_start, t_end, op, addr, size,
-		strcmp(op, "DOORBELL") == 0 ? "value" : "umem_id", id, status, syndrome);
+		op_id_key(op), id, status, syndrome);
+	fflush(t->f);
+	pthread_mutex_unlock(&t->lock);
+}
+
+void
+devx_trace_uar_ring(struct devx_ctx *ctx, uint64_t t_start, uint64_t t_end, uint32_t page_id,
+		    uint32_t offset, uint64_t value)
+{
+	struct devx_trace *t = ctx->trace;
+
+	if (t == NULL)
+		return;
+	pthread_mutex_lock(&t->lock);
+	fprintf(t->f, "{\"dev\":\"%s\",\"seq\":%" PRIu64 ",\"t_start_us\":%" PRIu64
+		",\"t_end_us\":%" PRIu64 ",\"op\":\"UAR_DOORBELL\",\"page_id\":%u,"
+		"\"addr\":%u,\"size\":8,\"value\":%" PRIu64 ",\"status\":0,\"syndrome\":0}\n",
+		ctx->name, t->seq++, t_start, t_end, page_id, offset, value);
 	fflush(t->f);
 	pthread_mutex_unlock(&t->lock);
 }

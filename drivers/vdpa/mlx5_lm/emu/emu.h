@@ -46,6 +46,13 @@ enum emu_syndrome {
 	EMU_SYND_ROOT_BAD_DEST = 0x5e0c0053,     /* status BAD_PARAM: not a TIR / NIC RX table */
 	/* status BAD_PARAM: the command uses a capability the device does not report */
 	EMU_SYND_CAP_NOT_SUPPORTED = 0x5e0c0031,
+	/* Event path (0x5e0c00eN). */
+	EMU_SYND_CQ_BAD_EQN = 0x5e0c00e1,        /* status BAD_PARAM: c_eqn is no completion EQ */
+	EMU_SYND_CQ_BAD_UAR = 0x5e0c00e2,        /* status BAD_PARAM: uar_page not allocated */
+	EMU_SYND_CQ_NO_UMEM = 0x5e0c00e3,        /* status BAD_PARAM: CQ ring/dbrec not in umems */
+	EMU_SYND_QP_NO_LOOPBACK = 0x5e0c00e4,    /* status BAD_PARAM: INIT2RTR without ads.fl */
+	EMU_SYND_QP_BAD_REMOTE = 0x5e0c00e5,     /* status BAD_PARAM: remote_qpn names no QP */
+	EMU_SYND_QP_NO_RETRY = 0x5e0c00e6,       /* status BAD_PARAM: RTR2RTS without retries */
 	EMU_SYND_INJECTED = 0x5e0cfa17,          /* default syndrome of an injected fault */
 };
 

@@ -385,24 +385,18 @@ dp_flush_tx(struct emu_dev *dev)
 
 /* ---- Events ------------------------------------------------------------------------------ */
 /*
- * event_mode QP: the firmware QP named by event_qpn_or_msix sends to its
- * peer (remote_qpn, set at INIT2RTR), the driver's QP, whose receive CQ
- * raises a completion event on the channels subscribed to it. A QP that
- * is not connected (before RTR) delivers nothing.
+ * event_mode QP: the firmware QP named by event_qpn_or_msix sends one
+ * message to its peer (remote_qpn, set at INIT2RTR), the driver's QP;
+ * emu_net.c takes it from there (credits, CQE, event when armed).
  */
 static void
 dp_post_completion(struct emu_dev *dev, struct emu_virtq *vq)
 {
-	struct emu_net_obj *qp = (struct emu_net_obj *)vq->event_qp, *peer;
+	struct emu_net_obj *qp = (struct emu_net_obj *)vq->event_qp;
 
-	if (vq->event_mode != PRM_VIRTQ_EVENT_MODE_QP || qp == NULL ||
-	    (qp->state != PRM_QPC_STATE_RTR && qp->state != PRM_QPC_STATE_RTS))
+	if (vq->event_mode != PRM_VIRTQ_EVENT_MODE_QP || qp == NULL)
 		return;
-	peer = (struct emu_net_obj *)emu_obj_find(dev, EMU_KIND_QP, qp->remote_qpn);
-	if (peer == NULL || peer->cqn_rcv == 0 ||
-	    (peer->state != PRM_QPC_STATE_RTR && peer->state != PRM_QPC_STATE_RTS))
-		return;
-	emu_event_post(dev, EMU_KIND_CQ, peer->cqn_rcv, PRM_EVENT_COMPLETION, NULL);
+	emu_net_qp_notify(dev, qp);
 }
 
 /* ---- Queues ---------------------------------------------------------------------------- */

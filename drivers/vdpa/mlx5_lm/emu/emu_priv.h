@@ -307,6 +307,27 @@ struct emu_net_obj {
 	uint8_t arm_cmd;             /* CQ doorbell cmd: 0 next completion, 1 solicited */
 	uint8_t arm_sn;              /* the arm sequence number of that request */
 	uint32_t arm_ci;             /* the consumer index the request carried */
+	/*
+	 * CQ: where completions go (emu_net_cq_complete). cqes / dbrec are
+	 * the device's view of the umems named at creation.
+	 */
+	uint8_t *cqes;               /* CQE ring, 1 << size entries of cqe_size bytes */
+	uint32_t cqe_size;           /* 64 or 128 */
+	bool cc;                     /* collapsed: every CQE at index 0 */
+	bool oi;                     /* overrun ignore */
+	bool cq_error;               /* overran: no CQE written any more */
+	uint32_t pc;                 /* producer counter: CQEs written */
+	uint32_t wait_qpn;           /* a QP's message waiting for the arm (RNR), 0 none */
+	/* CQ and QP: doorbell record (cq_dbrec / qp_dbrec), NULL when none. */
+	uint8_t *dbrec;
+	/* QP: event-path state (INIT2RTR, RTR2RTS, receive side). */
+	bool fl;                     /* primary_address_path.fl (force loopback) */
+	uint8_t retry_count, rnr_retry, ack_timeout;
+	uint8_t rnr_left;            /* RNR retries left for the message in flight */
+	bool rnr_pending;            /* a message waits for a receive credit */
+	uint32_t rq_type;
+	uint32_t log_rq_size;
+	uint32_t rq_consumed;        /* receive WQEs consumed (hw receive counter) */
 };
 
 /* A UAR page (emu_uar.c): a doorbell page of one device context. */
@@ -500,6 +521,14 @@ void emu_net_flow_caps(void *cap);
  */
 void emu_net_cq_doorbell(struct emu_dev *dev, uint32_t uar, uint32_t cqn, uint8_t sn,
 			 uint8_t cmd, uint32_t ci);
+
+/*
+ * The firmware QP qp sends one message to its peer (the event path of a
+ * virtq in event_mode QP): it consumes a receive credit of the peer and
+ * completes into the peer's receive CQ, or waits (RNR) / goes to ERR when
+ * the peer has no credit. dev->lock held.
+ */
+void emu_net_qp_notify(struct emu_dev *dev, struct emu_net_obj *qp);
 
 /* emu_uar.c: whether eqn is one of the device's completion EQs. */
 bool emu_eqn_is_completion(const struct emu_dev *dev, uint32_t eqn);

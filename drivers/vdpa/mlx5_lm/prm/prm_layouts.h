@@ -49,6 +49,7 @@ enum prm_opcode {
 	PRM_CMD_CREATE_UMEM = 0xa08,
 	/* What the kernel issues for mlx5dv_devx_alloc_uar (fault injection key). */
 	PRM_CMD_ALLOC_UAR = 0x802,
+	PRM_CMD_DEALLOC_UAR = 0x803,
 	PRM_CMD_DESTROY_UMEM = 0xa0a,
 };
 
@@ -92,6 +93,8 @@ enum prm_cap_type {
 /* Asynchronous event types delivered on a DevX event channel. */
 enum prm_event_type {
 	PRM_EVENT_COMPLETION = 0x00,
+	PRM_EVENT_CQ_ERROR = 0x04,           /* CQ overrun or access error */
+	PRM_EVENT_WQ_CATAS_ERROR = 0x05,     /* a QP went to ERR on its own */
 	PRM_EVENT_OBJECT_CHANGE = 0x27,
 };
 

@@ -498,6 +498,44 @@ PRM_FIELD(create_cq_in, cq_umem_valid, 0x2e0, 1);
 PRM_SUB(create_cq_in, pas, 0x880);			/* page list follows */
 PRM_LAYOUT(create_cq_in, 0x880);
 
+/*
+ * 64-byte CQE (Linux mlx5_cqe64, rdma-core struct mlx5_cqe64): byte_cnt at
+ * byte 44, the QP number in the low 24 bits of byte 56's dword, wqe_counter
+ * at byte 60, and op_own at byte 63 = opcode << 4 | ... | owner. The owner
+ * bit of the CQE at producer count pc is (pc >> log_cq_size) & 1: it flips
+ * at every wrap, so a consumer tells a new entry from last round's. A
+ * 128-byte CQE carries this layout in its second half.
+ */
+enum prm_cqe_opcode {
+	PRM_CQE_REQ = 0x0,
+	PRM_CQE_RESP_SEND = 0x2,
+	PRM_CQE_REQ_ERR = 0xd,
+	PRM_CQE_RESP_ERR = 0xe,
+	PRM_CQE_INVALID = 0xf,
+};
+PRM_FIELD(cqe64, byte_cnt, 0x160, 32);
+PRM_FIELD(cqe64, qpn, 0x1c8, 24);
+PRM_FIELD(cqe64, wqe_counter, 0x1e0, 16);
+PRM_FIELD(cqe64, signature, 0x1f0, 8);
+PRM_FIELD(cqe64, opcode, 0x1f8, 4);
+PRM_FIELD(cqe64, owner, 0x1ff, 1);
+PRM_LAYOUT(cqe64, 0x200);
+
+/*
+ * Doorbell records (mlx5 user-space layout): a CQ's record holds the
+ * consumer index (dword 0, 24 bits) and the last arm request (dword 1:
+ * sn << 28 | cmd << 24 | ci); a QP's holds its receive counter (dword 0)
+ * and send counter (dword 1), big-endian like every PRM field.
+ */
+PRM_FIELD(cq_dbrec, ci, 0x08, 24);
+PRM_FIELD(cq_dbrec, arm_sn, 0x22, 2);
+PRM_FIELD(cq_dbrec, arm_cmd, 0x26, 2);
+PRM_FIELD(cq_dbrec, arm_ci, 0x28, 24);
+PRM_LAYOUT(cq_dbrec, 0x40);
+PRM_FIELD(qp_dbrec, rcv_counter, 0x00, 32);
+PRM_FIELD(qp_dbrec, snd_counter, 0x20, 32);
+PRM_LAYOUT(qp_dbrec, 0x40);
+
 /* CREATE_CQ output: cqn[24] at 0x48 (create_out.id). */
 PRM_FIELD(create_cq_out, cqn, 0x48, 24);
 PRM_LAYOUT(create_cq_out, 0x80);
