@@ -146,13 +146,16 @@ def serve(tool, sockets, devargs, extra=()):
 EXAMPLE_SRC = '/usr/share/dpdk/examples/vdpa'
 
 
+BUILD_EXAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'tools',
+                             'build-vdpa-example.sh')
+
+
 def build_vdpa_example(workdir):
-    """Build DPDK's stock dpdk-vdpa example (package dpdk-doc) in workdir; its path."""
-    import shutil
-    src = os.path.join(workdir, 'vdpa')
-    shutil.copytree(EXAMPLE_SRC, src)
-    subprocess.run(['make', '-s', '-C', src], check=True, capture_output=True, timeout=300)
-    return os.path.join(src, 'build', 'vdpa')
+    """Build DPDK's stock dpdk-vdpa example (package dpdk-doc) in workdir with the
+    project's tool, as a user does; its path."""
+    r = subprocess.run([BUILD_EXAMPLE, workdir], check=True, capture_output=True, text=True,
+                       timeout=300)
+    return r.stdout.strip().splitlines()[-1]
 
 
 def vdpa_example_serves_testpmd(example, plugin, iface, prefix, frames=1000):
