@@ -12,7 +12,11 @@
  *    from offset 0 and logs at addr + mmap_offset; a file smaller than
  *    that makes the log writes (rte_vhost_log_used_vring, the device's
  *    dirty bits) a SIGBUS. QEMU always sends offset 0 (vhost-user.rst,
- *    "Log memory"): anything else is refused.
+ *    "Log memory"): anything else is refused;
+ *  - requests of protocol features that were not negotiated (inflight
+ *    fd, memory slots, postcopy, IOTLB without IOMMU_PLATFORM): vhost
+ *    22.11 handles SET_INFLIGHT_FD anyway and writes into the front end's
+ *    mapping whatever its size.
  *
  * An application registers rte_pmd_mlx5_lm_vhost_vet() as the
  * pre_msg_handle of rte_vhost_extern_callback_register() on each new
@@ -63,7 +67,20 @@ _Static_assert(offsetof(struct vet_msg, fd_num) == 676, "vhu_msg_context.fd_num 
 /* Front-end requests vetted here (vhost-user.rst, "Front-end message types"). */
 #define VET_SET_MEM_TABLE 5
 #define VET_SET_LOG_BASE 6
+#define VET_IOTLB_MSG 22
+#define VET_POSTCOPY_ADVISE 28
+#define VET_POSTCOPY_END 30
+#define VET_GET_INFLIGHT_FD 31
+#define VET_SET_INFLIGHT_FD 32
+#define VET_GET_MAX_MEM_SLOTS 36
 #define VET_ADD_MEM_REG 37
+#define VET_REM_MEM_REG 38
+
+/* Protocol features (vhost-user.rst) and the device feature those requests need. */
+#define VET_PF_PAGEFAULT 8
+#define VET_PF_INFLIGHT_SHMFD 12
+#define VET_PF_CONFIGURE_MEM_SLOTS 15
+#define VET_F_IOMMU_PLATFORM 33
 
 RTE_LOG_REGISTER_SUFFIX(mlx5_lm_vet_logtype, vet, NOTICE);
 
@@ -186,6 +203,50 @@ vet_log_base(int vid, const struct vet_msg *m)
 	return 0;
 }
 
+/*
+ * vhost-user.rst: a request of a protocol feature may be sent only once it
+ * is negotiated. DPDK 22.11 handles some regardless, and SET_INFLIGHT_FD
+ * then writes into a mapping of the front end's size and fd (past both
+ * when they are short); this PMD offers none of these features.
+ */
+static int
+vet_negotiated(int vid, const struct vet_msg *m)
+{
+	uint64_t pf = 0, f = 0;
+	int bit = -1, fbit = -1;
+
+	switch (m->request) {
+	case VET_POSTCOPY_ADVISE ... VET_POSTCOPY_END:
+		bit = VET_PF_PAGEFAULT;
+		break;
+	case VET_GET_INFLIGHT_FD:
+	case VET_SET_INFLIGHT_FD:
+		bit = VET_PF_INFLIGHT_SHMFD;
+		break;
+	case VET_GET_MAX_MEM_SLOTS ... VET_REM_MEM_REG:
+		bit = VET_PF_CONFIGURE_MEM_SLOTS;
+		break;
+	case VET_IOTLB_MSG:
+		fbit = VET_F_IOMMU_PLATFORM;
+		break;
+	default:
+		return 0;
+	}
+	if (bit >= 0 && (rte_vhost_get_negotiated_protocol_features(vid, &pf) < 0 ||
+			 !(pf & (1ull << bit)))) {
+		vet_log(vid, "request %u needs protocol feature %d, not negotiated: refused",
+			m->request, bit);
+		return -EPROTO;
+	}
+	if (fbit >= 0 && (rte_vhost_get_negotiated_features(vid, &f) < 0 ||
+			  !(f & (1ull << fbit)))) {
+		vet_log(vid, "request %u needs feature %d, not negotiated: refused",
+			m->request, fbit);
+		return -EPROTO;
+	}
+	return 0;
+}
+
 int
 rte_pmd_mlx5_lm_vhost_vet(int vid, void *msg)
 {
@@ -194,6 +255,11 @@ rte_pmd_mlx5_lm_vhost_vet(int vid, void *msg)
 
 	if (m->fd_num < 0 || m->fd_num > VET_MAX_FDS)
 		return RTE_VHOST_MSG_RESULT_NOT_HANDLED;
+	ret = vet_negotiated(vid, m);
+	if (ret < 0) {
+		close_fds(m);
+		return RTE_VHOST_MSG_RESULT_ERR;
+	}
 	switch (m->request) {
 	case VET_SET_MEM_TABLE:
 		ret = vet_mem_table(vid, m);
