@@ -432,7 +432,8 @@ test_broken_memory_tables_are_refused_and_the_back_end_stays_up(void **state)
 	(void)state;
 	CASE(mem_overlapping, "overlaps another");
 	CASE(mem_zero_sized, "failed to mmap region");
-	CASE(mem_absurdly_large, "failed to mmap region");
+	/* vhost would fail the mmap; the vetting refuses it first (past its file). */
+	CASE(mem_absurdly_large, "failed to mmap region", "is past the end of its file");
 	CASE(mem_nine_regions, "SET_MEM_TABLE failed");
 }
 

@@ -139,7 +139,8 @@ vet_region(int vid, unsigned int i, const uint8_t *r, int fd)
 		vet_log(vid, "memory region %u: no file behind its fd (%d): refused", i, fd);
 		return -EBADF;
 	}
-	if (v[1] == 0 || v[3] + v[1] < v[3] || v[3] + v[1] > (uint64_t)fsize) {
+	/* An empty region vhost refuses itself. */
+	if (v[3] + v[1] < v[3] || v[3] + v[1] > (uint64_t)fsize) {
 		vet_log(vid, "memory region %u (gpa 0x%" PRIx64 "): mmap_offset 0x%" PRIx64
 			" + size 0x%" PRIx64 " is past the end of its file (0x%" PRIx64
 			" bytes): a SIGBUS on first access, refused", i, v[0], v[3], v[1],
