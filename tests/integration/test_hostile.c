@@ -17,6 +17,7 @@
  *
  * At the end both devices are removed and the emulator finds nothing alive.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <setjmp.h>
@@ -752,6 +753,129 @@ test_released_registration_never_serves_other_memory(void **state)
 	assert_int_equal(lmh_remove(&dc), 0);
 }
 
+/*
+ * Item 7: DPDK 22.11 reads a payload with a blocking read() in its one
+ * vhost thread. Front end X announces 8 bytes of SET_FEATURES and sends
+ * none; once that thread sits in read(2) (its /proc syscall, looked at
+ * until then: no guess of a delay), front end Y's GET_FEATURES on
+ * another socket gets no answer, while device B's data path keeps running.
+ * Without a timeout Y waits until X leaves; with the application's
+ * mitigation (rte_pmd_mlx5_lm_vhost_msg_timeout, serve --msg-timeout)
+ * vhost gives up on X after the timeout and serves Y. Both measured.
+ */
+static bool
+vhost_thread_in_read(void)
+{
+	char path[320], comm[32], sys[64];
+	struct dirent *e;
+	bool found = false;
+	DIR *d = opendir("/proc/self/task");
+	FILE *f;
+
+	if (d == NULL)
+		return false;
+	while (!found && (e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		f = fopen(path, "r");
+		if (f == NULL)
+			continue;
+		comm[0] = '\0';
+		(void)!fgets(comm, sizeof(comm), f);
+		fclose(f);
+		if (strncmp(comm, "vhost-events", 12) != 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/syscall", e->d_name);
+		f = fopen(path, "r");
+		if (f == NULL)
+			continue;
+		sys[0] = '\0';
+		(void)!fgets(sys, sizeof(sys), f);
+		fclose(f);
+		/* "0 0x<fd> ...": blocked in read(2) (x86-64 syscall 0). */
+		found = strncmp(sys, "0 ", 2) == 0;
+	}
+	closedir(d);
+	return found;
+}
+
+/*
+ * X stalls vhost's thread, Y asks on another socket; returns how long Y
+ * waited for its answer (ms). x_leaves: X disconnects once Y has had no
+ * answer for 300 ms (DPDK's default: nothing else frees the thread);
+ * otherwise X stays and vhost must give up on it (message timeout).
+ */
+static int64_t
+stalled_payload(bool x_leaves)
+{
+	struct vu_client *x = connect_a(), *y;
+	struct vu_msg_hdr hdr = { VU_SET_FEATURES, VU_FLAG_VERSION, 8 };
+	uint64_t feat;
+	int64_t t0, deadline = lmh_now_ms() + LMH_DEADLINE_MS;
+	int ret;
+
+	assert_int_equal(vu_get_features(x, &feat), 0);
+	assert_int_equal(write(vu_client_fd(x), &hdr, sizeof(hdr)), (ssize_t)sizeof(hdr));
+	while (!vhost_thread_in_read()) {
+		if (lmh_now_ms() > deadline)
+			fail_msg("vhost's thread never blocked in the payload read");
+		lmh_tick();
+	}
+	/* Socket 2: no device attached, vhost answers GET_FEATURES itself. */
+	assert_int_equal(vu_connect(&y, lmh_sock(2), 5000), 0);
+	lmh_conn_opened(2);
+	vu_set_reply_timeout(y, x_leaves ? 300 : LMH_DEADLINE_MS);
+	t0 = lmh_now_ms();
+	ret = vu_get_features(y, &feat);
+	if (x_leaves) {
+		/* Blocked: no answer while X is there. */
+		assert_int_equal(ret, -ETIMEDOUT);
+		vu_disconnect(x);
+		x = NULL;
+		ret = vu_recv_raw(y, &hdr, &feat, sizeof(feat), LMH_DEADLINE_MS);
+		assert_int_equal(ret, (int)sizeof(feat));
+		assert_int_equal(hdr.request, VU_GET_FEATURES);
+	} else {
+		assert_int_equal(ret, 0);
+		/* vhost closed X's connection when its read timed out. */
+		assert_int_equal(vu_recv_raw(x, &hdr, &feat, sizeof(feat), LMH_DEADLINE_MS),
+				 -ECONNRESET);
+	}
+	t0 = lmh_now_ms() - t0;
+	vu_disconnect(y);
+	if (x != NULL)
+		vu_disconnect(x);
+	assert_true(lmh_wait_closed(2));
+	assert_true(lmh_wait_closed(0));
+	return t0;
+}
+
+static void
+test_stalled_payload_holds_vhost_until_the_front_end_leaves_or_times_out(void **state)
+{
+	uint64_t rx = lmh_rx_received(g_b);
+	int64_t ms;
+
+	(void)state;
+#ifndef __x86_64__
+	/* vhost_thread_in_read() knows read(2) by its x86-64 number. */
+	skip();
+#endif
+	ms = stalled_payload(true);
+	printf("  payload announced, never sent: another socket's GET_FEATURES unanswered "
+	       "until that front end left (%" PRId64 " ms here, the front end's choice)\n", ms);
+	/* The mitigation: vhost gives up on X after 1 s and answers Y. */
+	lmh_msg_timeout(1000);
+	ms = stalled_payload(false);
+	lmh_msg_timeout(0);
+	printf("  with a 1000 ms message timeout: answered after %" PRId64 " ms, the "
+	       "stalling front end disconnected by vhost\n", ms);
+	check_b_served(rx);
+	check_a_clean("stalled payload");
+	well_behaved_a();
+}
+
 /* ---- a front end leaving after each message of QEMU's start order ------------ */
 
 enum step_kind {
@@ -923,6 +1047,8 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_out_of_order_front_ends_are_survived),
 		cmocka_unit_test(test_isolation_and_vhost_crashers),
 		cmocka_unit_test(test_released_registration_never_serves_other_memory),
+		cmocka_unit_test(
+			test_stalled_payload_holds_vhost_until_the_front_end_leaves_or_times_out),
 		cmocka_unit_test(
 			test_front_end_leaving_after_each_message_leaves_the_device_reusable),
 	};

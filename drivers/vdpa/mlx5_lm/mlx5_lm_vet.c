@@ -31,7 +31,13 @@
 #include <stdio.h>
 #include <stddef.h>
 #include <string.h>
+#include <dirent.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <rte_log.h>
@@ -301,4 +307,66 @@ rte_pmd_mlx5_lm_vhost_vet_register(int vid)
 		return -ENOTSUP;
 	}
 	return rte_vhost_extern_callback_register(vid, &vet_ops, NULL) == 0 ? 0 : -EINVAL;
+}
+
+/* fd is a connected (not listening) unix stream socket whose address or peer is path. */
+static int
+conn_of_path(int fd, const char *path)
+{
+	struct sockaddr_un sa;
+	socklen_t len;
+	int listening = 0;
+	socklen_t olen = sizeof(listening);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &olen) < 0 || listening)
+		return 0;
+	len = sizeof(sa);
+	memset(&sa, 0, sizeof(sa));
+	if (getsockname(fd, (struct sockaddr *)&sa, &len) == 0 && sa.sun_family == AF_UNIX &&
+	    strncmp(sa.sun_path, path, sizeof(sa.sun_path)) == 0)
+		return 1;
+	len = sizeof(sa);
+	memset(&sa, 0, sizeof(sa));
+	return getpeername(fd, (struct sockaddr *)&sa, &len) == 0 && sa.sun_family == AF_UNIX &&
+	       strncmp(sa.sun_path, path, sizeof(sa.sun_path)) == 0;
+}
+
+/*
+ * DPDK 22.11 reads a message's payload with a blocking read() on the
+ * connection, in its one vhost thread: a front end announcing a payload
+ * it never sends stops every socket's messages until it leaves (issue 11,
+ * item 7). vhost gives the application no handle on the connection, so
+ * its socket is found by address (the vhost-user path, as local address
+ * of an accepted connection or peer of a client one) and gets a receive
+ * timeout: the read then fails, vhost closes that connection and goes on.
+ */
+int
+rte_pmd_mlx5_lm_vhost_msg_timeout(int vid, unsigned int ms)
+{
+	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+	char path[PATH_MAX];
+	struct dirent *e;
+	int n = 0;
+	DIR *d;
+
+	if (rte_vhost_get_ifname(vid, path, sizeof(path)) < 0)
+		return -EINVAL;
+	d = opendir("/proc/self/fd");
+	if (d == NULL)
+		return -errno;
+	while ((e = readdir(d)) != NULL) {
+		int fd = atoi(e->d_name);
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || fd == dirfd(d) ||
+		    !conn_of_path(fd, path))
+			continue;
+		if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == 0)
+			n++;
+	}
+	closedir(d);
+	if (n == 0) {
+		vet_log(vid, "no connection of %s found: no message timeout", path);
+		return -ENOENT;
+	}
+	return 0;
 }
