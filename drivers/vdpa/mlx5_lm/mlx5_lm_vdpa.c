@@ -542,7 +542,10 @@ task_suspend_query(void *arg)
 		/*
 		 * The device's last used-ring writes happened while logging: mark
 		 * the whole ring for the destination (vhost logs relative to the
-		 * ring's log address).
+		 * ring's log address). Only with log_mr: the device pinned the
+		 * whole log when it registered it, the proof that vhost's writes
+		 * there cannot fault (a log fd shorter than declared fails that
+		 * pin, issue 11).
 		 */
 		uint64_t len = dev->features & (1ull << F_RING_PACKED) ?
 			(uint64_t)vq->size * 16 : 4 + (uint64_t)vq->size * 8 + 2;
