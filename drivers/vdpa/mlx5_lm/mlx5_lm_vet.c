@@ -88,8 +88,6 @@ _Static_assert(offsetof(struct vet_msg, fd_num) == 676, "vhu_msg_context.fd_num 
 #define VET_PF_CONFIGURE_MEM_SLOTS 15
 #define VET_F_IOMMU_PLATFORM 33
 
-RTE_LOG_REGISTER_SUFFIX(mlx5_lm_vet_logtype, vet, NOTICE);
-
 static void
 vet_log(int vid, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -103,9 +101,8 @@ vet_log(int vid, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	/* Always printed: the one line that says why a front end was refused. */
-	rte_log(RTE_LOG_ERR, mlx5_lm_vet_logtype, "mlx5_lm %s: vhost device %d: %s\n",
-		dev != NULL ? dev->name : "-", vid, text);
+	/* The one line that says why a front end's message was refused. */
+	DRV_LOG(ERR, dev, "vhost device %d: %s", vid, text);
 }
 
 static void
@@ -302,8 +299,8 @@ rte_pmd_mlx5_lm_vhost_vet_register(int vid)
 {
 	/* The message layout above is DPDK 22.11's; another vhost gets no vetting. */
 	if (RTE_VER_YEAR != 22 || RTE_VER_MONTH != 11) {
-		rte_log(RTE_LOG_ERR, mlx5_lm_vet_logtype, "mlx5_lm: vhost-user message vetting "
-			"is built for DPDK 22.11, not %s: not registered\n", rte_version());
+		DRV_LOG(ERR, mlx5_lm_dev_by_vid(vid), "vhost-user message vetting is built for "
+			"DPDK 22.11, not %s: not registered", rte_version());
 		return -ENOTSUP;
 	}
 	return rte_vhost_extern_callback_register(vid, &vet_ops, NULL) == 0 ? 0 : -EINVAL;
