@@ -224,7 +224,8 @@ cmd_serve(int argc, char **argv)
 			unsigned long v = strtoul(optarg, &end, 0);
 
 			if (*optarg == '\0' || *end != '\0' || v > 3600000) {
-				fprintf(stderr, "serve: --msg-timeout takes milliseconds, 0..3600000\n");
+				fprintf(stderr, "serve: --msg-timeout takes milliseconds, "
+					"0..3600000\n");
 				return EXIT_USAGE;
 			}
 			msg_timeout_ms = (unsigned int)v;

@@ -159,7 +159,8 @@ register_memory(struct mlx5_lm_dev *dev, struct rte_vhost_memory *mem)
 		if (r->fd >= 0 && fstat(r->fd, &st) == 0 && st.st_ino != 0) {
 			regions[n].file_dev = (uint64_t)st.st_dev;
 			regions[n].file_ino = (uint64_t)st.st_ino;
-			regions[n].file_off = r->host_user_addr - (uint64_t)(uintptr_t)r->mmap_addr;
+			regions[n].file_off = r->host_user_addr -
+					      (uint64_t)(uintptr_t)r->mmap_addr;
 		}
 		n++;
 	}

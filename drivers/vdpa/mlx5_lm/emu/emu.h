@@ -38,7 +38,7 @@ enum emu_syndrome {
 	EMU_SYND_UMEM_TOO_SMALL = 0x5e0c000d,    /* status BAD_PARAM: virtq umem smaller than a*size+b */
 	EMU_SYND_TOO_MANY_ENTRIES = 0x5e0c000e,  /* status EXCEED_LIM: mkey entry list too long */
 	EMU_SYND_QP_BAD_TRANSITION = 0x5e0c000f, /* status BAD_RES_STATE */
-	EMU_SYND_UMEM_NOT_BACKED = 0x5e0c00b5,   /* status BAD_PARAM: umem pages past their file (pin EFAULT) */
+	EMU_SYND_UMEM_NOT_BACKED = 0x5e0c00b5,   /* status BAD_PARAM: umem past its file (pin) */
 	EMU_SYND_INJECTED = 0x5e0cfa17,          /* default syndrome of an injected fault */
 };
 
