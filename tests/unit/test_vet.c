@@ -42,7 +42,8 @@ msg_init(uint8_t *m, uint32_t request, const void *payload, uint32_t size, const
 	memcpy(m + 4, &flags, 4);
 	memcpy(m + 8, &size, 4);
 	memcpy(m + OFF_PAYLOAD, payload, size);
-	memcpy(m + OFF_FDS, fds, sizeof(int) * nfds);
+	if (nfds > 0)
+		memcpy(m + OFF_FDS, fds, sizeof(int) * nfds);
 	memcpy(m + OFF_FD_NUM, &nfds, 4);
 }
 
