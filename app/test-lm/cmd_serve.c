@@ -43,13 +43,17 @@ serve_usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: dpdk-test-lm serve --socket PATH [--socket PATH ...] --devargs \"<devargs>\"\n"
-		"                          [--client] [--stats SECONDS] [--eal \"ARGS\"]\n\n"
+		"                          [--client] [--stats SECONDS] [--msg-timeout MS]\n"
+		"                          [--eal \"ARGS\"]\n\n"
 		"vhost-user back end: one %s device per socket, served until SIGINT/SIGTERM.\n\n"
 		"  --socket PATH    vhost-user socket (repeat for more devices: %s0, %s1, ...)\n"
 		"  --devargs ARGS   device arguments, e.g. \"emu=cx6dx\": once for every device,\n"
 		"                   or once per socket, in the same order\n"
 		"  --client         connect to the front end's socket instead of listening\n"
 		"  --stats SECONDS  print per-queue device counters every SECONDS\n"
+		"  --msg-timeout MS close a connection whose message payload does not\n"
+		"                   arrive within MS (default 3000; 0: wait forever, as\n"
+		"                   DPDK's vhost does, holding every socket's messages)\n"
 		"  --eal ARGS       extra EAL arguments (vhost's own log is at warning level;\n"
 		"                   --eal \"--log-level=lib.vhost.*:info\" shows every message)\n"
 		"  -h, --help       this text\n\n"
@@ -84,6 +88,8 @@ on_destroy_device(int vid)
  * 22.11's vhost maps memory and log areas without checking them against
  * their files (doc/reliability.md, "Security model").
  */
+static unsigned int msg_timeout_ms = 3000;
+
 static int
 on_new_connection(int vid)
 {
@@ -92,6 +98,10 @@ on_new_connection(int vid)
 			"connection refused\n", vid);
 		return -1;
 	}
+	/* A payload announced and never sent must not hold vhost's one thread. */
+	if (msg_timeout_ms > 0 && rte_pmd_mlx5_lm_vhost_msg_timeout(vid, msg_timeout_ms) < 0)
+		fprintf(stderr, "serve: vhost device %d: no message timeout on its connection\n",
+			vid);
 	return 0;
 }
 
@@ -267,6 +277,7 @@ cmd_serve(int argc, char **argv)
 		{ "client", no_argument, NULL, 'c' },
 		{ "stats", required_argument, NULL, 't' },
 		{ "eal", required_argument, NULL, 'e' },
+		{ "msg-timeout", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -311,6 +322,18 @@ cmd_serve(int argc, char **argv)
 		case 'e':
 			eal = optarg;
 			break;
+		case 'm': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 0);
+
+			if (*optarg == '\0' || *end != '\0' || v > 3600000) {
+				fprintf(stderr, "serve: --msg-timeout takes milliseconds, "
+					"0..3600000\n");
+				return EXIT_USAGE;
+			}
+			msg_timeout_ms = (unsigned int)v;
+			break;
+		}
 		case 'h':
 			serve_usage(stdout);
 			return 0;

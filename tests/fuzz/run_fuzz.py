@@ -24,6 +24,10 @@ def main():
     ap.add_argument('--time', type=int, default=20, help='seconds (-max_total_time)')
     ap.add_argument('--runs', type=int, default=2000000, help='inputs at most (-runs)')
     ap.add_argument('--max-len', type=int, default=4096)
+    ap.add_argument('--timeout', type=int, default=10, help='seconds per input (-timeout)')
+    ap.add_argument('--no-leaks', action='store_true',
+                    help='-detect_leaks=0 (targets that run DPDK, whose own allocations '
+                    'outlive an input)')
     a = ap.parse_args()
     # FUZZ_SECONDS overrides the time of every target (longer runs by hand).
     if os.environ.get('FUZZ_SECONDS'):
@@ -43,10 +47,12 @@ def main():
             subprocess.run([a.seed_gen, seeds], check=True)
         n_seeds = len(os.listdir(seeds))
         cmd = [a.fuzzer, '-max_total_time=%d' % a.time, '-runs=%d' % a.runs,
-               '-max_len=%d' % a.max_len, '-timeout=10', '-rss_limit_mb=2048',
+               '-max_len=%d' % a.max_len, '-timeout=%d' % a.timeout, '-rss_limit_mb=2048',
                '-print_final_stats=1',
                '-artifact_prefix=' + os.path.join(os.path.abspath(a.artifacts), ''),
                corpus, seeds]
+        if a.no_leaks:
+            cmd.insert(1, '-detect_leaks=0')
         print('%d seeds; %s' % (n_seeds, ' '.join(cmd)), flush=True)
         r = subprocess.run(cmd)
         if r.returncode != 0:

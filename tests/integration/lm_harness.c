@@ -228,6 +228,7 @@ on_destroy_device(int vid)
 }
 
 static volatile bool vet_on = true;
+static volatile unsigned int msg_timeout_ms;
 
 void
 lmh_vet(bool on)
@@ -235,10 +236,18 @@ lmh_vet(bool on)
 	vet_on = on;
 }
 
+void
+lmh_msg_timeout(unsigned int ms)
+{
+	msg_timeout_ms = ms;
+}
+
 /* As dpdk-test-lm serve does: every message vetted before vhost uses it. */
 static int
 on_new_connection(int vid)
 {
+	if (msg_timeout_ms > 0 && rte_pmd_mlx5_lm_vhost_msg_timeout(vid, msg_timeout_ms) < 0)
+		return -1;
 	if (!vet_on)
 		return 0;
 	return rte_pmd_mlx5_lm_vhost_vet_register(vid) == 0 ? 0 : -1;

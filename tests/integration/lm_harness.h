@@ -67,6 +67,12 @@ bool lmh_wait_closed(unsigned int sock);
  * driver and the device do on their own. On by default.
  */
 void lmh_vet(bool on);
+/*
+ * New connections get a receive timeout of ms for vhost's reads
+ * (rte_pmd_mlx5_lm_vhost_msg_timeout, as serve --msg-timeout); 0, the
+ * default, leaves DPDK's blocking reads.
+ */
+void lmh_msg_timeout(unsigned int ms);
 
 /* ---- devices ---- */
 struct lmh_dev {

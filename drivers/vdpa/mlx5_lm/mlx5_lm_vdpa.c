@@ -179,7 +179,8 @@ register_memory(struct mlx5_lm_dev *dev, struct rte_vhost_memory *mem)
 		if (r->fd >= 0 && fstat(r->fd, &st) == 0 && st.st_ino != 0) {
 			regions[n].file_dev = (uint64_t)st.st_dev;
 			regions[n].file_ino = (uint64_t)st.st_ino;
-			regions[n].file_off = r->host_user_addr - (uint64_t)(uintptr_t)r->mmap_addr;
+			regions[n].file_off = r->host_user_addr -
+					      (uint64_t)(uintptr_t)r->mmap_addr;
 		}
 		n++;
 	}
@@ -603,7 +604,10 @@ task_suspend_query(void *arg)
 		/*
 		 * The device's last used-ring writes happened while logging: mark
 		 * the whole ring for the destination (vhost logs relative to the
-		 * ring's log address).
+		 * ring's log address). Only with log_mr: the device pinned the
+		 * whole log when it registered it, the proof that vhost's writes
+		 * there cannot fault (a log fd shorter than declared fails that
+		 * pin, issue 11).
 		 */
 		uint64_t len = dev->features & (1ull << F_RING_PACKED) ?
 			(uint64_t)vq->size * 16 : 4 + (uint64_t)vq->size * 8 + 2;

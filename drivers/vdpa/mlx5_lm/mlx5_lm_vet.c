@@ -12,7 +12,11 @@
  *    from offset 0 and logs at addr + mmap_offset; a file smaller than
  *    that makes the log writes (rte_vhost_log_used_vring, the device's
  *    dirty bits) a SIGBUS. QEMU always sends offset 0 (vhost-user.rst,
- *    "Log memory"): anything else is refused.
+ *    "Log memory"): anything else is refused;
+ *  - requests of protocol features that were not negotiated (inflight
+ *    fd, memory slots, postcopy, IOTLB without IOMMU_PLATFORM): vhost
+ *    22.11 handles SET_INFLIGHT_FD anyway and writes into the front end's
+ *    mapping whatever its size.
  *
  * An application registers rte_pmd_mlx5_lm_vhost_vet() as the
  * pre_msg_handle of rte_vhost_extern_callback_register() on each new
@@ -27,7 +31,13 @@
 #include <stdio.h>
 #include <stddef.h>
 #include <string.h>
+#include <dirent.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <rte_log.h>
@@ -63,9 +73,20 @@ _Static_assert(offsetof(struct vet_msg, fd_num) == 676, "vhu_msg_context.fd_num 
 /* Front-end requests vetted here (vhost-user.rst, "Front-end message types"). */
 #define VET_SET_MEM_TABLE 5
 #define VET_SET_LOG_BASE 6
+#define VET_IOTLB_MSG 22
+#define VET_POSTCOPY_ADVISE 28
+#define VET_POSTCOPY_END 30
+#define VET_GET_INFLIGHT_FD 31
+#define VET_SET_INFLIGHT_FD 32
+#define VET_GET_MAX_MEM_SLOTS 36
 #define VET_ADD_MEM_REG 37
+#define VET_REM_MEM_REG 38
 
-RTE_LOG_REGISTER_SUFFIX(mlx5_lm_vet_logtype, vet, NOTICE);
+/* Protocol features (vhost-user.rst) and the device feature those requests need. */
+#define VET_PF_PAGEFAULT 8
+#define VET_PF_INFLIGHT_SHMFD 12
+#define VET_PF_CONFIGURE_MEM_SLOTS 15
+#define VET_F_IOMMU_PLATFORM 33
 
 static void
 vet_log(int vid, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -80,9 +101,8 @@ vet_log(int vid, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	/* Always printed: the one line that says why a front end was refused. */
-	rte_log(RTE_LOG_ERR, mlx5_lm_vet_logtype, "mlx5_lm %s: vhost device %d: %s\n",
-		dev != NULL ? dev->name : "-", vid, text);
+	/* The one line that says why a front end's message was refused. */
+	DRV_LOG(ERR, dev, "vhost device %d: %s", vid, text);
 }
 
 static void
@@ -122,10 +142,7 @@ vet_region(int vid, unsigned int i, const uint8_t *r, int fd)
 		vet_log(vid, "memory region %u: no file behind its fd (%d): refused", i, fd);
 		return -EBADF;
 	}
-	if (v[1] == 0) {
-		vet_log(vid, "memory region %u (gpa 0x%" PRIx64 "): size 0: refused", i, v[0]);
-		return -EINVAL;
-	}
+	/* An empty region vhost refuses itself. */
 	if (v[3] + v[1] < v[3] || v[3] + v[1] > (uint64_t)fsize) {
 		vet_log(vid, "memory region %u (gpa 0x%" PRIx64 "): mmap_offset 0x%" PRIx64
 			" + size 0x%" PRIx64 " is past the end of its file (0x%" PRIx64
@@ -190,6 +207,50 @@ vet_log_base(int vid, const struct vet_msg *m)
 	return 0;
 }
 
+/*
+ * vhost-user.rst: a request of a protocol feature may be sent only once it
+ * is negotiated. DPDK 22.11 handles some regardless, and SET_INFLIGHT_FD
+ * then writes into a mapping of the front end's size and fd (past both
+ * when they are short); this PMD offers none of these features.
+ */
+static int
+vet_negotiated(int vid, const struct vet_msg *m)
+{
+	uint64_t pf = 0, f = 0;
+	int bit = -1, fbit = -1;
+
+	switch (m->request) {
+	case VET_POSTCOPY_ADVISE ... VET_POSTCOPY_END:
+		bit = VET_PF_PAGEFAULT;
+		break;
+	case VET_GET_INFLIGHT_FD:
+	case VET_SET_INFLIGHT_FD:
+		bit = VET_PF_INFLIGHT_SHMFD;
+		break;
+	case VET_GET_MAX_MEM_SLOTS ... VET_REM_MEM_REG:
+		bit = VET_PF_CONFIGURE_MEM_SLOTS;
+		break;
+	case VET_IOTLB_MSG:
+		fbit = VET_F_IOMMU_PLATFORM;
+		break;
+	default:
+		return 0;
+	}
+	if (bit >= 0 && (rte_vhost_get_negotiated_protocol_features(vid, &pf) < 0 ||
+			 !(pf & (1ull << bit)))) {
+		vet_log(vid, "request %u needs protocol feature %d, not negotiated: refused",
+			m->request, bit);
+		return -EPROTO;
+	}
+	if (fbit >= 0 && (rte_vhost_get_negotiated_features(vid, &f) < 0 ||
+			  !(f & (1ull << fbit)))) {
+		vet_log(vid, "request %u needs feature %d, not negotiated: refused",
+			m->request, fbit);
+		return -EPROTO;
+	}
+	return 0;
+}
+
 int
 rte_pmd_mlx5_lm_vhost_vet(int vid, void *msg)
 {
@@ -198,6 +259,11 @@ rte_pmd_mlx5_lm_vhost_vet(int vid, void *msg)
 
 	if (m->fd_num < 0 || m->fd_num > VET_MAX_FDS)
 		return RTE_VHOST_MSG_RESULT_NOT_HANDLED;
+	ret = vet_negotiated(vid, m);
+	if (ret < 0) {
+		close_fds(m);
+		return RTE_VHOST_MSG_RESULT_ERR;
+	}
 	switch (m->request) {
 	case VET_SET_MEM_TABLE:
 		ret = vet_mem_table(vid, m);
@@ -233,9 +299,71 @@ rte_pmd_mlx5_lm_vhost_vet_register(int vid)
 {
 	/* The message layout above is DPDK 22.11's; another vhost gets no vetting. */
 	if (RTE_VER_YEAR != 22 || RTE_VER_MONTH != 11) {
-		rte_log(RTE_LOG_ERR, mlx5_lm_vet_logtype, "mlx5_lm: vhost-user message vetting "
-			"is built for DPDK 22.11, not %s: not registered\n", rte_version());
+		DRV_LOG(ERR, mlx5_lm_dev_by_vid(vid), "vhost-user message vetting is built for "
+			"DPDK 22.11, not %s: not registered", rte_version());
 		return -ENOTSUP;
 	}
 	return rte_vhost_extern_callback_register(vid, &vet_ops, NULL) == 0 ? 0 : -EINVAL;
+}
+
+/* fd is a connected (not listening) unix stream socket whose address or peer is path. */
+static int
+conn_of_path(int fd, const char *path)
+{
+	struct sockaddr_un sa;
+	socklen_t len;
+	int listening = 0;
+	socklen_t olen = sizeof(listening);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &olen) < 0 || listening)
+		return 0;
+	len = sizeof(sa);
+	memset(&sa, 0, sizeof(sa));
+	if (getsockname(fd, (struct sockaddr *)&sa, &len) == 0 && sa.sun_family == AF_UNIX &&
+	    strncmp(sa.sun_path, path, sizeof(sa.sun_path)) == 0)
+		return 1;
+	len = sizeof(sa);
+	memset(&sa, 0, sizeof(sa));
+	return getpeername(fd, (struct sockaddr *)&sa, &len) == 0 && sa.sun_family == AF_UNIX &&
+	       strncmp(sa.sun_path, path, sizeof(sa.sun_path)) == 0;
+}
+
+/*
+ * DPDK 22.11 reads a message's payload with a blocking read() on the
+ * connection, in its one vhost thread: a front end announcing a payload
+ * it never sends stops every socket's messages until it leaves (issue 11,
+ * item 7). vhost gives the application no handle on the connection, so
+ * its socket is found by address (the vhost-user path, as local address
+ * of an accepted connection or peer of a client one) and gets a receive
+ * timeout: the read then fails, vhost closes that connection and goes on.
+ */
+int
+rte_pmd_mlx5_lm_vhost_msg_timeout(int vid, unsigned int ms)
+{
+	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+	char path[PATH_MAX];
+	struct dirent *e;
+	int n = 0;
+	DIR *d;
+
+	if (rte_vhost_get_ifname(vid, path, sizeof(path)) < 0)
+		return -EINVAL;
+	d = opendir("/proc/self/fd");
+	if (d == NULL)
+		return -errno;
+	while ((e = readdir(d)) != NULL) {
+		int fd = atoi(e->d_name);
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || fd == dirfd(d) ||
+		    !conn_of_path(fd, path))
+			continue;
+		if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == 0)
+			n++;
+	}
+	closedir(d);
+	if (n == 0) {
+		vet_log(vid, "no connection of %s found: no message timeout", path);
+		return -ENOENT;
+	}
+	return 0;
 }

@@ -135,6 +135,16 @@ int rte_pmd_mlx5_lm_vhost_vet(int vid, void *msg);
  */
 int rte_pmd_mlx5_lm_vhost_vet_register(int vid);
 
+/*
+ * DPDK 22.11's vhost reads a message's payload with a blocking read in
+ * its one thread: a front end that announces a payload and never sends
+ * it stops the messages of every socket until it disconnects. Give the
+ * connections of vhost device vid's socket a receive timeout of ms: such
+ * a read then fails and vhost closes that connection. Call it from
+ * new_connection. 0, or a negative errno (connection not found).
+ */
+int rte_pmd_mlx5_lm_vhost_msg_timeout(int vid, unsigned int ms);
+
 #ifdef __cplusplus
 }
 #endif

@@ -127,9 +127,10 @@ emu_umem_reg(struct emu_dev *dev, void *addr, size_t size, uint32_t access, uint
 		u->access = access;
 		emu_umem_pin(u);
 		if (!emu_umem_backed(u)) {
-			emu_log(dev, 3, "umem %p+0x%zx: pages beyond the end of their file cannot "
-				"be pinned (ib_umem_get: EFAULT): registration refused", addr, size);
-			/* Never visible: the object (and its pin) goes before anyone learns its id. */
+			emu_log(dev, 3, "umem %p+0x%zx: pages beyond the end of their file "
+				"cannot be pinned (ib_umem_get: EFAULT): registration refused",
+				addr, size);
+			/* Never visible: it (and its pin) goes before anyone learns its id. */
 			emu_obj_destroy(dev, &u->obj, syndrome);
 			*syndrome = EMU_SYND_UMEM_NOT_BACKED;
 			pthread_mutex_unlock(&dev->lock);
