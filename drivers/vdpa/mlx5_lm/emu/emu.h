@@ -178,6 +178,42 @@ int emu_root_rule_add(struct emu_dev *dev, const struct emu_root_rule_attr *attr
 /* Returns 0, or a PRM status (BAD_RES for an unknown rule). */
 int emu_root_rule_del(struct emu_dev *dev, uint32_t rule_id, uint32_t *syndrome);
 
+/* ---- The kernel's side of DevX ------------------------------------------ */
+/*
+ * What Linux drivers/infiniband/hw/mlx5/devx.c lets through each rdma-core
+ * DevX entry point (emu_kernel.c). Every way into the emulator that stands
+ * for DevX (the transport's emu back end, the emulated rdma-core) checks a
+ * mailbox here before handing it to emu_cmd(), which is the firmware.
+ */
+enum emu_kentry {
+	EMU_KENTRY_GENERAL,  /* mlx5dv_devx_general_cmd: devx_is_general_cmd() */
+	EMU_KENTRY_CREATE,   /* mlx5dv_devx_obj_create: devx_is_obj_create_cmd() */
+	EMU_KENTRY_MODIFY,   /* mlx5dv_devx_obj_modify: devx_is_obj_modify_cmd(), valid obj id */
+	EMU_KENTRY_QUERY,    /* mlx5dv_devx_obj_query: devx_is_obj_query_cmd(), valid obj id */
+	EMU_KENTRY_DESTROY,  /* mlx5dv_devx_obj_destroy: the kernel's derived mailbox */
+};
+/* The object behind a DevX handle, as devx.c encodes it: creator opcode, obj_type, id. */
+struct emu_kobj {
+	uint16_t create_opcode;
+	uint16_t obj_type;   /* general objects */
+	uint32_t id;
+};
+const char *emu_kentry_name(enum emu_kentry e);
+/* The object a successful create made (devx_get_created_obj_id()). 0 or -EINVAL. */
+int emu_kernel_created_obj(const void *in, size_t inlen, const void *out, size_t outlen,
+			   struct emu_kobj *obj);
+/*
+ * May entry point e carry this mailbox, for the handle's object obj (NULL
+ * for general and create)? 0, or -EINVAL with a log line citing the rule.
+ */
+int emu_kernel_check(struct emu_dev *dev, enum emu_kentry e, const void *in, size_t inlen,
+		     const struct emu_kobj *obj);
+/* ibv_alloc_pd / ibv_dealloc_pd as the kernel executes them (0, -ENOMEM, -EBUSY). */
+int emu_kernel_alloc_pd(struct emu_dev *dev, uint32_t *pdn);
+int emu_kernel_dealloc_pd(struct emu_dev *dev, uint32_t pdn);
+/* ibv_alloc_null_mr: the context's dump-fill mkey, read by the kernel (0 or -EOPNOTSUPP). */
+int emu_kernel_null_mkey(struct emu_dev *dev, uint32_t *mkey);
+
 /* ---- Data path and wire ---------------------------------------------------- */
 /*
  * The data path processes the rings of every RDY virtq in a per-device
