@@ -386,6 +386,24 @@ test_concurrent_commands_trace_whole_lines(void **state)
 	free_trace(recs, n);
 }
 
+/*
+ * A2: the PD and its null mkey as ibv_alloc_pd + ibv_alloc_null_mr give them
+ * (the emu back end runs what the kernel runs for those calls).
+ */
+static void
+test_pd_with_null_mkey(void **state)
+{
+	struct devx_ctx *ctx = open_emu(NULL);
+	struct devx_pd *pd = devx_pd_alloc(ctx);
+
+	assert_non_null(pd);
+	assert_int_not_equal(devx_pd_null_mkey(pd), 0);
+	assert_int_equal(emu_dev_live_objects(devx_emu_dev(ctx)), 1);
+	assert_int_equal(devx_pd_free(pd), 0);
+	assert_int_equal(emu_dev_live_objects(devx_emu_dev(ctx)), 0);
+	assert_int_equal(devx_close(ctx), 0);
+}
+
 int
 main(void)
 {
@@ -400,6 +418,7 @@ main(void)
 		cmocka_unit_test(test_umem_reg_is_traced),
 		cmocka_unit_test(test_root_flow_rule_holds_its_destination_and_is_traced),
 		cmocka_unit_test(test_uar_eqn_and_uar_doorbell_are_traced),
+		cmocka_unit_test(test_pd_with_null_mkey),
 		cmocka_unit_test(test_concurrent_commands_trace_whole_lines),
 	};
 	int fd = mkstemp(trace_path);

@@ -55,6 +55,7 @@ devx_open(const struct devx_open_params *p, struct devx_ctx **out, char *err, si
 	TAILQ_INIT(&ctx->objs);
 	TAILQ_INIT(&ctx->umems);
 	TAILQ_INIT(&ctx->flows);
+	TAILQ_INIT(&ctx->pds);
 	ctx->be = p->emu_profile != NULL ? &devx_backend_emu : &devx_backend_rdma;
 	if (p->trace_path != NULL) {
 		ret = devx_trace_open(ctx, p->trace_path, err, errlen);
@@ -82,6 +83,7 @@ devx_close(struct devx_ctx *ctx)
 	struct devx_umem *umem;
 	struct devx_flow *flow;
 	struct devx_obj *obj;
+	struct devx_pd *pd;
 
 	if (ctx == NULL)
 		return 0;
@@ -98,6 +100,10 @@ devx_close(struct devx_ctx *ctx)
 	while ((umem = TAILQ_FIRST(&ctx->umems)) != NULL) {
 		TAILQ_REMOVE(&ctx->umems, umem, next);
 		free(umem);
+	}
+	while ((pd = TAILQ_FIRST(&ctx->pds)) != NULL) {
+		TAILQ_REMOVE(&ctx->pds, pd, next);
+		free(pd);
 	}
 	devx_trace_close(ctx);
 	pthread_mutex_destroy(&ctx->lock);
@@ -505,6 +511,72 @@ uint32_t
 devx_umem_id(const struct devx_umem *umem)
 {
 	return umem->id;
+}
+
+struct devx_pd *
+devx_pd_alloc(struct devx_ctx *ctx)
+{
+	struct devx_pd *pd = calloc(1, sizeof(*pd));
+	uint64_t t0;
+	int rc;
+
+	if (pd == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pd->ctx = ctx;
+	t0 = devx_trace_now_us();
+	rc = ctx->be->pd_alloc(ctx, pd);
+	devx_trace_op(ctx, t0, devx_trace_now_us(), "PD_ALLOC", 0, 0, pd->pdn, rc < 0, 0);
+	if (rc < 0) {
+		devx_log(3, "%s: protection domain allocation failed: %s", ctx->name,
+			 strerror(-rc));
+		free(pd);
+		errno = -rc;
+		return NULL;
+	}
+	devx_trace_op(ctx, t0, devx_trace_now_us(), "NULL_MR", 0, 0, pd->null_mkey, 0, 0);
+	pthread_mutex_lock(&ctx->lock);
+	TAILQ_INSERT_TAIL(&ctx->pds, pd, next);
+	pthread_mutex_unlock(&ctx->lock);
+	return pd;
+}
+
+int
+devx_pd_free(struct devx_pd *pd)
+{
+	struct devx_ctx *ctx;
+	uint64_t t0;
+	int rc;
+
+	if (pd == NULL)
+		return 0;
+	ctx = pd->ctx;
+	t0 = devx_trace_now_us();
+	rc = ctx->be->pd_free(ctx, pd);
+	devx_trace_op(ctx, t0, devx_trace_now_us(), "PD_FREE", 0, 0, pd->pdn, rc < 0, 0);
+	if (rc < 0) {
+		devx_log(3, "%s: protection domain 0x%x cannot be freed: %s", ctx->name, pd->pdn,
+			 strerror(-rc));
+		return rc;
+	}
+	pthread_mutex_lock(&ctx->lock);
+	TAILQ_REMOVE(&ctx->pds, pd, next);
+	pthread_mutex_unlock(&ctx->lock);
+	free(pd);
+	return 0;
+}
+
+uint32_t
+devx_pd_id(const struct devx_pd *pd)
+{
+	return pd->pdn;
+}
+
+uint32_t
+devx_pd_null_mkey(const struct devx_pd *pd)
+{
+	return pd->null_mkey;
 }
 
 struct devx_db *

@@ -27,6 +27,7 @@ struct devx_db;
 struct devx_evch;
 struct devx_flow;
 struct devx_uar;
+struct devx_pd;
 
 struct devx_open_params {
 	const char *name;        /* device name for logs and trace ("vdpa_mlx5_lm0") */
@@ -127,6 +128,19 @@ struct devx_flow *devx_root_flow_create(struct devx_ctx *ctx, const struct devx_
 					struct devx_obj *dest);
 /* Destroy; on failure the rule stays valid and a negative errno is returned. */
 int devx_root_flow_destroy(struct devx_flow *flow);
+
+/*
+ * Protection domain with its null mkey, the way the reference drivers get
+ * them: rdma = ibv_alloc_pd + mlx5dv_init_obj (pdn) + ibv_alloc_null_mr
+ * (QUERY_SPECIAL_CONTEXTS is not a DevX command, the kernel refuses it);
+ * emu = what the kernel does for those calls. Objects that name a PD must
+ * name this one, the PD the null mkey belongs to.
+ */
+struct devx_pd *devx_pd_alloc(struct devx_ctx *ctx);
+/* Free; on failure (objects still use the PD) it stays valid and a negative errno is returned. */
+int devx_pd_free(struct devx_pd *pd);
+uint32_t devx_pd_id(const struct devx_pd *pd);
+uint32_t devx_pd_null_mkey(const struct devx_pd *pd);
 
 /* Register host memory for device access (rdma: mlx5dv_devx_umem_reg). */
 struct devx_umem *devx_umem_reg(struct devx_ctx *ctx, void *addr, size_t size,

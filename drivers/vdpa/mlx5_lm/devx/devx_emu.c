@@ -85,6 +85,28 @@ emu_be_umem_dereg(struct devx_ctx *ctx, struct devx_umem *umem, uint8_t *status,
 	return 0;
 }
 
+/* What the kernel does for ibv_alloc_pd and rdma-core for ibv_alloc_null_mr. */
+static int
+emu_be_pd_alloc(struct devx_ctx *ctx, struct devx_pd *pd)
+{
+	int rc = emu_kernel_alloc_pd(EMU(ctx), &pd->pdn);
+
+	if (rc < 0)
+		return rc;
+	rc = emu_kernel_null_mkey(EMU(ctx), &pd->null_mkey);
+	if (rc < 0) {
+		emu_kernel_dealloc_pd(EMU(ctx), pd->pdn);
+		return rc;
+	}
+	return 0;
+}
+
+static int
+emu_be_pd_free(struct devx_ctx *ctx, struct devx_pd *pd)
+{
+	return emu_kernel_dealloc_pd(EMU(ctx), pd->pdn);
+}
+
 static int
 emu_be_flow_create(struct devx_ctx *ctx, struct devx_flow *flow, const struct devx_flow_attr *a,
 		   struct devx_obj *dest, uint8_t *status, uint32_t *syndrome)
@@ -266,6 +288,8 @@ const struct devx_backend devx_backend_emu = {
 	.umem_dereg = emu_be_umem_dereg,
 	.flow_create = emu_be_flow_create,
 	.flow_destroy = emu_be_flow_destroy,
+	.pd_alloc = emu_be_pd_alloc,
+	.pd_free = emu_be_pd_free,
 	.db_alloc = emu_be_db_alloc,
 	.db_free = emu_be_db_free,
 	.db_ring = emu_be_db_ring,

@@ -241,6 +241,55 @@ rdma_flow_destroy(struct devx_ctx *ctx, struct devx_flow *flow, uint8_t *status,
 	return rc == 0 ? 0 : -rc;
 }
 
+/* What DPDK's mlx5 drivers do: a verbs PD, its pdn, and the null mr's lkey. */
+static int
+rdma_pd_alloc(struct devx_ctx *ctx, struct devx_pd *pd)
+{
+	struct mlx5dv_pd dv_pd;
+	struct mlx5dv_obj dv = { .pd = { .in = NULL, .out = &dv_pd } };
+	struct ibv_pd *ibpd;
+	struct ibv_mr *mr;
+	int rc;
+
+	ibpd = ibv_alloc_pd(IBCTX(ctx));
+	if (ibpd == NULL)
+		return errno ? -errno : -ENOMEM;
+	dv.pd.in = ibpd;
+	rc = mlx5dv_init_obj(&dv, MLX5DV_OBJ_PD);
+	if (rc != 0) {
+		rc = rc > 0 ? -rc : -EINVAL;
+		goto err_init;
+	}
+	mr = ibv_alloc_null_mr(ibpd);
+	if (mr == NULL) {
+		rc = errno ? -errno : -EOPNOTSUPP;
+		goto err_init;
+	}
+	pd->be_handle = ibpd;
+	pd->be_mr = mr;
+	pd->pdn = dv_pd.pdn;
+	pd->null_mkey = mr->lkey;
+	return 0;
+err_init:
+	ibv_dealloc_pd(ibpd);
+	return rc;
+}
+
+static int
+rdma_pd_free(struct devx_ctx *ctx, struct devx_pd *pd)
+{
+	int rc;
+
+	if (pd->be_mr != NULL) {
+		rc = ibv_dereg_mr(pd->be_mr);
+		if (rc != 0)
+			return rc > 0 ? -rc : -EIO;
+		pd->be_mr = NULL;
+	}
+	rc = ibv_dealloc_pd(pd->be_handle);
+	return rc == 0 ? 0 : (rc > 0 ? -rc : -EIO);
+}
+
 static int
 rdma_db_alloc(struct devx_ctx *ctx, struct devx_db *db)
 {
@@ -392,6 +441,8 @@ const struct devx_backend devx_backend_rdma = {
 	.umem_dereg = rdma_umem_dereg,
 	.flow_create = rdma_flow_create,
 	.flow_destroy = rdma_flow_destroy,
+	.pd_alloc = rdma_pd_alloc,
+	.pd_free = rdma_pd_free,
 	.db_alloc = rdma_db_alloc,
 	.db_free = rdma_db_free,
 	.db_ring = rdma_db_ring,
