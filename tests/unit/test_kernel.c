@@ -172,15 +172,15 @@ test_kernel_pd_and_null_mkey(void **state)
 {
 	char err[256];
 	struct emu_dev *dev = emu_dev_create("k0", "fast", err, sizeof(err));
-	uint32_t pdn = 0, key = 0;
+	uint32_t pdn = 0, key = 0, synd = 0;
 
 	assert_non_null(dev);
-	assert_int_equal(emu_kernel_alloc_pd(dev, &pdn), 0);
+	assert_int_equal(emu_kernel_alloc_pd(dev, &pdn, &synd), 0);
 	assert_int_equal(emu_dev_live_objects(dev), 1);
-	assert_int_equal(emu_kernel_null_mkey(dev, &key), 0);
+	assert_int_equal(emu_kernel_null_mkey(dev, &key, &synd), 0);
 	assert_int_not_equal(key, 0);
-	assert_int_equal(emu_kernel_dealloc_pd(dev, pdn + 1), -EINVAL);
-	assert_int_equal(emu_kernel_dealloc_pd(dev, pdn), 0);
+	assert_int_equal(emu_kernel_dealloc_pd(dev, pdn + 1, &synd), PRM_STATUS_BAD_RES);
+	assert_int_equal(emu_kernel_dealloc_pd(dev, pdn, &synd), 0);
 	assert_int_equal(emu_dev_live_objects(dev), 0);
 	assert_int_equal(emu_dev_destroy(dev), 0);
 }

@@ -513,10 +513,22 @@ devx_umem_id(const struct devx_umem *umem)
 	return umem->id;
 }
 
+static void
+log_op_failure(struct devx_ctx *ctx, const char *what, int rc, uint8_t status, uint32_t syndrome)
+{
+	if (rc == -EIO)
+		devx_log(3, "%s: %s failed: status 0x%x (%s), syndrome 0x%08x", ctx->name, what,
+			 status, prm_status_name(status), syndrome);
+	else
+		devx_log(3, "%s: %s failed: %s", ctx->name, what, strerror(-rc));
+}
+
 struct devx_pd *
 devx_pd_alloc(struct devx_ctx *ctx)
 {
 	struct devx_pd *pd = calloc(1, sizeof(*pd));
+	uint8_t status = 0;
+	uint32_t syndrome = 0;
 	uint64_t t0;
 	int rc;
 
@@ -526,11 +538,13 @@ devx_pd_alloc(struct devx_ctx *ctx)
 	}
 	pd->ctx = ctx;
 	t0 = devx_trace_now_us();
-	rc = ctx->be->pd_alloc(ctx, pd);
-	devx_trace_op(ctx, t0, devx_trace_now_us(), "PD_ALLOC", 0, 0, pd->pdn, rc < 0, 0);
+	rc = ctx->be->pd_alloc(ctx, pd, &status, &syndrome);
+	devx_trace_op(ctx, t0, devx_trace_now_us(), "PD_ALLOC", 0, 0, pd->pdn,
+		      rc == -EIO ? status : rc < 0 ? PRM_STATUS_INTERNAL_ERR : 0, syndrome);
 	if (rc < 0) {
-		devx_log(3, "%s: protection domain allocation failed: %s", ctx->name,
-			 strerror(-rc));
+		/* Named with the opcode the kernel runs for ibv_alloc_pd. */
+		log_op_failure(ctx, "PD_ALLOC (0x800) (protection domain, null mkey)", rc, status,
+			       syndrome);
 		free(pd);
 		errno = -rc;
 		return NULL;
@@ -546,6 +560,8 @@ int
 devx_pd_free(struct devx_pd *pd)
 {
 	struct devx_ctx *ctx;
+	uint8_t status = 0;
+	uint32_t syndrome = 0;
 	uint64_t t0;
 	int rc;
 
@@ -553,11 +569,14 @@ devx_pd_free(struct devx_pd *pd)
 		return 0;
 	ctx = pd->ctx;
 	t0 = devx_trace_now_us();
-	rc = ctx->be->pd_free(ctx, pd);
-	devx_trace_op(ctx, t0, devx_trace_now_us(), "PD_FREE", 0, 0, pd->pdn, rc < 0, 0);
+	rc = ctx->be->pd_free(ctx, pd, &status, &syndrome);
+	devx_trace_op(ctx, t0, devx_trace_now_us(), "PD_FREE", 0, 0, pd->pdn,
+		      rc == -EIO ? status : rc < 0 ? PRM_STATUS_INTERNAL_ERR : 0, syndrome);
 	if (rc < 0) {
-		devx_log(3, "%s: protection domain 0x%x cannot be freed: %s", ctx->name, pd->pdn,
-			 strerror(-rc));
+		char what[64];
+
+		snprintf(what, sizeof(what), "PD_FREE (0x801) pd 0x%x", pd->pdn);
+		log_op_failure(ctx, what, rc, status, syndrome);
 		return rc;
 	}
 	pthread_mutex_lock(&ctx->lock);

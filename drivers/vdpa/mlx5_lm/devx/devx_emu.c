@@ -87,24 +87,32 @@ emu_be_umem_dereg(struct devx_ctx *ctx, struct devx_umem *umem, uint8_t *status,
 
 /* What the kernel does for ibv_alloc_pd and rdma-core for ibv_alloc_null_mr. */
 static int
-emu_be_pd_alloc(struct devx_ctx *ctx, struct devx_pd *pd)
+emu_be_pd_alloc(struct devx_ctx *ctx, struct devx_pd *pd, uint8_t *status, uint32_t *syndrome)
 {
-	int rc = emu_kernel_alloc_pd(EMU(ctx), &pd->pdn);
+	uint32_t synd2;
+	int st;
 
-	if (rc < 0)
-		return rc;
-	rc = emu_kernel_null_mkey(EMU(ctx), &pd->null_mkey);
-	if (rc < 0) {
-		emu_kernel_dealloc_pd(EMU(ctx), pd->pdn);
-		return rc;
+	st = emu_kernel_alloc_pd(EMU(ctx), &pd->pdn, syndrome);
+	if (st == 0) {
+		st = emu_kernel_null_mkey(EMU(ctx), &pd->null_mkey, syndrome);
+		if (st == 0)
+			return 0;
+		emu_kernel_dealloc_pd(EMU(ctx), pd->pdn, &synd2);
 	}
-	return 0;
+	*status = (uint8_t)st;
+	return -EIO;
 }
 
 static int
-emu_be_pd_free(struct devx_ctx *ctx, struct devx_pd *pd)
+emu_be_pd_free(struct devx_ctx *ctx, struct devx_pd *pd, uint8_t *status, uint32_t *syndrome)
 {
-	return emu_kernel_dealloc_pd(EMU(ctx), pd->pdn);
+	int st = emu_kernel_dealloc_pd(EMU(ctx), pd->pdn, syndrome);
+
+	if (st != 0) {
+		*status = (uint8_t)st;
+		return -EIO;
+	}
+	return 0;
 }
 
 static int

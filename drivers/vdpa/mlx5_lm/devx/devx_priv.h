@@ -39,9 +39,11 @@ struct devx_backend {
 			   uint8_t *status, uint32_t *syndrome);
 	int (*flow_destroy)(struct devx_ctx *ctx, struct devx_flow *flow, uint8_t *status,
 			    uint32_t *syndrome);
-	/* Sets pd->pdn and pd->null_mkey. */
-	int (*pd_alloc)(struct devx_ctx *ctx, struct devx_pd *pd);
-	int (*pd_free)(struct devx_ctx *ctx, struct devx_pd *pd);
+	/* Sets pd->pdn and pd->null_mkey. Returns like umem_reg. */
+	int (*pd_alloc)(struct devx_ctx *ctx, struct devx_pd *pd, uint8_t *status,
+			uint32_t *syndrome);
+	int (*pd_free)(struct devx_ctx *ctx, struct devx_pd *pd, uint8_t *status,
+		       uint32_t *syndrome);
 	int (*db_alloc)(struct devx_ctx *ctx, struct devx_db *db);
 	void (*db_free)(struct devx_ctx *ctx, struct devx_db *db);
 	void (*db_ring)(struct devx_ctx *ctx, struct devx_db *db, uint32_t offset, uint32_t v);

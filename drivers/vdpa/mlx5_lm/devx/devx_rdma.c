@@ -243,7 +243,7 @@ rdma_flow_destroy(struct devx_ctx *ctx, struct devx_flow *flow, uint8_t *status,
 
 /* What DPDK's mlx5 drivers do: a verbs PD, its pdn, and the null mr's lkey. */
 static int
-rdma_pd_alloc(struct devx_ctx *ctx, struct devx_pd *pd)
+rdma_pd_alloc(struct devx_ctx *ctx, struct devx_pd *pd, uint8_t *status, uint32_t *syndrome)
 {
 	struct mlx5dv_pd dv_pd;
 	struct mlx5dv_obj dv = { .pd = { .in = NULL, .out = &dv_pd } };
@@ -276,7 +276,7 @@ err_init:
 }
 
 static int
-rdma_pd_free(struct devx_ctx *ctx, struct devx_pd *pd)
+rdma_pd_free(struct devx_ctx *ctx, struct devx_pd *pd, uint8_t *status, uint32_t *syndrome)
 {
 	int rc;
 

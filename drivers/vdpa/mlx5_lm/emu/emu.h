@@ -208,11 +208,15 @@ int emu_kernel_created_obj(const void *in, size_t inlen, const void *out, size_t
  */
 int emu_kernel_check(struct emu_dev *dev, enum emu_kentry e, const void *in, size_t inlen,
 		     const struct emu_kobj *obj);
-/* ibv_alloc_pd / ibv_dealloc_pd as the kernel executes them (0, -ENOMEM, -EBUSY). */
-int emu_kernel_alloc_pd(struct emu_dev *dev, uint32_t *pdn);
-int emu_kernel_dealloc_pd(struct emu_dev *dev, uint32_t pdn);
-/* ibv_alloc_null_mr: the context's dump-fill mkey, read by the kernel (0 or -EOPNOTSUPP). */
-int emu_kernel_null_mkey(struct emu_dev *dev, uint32_t *mkey);
+/*
+ * The firmware commands the kernel runs itself for verbs calls. Each
+ * returns 0 or the PRM status (> 0) with *syndrome set.
+ * ibv_alloc_pd / ibv_dealloc_pd: ALLOC_PD / DEALLOC_PD (RES_BUSY while used).
+ */
+int emu_kernel_alloc_pd(struct emu_dev *dev, uint32_t *pdn, uint32_t *syndrome);
+int emu_kernel_dealloc_pd(struct emu_dev *dev, uint32_t pdn, uint32_t *syndrome);
+/* ibv_alloc_null_mr: the context's dump-fill mkey (QUERY_SPECIAL_CONTEXTS, by the kernel). */
+int emu_kernel_null_mkey(struct emu_dev *dev, uint32_t *mkey, uint32_t *syndrome);
 
 /* ---- Data path and wire ---------------------------------------------------- */
 /*

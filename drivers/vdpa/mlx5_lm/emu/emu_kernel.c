@@ -403,43 +403,50 @@ emu_kernel_check(struct emu_dev *dev, enum emu_kentry e, const void *in, size_t 
 }
 
 /*
- * ibv_alloc_pd: the kernel's mlx5_ib_alloc_pd executes ALLOC_PD with the
- * context's uid; the PD is counted as a live object like any other.
+ * ibv_alloc_pd / ibv_dealloc_pd: the kernel's mlx5_ib_alloc_pd executes
+ * ALLOC_PD (DEALLOC_PD) itself; the PD is counted as a live object like
+ * any other. Returns 0 or the firmware's status, with *syndrome.
  */
-int
-emu_kernel_alloc_pd(struct emu_dev *dev, uint32_t *pdn)
+static int
+kernel_cmd(struct emu_dev *dev, const void *in, size_t inlen, void *out, size_t outlen,
+	   uint32_t *syndrome)
 {
-	uint8_t in[PRM_SIZE(alloc_pd_in)];
-	uint8_t out[PRM_SIZE(create_out)];
+	int st;
 
-	memset(in, 0, sizeof(in));
-	PRM_SET(cmd_in, in, opcode, PRM_CMD_ALLOC_PD);
-	if (emu_cmd(dev, in, sizeof(in), out, sizeof(out)) < 0 ||
-	    PRM_GET(cmd_out, out, status) != PRM_STATUS_OK)
-		return -ENOMEM;
-	*pdn = (uint32_t)PRM_GET(create_out, out, id);
-	return 0;
+	if (emu_cmd(dev, in, inlen, out, outlen) < 0) {
+		*syndrome = EMU_SYND_BAD_OUTPUT_LEN;
+		return PRM_STATUS_INTERNAL_ERR;
+	}
+	st = (int)PRM_GET(cmd_out, out, status);
+	*syndrome = (uint32_t)PRM_GET(cmd_out, out, syndrome);
+	return st;
 }
 
 int
-emu_kernel_dealloc_pd(struct emu_dev *dev, uint32_t pdn)
+emu_kernel_alloc_pd(struct emu_dev *dev, uint32_t *pdn, uint32_t *syndrome)
 {
-	uint8_t in[PRM_SIZE(destroy_in)];
+	uint8_t in[PRM_SIZE(alloc_pd_in)];
+	uint8_t out[PRM_SIZE(create_out)];
+	int st;
+
+	memset(in, 0, sizeof(in));
+	PRM_SET(alloc_pd_in, in, opcode, PRM_CMD_ALLOC_PD);
+	st = kernel_cmd(dev, in, sizeof(in), out, sizeof(out), syndrome);
+	if (st == PRM_STATUS_OK)
+		*pdn = (uint32_t)PRM_GET(create_out, out, id);
+	return st;
+}
+
+int
+emu_kernel_dealloc_pd(struct emu_dev *dev, uint32_t pdn, uint32_t *syndrome)
+{
+	uint8_t in[PRM_SIZE(dealloc_pd_in)];
 	uint8_t out[PRM_SIZE(destroy_out)];
 
 	memset(in, 0, sizeof(in));
-	PRM_SET(destroy_in, in, opcode, PRM_CMD_DEALLOC_PD);
-	PRM_SET(destroy_in, in, id, pdn);
-	if (emu_cmd(dev, in, sizeof(in), out, sizeof(out)) < 0)
-		return -EINVAL;
-	switch (PRM_GET(cmd_out, out, status)) {
-	case PRM_STATUS_OK:
-		return 0;
-	case PRM_STATUS_RES_BUSY:
-		return -EBUSY;
-	default:
-		return -EINVAL;
-	}
+	PRM_SET(dealloc_pd_in, in, opcode, PRM_CMD_DEALLOC_PD);
+	PRM_SET(dealloc_pd_in, in, pd, pdn);
+	return kernel_cmd(dev, in, sizeof(in), out, sizeof(out), syndrome);
 }
 
 /*
@@ -448,16 +455,16 @@ emu_kernel_dealloc_pd(struct emu_dev *dev, uint32_t pdn)
  * context was created (it is not a DevX command: user space cannot send it).
  */
 int
-emu_kernel_null_mkey(struct emu_dev *dev, uint32_t *mkey)
+emu_kernel_null_mkey(struct emu_dev *dev, uint32_t *mkey, uint32_t *syndrome)
 {
 	uint8_t in[PRM_SIZE(query_special_contexts_in)];
 	uint8_t out[PRM_SIZE(query_special_contexts_out)];
+	int st;
 
 	memset(in, 0, sizeof(in));
 	PRM_SET(query_special_contexts_in, in, opcode, PRM_CMD_QUERY_SPECIAL_CONTEXTS);
-	if (emu_cmd(dev, in, sizeof(in), out, sizeof(out)) < 0 ||
-	    PRM_GET(cmd_out, out, status) != PRM_STATUS_OK)
-		return -EOPNOTSUPP;
-	*mkey = (uint32_t)PRM_GET(query_special_contexts_out, out, dump_fill_mkey);
-	return 0;
+	st = kernel_cmd(dev, in, sizeof(in), out, sizeof(out), syndrome);
+	if (st == PRM_STATUS_OK)
+		*mkey = (uint32_t)PRM_GET(query_special_contexts_out, out, dump_fill_mkey);
+	return st;
 }
