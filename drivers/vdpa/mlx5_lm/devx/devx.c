@@ -297,13 +297,13 @@ err:
 }
 
 static int
-obj_cmd(struct devx_obj *obj, const void *in, size_t inlen, void *out, size_t outlen)
+obj_cmd(struct devx_obj *obj, bool query, const void *in, size_t inlen, void *out, size_t outlen)
 {
 	struct devx_ctx *ctx = obj->ctx;
 	uint64_t t0 = devx_trace_now_us();
 	int rc;
 
-	rc = ctx->be->obj_cmd(ctx, obj, in, inlen, out, outlen);
+	rc = ctx->be->obj_cmd(ctx, obj, query, in, inlen, out, outlen);
 	devx_trace_cmd(ctx, t0, devx_trace_now_us(), in, inlen, out, outlen, rc);
 	return check_status(ctx, rc, in, out, outlen);
 }
@@ -311,13 +311,13 @@ obj_cmd(struct devx_obj *obj, const void *in, size_t inlen, void *out, size_t ou
 int
 devx_obj_modify(struct devx_obj *obj, const void *in, size_t inlen, void *out, size_t outlen)
 {
-	return obj_cmd(obj, in, inlen, out, outlen);
+	return obj_cmd(obj, false, in, inlen, out, outlen);
 }
 
 int
 devx_obj_query(struct devx_obj *obj, const void *in, size_t inlen, void *out, size_t outlen)
 {
-	return obj_cmd(obj, in, inlen, out, outlen);
+	return obj_cmd(obj, true, in, inlen, out, outlen);
 }
 
 int

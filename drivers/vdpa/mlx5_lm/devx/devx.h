@@ -78,11 +78,14 @@ int devx_emu_translate(struct devx_ctx *ctx, uint32_t mkey, uint64_t addr, size_
 		       void **host);
 
 /*
- * Execute a general command (QUERY_HCA_CAP, QUERY_SPECIAL_CONTEXTS, QP
- * transitions, MODIFY_RQT, ...). Returns 0 when the device answered with
- * status 0; -EIO when it answered with a non-zero status (status and
- * syndrome are in out, and logged); another negative errno when the
- * command could not be delivered.
+ * Execute a general command: only what the kernel lets through
+ * mlx5dv_devx_general_cmd (Linux devx.c devx_is_general_cmd: QUERY_HCA_CAP
+ * and the other QUERY_* of its list, NOP, the 0xb00-0xd00 range); object
+ * commands (QP transitions, MODIFY_RQT, ...) go through devx_obj_modify on
+ * the object's handle, and both back ends refuse them here with -EINVAL.
+ * Returns 0 when the device answered with status 0; -EIO when it answered
+ * with a non-zero status (status and syndrome are in out, and logged);
+ * another negative errno when the command could not be delivered.
  */
 int devx_cmd(struct devx_ctx *ctx, const void *in, size_t inlen, void *out, size_t outlen);
 

@@ -31,31 +31,59 @@ emu_be_close(struct devx_ctx *ctx)
 	return emu_dev_destroy(EMU(ctx));
 }
 
+/*
+ * Every mailbox first passes the kernel's DevX rules (emu_kernel.c), as it
+ * would on its way through rdma-core and Linux devx.c to the firmware:
+ * emu= refuses what ibdev= would refuse, with the kernel's EINVAL.
+ */
 static int
 emu_be_cmd(struct devx_ctx *ctx, const void *in, size_t inlen, void *out, size_t outlen)
 {
-	return emu_cmd(EMU(ctx), in, inlen, out, outlen);
+	int rc = emu_kernel_check(EMU(ctx), EMU_KENTRY_GENERAL, in, inlen, NULL);
+
+	return rc < 0 ? rc : emu_cmd(EMU(ctx), in, inlen, out, outlen);
 }
 
 static int
 emu_be_obj_create(struct devx_ctx *ctx, struct devx_obj *obj, const void *in, size_t inlen,
 		  void *out, size_t outlen)
 {
-	return emu_cmd(EMU(ctx), in, inlen, out, outlen);
+	int rc = emu_kernel_check(EMU(ctx), EMU_KENTRY_CREATE, in, inlen, NULL);
+
+	return rc < 0 ? rc : emu_cmd(EMU(ctx), in, inlen, out, outlen);
+}
+
+static void
+kobj_of(const struct devx_obj *obj, struct emu_kobj *k)
+{
+	k->create_opcode = obj->create_opcode;
+	k->obj_type = obj->obj_type;
+	k->id = obj->id;
 }
 
 static int
-emu_be_obj_cmd(struct devx_ctx *ctx, struct devx_obj *obj, const void *in, size_t inlen,
-	       void *out, size_t outlen)
+emu_be_obj_cmd(struct devx_ctx *ctx, struct devx_obj *obj, bool query, const void *in,
+	       size_t inlen, void *out, size_t outlen)
 {
-	return emu_cmd(EMU(ctx), in, inlen, out, outlen);
+	struct emu_kobj k;
+	int rc;
+
+	kobj_of(obj, &k);
+	rc = emu_kernel_check(EMU(ctx), query ? EMU_KENTRY_QUERY : EMU_KENTRY_MODIFY, in, inlen,
+			      &k);
+	return rc < 0 ? rc : emu_cmd(EMU(ctx), in, inlen, out, outlen);
 }
 
 static int
 emu_be_obj_destroy(struct devx_ctx *ctx, struct devx_obj *obj, const void *din, size_t dinlen,
 		   void *dout, size_t doutlen)
 {
-	return emu_cmd(EMU(ctx), din, dinlen, dout, doutlen);
+	struct emu_kobj k;
+	int rc;
+
+	kobj_of(obj, &k);
+	rc = emu_kernel_check(EMU(ctx), EMU_KENTRY_DESTROY, din, dinlen, &k);
+	return rc < 0 ? rc : emu_cmd(EMU(ctx), din, dinlen, dout, doutlen);
 }
 
 static int

@@ -4,6 +4,7 @@
 #define MLX5_LM_DEVX_PRIV_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdatomic.h>
 #include <sys/queue.h>
@@ -24,7 +25,8 @@ struct devx_backend {
 	int (*cmd)(struct devx_ctx *ctx, const void *in, size_t inlen, void *out, size_t outlen);
 	int (*obj_create)(struct devx_ctx *ctx, struct devx_obj *obj, const void *in,
 			  size_t inlen, void *out, size_t outlen);
-	int (*obj_cmd)(struct devx_ctx *ctx, struct devx_obj *obj, const void *in,
+	/* query: mlx5dv_devx_obj_query, else mlx5dv_devx_obj_modify (the kernel tells them apart). */
+	int (*obj_cmd)(struct devx_ctx *ctx, struct devx_obj *obj, bool query, const void *in,
 		       size_t inlen, void *out, size_t outlen);
 	int (*obj_destroy)(struct devx_ctx *ctx, struct devx_obj *obj, const void *din,
 			   size_t dinlen, void *dout, size_t doutlen);

@@ -110,13 +110,12 @@ rdma_obj_create(struct devx_ctx *ctx, struct devx_obj *obj, const void *in, size
 }
 
 static int
-rdma_obj_cmd(struct devx_ctx *ctx, struct devx_obj *obj, const void *in, size_t inlen,
-	     void *out, size_t outlen)
+rdma_obj_cmd(struct devx_ctx *ctx, struct devx_obj *obj, bool query, const void *in,
+	     size_t inlen, void *out, size_t outlen)
 {
-	uint16_t opcode = PRM_GET(cmd_in, in, opcode);
 	int rc;
 
-	if (opcode == PRM_CMD_QUERY_GENERAL_OBJECT)
+	if (query)
 		rc = mlx5dv_devx_obj_query(obj->be_handle, in, inlen, out, outlen);
 	else
 		rc = mlx5dv_devx_obj_modify(obj->be_handle, in, inlen, out, outlen);
