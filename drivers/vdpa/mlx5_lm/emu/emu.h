@@ -209,6 +209,12 @@ int emu_kernel_created_obj(const void *in, size_t inlen, const void *out, size_t
 int emu_kernel_check(struct emu_dev *dev, enum emu_kentry e, const void *in, size_t inlen,
 		     const struct emu_kobj *obj);
 /*
+ * The destroy mailbox the kernel derives at create (devx_obj_build_destroy_cmd)
+ * into din (>= 64 bytes). 0, or -EINVAL for an object it cannot destroy.
+ */
+int emu_kernel_destroy_cmd(const void *create_in, size_t inlen, const struct emu_kobj *obj,
+			   void *din, size_t dinsize, size_t *dinlen);
+/*
  * The firmware commands the kernel runs itself for verbs calls. Each
  * returns 0 or the PRM status (> 0) with *syndrome set.
  * ibv_alloc_pd / ibv_dealloc_pd: ALLOC_PD / DEALLOC_PD (RES_BUSY while used).

@@ -468,3 +468,54 @@ emu_kernel_null_mkey(struct emu_dev *dev, uint32_t *mkey, uint32_t *syndrome)
 		*mkey = (uint32_t)PRM_GET(query_special_contexts_out, out, dump_fill_mkey);
 	return st;
 }
+
+/*
+ * The destroy mailbox the kernel builds at create time for a DevX object
+ * (devx.c devx_obj_build_destroy_cmd) and sends on mlx5dv_devx_obj_destroy.
+ */
+int
+emu_kernel_destroy_cmd(const void *in, size_t inlen, const struct emu_kobj *k, void *din,
+		       size_t dinsize, size_t *dinlen)
+{
+	int dop = destroy_opcode(k->create_opcode);
+
+	if (dop < 0 || dinsize < 64)
+		return -EINVAL;
+	memset(din, 0, dinsize);
+	switch (k->create_opcode) {
+	case PRM_CMD_CREATE_GENERAL_OBJECT:
+		PRM_SET(general_obj_in_cmd_hdr, din, opcode, dop);
+		PRM_SET(general_obj_in_cmd_hdr, din, obj_type, k->obj_type);
+		PRM_SET(general_obj_in_cmd_hdr, din, obj_id, k->id);
+		*dinlen = PRM_SIZE(general_obj_in_cmd_hdr);
+		return 0;
+	case PRM_CMD_CREATE_FLOW_TABLE:
+		PRM_SET(destroy_flow_table_in, din, opcode, dop);
+		PRM_SET(destroy_flow_table_in, din, table_type,
+			PRM_GET(create_flow_table_in, in, table_type));
+		PRM_SET(destroy_flow_table_in, din, table_id, k->id);
+		*dinlen = PRM_SIZE(destroy_flow_table_in);
+		return 0;
+	case PRM_CMD_CREATE_FLOW_GROUP:
+		PRM_SET(destroy_flow_group_in, din, opcode, dop);
+		PRM_SET(destroy_flow_group_in, din, table_type,
+			PRM_GET(create_flow_group_in, in, table_type));
+		PRM_SET(destroy_flow_group_in, din, table_id,
+			PRM_GET(create_flow_group_in, in, table_id));
+		PRM_SET(destroy_flow_group_in, din, group_id, k->id);
+		*dinlen = PRM_SIZE(destroy_flow_group_in);
+		return 0;
+	case PRM_CMD_SET_FLOW_TABLE_ENTRY:
+		PRM_SET(delete_fte_in, din, opcode, dop);
+		PRM_SET(delete_fte_in, din, table_type, PRM_GET(set_fte_in, in, table_type));
+		PRM_SET(delete_fte_in, din, table_id, PRM_GET(set_fte_in, in, table_id));
+		PRM_SET(delete_fte_in, din, flow_index, k->id);
+		*dinlen = PRM_SIZE(delete_fte_in);
+		return 0;
+	default:
+		PRM_SET(destroy_in, din, opcode, dop);
+		PRM_SET(destroy_in, din, id, k->id);
+		*dinlen = PRM_SIZE(destroy_in);
+		return 0;
+	}
+}
