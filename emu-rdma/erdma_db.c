@@ -40,6 +40,7 @@ scan_var(struct erdma_ctx *c, unsigned int slot)
 	uint32_t *w = (uint32_t *)page_addr(c, slot);
 	size_t i, n = (size_t)erdma_page_size() / sizeof(*w);
 	bool hit = false;
+	int rc;
 
 	for (i = 0; i < n; i++) {
 		uint32_t v;
@@ -56,7 +57,9 @@ scan_var(struct erdma_ctx *c, unsigned int slot)
 		 * kick of the queue it names, and the emulator also looks at
 		 * every ready queue when told the value may hide others.
 		 */
-		emu_doorbell(c->emu, c->db_page_base + (uint32_t)(i * sizeof(*w)), v);
+		rc = emu_doorbell_merged(c->emu, c->db_page_base + (uint32_t)(i * sizeof(*w)), v);
+		erdma_trace_op(c, "var_write", "DOORBELL", erdma_now_us(), "value", v,
+			       c->db_page_base + i * sizeof(*w), sizeof(*w), rc < 0 ? -1 : 0);
 	}
 	return hit;
 }

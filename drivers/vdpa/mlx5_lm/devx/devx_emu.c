@@ -195,6 +195,7 @@ emu_be_db_free(struct devx_ctx *ctx, struct devx_db *db)
 static void
 emu_be_db_ring(struct devx_ctx *ctx, struct devx_db *db, uint32_t offset, uint32_t v)
 {
+	/* A refused write is logged by the emulator, as the device ignores it. */
 	emu_doorbell(EMU(ctx), offset, v);
 }
 

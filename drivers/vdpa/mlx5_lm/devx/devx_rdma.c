@@ -325,9 +325,15 @@ rdma_db_free(struct devx_ctx *ctx, struct devx_db *db)
 static void
 rdma_db_ring(struct devx_ctx *ctx, struct devx_db *db, uint32_t offset, uint32_t v)
 {
+	/*
+	 * offset is in the BAR (doorbell_bar_offset + ...), but the kernel's VAR
+	 * mapping starts at the doorbell page: only the in-page part applies.
+	 */
+	uint32_t in_page = offset & (uint32_t)(db->mmap_size - 1);
+
 	/* The doorbell page is device memory: one 32-bit store, ordered after ring writes. */
 	__atomic_thread_fence(__ATOMIC_RELEASE);
-	*(volatile uint32_t *)((volatile uint8_t *)db->mmio + offset) = v;
+	*(volatile uint32_t *)((volatile uint8_t *)db->mmio + in_page) = v;
 }
 
 static int

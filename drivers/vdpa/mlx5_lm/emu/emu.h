@@ -113,8 +113,18 @@ int emu_umem_reg(struct emu_dev *dev, void *addr, size_t size, uint32_t access,
 /* Returns 0, or a PRM status (RES_BUSY when an mkey or virtq still uses it). */
 int emu_umem_dereg(struct emu_dev *dev, uint32_t id, uint32_t *syndrome);
 
-/* Doorbell write (a kick): the value is the virtq's queue index. */
-void emu_doorbell(struct emu_dev *dev, uint32_t offset, uint32_t value);
+/*
+ * Doorbell write (a kick) at offset in the device's BAR: the value is the
+ * virtq's queue index. 0, or -EINVAL (logged) when the offset is outside the
+ * doorbell area the caps announce (doorbell_bar_offset, log_doorbell_bar_size).
+ */
+int emu_doorbell(struct emu_dev *dev, uint32_t offset, uint32_t value);
+/*
+ * A doorbell write seen in a mapped page, where two kicks may have merged
+ * into the last value written (DPDK's vdpa/mlx5 writes every queue index at
+ * the same address): a kick of the named queue and of every other RDY queue.
+ */
+int emu_doorbell_merged(struct emu_dev *dev, uint32_t offset, uint32_t value);
 
 /*
  * UAR pages and completion EQs: what the kernel hands a DevX context
