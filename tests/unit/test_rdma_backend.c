@@ -6,6 +6,7 @@
  * ones, which keep the kernel's rules.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -101,12 +102,32 @@ test_doorbell_lands_on_the_doorbell(void **state)
 	assert_int_equal(devx_close(ctx), 0);
 }
 
+/*
+ * A4: mlx5dv_devx_get_event is a read() on the channel fd, which blocks
+ * unless O_NONBLOCK is set; the driver reads until EAGAIN, so the back end
+ * must make the fd non-blocking (else the notification thread hangs).
+ */
+static void
+test_event_channel_is_nonblocking(void **state)
+{
+	struct devx_ctx *ctx = open_rdma();
+	struct devx_evch *ch = devx_evch_create(ctx);
+	struct devx_event ev;
+
+	assert_non_null(ch);
+	assert_int_not_equal(fcntl(devx_evch_fd(ch), F_GETFL) & O_NONBLOCK, 0);
+	assert_int_equal(devx_evch_read(ch, &ev), 0);
+	devx_evch_destroy(ch);
+	assert_int_equal(devx_close(ctx), 0);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pd_and_null_mkey),
 		cmocka_unit_test(test_doorbell_lands_on_the_doorbell),
+		cmocka_unit_test(test_event_channel_is_nonblocking),
 	};
 	int fd = mkstemp(trace_path), rc;
 

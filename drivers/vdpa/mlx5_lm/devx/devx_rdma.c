@@ -6,6 +6,7 @@
  */
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -384,9 +385,21 @@ static int
 rdma_evch_create(struct devx_ctx *ctx, struct devx_evch *ch)
 {
 	struct mlx5dv_devx_event_channel *e = mlx5dv_devx_create_event_channel(IBCTX(ctx), 0);
+	int fl;
 
 	if (e == NULL)
 		return errno ? -errno : -ENOMEM;
+	/*
+	 * mlx5dv_devx_get_event is a read() on this fd, which blocks while no
+	 * event is queued; the notification thread reads until EAGAIN.
+	 */
+	fl = fcntl(e->fd, F_GETFL);
+	if (fl < 0 || fcntl(e->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+		int err = errno;
+
+		mlx5dv_devx_destroy_event_channel(e);
+		return -err;
+	}
 	ch->be_handle = e;
 	ch->fd = e->fd;
 	return 0;
