@@ -105,6 +105,9 @@ void erdma_unsupported(const char *fn, int err);
 void erdma_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 long erdma_page_size(void);
 
+/* erdma_flow.c: the verbs_context op behind ibv_destroy_flow. */
+int erdma_destroy_flow(struct ibv_flow *flow);
+
 /* erdma_trace.c: design.md's DevX trace, plus "entry". */
 uint64_t erdma_now_us(void);
 void erdma_trace_cmd(struct erdma_ctx *c, const char *entry, uint64_t t0, const void *in,

@@ -167,6 +167,7 @@ fill_ops(struct erdma_ctx *c)
 		op[i] = ctx_op_unimplemented;
 	c->vctx.priv = NULL;
 	c->vctx.alloc_null_mr = erdma_alloc_null_mr;
+	c->vctx.ibv_destroy_flow = erdma_destroy_flow;
 	c->vctx.sz = sizeof(c->vctx);
 }
 

@@ -52,7 +52,8 @@ class ProbeOnEmulatedRdma(unittest.TestCase):
                          set())
         entries = collections.Counter(r['entry'] for r in recs)
         for e in ('general', 'create', 'modify', 'destroy', 'umem_reg', 'umem_dereg',
-                  'alloc_pd', 'null_mr', 'var_alloc', 'evch_subscribe'):
+                  'alloc_pd', 'null_mr', 'var_alloc', 'evch_subscribe', 'flow_create',
+                  'flow_destroy'):
             self.assertIn(e, entries)
         # Every QP transition went through the QP's own handle.
         for r in recs:
