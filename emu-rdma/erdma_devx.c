@@ -249,33 +249,92 @@ mlx5dv_set_context_attr(struct ibv_context *context, enum mlx5dv_set_ctx_attr_ty
 }
 
 /*
- * UAR pages and completion EQs need the emulator's UAR/EQ entry points
- * (emu_uar_alloc, emu_eqn_query): until then they fail loudly.
+ * UAR pages: the emulator's page (emu_uar_alloc), mapped from cmd_fd at
+ * mmap_off. base_addr is the library's own mapping of it; reg_addr the
+ * BlueFlame/doorbell register at 0x800 as rdma-core's mlx5 provider sets
+ * it. What is written on the page reaches emu_uar_write (the watcher).
  */
+#define ERDMA_UAR_REG_OFFSET 0x800u
+
 ERDMA_VISIBLE struct mlx5dv_devx_uar *
 mlx5dv_devx_alloc_uar(struct ibv_context *context, uint32_t flags)
 {
-	erdma_unsupported("mlx5dv_devx_alloc_uar", ENOSYS);
-	return NULL;
+	struct erdma_ctx *c = devx_ctx(context, "mlx5dv_devx_alloc_uar");
+	struct erdma_uar *u;
+	uint32_t page_id = 0;
+	uint64_t t0 = erdma_now_us();
+	int rc;
+
+	if (c == NULL)
+		return NULL;
+	if (flags != MLX5DV_UAR_ALLOC_TYPE_BF && flags != MLX5DV_UAR_ALLOC_TYPE_NC) {
+		errno = EINVAL;
+		return NULL;
+	}
+	u = calloc(1, sizeof(*u));
+	if (u == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	rc = emu_uar_alloc(c->emu, &page_id);
+	if (rc == 0) {
+		rc = erdma_page_get(c, ERDMA_PAGE_UAR, page_id, &u->slot);
+		if (rc < 0)
+			emu_uar_free(c->emu, page_id);
+	}
+	erdma_trace_op(c, "uar_alloc", "UAR_ALLOC", t0, "page_id", page_id, 0,
+		       (uint64_t)erdma_page_size(), rc < 0 ? -1 : 0);
+	if (rc < 0) {
+		free(u);
+		errno = -rc;
+		return NULL;
+	}
+	u->ctx = c;
+	u->pub.page_id = page_id;
+	u->pub.mmap_off = (off_t)u->slot * erdma_page_size();
+	u->pub.base_addr = (uint8_t *)c->window + u->pub.mmap_off;
+	u->pub.reg_addr = (uint8_t *)u->pub.base_addr + ERDMA_UAR_REG_OFFSET;
+	return &u->pub;
 }
 
 ERDMA_VISIBLE void
-mlx5dv_devx_free_uar(struct mlx5dv_devx_uar *uar)
+mlx5dv_devx_free_uar(struct mlx5dv_devx_uar *pub)
 {
-	erdma_unsupported("mlx5dv_devx_free_uar", ENOSYS);
-	abort();
+	struct erdma_uar *u = (struct erdma_uar *)pub;
+	uint64_t t0 = erdma_now_us();
+	int rc;
+
+	/* Writes made before the free still reach the device. */
+	erdma_page_put(u->ctx, u->slot);
+	rc = emu_uar_free(u->ctx->emu, pub->page_id);
+	erdma_trace_op(u->ctx, "uar_free", "UAR_FREE", t0, "page_id", pub->page_id, 0, 0,
+		       rc < 0 ? -1 : 0);
+	if (rc < 0)
+		/* rdma-core's free cannot fail: the device keeps the page (leak report). */
+		erdma_log("%s: UAR page %u not freed: %s", u->ctx->vctx.context.device->name,
+			  pub->page_id, strerror(-rc));
+	free(u);
 }
 
+/* Linux devx.c MLX5_IB_METHOD_DEVX_QUERY_EQN: mlx5_vector2eqn, EINVAL out of range. */
 ERDMA_VISIBLE int
 mlx5dv_devx_query_eqn(struct ibv_context *context, uint32_t vector, uint32_t *eqn)
 {
-	erdma_unsupported("mlx5dv_devx_query_eqn", ENOSYS);
-	return ENOSYS;
+	struct erdma_ctx *c = devx_ctx(context, "mlx5dv_devx_query_eqn");
+	uint64_t t0 = erdma_now_us();
+	int rc;
+
+	if (c == NULL)
+		return EINVAL;
+	rc = emu_eqn_query(c->emu, vector, eqn);
+	erdma_trace_op(c, "eqn_query", "EQN_QUERY", t0, "eqn", rc == 0 ? *eqn : 0, vector, 0,
+		       rc < 0 ? -1 : 0);
+	return rc < 0 ? -rc : 0;
 }
 
 void
 erdma_uar_forward(struct erdma_ctx *c, uint32_t page_id, uint32_t offset, uint64_t value)
 {
-	erdma_log("UAR page %u: write of 0x%llx at 0x%x dropped (no UAR model yet)", page_id,
-		  (unsigned long long)value, offset);
+	erdma_trace_op(c, "uar_write", "UAR_WRITE", erdma_now_us(), "value", value, offset, 8, 0);
+	emu_uar_write(c->emu, page_id, offset, value);
 }

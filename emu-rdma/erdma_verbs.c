@@ -224,7 +224,7 @@ open_context(struct ibv_device *device, bool devx)
 	fill_ops(c);
 	c->vctx.context.device = device;
 	c->vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
-	c->vctx.context.num_comp_vectors = 1;
+	c->vctx.context.num_comp_vectors = EMU_NUM_COMP_EQS;
 	pthread_mutex_init(&c->vctx.context.mutex, NULL);
 	c->emu = emu_dev_create(device->name, profile != NULL && *profile ? profile : "cx6dx",
 				err, sizeof(err));

@@ -260,6 +260,37 @@ test_var_page_doorbell_reaches_the_emulator(void **state)
 	assert_int_equal(ibv_close_device(ctx), 0);
 }
 
+/*
+ * UAR pages: mapped at base_addr, mmap-able at mmap_off; a 64-bit write at
+ * 0x20 (the CQ arm doorbell) reaches the emulator. Completion EQs: one per
+ * completion vector, EINVAL beyond (Linux devx.c QUERY_EQN, mlx5_vector2eqn).
+ */
+static void
+test_uar_page_and_eqn(void **state)
+{
+	struct ibv_context *ctx = open_dev(true);
+	struct mlx5dv_devx_uar *uar = mlx5dv_devx_alloc_uar(ctx, MLX5DV_UAR_ALLOC_TYPE_NC);
+	json_t *recs[4];
+	uint32_t eqn = 0;
+	size_t n;
+
+	assert_non_null(uar);
+	assert_ptr_equal((uint8_t *)uar->reg_addr - (uint8_t *)uar->base_addr, 0x800);
+	*(volatile uint64_t *)((uint8_t *)uar->base_addr + 0x20) = 0x1000000700000abcull;
+	mlx5dv_devx_free_uar(uar);  /* forwards what was written first */
+	n = trace_ops("UAR_WRITE", recs, 4);
+	assert_int_equal(n, 1);
+	assert_int_equal(json_integer_value(json_object_get(recs[0], "addr")), 0x20);
+	assert_int_equal(json_integer_value(json_object_get(recs[0], "value")),
+			 0x1000000700000abcull);
+	json_decref(recs[0]);
+	assert_true(ctx->num_comp_vectors >= 1);
+	assert_int_equal(mlx5dv_devx_query_eqn(ctx, 0, &eqn), 0);
+	assert_int_equal(mlx5dv_devx_query_eqn(ctx, (uint32_t)ctx->num_comp_vectors, &eqn),
+			 EINVAL);
+	assert_int_equal(ibv_close_device(ctx), 0);
+}
+
 /* What the library does not implement names itself and fails. */
 static void
 test_unimplemented_functions_fail_loudly(void **state)
@@ -282,6 +313,7 @@ main(void)
 		cmocka_unit_test(test_event_channel_fd_blocking_unless_nonblock),
 		cmocka_unit_test(test_subscription_checks_the_event_type),
 		cmocka_unit_test(test_var_page_doorbell_reaches_the_emulator),
+		cmocka_unit_test(test_uar_page_and_eqn),
 		cmocka_unit_test(test_unimplemented_functions_fail_loudly),
 	};
 	int fd = mkstemp(trace_path), rc;
