@@ -37,6 +37,16 @@ struct erdma_device {
 	unsigned int index;
 };
 
+/*
+ * A handle given to the program (PD, MR, DevX object, umem, VAR, UAR). Those
+ * still held when the program closes the context are freed then: the
+ * device objects behind them are the emulator's to report as leaks.
+ */
+struct erdma_handle {
+	struct erdma_handle *prev, *next;
+	void *base;                /* the allocation to free */
+};
+
 /* A context: one emulated device (struct emu_dev) per open context. */
 struct erdma_ctx {
 	struct verbs_context vctx; /* ends with the struct ibv_context */
@@ -44,7 +54,8 @@ struct erdma_ctx {
 	bool devx;                 /* opened with MLX5DV_CONTEXT_FLAGS_DEVX */
 	struct emu_dev *emu;
 	uint32_t null_mkey;        /* the kernel's dump-fill mkey (QUERY_SPECIAL_CONTEXTS) */
-	pthread_mutex_t lock;      /* guards pages[] */
+	pthread_mutex_t lock;      /* guards pages[] and handles */
+	struct erdma_handle handles;
 	/* cmd_fd: a memfd of ERDMA_PAGES pages, VAR and UAR pages at distinct offsets. */
 	struct erdma_page {
 		enum { ERDMA_PAGE_FREE, ERDMA_PAGE_VAR, ERDMA_PAGE_UAR } kind;
@@ -64,6 +75,7 @@ struct mlx5dv_devx_obj {
 	struct emu_kobj k;         /* what the handle names (devx.c get_enc_obj_id) */
 	uint8_t din[64];           /* the kernel's destroy mailbox, built at create */
 	size_t dinlen;
+	struct erdma_handle h;
 };
 
 struct erdma_umem {
@@ -71,24 +83,33 @@ struct erdma_umem {
 	struct erdma_ctx *ctx;
 	void *addr;
 	size_t size;
+	struct erdma_handle h;
+};
+
+struct erdma_pd {
+	struct ibv_pd pub;
+	struct erdma_handle h;
 };
 
 struct erdma_mr {
 	struct ibv_mr pub;
 	uint32_t umem_id;          /* 0 for the null mr */
 	uint32_t mkey_index;
+	struct erdma_handle h;
 };
 
 struct erdma_var {
 	struct mlx5dv_var pub;
 	struct erdma_ctx *ctx;
 	unsigned int slot;
+	struct erdma_handle h;
 };
 
 struct erdma_uar {
 	struct mlx5dv_devx_uar pub;
 	struct erdma_ctx *ctx;
 	unsigned int slot;
+	struct erdma_handle h;
 };
 
 static inline struct erdma_ctx *
@@ -99,6 +120,9 @@ erdma_ctx(struct ibv_context *c)
 
 	return e != NULL && e->magic == ERDMA_MAGIC ? e : NULL;
 }
+
+void erdma_handle_add(struct erdma_ctx *c, struct erdma_handle *h, void *base);
+void erdma_handle_del(struct erdma_ctx *c, struct erdma_handle *h);
 
 /* A loud failure of something the library does not implement (stderr + errno). */
 void erdma_unsupported(const char *fn, int err);

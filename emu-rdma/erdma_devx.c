@@ -90,6 +90,7 @@ mlx5dv_devx_obj_create(struct ibv_context *context, const void *in, size_t inlen
 		errno = rc;
 		return NULL;
 	}
+	erdma_handle_add(c, &o->h, o);
 	return o;
 }
 
@@ -118,6 +119,7 @@ mlx5dv_devx_obj_destroy(struct mlx5dv_devx_obj *obj)
 		 sizeof(out));
 	if (rc != 0)
 		return rc; /* the handle stays valid, as rdma-core leaves it */
+	erdma_handle_del(obj->ctx, &obj->h);
 	free(obj);
 	return 0;
 }
@@ -164,6 +166,7 @@ mlx5dv_devx_umem_reg(struct ibv_context *context, void *addr, size_t size, uint3
 	u->ctx = c;
 	u->addr = addr;
 	u->size = size;
+	erdma_handle_add(c, &u->h, u);
 	return &u->pub;
 }
 
@@ -180,6 +183,7 @@ mlx5dv_devx_umem_dereg(struct mlx5dv_devx_umem *pub)
 		       (uintptr_t)u->addr, u->size, st);
 	if (st != 0)
 		return st == PRM_STATUS_RES_BUSY ? EBUSY : EINVAL;
+	erdma_handle_del(u->ctx, &u->h);
 	free(u);
 	return 0;
 }
@@ -220,6 +224,7 @@ mlx5dv_alloc_var(struct ibv_context *context, uint32_t flags)
 	v->pub.page_id = slot;
 	v->pub.length = (uint32_t)erdma_page_size();
 	v->pub.mmap_off = (off_t)slot * erdma_page_size();
+	erdma_handle_add(c, &v->h, v);
 	return &v->pub;
 }
 
@@ -229,6 +234,7 @@ mlx5dv_free_var(struct mlx5dv_var *pub)
 	struct erdma_var *v = (struct erdma_var *)pub;
 
 	erdma_page_put(v->ctx, v->slot);
+	erdma_handle_del(v->ctx, &v->h);
 	free(v);
 }
 
@@ -294,6 +300,7 @@ mlx5dv_devx_alloc_uar(struct ibv_context *context, uint32_t flags)
 	u->pub.mmap_off = (off_t)u->slot * erdma_page_size();
 	u->pub.base_addr = (uint8_t *)c->window + u->pub.mmap_off;
 	u->pub.reg_addr = (uint8_t *)u->pub.base_addr + ERDMA_UAR_REG_OFFSET;
+	erdma_handle_add(c, &u->h, u);
 	return &u->pub;
 }
 
@@ -313,6 +320,7 @@ mlx5dv_devx_free_uar(struct mlx5dv_devx_uar *pub)
 		/* rdma-core's free cannot fail: the device keeps the page (leak report). */
 		erdma_log("%s: UAR page %u not freed: %s", u->ctx->vctx.context.device->name,
 			  pub->page_id, strerror(-rc));
+	erdma_handle_del(u->ctx, &u->h);
 	free(u);
 }
 

@@ -148,6 +148,27 @@ ctx_op_unimplemented(void)
 
 static struct ibv_mr *erdma_alloc_null_mr(struct ibv_pd *pd);
 
+void
+erdma_handle_add(struct erdma_ctx *c, struct erdma_handle *h, void *base)
+{
+	h->base = base;
+	pthread_mutex_lock(&c->lock);
+	h->next = c->handles.next;
+	h->prev = &c->handles;
+	c->handles.next->prev = h;
+	c->handles.next = h;
+	pthread_mutex_unlock(&c->lock);
+}
+
+void
+erdma_handle_del(struct erdma_ctx *c, struct erdma_handle *h)
+{
+	pthread_mutex_lock(&c->lock);
+	h->prev->next = h->next;
+	h->next->prev = h->prev;
+	pthread_mutex_unlock(&c->lock);
+}
+
 static void
 fill_ops(struct erdma_ctx *c)
 {
@@ -221,6 +242,7 @@ open_context(struct ibv_device *device, bool devx)
 	c->magic = ERDMA_MAGIC;
 	c->devx = devx;
 	pthread_mutex_init(&c->lock, NULL);
+	c->handles.next = c->handles.prev = &c->handles;
 	fill_ops(c);
 	c->vctx.context.device = device;
 	c->vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
@@ -287,6 +309,12 @@ ibv_close_device(struct ibv_context *context)
 	erdma_db_fini(c);
 	/* What is still alive is the program's leak: the emulator lists it. */
 	alive = emu_dev_destroy(c->emu);
+	while (c->handles.next != &c->handles) {
+		struct erdma_handle *h = c->handles.next;
+
+		erdma_handle_del(c, h);
+		free(h->base);
+	}
 	erdma_summary(context->device->name, alive);
 	close(context->async_fd);
 	pthread_mutex_destroy(&context->mutex);
@@ -335,7 +363,7 @@ ERDMA_VISIBLE struct ibv_pd *
 ibv_alloc_pd(struct ibv_context *context)
 {
 	struct erdma_ctx *c = erdma_ctx(context);
-	struct ibv_pd *pd;
+	struct erdma_pd *pd;
 	uint32_t pdn = 0, synd = 0;
 	uint64_t t0 = erdma_now_us();
 	int st;
@@ -356,23 +384,26 @@ ibv_alloc_pd(struct ibv_context *context)
 		errno = ENOMEM;
 		return NULL;
 	}
-	pd->context = context;
-	pd->handle = pdn;
-	return pd;
+	pd->pub.context = context;
+	pd->pub.handle = pdn;
+	erdma_handle_add(c, &pd->h, pd);
+	return &pd->pub;
 }
 
 ERDMA_VISIBLE int
-ibv_dealloc_pd(struct ibv_pd *pd)
+ibv_dealloc_pd(struct ibv_pd *pub)
 {
-	struct erdma_ctx *c = erdma_ctx(pd->context);
+	struct erdma_pd *pd = (struct erdma_pd *)pub;
+	struct erdma_ctx *c = erdma_ctx(pub->context);
 	uint64_t t0 = erdma_now_us();
 	uint32_t synd = 0;
 	int st;
 
-	st = emu_kernel_dealloc_pd(c->emu, pd->handle, &synd);
-	erdma_trace_op(c, "dealloc_pd", "DEALLOC_PD", t0, "pdn", pd->handle, 0, 0, st);
+	st = emu_kernel_dealloc_pd(c->emu, pub->handle, &synd);
+	erdma_trace_op(c, "dealloc_pd", "DEALLOC_PD", t0, "pdn", pub->handle, 0, 0, st);
 	if (st != 0)
 		return st == PRM_STATUS_RES_BUSY ? EBUSY : EINVAL;
+	erdma_handle_del(c, &pd->h);
 	free(pd);
 	return 0;
 }
@@ -395,6 +426,7 @@ erdma_alloc_null_mr(struct ibv_pd *pd)
 	mr->pub.context = pd->context;
 	mr->pub.pd = pd;
 	mr->pub.lkey = c->null_mkey;
+	erdma_handle_add(c, &mr->h, mr);
 	erdma_trace_op(c, "null_mr", "NULL_MR", erdma_now_us(), "mkey", c->null_mkey, 0, 0, 0);
 	return &mr->pub;
 }
@@ -461,6 +493,7 @@ reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned int
 	mr->pub.handle = mr->mkey_index;
 	mr->pub.lkey = mr->mkey_index << 8;
 	mr->pub.rkey = mr->pub.lkey;
+	erdma_handle_add(c, &mr->h, mr);
 	return &mr->pub;
 err_mkey:
 	emu_umem_dereg(c->emu, mr->umem_id, &synd);
@@ -503,6 +536,7 @@ ibv_dereg_mr(struct ibv_mr *pub)
 	int st;
 
 	if (mr->umem_id == 0) { /* the null mr: nothing in the device */
+		erdma_handle_del(c, &mr->h);
 		free(mr);
 		return 0;
 	}
@@ -517,6 +551,7 @@ ibv_dereg_mr(struct ibv_mr *pub)
 	st = emu_umem_dereg(c->emu, mr->umem_id, &synd);
 	erdma_trace_op(c, "dereg_mr", "UMEM_DEREG", t0, "umem_id", mr->umem_id,
 		       (uintptr_t)pub->addr, pub->length, st);
+	erdma_handle_del(c, &mr->h);
 	free(mr);
 	return st == 0 ? 0 : EBUSY;
 }
