@@ -288,7 +288,7 @@ named_obj(const void *in, struct emu_kobj *k)
 	}
 }
 
-/* The opcode of the destroy command the kernel builds for a creator (devx_obj_build_destroy_cmd). */
+/* The destroy command the kernel builds for a creator (devx_obj_build_destroy_cmd). */
 static int
 destroy_opcode(uint16_t create_opcode)
 {
