@@ -170,6 +170,31 @@ mlx5dv_devx_umem_reg(struct ibv_context *context, void *addr, size_t size, uint3
 	return &u->pub;
 }
 
+/*
+ * The page sizes the device may use for the umem: the kernel picks the
+ * best one in pgsz_bitmap (mlx5_umem_find_best_pgsz), EINVAL when none
+ * fits; the emulator maps umems by host address, so the choice changes
+ * nothing else. dma-buf umems are not modelled.
+ */
+ERDMA_VISIBLE struct mlx5dv_devx_umem *
+mlx5dv_devx_umem_reg_ex(struct ibv_context *ctx, struct mlx5dv_devx_umem_in *in)
+{
+	if (in->comp_mask != 0) {
+		erdma_unsupported("mlx5dv_devx_umem_reg_ex with a dma-buf (comp_mask)",
+				  EOPNOTSUPP);
+		return NULL;
+	}
+	if ((in->pgsz_bitmap & (uint64_t)erdma_page_size()) == 0 &&
+	    (in->pgsz_bitmap & ~((uint64_t)erdma_page_size() - 1)) == 0) {
+		erdma_log("%s: mlx5dv_devx_umem_reg_ex page size bitmap 0x%llx has no size of "
+			  "a page or more: EINVAL (mlx5_umem_find_best_pgsz)", ctx->device->name,
+			  (unsigned long long)in->pgsz_bitmap);
+		errno = EINVAL;
+		return NULL;
+	}
+	return mlx5dv_devx_umem_reg(ctx, in->addr, in->size, in->access);
+}
+
 ERDMA_VISIBLE int
 mlx5dv_devx_umem_dereg(struct mlx5dv_devx_umem *pub)
 {

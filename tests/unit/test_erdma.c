@@ -291,6 +291,29 @@ test_uar_page_and_eqn(void **state)
 	assert_int_equal(ibv_close_device(ctx), 0);
 }
 
+/* Linux devx.c devx_umem_get(): access as for an MR; a page size must fit. */
+static void
+test_umem_rules(void **state)
+{
+	struct ibv_context *ctx = open_dev(true);
+	static char buf[1 << 16] __attribute__((aligned(4096)));
+	struct mlx5dv_devx_umem_in in = { .addr = buf, .size = sizeof(buf),
+					  .access = IBV_ACCESS_LOCAL_WRITE,
+					  .pgsz_bitmap = 1ull << 12 };
+	struct mlx5dv_devx_umem *u;
+
+	assert_null(mlx5dv_devx_umem_reg(ctx, buf, sizeof(buf), IBV_ACCESS_REMOTE_WRITE));
+	assert_int_equal(errno, EINVAL);
+	assert_null(mlx5dv_devx_umem_reg(ctx, buf, 0, IBV_ACCESS_LOCAL_WRITE));
+	u = mlx5dv_devx_umem_reg_ex(ctx, &in);
+	assert_non_null(u);
+	assert_int_equal(mlx5dv_devx_umem_dereg(u), 0);
+	in.pgsz_bitmap = 1ull << 8;
+	assert_null(mlx5dv_devx_umem_reg_ex(ctx, &in));
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(ibv_close_device(ctx), 0);
+}
+
 /* What the library does not implement names itself and fails. */
 static void
 test_unimplemented_functions_fail_loudly(void **state)
@@ -314,6 +337,7 @@ main(void)
 		cmocka_unit_test(test_subscription_checks_the_event_type),
 		cmocka_unit_test(test_var_page_doorbell_reaches_the_emulator),
 		cmocka_unit_test(test_uar_page_and_eqn),
+		cmocka_unit_test(test_umem_rules),
 		cmocka_unit_test(test_unimplemented_functions_fail_loudly),
 	};
 	int fd = mkstemp(trace_path), rc;
