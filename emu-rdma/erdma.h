@@ -45,6 +45,7 @@ struct erdma_device {
 struct erdma_handle {
 	struct erdma_handle *prev, *next;
 	void *base;                /* the allocation to free */
+	void (*release)(void *base); /* instead of free(), before the device goes */
 };
 
 /* A context: one emulated device (struct emu_dev) per open context. */
@@ -122,6 +123,8 @@ erdma_ctx(struct ibv_context *c)
 }
 
 void erdma_handle_add(struct erdma_ctx *c, struct erdma_handle *h, void *base);
+void erdma_handle_add_release(struct erdma_ctx *c, struct erdma_handle *h, void *base,
+			      void (*release)(void *base));
 void erdma_handle_del(struct erdma_ctx *c, struct erdma_handle *h);
 
 /* A loud failure of something the library does not implement (stderr + errno). */

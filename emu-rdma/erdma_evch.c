@@ -30,6 +30,7 @@ struct erdma_evch {
 	bool omit;
 	int stopfd;
 	pthread_t thread;
+	struct erdma_handle h;
 	pthread_mutex_t lock;                   /* guards q, head, n */
 	struct emu_event *q;
 	size_t cap, head, n;
@@ -104,6 +105,13 @@ forwarder(void *arg)
 	return NULL;
 }
 
+/* A channel the program did not destroy before closing its context. */
+static void
+release_channel(void *base)
+{
+	mlx5dv_devx_destroy_event_channel(&((struct erdma_evch *)base)->pub);
+}
+
 ERDMA_VISIBLE struct mlx5dv_devx_event_channel *
 mlx5dv_devx_create_event_channel(struct ibv_context *context,
 				 enum mlx5dv_devx_create_event_channel_flags flags)
@@ -143,6 +151,7 @@ mlx5dv_devx_create_event_channel(struct ibv_context *context,
 		errno = rc;
 		goto err_thread;
 	}
+	erdma_handle_add_release(c, &ch->h, ch, release_channel);
 	return &ch->pub;
 err_thread:
 	emu_evch_destroy(ch->emu);
@@ -164,6 +173,7 @@ mlx5dv_devx_destroy_event_channel(struct mlx5dv_devx_event_channel *pub)
 	struct erdma_evch *ch = (struct erdma_evch *)pub;
 	uint64_t one = 1;
 
+	erdma_handle_del(ch->ctx, &ch->h);
 	if (write(ch->stopfd, &one, sizeof(one)) != sizeof(one))
 		erdma_log("event channel: cannot stop its thread: %s", strerror(errno));
 	pthread_join(ch->thread, NULL);

@@ -151,7 +151,15 @@ static struct ibv_mr *erdma_alloc_null_mr(struct ibv_pd *pd);
 void
 erdma_handle_add(struct erdma_ctx *c, struct erdma_handle *h, void *base)
 {
+	erdma_handle_add_release(c, h, base, NULL);
+}
+
+void
+erdma_handle_add_release(struct erdma_ctx *c, struct erdma_handle *h, void *base,
+			 void (*release)(void *base))
+{
 	h->base = base;
+	h->release = release;
 	pthread_mutex_lock(&c->lock);
 	h->next = c->handles.next;
 	h->prev = &c->handles;
@@ -306,6 +314,18 @@ ibv_close_device(struct ibv_context *context)
 
 	if (c == NULL)
 		return EINVAL;
+	/* Handles with threads on the device (event channels) go first. */
+	for (;;) {
+		struct erdma_handle *h;
+
+		pthread_mutex_lock(&c->lock);
+		for (h = c->handles.next; h != &c->handles && h->release == NULL; h = h->next)
+			;
+		pthread_mutex_unlock(&c->lock);
+		if (h == &c->handles)
+			break;
+		h->release(h->base);
+	}
 	erdma_db_fini(c);
 	/* What is still alive is the program's leak: the emulator lists it. */
 	alive = emu_dev_destroy(c->emu);

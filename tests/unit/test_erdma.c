@@ -194,6 +194,25 @@ test_event_channel_fd_blocking_unless_nonblock(void **state)
 	assert_int_equal(ibv_close_device(ctx), 0);
 }
 
+/*
+ * A program that closes its context with a channel, a PD and a DevX object
+ * still open: the channel's thread is stopped before the device goes, the
+ * handles are freed (LeakSanitizer in the ASan build), the device object is
+ * the emulator's leak report.
+ */
+static void
+test_close_with_handles_still_open(void **state)
+{
+	struct ibv_context *ctx = open_dev(true);
+	uint8_t in[PRM_SIZE(alloc_transport_domain_in)] = { 0 };
+	uint8_t out[PRM_SIZE(create_out)] = { 0 };
+
+	assert_non_null(mlx5dv_devx_create_event_channel(ctx, 0));
+	PRM_SET(alloc_transport_domain_in, in, opcode, PRM_CMD_ALLOC_TRANSPORT_DOMAIN);
+	assert_non_null(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)));
+	assert_int_equal(ibv_close_device(ctx), 0);
+}
+
 /* Linux devx.c is_valid_events(): completions only on a CQ. */
 static void
 test_subscription_checks_the_event_type(void **state)
@@ -335,6 +354,7 @@ main(void)
 		cmocka_unit_test(test_pd_init_obj_and_null_mr),
 		cmocka_unit_test(test_event_channel_fd_blocking_unless_nonblock),
 		cmocka_unit_test(test_subscription_checks_the_event_type),
+		cmocka_unit_test(test_close_with_handles_still_open),
 		cmocka_unit_test(test_var_page_doorbell_reaches_the_emulator),
 		cmocka_unit_test(test_uar_page_and_eqn),
 		cmocka_unit_test(test_umem_rules),
