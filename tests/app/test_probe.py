@@ -60,6 +60,7 @@ class ProbeEmulated(unittest.TestCase):
         self.assertEqual(allocs, sorted(r['page_id'] for r in uars if r['op'] == 'UAR_FREE'))
         eqns = [r for r in recs if r['op'] == 'QUERY_EQN']
         self.assertTrue(eqns)
+        pds = [r for r in recs if r['op'] in ('PD_ALLOC', 'PD_FREE', 'NULL_MR')]
         for r in recs:
             keys = ('dev', 'seq', 't_start_us', 't_end_us', 'op', 'status', 'syndrome')
             if r in umems:
@@ -73,6 +74,8 @@ class ProbeEmulated(unittest.TestCase):
                 keys += ('addr', 'size', 'page_id')
             elif r in eqns:
                 keys += ('addr', 'eqn')
+            elif r in pds:
+                keys += ('mkey',) if r['op'] == 'NULL_MR' else ('pdn',)
             else:
                 keys += ('opcode', 'op_mod', 'obj_type', 'obj_id', 'in', 'out')
             for k in keys:
@@ -84,8 +87,14 @@ class ProbeEmulated(unittest.TestCase):
         caps = [r for r in recs if r['op'] == 'QUERY_HCA_CAP']
         self.assertIn(0x13 << 1 | 1, [r['op_mod'] for r in caps])
         self.assertIn(0 << 1 | 1, [r['op_mod'] for r in caps])
+        # A2: the PD and its null mkey come as ibv_alloc_pd + ibv_alloc_null_mr
+        # do it, never from QUERY_SPECIAL_CONTEXTS (not a DevX command, Linux
+        # devx.c devx_is_general_cmd); the PD is freed.
+        self.assertEqual([r['op'] for r in pds], ['PD_ALLOC', 'NULL_MR', 'PD_FREE'])
+        self.assertEqual(pds[0]['pdn'], pds[2]['pdn'])
+        self.assertNotEqual(pds[1]['mkey'], 0)
         recs = [r for r in recs if r not in umems and r not in flows and r not in uars
-                and r not in eqns]
+                and r not in eqns and r not in pds]
         # In hex, the opcode is the first 4 digits and op_mod digits 12..16.
         vcap = [r for r in caps if r['op_mod'] == 0x27][0]
         self.assertEqual(vcap['in'][:4], '0100')
@@ -105,11 +114,11 @@ class ProbeEmulated(unittest.TestCase):
         self.assertEqual(ops['CREATE_FLOW_TABLE'], ops['DESTROY_FLOW_TABLE'])
         self.assertEqual(ops['CREATE_FLOW_GROUP'], ops['DESTROY_FLOW_GROUP'])
         self.assertEqual(ops['SET_FLOW_TABLE_ENTRY'], ops['DELETE_FLOW_TABLE_ENTRY'])
-        # PD, transport domain and TIS at least, and the null mkey query.
+        # Transport domain and TIS at least; no null mkey query.
         ops = [r['op'] for r in recs]
-        for op in ('ALLOC_PD', 'ALLOC_TRANSPORT_DOMAIN', 'CREATE_TIS',
-                   'QUERY_SPECIAL_CONTEXTS'):
+        for op in ('ALLOC_TRANSPORT_DOMAIN', 'CREATE_TIS'):
             self.assertIn(op, ops)
+        self.assertNotIn('QUERY_SPECIAL_CONTEXTS', ops)
 
     def test_fast_profile_and_instance_name(self):
         rc, out, err = run('emu=fast', extra=('--name', 'vdpa_mlx5_lm7'))

@@ -597,6 +597,11 @@ trace_add(struct lmh_trace *t, const char *line)
 		c.is_cmd = true;
 		c.opcode = c.op[4] == 'A' ? PRM_CMD_ALLOC_UAR : PRM_CMD_DEALLOC_UAR;
 		c.obj_id = (uint32_t)json_integer_value(json_object_get(j, "page_id"));
+	} else if (strcmp(c.op, "PD_ALLOC") == 0 || strcmp(c.op, "PD_FREE") == 0) {
+		/* ibv_alloc_pd / ibv_dealloc_pd: the kernel runs ALLOC_PD / DEALLOC_PD. */
+		c.is_cmd = true;
+		c.opcode = c.op[3] == 'A' ? PRM_CMD_ALLOC_PD : PRM_CMD_DEALLOC_PD;
+		c.obj_id = (uint32_t)json_integer_value(json_object_get(j, "pdn"));
 	}
 	json_decref(j);
 	if (t->n == t->cap) {

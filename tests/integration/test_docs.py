@@ -68,6 +68,19 @@ class Docs(unittest.TestCase):
                 self.assertEqual(r.returncode, 0, f'{path}:\n{r.stdout}{r.stderr}')
                 self.assertTrue(r.stdout.strip(), f'{path}: printed nothing')
 
+    def test_block_emulated_rdma_probe(self):
+        # From the top of the source tree, with its trace in a scratch TMPDIR.
+        (path, block), = blocks_named('emulated-rdma-probe')
+        with tempfile.TemporaryDirectory() as d:
+            env = dict(os.environ, TMPDIR=d)
+            env.pop('LD_LIBRARY_PATH', None)
+            r = subprocess.run(['bash', '-e', '-c', block], cwd=TOP, env=env,
+                               capture_output=True, text=True, timeout=120)
+            self.assertEqual(r.returncode, 0, f'{path}:\n{r.stdout}{r.stderr}')
+            self.assertIn('back end: rdma', r.stdout)
+            with open(os.path.join(d, 'devx.jsonl')) as f:
+                self.assertTrue(f.readline().startswith('{"dev":"mlx5_0"'))
+
     def test_block_dpdk_vdpa(self):
         (path, block), = blocks_named('dpdk-vdpa')
         if world_writable_parent(TOP):

@@ -155,7 +155,8 @@ test_failed_command_returns_eio_with_status(void **state)
 	uint8_t in[16] = { 0 };
 	uint8_t out[16] = { 0 };
 
-	PRM_SET(cmd_in, in, opcode, 0x0999);
+	/* In the kernel's general range (0xb00-0xd00), unknown to the firmware. */
+	PRM_SET(cmd_in, in, opcode, 0x0b99);
 	assert_int_equal(devx_cmd(ctx, in, sizeof(in), out, sizeof(out)), -EIO);
 	assert_int_equal(PRM_GET(cmd_out, out, status), PRM_STATUS_BAD_OP);
 	assert_int_equal(PRM_GET(cmd_out, out, syndrome), EMU_SYND_BAD_OPCODE);
@@ -386,6 +387,66 @@ test_concurrent_commands_trace_whole_lines(void **state)
 	free_trace(recs, n);
 }
 
+/*
+ * A2: the PD and its null mkey as ibv_alloc_pd + ibv_alloc_null_mr give them
+ * (the emu back end runs what the kernel runs for those calls).
+ */
+static void
+test_pd_with_null_mkey(void **state)
+{
+	struct devx_ctx *ctx = open_emu(NULL);
+	struct devx_pd *pd = devx_pd_alloc(ctx);
+
+	assert_non_null(pd);
+	assert_int_not_equal(devx_pd_null_mkey(pd), 0);
+	assert_int_equal(emu_dev_live_objects(devx_emu_dev(ctx)), 1);
+	assert_int_equal(devx_pd_free(pd), 0);
+	assert_int_equal(emu_dev_live_objects(devx_emu_dev(ctx)), 0);
+	assert_int_equal(devx_close(ctx), 0);
+}
+
+/*
+ * A1: the kernel's DevX rules hold on the emu back end too (Linux devx.c
+ * devx_is_general_cmd, devx_is_obj_modify_cmd, devx_is_valid_obj_id): a
+ * modify of one object through the general entry point or through another
+ * object's handle is refused with EINVAL before reaching the device.
+ */
+static void
+test_emu_enforces_the_kernels_devx_rules(void **state)
+{
+	struct devx_ctx *ctx = open_emu(NULL);
+	struct devx_obj *pd = alloc_pd(ctx);
+	uint8_t in[PRM_SIZE(modify_rqt_in)] = { 0 };
+	uint8_t out[PRM_SIZE(cmd_out) * 2] = { 0 };
+	struct emu_dev *dev = devx_emu_dev(ctx);
+
+	assert_non_null(pd);
+	PRM_SET(modify_rqt_in, in, opcode, PRM_CMD_MODIFY_RQT);
+	PRM_SET(modify_rqt_in, in, rqtn, devx_obj_id(pd));
+	assert_int_equal(devx_cmd(ctx, in, sizeof(in), out, sizeof(out)), -EINVAL);
+	assert_int_equal(devx_obj_modify(pd, in, sizeof(in), out, sizeof(out)), -EINVAL);
+	assert_int_equal(emu_dev_cmd_count(dev, PRM_CMD_MODIFY_RQT), 0);
+	memset(in, 0, sizeof(in));
+	PRM_SET(rst2init_qp_in, in, opcode, PRM_CMD_RST2INIT_QP);
+	PRM_SET(rst2init_qp_in, in, qpn, devx_obj_id(pd));
+	assert_int_equal(devx_cmd(ctx, in, sizeof(in), out, sizeof(out)), -EINVAL);
+	memset(in, 0, sizeof(in));
+	PRM_SET(query_special_contexts_in, in, opcode, PRM_CMD_QUERY_SPECIAL_CONTEXTS);
+	assert_int_equal(devx_cmd(ctx, in, sizeof(in), out, sizeof(out)), -EINVAL);
+	assert_int_equal(emu_dev_cmd_count(dev, PRM_CMD_QUERY_SPECIAL_CONTEXTS), 0);
+	/* The allow-list still works. */
+	memset(in, 0, sizeof(in));
+	PRM_SET(query_hca_cap_in, in, opcode, PRM_CMD_QUERY_HCA_CAP);
+	{
+		uint8_t cap[PRM_SIZE(query_hca_cap_out)];
+
+		assert_int_equal(devx_cmd(ctx, in, PRM_SIZE(query_hca_cap_in), cap, sizeof(cap)),
+				 0);
+	}
+	assert_int_equal(devx_obj_destroy(pd), 0);
+	assert_int_equal(devx_close(ctx), 0);
+}
+
 int
 main(void)
 {
@@ -400,6 +461,8 @@ main(void)
 		cmocka_unit_test(test_umem_reg_is_traced),
 		cmocka_unit_test(test_root_flow_rule_holds_its_destination_and_is_traced),
 		cmocka_unit_test(test_uar_eqn_and_uar_doorbell_are_traced),
+		cmocka_unit_test(test_pd_with_null_mkey),
+		cmocka_unit_test(test_emu_enforces_the_kernels_devx_rules),
 		cmocka_unit_test(test_concurrent_commands_trace_whole_lines),
 	};
 	int fd = mkstemp(trace_path);

@@ -1414,6 +1414,33 @@ test_virtio_emulation_caps_describe_a_cx6dx(void **state)
 	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, umem_3_buffer_param_b), 4096);
 }
 
+/*
+ * A5: doorbell_bar_offset is not page aligned (the in-page part is what a
+ * driver writes at in the kernel's VAR mapping), and a write outside the
+ * area [doorbell_bar_offset, + 1 << log_doorbell_bar_size) rings nothing
+ * (PRM virtio_emulation_cap).
+ */
+static void
+test_doorbell_writes_must_land_on_the_doorbell_area(void **state)
+{
+	uint8_t out[PRM_SIZE(query_hca_cap_out)];
+	void *cap = query_cap(PRM_CAP_VIRTIO_EMULATION, out);
+	uint32_t off = (uint32_t)PRM_GET(virtio_emulation_cap, cap, doorbell_bar_offset);
+	uint32_t area = 1u << PRM_GET(virtio_emulation_cap, cap, log_doorbell_bar_size);
+
+	(void)state;
+	assert_int_not_equal(off & 0xfff, 0);
+	assert_int_equal(emu_doorbell(dev, off, 0), 0);
+	assert_int_equal(emu_doorbell(dev, off + area - 4, 1), 0);
+	assert_int_equal(emu_doorbell_merged(dev, off, 1), 0);
+	emu_set_log(quiet);
+	assert_int_equal(emu_doorbell(dev, off & 0xfff, 0), -EINVAL);
+	assert_int_equal(emu_doorbell(dev, off - 4, 0), -EINVAL);
+	assert_int_equal(emu_doorbell(dev, off + area, 0), -EINVAL);
+	assert_int_equal(emu_doorbell_merged(dev, 0, 0), -EINVAL);
+	emu_set_log(NULL);
+}
+
 static void
 test_general_caps_advertise_virtio_objects(void **state)
 {
@@ -1829,6 +1856,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 		T(test_unknown_opcode_is_bad_op),
+		T(test_doorbell_writes_must_land_on_the_doorbell_area),
 		T(test_short_mailboxes_are_rejected_by_length),
 		T(test_unknown_general_obj_type_is_bad_param),
 		T(test_unknown_ids_are_bad_res),

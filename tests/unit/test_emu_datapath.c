@@ -961,10 +961,25 @@ reap(struct ring *r, uint32_t *id, uint32_t *len)
 	}
 }
 
+/* The doorbell's BAR offset, as the device announces it (QUERY_HCA_CAP 0x13). */
+static uint32_t
+doorbell_offset(void)
+{
+	uint8_t in[PRM_SIZE(query_hca_cap_in)] = { 0 };
+	static uint8_t out[PRM_SIZE(query_hca_cap_out)];
+
+	PRM_SET(query_hca_cap_in, in, opcode, PRM_CMD_QUERY_HCA_CAP);
+	PRM_SET(query_hca_cap_in, in, op_mod, PRM_HCA_CAP_OP_MOD(PRM_CAP_VIRTIO_EMULATION, 1));
+	assert_int_equal(emu_cmd(dev, in, sizeof(in), out, sizeof(out)), 0);
+	return (uint32_t)PRM_GET(virtio_emulation_cap,
+				 PRM_CADDR(query_hca_cap_out, out, capability),
+				 doorbell_bar_offset);
+}
+
 static void
 kick(const struct ring *r)
 {
-	emu_doorbell(dev, 0, r->index);
+	assert_int_equal(emu_doorbell(dev, doorbell_offset(), r->index), 0);
 }
 
 static void

@@ -39,10 +39,10 @@ struct mlx5_lm_devargs {
 
 /* Device-level PRM objects allocated at probe. */
 struct mlx5_lm_res {
-	struct devx_obj *pd;
+	struct devx_pd *pd;     /* the PD every object names, with the null mkey */
 	struct devx_obj *td;
 	struct devx_obj *tis;
-	uint32_t null_mkey;     /* from QUERY_SPECIAL_CONTEXTS; owned by the device */
+	uint32_t null_mkey;     /* the PD's null mr (ibv_alloc_null_mr on rdma) */
 };
 
 /* What a hardware virtq is configured with: the fields MODIFY can change. */

@@ -54,7 +54,7 @@ mkc_init(void *mkc, uint32_t access_mode, struct mlx5_lm_dev *dev, uint64_t star
 	PRM_SET(mkc, mkc, rw, 1);
 	PRM_SET(mkc, mkc, rr, 1);
 	PRM_SET(mkc, mkc, qpn, MKC_QPN_NONE);
-	PRM_SET(mkc, mkc, pd, devx_obj_id(dev->res.pd));
+	PRM_SET(mkc, mkc, pd, devx_pd_id(dev->res.pd));
 	PRM_SET(mkc, mkc, start_addr, start);
 	PRM_SET(mkc, mkc, len, len);
 }

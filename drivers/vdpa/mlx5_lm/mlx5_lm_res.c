@@ -44,34 +44,23 @@ create_tis(struct mlx5_lm_dev *dev)
 	return obj;
 }
 
-static int
-query_null_mkey(struct mlx5_lm_dev *dev)
-{
-	uint8_t in[PRM_SIZE(query_special_contexts_in)];
-	uint8_t out[PRM_SIZE(query_special_contexts_out)];
-	int ret;
-
-	memset(in, 0, sizeof(in));
-	memset(out, 0, sizeof(out));
-	PRM_SET(query_special_contexts_in, in, opcode, PRM_CMD_QUERY_SPECIAL_CONTEXTS);
-	ret = devx_cmd(dev->devx, in, sizeof(in), out, sizeof(out));
-	if (ret < 0) {
-		DRV_LOG(ERR, dev, "cannot query the null mkey");
-		return ret;
-	}
-	dev->res.null_mkey = PRM_GET(query_special_contexts_out, out, null_mkey);
-	return 0;
-}
-
 int
 mlx5_lm_res_create(struct mlx5_lm_dev *dev)
 {
 	struct mlx5_lm_res *r = &dev->res;
 	int ret = -EIO;
 
-	r->pd = alloc_simple(dev, PRM_CMD_ALLOC_PD, PRM_SIZE(alloc_pd_in), "protection domain");
-	if (r->pd == NULL)
+	/*
+	 * QUERY_SPECIAL_CONTEXTS is not a DevX command (Linux devx.c
+	 * devx_is_general_cmd): the null mkey comes with the PD, from
+	 * ibv_alloc_null_mr as in DPDK's mlx5 drivers.
+	 */
+	r->pd = devx_pd_alloc(dev->devx);
+	if (r->pd == NULL) {
+		DRV_LOG(ERR, dev, "cannot allocate the protection domain and its null mkey");
 		goto err_pd;
+	}
+	r->null_mkey = devx_pd_null_mkey(r->pd);
 	r->td = alloc_simple(dev, PRM_CMD_ALLOC_TRANSPORT_DOMAIN,
 			     PRM_SIZE(alloc_transport_domain_in), "transport domain");
 	if (r->td == NULL)
@@ -79,18 +68,12 @@ mlx5_lm_res_create(struct mlx5_lm_dev *dev)
 	r->tis = create_tis(dev);
 	if (r->tis == NULL)
 		goto err_tis;
-	ret = query_null_mkey(dev);
-	if (ret < 0)
-		goto err_null_mkey;
 	return 0;
-err_null_mkey:
-	devx_obj_destroy(r->tis);
-	r->tis = NULL;
 err_tis:
 	devx_obj_destroy(r->td);
 	r->td = NULL;
 err_td:
-	devx_obj_destroy(r->pd);
+	devx_pd_free(r->pd);
 	r->pd = NULL;
 err_pd:
 	return ret;
@@ -108,7 +91,7 @@ mlx5_lm_res_destroy(struct mlx5_lm_dev *dev)
 	if (r->td != NULL && devx_obj_destroy(r->td) < 0)
 		DRV_LOG(ERR, dev, "cannot deallocate the transport domain");
 	r->td = NULL;
-	if (r->pd != NULL && devx_obj_destroy(r->pd) < 0)
+	if (r->pd != NULL && devx_pd_free(r->pd) < 0)
 		DRV_LOG(ERR, dev, "cannot deallocate the protection domain");
 	r->pd = NULL;
 	r->null_mkey = 0;

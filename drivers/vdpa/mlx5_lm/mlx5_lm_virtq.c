@@ -168,7 +168,7 @@ create_qp(struct mlx5_lm_virtq *vq, uint16_t qsize, int fw)
 	PRM_SET(create_qp_in, in, opcode, PRM_CMD_CREATE_QP);
 	PRM_SET(qpc, qpc, st, PRM_QPC_ST_RC);
 	PRM_SET(qpc, qpc, pm_state, PRM_QPC_PM_STATE_MIGRATED);
-	PRM_SET(qpc, qpc, pd, devx_obj_id(dev->res.pd));
+	PRM_SET(qpc, qpc, pd, devx_pd_id(dev->res.pd));
 	PRM_SET(qpc, qpc, no_sq, 1);
 	if (fw) {
 		/* The firmware's side only sends: no receive queue at all. */
@@ -549,7 +549,7 @@ mlx5_lm_virtq_create(struct mlx5_lm_virtq *vq, uint16_t size, const struct mlx5_
 	PRM_SET(virtio_q, q, queue_index, vq->index);
 	PRM_SET(virtio_q, q, doorbell_stride_index, vq->index);
 	PRM_SET(virtio_q, q, queue_size, size);
-	PRM_SET(virtio_q, q, pd, devx_obj_id(dev->res.pd));
+	PRM_SET(virtio_q, q, pd, devx_pd_id(dev->res.pd));
 	if (vq->counters != NULL)
 		PRM_SET(virtio_q, q, counter_set_id, devx_obj_id(vq->counters));
 	PRM_SET(virtio_q, q, umem_1_id, devx_umem_id(vq->umem[0]));

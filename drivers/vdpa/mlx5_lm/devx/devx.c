@@ -55,6 +55,7 @@ devx_open(const struct devx_open_params *p, struct devx_ctx **out, char *err, si
 	TAILQ_INIT(&ctx->objs);
 	TAILQ_INIT(&ctx->umems);
 	TAILQ_INIT(&ctx->flows);
+	TAILQ_INIT(&ctx->pds);
 	ctx->be = p->emu_profile != NULL ? &devx_backend_emu : &devx_backend_rdma;
 	if (p->trace_path != NULL) {
 		ret = devx_trace_open(ctx, p->trace_path, err, errlen);
@@ -82,6 +83,7 @@ devx_close(struct devx_ctx *ctx)
 	struct devx_umem *umem;
 	struct devx_flow *flow;
 	struct devx_obj *obj;
+	struct devx_pd *pd;
 
 	if (ctx == NULL)
 		return 0;
@@ -98,6 +100,10 @@ devx_close(struct devx_ctx *ctx)
 	while ((umem = TAILQ_FIRST(&ctx->umems)) != NULL) {
 		TAILQ_REMOVE(&ctx->umems, umem, next);
 		free(umem);
+	}
+	while ((pd = TAILQ_FIRST(&ctx->pds)) != NULL) {
+		TAILQ_REMOVE(&ctx->pds, pd, next);
+		free(pd);
 	}
 	devx_trace_close(ctx);
 	pthread_mutex_destroy(&ctx->lock);
@@ -291,13 +297,13 @@ err:
 }
 
 static int
-obj_cmd(struct devx_obj *obj, const void *in, size_t inlen, void *out, size_t outlen)
+obj_cmd(struct devx_obj *obj, bool query, const void *in, size_t inlen, void *out, size_t outlen)
 {
 	struct devx_ctx *ctx = obj->ctx;
 	uint64_t t0 = devx_trace_now_us();
 	int rc;
 
-	rc = ctx->be->obj_cmd(ctx, obj, in, inlen, out, outlen);
+	rc = ctx->be->obj_cmd(ctx, obj, query, in, inlen, out, outlen);
 	devx_trace_cmd(ctx, t0, devx_trace_now_us(), in, inlen, out, outlen, rc);
 	return check_status(ctx, rc, in, out, outlen);
 }
@@ -305,13 +311,13 @@ obj_cmd(struct devx_obj *obj, const void *in, size_t inlen, void *out, size_t ou
 int
 devx_obj_modify(struct devx_obj *obj, const void *in, size_t inlen, void *out, size_t outlen)
 {
-	return obj_cmd(obj, in, inlen, out, outlen);
+	return obj_cmd(obj, false, in, inlen, out, outlen);
 }
 
 int
 devx_obj_query(struct devx_obj *obj, const void *in, size_t inlen, void *out, size_t outlen)
 {
-	return obj_cmd(obj, in, inlen, out, outlen);
+	return obj_cmd(obj, true, in, inlen, out, outlen);
 }
 
 int
@@ -505,6 +511,91 @@ uint32_t
 devx_umem_id(const struct devx_umem *umem)
 {
 	return umem->id;
+}
+
+static void
+log_op_failure(struct devx_ctx *ctx, const char *what, int rc, uint8_t status, uint32_t syndrome)
+{
+	if (rc == -EIO)
+		devx_log(3, "%s: %s failed: status 0x%x (%s), syndrome 0x%08x", ctx->name, what,
+			 status, prm_status_name(status), syndrome);
+	else
+		devx_log(3, "%s: %s failed: %s", ctx->name, what, strerror(-rc));
+}
+
+struct devx_pd *
+devx_pd_alloc(struct devx_ctx *ctx)
+{
+	struct devx_pd *pd = calloc(1, sizeof(*pd));
+	uint8_t status = 0;
+	uint32_t syndrome = 0;
+	uint64_t t0;
+	int rc;
+
+	if (pd == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pd->ctx = ctx;
+	t0 = devx_trace_now_us();
+	rc = ctx->be->pd_alloc(ctx, pd, &status, &syndrome);
+	devx_trace_op(ctx, t0, devx_trace_now_us(), "PD_ALLOC", 0, 0, pd->pdn,
+		      rc == -EIO ? status : rc < 0 ? PRM_STATUS_INTERNAL_ERR : 0, syndrome);
+	if (rc < 0) {
+		/* Named with the opcode the kernel runs for ibv_alloc_pd. */
+		log_op_failure(ctx, "PD_ALLOC (0x800) (protection domain, null mkey)", rc, status,
+			       syndrome);
+		free(pd);
+		errno = -rc;
+		return NULL;
+	}
+	devx_trace_op(ctx, t0, devx_trace_now_us(), "NULL_MR", 0, 0, pd->null_mkey, 0, 0);
+	pthread_mutex_lock(&ctx->lock);
+	TAILQ_INSERT_TAIL(&ctx->pds, pd, next);
+	pthread_mutex_unlock(&ctx->lock);
+	return pd;
+}
+
+int
+devx_pd_free(struct devx_pd *pd)
+{
+	struct devx_ctx *ctx;
+	uint8_t status = 0;
+	uint32_t syndrome = 0;
+	uint64_t t0;
+	int rc;
+
+	if (pd == NULL)
+		return 0;
+	ctx = pd->ctx;
+	t0 = devx_trace_now_us();
+	rc = ctx->be->pd_free(ctx, pd, &status, &syndrome);
+	devx_trace_op(ctx, t0, devx_trace_now_us(), "PD_FREE", 0, 0, pd->pdn,
+		      rc == -EIO ? status : rc < 0 ? PRM_STATUS_INTERNAL_ERR : 0, syndrome);
+	if (rc < 0) {
+		char what[64];
+
+		snprintf(what, sizeof(what), "PD_FREE (0x801) pd 0x%x", pd->pdn);
+		log_op_failure(ctx, what, rc, status, syndrome);
+		return rc;
+	}
+	pthread_mutex_lock(&ctx->lock);
+	TAILQ_REMOVE(&ctx->pds, pd, next);
+	pthread_mutex_unlock(&ctx->lock);
+	free(pd);
+	return 0;
+}
+
+uint32_t
+devx_pd_id(const struct devx_pd *pd)
+{
+	return pd->pdn;
+}
+
+uint32_t
+devx_pd_null_mkey(const struct devx_pd *pd)
+{
+	return pd->null_mkey;
 }
 
 struct devx_db *

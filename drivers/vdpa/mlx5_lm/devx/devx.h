@@ -27,6 +27,7 @@ struct devx_db;
 struct devx_evch;
 struct devx_flow;
 struct devx_uar;
+struct devx_pd;
 
 struct devx_open_params {
 	const char *name;        /* device name for logs and trace ("vdpa_mlx5_lm0") */
@@ -77,11 +78,14 @@ int devx_emu_translate(struct devx_ctx *ctx, uint32_t mkey, uint64_t addr, size_
 		       void **host);
 
 /*
- * Execute a general command (QUERY_HCA_CAP, QUERY_SPECIAL_CONTEXTS, QP
- * transitions, MODIFY_RQT, ...). Returns 0 when the device answered with
- * status 0; -EIO when it answered with a non-zero status (status and
- * syndrome are in out, and logged); another negative errno when the
- * command could not be delivered.
+ * Execute a general command: only what the kernel lets through
+ * mlx5dv_devx_general_cmd (Linux devx.c devx_is_general_cmd: QUERY_HCA_CAP
+ * and the other QUERY_* of its list, NOP, the 0xb00-0xd00 range); object
+ * commands (QP transitions, MODIFY_RQT, ...) go through devx_obj_modify on
+ * the object's handle, and both back ends refuse them here with -EINVAL.
+ * Returns 0 when the device answered with status 0; -EIO when it answered
+ * with a non-zero status (status and syndrome are in out, and logged);
+ * another negative errno when the command could not be delivered.
  */
 int devx_cmd(struct devx_ctx *ctx, const void *in, size_t inlen, void *out, size_t outlen);
 
@@ -127,6 +131,19 @@ struct devx_flow *devx_root_flow_create(struct devx_ctx *ctx, const struct devx_
 					struct devx_obj *dest);
 /* Destroy; on failure the rule stays valid and a negative errno is returned. */
 int devx_root_flow_destroy(struct devx_flow *flow);
+
+/*
+ * Protection domain with its null mkey, the way the reference drivers get
+ * them: rdma = ibv_alloc_pd + mlx5dv_init_obj (pdn) + ibv_alloc_null_mr
+ * (QUERY_SPECIAL_CONTEXTS is not a DevX command, the kernel refuses it);
+ * emu = what the kernel does for those calls. Objects that name a PD must
+ * name this one, the PD the null mkey belongs to.
+ */
+struct devx_pd *devx_pd_alloc(struct devx_ctx *ctx);
+/* Free; on failure (objects still use the PD) it stays valid and a negative errno is returned. */
+int devx_pd_free(struct devx_pd *pd);
+uint32_t devx_pd_id(const struct devx_pd *pd);
+uint32_t devx_pd_null_mkey(const struct devx_pd *pd);
 
 /* Register host memory for device access (rdma: mlx5dv_devx_umem_reg). */
 struct devx_umem *devx_umem_reg(struct devx_ctx *ctx, void *addr, size_t size,

@@ -31,31 +31,59 @@ emu_be_close(struct devx_ctx *ctx)
 	return emu_dev_destroy(EMU(ctx));
 }
 
+/*
+ * Every mailbox first passes the kernel's DevX rules (emu_kernel.c), as it
+ * would on its way through rdma-core and Linux devx.c to the firmware:
+ * emu= refuses what ibdev= would refuse, with the kernel's EINVAL.
+ */
 static int
 emu_be_cmd(struct devx_ctx *ctx, const void *in, size_t inlen, void *out, size_t outlen)
 {
-	return emu_cmd(EMU(ctx), in, inlen, out, outlen);
+	int rc = emu_kernel_check(EMU(ctx), EMU_KENTRY_GENERAL, in, inlen, NULL);
+
+	return rc < 0 ? rc : emu_cmd(EMU(ctx), in, inlen, out, outlen);
 }
 
 static int
 emu_be_obj_create(struct devx_ctx *ctx, struct devx_obj *obj, const void *in, size_t inlen,
 		  void *out, size_t outlen)
 {
-	return emu_cmd(EMU(ctx), in, inlen, out, outlen);
+	int rc = emu_kernel_check(EMU(ctx), EMU_KENTRY_CREATE, in, inlen, NULL);
+
+	return rc < 0 ? rc : emu_cmd(EMU(ctx), in, inlen, out, outlen);
+}
+
+static void
+kobj_of(const struct devx_obj *obj, struct emu_kobj *k)
+{
+	k->create_opcode = obj->create_opcode;
+	k->obj_type = obj->obj_type;
+	k->id = obj->id;
 }
 
 static int
-emu_be_obj_cmd(struct devx_ctx *ctx, struct devx_obj *obj, const void *in, size_t inlen,
-	       void *out, size_t outlen)
+emu_be_obj_cmd(struct devx_ctx *ctx, struct devx_obj *obj, bool query, const void *in,
+	       size_t inlen, void *out, size_t outlen)
 {
-	return emu_cmd(EMU(ctx), in, inlen, out, outlen);
+	struct emu_kobj k;
+	int rc;
+
+	kobj_of(obj, &k);
+	rc = emu_kernel_check(EMU(ctx), query ? EMU_KENTRY_QUERY : EMU_KENTRY_MODIFY, in, inlen,
+			      &k);
+	return rc < 0 ? rc : emu_cmd(EMU(ctx), in, inlen, out, outlen);
 }
 
 static int
 emu_be_obj_destroy(struct devx_ctx *ctx, struct devx_obj *obj, const void *din, size_t dinlen,
 		   void *dout, size_t doutlen)
 {
-	return emu_cmd(EMU(ctx), din, dinlen, dout, doutlen);
+	struct emu_kobj k;
+	int rc;
+
+	kobj_of(obj, &k);
+	rc = emu_kernel_check(EMU(ctx), EMU_KENTRY_DESTROY, din, dinlen, &k);
+	return rc < 0 ? rc : emu_cmd(EMU(ctx), din, dinlen, dout, doutlen);
 }
 
 static int
@@ -77,6 +105,36 @@ emu_be_umem_dereg(struct devx_ctx *ctx, struct devx_umem *umem, uint8_t *status,
 		  uint32_t *syndrome)
 {
 	int st = emu_umem_dereg(EMU(ctx), umem->id, syndrome);
+
+	if (st != 0) {
+		*status = (uint8_t)st;
+		return -EIO;
+	}
+	return 0;
+}
+
+/* What the kernel does for ibv_alloc_pd and rdma-core for ibv_alloc_null_mr. */
+static int
+emu_be_pd_alloc(struct devx_ctx *ctx, struct devx_pd *pd, uint8_t *status, uint32_t *syndrome)
+{
+	uint32_t synd2;
+	int st;
+
+	st = emu_kernel_alloc_pd(EMU(ctx), &pd->pdn, syndrome);
+	if (st == 0) {
+		st = emu_kernel_null_mkey(EMU(ctx), &pd->null_mkey, syndrome);
+		if (st == 0)
+			return 0;
+		emu_kernel_dealloc_pd(EMU(ctx), pd->pdn, &synd2);
+	}
+	*status = (uint8_t)st;
+	return -EIO;
+}
+
+static int
+emu_be_pd_free(struct devx_ctx *ctx, struct devx_pd *pd, uint8_t *status, uint32_t *syndrome)
+{
+	int st = emu_kernel_dealloc_pd(EMU(ctx), pd->pdn, syndrome);
 
 	if (st != 0) {
 		*status = (uint8_t)st;
@@ -137,6 +195,7 @@ emu_be_db_free(struct devx_ctx *ctx, struct devx_db *db)
 static void
 emu_be_db_ring(struct devx_ctx *ctx, struct devx_db *db, uint32_t offset, uint32_t v)
 {
+	/* A refused write is logged by the emulator, as the device ignores it. */
 	emu_doorbell(EMU(ctx), offset, v);
 }
 
@@ -266,6 +325,8 @@ const struct devx_backend devx_backend_emu = {
 	.umem_dereg = emu_be_umem_dereg,
 	.flow_create = emu_be_flow_create,
 	.flow_destroy = emu_be_flow_destroy,
+	.pd_alloc = emu_be_pd_alloc,
+	.pd_free = emu_be_pd_free,
 	.db_alloc = emu_be_db_alloc,
 	.db_free = emu_be_db_free,
 	.db_ring = emu_be_db_ring,

@@ -4,6 +4,7 @@
 #define MLX5_LM_DEVX_PRIV_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdatomic.h>
 #include <sys/queue.h>
@@ -24,7 +25,8 @@ struct devx_backend {
 	int (*cmd)(struct devx_ctx *ctx, const void *in, size_t inlen, void *out, size_t outlen);
 	int (*obj_create)(struct devx_ctx *ctx, struct devx_obj *obj, const void *in,
 			  size_t inlen, void *out, size_t outlen);
-	int (*obj_cmd)(struct devx_ctx *ctx, struct devx_obj *obj, const void *in,
+	/* query: mlx5dv_devx_obj_query, else mlx5dv_devx_obj_modify (the kernel tells them apart). */
+	int (*obj_cmd)(struct devx_ctx *ctx, struct devx_obj *obj, bool query, const void *in,
 		       size_t inlen, void *out, size_t outlen);
 	int (*obj_destroy)(struct devx_ctx *ctx, struct devx_obj *obj, const void *din,
 			   size_t dinlen, void *dout, size_t doutlen);
@@ -39,6 +41,11 @@ struct devx_backend {
 			   uint8_t *status, uint32_t *syndrome);
 	int (*flow_destroy)(struct devx_ctx *ctx, struct devx_flow *flow, uint8_t *status,
 			    uint32_t *syndrome);
+	/* Sets pd->pdn and pd->null_mkey. Returns like umem_reg. */
+	int (*pd_alloc)(struct devx_ctx *ctx, struct devx_pd *pd, uint8_t *status,
+			uint32_t *syndrome);
+	int (*pd_free)(struct devx_ctx *ctx, struct devx_pd *pd, uint8_t *status,
+		       uint32_t *syndrome);
 	int (*db_alloc)(struct devx_ctx *ctx, struct devx_db *db);
 	void (*db_free)(struct devx_ctx *ctx, struct devx_db *db);
 	void (*db_ring)(struct devx_ctx *ctx, struct devx_db *db, uint32_t offset, uint32_t v);
@@ -71,11 +78,12 @@ struct devx_ctx {
 	 * Handles still open, so that closing the context frees those whose
 	 * destroy failed (the device reports the objects themselves).
 	 */
-	pthread_mutex_t lock;      /* guards objs, umems, flows and flow_seq */
+	pthread_mutex_t lock;      /* guards objs, umems, flows, flow_seq and pds */
 	TAILQ_HEAD(, devx_obj) objs;
 	TAILQ_HEAD(, devx_umem) umems;
 	TAILQ_HEAD(, devx_flow) flows;
 	uint32_t flow_seq;         /* rdma: numbers for rules in the trace */
+	TAILQ_HEAD(, devx_pd) pds;
 };
 
 struct devx_obj {
@@ -108,6 +116,15 @@ struct devx_flow {
 	uint32_t id;               /* emu: the rule's id; rdma: a per-context number */
 };
 
+struct devx_pd {
+	TAILQ_ENTRY(devx_pd) next;
+	struct devx_ctx *ctx;
+	void *be_handle;           /* rdma: struct ibv_pd * */
+	void *be_mr;               /* rdma: the null struct ibv_mr * */
+	uint32_t pdn;
+	uint32_t null_mkey;
+};
+
 struct devx_db {
 	struct devx_ctx *ctx;
 	void *be_handle;
@@ -138,8 +155,9 @@ void devx_trace_cmd(struct devx_ctx *ctx, uint64_t t_start, uint64_t t_end,
 		    const void *in, size_t inlen, const void *out, size_t outlen, int rc);
 /*
  * Non-PRM operations: "UMEM_REG", "UMEM_DEREG", "DOORBELL", "UAR_ALLOC",
- * "UAR_FREE", "QUERY_EQN", "EVCH_*"; id is written as "value" (DOORBELL),
- * "page_id" (UAR_*), "eqn" (QUERY_EQN) or "umem_id".
+ * "UAR_FREE", "QUERY_EQN", "EVCH_*", "PD_ALLOC", "PD_FREE", "NULL_MR"; id is
+ * written as "value" (DOORBELL), "page_id" (UAR_*), "eqn" (QUERY_EQN), "pdn"
+ * (PD_*), "mkey" (NULL_MR) or "umem_id".
  */
 void devx_trace_op(struct devx_ctx *ctx, uint64_t t_start, uint64_t t_end, const char *op,
 		   uint64_t addr, uint64_t size, uint32_t id, uint8_t status, uint32_t syndrome);

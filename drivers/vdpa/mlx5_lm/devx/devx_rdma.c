@@ -6,6 +6,7 @@
  */
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,13 +111,12 @@ rdma_obj_create(struct devx_ctx *ctx, struct devx_obj *obj, const void *in, size
 }
 
 static int
-rdma_obj_cmd(struct devx_ctx *ctx, struct devx_obj *obj, const void *in, size_t inlen,
-	     void *out, size_t outlen)
+rdma_obj_cmd(struct devx_ctx *ctx, struct devx_obj *obj, bool query, const void *in,
+	     size_t inlen, void *out, size_t outlen)
 {
-	uint16_t opcode = PRM_GET(cmd_in, in, opcode);
 	int rc;
 
-	if (opcode == PRM_CMD_QUERY_GENERAL_OBJECT)
+	if (query)
 		rc = mlx5dv_devx_obj_query(obj->be_handle, in, inlen, out, outlen);
 	else
 		rc = mlx5dv_devx_obj_modify(obj->be_handle, in, inlen, out, outlen);
@@ -241,6 +241,55 @@ rdma_flow_destroy(struct devx_ctx *ctx, struct devx_flow *flow, uint8_t *status,
 	return rc == 0 ? 0 : -rc;
 }
 
+/* What DPDK's mlx5 drivers do: a verbs PD, its pdn, and the null mr's lkey. */
+static int
+rdma_pd_alloc(struct devx_ctx *ctx, struct devx_pd *pd, uint8_t *status, uint32_t *syndrome)
+{
+	struct mlx5dv_pd dv_pd;
+	struct mlx5dv_obj dv = { .pd = { .in = NULL, .out = &dv_pd } };
+	struct ibv_pd *ibpd;
+	struct ibv_mr *mr;
+	int rc;
+
+	ibpd = ibv_alloc_pd(IBCTX(ctx));
+	if (ibpd == NULL)
+		return errno ? -errno : -ENOMEM;
+	dv.pd.in = ibpd;
+	rc = mlx5dv_init_obj(&dv, MLX5DV_OBJ_PD);
+	if (rc != 0) {
+		rc = rc > 0 ? -rc : -EINVAL;
+		goto err_init;
+	}
+	mr = ibv_alloc_null_mr(ibpd);
+	if (mr == NULL) {
+		rc = errno ? -errno : -EOPNOTSUPP;
+		goto err_init;
+	}
+	pd->be_handle = ibpd;
+	pd->be_mr = mr;
+	pd->pdn = dv_pd.pdn;
+	pd->null_mkey = mr->lkey;
+	return 0;
+err_init:
+	ibv_dealloc_pd(ibpd);
+	return rc;
+}
+
+static int
+rdma_pd_free(struct devx_ctx *ctx, struct devx_pd *pd, uint8_t *status, uint32_t *syndrome)
+{
+	int rc;
+
+	if (pd->be_mr != NULL) {
+		rc = ibv_dereg_mr(pd->be_mr);
+		if (rc != 0)
+			return rc > 0 ? -rc : -EIO;
+		pd->be_mr = NULL;
+	}
+	rc = ibv_dealloc_pd(pd->be_handle);
+	return rc == 0 ? 0 : (rc > 0 ? -rc : -EIO);
+}
+
 static int
 rdma_db_alloc(struct devx_ctx *ctx, struct devx_db *db)
 {
@@ -277,9 +326,15 @@ rdma_db_free(struct devx_ctx *ctx, struct devx_db *db)
 static void
 rdma_db_ring(struct devx_ctx *ctx, struct devx_db *db, uint32_t offset, uint32_t v)
 {
+	/*
+	 * offset is in the BAR (doorbell_bar_offset + ...), but the kernel's VAR
+	 * mapping starts at the doorbell page: only the in-page part applies.
+	 */
+	uint32_t in_page = offset & (uint32_t)(db->mmap_size - 1);
+
 	/* The doorbell page is device memory: one 32-bit store, ordered after ring writes. */
 	__atomic_thread_fence(__ATOMIC_RELEASE);
-	*(volatile uint32_t *)((volatile uint8_t *)db->mmio + offset) = v;
+	*(volatile uint32_t *)((volatile uint8_t *)db->mmio + in_page) = v;
 }
 
 static int
@@ -330,9 +385,21 @@ static int
 rdma_evch_create(struct devx_ctx *ctx, struct devx_evch *ch)
 {
 	struct mlx5dv_devx_event_channel *e = mlx5dv_devx_create_event_channel(IBCTX(ctx), 0);
+	int fl;
 
 	if (e == NULL)
 		return errno ? -errno : -ENOMEM;
+	/*
+	 * mlx5dv_devx_get_event is a read() on this fd, which blocks while no
+	 * event is queued; the notification thread reads until EAGAIN.
+	 */
+	fl = fcntl(e->fd, F_GETFL);
+	if (fl < 0 || fcntl(e->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+		int err = errno;
+
+		mlx5dv_devx_destroy_event_channel(e);
+		return -err;
+	}
 	ch->be_handle = e;
 	ch->fd = e->fd;
 	return 0;
@@ -392,6 +459,8 @@ const struct devx_backend devx_backend_rdma = {
 	.umem_dereg = rdma_umem_dereg,
 	.flow_create = rdma_flow_create,
 	.flow_destroy = rdma_flow_destroy,
+	.pd_alloc = rdma_pd_alloc,
+	.pd_free = rdma_pd_free,
 	.db_alloc = rdma_db_alloc,
 	.db_free = rdma_db_free,
 	.db_ring = rdma_db_ring,

@@ -170,6 +170,10 @@ op_id_key(const char *op)
 		return "page_id";
 	if (strcmp(op, "QUERY_EQN") == 0)
 		return "eqn";
+	if (strncmp(op, "PD_", 3) == 0)
+		return "pdn";
+	if (strcmp(op, "NULL_MR") == 0)
+		return "mkey";
 	return "umem_id";
 }
 

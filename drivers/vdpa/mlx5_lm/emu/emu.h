@@ -113,8 +113,18 @@ int emu_umem_reg(struct emu_dev *dev, void *addr, size_t size, uint32_t access,
 /* Returns 0, or a PRM status (RES_BUSY when an mkey or virtq still uses it). */
 int emu_umem_dereg(struct emu_dev *dev, uint32_t id, uint32_t *syndrome);
 
-/* Doorbell write (a kick): the value is the virtq's queue index. */
-void emu_doorbell(struct emu_dev *dev, uint32_t offset, uint32_t value);
+/*
+ * Doorbell write (a kick) at offset in the device's BAR: the value is the
+ * virtq's queue index. 0, or -EINVAL (logged) when the offset is outside the
+ * doorbell area the caps announce (doorbell_bar_offset, log_doorbell_bar_size).
+ */
+int emu_doorbell(struct emu_dev *dev, uint32_t offset, uint32_t value);
+/*
+ * A doorbell write seen in a mapped page, where two kicks may have merged
+ * into the last value written (DPDK's vdpa/mlx5 writes every queue index at
+ * the same address): a kick of the named queue and of every other RDY queue.
+ */
+int emu_doorbell_merged(struct emu_dev *dev, uint32_t offset, uint32_t value);
 
 /*
  * UAR pages and completion EQs: what the kernel hands a DevX context
@@ -177,6 +187,52 @@ int emu_root_rule_add(struct emu_dev *dev, const struct emu_root_rule_attr *attr
 		      uint32_t *rule_id, uint32_t *syndrome);
 /* Returns 0, or a PRM status (BAD_RES for an unknown rule). */
 int emu_root_rule_del(struct emu_dev *dev, uint32_t rule_id, uint32_t *syndrome);
+
+/* ---- The kernel's side of DevX ------------------------------------------ */
+/*
+ * What Linux drivers/infiniband/hw/mlx5/devx.c lets through each rdma-core
+ * DevX entry point (emu_kernel.c). Every way into the emulator that stands
+ * for DevX (the transport's emu back end, the emulated rdma-core) checks a
+ * mailbox here before handing it to emu_cmd(), which is the firmware.
+ */
+enum emu_kentry {
+	EMU_KENTRY_GENERAL,  /* mlx5dv_devx_general_cmd: devx_is_general_cmd() */
+	EMU_KENTRY_CREATE,   /* mlx5dv_devx_obj_create: devx_is_obj_create_cmd() */
+	EMU_KENTRY_MODIFY,   /* mlx5dv_devx_obj_modify: devx_is_obj_modify_cmd(), valid obj id */
+	EMU_KENTRY_QUERY,    /* mlx5dv_devx_obj_query: devx_is_obj_query_cmd(), valid obj id */
+	EMU_KENTRY_DESTROY,  /* mlx5dv_devx_obj_destroy: the kernel's derived mailbox */
+};
+/* The object behind a DevX handle, as devx.c encodes it: creator opcode, obj_type, id. */
+struct emu_kobj {
+	uint16_t create_opcode;
+	uint16_t obj_type;   /* general objects */
+	uint32_t id;
+};
+const char *emu_kentry_name(enum emu_kentry e);
+/* The object a successful create made (devx_get_created_obj_id()). 0 or -EINVAL. */
+int emu_kernel_created_obj(const void *in, size_t inlen, const void *out, size_t outlen,
+			   struct emu_kobj *obj);
+/*
+ * May entry point e carry this mailbox, for the handle's object obj (NULL
+ * for general and create)? 0, or -EINVAL with a log line citing the rule.
+ */
+int emu_kernel_check(struct emu_dev *dev, enum emu_kentry e, const void *in, size_t inlen,
+		     const struct emu_kobj *obj);
+/*
+ * The destroy mailbox the kernel derives at create (devx_obj_build_destroy_cmd)
+ * into din (>= 64 bytes). 0, or -EINVAL for an object it cannot destroy.
+ */
+int emu_kernel_destroy_cmd(const void *create_in, size_t inlen, const struct emu_kobj *obj,
+			   void *din, size_t dinsize, size_t *dinlen);
+/*
+ * The firmware commands the kernel runs itself for verbs calls. Each
+ * returns 0 or the PRM status (> 0) with *syndrome set.
+ * ibv_alloc_pd / ibv_dealloc_pd: ALLOC_PD / DEALLOC_PD (RES_BUSY while used).
+ */
+int emu_kernel_alloc_pd(struct emu_dev *dev, uint32_t *pdn, uint32_t *syndrome);
+int emu_kernel_dealloc_pd(struct emu_dev *dev, uint32_t pdn, uint32_t *syndrome);
+/* ibv_alloc_null_mr: the context's dump-fill mkey (QUERY_SPECIAL_CONTEXTS, by the kernel). */
+int emu_kernel_null_mkey(struct emu_dev *dev, uint32_t *mkey, uint32_t *syndrome);
 
 /* ---- Data path and wire ---------------------------------------------------- */
 /*

@@ -494,5 +494,12 @@ int
 emu_query_special_contexts(struct emu_ctx *c)
 {
 	PRM_SET(query_special_contexts_out, c->out, null_mkey, EMU_NULL_MKEY);
+	/*
+	 * rdma-core's ibv_alloc_null_mr hands out the dump-fill mkey: reads
+	 * through it return nothing and writes are dropped, which is what the
+	 * null mkey does in an indirect mkey's holes. The emulator gives both
+	 * the same key.
+	 */
+	PRM_SET(query_special_contexts_out, c->out, dump_fill_mkey, EMU_NULL_MKEY);
 	return PRM_STATUS_OK;
 }

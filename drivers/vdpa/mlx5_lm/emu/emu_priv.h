@@ -698,13 +698,18 @@ void emu_wire_cache_free(struct emu_dev *dev);
 #define EMU_CAP_QUEUE_TYPES (1u | 2u)   /* split, packed */
 #define EMU_CAP_LOG_DOORBELL_STRIDE 2u
 #define EMU_CAP_LOG_DOORBELL_BAR_SIZE 12u
+/*
+ * Where the doorbells sit in the BAR (a profile may move them). Not page
+ * aligned on purpose: the kernel maps the doorbell page (VAR) from its
+ * start, so a driver must write at the in-page part only (0x808), never at
+ * the whole offset.
+ */
+#define EMU_CAP_DOORBELL_BAR_OFFSET 0x1808ull
 #define EMU_CAP_MAX_VIRTQS 256u
 #define EMU_CAP_FREEZE_TO_RDY 1u
 #define EMU_CAP_VNET_MODIFY_EXT 1u
 #define EMU_CAP_VIRTIO_NET_Q_ADDR_MODIFY 1u
 #define EMU_CAP_VIRTIO_Q_INDEX_MODIFY 1u
-/* The doorbell page starts at the BAR's start (a profile may move it). */
-#define EMU_CAP_DOORBELL_BAR_OFFSET 0ull
 #define EMU_CAP_GENERAL_OBJ_TYPES (PRM_GENERAL_OBJ_TYPES_CAP_VIRTQ_NET_Q | \
 				   PRM_GENERAL_OBJ_TYPES_CAP_VIRTIO_Q_COUNTERS)
 #define EMU_CAP_DESC_GROUP_MKEY 0u

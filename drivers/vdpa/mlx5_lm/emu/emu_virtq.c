@@ -500,23 +500,65 @@ emu_virtq_force_error(struct emu_dev *dev, uint32_t virtq_id, uint8_t error_type
 	return ret;
 }
 
-void
-emu_doorbell(struct emu_dev *dev, uint32_t offset, uint32_t value)
+/*
+ * The doorbell area the caps announce: log_doorbell_bar_size bytes from
+ * doorbell_bar_offset (PRM virtio_emulation_cap). A write anywhere else in
+ * the BAR rings nothing.
+ */
+static int
+doorbell_check(struct emu_dev *dev, uint32_t offset, uint32_t value)
+{
+	uint64_t base = dev->prof->caps.doorbell_bar_offset;
+	uint64_t area = 1ull << EMU_CAP_LOG_DOORBELL_BAR_SIZE;
+
+	if (offset >= base && offset - base < area)
+		return 0;
+	emu_log(dev, 3, "doorbell write of 0x%x at BAR offset 0x%x ignored: outside the doorbell "
+		"area [0x%" PRIx64 ", 0x%" PRIx64 ") (PRM virtio_emulation_cap doorbell_bar_offset, "
+		"log_doorbell_bar_size)", value, offset, base, base + area);
+	return -EINVAL;
+}
+
+/* dev->lock held. Kick the queue named by value; with others, every other RDY queue too. */
+static void
+kick_queues(struct emu_dev *dev, uint32_t value, bool others)
 {
 	struct emu_obj *o;
 
-	(void)offset;
-	pthread_mutex_lock(&dev->lock);
 	for (o = dev->all.next; o != &dev->all; o = o->next) {
 		struct emu_virtq *vq = (struct emu_virtq *)o;
 
-		if (o->kind == EMU_KIND_VIRTQ && vq->queue_index == value &&
-		    vq->state == PRM_VIRTQ_STATE_RDY) {
+		if (o->kind != EMU_KIND_VIRTQ || vq->state != PRM_VIRTQ_STATE_RDY)
+			continue;
+		if (vq->queue_index == value) {
 			vq->doorbells++;
+			emu_dp_vq_kick(dev, vq);
+		} else if (others) {
 			emu_dp_vq_kick(dev, vq);
 		}
 	}
+}
+
+int
+emu_doorbell(struct emu_dev *dev, uint32_t offset, uint32_t value)
+{
+	if (doorbell_check(dev, offset, value) < 0)
+		return -EINVAL;
+	pthread_mutex_lock(&dev->lock);
+	kick_queues(dev, value, false);
 	pthread_mutex_unlock(&dev->lock);
+	return 0;
+}
+
+int
+emu_doorbell_merged(struct emu_dev *dev, uint32_t offset, uint32_t value)
+{
+	if (doorbell_check(dev, offset, value) < 0)
+		return -EINVAL;
+	pthread_mutex_lock(&dev->lock);
+	kick_queues(dev, value, true);
+	pthread_mutex_unlock(&dev->lock);
+	return 0;
 }
 
 /* ---- VIRTIO_Q_COUNTERS ----------------------------------------------------------- */

@@ -1,0 +1,373 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The DevX family (libmlx5's mlx5dv_devx_*): every mailbox passes the
+ * kernel's rules (emu_kernel_check, Linux devx.c) before the emulated
+ * firmware (emu_cmd) sees it; the kernel's answers are rdma-core's: EINVAL
+ * for a refused mailbox, EREMOTEIO with the output filled when the
+ * firmware answered with a non-zero status.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "prm.h"
+#include "erdma.h"
+
+/* Opened without MLX5DV_CONTEXT_FLAGS_DEVX: no DevX uid (devx.c devx_get_uid). */
+static struct erdma_ctx *
+devx_ctx(struct ibv_context *context, const char *fn)
+{
+	struct erdma_ctx *c = erdma_ctx(context);
+
+	if (c == NULL) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!c->devx) {
+		erdma_log("%s: %s on a context opened without MLX5DV_CONTEXT_FLAGS_DEVX: EINVAL "
+			  "(Linux devx.c devx_get_uid)", context->device->name, fn);
+		errno = EINVAL;
+		return NULL;
+	}
+	return c;
+}
+
+/* Run a checked mailbox on the firmware; rdma-core's return convention. */
+static int
+run(struct erdma_ctx *c, enum emu_kentry e, const struct emu_kobj *k, const void *in,
+    size_t inlen, void *out, size_t outlen)
+{
+	uint64_t t0 = erdma_now_us();
+	int rc;
+
+	rc = emu_kernel_check(c->emu, e, in, inlen, k);
+	if (rc == 0 && emu_cmd(c->emu, in, inlen, out, outlen) < 0)
+		rc = -EINVAL; /* output too short for the header: uverbs refuses it */
+	erdma_trace_cmd(c, emu_kentry_name(e), t0, in, inlen, out, outlen, rc);
+	if (rc < 0)
+		return -rc;
+	return PRM_GET(cmd_out, out, status) == PRM_STATUS_OK ? 0 : EREMOTEIO;
+}
+
+ERDMA_VISIBLE int
+mlx5dv_devx_general_cmd(struct ibv_context *context, const void *in, size_t inlen, void *out,
+			size_t outlen)
+{
+	struct erdma_ctx *c = devx_ctx(context, "mlx5dv_devx_general_cmd");
+
+	if (c == NULL)
+		return EINVAL;
+	return run(c, EMU_KENTRY_GENERAL, NULL, in, inlen, out, outlen);
+}
+
+ERDMA_VISIBLE struct mlx5dv_devx_obj *
+mlx5dv_devx_obj_create(struct ibv_context *context, const void *in, size_t inlen, void *out,
+		       size_t outlen)
+{
+	struct erdma_ctx *c = devx_ctx(context, "mlx5dv_devx_obj_create");
+	struct mlx5dv_devx_obj *o;
+	int rc;
+
+	if (c == NULL)
+		return NULL;
+	o = calloc(1, sizeof(*o));
+	if (o == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	o->ctx = c;
+	rc = run(c, EMU_KENTRY_CREATE, NULL, in, inlen, out, outlen);
+	if (rc == 0 && (emu_kernel_created_obj(in, inlen, out, outlen, &o->k) < 0 ||
+			emu_kernel_destroy_cmd(in, inlen, &o->k, o->din, sizeof(o->din),
+					       &o->dinlen) < 0)) {
+		/* Created, but nothing the kernel could destroy: not a DevX object. */
+		erdma_log("%s: object of opcode 0x%x created but not destroyable",
+			  context->device->name, (unsigned int)PRM_GET(cmd_in, in, opcode));
+		rc = EINVAL;
+	}
+	if (rc != 0) {
+		free(o);
+		errno = rc;
+		return NULL;
+	}
+	erdma_handle_add(c, &o->h, o);
+	return o;
+}
+
+ERDMA_VISIBLE int
+mlx5dv_devx_obj_modify(struct mlx5dv_devx_obj *obj, const void *in, size_t inlen, void *out,
+		       size_t outlen)
+{
+	return run(obj->ctx, EMU_KENTRY_MODIFY, &obj->k, in, inlen, out, outlen);
+}
+
+ERDMA_VISIBLE int
+mlx5dv_devx_obj_query(struct mlx5dv_devx_obj *obj, const void *in, size_t inlen, void *out,
+		      size_t outlen)
+{
+	return run(obj->ctx, EMU_KENTRY_QUERY, &obj->k, in, inlen, out, outlen);
+}
+
+ERDMA_VISIBLE int
+mlx5dv_devx_obj_destroy(struct mlx5dv_devx_obj *obj)
+{
+	uint8_t out[PRM_SIZE(destroy_out)];
+	int rc;
+
+	memset(out, 0, sizeof(out));
+	rc = run(obj->ctx, EMU_KENTRY_DESTROY, &obj->k, obj->din, obj->dinlen, out,
+		 sizeof(out));
+	if (rc != 0)
+		return rc; /* the handle stays valid, as rdma-core leaves it */
+	erdma_handle_del(obj->ctx, &obj->h);
+	free(obj);
+	return 0;
+}
+
+/* ib_check_mr_access() as devx.c devx_umem_get() applies it. */
+#define UMEM_ACCESS_KNOWN (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | \
+			   IBV_ACCESS_RELAXED_ORDERING)
+
+ERDMA_VISIBLE struct mlx5dv_devx_umem *
+mlx5dv_devx_umem_reg(struct ibv_context *context, void *addr, size_t size, uint32_t access)
+{
+	struct erdma_ctx *c = devx_ctx(context, "mlx5dv_devx_umem_reg");
+	struct erdma_umem *u;
+	uint32_t synd = 0;
+	uint64_t t0 = erdma_now_us();
+	int st;
+
+	if (c == NULL)
+		return NULL;
+	if (size == 0 || (access & ~(uint32_t)UMEM_ACCESS_KNOWN) ||
+	    ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	     !(access & IBV_ACCESS_LOCAL_WRITE))) {
+		erdma_log("%s: mlx5dv_devx_umem_reg size %zu access 0x%x: EINVAL (Linux devx.c "
+			  "devx_umem_get, ib_check_mr_access)", context->device->name, size, access);
+		erdma_trace_op(c, "umem_reg", "UMEM_REG", t0, "umem_id", 0, (uintptr_t)addr, size,
+			       -1);
+		errno = EINVAL;
+		return NULL;
+	}
+	u = calloc(1, sizeof(*u));
+	if (u == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	st = emu_umem_reg(c->emu, addr, size, access, &u->pub.umem_id, &synd);
+	erdma_trace_op(c, "umem_reg", "UMEM_REG", t0, "umem_id", u->pub.umem_id, (uintptr_t)addr,
+		       size, st);
+	if (st != 0) {
+		free(u);
+		errno = EREMOTEIO;
+		return NULL;
+	}
+	u->ctx = c;
+	u->addr = addr;
+	u->size = size;
+	erdma_handle_add(c, &u->h, u);
+	return &u->pub;
+}
+
+/*
+ * The page sizes the device may use for the umem: the kernel picks the
+ * best one in pgsz_bitmap (mlx5_umem_find_best_pgsz), EINVAL when none
+ * fits; the emulator maps umems by host address, so the choice changes
+ * nothing else. dma-buf umems are not modelled.
+ */
+ERDMA_VISIBLE struct mlx5dv_devx_umem *
+mlx5dv_devx_umem_reg_ex(struct ibv_context *ctx, struct mlx5dv_devx_umem_in *in)
+{
+	if (in->comp_mask != 0) {
+		erdma_unsupported("mlx5dv_devx_umem_reg_ex with a dma-buf (comp_mask)",
+				  EOPNOTSUPP);
+		return NULL;
+	}
+	if ((in->pgsz_bitmap & (uint64_t)erdma_page_size()) == 0 &&
+	    (in->pgsz_bitmap & ~((uint64_t)erdma_page_size() - 1)) == 0) {
+		erdma_log("%s: mlx5dv_devx_umem_reg_ex page size bitmap 0x%llx has no size of "
+			  "a page or more: EINVAL (mlx5_umem_find_best_pgsz)", ctx->device->name,
+			  (unsigned long long)in->pgsz_bitmap);
+		errno = EINVAL;
+		return NULL;
+	}
+	return mlx5dv_devx_umem_reg(ctx, in->addr, in->size, in->access);
+}
+
+ERDMA_VISIBLE int
+mlx5dv_devx_umem_dereg(struct mlx5dv_devx_umem *pub)
+{
+	struct erdma_umem *u = (struct erdma_umem *)pub;
+	uint32_t synd = 0;
+	uint64_t t0 = erdma_now_us();
+	int st;
+
+	st = emu_umem_dereg(u->ctx->emu, pub->umem_id, &synd);
+	erdma_trace_op(u->ctx, "umem_dereg", "UMEM_DEREG", t0, "umem_id", pub->umem_id,
+		       (uintptr_t)u->addr, u->size, st);
+	if (st != 0)
+		return st == PRM_STATUS_RES_BUSY ? EBUSY : EINVAL;
+	erdma_handle_del(u->ctx, &u->h);
+	free(u);
+	return 0;
+}
+
+/*
+ * Virtio doorbell pages (VAR): one page of cmd_fd, mmap-able at mmap_off;
+ * the watcher forwards what is written there to the emulator.
+ */
+ERDMA_VISIBLE struct mlx5dv_var *
+mlx5dv_alloc_var(struct ibv_context *context, uint32_t flags)
+{
+	struct erdma_ctx *c = devx_ctx(context, "mlx5dv_alloc_var");
+	struct erdma_var *v;
+	unsigned int slot;
+	int rc;
+
+	if (c == NULL)
+		return NULL;
+	if (flags != 0) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	v = calloc(1, sizeof(*v));
+	if (v == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	rc = erdma_page_get(c, ERDMA_PAGE_VAR, 0, &slot);
+	erdma_trace_op(c, "var_alloc", "VAR_ALLOC", erdma_now_us(), "page_id", slot, 0,
+		       (uint64_t)erdma_page_size(), rc < 0 ? -1 : 0);
+	if (rc < 0) {
+		free(v);
+		errno = -rc;
+		return NULL;
+	}
+	v->ctx = c;
+	v->slot = slot;
+	v->pub.page_id = slot;
+	v->pub.length = (uint32_t)erdma_page_size();
+	v->pub.mmap_off = (off_t)slot * erdma_page_size();
+	erdma_handle_add(c, &v->h, v);
+	return &v->pub;
+}
+
+ERDMA_VISIBLE void
+mlx5dv_free_var(struct mlx5dv_var *pub)
+{
+	struct erdma_var *v = (struct erdma_var *)pub;
+
+	erdma_page_put(v->ctx, v->slot);
+	erdma_handle_del(v->ctx, &v->h);
+	free(v);
+}
+
+ERDMA_VISIBLE int
+mlx5dv_set_context_attr(struct ibv_context *context, enum mlx5dv_set_ctx_attr_type type,
+			void *attr)
+{
+	/*
+	 * Buffer allocators are for the provider's own queue buffers; this
+	 * library allocates none (no verbs QP/CQ), so there is nothing to use
+	 * them for: accepted, as rdma-core accepts them.
+	 */
+	if (type == MLX5DV_CTX_ATTR_BUF_ALLOCATORS)
+		return 0;
+	erdma_unsupported("mlx5dv_set_context_attr (type other than BUF_ALLOCATORS)",
+			  EOPNOTSUPP);
+	return EOPNOTSUPP;
+}
+
+/*
+ * UAR pages: the emulator's page (emu_uar_alloc), mapped from cmd_fd at
+ * mmap_off. base_addr is the library's own mapping of it; reg_addr the
+ * BlueFlame/doorbell register at 0x800 as rdma-core's mlx5 provider sets
+ * it. What is written on the page reaches emu_uar_write (the watcher).
+ */
+#define ERDMA_UAR_REG_OFFSET 0x800u
+
+ERDMA_VISIBLE struct mlx5dv_devx_uar *
+mlx5dv_devx_alloc_uar(struct ibv_context *context, uint32_t flags)
+{
+	struct erdma_ctx *c = devx_ctx(context, "mlx5dv_devx_alloc_uar");
+	struct erdma_uar *u;
+	uint32_t page_id = 0;
+	uint64_t t0 = erdma_now_us();
+	int rc;
+
+	if (c == NULL)
+		return NULL;
+	if (flags != MLX5DV_UAR_ALLOC_TYPE_BF && flags != MLX5DV_UAR_ALLOC_TYPE_NC) {
+		errno = EINVAL;
+		return NULL;
+	}
+	u = calloc(1, sizeof(*u));
+	if (u == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	rc = emu_uar_alloc(c->emu, &page_id);
+	if (rc == 0) {
+		rc = erdma_page_get(c, ERDMA_PAGE_UAR, page_id, &u->slot);
+		if (rc < 0)
+			emu_uar_free(c->emu, page_id);
+	}
+	erdma_trace_op(c, "uar_alloc", "UAR_ALLOC", t0, "page_id", page_id, 0,
+		       (uint64_t)erdma_page_size(), rc < 0 ? -1 : 0);
+	if (rc < 0) {
+		free(u);
+		errno = -rc;
+		return NULL;
+	}
+	u->ctx = c;
+	u->pub.page_id = page_id;
+	u->pub.mmap_off = (off_t)u->slot * erdma_page_size();
+	u->pub.base_addr = (uint8_t *)c->window + u->pub.mmap_off;
+	u->pub.reg_addr = (uint8_t *)u->pub.base_addr + ERDMA_UAR_REG_OFFSET;
+	erdma_handle_add(c, &u->h, u);
+	return &u->pub;
+}
+
+ERDMA_VISIBLE void
+mlx5dv_devx_free_uar(struct mlx5dv_devx_uar *pub)
+{
+	struct erdma_uar *u = (struct erdma_uar *)pub;
+	uint64_t t0 = erdma_now_us();
+	int rc;
+
+	/* Writes made before the free still reach the device. */
+	erdma_page_put(u->ctx, u->slot);
+	rc = emu_uar_free(u->ctx->emu, pub->page_id);
+	erdma_trace_op(u->ctx, "uar_free", "UAR_FREE", t0, "page_id", pub->page_id, 0, 0,
+		       rc < 0 ? -1 : 0);
+	if (rc < 0)
+		/* rdma-core's free cannot fail: the device keeps the page (leak report). */
+		erdma_log("%s: UAR page %u not freed: %s", u->ctx->vctx.context.device->name,
+			  pub->page_id, strerror(-rc));
+	erdma_handle_del(u->ctx, &u->h);
+	free(u);
+}
+
+/* Linux devx.c MLX5_IB_METHOD_DEVX_QUERY_EQN: mlx5_vector2eqn, EINVAL out of range. */
+ERDMA_VISIBLE int
+mlx5dv_devx_query_eqn(struct ibv_context *context, uint32_t vector, uint32_t *eqn)
+{
+	struct erdma_ctx *c = devx_ctx(context, "mlx5dv_devx_query_eqn");
+	uint64_t t0 = erdma_now_us();
+	int rc;
+
+	if (c == NULL)
+		return EINVAL;
+	rc = emu_eqn_query(c->emu, vector, eqn);
+	erdma_trace_op(c, "eqn_query", "EQN_QUERY", t0, "eqn", rc == 0 ? *eqn : 0, vector, 0,
+		       rc < 0 ? -1 : 0);
+	return rc < 0 ? -rc : 0;
+}
+
+void
+erdma_uar_forward(struct erdma_ctx *c, uint32_t page_id, uint32_t offset, uint64_t value)
+{
+	erdma_trace_op(c, "uar_write", "UAR_WRITE", erdma_now_us(), "value", value, offset, 8, 0);
+	emu_uar_write(c->emu, page_id, offset, value);
+}

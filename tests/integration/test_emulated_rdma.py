@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""The unchanged rdma back end (ibdev=) on the emulated rdma-core, through
+tools/with-emulated-rdma (issue 10, first "done when" bullet)."""
+import collections
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+from lmtest import Proc, Testpmd
+
+TOOL = os.environ.get('TEST_LM', 'build/app/test-lm/dpdk-test-lm')
+WRAPPER = os.environ['LM_WRAPPER']
+LIBDIR = os.environ['LM_ERDMA_LIBDIR']
+# meson puts the build's library directories (emu-rdma among them) on
+# LD_LIBRARY_PATH: only the wrapped program may load the emulated rdma-core,
+# never testpmd (built elsewhere, and not with the sanitizer).
+os.environ.pop('LD_LIBRARY_PATH', None)
+QP_TRANSITIONS = {'RST2INIT_QP', 'INIT2RTR_QP', 'RTR2RTS_QP', '2RST_QP'}
+
+
+def wrapped(args, trace=None, devices=1, profile='fast', env=None):
+    e = dict(os.environ, MLX5_LM_ERDMA_LIBDIR=LIBDIR)
+    e.update(env or {})
+    cmd = [sys.executable, WRAPPER, '--devices', str(devices), '--profile', profile]
+    if trace:
+        cmd += ['--trace', trace]
+    p = subprocess.run(cmd + ['--'] + args, env=e, capture_output=True, text=True,
+                       timeout=120)
+    return p.returncode, p.stdout, p.stderr
+
+
+def records(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f]
+
+
+class ProbeOnEmulatedRdma(unittest.TestCase):
+    def test_probe_exits_0_and_keeps_the_kernels_devx_rules(self):
+        with tempfile.TemporaryDirectory() as d:
+            trace = os.path.join(d, 'T')
+            rc, out, err = wrapped([TOOL, 'probe', '--devargs', 'ibdev=mlx5_0'], trace=trace)
+            self.assertEqual(rc, 0, out + err)
+            self.assertIn('back end: rdma', out)
+            self.assertRegex(out, r'max_num_virtio_queues\s+256')
+            self.assertNotIn('left alive', err)
+            recs = records(trace)
+        self.assertTrue(recs)
+        for r in recs:
+            for k in ('dev', 'seq', 't_start_us', 't_end_us', 'op', 'entry', 'status'):
+                self.assertIn(k, r)
+            self.assertEqual(r['dev'], 'mlx5_0')
+            self.assertEqual(r['status'], 0, r)
+        general = {r['op'] for r in recs if r['entry'] == 'general'}
+        self.assertEqual(general & (QP_TRANSITIONS | {'MODIFY_RQT', 'QUERY_SPECIAL_CONTEXTS'}),
+                         set())
+        entries = collections.Counter(r['entry'] for r in recs)
+        for e in ('general', 'create', 'modify', 'destroy', 'umem_reg', 'umem_dereg',
+                  'alloc_pd', 'null_mr', 'var_alloc', 'evch_subscribe', 'flow_create',
+                  'flow_destroy'):
+            self.assertIn(e, entries)
+        # Every QP transition went through the QP's own handle.
+        for r in recs:
+            if r['op'] in QP_TRANSITIONS:
+                self.assertEqual(r['entry'], 'modify', r)
+
+    def test_devices_are_named_and_wrong_name_is_one_clear_error(self):
+        rc, out, err = wrapped([TOOL, 'probe', '--devargs', 'ibdev=mlx5_7'], devices=2)
+        self.assertNotEqual(rc, 0)
+        self.assertIn('mlx5_0, mlx5_1', out + err)
+        rc, out, err = wrapped([TOOL, 'probe', '--devargs', 'ibdev=mlx5_1'], devices=2)
+        self.assertEqual(rc, 0, out + err)
+
+    def test_objects_left_alive_make_the_wrapper_fail(self):
+        # DEALLOC_PD (0x801) refused once by the emulated firmware: the PD
+        # stays alive, the library reports it when the device closes, and
+        # the wrapper turns the command's success into exit status 3.
+        rc, out, err = wrapped([TOOL, 'probe', '--devargs', 'ibdev=mlx5_0'],
+                               env={'MLX5_LM_EMU_FAULT': '0x801:1:0x6'})
+        self.assertEqual(rc, 3, out + err)
+        self.assertIn('mlx5_0', err)
+        self.assertIn('left alive', err)
+
+
+class ServeOnEmulatedRdma(unittest.TestCase):
+    def test_testpmd_forwards_through_serve_ibdev(self):
+        # testpmd (virtio-user) <-> dpdk-test-lm serve ibdev=mlx5_0 under the
+        # wrapper: the rdma back end's doorbells land on the VAR page and
+        # reach the emulated device, traffic comes back through RX.
+        with tempfile.TemporaryDirectory() as d:
+            sock = os.path.join(d, 'vhost.sock')
+            trace = os.path.join(d, 'T')
+            srv = Proc([sys.executable, WRAPPER, '--profile', 'fast', '--trace', trace, '--',
+                        TOOL, 'serve', '--devargs', 'ibdev=mlx5_0,queues=2', '--socket', sock],
+                       env={'MLX5_LM_ERDMA_LIBDIR': LIBDIR}, name='serve')
+            try:
+                srv.expect(r'serve: ready', timeout=60)
+                pmd = Testpmd(sock, f'tpe{os.getpid()}', queues=1)
+                try:
+                    pmd.cmd('start tx_first')
+                    rx, tx = pmd.wait_rx(2000, timeout=60)
+                    pmd.cmd('stop')
+                finally:
+                    pmd.quit()
+                srv.expect(r'front end gone', timeout=30)
+            finally:
+                rc = srv.stop()
+            self.assertEqual(rc, 0, srv.text()[-3000:])
+            self.assertIn('clean teardown', srv.text())
+            recs = records(trace)
+        self.assertGreaterEqual(rx, 2000)
+        self.assertGreaterEqual(tx, rx)
+        bells = [r for r in recs if r['op'] == 'DOORBELL']
+        self.assertTrue(bells)
+        self.assertEqual({r['status'] for r in bells}, {0})
+        self.assertEqual({r['entry'] for r in recs if r['op'] in QP_TRANSITIONS | {'MODIFY_RQT'}},
+                         {'modify'})
+
+
+if __name__ == '__main__':
+    unittest.main(verbosity=2)

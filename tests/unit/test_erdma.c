@@ -1,0 +1,374 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The emulated rdma-core (emu-rdma/), through its public rdma-core API:
+ * the kernel's DevX rules (Linux devx.c), event channel fds (blocking
+ * unless O_NONBLOCK, OMIT_EV_DATA), the VAR doorbell page reaching the
+ * emulator, loud failure of what it does not implement.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+#include <infiniband/verbs.h>
+#include <infiniband/mlx5dv.h>
+
+#include "prm.h"
+
+static char trace_path[] = "/tmp/test_erdma_trace_XXXXXX";
+
+static struct ibv_context *
+open_dev(bool devx)
+{
+	struct mlx5dv_context_attr attr = { .flags = devx ? MLX5DV_CONTEXT_FLAGS_DEVX : 0 };
+	struct ibv_device **list;
+	struct ibv_context *ctx;
+	int n = 0;
+
+	list = ibv_get_device_list(&n);
+	assert_non_null(list);
+	assert_int_equal(n, 1);
+	assert_string_equal(ibv_get_device_name(list[0]), "mlx5_0");
+	assert_true(mlx5dv_is_supported(list[0]));
+	ctx = mlx5dv_open_device(list[0], &attr);
+	ibv_free_device_list(list);
+	assert_non_null(ctx);
+	return ctx;
+}
+
+static uint64_t
+doorbell_bar_offset(struct ibv_context *ctx)
+{
+	uint8_t in[PRM_SIZE(query_hca_cap_in)] = { 0 };
+	static uint8_t out[PRM_SIZE(query_hca_cap_out)];
+
+	PRM_SET(query_hca_cap_in, in, opcode, PRM_CMD_QUERY_HCA_CAP);
+	PRM_SET(query_hca_cap_in, in, op_mod, PRM_HCA_CAP_OP_MOD(PRM_CAP_VIRTIO_EMULATION, 1));
+	assert_int_equal(mlx5dv_devx_general_cmd(ctx, in, sizeof(in), out, sizeof(out)), 0);
+	return PRM_GET(virtio_emulation_cap, PRM_CADDR(query_hca_cap_out, out, capability),
+		       doorbell_bar_offset);
+}
+
+/* Trace records whose op is `op`, in order. */
+static size_t
+trace_ops(const char *op, json_t **recs, size_t max)
+{
+	FILE *f = fopen(trace_path, "r");
+	char line[65536];
+	size_t n = 0;
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f) != NULL) {
+		json_t *j = json_loads(line, 0, NULL);
+
+		assert_non_null(j);
+		if (strcmp(json_string_value(json_object_get(j, "op")), op) == 0 && n < max)
+			recs[n++] = j;
+		else
+			json_decref(j);
+	}
+	fclose(f);
+	return n;
+}
+
+/* Linux devx.c devx_get_uid(): no DevX without MLX5DV_CONTEXT_FLAGS_DEVX. */
+static void
+test_devx_needs_the_devx_flag(void **state)
+{
+	struct ibv_context *ctx = open_dev(false);
+	uint8_t in[PRM_SIZE(query_hca_cap_in)] = { 0 };
+	uint8_t out[64];
+
+	PRM_SET(query_hca_cap_in, in, opcode, PRM_CMD_QUERY_HCA_CAP);
+	assert_int_equal(mlx5dv_devx_general_cmd(ctx, in, sizeof(in), out, sizeof(out)), EINVAL);
+	assert_int_equal(ibv_close_device(ctx), 0);
+}
+
+/*
+ * Linux devx.c devx_is_general_cmd(), devx_is_obj_modify_cmd(),
+ * devx_is_valid_obj_id(): EINVAL before the firmware sees the mailbox.
+ */
+static void
+test_kernel_rules_through_rdma_core(void **state)
+{
+	struct ibv_context *ctx = open_dev(true);
+	uint8_t in[PRM_SIZE(modify_rqt_in)] = { 0 };
+	uint8_t out[PRM_SIZE(create_out)] = { 0 };
+	struct mlx5dv_devx_obj *td;
+
+	PRM_SET(alloc_transport_domain_in, in, opcode, PRM_CMD_ALLOC_TRANSPORT_DOMAIN);
+	td = mlx5dv_devx_obj_create(ctx, in, PRM_SIZE(alloc_transport_domain_in), out,
+				    sizeof(out));
+	assert_non_null(td);
+	memset(in, 0, sizeof(in));
+	PRM_SET(query_special_contexts_in, in, opcode, PRM_CMD_QUERY_SPECIAL_CONTEXTS);
+	assert_int_equal(mlx5dv_devx_general_cmd(ctx, in, 16, out, sizeof(out)), EINVAL);
+	memset(in, 0, sizeof(in));
+	PRM_SET(modify_rqt_in, in, opcode, PRM_CMD_MODIFY_RQT);
+	PRM_SET(modify_rqt_in, in, rqtn, PRM_GET(create_out, out, id));
+	assert_int_equal(mlx5dv_devx_obj_modify(td, in, sizeof(in), out, sizeof(out)), EINVAL);
+	/* A command the firmware refuses: EREMOTEIO with its status in out. */
+	memset(in, 0, sizeof(in));
+	PRM_SET(cmd_in, in, opcode, 0xb99);
+	assert_int_equal(mlx5dv_devx_general_cmd(ctx, in, 16, out, sizeof(out)), EREMOTEIO);
+	assert_int_equal(PRM_GET(cmd_out, out, status), PRM_STATUS_BAD_OP);
+	assert_int_equal(mlx5dv_devx_obj_destroy(td), 0);
+	assert_int_equal(ibv_close_device(ctx), 0);
+}
+
+/* The PD and its null mr, as DPDK's mlx5 drivers get them. */
+static void
+test_pd_init_obj_and_null_mr(void **state)
+{
+	struct ibv_context *ctx = open_dev(true);
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct mlx5dv_pd dv_pd = { 0 };
+	struct mlx5dv_obj obj = { .pd = { .in = pd, .out = &dv_pd } };
+	struct ibv_mr *mr;
+	static char buf[1 << 16];
+
+	assert_non_null(pd);
+	assert_int_equal(mlx5dv_init_obj(&obj, MLX5DV_OBJ_PD), 0);
+	assert_int_not_equal(dv_pd.pdn, 0);
+	mr = ibv_alloc_null_mr(pd);
+	assert_non_null(mr);
+	assert_int_not_equal(mr->lkey, 0);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	assert_non_null(mr);
+	/* The PD is busy while an mkey names it. */
+	assert_int_equal(ibv_dealloc_pd(pd), EBUSY);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	assert_int_equal(ibv_dealloc_pd(pd), 0);
+	assert_int_equal(ibv_close_device(ctx), 0);
+}
+
+/*
+ * Linux devx.c devx_async_event_read(): the channel fd blocks unless the
+ * program set O_NONBLOCK; then reading with nothing queued is EAGAIN. With
+ * OMIT_EV_DATA an event is its cookie only.
+ */
+static void
+test_event_channel_fd_blocking_unless_nonblock(void **state)
+{
+	struct ibv_context *ctx = open_dev(true);
+	struct mlx5dv_devx_event_channel *ch, *omit;
+	union {
+		struct mlx5dv_devx_async_event_hdr hdr;
+		uint8_t raw[128];
+	} ev;
+	struct pollfd pfd;
+	int fl;
+
+	ch = mlx5dv_devx_create_event_channel(ctx, 0);
+	assert_non_null(ch);
+	fl = fcntl(ch->fd, F_GETFL);
+	assert_int_equal(fl & O_NONBLOCK, 0);
+	pfd.fd = ch->fd;
+	pfd.events = POLLIN;
+	assert_int_equal(poll(&pfd, 1, 0), 0);
+	assert_int_equal(fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK), 0);
+	errno = 0;
+	assert_int_equal(mlx5dv_devx_get_event(ch, &ev.hdr, sizeof(ev)), -1);
+	assert_int_equal(errno, EAGAIN);
+	/* With data, an event needs more than the cookie. */
+	assert_int_equal(mlx5dv_devx_get_event(ch, &ev.hdr, sizeof(ev.hdr)), -1);
+	assert_int_equal(errno, ENOSPC);
+	omit = mlx5dv_devx_create_event_channel(ctx,
+		MLX5DV_DEVX_CREATE_EVENT_CHANNEL_FLAGS_OMIT_EV_DATA);
+	assert_non_null(omit);
+	assert_int_equal(fcntl(omit->fd, F_SETFL, O_NONBLOCK), 0);
+	assert_int_equal(mlx5dv_devx_get_event(omit, &ev.hdr, sizeof(ev.hdr)), -1);
+	assert_int_equal(errno, EAGAIN);
+	mlx5dv_devx_destroy_event_channel(omit);
+	mlx5dv_devx_destroy_event_channel(ch);
+	assert_int_equal(ibv_close_device(ctx), 0);
+}
+
+/*
+ * A program that closes its context with a channel, a PD and a DevX object
+ * still open: the channel's thread is stopped before the device goes, the
+ * handles are freed (LeakSanitizer in the ASan build), the device object is
+ * the emulator's leak report.
+ */
+static void
+test_close_with_handles_still_open(void **state)
+{
+	struct ibv_context *ctx = open_dev(true);
+	uint8_t in[PRM_SIZE(alloc_transport_domain_in)] = { 0 };
+	uint8_t out[PRM_SIZE(create_out)] = { 0 };
+
+	assert_non_null(mlx5dv_devx_create_event_channel(ctx, 0));
+	PRM_SET(alloc_transport_domain_in, in, opcode, PRM_CMD_ALLOC_TRANSPORT_DOMAIN);
+	assert_non_null(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)));
+	assert_int_equal(ibv_close_device(ctx), 0);
+}
+
+/* Linux devx.c is_valid_events(): completions only on a CQ. */
+static void
+test_subscription_checks_the_event_type(void **state)
+{
+	struct ibv_context *ctx = open_dev(true);
+	uint8_t in[PRM_SIZE(alloc_transport_domain_in)] = { 0 };
+	uint8_t out[PRM_SIZE(create_out)] = { 0 };
+	struct mlx5dv_devx_event_channel *ch = mlx5dv_devx_create_event_channel(ctx, 0);
+	struct mlx5dv_devx_obj *td;
+	uint16_t comp = PRM_EVENT_COMPLETION;
+
+	PRM_SET(alloc_transport_domain_in, in, opcode, PRM_CMD_ALLOC_TRANSPORT_DOMAIN);
+	td = mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out));
+	assert_non_null(td);
+	assert_int_equal(mlx5dv_devx_subscribe_devx_event(ch, td, sizeof(comp), &comp, 1),
+			 EINVAL);
+	mlx5dv_devx_destroy_event_channel(ch);
+	assert_int_equal(mlx5dv_devx_obj_destroy(td), 0);
+	assert_int_equal(ibv_close_device(ctx), 0);
+}
+
+/*
+ * The VAR page is mmap-able from cmd_fd at mmap_off and what is written
+ * there reaches the emulator: at the in-page part of doorbell_bar_offset
+ * it is a doorbell; elsewhere in the page the emulator refuses it.
+ */
+static void
+test_var_page_doorbell_reaches_the_emulator(void **state)
+{
+	struct ibv_context *ctx = open_dev(true);
+	uint64_t off = doorbell_bar_offset(ctx);
+	long page = sysconf(_SC_PAGESIZE);
+	struct mlx5dv_var *var = mlx5dv_alloc_var(ctx, 0);
+	volatile uint8_t *db;
+	json_t *recs[8];
+	size_t n;
+
+	assert_non_null(var);
+	assert_int_equal(var->length, page);
+	db = mmap(NULL, var->length, PROT_READ | PROT_WRITE, MAP_SHARED, ctx->cmd_fd,
+		  var->mmap_off);
+	assert_true(db != MAP_FAILED);
+	*(volatile uint32_t *)(db + (off & (page - 1))) = 5;
+	/* Freeing the page forwards what was written before it: no waiting. */
+	mlx5dv_free_var(var);
+	var = mlx5dv_alloc_var(ctx, 0);
+	assert_non_null(var);
+	munmap((void *)db, page);
+	db = mmap(NULL, var->length, PROT_READ | PROT_WRITE, MAP_SHARED, ctx->cmd_fd,
+		  var->mmap_off);
+	assert_true(db != MAP_FAILED);
+	*(volatile uint32_t *)(db + 0) = 6;  /* below doorbell_bar_offset */
+	mlx5dv_free_var(var);
+	munmap((void *)db, page);
+	n = trace_ops("DOORBELL", recs, 8);
+	assert_int_equal(n, 2);
+	assert_int_equal(json_integer_value(json_object_get(recs[0], "value")), 5);
+	assert_int_equal(json_integer_value(json_object_get(recs[0], "addr")), off);
+	assert_int_equal(json_integer_value(json_object_get(recs[0], "status")), 0);
+	assert_int_equal(json_integer_value(json_object_get(recs[1], "value")), 6);
+	assert_int_equal(json_integer_value(json_object_get(recs[1], "status")), -1);
+	while (n > 0)
+		json_decref(recs[--n]);
+	assert_int_equal(ibv_close_device(ctx), 0);
+}
+
+/*
+ * UAR pages: mapped at base_addr, mmap-able at mmap_off; a 64-bit write at
+ * 0x20 (the CQ arm doorbell) reaches the emulator. Completion EQs: one per
+ * completion vector, EINVAL beyond (Linux devx.c QUERY_EQN, mlx5_vector2eqn).
+ */
+static void
+test_uar_page_and_eqn(void **state)
+{
+	struct ibv_context *ctx = open_dev(true);
+	struct mlx5dv_devx_uar *uar = mlx5dv_devx_alloc_uar(ctx, MLX5DV_UAR_ALLOC_TYPE_NC);
+	json_t *recs[4];
+	uint32_t eqn = 0;
+	size_t n;
+
+	assert_non_null(uar);
+	assert_ptr_equal((uint8_t *)uar->reg_addr - (uint8_t *)uar->base_addr, 0x800);
+	*(volatile uint64_t *)((uint8_t *)uar->base_addr + 0x20) = 0x1000000700000abcull;
+	mlx5dv_devx_free_uar(uar);  /* forwards what was written first */
+	n = trace_ops("UAR_WRITE", recs, 4);
+	assert_int_equal(n, 1);
+	assert_int_equal(json_integer_value(json_object_get(recs[0], "addr")), 0x20);
+	assert_int_equal(json_integer_value(json_object_get(recs[0], "value")),
+			 0x1000000700000abcull);
+	json_decref(recs[0]);
+	assert_true(ctx->num_comp_vectors >= 1);
+	assert_int_equal(mlx5dv_devx_query_eqn(ctx, 0, &eqn), 0);
+	assert_int_equal(mlx5dv_devx_query_eqn(ctx, (uint32_t)ctx->num_comp_vectors, &eqn),
+			 EINVAL);
+	assert_int_equal(ibv_close_device(ctx), 0);
+}
+
+/* Linux devx.c devx_umem_get(): access as for an MR; a page size must fit. */
+static void
+test_umem_rules(void **state)
+{
+	struct ibv_context *ctx = open_dev(true);
+	static char buf[1 << 16] __attribute__((aligned(4096)));
+	struct mlx5dv_devx_umem_in in = { .addr = buf, .size = sizeof(buf),
+					  .access = IBV_ACCESS_LOCAL_WRITE,
+					  .pgsz_bitmap = 1ull << 12 };
+	struct mlx5dv_devx_umem *u;
+
+	assert_null(mlx5dv_devx_umem_reg(ctx, buf, sizeof(buf), IBV_ACCESS_REMOTE_WRITE));
+	assert_int_equal(errno, EINVAL);
+	assert_null(mlx5dv_devx_umem_reg(ctx, buf, 0, IBV_ACCESS_LOCAL_WRITE));
+	u = mlx5dv_devx_umem_reg_ex(ctx, &in);
+	assert_non_null(u);
+	assert_int_equal(mlx5dv_devx_umem_dereg(u), 0);
+	in.pgsz_bitmap = 1ull << 8;
+	assert_null(mlx5dv_devx_umem_reg_ex(ctx, &in));
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(ibv_close_device(ctx), 0);
+}
+
+/* What the library does not implement names itself and fails. */
+static void
+test_unimplemented_functions_fail_loudly(void **state)
+{
+	struct ibv_context *ctx = open_dev(true);
+
+	errno = 0;
+	assert_null(ibv_create_comp_channel(ctx));
+	assert_int_equal(errno, EOPNOTSUPP);
+	assert_int_equal(ibv_close_device(ctx), 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_devx_needs_the_devx_flag),
+		cmocka_unit_test(test_kernel_rules_through_rdma_core),
+		cmocka_unit_test(test_pd_init_obj_and_null_mr),
+		cmocka_unit_test(test_event_channel_fd_blocking_unless_nonblock),
+		cmocka_unit_test(test_subscription_checks_the_event_type),
+		cmocka_unit_test(test_close_with_handles_still_open),
+		cmocka_unit_test(test_var_page_doorbell_reaches_the_emulator),
+		cmocka_unit_test(test_uar_page_and_eqn),
+		cmocka_unit_test(test_umem_rules),
+		cmocka_unit_test(test_unimplemented_functions_fail_loudly),
+	};
+	int fd = mkstemp(trace_path), rc;
+
+	assert_true(fd >= 0);
+	close(fd);
+	setenv("MLX5_LM_ERDMA_TRACE", trace_path, 1);
+	setenv("MLX5_LM_ERDMA_DEVICES", "1", 1);
+	setenv("MLX5_LM_ERDMA_PROFILE", "fast", 1);
+	unsetenv("MLX5_LM_ERDMA_SUMMARY");
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	unlink(trace_path);
+	return rc;
+}

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The DevX transport's rdma back end (devx_rdma.c), unchanged, on the
+ * emulated rdma-core: meson runs this test with build/emu-rdma first on
+ * LD_LIBRARY_PATH, so libibverbs.so.1 and libmlx5.so.1 are the emulated
+ * ones, which keep the kernel's rules.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "prm.h"
+#include "devx.h"
+
+static char trace_path[] = "/tmp/test_rdma_backend_XXXXXX";
+
+static struct devx_ctx *
+open_rdma(void)
+{
+	struct devx_open_params p = { .name = "rdma0", .ibdev = "mlx5_0" };
+	struct devx_ctx *ctx = NULL;
+	char err[256] = "";
+
+	assert_int_equal(devx_open(&p, &ctx, err, sizeof(err)), 0);
+	assert_false(devx_is_emulated(ctx));
+	return ctx;
+}
+
+static uint64_t
+doorbell_bar_offset(struct devx_ctx *ctx)
+{
+	uint8_t in[PRM_SIZE(query_hca_cap_in)] = { 0 };
+	static uint8_t out[PRM_SIZE(query_hca_cap_out)];
+
+	PRM_SET(query_hca_cap_in, in, opcode, PRM_CMD_QUERY_HCA_CAP);
+	PRM_SET(query_hca_cap_in, in, op_mod, PRM_HCA_CAP_OP_MOD(PRM_CAP_VIRTIO_EMULATION, 1));
+	assert_int_equal(devx_cmd(ctx, in, sizeof(in), out, sizeof(out)), 0);
+	return PRM_GET(virtio_emulation_cap, PRM_CADDR(query_hca_cap_out, out, capability),
+		       doorbell_bar_offset);
+}
+
+/* A2 on rdma: the PD from ibv_alloc_pd (pdn from mlx5dv_init_obj) and its null mr. */
+static void
+test_pd_and_null_mkey(void **state)
+{
+	struct devx_ctx *ctx = open_rdma();
+	struct devx_pd *pd = devx_pd_alloc(ctx);
+
+	assert_non_null(pd);
+	assert_int_not_equal(devx_pd_id(pd), 0);
+	assert_int_not_equal(devx_pd_null_mkey(pd), 0);
+	assert_int_equal(devx_pd_free(pd), 0);
+	assert_int_equal(devx_close(ctx), 0);
+}
+
+/*
+ * A5: the kernel's VAR mapping starts at the doorbell page, so the doorbell
+ * is at the in-page part of doorbell_bar_offset. The emulated device's
+ * offset is not page aligned: writing at mmio + doorbell_bar_offset would
+ * land beyond the mapped page.
+ */
+static void
+test_doorbell_lands_on_the_doorbell(void **state)
+{
+	struct devx_ctx *ctx = open_rdma();
+	uint64_t off = doorbell_bar_offset(ctx);
+	struct devx_db *db = devx_db_alloc(ctx);
+	static char line[1 << 16];
+	FILE *f;
+	int found = 0;
+
+	assert_non_null(db);
+	assert_int_not_equal(off & 0xfff, 0);
+	devx_db_ring(db, (uint32_t)off, 3);
+	/* Freeing the page forwards what was written on it: no waiting. */
+	devx_db_free(db);
+	f = fopen(trace_path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f) != NULL) {
+		json_t *j = json_loads(line, 0, NULL);
+
+		assert_non_null(j);
+		if (strcmp(json_string_value(json_object_get(j, "op")), "DOORBELL") == 0) {
+			assert_int_equal(json_integer_value(json_object_get(j, "value")), 3);
+			assert_int_equal(json_integer_value(json_object_get(j, "addr")), off);
+			assert_int_equal(json_integer_value(json_object_get(j, "status")), 0);
+			found++;
+		}
+		json_decref(j);
+	}
+	fclose(f);
+	assert_int_equal(found, 1);
+	assert_int_equal(devx_close(ctx), 0);
+}
+
+/*
+ * A4: mlx5dv_devx_get_event is a read() on the channel fd, which blocks
+ * unless O_NONBLOCK is set; the driver reads until EAGAIN, so the back end
+ * must make the fd non-blocking (else the notification thread hangs).
+ */
+static void
+test_event_channel_is_nonblocking(void **state)
+{
+	struct devx_ctx *ctx = open_rdma();
+	struct devx_evch *ch = devx_evch_create(ctx);
+	struct devx_event ev;
+
+	assert_non_null(ch);
+	assert_int_not_equal(fcntl(devx_evch_fd(ch), F_GETFL) & O_NONBLOCK, 0);
+	assert_int_equal(devx_evch_read(ch, &ev), 0);
+	devx_evch_destroy(ch);
+	assert_int_equal(devx_close(ctx), 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_pd_and_null_mkey),
+		cmocka_unit_test(test_doorbell_lands_on_the_doorbell),
+		cmocka_unit_test(test_event_channel_is_nonblocking),
+	};
+	int fd = mkstemp(trace_path), rc;
+
+	assert_true(fd >= 0);
+	close(fd);
+	setenv("MLX5_LM_ERDMA_TRACE", trace_path, 1);
+	setenv("MLX5_LM_ERDMA_PROFILE", "fast", 1);
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	unlink(trace_path);
+	return rc;
+}

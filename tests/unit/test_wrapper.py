@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""tools/with-emulated-rdma: the fake sysfs tree (what DPDK's EAL PCI scan
+and rdma-core's users read), the environment, the exit status."""
+import json
+import os
+import subprocess
+import sys
+import unittest
+
+WRAPPER = os.environ['LM_WRAPPER']
+LIBDIR = os.environ['LM_ERDMA_LIBDIR']
+
+# Runs inside the wrapper: describe what the program sees.
+PROBE = r'''
+import json, os
+root = os.environ["MLX5_LM_ERDMA_SYSFS"]
+pci = os.environ["SYSFS_PCI_DEVICES"]
+out = {"root": root, "pci": pci, "ld": os.environ["LD_LIBRARY_PATH"].split(":")[0],
+       "devices": os.environ["MLX5_LM_ERDMA_DEVICES"], "profile": os.environ["MLX5_LM_ERDMA_PROFILE"],
+       "bdfs": sorted(os.listdir(pci)), "ib": {}}
+for name in sorted(os.listdir(os.path.join(root, "class", "infiniband"))):
+    dev = os.path.join(root, "class", "infiniband", name, "device")
+    uevent = dict(l.split("=", 1) for l in open(os.path.join(dev, "uevent")).read().split())
+    out["ib"][name] = {"slot": uevent["PCI_SLOT_NAME"],
+                       "real": os.path.basename(os.path.realpath(dev)),
+                       "vendor": open(os.path.join(dev, "vendor")).read().strip(),
+                       "device": open(os.path.join(dev, "device")).read().strip(),
+                       "class": open(os.path.join(dev, "class")).read().strip(),
+                       "resource_lines": len(open(os.path.join(dev, "resource")).readlines()),
+                       "driver": os.path.basename(os.path.realpath(os.path.join(dev, "driver")))}
+print(json.dumps(out))
+'''
+
+
+def run(*args, env=None):
+    e = dict(os.environ, MLX5_LM_ERDMA_LIBDIR=LIBDIR)
+    e.update(env or {})
+    return subprocess.run([sys.executable, WRAPPER, *args], env=e, capture_output=True,
+                          text=True, timeout=60)
+
+
+class FakeSysfs(unittest.TestCase):
+    def test_tree_of_three_devices(self):
+        p = run('--devices', '3', '--profile', 'fast', '--', sys.executable, '-c', PROBE)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        t = json.loads(p.stdout)
+        self.assertEqual(t['bdfs'], ['0000:5e:00.0', '0000:5e:01.0', '0000:5e:02.0'])
+        self.assertEqual(sorted(t['ib']), ['mlx5_0', 'mlx5_1', 'mlx5_2'])
+        for i, name in enumerate(sorted(t['ib'])):
+            d = t['ib'][name]
+            self.assertEqual(d['slot'], '0000:5e:%02x.0' % i)
+            self.assertEqual(d['real'], d['slot'])
+            self.assertEqual((d['vendor'], d['device'], d['class']),
+                             ('0x15b3', '0x101d', '0x020000'))
+            self.assertEqual(d['resource_lines'], 6)
+            self.assertEqual(d['driver'], 'mlx5_core')
+        self.assertEqual(t['pci'], os.path.join(t['root'], 'bus', 'pci', 'devices'))
+        self.assertEqual(os.path.realpath(t['ld']), os.path.realpath(LIBDIR))
+        self.assertEqual((t['devices'], t['profile']), ('3', 'fast'))
+        # Removed at exit.
+        self.assertFalse(os.path.exists(t['root']))
+
+    def test_exit_status_is_the_commands(self):
+        self.assertEqual(run('--', sys.executable, '-c', 'raise SystemExit(7)').returncode, 7)
+
+    def test_usage_errors(self):
+        self.assertEqual(run().returncode, 2)
+        self.assertNotEqual(run('--devices', '0', '--', 'true').returncode, 0)
+        p = run('--help')
+        self.assertEqual(p.returncode, 0)
+        self.assertIn('--devices', p.stdout)
+
+    def test_missing_library_is_one_clear_line(self):
+        p = run('--', 'true', env={'MLX5_LM_ERDMA_LIBDIR': '/nonexistent'})
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn('libibverbs.so.1 not found', p.stderr)
+
+
+if __name__ == '__main__':
+    unittest.main(verbosity=2)
