@@ -6,6 +6,7 @@
  * for a refused mailbox, EREMOTEIO with the output filled when the
  * firmware answered with a non-zero status.
  */
+#include <endian.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -368,6 +369,13 @@ mlx5dv_devx_query_eqn(struct ibv_context *context, uint32_t vector, uint32_t *eq
 void
 erdma_uar_forward(struct erdma_ctx *c, uint32_t page_id, uint32_t offset, uint64_t value)
 {
-	erdma_trace_op(c, "uar_write", "UAR_WRITE", erdma_now_us(), "value", value, offset, 8, 0);
-	emu_uar_write(c->emu, page_id, offset, value);
+	/*
+	 * The device reads its UAR doorbell registers big-endian (the mlx5 CQ
+	 * doorbell is stored with htobe64 by every driver): what lies on the
+	 * page is that byte order, the emulator takes the register's value.
+	 */
+	uint64_t reg = be64toh(value);
+
+	erdma_trace_op(c, "uar_write", "UAR_WRITE", erdma_now_us(), "value", reg, offset, 8, 0);
+	emu_uar_write(c->emu, page_id, offset, reg);
 }
