@@ -193,6 +193,13 @@ class ProbeErrors(unittest.TestCase):
         self.assert_one_line_error('queues=4', 'emu=', 'ibdev=')
         self.assert_one_line_error('emu=fast,ibdev=mlx5_0', 'exactly one')
 
+    def test_pci_and_sf_are_checked(self):
+        self.assert_one_line_error('pci=zz', 'pci=zz', 'not a PCI address')
+        self.assert_one_line_error('pci=0000:5e:00.8', 'not a PCI address')
+        self.assert_one_line_error('emu=fast,pci=5e:00.0', 'exactly one')
+        self.assert_one_line_error('ibdev=mlx5_0,sf=mlx5_core.sf.1', 'exactly one')
+        self.assert_one_line_error('sf=../x', 'sf=../x', 'not a path')
+
     def test_unknown_profile(self):
         self.assert_one_line_error('emu=nosuchprofile', 'nosuchprofile')
 

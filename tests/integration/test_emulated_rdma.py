@@ -21,10 +21,11 @@ os.environ.pop('LD_LIBRARY_PATH', None)
 QP_TRANSITIONS = {'RST2INIT_QP', 'INIT2RTR_QP', 'RTR2RTS_QP', '2RST_QP'}
 
 
-def wrapped(args, trace=None, devices=1, profile='fast', env=None):
+def wrapped(args, trace=None, devices=1, profile='fast', env=None, sfs=0):
     e = dict(os.environ, MLX5_LM_ERDMA_LIBDIR=LIBDIR)
     e.update(env or {})
-    cmd = [sys.executable, WRAPPER, '--devices', str(devices), '--profile', profile]
+    cmd = [sys.executable, WRAPPER, '--devices', str(devices), '--sfs', str(sfs),
+           '--profile', profile]
     if trace:
         cmd += ['--trace', trace]
     p = subprocess.run(cmd + ['--'] + args, env=e, capture_output=True, text=True,
@@ -35,6 +36,39 @@ def wrapped(args, trace=None, devices=1, profile='fast', env=None):
 def records(path):
     with open(path) as f:
         return [json.loads(line) for line in f]
+
+
+class DeviceSelection(unittest.TestCase):
+    """pci=<BDF> and sf=<auxiliary device> name a function by what does not change
+    across reboots; the RDMA device is found through sysfs (<ibdev_path>/device)."""
+
+    def probe_dev(self, devargs):
+        """The RDMA device the probe used (every trace record names it)."""
+        with tempfile.TemporaryDirectory() as d:
+            trace = os.path.join(d, 'T')
+            rc, out, err = wrapped([TOOL, 'probe', '--devargs', devargs], trace=trace,
+                                   devices=3, sfs=1)
+            self.assertEqual(rc, 0, out + err)
+            devs = {r['dev'] for r in records(trace)}
+        self.assertEqual(len(devs), 1, devs)
+        return devs.pop()
+
+    def test_pci_address_selects_its_function_in_any_spelling(self):
+        self.assertEqual(self.probe_dev('pci=0000:5e:01.0'), 'mlx5_1')
+        self.assertEqual(self.probe_dev('pci=5E:00.0'), 'mlx5_0')
+
+    def test_sf_selects_its_auxiliary_device(self):
+        self.assertEqual(self.probe_dev('sf=mlx5_core.sf.1'), 'mlx5_2')
+
+    def test_a_function_without_rdma_device_is_one_line_listing_what_exists(self):
+        rc, out, err = wrapped([TOOL, 'probe', '--devargs', 'pci=0000:5e:1f.0'], devices=3,
+                               sfs=1)
+        self.assertNotEqual(rc, 0)
+        lines = [l for l in (out + err).splitlines() if l.strip()]
+        self.assertEqual(len(lines), 1, lines)
+        for needle in ('pci=0000:5e:1f.0', 'no such RDMA device', 'mlx5_0 (0000:5e:00.0)',
+                       'mlx5_2 (mlx5_core.sf.1)'):
+            self.assertIn(needle, lines[0])
 
 
 class ProbeOnEmulatedRdma(unittest.TestCase):
@@ -69,7 +103,7 @@ class ProbeOnEmulatedRdma(unittest.TestCase):
     def test_devices_are_named_and_wrong_name_is_one_clear_error(self):
         rc, out, err = wrapped([TOOL, 'probe', '--devargs', 'ibdev=mlx5_7'], devices=2)
         self.assertNotEqual(rc, 0)
-        self.assertIn('mlx5_0, mlx5_1', out + err)
+        self.assertIn('mlx5_0 (0000:5e:00.0), mlx5_1 (0000:5e:01.0)', out + err)
         rc, out, err = wrapped([TOOL, 'probe', '--devargs', 'ibdev=mlx5_1'], devices=2)
         self.assertEqual(rc, 0, out + err)
 

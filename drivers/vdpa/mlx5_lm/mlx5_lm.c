@@ -212,6 +212,7 @@ mlx5_lm_probe(struct rte_vdev_device *vdev)
 	}
 	params.emu_profile = dev->args.emu[0] ? dev->args.emu : NULL;
 	params.ibdev = dev->args.ibdev[0] ? dev->args.ibdev : NULL;
+	params.parent = dev->args.pci[0] ? dev->args.pci : dev->args.sf[0] ? dev->args.sf : NULL;
 	params.trace_path = dev->args.devx_trace[0] ? dev->args.devx_trace : NULL;
 	ret = devx_open(&params, &dev->devx, err, sizeof(err));
 	if (ret < 0) {
@@ -392,7 +393,7 @@ RTE_INIT(mlx5_lm_register)
 	rte_vdev_register(&mlx5_lm_vdev_driver);
 }
 #define MLX5_LM_PARAMS \
-	"emu=<profile|path> ibdev=<name> queues=<1-128> queue_size=<pow2> precreate=<0|1> " \
+	"emu=<profile|path> ibdev=<name> pci=<BDF> sf=<auxdev> queues=<1-128> queue_size=<pow2> precreate=<0|1> " \
 	"workers=<1-64> mr_chunk_mb=<pow2> mr_gc_ms=<ms> parallel=<0|1> " \
 	"uplink=<loopback|ethdev> devx_trace=<path>"
 RTE_PMD_REGISTER_PARAM_STRING(vdpa_mlx5_lm, MLX5_LM_PARAMS);

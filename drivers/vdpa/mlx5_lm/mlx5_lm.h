@@ -26,6 +26,8 @@ extern int mlx5_lm_logtype;
 struct mlx5_lm_devargs {
 	char emu[256];          /* emulated device profile, "" for hardware */
 	char ibdev[64];         /* RDMA device name, "" for emulated */
+	char pci[32];           /* or the RDMA device of this PCI function (dddd:bb:dd.f) */
+	char sf[64];            /* or of this sub-function (auxiliary device name) */
 	uint32_t queues;        /* queue pairs to pre-create, 0 = min(caps, 16) */
 	uint32_t queue_size;
 	uint32_t precreate;

@@ -33,6 +33,8 @@ struct arg_spec {
 static const struct arg_spec specs[] = {
 	STR_ARG("emu", emu, "emulated device: profile name (cx6dx, fast) or JSON path"),
 	STR_ARG("ibdev", ibdev, "RDMA device of a real ConnectX"),
+	STR_ARG("pci", pci, "PCI address of a real ConnectX function, [dddd:]bb:dd.f"),
+	STR_ARG("sf", sf, "auxiliary device of a ConnectX sub-function, e.g. mlx5_core.sf.2"),
 	NUM_ARG("queues", ARG_U32, 1, 128, queues, "queue pairs to pre-create"),
 	NUM_ARG("queue_size", ARG_POW2, 2, 32768, queue_size, "pre-created queue size"),
 	NUM_ARG("precreate", ARG_BOOL, 0, 1, precreate, "pre-create virtqs at probe"),
@@ -95,6 +97,29 @@ parse_one(const struct arg_spec *s, const char *value, struct mlx5_lm_devargs *o
 	return 0;
 }
 
+/*
+ * pci=: [domain:]bus:device.function in hex, written back in sysfs's form
+ * (dddd:bb:dd.f, lower case), which is what the RDMA device's parent is
+ * named.
+ */
+static int
+normalize_pci(char *bdf, size_t size, char *err, size_t errlen)
+{
+	unsigned int dom = 0, bus, dv, fn;
+	char tail;
+
+	if ((sscanf(bdf, "%x:%x:%x.%x%c", &dom, &bus, &dv, &fn, &tail) != 4 &&
+	     (dom = 0, sscanf(bdf, "%x:%x.%x%c", &bus, &dv, &fn, &tail) != 3)) ||
+	    strspn(bdf, "0123456789abcdefABCDEF:.") != strlen(bdf) ||
+	    dom > 0xffff || bus > 0xff || dv > 0x1f || fn > 7) {
+		snprintf(err, errlen, "pci=%s: not a PCI address ([dddd:]bb:dd.f, e.g. "
+			 "0000:5e:00.0)", bdf);
+		return -EINVAL;
+	}
+	snprintf(bdf, size, "%04x:%02x:%02x.%x", dom, bus, dv, fn);
+	return 0;
+}
+
 int
 mlx5_lm_devargs_parse(const char *name, const char *args, struct mlx5_lm_devargs *out,
 		      char *err, size_t errlen)
@@ -125,7 +150,7 @@ mlx5_lm_devargs_parse(const char *name, const char *args, struct mlx5_lm_devargs
 
 			if (s == NULL) {
 				snprintf(err, errlen,
-					 "%s: unknown key (known: emu, ibdev, queues, queue_size, "
+					 "%s: unknown key (known: emu, ibdev, pci, sf, queues, queue_size, "
 					 "precreate, workers, mr_chunk_mb, mr_gc_ms, parallel, uplink, "
 					 "devx_trace)", kv->pairs[i].key);
 				ret = -EINVAL;
@@ -143,9 +168,17 @@ mlx5_lm_devargs_parse(const char *name, const char *args, struct mlx5_lm_devargs
 				goto out;
 		}
 	}
-	if ((out->emu[0] == '\0') == (out->ibdev[0] == '\0')) {
+	if ((out->emu[0] != '\0') + (out->ibdev[0] != '\0') + (out->pci[0] != '\0') +
+	    (out->sf[0] != '\0') != 1) {
 		snprintf(err, errlen, "%s: exactly one of emu=<profile> (emulated device) and "
-			 "ibdev=<rdma device> (hardware) is required", name);
+			 "ibdev=<rdma device>, pci=<PCI address> or sf=<SF auxiliary device> "
+			 "(hardware) is required", name);
+		ret = -EINVAL;
+	} else if (out->pci[0] != '\0') {
+		ret = normalize_pci(out->pci, sizeof(out->pci), err, errlen);
+	} else if (out->sf[0] != '\0' && strchr(out->sf, '/') != NULL) {
+		snprintf(err, errlen, "sf=%s: an auxiliary device name (e.g. mlx5_core.sf.2), "
+			 "not a path", out->sf);
 		ret = -EINVAL;
 	}
 out:

@@ -41,8 +41,8 @@ devx_open(const struct devx_open_params *p, struct devx_ctx **out, char *err, si
 	struct devx_ctx *ctx;
 	int ret;
 
-	if ((p->emu_profile == NULL) == (p->ibdev == NULL)) {
-		snprintf(err, errlen, "exactly one of emu= and ibdev= must be given");
+	if ((p->emu_profile != NULL) + (p->ibdev != NULL) + (p->parent != NULL) != 1) {
+		snprintf(err, errlen, "exactly one of emu=, ibdev= and a parent device must be given");
 		return -EINVAL;
 	}
 	ctx = calloc(1, sizeof(*ctx));

@@ -33,6 +33,12 @@ struct devx_open_params {
 	const char *name;        /* device name for logs and trace ("vdpa_mlx5_lm0") */
 	const char *emu_profile; /* emulated back end: profile name or JSON path */
 	const char *ibdev;       /* rdma back end: RDMA device name */
+	/*
+	 * Or the RDMA device whose parent device (sysfs <ibdev_path>/device) is
+	 * this PCI function (dddd:bb:dd.f) or auxiliary device (an SF): names
+	 * that stay the same across reboots, unlike mlx5_<n>.
+	 */
+	const char *parent;
 	const char *trace_path;  /* JSON-lines command trace, NULL for none */
 };
 

@@ -6,6 +6,7 @@
  */
 #include <endian.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,49 +28,87 @@
  */
 #define COOKIE_TYPE_BITS 8
 
+/*
+ * The name of an RDMA device's parent (its PCI function, or the auxiliary
+ * device of an SF): the last component of <ibdev_path>/device, a sysfs
+ * link. Empty when it cannot be read.
+ */
+static void
+parent_name(struct ibv_device *d, char *buf, size_t len)
+{
+	char link[sizeof(d->ibdev_path) + 8], target[PATH_MAX];
+	char *slash, *base;
+	ssize_t n;
+
+	buf[0] = '\0';
+	snprintf(link, sizeof(link), "%s/device", d->ibdev_path);
+	n = readlink(link, target, sizeof(target) - 1);
+	if (n <= 0)
+		return;
+	target[n] = '\0';
+	slash = strrchr(target, '/');
+	base = slash != NULL ? slash + 1 : target;
+	if (strlen(base) < len)  /* sysfs device names are short; a long one matches nothing */
+		memcpy(buf, base, strlen(base) + 1);
+}
+
 static int
 rdma_open(struct devx_ctx *ctx, const struct devx_open_params *p, char *err, size_t errlen)
 {
 	struct mlx5dv_context_attr attr = { .flags = MLX5DV_CONTEXT_FLAGS_DEVX };
+	/* How the user named the device, for the messages: "ibdev=mlx5_0", "pci=...". */
+	char want[128], names[512] = "", parent[128];
 	struct ibv_device **list;
 	struct ibv_device *found = NULL;
 	struct ibv_context *ibctx;
-	char names[256] = "";
 	int n = 0, i;
 
+	if (p->ibdev != NULL)
+		snprintf(want, sizeof(want), "ibdev=%s", p->ibdev);
+	else
+		snprintf(want, sizeof(want), "%s=%s", strchr(p->parent, ':') ? "pci" : "sf",
+			 p->parent);
 	list = ibv_get_device_list(&n);
 	if (list == NULL) {
 		/* rdma-core fails this way when the kernel has no RDMA device class at all. */
-		snprintf(err, errlen, "ibdev=%s: no such RDMA device (ibv_get_device_list returned "
-			 "no device: %s)", p->ibdev, strerror(errno));
+		snprintf(err, errlen, "%s: no such RDMA device (ibv_get_device_list returned "
+			 "no device: %s)", want, strerror(errno));
 		return -ENODEV;
 	}
 	for (i = 0; i < n; i++) {
 		const char *name = ibv_get_device_name(list[i]);
 		size_t len = strlen(names);
 
-		if (strcmp(name, p->ibdev) == 0)
+		parent_name(list[i], parent, sizeof(parent));
+		if (p->ibdev != NULL ? strcmp(name, p->ibdev) == 0 : strcmp(parent, p->parent) == 0)
 			found = list[i];
-		snprintf(names + len, sizeof(names) - len, "%s%s", len ? ", " : "", name);
+		snprintf(names + len, sizeof(names) - len, "%s%s (%s)", len ? ", " : "", name,
+			 parent[0] ? parent : "no parent device");
 	}
 	if (found == NULL) {
-		snprintf(err, errlen, "ibdev=%s: no such RDMA device (ibv_get_device_list returned %s%s)",
-			 p->ibdev, n ? "" : "no device", names);
+		snprintf(err, errlen, "%s: no such RDMA device (ibv_get_device_list returned %s%s)",
+			 want, n ? "" : "no device", names);
 		ibv_free_device_list(list);
 		return -ENODEV;
 	}
 	if (!mlx5dv_is_supported(found)) {
-		snprintf(err, errlen, "ibdev=%s: not an mlx5 device", p->ibdev);
+		snprintf(err, errlen, "%s: %s is not an mlx5 device", want,
+			 ibv_get_device_name(found));
 		ibv_free_device_list(list);
 		return -ENOTSUP;
 	}
+	if (p->parent != NULL)
+		devx_log(6, "%s: %s is RDMA device %s", ctx->name, want, ibv_get_device_name(found));
 	ibctx = mlx5dv_open_device(found, &attr);
-	ibv_free_device_list(list);
 	if (ibctx == NULL) {
-		snprintf(err, errlen, "ibdev=%s: cannot open with DevX: %s", p->ibdev,
-			 strerror(errno));
-		return -errno ? -errno : -ENODEV;
+		int e = errno;
+
+		snprintf(err, errlen, "%s: cannot open %s with DevX: %s", want,
+			 ibv_get_device_name(found), strerror(e));
+		ibv_free_device_list(list);
+		return e ? -e : -ENODEV;
 	}
+	ibv_free_device_list(list);
 	ctx->be_priv = ibctx;
 	return 0;
 }
