@@ -81,6 +81,19 @@ class Docs(unittest.TestCase):
             with open(os.path.join(d, 'devx.jsonl')) as f:
                 self.assertTrue(f.readline().startswith('{"dev":"mlx5_0"'))
 
+    def test_block_hardware_rehearsal(self):
+        (path, block), = blocks_named('hardware-rehearsal')
+        with tempfile.TemporaryDirectory() as d:
+            env = dict(os.environ, TMPDIR=d)
+            env.pop('LD_LIBRARY_PATH', None)
+            r = subprocess.run(['bash', '-e', '-c', block], cwd=TOP, env=env,
+                               capture_output=True, text=True, timeout=120)
+            self.assertEqual(r.returncode, 0, f'{path}:\n{r.stdout}{r.stderr}')
+            self.assertIn('back end: rdma', r.stdout)
+            with open(os.path.join(d, 't.jsonl')) as f:
+                # pci=0000:5e:01.0 is the second emulated function: mlx5_1.
+                self.assertTrue(f.readline().startswith('{"dev":"mlx5_1"'))
+
     def test_block_dpdk_vdpa(self):
         (path, block), = blocks_named('dpdk-vdpa')
         if world_writable_parent(TOP):
