@@ -335,6 +335,104 @@ test_umem_rules(void **state)
 	assert_int_equal(ibv_close_device(ctx), 0);
 }
 
+/* A match buffer of one fte_match_param (mlx5dv_flow_match_parameters). */
+static struct mlx5dv_flow_match_parameters *
+match_params(void)
+{
+	struct mlx5dv_flow_match_parameters *p = calloc(1, sizeof(*p) +
+							PRM_SIZE(fte_match_param));
+
+	assert_non_null(p);
+	p->match_sz = PRM_SIZE(fte_match_param);
+	return p;
+}
+
+static void *
+outer(struct mlx5dv_flow_match_parameters *p)
+{
+	return PRM_ADDR(fte_match_param, p->match_buf, outer_headers);
+}
+
+/*
+ * The NIC RX root through mlx5_ib's flow methods (Linux drivers/infiniband/
+ * hw/mlx5/fs.c), the only way into it (devx.c allows no SET_FLOW_TABLE_ROOT):
+ * a matcher (NIC RX, priority, criteria and mask) and a rule (value, one
+ * DEST_DEVX naming a TIR or a flow table) become one root rule of the
+ * emulator. The rule holds its table (the firmware refuses to destroy it),
+ * the matcher is busy while a rule uses it, a value outside the mask
+ * (fs_core.c check_valid_spec) and a destination of another kind are
+ * refused, and the rule is traced.
+ */
+static void
+test_root_flow_rules_through_rdma_core(void **state)
+{
+	struct ibv_context *ctx = open_dev(true);
+	struct mlx5dv_flow_match_parameters *mask = match_params(), *value = match_params();
+	struct mlx5dv_flow_matcher_attr mattr = {
+		.type = IBV_FLOW_ATTR_NORMAL,
+		.priority = 2,
+		.match_criteria_enable = PRM_MATCH_CRITERIA_ENABLE_OUTER_HEADERS,
+		.match_mask = mask,
+		.comp_mask = MLX5DV_FLOW_MATCHER_MASK_FT_TYPE,
+		.ft_type = MLX5DV_FLOW_TABLE_TYPE_NIC_TX,
+	};
+	uint8_t in[PRM_SIZE(create_flow_table_in)] = { 0 };
+	uint8_t out[PRM_SIZE(create_out)] = { 0 };
+	struct mlx5dv_flow_action_attr act = { .type = MLX5DV_FLOW_ACTION_DEST_DEVX };
+	struct mlx5dv_devx_obj *ft, *td;
+	struct mlx5dv_flow_matcher *m;
+	struct ibv_flow *flow;
+	json_t *recs[4];
+	size_t n;
+
+	PRM_SET(fte_match_set_lyr_2_4, outer(mask), ip_version, 0xf);
+	PRM_SET(fte_match_set_lyr_2_4, outer(value), ip_version, 4);
+	/* Only NIC RX matchers are modelled: any other table type fails loudly. */
+	assert_null(mlx5dv_create_flow_matcher(ctx, &mattr));
+	assert_int_equal(errno, EOPNOTSUPP);
+	mattr.ft_type = MLX5DV_FLOW_TABLE_TYPE_NIC_RX;
+	m = mlx5dv_create_flow_matcher(ctx, &mattr);
+	assert_non_null(m);
+
+	PRM_SET(create_flow_table_in, in, opcode, PRM_CMD_CREATE_FLOW_TABLE);
+	PRM_SET(create_flow_table_in, in, table_type, PRM_FLOW_TABLE_TYPE_NIC_RX);
+	ft = mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out));
+	assert_non_null(ft);
+	memset(in, 0, sizeof(in));
+	PRM_SET(alloc_transport_domain_in, in, opcode, PRM_CMD_ALLOC_TRANSPORT_DOMAIN);
+	td = mlx5dv_devx_obj_create(ctx, in, PRM_SIZE(alloc_transport_domain_in), out,
+				    sizeof(out));
+	assert_non_null(td);
+
+	/* DEST_DEVX names a TIR or a flow table, nothing else. */
+	act.obj = td;
+	assert_null(mlx5dv_create_flow(m, value, 1, &act));
+	assert_int_equal(errno, EINVAL);
+	/* A value bit outside the mask. */
+	act.obj = ft;
+	PRM_SET(fte_match_set_lyr_2_4, outer(value), tcp_dport, 80);
+	assert_null(mlx5dv_create_flow(m, value, 1, &act));
+	assert_int_equal(errno, EINVAL);
+	PRM_SET(fte_match_set_lyr_2_4, outer(value), tcp_dport, 0);
+
+	flow = mlx5dv_create_flow(m, value, 1, &act);
+	assert_non_null(flow);
+	assert_int_not_equal(mlx5dv_devx_obj_destroy(ft), 0);
+	assert_int_equal(mlx5dv_destroy_flow_matcher(m), EBUSY);
+	assert_int_equal(ibv_destroy_flow(flow), 0);
+	assert_int_equal(mlx5dv_destroy_flow_matcher(m), 0);
+	assert_int_equal(mlx5dv_devx_obj_destroy(ft), 0);
+	assert_int_equal(mlx5dv_devx_obj_destroy(td), 0);
+	assert_int_equal(ibv_close_device(ctx), 0);
+	free(mask);
+	free(value);
+
+	n = trace_ops("ROOT_FLOW_DESTROY", recs, 4);
+	assert_int_equal(n, 1);
+	assert_int_equal(json_integer_value(json_object_get(recs[0], "status")), 0);
+	json_decref(recs[0]);
+}
+
 /* What the library does not implement names itself and fails. */
 static void
 test_unimplemented_functions_fail_loudly(void **state)
@@ -360,6 +458,7 @@ main(void)
 		cmocka_unit_test(test_var_page_doorbell_reaches_the_emulator),
 		cmocka_unit_test(test_uar_page_and_eqn),
 		cmocka_unit_test(test_umem_rules),
+		cmocka_unit_test(test_root_flow_rules_through_rdma_core),
 		cmocka_unit_test(test_unimplemented_functions_fail_loudly),
 	};
 	int fd = mkstemp(trace_path), rc;
