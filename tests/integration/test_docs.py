@@ -10,6 +10,9 @@ without saying so.
 import glob
 import os
 import re
+import shutil
+import signal
+import socket
 import stat
 import subprocess
 import tempfile
@@ -93,6 +96,42 @@ class Docs(unittest.TestCase):
             with open(os.path.join(d, 't.jsonl')) as f:
                 # pci=0000:5e:01.0 is the second emulated function: mlx5_1.
                 self.assertTrue(f.readline().startswith('{"dev":"mlx5_1"'))
+
+    def test_block_quick_start_traffic(self):
+        (path, block), = blocks_named('quick-start-traffic')
+        sock = '/tmp/vhost0.sock'  # the socket the block names
+        if os.path.exists(sock):
+            probe = socket.socket(socket.AF_UNIX)
+            try:
+                probe.connect(sock)
+                self.skipTest(f'{sock} is served by another process')
+            except OSError:
+                os.unlink(sock)  # stale: the block's wait would pass on it at once
+            finally:
+                probe.close()
+        run = Proc(['bash', '-e', '-c', 'cd "$1"\n' + block, 'doc', TOP], name='quick-start')
+        try:
+            # The person at the keyboard: Ctrl-C to testpmd once frames came back.
+            run.expect(r'RX-packets: +[1-9]', timeout=120)
+            pids = subprocess.run(['pgrep', '-P', str(run.p.pid), '-x', 'dpdk-testpmd'],
+                                  capture_output=True, text=True).stdout.split()
+            self.assertEqual(len(pids), 1, pids)
+            os.kill(int(pids[0]), signal.SIGINT)
+            run.expect(r'serve: clean teardown, every device object destroyed', timeout=60)
+            rc = run.stop(sig=None, timeout=60)
+        finally:
+            run.kill()
+            shutil.rmtree('/var/run/dpdk/tp', ignore_errors=True)
+        self.assertEqual(rc, 0, run.text()[-3000:])
+        self.assertRegex(run.text(), r'max_num_virtio_queues\s+256')
+
+    def test_block_quick_start_benchmarks(self):
+        (path, block), = blocks_named('quick-start-benchmarks')
+        r = subprocess.run(['bash', '-e', '-c', block], cwd=TOP, capture_output=True, text=True,
+                           timeout=600)
+        self.assertEqual(r.returncode, 0, f'{path}:\n{r.stdout[-3000:]}{r.stderr[-3000:]}')
+        self.assertRegex(r.stdout, r'verified')
+        self.assertRegex(r.stdout, r'\| all +\|')
 
     def test_block_dpdk_vdpa(self):
         (path, block), = blocks_named('dpdk-vdpa')
