@@ -565,7 +565,8 @@ def serve_stats(srv, timeout=30.0):
     for _, line in lines:
         s = line.split()
         if s[:1] == ['queue']:
-            names = s[1:]
+            # Counter names have single spaces; columns are two or more apart.
+            names = re.split(r'\s{2,}', line.strip())[1:]
         elif len(s) == 2 + len(names) and s[0] in ('rx', 'tx') and names:
             table[(s[0], int(s[1]))] = dict(zip(names, map(int, s[2:])))
     return table

@@ -286,6 +286,14 @@ test_without_counters_stats_say_not_supported(void **state)
 	/* With counters, the same calls read them. */
 	probe_alone(&d, "fast", "queues=2,workers=2,mr_gc_ms=0");
 	assert_int_equal(rte_vdpa_get_stats(d.vdpa, 0, stats, 16), 6);
+	/* DPDK vdpa/mlx5's names in its order (mlx5_vdpa.c, mlx5_vdpa_stats_names). */
+	assert_int_equal(rte_vdpa_get_stats_names(d.vdpa, names, 16), 6);
+	assert_string_equal(names[0].name, "received_descriptors");
+	assert_string_equal(names[1].name, "completed_descriptors");
+	assert_string_equal(names[2].name, "bad descriptor errors");
+	assert_string_equal(names[3].name, "exceed max chain");
+	assert_string_equal(names[4].name, "invalid buffer");
+	assert_string_equal(names[5].name, "completion errors");
 	remove_alone(&d);
 }
 

@@ -144,6 +144,7 @@ queues_setup(struct mlx5_lm_dev *dev)
 		goto err_precreate;
 	return 0;
 err_precreate:
+	mlx5_lm_virtq_counters_release(dev);
 	mlx5_lm_uplink_stop(dev);
 err_uplink:
 	mlx5_lm_event_buf_destroy(dev);
@@ -175,6 +176,7 @@ queues_teardown(struct mlx5_lm_dev *dev)
 	pthread_mutex_unlock(&dev->lock);
 	mlx5_lm_notify_stop(dev);
 	mlx5_lm_virtqs_destroy(dev);
+	mlx5_lm_virtq_counters_release(dev);
 	mlx5_lm_uplink_stop(dev);
 	mlx5_lm_event_buf_destroy(dev);
 	devx_evch_destroy(dev->evch);

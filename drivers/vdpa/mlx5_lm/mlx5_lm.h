@@ -78,6 +78,9 @@ struct mlx5_lm_eventq {
 	uint8_t *qp_dbrec;           /* qp_dbrec of our QP: receive counter (credits) */
 };
 
+/* Per-queue statistics (rte_vdpa_get_stats), in DPDK vdpa/mlx5's order. */
+#define MLX5_LM_NB_STATS 6
+
 struct mlx5_lm_virtq {
 	struct mlx5_lm_dev *dev;
 	uint16_t index;              /* virtio index: even RX, odd TX */
@@ -109,7 +112,13 @@ struct mlx5_lm_virtq {
 	int kickfd;
 	int callfd;
 	uint32_t recoveries;         /* ERR recoveries since DRIVER_OK */
-	uint64_t stats_base[8];      /* counter values at the last reset */
+	/*
+	 * The counter set lives as long as the device (created with the first
+	 * queue object, kept across re-creations and front-end reconnects,
+	 * as DPDK vdpa/mlx5 keeps virtq->counters): statistics run until the
+	 * device is removed or reset_stats.
+	 */
+	uint64_t stats_base[MLX5_LM_NB_STATS]; /* counter values at the last reset */
 };
 
 #define MLX5_LM_MAX_VIRTQS 256
@@ -226,7 +235,10 @@ int mlx5_lm_virtq_set_state(struct mlx5_lm_virtq *vq, uint8_t state);
 /* QUERY: state, error_type and the hardware indices. */
 int mlx5_lm_virtq_query(struct mlx5_lm_virtq *vq, uint8_t *state, uint8_t *error_type,
 			uint16_t *avail, uint16_t *used);
-int mlx5_lm_virtq_counters(struct mlx5_lm_virtq *vq, uint64_t vals[6]);
+/* received, completed, bad descriptor, exceed max chain, invalid buffer, error CQEs. */
+int mlx5_lm_virtq_counters(struct mlx5_lm_virtq *vq, uint64_t vals[MLX5_LM_NB_STATS]);
+/* The counter sets of every queue (they outlive queue objects): at device removal. */
+void mlx5_lm_virtq_counters_release(struct mlx5_lm_dev *dev);
 int mlx5_lm_virtq_set_dirty_log(struct mlx5_lm_virtq *vq, uint32_t mkey, uint64_t addr,
 				uint32_t size, int enable);
 /*

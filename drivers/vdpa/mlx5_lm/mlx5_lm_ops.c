@@ -167,9 +167,15 @@ mlx5_lm_get_notify_area(int vid, int qid, uint64_t *offset, uint64_t *size)
 	return 0;
 }
 
-static const char *const stat_names[] = {
-	"received_descriptors", "completed_descriptors", "completion_errors",
-	"bad_descriptor_errors", "exceed_max_chain", "invalid_buffer",
+/*
+ * DPDK vdpa/mlx5's names, in its order (drivers/vdpa/mlx5/mlx5_vdpa.c,
+ * mlx5_vdpa_stats_names, DPDK 22.11): a tool that reads counters by id
+ * gets the same counter from either driver. The values come in this order
+ * from mlx5_lm_virtq_counters().
+ */
+static const char *const stat_names[MLX5_LM_NB_STATS] = {
+	"received_descriptors", "completed_descriptors", "bad descriptor errors",
+	"exceed max chain", "invalid buffer", "completion errors",
 };
 
 static int
@@ -190,7 +196,8 @@ mlx5_lm_get_stats_names(struct rte_vdpa_device *vdpa, struct rte_vdpa_stat_name 
  * zero. Returns the device (vals filled) or NULL with *ret set.
  */
 static struct mlx5_lm_dev *
-read_counters(struct rte_vdpa_device *vdpa, int qid, uint64_t vals[6], int reset, int *ret)
+read_counters(struct rte_vdpa_device *vdpa, int qid, uint64_t vals[MLX5_LM_NB_STATS], int reset,
+	      int *ret)
 {
 	struct mlx5_lm_dev *dev = mlx5_lm_dev_by_vdpa(vdpa);
 
@@ -212,7 +219,7 @@ read_counters(struct rte_vdpa_device *vdpa, int qid, uint64_t vals[6], int reset
 	/* The background restore swaps queue objects without the lock. */
 	*ret = dev->restoring ? -EBUSY : mlx5_lm_virtq_counters(&dev->vq[qid], vals);
 	if (*ret == 0 && reset)
-		memcpy(dev->vq[qid].stats_base, vals, sizeof(dev->vq[qid].stats_base[0]) * 6);
+		memcpy(dev->vq[qid].stats_base, vals, sizeof(dev->vq[qid].stats_base));
 	pthread_mutex_unlock(&dev->lock);
 	return *ret == 0 ? dev : NULL;
 }
@@ -222,7 +229,7 @@ mlx5_lm_get_stats(struct rte_vdpa_device *vdpa, int qid, struct rte_vdpa_stat *s
 		  unsigned int n)
 {
 	struct mlx5_lm_dev *dev;
-	uint64_t vals[6];
+	uint64_t vals[MLX5_LM_NB_STATS];
 	unsigned int i;
 	int ret;
 
@@ -239,7 +246,7 @@ mlx5_lm_get_stats(struct rte_vdpa_device *vdpa, int qid, struct rte_vdpa_stat *s
 static int
 mlx5_lm_reset_stats(struct rte_vdpa_device *vdpa, int qid)
 {
-	uint64_t vals[6];
+	uint64_t vals[MLX5_LM_NB_STATS];
 	int ret;
 
 	read_counters(vdpa, qid, vals, 1, &ret);

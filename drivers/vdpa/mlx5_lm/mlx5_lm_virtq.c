@@ -515,9 +515,12 @@ mlx5_lm_virtq_create(struct mlx5_lm_virtq *vq, uint16_t size, const struct mlx5_
 	ret = umems_create(vq, size);
 	if (ret < 0)
 		goto err_umems;
-	/* A device without VIRTIO_Q_COUNTERS (general_obj_types bit 28) counts nothing. */
-	vq->counters = NULL;
-	if (mlx5_lm_has_counters(dev)) {
+	/*
+	 * A device without VIRTIO_Q_COUNTERS (general_obj_types bit 28) counts
+	 * nothing. The counter set of an earlier object of this queue is kept:
+	 * the count goes on (DPDK vdpa/mlx5 creates virtq->counters once).
+	 */
+	if (vq->counters == NULL && mlx5_lm_has_counters(dev)) {
 		vq->counters = counters_create(vq);
 		if (vq->counters == NULL) {
 			ret = -EIO;
@@ -584,8 +587,7 @@ err_subscribe:
 err_obj:
 	eventq_destroy(vq);
 err_eventq:
-	if (vq->counters != NULL && devx_obj_destroy(vq->counters) == 0)
-		vq->counters = NULL;
+	/* The counter set stays with the queue until the device goes. */
 err_counters:
 	umems_destroy(vq);
 err_umems:
@@ -605,8 +607,6 @@ mlx5_lm_virtq_destroy(struct mlx5_lm_virtq *vq)
 			vq->obj = NULL;
 	}
 	eventq_destroy(vq);
-	if (vq->counters != NULL && devx_obj_destroy(vq->counters) == 0)
-		vq->counters = NULL;
 	umems_destroy(vq);
 	vq->size = 0;
 	vq->hw_state = PRM_VIRTQ_STATE_INIT;
@@ -701,8 +701,28 @@ mlx5_lm_virtq_query(struct mlx5_lm_virtq *vq, uint8_t *state, uint8_t *error_typ
 	return 0;
 }
 
+void
+mlx5_lm_virtq_counters_release(struct mlx5_lm_dev *dev)
+{
+	uint16_t i;
+
+	for (i = 0; i < dev->nr_vq; i++) {
+		struct mlx5_lm_virtq *vq = &dev->vq[i];
+
+		if (vq->counters == NULL)
+			continue;
+		/* Still referenced by a queue the device would not destroy: leave it. */
+		if (devx_obj_destroy(vq->counters) < 0) {
+			VQ_LOG(ERR, vq, "cannot destroy the counter set");
+			continue;
+		}
+		vq->counters = NULL;
+		memset(vq->stats_base, 0, sizeof(vq->stats_base));
+	}
+}
+
 int
-mlx5_lm_virtq_counters(struct mlx5_lm_virtq *vq, uint64_t vals[6])
+mlx5_lm_virtq_counters(struct mlx5_lm_virtq *vq, uint64_t vals[MLX5_LM_NB_STATS])
 {
 	uint8_t in[PRM_SIZE(general_obj_in_cmd_hdr)];
 	uint8_t out[PRM_SIZE(virtq_counters_cmd)];
@@ -723,10 +743,10 @@ mlx5_lm_virtq_counters(struct mlx5_lm_virtq *vq, uint64_t vals[6])
 		return ret;
 	vals[0] = PRM_GET(virtio_q_counters, obj, received_desc);
 	vals[1] = PRM_GET(virtio_q_counters, obj, completed_desc);
-	vals[2] = PRM_GET(virtio_q_counters, obj, error_cqes);
-	vals[3] = PRM_GET(virtio_q_counters, obj, bad_desc_errors);
-	vals[4] = PRM_GET(virtio_q_counters, obj, exceed_max_chain);
-	vals[5] = PRM_GET(virtio_q_counters, obj, invalid_buffer);
+	vals[2] = PRM_GET(virtio_q_counters, obj, bad_desc_errors);
+	vals[3] = PRM_GET(virtio_q_counters, obj, exceed_max_chain);
+	vals[4] = PRM_GET(virtio_q_counters, obj, invalid_buffer);
+	vals[5] = PRM_GET(virtio_q_counters, obj, error_cqes);
 	return 0;
 }
 
@@ -816,11 +836,10 @@ mlx5_lm_virtq_recreate_suspended(struct mlx5_lm_virtq *vq, uint32_t log_mkey, ui
 	mlx5_lm_virtq_destroy(vq);
 	if (vq->obj != NULL)
 		return -EBUSY;
+	/* The new object counts on the same counter set. */
 	ret = mlx5_lm_virtq_create(vq, size, &cfg, 0);
 	if (ret < 0)
 		return ret;
-	/* A new counter set starts from zero. */
-	memset(vq->stats_base, 0, sizeof(vq->stats_base));
 	if (log_enable) {
 		ret = mlx5_lm_virtq_set_dirty_log(vq, log_mkey, 0, log_size, 1);
 		if (ret < 0)
