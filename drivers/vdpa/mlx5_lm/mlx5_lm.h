@@ -35,7 +35,23 @@ struct mlx5_lm_devargs {
 	uint32_t parallel;
 	char uplink[64];
 	char devx_trace[256];
+	/* DPDK vdpa/mlx5's keys (doc/devargs.md, "coming from DPDK's vdpa/mlx5"). */
+	uint32_t event_mode;         /* MLX5_LM_EVENT_MODE_* */
+	uint32_t event_us;           /* timer step (dynamic) or period (fixed) */
+	uint32_t no_traffic_time;    /* empty polls before falling back to interrupts */
+	uint32_t event_core;         /* CPU of the notification thread, or _ANY */
+	uint32_t max_conf_threads;   /* upstream name of workers */
+	uint32_t hw_latency_mode;    /* virtq queue_period_mode */
+	uint32_t hw_max_latency_us;  /* virtq queue_period_us */
+	uint32_t hw_max_pending_comp; /* virtq queue_max_count */
 };
+
+/* event_mode: upstream's values (mlx5_vdpa.h MLX5_VDPA_EVENT_MODE_*). */
+#define MLX5_LM_EVENT_MODE_DYNAMIC_TIMER 0
+#define MLX5_LM_EVENT_MODE_FIXED_TIMER 1
+#define MLX5_LM_EVENT_MODE_INTERRUPT 2
+#define MLX5_LM_DEFAULT_NO_TRAFFIC_TIME 16
+#define MLX5_LM_EVENT_CORE_ANY UINT32_MAX
 
 /* Device-level PRM objects allocated at probe. */
 struct mlx5_lm_res {
@@ -56,6 +72,10 @@ struct mlx5_lm_vq_cfg {
 	uint32_t mkey;
 	uint8_t event_mode;          /* PRM_VIRTQ_EVENT_MODE_* */
 	uint32_t event_qpn;
+	/* Completion moderation (QUEUE_PERIOD): from the hw_* devargs. */
+	uint8_t period_mode;
+	uint16_t period_us;
+	uint16_t max_count;
 };
 
 /*
@@ -251,11 +271,12 @@ int mlx5_lm_virtq_recreate_suspended(struct mlx5_lm_virtq *vq, uint32_t log_mkey
 int mlx5_lm_event_buf_create(struct mlx5_lm_dev *dev);
 void mlx5_lm_event_buf_destroy(struct mlx5_lm_dev *dev);
 /*
- * A completion event of vq's CQ: count the new completions, hand the
- * receive credits back and re-arm. Returns the completions (>= 0).
- * Never blocks on the device (the notification thread calls it).
+ * Count the new completions of vq's event CQ and hand the receive credits
+ * back; with arm, also arm the CQ for the next event (interrupt mode, or a
+ * poller going idle). Returns the completions (>= 0). Never blocks on the
+ * device (the notification thread calls it).
  */
-int mlx5_lm_eventq_drain(struct mlx5_lm_virtq *vq);
+int mlx5_lm_eventq_drain(struct mlx5_lm_virtq *vq, int arm);
 
 /* steering (mlx5_lm_steer.c) */
 int mlx5_lm_steer_create(struct mlx5_lm_dev *dev);
