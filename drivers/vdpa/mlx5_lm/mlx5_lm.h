@@ -289,6 +289,7 @@ int mlx5_lm_steer_forget(struct mlx5_lm_dev *dev, uint32_t id);
 /* Feature bits the driver offers (virtio 1.1 and the vhost-user protocol). */
 #define F_MRG_RXBUF 15
 #define F_STATUS 16
+#define F_GUEST_ANNOUNCE 21
 #define F_MQ 22
 #define F_LOG_ALL 26
 #define F_ANY_LAYOUT 27
@@ -296,6 +297,7 @@ int mlx5_lm_steer_forget(struct mlx5_lm_dev *dev, uint32_t id);
 #define F_PROTOCOL_FEATURES 30
 #define F_VERSION_1 32
 #define F_RING_PACKED 34
+#define F_ORDER_PLATFORM 36
 
 #define PF_MQ 0
 #define PF_LOG_SHMFD 1

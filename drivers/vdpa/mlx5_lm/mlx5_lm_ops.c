@@ -40,6 +40,25 @@ mlx5_lm_get_features(struct rte_vdpa_device *vdpa, uint64_t *features)
 	f = 1ull << F_VERSION_1 | 1ull << F_ANY_LAYOUT | 1ull << F_INDIRECT_DESC |
 	    1ull << F_STATUS | 1ull << F_PROTOCOL_FEATURES | 1ull << F_LOG_ALL;
 	/*
+	 * The device reads and writes guest memory by DMA: the driver must
+	 * order its ring accesses with the platform's barriers (virtio 1.1,
+	 * 6: VIRTIO_F_ORDER_PLATFORM), as DPDK vdpa/mlx5 offers.
+	 */
+	f |= 1ull << F_ORDER_PLATFORM;
+	/*
+	 * GUEST_ANNOUNCE (DPDK vdpa/mlx5 offers it too): after a live
+	 * migration the front end, which owns the control queue (not
+	 * offloaded to this device), sets VIRTIO_NET_S_ANNOUNCE in its config
+	 * status and the guest sends its gratuitous ARPs through our queues,
+	 * so that the network learns the guest's new place. Without it QEMU
+	 * asks a vhost-user back end for a RARP (VHOST_USER_SEND_RARP), which
+	 * DPDK's vhost injects only on its software data path, never through
+	 * a vDPA device: nothing would announce the guest. The spec ties the
+	 * feature to CTRL_VQ, which the front end adds (QEMU's virtio-net
+	 * emulates the control queue of a vhost-user device).
+	 */
+	f |= 1ull << F_GUEST_ANNOUNCE;
+	/*
 	 * Features the device implements per queue are offered only when the
 	 * virtio emulation caps list them in device_features_bits_mask, as
 	 * Linux mlx5_vdpa maps that mask to virtio feature bits. Of them the
@@ -281,7 +300,14 @@ mlx5_lm_get_config(int vid, uint8_t *config, uint32_t size)
 		return -EINVAL;
 	}
 	cfg[5] = (uint8_t)dev->instance;
-	v = 1; /* VIRTIO_NET_S_LINK_UP */
+	/*
+	 * VIRTIO_NET_S_LINK_UP only, never VIRTIO_NET_S_ANNOUNCE: the guest
+	 * acknowledges an announcement on the control queue, which the front
+	 * end handles, not this device; a bit set here could never be cleared.
+	 * The front end ORs its own ANNOUNCE bit into the status it shows the
+	 * guest (QEMU's virtio-net does for vhost-vdpa devices).
+	 */
+	v = 1;
 	memcpy(&cfg[6], &v, 2);
 	v = dev->nr_vq / 2;
 	memcpy(&cfg[8], &v, 2);
