@@ -113,6 +113,11 @@ rounds(const char *args, unsigned int idle_every)
 	/* RX buffers for the looped-back frames. */
 	vu_guest_rx_refill(g);
 	for (i = 0; i < ROUNDS; i++) {
+		size_t round_mark;
+
+		/* Marked before the frame: an arm after it cannot have been missed. */
+		lmh_trace_sync(&t);
+		round_mark = t.n;
 		assert_int_equal(vu_guest_tx(g, 0, 1), 1);
 		/* The frame's TX completion, then its reception on the loopback. */
 		if (!wait_call(1)) {
@@ -132,8 +137,7 @@ rounds(const char *args, unsigned int idle_every)
 			mark = t.n;
 		}
 		if (idle_every != 0 && i % idle_every == idle_every - 1) {
-			lmh_trace_sync(&t);
-			if (!wait_arm(&t, t.n)) {
+			if (!wait_arm(&t, round_mark)) {
 				print_error("%s: round %u: the poller never went idle\n", args, i);
 				fail();
 			}
