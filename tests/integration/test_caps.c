@@ -379,6 +379,34 @@ test_mrg_rxbuf_is_offered_only_when_the_device_mask_has_it(void **state)
 }
 
 /*
+ * Issue 13: what upstream vdpa/mlx5 offers. The checksum offloads follow
+ * device_features_bits_mask (CSUM bit 10, GUEST_CSUM bit 9); TSO is never
+ * offered (the device model does not segment); GUEST_ANNOUNCE and
+ * ORDER_PLATFORM always are.
+ */
+static void
+test_offloads_follow_the_device_mask_and_upstream_features_are_offered(void **state)
+{
+	const uint64_t csum = 1ull << 0 | 1ull << 1;
+	const uint64_t tso = 1ull << 7 | 1ull << 8 | 1ull << 11 | 1ull << 12;
+	const uint64_t always = 1ull << 21 | 1ull << 36;
+	uint64_t f = 0;
+
+	(void)state;
+	probe_alone(&d, "fast", "queues=1");
+	assert_int_equal(rte_vdpa_get_features(d.vdpa, &f), 0);
+	assert_true((f & csum) == csum);
+	assert_true((f & always) == always);
+	assert_false(f & tso);
+	remove_alone(&d);
+	probe_alone(&d, profile("caps-no-csum.json"), "queues=1");
+	assert_int_equal(rte_vdpa_get_features(d.vdpa, &f), 0);
+	assert_false(f & csum);
+	assert_true((f & always) == always);
+	remove_alone(&d);
+}
+
+/*
  * B5: the emulated device has no doorbell page to map, so the host
  * notifier protocol feature must not be offered - and the guest's kicks
  * then reach the device as doorbells the driver relays.
@@ -465,6 +493,7 @@ main(int argc, char **argv)
 		T(test_minimal_caps_forward_reenable_and_log),
 		T(test_minimal_caps_recover_a_queue_in_err),
 		T(test_mrg_rxbuf_is_offered_only_when_the_device_mask_has_it),
+		T(test_offloads_follow_the_device_mask_and_upstream_features_are_offered),
 		T(test_host_notifier_is_offered_only_with_a_mappable_doorbell),
 		T(test_offered_host_notifier_is_handed_to_the_front_end),
 #undef T

@@ -66,6 +66,16 @@ mlx5_lm_get_features(struct rte_vdpa_device *vdpa, uint64_t *features)
 	 */
 	if (dev->caps.device_features_bits_mask & (1u << PRM_VIRTQ_FEAT_MRG_RXBUF))
 		f |= 1ull << F_MRG_RXBUF;
+	/*
+	 * Checksum offloads, as upstream offers CSUM / GUEST_CSUM: the device
+	 * completes a transmitted frame's partial checksum (CSUM) and hands
+	 * the guest only complete frames, which GUEST_CSUM allows. The TSO
+	 * bits are not offered: segmentation is not implemented here.
+	 */
+	if (dev->caps.device_features_bits_mask & (1u << PRM_VIRTQ_FEAT_CSUM))
+		f |= 1ull << F_CSUM;
+	if (dev->caps.device_features_bits_mask & (1u << PRM_VIRTQ_FEAT_GUEST_CSUM))
+		f |= 1ull << F_GUEST_CSUM;
 	if (dev->nr_vq > 2)
 		f |= 1ull << F_MQ;
 	if (dev->caps.virtio_queue_type & (1u << PRM_VIRTQ_TYPE_PACKED))
