@@ -379,16 +379,16 @@ test_mrg_rxbuf_is_offered_only_when_the_device_mask_has_it(void **state)
 }
 
 /*
- * Issue 13: what upstream vdpa/mlx5 offers. The checksum offloads follow
- * device_features_bits_mask (CSUM bit 10, GUEST_CSUM bit 9); TSO is never
- * offered (the device model does not segment); GUEST_ANNOUNCE and
- * ORDER_PLATFORM always are.
+ * Issue 13: what upstream vdpa/mlx5 offers. The offloads follow
+ * device_features_bits_mask (CSUM bit 10, GUEST_CSUM bit 9, HOST_TSO4/6
+ * bits 12/11, the TSOs only with CSUM, virtio 1.1 5.1.3.1); GUEST_TSO4/6
+ * never (upstream neither); GUEST_ANNOUNCE and ORDER_PLATFORM always.
  */
 static void
 test_offloads_follow_the_device_mask_and_upstream_features_are_offered(void **state)
 {
 	const uint64_t csum = 1ull << 0 | 1ull << 1;
-	const uint64_t tso = 1ull << 7 | 1ull << 8 | 1ull << 11 | 1ull << 12;
+	const uint64_t host_tso = 1ull << 11 | 1ull << 12, guest_tso = 1ull << 7 | 1ull << 8;
 	const uint64_t always = 1ull << 21 | 1ull << 36;
 	uint64_t f = 0;
 
@@ -396,12 +396,13 @@ test_offloads_follow_the_device_mask_and_upstream_features_are_offered(void **st
 	probe_alone(&d, "fast", "queues=1");
 	assert_int_equal(rte_vdpa_get_features(d.vdpa, &f), 0);
 	assert_true((f & csum) == csum);
+	assert_true((f & host_tso) == host_tso);
 	assert_true((f & always) == always);
-	assert_false(f & tso);
+	assert_false(f & guest_tso);
 	remove_alone(&d);
 	probe_alone(&d, profile("caps-no-csum.json"), "queues=1");
 	assert_int_equal(rte_vdpa_get_features(d.vdpa, &f), 0);
-	assert_false(f & csum);
+	assert_false(f & (csum | host_tso | guest_tso));
 	assert_true((f & always) == always);
 	remove_alone(&d);
 }

@@ -1034,7 +1034,7 @@ post_tx(struct ring *tx, const uint8_t *frame, uint32_t len, int layout)
 /* TX with a virtio-net header of our own (flags, gso_type, csum_start, csum_offset). */
 static void
 post_tx_hdr(struct ring *tx, const uint8_t *frame, uint32_t len, uint8_t flags, uint8_t gso,
-	    uint16_t csum_start, uint16_t csum_offset)
+	    uint16_t gso_size, uint16_t csum_start, uint16_t csum_offset)
 {
 	uint64_t g = galloc_a(HDR + len, 64);
 	uint8_t *h = gp(g);
@@ -1043,6 +1043,8 @@ post_tx_hdr(struct ring *tx, const uint8_t *frame, uint32_t len, uint8_t flags, 
 	memset(h, 0, HDR);
 	h[0] = flags;
 	h[1] = gso;
+	h[4] = (uint8_t)gso_size;
+	h[5] = (uint8_t)(gso_size >> 8);
 	h[6] = (uint8_t)csum_start;
 	h[7] = (uint8_t)(csum_start >> 8);
 	h[8] = (uint8_t)csum_offset;
@@ -1180,11 +1182,11 @@ test_tx_checksum_offload_completes_partial_checksums(void **state)
 	make_frame(frame, sizeof(frame), 0x0a000002, 1000, 7);
 	frame[start + off] = pseudo >> 8;
 	frame[start + off + 1] = pseudo & 0xff;
-	post_tx_hdr(tx, frame, sizeof(frame), 1, 0, start, off);
+	post_tx_hdr(tx, frame, sizeof(frame), 1, 0, 0, start, off);
 	/* csum_start + csum_offset past the frame's end. */
-	post_tx_hdr(tx, frame, sizeof(frame), 1, 0, 190, 16);
+	post_tx_hdr(tx, frame, sizeof(frame), 1, 0, 0, 190, 16);
 	/* A TCPv4 GSO frame (gso_type 1). */
-	post_tx_hdr(tx, frame, sizeof(frame), 1, 1, start, off);
+	post_tx_hdr(tx, frame, sizeof(frame), 1, 1, 1000, start, off);
 	kick(tx);
 	wait_idle();
 	assert_int_equal(reap(rx, &id, &len), 1);
@@ -1209,11 +1211,81 @@ test_tx_checksum_offload_completes_partial_checksums(void **state)
 	assert_int_equal(txf, 1);
 	assert_int_equal(drops, 2);
 	/* Without CSUM on the queue the device does not touch the frame. */
-	post_tx_hdr(tx2, frame, sizeof(frame), 1, 0, start, off);
+	post_tx_hdr(tx2, frame, sizeof(frame), 1, 0, 0, start, off);
 	kick(tx2);
 	wait_idle();
 	assert_int_equal(reap(rx, &id, &len), 1);
 	check_rx(g[1], frame, sizeof(frame));
+}
+
+/*
+ * VIRTIO_NET_F_HOST_TSO4 (queue feature bit 12, with CSUM): a TCP/IPv4
+ * frame with gso_type TCPV4 leaves as gso_size segments (virtio 1.1
+ * 5.1.6.2), each with its IPv4 total length, id (+1 per segment) and
+ * header checksum, its TCP sequence number, FIN/PSH on the last segment
+ * only, CWR on the first only, and a TCP checksum over the pseudo header.
+ * A TSO the queue does not have (TCPV6 here) is dropped.
+ */
+static void
+test_tx_tso_cuts_tcp_frames_into_segments(void **state)
+{
+	struct vq_opts o = {
+		.features = 1u << PRM_VIRTQ_FEAT_CSUM | 1u << PRM_VIRTQ_FEAT_HOST_TSO4,
+	};
+	struct vq_opts plain = { 0 };
+	struct ring *rx = vq_up(0, &plain), *tx = vq_up(1, &o);
+	static const uint8_t flags[3] = { 0x90, 0x10, 0x19 };   /* ACK|CWR, ACK, ACK|PSH|FIN */
+	const uint32_t mss = 1000, hl = 54, payload = 2500, seq0 = 0x01020304;
+	static uint8_t frame[54 + 2500];
+	uint8_t pseudo[12], *f;
+	uint64_t g[4], txf, rxf, drops;
+	uint32_t id, len, k, seg, seq, sum;
+
+	(void)state;
+	steering(&rx, 1, false);
+	for (k = 0; k < 4; k++)
+		g[k] = post_rx(rx, 0);
+	make_frame(frame, sizeof(frame), 0x0a000002, 1000, 0);
+	frame[18] = 0x11;                   /* IPv4 id 0x1111 */
+	frame[19] = 0x11;
+	frame[38] = 1;                      /* TCP sequence number */
+	frame[39] = 2;
+	frame[40] = 3;
+	frame[41] = 4;
+	frame[46] = 0x50;                   /* data offset: 20 bytes */
+	frame[47] = 0x99;                   /* CWR | ACK | PSH | FIN */
+	post_tx_hdr(tx, frame, sizeof(frame), 1, 1, (uint16_t)mss, 34, 16);
+	/* TCPV6 (gso_type 4) on a queue without HOST_TSO6. */
+	post_tx_hdr(tx, frame, sizeof(frame), 1, 4, (uint16_t)mss, 34, 16);
+	kick(tx);
+	wait_idle();
+	for (k = 0; k < 3; k++) {
+		seg = k < 2 ? mss : payload - 2 * mss;
+		assert_int_equal(reap(rx, &id, &len), 1);
+		assert_int_equal(len, HDR + hl + seg);
+		f = gp(g[k] + HDR);
+		assert_int_equal(f[16] << 8 | f[17], 40 + seg);
+		assert_int_equal(f[18] << 8 | f[19], 0x1111 + k);
+		assert_int_equal(ocsum(f, 14, 34, 0), 0xffff);
+		seq = (uint32_t)f[38] << 24 | (uint32_t)f[39] << 16 | (uint32_t)f[40] << 8 | f[41];
+		assert_int_equal(seq, seq0 + k * mss);
+		assert_int_equal(f[47], flags[k]);
+		assert_memory_equal(f + hl, frame + hl + k * mss, seg);
+		/* Pseudo header: source, destination, 0, protocol 6, TCP length. */
+		memcpy(pseudo, f + 26, 8);
+		pseudo[8] = 0;
+		pseudo[9] = 6;
+		pseudo[10] = (uint8_t)((20 + seg) >> 8);
+		pseudo[11] = (uint8_t)(20 + seg);
+		sum = ocsum(pseudo, 0, sizeof(pseudo), 0);
+		assert_int_equal(ocsum(f, 34, hl + seg, sum), 0xffff);
+	}
+	assert_int_equal(reap(rx, &id, &len), 0);
+	assert_int_equal(reap(tx, &id, &len), 1);
+	assert_int_equal(reap(tx, &id, &len), 1);
+	emu_dev_wire_stats(dev, &txf, &rxf, &drops);
+	assert_int_equal(txf, 3);
+	assert_int_equal(drops, 1);
 }
 
 static void
@@ -2038,6 +2110,7 @@ main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 		T(test_split_tx_frames_loop_back_to_rx),
 		T(test_tx_checksum_offload_completes_partial_checksums),
+		T(test_tx_tso_cuts_tcp_frames_into_segments),
 		T(test_packed_rings_wrap_and_suppress_events),
 		T(test_split_chains_and_indirect_descriptors),
 		T(test_packed_chains_and_indirect_descriptors),

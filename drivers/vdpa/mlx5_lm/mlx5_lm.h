@@ -289,6 +289,8 @@ int mlx5_lm_steer_forget(struct mlx5_lm_dev *dev, uint32_t id);
 /* Feature bits the driver offers (virtio 1.1 and the vhost-user protocol). */
 #define F_CSUM 0
 #define F_GUEST_CSUM 1
+#define F_HOST_TSO4 11
+#define F_HOST_TSO6 12
 #define F_MRG_RXBUF 15
 #define F_STATUS 16
 #define F_GUEST_ANNOUNCE 21

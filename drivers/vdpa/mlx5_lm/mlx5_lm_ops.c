@@ -67,13 +67,21 @@ mlx5_lm_get_features(struct rte_vdpa_device *vdpa, uint64_t *features)
 	if (dev->caps.device_features_bits_mask & (1u << PRM_VIRTQ_FEAT_MRG_RXBUF))
 		f |= 1ull << F_MRG_RXBUF;
 	/*
-	 * Checksum offloads, as upstream offers CSUM / GUEST_CSUM: the device
-	 * completes a transmitted frame's partial checksum (CSUM) and hands
-	 * the guest only complete frames, which GUEST_CSUM allows. The TSO
-	 * bits are not offered: segmentation is not implemented here.
+	 * Offloads, as upstream offers CSUM / GUEST_CSUM / HOST_TSO4 / HOST_TSO6:
+	 * the device completes a transmitted frame's partial checksum (CSUM),
+	 * segments TCP frames (HOST_TSO*, which need CSUM: virtio 1.1 5.1.3.1)
+	 * and hands the guest only complete frames, which GUEST_CSUM allows.
+	 * GUEST_TSO* are not offered (upstream neither): the device never
+	 * delivers GSO frames, and a guest without MRG_RXBUF would have to post
+	 * 64 KiB receive buffers for nothing.
 	 */
-	if (dev->caps.device_features_bits_mask & (1u << PRM_VIRTQ_FEAT_CSUM))
+	if (dev->caps.device_features_bits_mask & (1u << PRM_VIRTQ_FEAT_CSUM)) {
 		f |= 1ull << F_CSUM;
+		if (dev->caps.device_features_bits_mask & (1u << PRM_VIRTQ_FEAT_HOST_TSO4))
+			f |= 1ull << F_HOST_TSO4;
+		if (dev->caps.device_features_bits_mask & (1u << PRM_VIRTQ_FEAT_HOST_TSO6))
+			f |= 1ull << F_HOST_TSO6;
+	}
 	if (dev->caps.device_features_bits_mask & (1u << PRM_VIRTQ_FEAT_GUEST_CSUM))
 		f |= 1ull << F_GUEST_CSUM;
 	if (dev->nr_vq > 2)

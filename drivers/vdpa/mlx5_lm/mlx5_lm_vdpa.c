@@ -241,6 +241,10 @@ queue_features(uint64_t f)
 		q |= 1u << PRM_VIRTQ_FEAT_CSUM;
 	if (f & (1ull << F_GUEST_CSUM))
 		q |= 1u << PRM_VIRTQ_FEAT_GUEST_CSUM;
+	if (f & (1ull << F_HOST_TSO4))
+		q |= 1u << PRM_VIRTQ_FEAT_HOST_TSO4;
+	if (f & (1ull << F_HOST_TSO6))
+		q |= 1u << PRM_VIRTQ_FEAT_HOST_TSO6;
 	return q;
 }
 

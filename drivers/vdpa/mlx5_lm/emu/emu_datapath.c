@@ -210,41 +210,8 @@ emu_dp_add_seg(struct emu_dp_batch *b, uint64_t addr, uint32_t len, uint16_t fla
 	return 0;
 }
 
-/* virtio-net header (virtio 1.1, 5.1.6): flags, csum_start, csum_offset, gso_type. */
 #define VNET_HDR_F_NEEDS_CSUM 1
 #define VNET_HDR_GSO_NONE 0
-
-/*
- * VIRTIO_NET_F_CSUM (queue feature bit 10): a frame whose header has
- * NEEDS_CSUM carries a partial checksum; the device completes it: the
- * 16-bit ones' complement sum from csum_start to the end (the field at
- * csum_start + csum_offset holds the pseudo-header sum), stored there
- * (virtio 1.1, 5.1.6.2.1; 0 goes out as 0xffff, as Linux's
- * skb_checksum_help). -1 when the offsets lie outside the frame.
- */
-static int
-dp_tx_csum(uint8_t *frame, uint32_t len, const uint8_t *hdr)
-{
-	uint32_t start = (uint32_t)hdr[6] | (uint32_t)hdr[7] << 8;
-	uint32_t off = (uint32_t)hdr[8] | (uint32_t)hdr[9] << 8;
-	uint32_t sum = 0, i;
-	uint16_t c;
-
-	if ((uint64_t)start + off + 2 > len)
-		return -1;
-	for (i = start; i + 1 < len; i += 2)
-		sum += (uint32_t)frame[i] << 8 | frame[i + 1];
-	if (i < len)
-		sum += (uint32_t)frame[i] << 8;
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	c = (uint16_t)~sum;
-	if (c == 0)
-		c = 0xffff;
-	frame[start + off] = (uint8_t)(c >> 8);
-	frame[start + off + 1] = (uint8_t)c;
-	return 0;
-}
 
 /* TX: gather the chain, strip the virtio-net header, put the frame on the wire. */
 static int
@@ -268,21 +235,25 @@ dp_tx(struct emu_dp_batch *b, uint32_t *used_len)
 	}
 	/*
 	 * Offloads the queue has (features set by the driver inside
-	 * device_features_bits_mask): CSUM completes partial checksums. No
-	 * segmentation here: a GSO frame is one the wire cannot carry unless
-	 * the queue has HOST_TSO4/6, which this model does not implement; such
-	 * a frame is dropped and logged, never sent half-made.
+	 * device_features_bits_mask, emu_offload.c): a GSO frame is cut into
+	 * segments (HOST_TSO4/6), a NEEDS_CSUM one gets its checksum (CSUM).
+	 * What the queue cannot do is dropped and logged, never sent half-made.
 	 */
 	if (dp->frame_buf[1] != VNET_HDR_GSO_NONE) {
-		dp->drops++;
-		emu_log(b->dev, 4, "virtq %u: GSO frame (gso_type %u) dropped: segmentation "
-			"(HOST_TSO4/6) is not modelled", b->vq->obj.id, dp->frame_buf[1]);
+		if (emu_offload_tso(b->dev, dp->frame_buf + b->hdr_len,
+				    (uint32_t)(total - b->hdr_len), dp->frame_buf,
+				    b->vq->queue_features) < 0) {
+			dp->drops++;
+			emu_log(b->dev, 4, "virtq %u: GSO frame (gso_type 0x%x) dropped: not a "
+				"TCP frame or not a TSO the queue has (features 0x%x)",
+				b->vq->obj.id, dp->frame_buf[1], b->vq->queue_features);
+		}
 		return 1;
 	}
 	if ((dp->frame_buf[0] & VNET_HDR_F_NEEDS_CSUM) &&
 	    (b->vq->queue_features & (1u << PRM_VIRTQ_FEAT_CSUM)) &&
-	    dp_tx_csum(dp->frame_buf + b->hdr_len, (uint32_t)(total - b->hdr_len),
-		       dp->frame_buf) < 0) {
+	    emu_offload_csum(dp->frame_buf + b->hdr_len, (uint32_t)(total - b->hdr_len),
+			     dp->frame_buf) < 0) {
 		dp->drops++;
 		emu_log(b->dev, 4, "virtq %u: NEEDS_CSUM with csum_start/offset outside the "
 			"%" PRIu64 "-byte frame: dropped", b->vq->obj.id, total - b->hdr_len);
