@@ -32,6 +32,9 @@
 #include "prm.h"
 #include "mlx5_lm.h"
 
+/* Longest polling period of the dynamic timer mode. */
+#define MAX_DELAY_US 1000000u
+
 /* epoll cookies: the event channel, the stop eventfd, or a queue index. */
 #define TAG_EVCH 0x10000u
 #define TAG_STOP 0x10001u
@@ -131,9 +134,12 @@ poll_done(struct mlx5_lm_notify *n, uint32_t max)
 		n->idle = 0;
 	if (a->event_mode != MLX5_LM_EVENT_MODE_DYNAMIC_TIMER)
 		return;
+	/*
+	 * Upstream's period has no ceiling; here it stops at 1 s, so that a
+	 * long no_traffic_time cannot stretch one poll's latency without end.
+	 */
 	if (max == 0)
-		n->delay_us = n->delay_us + a->event_us < n->delay_us ? UINT32_MAX :
-			n->delay_us + a->event_us;
+		n->delay_us = RTE_MIN(n->delay_us + a->event_us, (uint32_t)MAX_DELAY_US);
 	else if (max > 1)
 		n->delay_us /= max;
 }
