@@ -408,6 +408,23 @@ test_offloads_follow_the_device_mask_and_upstream_features_are_offered(void **st
 }
 
 /*
+ * Issue 13: DPDK vdpa/mlx5's max_conf_threads is the worker pool here:
+ * N threads give N workers, 0 (upstream: no internal threads, the caller
+ * configures) gives one.
+ */
+static void
+test_max_conf_threads_sizes_the_worker_pool(void **state)
+{
+	(void)state;
+	probe_alone(&d, "fast", "queues=1,max_conf_threads=3");
+	assert_int_equal(d.dev->args.workers, 3);
+	remove_alone(&d);
+	probe_alone(&d, "fast", "queues=1,max_conf_threads=0");
+	assert_int_equal(d.dev->args.workers, 1);
+	remove_alone(&d);
+}
+
+/*
  * B5: the emulated device has no doorbell page to map, so the host
  * notifier protocol feature must not be offered - and the guest's kicks
  * then reach the device as doorbells the driver relays.
@@ -495,6 +512,7 @@ main(int argc, char **argv)
 		T(test_minimal_caps_recover_a_queue_in_err),
 		T(test_mrg_rxbuf_is_offered_only_when_the_device_mask_has_it),
 		T(test_offloads_follow_the_device_mask_and_upstream_features_are_offered),
+		T(test_max_conf_threads_sizes_the_worker_pool),
 		T(test_host_notifier_is_offered_only_with_a_mappable_doorbell),
 		T(test_offered_host_notifier_is_handed_to_the_front_end),
 #undef T
