@@ -128,8 +128,12 @@ print_stats(void)
 		if (n <= 0)
 			continue;
 		printf("%s (%s):\n  %-8s", served[s].devname, served[s].path, "queue");
+		/*
+		 * Upstream's names have spaces ("bad descriptor errors"): columns
+		 * are separated by at least two spaces, names never contain two.
+		 */
 		for (i = 0; i < n; i++)
-			printf(" %22s", names[i].name);
+			printf("  %21s", names[i].name);
 		printf("\n");
 		for (q = 0; q < (int)nq * 2; q++) {
 			int r = rte_vdpa_get_stats(served[s].vdpa, q, vals, n);
@@ -144,7 +148,7 @@ print_stats(void)
 				continue;
 			printf("  %-3s %-4d", q & 1 ? "tx" : "rx", q / 2);
 			for (i = 0; i < n; i++)
-				printf(" %22" PRIu64, vals[i].value);
+				printf("  %21" PRIu64, vals[i].value);
 			printf("\n");
 		}
 	}

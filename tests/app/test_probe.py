@@ -120,6 +120,28 @@ class ProbeEmulated(unittest.TestCase):
             self.assertIn(op, ops)
         self.assertNotIn('QUERY_SPECIAL_CONTEXTS', ops)
 
+    def test_upstream_devargs_are_accepted_and_moderation_reaches_the_queues(self):
+        # DPDK vdpa/mlx5's keys (doc/guides/vdpadevs/mlx5.rst, 22.11), all at once.
+        with tempfile.TemporaryDirectory() as d:
+            trace = os.path.join(d, 't.jsonl')
+            rc, out, err = run('emu=fast,queues=2,event_mode=1,event_us=50,no_traffic_time=8,'
+                               'event_core=0,max_conf_threads=4,hw_latency_mode=2,'
+                               f'hw_max_latency_us=100,hw_max_pending_comp=16,devx_trace={trace}')
+            self.assertEqual(rc, 0, out + err)
+            with open(trace) as f:
+                recs = [json.loads(l) for l in f]
+        # Every virtq is created with queue_period_mode / _us / queue_max_count
+        # (virtio_q at byte 80 of the command: 16-byte header, virtio_q at bit
+        # 0x200 of the object; the fields at bits 0x342, 0x344, 0x350 of virtio_q).
+        vqs = [bytes.fromhex(r['in']) for r in recs
+               if r.get('opcode') == 0xa00 and r.get('obj_type') == 0x0d]
+        self.assertEqual(len(vqs), 4)
+        for b in vqs:
+            q = b[80:]
+            self.assertEqual((q[0x68] >> 4) & 3, 2)
+            self.assertEqual((q[0x68] & 0xf) << 8 | q[0x69], 100)
+            self.assertEqual(q[0x6a] << 8 | q[0x6b], 16)
+
     def test_fast_profile_and_instance_name(self):
         rc, out, err = run('emu=fast', extra=('--name', 'vdpa_mlx5_lm7'))
         self.assertEqual(rc, 0, out + err)
@@ -177,6 +199,20 @@ class ProbeErrors(unittest.TestCase):
         self.assert_one_line_error('emu=fast,queues=0', 'queues', 'out of range')
         self.assert_one_line_error('emu=fast,workers=1000', 'workers', 'out of range')
 
+    def test_upstream_keys_are_validated(self):
+        self.assert_one_line_error('emu=fast,event_mode=3', 'event_mode', 'out of range')
+        self.assert_one_line_error('emu=fast,hw_latency_mode=3', 'hw_latency_mode',
+                                   'out of range')
+        self.assert_one_line_error('emu=fast,hw_max_latency_us=4096', 'hw_max_latency_us',
+                                   'out of range')
+        self.assert_one_line_error('emu=fast,hw_max_pending_comp=65536',
+                                   'hw_max_pending_comp', 'out of range')
+        self.assert_one_line_error(f'emu=fast,event_core={os.cpu_count()}', 'event_core',
+                                   'CPUs online')
+        # The worker pool under its two names: one of them, not both.
+        self.assert_one_line_error('emu=fast,max_conf_threads=4,workers=4', 'max_conf_threads',
+                                   'workers')
+
     def test_duplicated_key(self):
         self.assert_one_line_error('emu=fast,queues=4,queues=8', 'queues', 'given 2 times')
 
@@ -226,7 +262,8 @@ class PmdInfo(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         info = [d for d in json.loads(p.stdout) if d.get('name') == 'vdpa_mlx5_lm']
         self.assertEqual(len(info), 1, p.stdout)
-        for key in ('emu=', 'ibdev=', 'queues=', 'queue_size=', 'mr_gc_ms='):
+        for key in ('emu=', 'ibdev=', 'queues=', 'queue_size=', 'mr_gc_ms=', 'event_mode=',
+                    'max_conf_threads=', 'hw_max_pending_comp='):
             self.assertIn(key, info[0]['params'])
 
 

@@ -541,6 +541,66 @@ class Bridge:
         ip('link', 'del', self.name, check=False)
 
 
+class UplinkCapture:
+    """Frames a device sends on its tap uplink (what the host kernel receives from
+    serve), from one source MAC, captured from start() to stop() with AF_PACKET.
+    Frames the bridge forwards out of the tap (PACKET_OUTGOING) are not the device's."""
+
+    PACKET_OUTGOING = 4
+
+    def __init__(self, ifname, src_mac):
+        self.src = bytes.fromhex(src_mac.replace(':', ''))
+        self.frames = []  # (monotonic time, frame)
+        self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+        self.sock.bind((ifname, 0))
+        self.sock.settimeout(0.2)
+        self.running = True
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def _run(self):
+        while self.running:
+            try:
+                data, addr = self.sock.recvfrom(65536)
+            except socket.timeout:
+                continue
+            except OSError:
+                break
+            if addr[2] != self.PACKET_OUTGOING and data[6:12] == self.src:
+                self.frames.append((time.monotonic(), data))
+
+    def stop(self):
+        self.running = False
+        self.thread.join(timeout=5)
+        self.sock.close()
+        return list(self.frames)
+
+
+def describe_frame(f):
+    """(kind, text): kind 'garp', 'rarp', 'announce' (IPv6 NA, MLD, IGMP) or 'other'."""
+    et = int.from_bytes(f[12:14], 'big')
+    if et == 0x0806 and len(f) >= 42:
+        spa, tpa = f[28:32], f[38:42]
+        text = f'ARP op {int.from_bytes(f[20:22], "big")} {socket.inet_ntoa(spa)} -> ' \
+               f'{socket.inet_ntoa(tpa)}'
+        return ('garp' if spa == tpa else 'other'), text
+    if et == 0x8035:
+        return 'rarp', 'RARP'
+    if et == 0x86dd and len(f) >= 55 and f[20] == 58:
+        t = f[54]
+        return ('announce' if t in (131, 136, 143) else 'other'), f'ICMPv6 type {t}'
+    if et == 0x86dd and len(f) >= 55 and f[20] == 0:  # hop-by-hop: MLD reports
+        return 'announce', 'IPv6 hop-by-hop (MLD)'
+    if et == 0x0800 and len(f) >= 34:
+        proto = f[23]
+        return ('announce' if proto == 2 else 'other'), f'IPv4 proto {proto} ' \
+            f'{socket.inet_ntoa(f[26:30])} -> {socket.inet_ntoa(f[30:34])}'
+    return 'other', f'ethertype 0x{et:04x}'
+
+
 # ---- Pieces of a run -----------------------------------------------------------------------
 
 def serve(sock, devargs, tap):
@@ -565,7 +625,8 @@ def serve_stats(srv, timeout=30.0):
     for _, line in lines:
         s = line.split()
         if s[:1] == ['queue']:
-            names = s[1:]
+            # Counter names have single spaces; columns are two or more apart.
+            names = re.split(r'\s{2,}', line.strip())[1:]
         elif len(s) == 2 + len(names) and s[0] in ('rx', 'tx') and names:
             table[(s[0], int(s[1]))] = dict(zip(names, map(int, s[2:])))
     return table

@@ -9,7 +9,11 @@ kernel, and back. Then a second QEMU starts with -incoming, its device served
 by a second `serve` whose tap is in the same bridge, and QMP `migrate` moves
 the guest. The guest must keep running on the destination and its pings must
 resume through the destination device (its counters move; the bridge learns
-the guest's MAC on the destination's tap from the guest's first frame).
+the guest's MAC on the destination's tap from the guest's first frame). That
+first frame must be the guest's own announcement: the device offers
+VIRTIO_NET_F_GUEST_ANNOUNCE, QEMU sets VIRTIO_NET_S_ANNOUNCE after the
+switch-over and the guest sends a gratuitous ARP before any other traffic,
+captured on the destination's tap.
 
 Recorded: QEMU's downtime (query-migrate) and the traffic gap, the host time
 between the last ping reply the guest printed on the source and the first on
@@ -24,6 +28,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 import time
@@ -150,6 +155,8 @@ class Run:
             raise AssertionError(f'destination QEMU is {st}')
         src_qmp.cmd('migrate-set-capabilities',
                     capabilities=[{'capability': 'events', 'state': True}])
+        # What the destination device puts on its uplink, from before the switch-over.
+        cap = L.UplinkCapture(self.taps[1], self.mac).start()
         L.log('migrating')
         tm = time.monotonic()
         src_qmp.cmd('migrate', uri=f'unix:{mig}')
@@ -175,6 +182,7 @@ class Run:
         # Traffic resumes on the destination console.
         first_i, t_first, m_first = dst.expect(REPLY, STEP_TIMEOUT)
         self.wait_replies(dst, 10, first_i)
+        self.check_announce(cap.stop())
         before = src.matches(REPLY)
         if not before:
             raise AssertionError('no ping reply on the source console')
@@ -229,6 +237,28 @@ class Run:
             if rc != 0 or 'clean teardown' not in srv.text():
                 raise AssertionError(f'{srv.name} exit {rc}:\n{srv.tail()}')
 
+    def check_announce(self, frames):
+        """Right after migration the guest announces itself (VIRTIO_NET_F_GUEST_ANNOUNCE:
+        QEMU sets VIRTIO_NET_S_ANNOUNCE, the guest sends gratuitous ARPs) through the
+        destination device, before any other frame of its own: the network learns
+        the guest's new place before traffic needs it."""
+        kinds = [L.describe_frame(f) for _, f in frames]
+        L.log(f'destination uplink, first guest frames: ' +
+              '; '.join(t for _, t in kinds[:6]))
+        if not kinds:
+            raise AssertionError('no guest frame on the destination uplink')
+        ip4 = socket.inet_aton(self.guest_ip.split('/')[0])
+        first_other = next((i for i, (k, _) in enumerate(kinds) if k == 'other'), len(kinds))
+        garps = [i for i, (_, f) in enumerate(frames)
+                 if kinds[i][0] in ('garp', 'rarp') and
+                 (kinds[i][0] == 'rarp' or f[28:32] == ip4)]
+        self.result['announce'] = {'first_frames': [t for _, t in kinds[:6]],
+                                   'garp_index': garps[0] if garps else None}
+        if kinds[0][0] == 'other' or not garps or garps[0] > first_other:
+            raise AssertionError('the guest did not announce itself (gratuitous ARP or '
+                                 'RARP) before other traffic on the destination uplink: '
+                                 + '; '.join(t for _, t in kinds[:10]))
+
     def check_guest_device(self, ready):
         """What the guest's virtio_net got is what the variant asked for."""
         f = dict(re.findall(r'(\w+)=(\S+)', ready))
@@ -238,7 +268,9 @@ class Run:
                 'rx_ring': str(self.v.get('rx_queue_size', 256)), 'tx_ring': '256'}
         got = {k: f.get(k) for k in want}
         self.result['guest'] = dict(got, version_1=has(32), packed=has(34), mq=has(22),
-                                    features=bits)
+                                    guest_announce=has(21), features=bits)
+        if not has(21):
+            raise AssertionError(f'guest lacks VIRTIO_NET_F_GUEST_ANNOUNCE: {bits}')
         if got != want or not has(32) or has(34) != bool(self.v.get('packed')) or \
                 has(22) != (self.queues > 1):
             raise AssertionError(f'guest device {self.result["guest"]}, wanted {want}, '

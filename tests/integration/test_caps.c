@@ -286,6 +286,14 @@ test_without_counters_stats_say_not_supported(void **state)
 	/* With counters, the same calls read them. */
 	probe_alone(&d, "fast", "queues=2,workers=2,mr_gc_ms=0");
 	assert_int_equal(rte_vdpa_get_stats(d.vdpa, 0, stats, 16), 6);
+	/* DPDK vdpa/mlx5's names in its order (mlx5_vdpa.c, mlx5_vdpa_stats_names). */
+	assert_int_equal(rte_vdpa_get_stats_names(d.vdpa, names, 16), 6);
+	assert_string_equal(names[0].name, "received_descriptors");
+	assert_string_equal(names[1].name, "completed_descriptors");
+	assert_string_equal(names[2].name, "bad descriptor errors");
+	assert_string_equal(names[3].name, "exceed max chain");
+	assert_string_equal(names[4].name, "invalid buffer");
+	assert_string_equal(names[5].name, "completion errors");
 	remove_alone(&d);
 }
 
@@ -367,6 +375,52 @@ test_mrg_rxbuf_is_offered_only_when_the_device_mask_has_it(void **state)
 	probe_alone(&d, profile("caps-no-mrg.json"), "queues=1");
 	assert_int_equal(rte_vdpa_get_features(d.vdpa, &f), 0);
 	assert_false(f & F_MRG_RXBUF_BIT);
+	remove_alone(&d);
+}
+
+/*
+ * Issue 13: what upstream vdpa/mlx5 offers. The offloads follow
+ * device_features_bits_mask (CSUM bit 10, GUEST_CSUM bit 9, HOST_TSO4/6
+ * bits 12/11, the TSOs only with CSUM, virtio 1.1 5.1.3.1); GUEST_TSO4/6
+ * never (upstream neither); GUEST_ANNOUNCE and ORDER_PLATFORM always.
+ */
+static void
+test_offloads_follow_the_device_mask_and_upstream_features_are_offered(void **state)
+{
+	const uint64_t csum = 1ull << 0 | 1ull << 1;
+	const uint64_t host_tso = 1ull << 11 | 1ull << 12, guest_tso = 1ull << 7 | 1ull << 8;
+	const uint64_t always = 1ull << 21 | 1ull << 36;
+	uint64_t f = 0;
+
+	(void)state;
+	probe_alone(&d, "fast", "queues=1");
+	assert_int_equal(rte_vdpa_get_features(d.vdpa, &f), 0);
+	assert_true((f & csum) == csum);
+	assert_true((f & host_tso) == host_tso);
+	assert_true((f & always) == always);
+	assert_false(f & guest_tso);
+	remove_alone(&d);
+	probe_alone(&d, profile("caps-no-csum.json"), "queues=1");
+	assert_int_equal(rte_vdpa_get_features(d.vdpa, &f), 0);
+	assert_false(f & (csum | host_tso | guest_tso));
+	assert_true((f & always) == always);
+	remove_alone(&d);
+}
+
+/*
+ * Issue 13: DPDK vdpa/mlx5's max_conf_threads is the worker pool here:
+ * N threads give N workers, 0 (upstream: no internal threads, the caller
+ * configures) gives one.
+ */
+static void
+test_max_conf_threads_sizes_the_worker_pool(void **state)
+{
+	(void)state;
+	probe_alone(&d, "fast", "queues=1,max_conf_threads=3");
+	assert_int_equal(d.dev->args.workers, 3);
+	remove_alone(&d);
+	probe_alone(&d, "fast", "queues=1,max_conf_threads=0");
+	assert_int_equal(d.dev->args.workers, 1);
 	remove_alone(&d);
 }
 
@@ -457,6 +511,8 @@ main(int argc, char **argv)
 		T(test_minimal_caps_forward_reenable_and_log),
 		T(test_minimal_caps_recover_a_queue_in_err),
 		T(test_mrg_rxbuf_is_offered_only_when_the_device_mask_has_it),
+		T(test_offloads_follow_the_device_mask_and_upstream_features_are_offered),
+		T(test_max_conf_threads_sizes_the_worker_pool),
 		T(test_host_notifier_is_offered_only_with_a_mappable_doorbell),
 		T(test_offered_host_notifier_is_handed_to_the_front_end),
 #undef T

@@ -10,6 +10,9 @@
  * signalled through event QP -> CQ -> event channel -> callfd, for more
  * notifications than one event ring holds (MLX5_LM_EVENTQ_SIZE), which
  * only works when the driver hands credits back and re-arms the CQ.
+ * The same in each of DPDK vdpa/mlx5's event modes (devarg event_mode):
+ * interrupts, a fixed-period poller, a dynamic-period poller that falls
+ * back to interrupts when traffic stops.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -55,15 +58,53 @@ wait_call(unsigned int ring)
 	}
 }
 
-static void
-test_every_used_buffer_reaches_the_call_eventfd(void **state)
+/* UAR doorbells (CQ arms) in the device's trace since entry from. */
+static unsigned int
+arms_since(struct lmh_trace *t, size_t from)
+{
+	unsigned int n = 0;
+	size_t i;
+
+	lmh_trace_sync(t);
+	for (i = from; i < t->n; i++)
+		n += strcmp(t->c[i].op, "UAR_DOORBELL") == 0;
+	return n;
+}
+
+/* Bounded wait for a CQ arm after trace entry from (a poller gone idle). */
+static bool
+wait_arm(struct lmh_trace *t, size_t from)
+{
+	int64_t deadline = lmh_now_ms() + LMH_DEADLINE_MS;
+
+	while (arms_since(t, from) == 0) {
+		if (lmh_now_ms() > deadline)
+			return false;
+		lmh_tick();
+	}
+	return true;
+}
+
+/*
+ * ROUNDS frames, one at a time, each signalled on both call eventfds, on
+ * a device probed with args. With idle_every, after every idle_every
+ * rounds the traffic pauses until the driver armed a CQ (a poller that
+ * went back to interrupts). Returns the CQ arms after the first round.
+ */
+static unsigned int
+rounds(const char *args, unsigned int idle_every)
 {
 	struct vu_client *c;
 	struct vu_guest_stats st;
+	struct lmh_trace t;
 	uint32_t bases[2];
-	unsigned int i;
+	unsigned int i, arms = 0;
+	size_t mark = 0;
 
-	(void)state;
+	assert_int_equal(lmh_probe(&dev, 0, args), 0);
+	assert_int_equal(vu_guest_create(&g, mem, &(struct vu_guest_cfg){ .queue_pairs = 1,
+									   .ring_size = 256 }), 0);
+	lmh_trace_open(&t, dev.trace);
 	assert_int_equal(vu_connect(&c, lmh_sock(0), 5000), 0);
 	lmh_conn_opened(0);
 	vu_set_reply_timeout(c, LMH_DEADLINE_MS);
@@ -72,53 +113,110 @@ test_every_used_buffer_reaches_the_call_eventfd(void **state)
 	/* RX buffers for the looped-back frames. */
 	vu_guest_rx_refill(g);
 	for (i = 0; i < ROUNDS; i++) {
+		size_t round_mark;
+
+		/* Marked before the frame: an arm after it cannot have been missed. */
+		lmh_trace_sync(&t);
+		round_mark = t.n;
 		assert_int_equal(vu_guest_tx(g, 0, 1), 1);
 		/* The frame's TX completion, then its reception on the loopback. */
 		if (!wait_call(1)) {
-			print_error("round %u: no call for the used TX buffer\n", i);
+			print_error("%s: round %u: no call for the used TX buffer\n", args, i);
 			fail();
 		}
 		if (!wait_call(0)) {
-			print_error("round %u: no call for the used RX buffer\n", i);
+			print_error("%s: round %u: no call for the used RX buffer\n", args, i);
 			fail();
 		}
 		vu_guest_poll(g);
 		vu_guest_stats(g, 0, &st);
 		assert_int_equal(st.tx_completed, i + 1);
 		assert_int_equal(st.rx_received, i + 1);
+		if (i == 0) {
+			lmh_trace_sync(&t);
+			mark = t.n;
+		}
+		if (idle_every != 0 && i % idle_every == idle_every - 1) {
+			if (!wait_arm(&t, round_mark)) {
+				print_error("%s: round %u: the poller never went idle\n", args, i);
+				fail();
+			}
+		}
 	}
+	arms = arms_since(&t, mark);
 	assert_int_equal(vu_guest_lost(g, 0), 0);
-	printf("  %u frames, each signalled on both call eventfds (%u event ring entries)\n",
-	       ROUNDS, MLX5_LM_EVENTQ_SIZE);
+	printf("  %s: %u frames, each signalled on both call eventfds (%u event ring "
+	       "entries), %u CQ arms after the first\n", args, ROUNDS, MLX5_LM_EVENTQ_SIZE, arms);
 	assert_int_equal(vu_stop_device(c, bases, 2), 0);
 	vu_disconnect(c);
 	assert_true(lmh_wait_closed(0));
+	lmh_trace_free(&t);
+	(void)lmh_wait_restored(&dev);
+	assert_int_equal(lmh_remove(&dev), 0);
+	vu_guest_destroy(g);
+	g = NULL;
+	return arms;
+}
+
+/* event_mode=2 (the default here): every notification is an armed CQ's event. */
+static void
+test_every_used_buffer_reaches_the_call_eventfd(void **state)
+{
+	(void)state;
+	/* Each notification raised an event, and each event re-armed its CQ. */
+	assert_true(rounds("queues=1,mr_gc_ms=0", 0) >= 2 * (ROUNDS - 1));
+}
+
+/*
+ * event_mode=1 (DPDK vdpa/mlx5's default, doc/guides/vdpadevs/mlx5.rst): a
+ * fixed-period poller. With no_traffic_time far longer than the test, the
+ * first completion event starts the polling and every later notification
+ * is found by polling: no CQ is armed again.
+ */
+static void
+test_fixed_timer_polls_the_cqs(void **state)
+{
+	(void)state;
+	assert_int_equal(rounds("queues=1,mr_gc_ms=0,event_mode=1,event_us=100,"
+				"no_traffic_time=1000000", 0), 0);
+}
+
+/* event_mode=1, event_us=0 (upstream's default period): polling without sleeping. */
+static void
+test_fixed_timer_without_period_polls_and_yields(void **state)
+{
+	(void)state;
+	assert_int_equal(rounds("queues=1,mr_gc_ms=0,event_mode=1,event_us=0,"
+				"no_traffic_time=1000000", 0), 0);
+}
+
+/*
+ * event_mode=0, a dynamic period, falling back to interrupts after a few
+ * empty polls (no_traffic_time=2): every 32 frames the traffic pauses
+ * until the poller has armed the CQs and gone to sleep; the next
+ * completion's event brings it back to polling. Nothing is lost either way.
+ */
+static void
+test_dynamic_timer_falls_back_to_interrupts_when_idle(void **state)
+{
+	(void)state;
+	assert_true(rounds("queues=1,mr_gc_ms=0,event_mode=0,event_us=20,no_traffic_time=2",
+			   32) >= ROUNDS / 32 - 1);
 }
 
 static int
 group_setup(void **state)
 {
 	(void)state;
-	if (lmh_probe(&dev, 0, "queues=1,mr_gc_ms=0") != 0)
-		return -1;
-	if (vu_mem_create_qemu(&mem, 1) != 0)
-		return -1;
-	return vu_guest_create(&g, mem, &(struct vu_guest_cfg){ .queue_pairs = 1,
-								 .ring_size = 256 });
+	return vu_mem_create_qemu(&mem, 1);
 }
 
 static int
 group_teardown(void **state)
 {
-	long left;
-
 	(void)state;
-	(void)lmh_wait_restored(&dev);
-	left = lmh_remove(&dev);
-	vu_guest_destroy(g);
 	vu_mem_destroy(mem);
-	printf("  at removal: %ld objects alive\n", left);
-	return left == 0 ? 0 : -1;
+	return 0;
 }
 
 int
@@ -126,6 +224,9 @@ main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_used_buffer_reaches_the_call_eventfd),
+		cmocka_unit_test(test_fixed_timer_polls_the_cqs),
+		cmocka_unit_test(test_fixed_timer_without_period_polls_and_yields),
+		cmocka_unit_test(test_dynamic_timer_falls_back_to_interrupts_when_idle),
 	};
 	int ret;
 

@@ -109,7 +109,8 @@ class OvsDpdk(unittest.TestCase):
         os.kill(srv.p.pid, signal.SIGUSR1)
         m = srv.expect(r'vdpa_mlx5_lm0 \(.*\):\n\s+queue (.*)\n([\s\S]*?)serve: end of statistics',
                        timeout=30)
-        names = m.group(1).decode().split()
+        # Counter names have single spaces ("bad descriptor errors"): split on two or more.
+        names = re.split(r'\s{2,}', m.group(1).decode().strip())
         rows = {tuple(l.split()[:2]): l.split()[2:] for l in m.group(2).decode().splitlines()}
         col = next(i for i, n in enumerate(names) if n.startswith('completed'))
         self.assertGreater(int(rows[('tx', '0')][col]), 0, m.group(0))

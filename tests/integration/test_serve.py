@@ -29,6 +29,26 @@ def traffic(sock, prefix, n=500, queues=1, server=False):
     return rx
 
 
+# drivers/vdpa/mlx5/mlx5_vdpa.c (DPDK 22.11), mlx5_vdpa_stats_names.
+UPSTREAM_STATS = ['received_descriptors', 'completed_descriptors', 'bad descriptor errors',
+                  'exceed max chain', 'invalid buffer', 'completion errors']
+
+
+def stats_of(srv, dev, sock):
+    """The next --stats table of dev: (names, {(rx|tx, q): [values]})."""
+    m = srv.expect(re.escape(dev) + r' \(' + re.escape(sock) +
+                   r'\):\n(.*)\n([\s\S]*?)serve: end of statistics', timeout=30)
+    # Names have single spaces; columns are two or more spaces apart.
+    names = re.split(r'\s{2,}', m.group(1).decode().strip())[1:]
+    rows = {}
+    for line in m.group(2).decode().splitlines():
+        s = line.split()
+        if s[:1] not in (['rx'], ['tx']):
+            break  # the next device's table
+        rows[(s[0], s[1])] = [int(v) for v in s[2:]]
+    return names, rows
+
+
 class ServeDaemon(unittest.TestCase):
     def test_per_socket_devargs_and_front_end_restarts(self):
         with tempfile.TemporaryDirectory() as d:
@@ -40,9 +60,18 @@ class ServeDaemon(unittest.TestCase):
                 m = srv.expect(r'vdpa_mlx5_lm1 \(' + re.escape(b) +
                                r'\):\n([\s\S]*?)serve: end of statistics', timeout=30)
                 self.assertRegex(m.group(1).decode(), r'rx  1 ')
+                received = 0
                 for i in range(2):  # the same front end comes back: served again
-                    self.assertGreaterEqual(traffic(a, f'tpa{os.getpid()}{i}'), 500)
+                    rx = traffic(a, f'tpa{os.getpid()}{i}')
+                    self.assertGreaterEqual(rx, 500)
+                    received += rx
                     srv.expect(r'front end gone from ' + re.escape(a), timeout=30)
+                # DPDK vdpa/mlx5's counter names, in its order (tools read them by id),
+                # and counts that survive the front end's reconnect: the device's RX
+                # queue completed at least the frames testpmd received in both runs.
+                names, rows = stats_of(srv, 'vdpa_mlx5_lm0', a)
+                self.assertEqual(names, UPSTREAM_STATS)
+                self.assertGreaterEqual(rows[('rx', '0')][1], received, rows)
                 self.assertGreaterEqual(traffic(b, f'tpb{os.getpid()}', queues=2), 500)
             finally:
                 rc = srv.stop()

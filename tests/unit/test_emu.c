@@ -1743,6 +1743,64 @@ test_modify_bits_need_their_modify_caps(void **state)
 	assert_int_equal(vq_state(vq), PRM_VIRTQ_STATE_INIT);
 }
 
+/*
+ * Completion moderation (DPDK devargs hw_latency_mode / hw_max_latency_us /
+ * hw_max_pending_comp -> virtio_q queue_period_mode[2] / queue_period_us[12]
+ * / queue_max_count[16], mlx5_ifc / DPDK mlx5_prm.h, DPDK mlx5_devx_cmds.c
+ * sets them at create and with the QUEUE_PERIOD modify bit): modes 0, 1, 2
+ * exist, 3 is reserved and refused, at creation and by MODIFY; what is
+ * accepted is recorded and read back by QUERY.
+ */
+static void
+test_queue_period_mode_is_checked_and_recorded(void **state)
+{
+	uint8_t in[PRM_SIZE(virtq_cmd)], out[PRM_SIZE(virtq_cmd)];
+	void *obj = PRM_ADDR(virtq_cmd, in, obj);
+	void *q = PRM_ADDR(virtq_cmd, in, q);
+	void *qo = PRM_ADDR(virtq_cmd, out, q);
+	struct vq_env e;
+	uint32_t vq, mode;
+
+	(void)state;
+	use_profile("fast");
+	env_init(&e, 256);
+	assert_int_equal(vq_create(&e, 0, 256, &vq), 0);
+	for (mode = 0; mode <= 3; mode++) {
+		vq_mailbox(in, sizeof(in), PRM_CMD_MODIFY_GENERAL_OBJECT, vq);
+		PRM_SET(virtio_net_q, obj, modify_field_select, PRM_VIRTQ_MODIFY_QUEUE_PERIOD);
+		PRM_SET(virtio_q, q, queue_period_mode, mode);
+		PRM_SET(virtio_q, q, queue_period_us, 4095);
+		PRM_SET(virtio_q, q, queue_max_count, 65535 - mode);
+		if (mode == 3) {
+			assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM,
+				      run(in, sizeof(in), out, 16));
+			break;
+		}
+		assert_int_equal(run(in, sizeof(in), out, 16), 0);
+		vq_query(vq, out);
+		assert_int_equal(PRM_GET(virtio_q, qo, queue_period_mode), mode);
+		assert_int_equal(PRM_GET(virtio_q, qo, queue_period_us), 4095);
+		assert_int_equal(PRM_GET(virtio_q, qo, queue_max_count), 65535 - mode);
+	}
+	/* The refused MODIFY left the last accepted values. */
+	vq_query(vq, out);
+	assert_int_equal(PRM_GET(virtio_q, qo, queue_period_mode), 2);
+	assert_int_equal(PRM_GET(virtio_q, qo, queue_max_count), 65533);
+	/* At creation too. */
+	vq_mailbox(in, sizeof(in), PRM_CMD_CREATE_GENERAL_OBJECT, 0);
+	PRM_SET(virtio_q, q, queue_index, 1);
+	PRM_SET(virtio_q, q, queue_size, 256);
+	PRM_SET(virtio_q, q, umem_1_id, e.umem[0]);
+	PRM_SET(virtio_q, q, umem_1_size, UMEM_SZ(cap_a[0], cap_b[0], 256));
+	PRM_SET(virtio_q, q, umem_2_id, e.umem[1]);
+	PRM_SET(virtio_q, q, umem_2_size, UMEM_SZ(cap_a[1], cap_b[1], 256));
+	PRM_SET(virtio_q, q, umem_3_id, e.umem[2]);
+	PRM_SET(virtio_q, q, umem_3_size, UMEM_SZ(cap_a[2], cap_b[2], 256));
+	PRM_SET(virtio_q, q, pd, e.pd);
+	PRM_SET(virtio_q, q, queue_period_mode, 3);
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM, run(in, sizeof(in), out, 16));
+}
+
 /* A queue's features must lie inside device_features_bits_mask (Linux mlx_to_vritio_features). */
 static void
 test_queue_features_outside_the_device_mask_are_refused(void **state)
@@ -1898,6 +1956,7 @@ main(void)
 		T(test_suspend_to_rdy_is_refused_without_freeze_to_rdy),
 		T(test_modify_bits_need_their_modify_caps),
 		T(test_queue_features_outside_the_device_mask_are_refused),
+		T(test_queue_period_mode_is_checked_and_recorded),
 		T(test_counters_need_their_general_obj_types_bit),
 		T(test_max_num_virtio_queues_override_is_enforced),
 		T(test_event_mode_and_virtq_object_caps_are_enforced),

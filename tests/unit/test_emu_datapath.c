@@ -539,6 +539,7 @@ struct vq_opts {
 	bool event;                /* event_mode QP through the firmware QP */
 	bool log;                  /* dirty bitmap on */
 	uint64_t used_addr;        /* override (0: allocate) */
+	uint16_t features;         /* queue feature mask (QUEUE_FEATURES), 0: none */
 };
 
 static void
@@ -614,6 +615,11 @@ vq_up(uint16_t index, const struct vq_opts *o)
 		mask |= PRM_VIRTQ_MODIFY_EVENT_MODE;
 		PRM_SET(virtio_q, q, event_mode, PRM_VIRTQ_EVENT_MODE_QP);
 		PRM_SET(virtio_q, q, event_qpn_or_msix, w.fwqp);
+	}
+	if (o->features != 0) {
+		mask |= PRM_VIRTQ_MODIFY_QUEUE_FEATURES;
+		PRM_SET(virtio_net_q, obj, queue_feature_bit_mask_12_3, o->features >> 3);
+		PRM_SET(virtio_net_q, obj, queue_feature_bit_mask_2_0, o->features & 7);
 	}
 	if (o->log) {
 		mask |= PRM_VIRTQ_MODIFY_DIRTY_BITMAP_PARAMS |
@@ -1040,6 +1046,28 @@ post_tx(struct ring *tx, const uint8_t *frame, uint32_t len, int layout)
 	post(tx, b, 3, layout == 2);
 }
 
+/* TX with a virtio-net header of our own (flags, gso_type, csum_start, csum_offset). */
+static void
+post_tx_hdr(struct ring *tx, const uint8_t *frame, uint32_t len, uint8_t flags, uint8_t gso,
+	    uint16_t gso_size, uint16_t csum_start, uint16_t csum_offset)
+{
+	uint64_t g = galloc_a(HDR + len, 64);
+	uint8_t *h = gp(g);
+	struct gbuf b = { g, HDR + len, 0 };
+
+	memset(h, 0, HDR);
+	h[0] = flags;
+	h[1] = gso;
+	h[4] = (uint8_t)gso_size;
+	h[5] = (uint8_t)(gso_size >> 8);
+	h[6] = (uint8_t)csum_start;
+	h[7] = (uint8_t)(csum_start >> 8);
+	h[8] = (uint8_t)csum_offset;
+	h[9] = (uint8_t)(csum_offset >> 8);
+	memcpy(gp(g + HDR), frame, len);
+	post(tx, &b, 1, false);
+}
+
 static uint64_t
 post_rx(struct ring *rx, int layout)
 {
@@ -1124,6 +1152,155 @@ test_split_tx_frames_loop_back_to_rx(void **state)
 	assert_int_equal(txf, 3);
 	assert_int_equal(rxf, 3);
 	assert_int_equal(drops, 0);
+}
+
+/* 16-bit ones' complement sum of f[from, len) plus add, folded (RFC 1071). */
+static uint16_t
+ocsum(const uint8_t *f, uint32_t from, uint32_t len, uint32_t add)
+{
+	uint32_t sum = add, i;
+
+	for (i = from; i + 1 < len; i += 2)
+		sum += (uint32_t)f[i] << 8 | f[i + 1];
+	if (i < len)
+		sum += (uint32_t)f[i] << 8;
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)sum;
+}
+
+/*
+ * VIRTIO_NET_F_CSUM (queue feature bit 10, offered where
+ * device_features_bits_mask has it): a transmitted frame whose header says
+ * NEEDS_CSUM leaves with its checksum completed from csum_start, stored at
+ * csum_start + csum_offset over the pseudo-header sum the driver put there
+ * (virtio 1.1, 5.1.6.2). Offsets outside the frame and GSO frames (TSO is
+ * not modelled) are dropped, not sent half-made. A queue without CSUM
+ * leaves the frame alone.
+ */
+static void
+test_tx_checksum_offload_completes_partial_checksums(void **state)
+{
+	struct vq_opts o = { .features = 1u << PRM_VIRTQ_FEAT_CSUM };
+	struct vq_opts plain = { 0 };
+	struct ring *rx = vq_up(0, &plain), *tx = vq_up(1, &o), *tx2 = vq_up(3, &plain);
+	const uint16_t pseudo = 0x1234, start = 34, off = 16;   /* TCP over IPv4 */
+	uint8_t frame[200], sent[200];
+	uint64_t g[2], txf, rxf, drops;
+	uint32_t id, len;
+	uint16_t c;
+
+	(void)state;
+	steering(&rx, 1, false);
+	g[0] = post_rx(rx, 0);
+	g[1] = post_rx(rx, 0);
+	make_frame(frame, sizeof(frame), 0x0a000002, 1000, 7);
+	frame[start + off] = pseudo >> 8;
+	frame[start + off + 1] = pseudo & 0xff;
+	post_tx_hdr(tx, frame, sizeof(frame), 1, 0, 0, start, off);
+	/* csum_start + csum_offset past the frame's end. */
+	post_tx_hdr(tx, frame, sizeof(frame), 1, 0, 0, 190, 16);
+	/* A TCPv4 GSO frame (gso_type 1). */
+	post_tx_hdr(tx, frame, sizeof(frame), 1, 1, 1000, start, off);
+	kick(tx);
+	wait_idle();
+	assert_int_equal(reap(rx, &id, &len), 1);
+	assert_int_equal(len, HDR + sizeof(frame));
+	memcpy(sent, gp(g[0] + HDR), sizeof(sent));
+	/* Everything but the checksum field as sent; the sum over it all checks out. */
+	c = (uint16_t)(sent[start + off] << 8 | sent[start + off + 1]);
+	assert_int_not_equal(c, pseudo);
+	sent[start + off] = frame[start + off];
+	sent[start + off + 1] = frame[start + off + 1];
+	assert_memory_equal(sent, frame, sizeof(frame));
+	memcpy(sent, gp(g[0] + HDR), sizeof(sent));
+	sent[start + off] = 0;
+	sent[start + off + 1] = 0;
+	assert_int_equal(ocsum(sent, start, sizeof(sent), (uint32_t)c + pseudo), 0xffff);
+	/* The two bad frames were completed (the guest gets its buffers back) and dropped. */
+	assert_int_equal(reap(rx, &id, &len), 0);
+	assert_int_equal(reap(tx, &id, &len), 1);
+	assert_int_equal(reap(tx, &id, &len), 1);
+	assert_int_equal(reap(tx, &id, &len), 1);
+	emu_dev_wire_stats(dev, &txf, &rxf, &drops);
+	assert_int_equal(txf, 1);
+	assert_int_equal(drops, 2);
+	/* Without CSUM on the queue the device does not touch the frame. */
+	post_tx_hdr(tx2, frame, sizeof(frame), 1, 0, 0, start, off);
+	kick(tx2);
+	wait_idle();
+	assert_int_equal(reap(rx, &id, &len), 1);
+	check_rx(g[1], frame, sizeof(frame));
+}
+
+/*
+ * VIRTIO_NET_F_HOST_TSO4 (queue feature bit 12, with CSUM): a TCP/IPv4
+ * frame with gso_type TCPV4 leaves as gso_size segments (virtio 1.1
+ * 5.1.6.2), each with its IPv4 total length, id (+1 per segment) and
+ * header checksum, its TCP sequence number, FIN/PSH on the last segment
+ * only, CWR on the first only, and a TCP checksum over the pseudo header.
+ * A TSO the queue does not have (TCPV6 here) is dropped.
+ */
+static void
+test_tx_tso_cuts_tcp_frames_into_segments(void **state)
+{
+	struct vq_opts o = {
+		.features = 1u << PRM_VIRTQ_FEAT_CSUM | 1u << PRM_VIRTQ_FEAT_HOST_TSO4,
+	};
+	struct vq_opts plain = { 0 };
+	struct ring *rx = vq_up(0, &plain), *tx = vq_up(1, &o);
+	static const uint8_t flags[3] = { 0x90, 0x10, 0x19 };   /* ACK|CWR, ACK, ACK|PSH|FIN */
+	const uint32_t mss = 1000, hl = 54, payload = 2500, seq0 = 0x01020304;
+	static uint8_t frame[54 + 2500];
+	uint8_t pseudo[12], *f;
+	uint64_t g[4], txf, rxf, drops;
+	uint32_t id, len, k, seg, seq, sum;
+
+	(void)state;
+	steering(&rx, 1, false);
+	for (k = 0; k < 4; k++)
+		g[k] = post_rx(rx, 0);
+	make_frame(frame, sizeof(frame), 0x0a000002, 1000, 0);
+	frame[18] = 0x11;                   /* IPv4 id 0x1111 */
+	frame[19] = 0x11;
+	frame[38] = 1;                      /* TCP sequence number */
+	frame[39] = 2;
+	frame[40] = 3;
+	frame[41] = 4;
+	frame[46] = 0x50;                   /* data offset: 20 bytes */
+	frame[47] = 0x99;                   /* CWR | ACK | PSH | FIN */
+	post_tx_hdr(tx, frame, sizeof(frame), 1, 1, (uint16_t)mss, 34, 16);
+	/* TCPV6 (gso_type 4) on a queue without HOST_TSO6. */
+	post_tx_hdr(tx, frame, sizeof(frame), 1, 4, (uint16_t)mss, 34, 16);
+	kick(tx);
+	wait_idle();
+	for (k = 0; k < 3; k++) {
+		seg = k < 2 ? mss : payload - 2 * mss;
+		assert_int_equal(reap(rx, &id, &len), 1);
+		assert_int_equal(len, HDR + hl + seg);
+		f = gp(g[k] + HDR);
+		assert_int_equal(f[16] << 8 | f[17], 40 + seg);
+		assert_int_equal(f[18] << 8 | f[19], 0x1111 + k);
+		assert_int_equal(ocsum(f, 14, 34, 0), 0xffff);
+		seq = (uint32_t)f[38] << 24 | (uint32_t)f[39] << 16 | (uint32_t)f[40] << 8 | f[41];
+		assert_int_equal(seq, seq0 + k * mss);
+		assert_int_equal(f[47], flags[k]);
+		assert_memory_equal(f + hl, frame + hl + k * mss, seg);
+		/* Pseudo header: source, destination, 0, protocol 6, TCP length. */
+		memcpy(pseudo, f + 26, 8);
+		pseudo[8] = 0;
+		pseudo[9] = 6;
+		pseudo[10] = (uint8_t)((20 + seg) >> 8);
+		pseudo[11] = (uint8_t)(20 + seg);
+		sum = ocsum(pseudo, 0, sizeof(pseudo), 0);
+		assert_int_equal(ocsum(f, 34, hl + seg, sum), 0xffff);
+	}
+	assert_int_equal(reap(rx, &id, &len), 0);
+	assert_int_equal(reap(tx, &id, &len), 1);
+	assert_int_equal(reap(tx, &id, &len), 1);
+	emu_dev_wire_stats(dev, &txf, &rxf, &drops);
+	assert_int_equal(txf, 3);
+	assert_int_equal(drops, 1);
 }
 
 static void
@@ -1947,6 +2124,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 		T(test_split_tx_frames_loop_back_to_rx),
+		T(test_tx_checksum_offload_completes_partial_checksums),
+		T(test_tx_tso_cuts_tcp_frames_into_segments),
 		T(test_packed_rings_wrap_and_suppress_events),
 		T(test_split_chains_and_indirect_descriptors),
 		T(test_packed_chains_and_indirect_descriptors),

@@ -144,6 +144,7 @@ queues_setup(struct mlx5_lm_dev *dev)
 		goto err_precreate;
 	return 0;
 err_precreate:
+	mlx5_lm_virtq_counters_release(dev);
 	mlx5_lm_uplink_stop(dev);
 err_uplink:
 	mlx5_lm_event_buf_destroy(dev);
@@ -175,6 +176,7 @@ queues_teardown(struct mlx5_lm_dev *dev)
 	pthread_mutex_unlock(&dev->lock);
 	mlx5_lm_notify_stop(dev);
 	mlx5_lm_virtqs_destroy(dev);
+	mlx5_lm_virtq_counters_release(dev);
 	mlx5_lm_uplink_stop(dev);
 	mlx5_lm_event_buf_destroy(dev);
 	devx_evch_destroy(dev->evch);
@@ -395,7 +397,9 @@ RTE_INIT(mlx5_lm_register)
 #define MLX5_LM_PARAMS \
 	"emu=<profile|path> ibdev=<name> pci=<BDF> sf=<auxdev> queues=<1-128> queue_size=<pow2> precreate=<0|1> " \
 	"workers=<1-64> mr_chunk_mb=<pow2> mr_gc_ms=<ms> parallel=<0|1> " \
-	"uplink=<loopback|ethdev> devx_trace=<path>"
+	"uplink=<loopback|ethdev> devx_trace=<path> event_mode=<0-2> event_us=<us> " \
+	"no_traffic_time=<polls> event_core=<cpu> max_conf_threads=<0-64> " \
+	"hw_latency_mode=<0-2> hw_max_latency_us=<0-4095> hw_max_pending_comp=<0-65535>"
 RTE_PMD_REGISTER_PARAM_STRING(vdpa_mlx5_lm, MLX5_LM_PARAMS);
 /*
  * What dpdk-pmdinfo.py reads: a "PMD_INFO_STRING=<json>" string in

@@ -37,7 +37,23 @@ struct mlx5_lm_devargs {
 	uint32_t parallel;
 	char uplink[64];
 	char devx_trace[256];
+	/* DPDK vdpa/mlx5's keys (doc/devargs.md, "coming from DPDK's vdpa/mlx5"). */
+	uint32_t event_mode;         /* MLX5_LM_EVENT_MODE_* */
+	uint32_t event_us;           /* timer step (dynamic) or period (fixed) */
+	uint32_t no_traffic_time;    /* empty polls before falling back to interrupts */
+	uint32_t event_core;         /* CPU of the notification thread, or _ANY */
+	uint32_t max_conf_threads;   /* upstream name of workers */
+	uint32_t hw_latency_mode;    /* virtq queue_period_mode */
+	uint32_t hw_max_latency_us;  /* virtq queue_period_us */
+	uint32_t hw_max_pending_comp; /* virtq queue_max_count */
 };
+
+/* event_mode: upstream's values (mlx5_vdpa.h MLX5_VDPA_EVENT_MODE_*). */
+#define MLX5_LM_EVENT_MODE_DYNAMIC_TIMER 0
+#define MLX5_LM_EVENT_MODE_FIXED_TIMER 1
+#define MLX5_LM_EVENT_MODE_INTERRUPT 2
+#define MLX5_LM_DEFAULT_NO_TRAFFIC_TIME 16
+#define MLX5_LM_EVENT_CORE_ANY UINT32_MAX
 
 /* Device-level PRM objects allocated at probe. */
 struct mlx5_lm_res {
@@ -58,6 +74,10 @@ struct mlx5_lm_vq_cfg {
 	uint32_t mkey;
 	uint8_t event_mode;          /* PRM_VIRTQ_EVENT_MODE_* */
 	uint32_t event_qpn;
+	/* Completion moderation (QUEUE_PERIOD): from the hw_* devargs. */
+	uint8_t period_mode;
+	uint16_t period_us;
+	uint16_t max_count;
 };
 
 /*
@@ -79,6 +99,9 @@ struct mlx5_lm_eventq {
 	uint8_t *cq_dbrec;           /* cq_dbrec: consumer index, arm request */
 	uint8_t *qp_dbrec;           /* qp_dbrec of our QP: receive counter (credits) */
 };
+
+/* Per-queue statistics (rte_vdpa_get_stats), in DPDK vdpa/mlx5's order. */
+#define MLX5_LM_NB_STATS 6
 
 struct mlx5_lm_virtq {
 	struct mlx5_lm_dev *dev;
@@ -111,7 +134,13 @@ struct mlx5_lm_virtq {
 	int kickfd;
 	int callfd;
 	uint32_t recoveries;         /* ERR recoveries since DRIVER_OK */
-	uint64_t stats_base[8];      /* counter values at the last reset */
+	/*
+	 * The counter set lives as long as the device (created with the first
+	 * queue object, kept across re-creations and front-end reconnects,
+	 * as DPDK vdpa/mlx5 keeps virtq->counters): statistics run until the
+	 * device is removed or reset_stats.
+	 */
+	uint64_t stats_base[MLX5_LM_NB_STATS]; /* counter values at the last reset */
 };
 
 #define MLX5_LM_MAX_VIRTQS 256
@@ -228,7 +257,10 @@ int mlx5_lm_virtq_set_state(struct mlx5_lm_virtq *vq, uint8_t state);
 /* QUERY: state, error_type and the hardware indices. */
 int mlx5_lm_virtq_query(struct mlx5_lm_virtq *vq, uint8_t *state, uint8_t *error_type,
 			uint16_t *avail, uint16_t *used);
-int mlx5_lm_virtq_counters(struct mlx5_lm_virtq *vq, uint64_t vals[6]);
+/* received, completed, bad descriptor, exceed max chain, invalid buffer, error CQEs. */
+int mlx5_lm_virtq_counters(struct mlx5_lm_virtq *vq, uint64_t vals[MLX5_LM_NB_STATS]);
+/* The counter sets of every queue (they outlive queue objects): at device removal. */
+void mlx5_lm_virtq_counters_release(struct mlx5_lm_dev *dev);
 int mlx5_lm_virtq_set_dirty_log(struct mlx5_lm_virtq *vq, uint32_t mkey, uint64_t addr,
 				uint32_t size, int enable);
 /*
@@ -241,11 +273,12 @@ int mlx5_lm_virtq_recreate_suspended(struct mlx5_lm_virtq *vq, uint32_t log_mkey
 int mlx5_lm_event_buf_create(struct mlx5_lm_dev *dev);
 void mlx5_lm_event_buf_destroy(struct mlx5_lm_dev *dev);
 /*
- * A completion event of vq's CQ: count the new completions, hand the
- * receive credits back and re-arm. Returns the completions (>= 0).
- * Never blocks on the device (the notification thread calls it).
+ * Count the new completions of vq's event CQ and hand the receive credits
+ * back; with arm, also arm the CQ for the next event (interrupt mode, or a
+ * poller going idle). Returns the completions (>= 0). Never blocks on the
+ * device (the notification thread calls it).
  */
-int mlx5_lm_eventq_drain(struct mlx5_lm_virtq *vq);
+int mlx5_lm_eventq_drain(struct mlx5_lm_virtq *vq, int arm);
 
 /* steering (mlx5_lm_steer.c) */
 int mlx5_lm_steer_create(struct mlx5_lm_dev *dev);
@@ -256,8 +289,13 @@ int mlx5_lm_steer_update(struct mlx5_lm_dev *dev);
 int mlx5_lm_steer_forget(struct mlx5_lm_dev *dev, uint32_t id);
 
 /* Feature bits the driver offers (virtio 1.1 and the vhost-user protocol). */
+#define F_CSUM 0
+#define F_GUEST_CSUM 1
+#define F_HOST_TSO4 11
+#define F_HOST_TSO6 12
 #define F_MRG_RXBUF 15
 #define F_STATUS 16
+#define F_GUEST_ANNOUNCE 21
 #define F_MQ 22
 #define F_LOG_ALL 26
 #define F_ANY_LAYOUT 27
@@ -265,6 +303,7 @@ int mlx5_lm_steer_forget(struct mlx5_lm_dev *dev, uint32_t id);
 #define F_PROTOCOL_FEATURES 30
 #define F_VERSION_1 32
 #define F_RING_PACKED 34
+#define F_ORDER_PLATFORM 36
 
 #define PF_MQ 0
 #define PF_LOG_SHMFD 1

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rte_kvargs.h>
 
@@ -44,6 +45,28 @@ static const struct arg_spec specs[] = {
 	NUM_ARG("parallel", ARG_BOOL, 0, 1, parallel, "suspend/resume/config in parallel"),
 	STR_ARG("uplink", uplink, "emulated wire: loopback or an ethdev name"),
 	STR_ARG("devx_trace", devx_trace, "JSON-lines DevX command trace path"),
+	/*
+	 * DPDK vdpa/mlx5's keys (doc/guides/vdpadevs/mlx5.rst, DPDK 22.11),
+	 * with their upstream meaning; doc/devargs.md says where the defaults
+	 * differ. Upstream warns and goes on with a bad value: here it fails
+	 * the probe like every other key.
+	 */
+	NUM_ARG("event_mode", ARG_U32, 0, 2, event_mode,
+		"0 dynamic timer, 1 fixed timer, 2 interrupts"),
+	NUM_ARG("event_us", ARG_U32, 0, 1000000, event_us,
+		"timer step (event_mode=0) or period (event_mode=1) in microseconds"),
+	NUM_ARG("no_traffic_time", ARG_U32, 0, 1000000, no_traffic_time,
+		"empty polling cycles before falling back to interrupts"),
+	NUM_ARG("event_core", ARG_U32, 0, 1023, event_core,
+		"CPU of the notification thread"),
+	NUM_ARG("max_conf_threads", ARG_U32, 0, 64, max_conf_threads,
+		"configuration threads (upstream name of workers)"),
+	NUM_ARG("hw_latency_mode", ARG_U32, 0, 2, hw_latency_mode,
+		"completion moderation: 0 device default, 1 from first, 2 from last completion"),
+	NUM_ARG("hw_max_latency_us", ARG_U32, 0, 4095, hw_max_latency_us,
+		"longest delay of a completion report in microseconds, 0 device default"),
+	NUM_ARG("hw_max_pending_comp", ARG_U32, 0, 65535, hw_max_pending_comp,
+		"completions pending before a report, 0 device default"),
 };
 
 static const struct arg_spec *
@@ -120,6 +143,42 @@ normalize_pci(char *bdf, size_t size, char *err, size_t errlen)
 	return 0;
 }
 
+static void
+known_keys(char *buf, size_t len)
+{
+	size_t i, off = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < RTE_DIM(specs) && off < len; i++)
+		off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? ", " : "",
+					specs[i].key);
+}
+
+/* Rules between keys, once every key has its value. */
+static int
+check_combined(struct rte_kvargs *kv, struct mlx5_lm_devargs *out, char *err, size_t errlen)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (kv != NULL && rte_kvargs_count(kv, "max_conf_threads") > 0) {
+		if (rte_kvargs_count(kv, "workers") > 0) {
+			snprintf(err, errlen, "max_conf_threads=%u and workers=%u: the same "
+				 "worker pool under two names, give one",
+				 out->max_conf_threads, out->workers);
+			return -EINVAL;
+		}
+		/* Upstream's 0 (no internal threads: the caller configures) is one worker. */
+		out->workers = out->max_conf_threads ? out->max_conf_threads : 1;
+	}
+	if (out->event_core != MLX5_LM_EVENT_CORE_ANY && cpus > 0 &&
+	    out->event_core >= (uint32_t)cpus) {
+		snprintf(err, errlen, "event_core=%u: out of range [0, %ld] (CPUs online)",
+			 out->event_core, cpus - 1);
+		return -ERANGE;
+	}
+	return 0;
+}
+
 int
 mlx5_lm_devargs_parse(const char *name, const char *args, struct mlx5_lm_devargs *out,
 		      char *err, size_t errlen)
@@ -136,6 +195,10 @@ mlx5_lm_devargs_parse(const char *name, const char *args, struct mlx5_lm_devargs
 	out->mr_gc_ms = MLX5_LM_DEFAULT_MR_GC_MS;
 	out->parallel = 1;
 	snprintf(out->uplink, sizeof(out->uplink), "loopback");
+	/* Interrupts (upstream's default is event_mode=1, a fixed timer). */
+	out->event_mode = MLX5_LM_EVENT_MODE_INTERRUPT;
+	out->no_traffic_time = MLX5_LM_DEFAULT_NO_TRAFFIC_TIME;
+	out->event_core = MLX5_LM_EVENT_CORE_ANY;
 
 	if (args != NULL && args[0] != '\0') {
 		/* No key list here: rte_kvargs would reject without naming the key. */
@@ -149,10 +212,11 @@ mlx5_lm_devargs_parse(const char *name, const char *args, struct mlx5_lm_devargs
 			const struct arg_spec *s = find_spec(kv->pairs[i].key);
 
 			if (s == NULL) {
-				snprintf(err, errlen,
-					 "%s: unknown key (known: emu, ibdev, pci, sf, queues, queue_size, "
-					 "precreate, workers, mr_chunk_mb, mr_gc_ms, parallel, uplink, "
-					 "devx_trace)", kv->pairs[i].key);
+				char keys[512];
+
+				known_keys(keys, sizeof(keys));
+				snprintf(err, errlen, "%s: unknown key (known: %s)",
+					 kv->pairs[i].key, keys);
 				ret = -EINVAL;
 				goto out;
 			}
@@ -168,6 +232,12 @@ mlx5_lm_devargs_parse(const char *name, const char *args, struct mlx5_lm_devargs
 				goto out;
 		}
 	}
+	ret = check_combined(kv, out, err, errlen);
+	if (ret < 0)
+		goto out;
+	/* Upstream: a dynamic timer without a step steps by 1 us. */
+	if (out->event_mode == MLX5_LM_EVENT_MODE_DYNAMIC_TIMER && out->event_us == 0)
+		out->event_us = 1;
 	if ((out->emu[0] != '\0') + (out->ibdev[0] != '\0') + (out->pci[0] != '\0') +
 	    (out->sf[0] != '\0') != 1) {
 		snprintf(err, errlen, "%s: exactly one of emu=<profile> (emulated device) and "

@@ -5,9 +5,24 @@
  *     whose doorbell page is not mapped into the guest;
  *   - completion events of a queue's CQ become a write to its callfd;
  *   - OBJECT_CHANGE events (a queue went to ERR) start a recovery.
- * No work is polled: an idle device costs no CPU.
+ *
+ * How completions reach the callfds is the devarg event_mode, with DPDK
+ * vdpa/mlx5's meanings (doc/guides/vdpadevs/mlx5.rst):
+ *   2 (default here) interrupts: every CQ is armed, each event drains
+ *     its CQ, re-arms it and writes the callfd. An idle device costs no CPU.
+ *   1 fixed timer: the thread polls every queue's CQ each event_us
+ *     microseconds (0: as fast as it can, yielding) and writes the callfd
+ *     of the queues that completed something;
+ *   0 dynamic timer: the same, the period growing by event_us while
+ *     nothing completes and divided by the largest count of completions
+ *     a poll found when traffic comes.
+ * In both timer modes no_traffic_time empty polls in a row arm every CQ
+ * and put the thread to sleep until the next completion event: an idle
+ * device still costs no CPU. The thread runs on event_core when given.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -16,6 +31,9 @@
 
 #include "prm.h"
 #include "mlx5_lm.h"
+
+/* Longest polling period of the dynamic timer mode. */
+#define MAX_DELAY_US 1000000u
 
 /* epoll cookies: the event channel, the stop eventfd, or a queue index. */
 #define TAG_EVCH 0x10000u
@@ -29,6 +47,11 @@ struct mlx5_lm_notify {
 	int kickfd[MLX5_LM_MAX_VIRTQS]; /* registered in epfd, -1 when none */
 	pthread_mutex_t lock;           /* guards kickfd[] and callfd[] */
 	int callfd[MLX5_LM_MAX_VIRTQS];
+	/* Timer event modes, the thread's own state. */
+	int timer;                      /* event_mode 0 or 1 */
+	int polling;                    /* polling; 0: CQs armed, waiting for an event */
+	uint32_t delay_us;              /* current polling period */
+	uint32_t idle;                  /* empty polls in a row */
 };
 
 void mlx5_lm_recover_queue(struct mlx5_lm_dev *dev, uint16_t index);
@@ -46,35 +69,137 @@ relay_kick(struct mlx5_lm_notify *n, uint16_t index)
 }
 
 static void
+call(struct mlx5_lm_notify *n, uint16_t index)
+{
+	uint64_t one = 1;
+	int fd;
+
+	pthread_mutex_lock(&n->lock);
+	fd = n->callfd[index];
+	if (fd >= 0 && write(fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		DRV_LOG(DEBUG, n->dev, "queue %u: callfd write failed: %s", index,
+			strerror(errno));
+	pthread_mutex_unlock(&n->lock);
+}
+
+/*
+ * One polling cycle of the timer modes: every queue's CQ read, the callfd
+ * of each queue that completed something written. Returns the largest
+ * count of completions of one queue.
+ */
+static uint32_t
+poll_queues(struct mlx5_lm_notify *n)
+{
+	struct mlx5_lm_dev *dev = n->dev;
+	uint32_t max = 0;
+	uint16_t i;
+
+	for (i = 0; i < dev->nr_vq; i++) {
+		int c = mlx5_lm_eventq_drain(&dev->vq[i], 0);
+
+		if (c <= 0)
+			continue;
+		call(n, i);
+		if ((uint32_t)c > max)
+			max = (uint32_t)c;
+	}
+	return max;
+}
+
+/* Timer modes, no traffic for no_traffic_time polls: arm every CQ and sleep. */
+static void
+go_idle(struct mlx5_lm_notify *n)
+{
+	struct mlx5_lm_dev *dev = n->dev;
+	uint16_t i;
+
+	for (i = 0; i < dev->nr_vq; i++)
+		/* Completions that slipped in before the arm raise an event at once. */
+		if (mlx5_lm_eventq_drain(&dev->vq[i], 1) > 0)
+			call(n, i);
+	n->polling = 0;
+}
+
+/* After a poll that found at most max completions of one queue (upstream's rule). */
+static void
+poll_done(struct mlx5_lm_notify *n, uint32_t max)
+{
+	const struct mlx5_lm_devargs *a = &n->dev->args;
+
+	if (max == 0 && n->idle++ >= a->no_traffic_time) {
+		go_idle(n);
+		return;
+	}
+	if (max != 0)
+		n->idle = 0;
+	if (a->event_mode != MLX5_LM_EVENT_MODE_DYNAMIC_TIMER)
+		return;
+	/*
+	 * Upstream's period has no ceiling; here it stops at 1 s, so that a
+	 * long no_traffic_time cannot stretch one poll's latency without end.
+	 */
+	if (max == 0)
+		n->delay_us = RTE_MIN(n->delay_us + a->event_us, (uint32_t)MAX_DELAY_US);
+	else if (max > 1)
+		n->delay_us /= max;
+}
+
+static void
 relay_events(struct mlx5_lm_notify *n)
 {
 	struct mlx5_lm_dev *dev = n->dev;
 	struct devx_event ev;
-	uint64_t one = 1;
 
 	while (devx_evch_read(dev->evch, &ev) > 0) {
 		uint16_t index = (uint16_t)ev.cookie;
-		int fd;
 
 		if (index >= MLX5_LM_MAX_VIRTQS)
 			continue;
-		if (ev.type == PRM_EVENT_COMPLETION) {
+		if (ev.type == PRM_EVENT_COMPLETION && n->timer) {
+			/* Traffic again: back to polling, from the first period. */
+			if (!n->polling) {
+				n->polling = 1;
+				n->idle = 0;
+				n->delay_us = dev->args.event_us;
+			}
+		} else if (ev.type == PRM_EVENT_COMPLETION) {
 			/*
 			 * Credits back and the CQ re-armed before the call: a
 			 * notification arriving meanwhile raises the next event.
 			 */
 			if (index < dev->nr_vq)
-				mlx5_lm_eventq_drain(&dev->vq[index]);
-			pthread_mutex_lock(&n->lock);
-			fd = n->callfd[index];
-			if (fd >= 0 && write(fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-				DRV_LOG(DEBUG, dev, "queue %u: callfd write failed: %s", index,
-					strerror(errno));
-			pthread_mutex_unlock(&n->lock);
+				mlx5_lm_eventq_drain(&dev->vq[index], 1);
+			call(n, index);
 		} else if (ev.type == PRM_EVENT_OBJECT_CHANGE) {
 			mlx5_lm_recover_queue(dev, index);
 		}
 	}
+}
+
+/*
+ * Wait for the next fd event; while polling, at most the current period
+ * (epoll_pwait2 for microseconds; a kernel without it gets milliseconds).
+ */
+static int
+wait_events(struct mlx5_lm_notify *n, struct epoll_event *evs, int max)
+{
+	struct timespec ts;
+	int k;
+
+	if (!n->polling)
+		return epoll_wait(n->epfd, evs, max, -1);
+	if (n->delay_us == 0) {
+		/* Upstream's event_us=0: poll without sleeping, but let others run. */
+		sched_yield();
+		return epoll_wait(n->epfd, evs, max, 0);
+	}
+	ts.tv_sec = n->delay_us / 1000000;
+	ts.tv_nsec = (long)(n->delay_us % 1000000) * 1000;
+	k = epoll_pwait2(n->epfd, evs, max, &ts, NULL);
+	if (k < 0 && errno == ENOSYS)
+		k = epoll_wait(n->epfd, evs, max,
+			       (int)RTE_MIN((n->delay_us + 999u) / 1000u, (uint32_t)INT32_MAX));
+	return k;
 }
 
 static void *
@@ -84,7 +209,7 @@ notify_thread(void *arg)
 	struct epoll_event evs[32];
 
 	for (;;) {
-		int i, k = epoll_wait(n->epfd, evs, RTE_DIM(evs), -1);
+		int i, k = wait_events(n, evs, RTE_DIM(evs));
 
 		if (k < 0) {
 			if (errno == EINTR)
@@ -106,8 +231,33 @@ notify_thread(void *arg)
 				relay_kick(n, (uint16_t)tag);
 			pthread_mutex_unlock(&n->lock);
 		}
+		if (n->polling)
+			poll_done(n, poll_queues(n));
 	}
 	return NULL;
+}
+
+/* Start the thread; with event_core on that CPU (upstream pins its event thread there). */
+static int
+start_thread(struct mlx5_lm_notify *n)
+{
+	uint32_t core = n->dev->args.event_core;
+	pthread_attr_t attr;
+	cpu_set_t set;
+	int ret;
+
+	pthread_attr_init(&attr);
+	if (core != MLX5_LM_EVENT_CORE_ANY) {
+		CPU_ZERO(&set);
+		CPU_SET(core, &set);
+		pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+	}
+	ret = pthread_create(&n->thread, &attr, notify_thread, n);
+	pthread_attr_destroy(&attr);
+	if (ret != 0)
+		DRV_LOG(ERR, n->dev, "cannot start the notification thread%s: %s",
+			core != MLX5_LM_EVENT_CORE_ANY ? " on event_core" : "", strerror(ret));
+	return -ret;
 }
 
 int
@@ -120,6 +270,9 @@ mlx5_lm_notify_start(struct mlx5_lm_dev *dev)
 	if (n == NULL)
 		return -ENOMEM;
 	n->dev = dev;
+	/* Timer modes start waiting for the first completion, CQs armed at creation. */
+	n->timer = dev->args.event_mode != MLX5_LM_EVENT_MODE_INTERRUPT;
+	n->delay_us = dev->args.event_us;
 	for (i = 0; i < MLX5_LM_MAX_VIRTQS; i++)
 		n->kickfd[i] = n->callfd[i] = -1;
 	pthread_mutex_init(&n->lock, NULL);
@@ -135,7 +288,7 @@ mlx5_lm_notify_start(struct mlx5_lm_dev *dev)
 	ev.data.u32 = TAG_EVCH;
 	if (epoll_ctl(n->epfd, EPOLL_CTL_ADD, devx_evch_fd(dev->evch), &ev) < 0)
 		goto err_ctl;
-	if (pthread_create(&n->thread, NULL, notify_thread, n) != 0)
+	if (start_thread(n) < 0)
 		goto err_ctl;
 	dev->notify = n;
 	return 0;

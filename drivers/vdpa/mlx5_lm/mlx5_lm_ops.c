@@ -40,6 +40,25 @@ mlx5_lm_get_features(struct rte_vdpa_device *vdpa, uint64_t *features)
 	f = 1ull << F_VERSION_1 | 1ull << F_ANY_LAYOUT | 1ull << F_INDIRECT_DESC |
 	    1ull << F_STATUS | 1ull << F_PROTOCOL_FEATURES | 1ull << F_LOG_ALL;
 	/*
+	 * The device reads and writes guest memory by DMA: the driver must
+	 * order its ring accesses with the platform's barriers (virtio 1.1,
+	 * 6: VIRTIO_F_ORDER_PLATFORM), as DPDK vdpa/mlx5 offers.
+	 */
+	f |= 1ull << F_ORDER_PLATFORM;
+	/*
+	 * GUEST_ANNOUNCE (DPDK vdpa/mlx5 offers it too): after a live
+	 * migration the front end, which owns the control queue (not
+	 * offloaded to this device), sets VIRTIO_NET_S_ANNOUNCE in its config
+	 * status and the guest sends its gratuitous ARPs through our queues,
+	 * so that the network learns the guest's new place. Without it QEMU
+	 * asks a vhost-user back end for a RARP (VHOST_USER_SEND_RARP), which
+	 * DPDK's vhost injects only on its software data path, never through
+	 * a vDPA device: nothing would announce the guest. The spec ties the
+	 * feature to CTRL_VQ, which the front end adds (QEMU's virtio-net
+	 * emulates the control queue of a vhost-user device).
+	 */
+	f |= 1ull << F_GUEST_ANNOUNCE;
+	/*
 	 * Features the device implements per queue are offered only when the
 	 * virtio emulation caps list them in device_features_bits_mask, as
 	 * Linux mlx5_vdpa maps that mask to virtio feature bits. Of them the
@@ -47,6 +66,24 @@ mlx5_lm_get_features(struct rte_vdpa_device *vdpa, uint64_t *features)
 	 */
 	if (dev->caps.device_features_bits_mask & (1u << PRM_VIRTQ_FEAT_MRG_RXBUF))
 		f |= 1ull << F_MRG_RXBUF;
+	/*
+	 * Offloads, as upstream offers CSUM / GUEST_CSUM / HOST_TSO4 / HOST_TSO6:
+	 * the device completes a transmitted frame's partial checksum (CSUM),
+	 * segments TCP frames (HOST_TSO*, which need CSUM: virtio 1.1 5.1.3.1)
+	 * and hands the guest only complete frames, which GUEST_CSUM allows.
+	 * GUEST_TSO* are not offered (upstream neither): the device never
+	 * delivers GSO frames, and a guest without MRG_RXBUF would have to post
+	 * 64 KiB receive buffers for nothing.
+	 */
+	if (dev->caps.device_features_bits_mask & (1u << PRM_VIRTQ_FEAT_CSUM)) {
+		f |= 1ull << F_CSUM;
+		if (dev->caps.device_features_bits_mask & (1u << PRM_VIRTQ_FEAT_HOST_TSO4))
+			f |= 1ull << F_HOST_TSO4;
+		if (dev->caps.device_features_bits_mask & (1u << PRM_VIRTQ_FEAT_HOST_TSO6))
+			f |= 1ull << F_HOST_TSO6;
+	}
+	if (dev->caps.device_features_bits_mask & (1u << PRM_VIRTQ_FEAT_GUEST_CSUM))
+		f |= 1ull << F_GUEST_CSUM;
 	if (dev->nr_vq > 2)
 		f |= 1ull << F_MQ;
 	if (dev->caps.virtio_queue_type & (1u << PRM_VIRTQ_TYPE_PACKED))
@@ -167,9 +204,15 @@ mlx5_lm_get_notify_area(int vid, int qid, uint64_t *offset, uint64_t *size)
 	return 0;
 }
 
-static const char *const stat_names[] = {
-	"received_descriptors", "completed_descriptors", "completion_errors",
-	"bad_descriptor_errors", "exceed_max_chain", "invalid_buffer",
+/*
+ * DPDK vdpa/mlx5's names, in its order (drivers/vdpa/mlx5/mlx5_vdpa.c,
+ * mlx5_vdpa_stats_names, DPDK 22.11): a tool that reads counters by id
+ * gets the same counter from either driver. The values come in this order
+ * from mlx5_lm_virtq_counters().
+ */
+static const char *const stat_names[MLX5_LM_NB_STATS] = {
+	"received_descriptors", "completed_descriptors", "bad descriptor errors",
+	"exceed max chain", "invalid buffer", "completion errors",
 };
 
 static int
@@ -190,7 +233,8 @@ mlx5_lm_get_stats_names(struct rte_vdpa_device *vdpa, struct rte_vdpa_stat_name 
  * zero. Returns the device (vals filled) or NULL with *ret set.
  */
 static struct mlx5_lm_dev *
-read_counters(struct rte_vdpa_device *vdpa, int qid, uint64_t vals[6], int reset, int *ret)
+read_counters(struct rte_vdpa_device *vdpa, int qid, uint64_t vals[MLX5_LM_NB_STATS], int reset,
+	      int *ret)
 {
 	struct mlx5_lm_dev *dev = mlx5_lm_dev_by_vdpa(vdpa);
 
@@ -212,7 +256,7 @@ read_counters(struct rte_vdpa_device *vdpa, int qid, uint64_t vals[6], int reset
 	/* The background restore swaps queue objects without the lock. */
 	*ret = dev->restoring ? -EBUSY : mlx5_lm_virtq_counters(&dev->vq[qid], vals);
 	if (*ret == 0 && reset)
-		memcpy(dev->vq[qid].stats_base, vals, sizeof(dev->vq[qid].stats_base[0]) * 6);
+		memcpy(dev->vq[qid].stats_base, vals, sizeof(dev->vq[qid].stats_base));
 	pthread_mutex_unlock(&dev->lock);
 	return *ret == 0 ? dev : NULL;
 }
@@ -222,7 +266,7 @@ mlx5_lm_get_stats(struct rte_vdpa_device *vdpa, int qid, struct rte_vdpa_stat *s
 		  unsigned int n)
 {
 	struct mlx5_lm_dev *dev;
-	uint64_t vals[6];
+	uint64_t vals[MLX5_LM_NB_STATS];
 	unsigned int i;
 	int ret;
 
@@ -239,7 +283,7 @@ mlx5_lm_get_stats(struct rte_vdpa_device *vdpa, int qid, struct rte_vdpa_stat *s
 static int
 mlx5_lm_reset_stats(struct rte_vdpa_device *vdpa, int qid)
 {
-	uint64_t vals[6];
+	uint64_t vals[MLX5_LM_NB_STATS];
 	int ret;
 
 	read_counters(vdpa, qid, vals, 1, &ret);
@@ -274,7 +318,14 @@ mlx5_lm_get_config(int vid, uint8_t *config, uint32_t size)
 		return -EINVAL;
 	}
 	cfg[5] = (uint8_t)dev->instance;
-	v = 1; /* VIRTIO_NET_S_LINK_UP */
+	/*
+	 * VIRTIO_NET_S_LINK_UP only, never VIRTIO_NET_S_ANNOUNCE: the guest
+	 * acknowledges an announcement on the control queue, which the front
+	 * end handles, not this device; a bit set here could never be cleared.
+	 * The front end ORs its own ANNOUNCE bit into the status it shows the
+	 * guest (QEMU's virtio-net does for vhost-vdpa devices).
+	 */
+	v = 1;
 	memcpy(&cfg[6], &v, 2);
 	v = dev->nr_vq / 2;
 	memcpy(&cfg[8], &v, 2);

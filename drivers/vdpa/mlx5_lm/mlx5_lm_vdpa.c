@@ -233,8 +233,20 @@ struct vq_plan {
 static uint16_t
 queue_features(uint64_t f)
 {
-	/* The device needs only what changes its frame layout: the 12-byte header. */
-	return f & (1ull << F_MRG_RXBUF) ? 1u << PRM_VIRTQ_FEAT_MRG_RXBUF : 0;
+	uint16_t q = 0;
+
+	/* The 12-byte header, and the offloads the device performs per queue. */
+	if (f & (1ull << F_MRG_RXBUF))
+		q |= 1u << PRM_VIRTQ_FEAT_MRG_RXBUF;
+	if (f & (1ull << F_CSUM))
+		q |= 1u << PRM_VIRTQ_FEAT_CSUM;
+	if (f & (1ull << F_GUEST_CSUM))
+		q |= 1u << PRM_VIRTQ_FEAT_GUEST_CSUM;
+	if (f & (1ull << F_HOST_TSO4))
+		q |= 1u << PRM_VIRTQ_FEAT_HOST_TSO4;
+	if (f & (1ull << F_HOST_TSO6))
+		q |= 1u << PRM_VIRTQ_FEAT_HOST_TSO6;
+	return q;
 }
 
 static int

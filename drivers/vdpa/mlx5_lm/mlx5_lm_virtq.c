@@ -247,6 +247,17 @@ dbrec_store(uint8_t *rec, uint32_t dword, uint32_t v)
  * eq->ci: credits first, so that a notification waiting for them (RNR)
  * is retried by the arm. eq->lock held.
  */
+/* Credits back and the consumer index published, without asking for an event. */
+static void
+eventq_credit(struct mlx5_lm_virtq *vq)
+{
+	struct mlx5_lm_eventq *eq = &vq->eq;
+
+	/* One ring of receive WQEs past what we consumed. */
+	dbrec_store(eq->qp_dbrec, 0, eq->ci + MLX5_LM_EVENTQ_SIZE);
+	dbrec_store(eq->cq_dbrec, 0, eq->ci & 0xffffff);
+}
+
 static void
 eventq_rearm(struct mlx5_lm_virtq *vq)
 {
@@ -254,16 +265,14 @@ eventq_rearm(struct mlx5_lm_virtq *vq)
 	uint32_t ci = eq->ci & 0xffffff;
 	uint32_t arm = (uint32_t)eq->arm_sn << 28 | ci;   /* cmd 0: next completion */
 
-	/* One ring of receive WQEs past what we consumed. */
-	dbrec_store(eq->qp_dbrec, 0, eq->ci + MLX5_LM_EVENTQ_SIZE);
-	dbrec_store(eq->cq_dbrec, 0, ci);
+	eventq_credit(vq);
 	dbrec_store(eq->cq_dbrec, 1, arm);
 	devx_uar_ring(vq->dev->event_uar, DEVX_UAR_CQ_DOORBELL, (uint64_t)arm << 32 | eq->cqn);
 	eq->arm_sn = (eq->arm_sn + 1) & 3;
 }
 
 int
-mlx5_lm_eventq_drain(struct mlx5_lm_virtq *vq)
+mlx5_lm_eventq_drain(struct mlx5_lm_virtq *vq, int arm)
 {
 	struct mlx5_lm_eventq *eq = &vq->eq;
 	uint8_t opcode;
@@ -284,7 +293,15 @@ mlx5_lm_eventq_drain(struct mlx5_lm_virtq *vq)
 	} else if (opcode != PRM_CQE_INVALID) {
 		VQ_LOG(ERR, vq, "event CQ 0x%x: completion with opcode 0x%x", eq->cqn, opcode);
 	}
-	eventq_rearm(vq);
+	/*
+	 * Polled (timer event modes), a poll that found nothing leaves the
+	 * records alone; the CQ is armed only when the poller falls back to
+	 * interrupts.
+	 */
+	if (arm)
+		eventq_rearm(vq);
+	else if (n > 0)
+		eventq_credit(vq);
 	pthread_mutex_unlock(&eq->lock);
 	return n;
 }
@@ -467,6 +484,24 @@ put_cfg(void *obj, void *q, const struct mlx5_lm_vq_cfg *cfg)
 	PRM_SET(virtio_q, q, virtio_q_mkey, cfg->mkey);
 	PRM_SET(virtio_q, q, event_mode, cfg->event_mode);
 	PRM_SET(virtio_q, q, event_qpn_or_msix, cfg->event_qpn);
+	PRM_SET(virtio_q, q, queue_period_mode, cfg->period_mode);
+	PRM_SET(virtio_q, q, queue_period_us, cfg->period_us);
+	PRM_SET(virtio_q, q, queue_max_count, cfg->max_count);
+}
+
+/*
+ * Completion moderation of every queue of the device, from the devargs
+ * hw_latency_mode / hw_max_latency_us / hw_max_pending_comp, as DPDK
+ * vdpa/mlx5 fills queue_period_mode / queue_period_us / queue_max_count
+ * (0 = the device's default). A property of the device, not of the ring:
+ * whatever configuration the caller built, these are what the queue gets.
+ */
+static void
+put_moderation(const struct mlx5_lm_dev *dev, struct mlx5_lm_vq_cfg *cfg)
+{
+	cfg->period_mode = (uint8_t)dev->args.hw_latency_mode;
+	cfg->period_us = (uint16_t)dev->args.hw_max_latency_us;
+	cfg->max_count = (uint16_t)dev->args.hw_max_pending_comp;
 }
 
 /* The modify_field_select bits for going from cur to want. */
@@ -491,6 +526,9 @@ cfg_diff(const struct mlx5_lm_vq_cfg *cur, const struct mlx5_lm_vq_cfg *want)
 		bits |= PRM_VIRTQ_MODIFY_Q_MKEY;
 	if (cur->event_mode != want->event_mode || cur->event_qpn != want->event_qpn)
 		bits |= PRM_VIRTQ_MODIFY_EVENT_MODE;
+	if (cur->period_mode != want->period_mode || cur->period_us != want->period_us ||
+	    cur->max_count != want->max_count)
+		bits |= PRM_VIRTQ_MODIFY_QUEUE_PERIOD;
 	return bits;
 }
 
@@ -515,9 +553,12 @@ mlx5_lm_virtq_create(struct mlx5_lm_virtq *vq, uint16_t size, const struct mlx5_
 	ret = umems_create(vq, size);
 	if (ret < 0)
 		goto err_umems;
-	/* A device without VIRTIO_Q_COUNTERS (general_obj_types bit 28) counts nothing. */
-	vq->counters = NULL;
-	if (mlx5_lm_has_counters(dev)) {
+	/*
+	 * A device without VIRTIO_Q_COUNTERS (general_obj_types bit 28) counts
+	 * nothing. The counter set of an earlier object of this queue is kept:
+	 * the count goes on (DPDK vdpa/mlx5 creates virtq->counters once).
+	 */
+	if (vq->counters == NULL && mlx5_lm_has_counters(dev)) {
 		vq->counters = counters_create(vq);
 		if (vq->counters == NULL) {
 			ret = -EIO;
@@ -528,11 +569,14 @@ mlx5_lm_virtq_create(struct mlx5_lm_virtq *vq, uint16_t size, const struct mlx5_
 	if (ret < 0)
 		goto err_eventq;
 	blank.event_qpn = devx_obj_id(vq->eq.fw_qp);
+	/* Blank or not, a queue is created with the device's moderation. */
+	put_moderation(dev, &blank);
 	if (cfg != NULL) {
 		/* Created configured: its events go to the QP made just now. */
 		full = *cfg;
 		full.event_mode = PRM_VIRTQ_EVENT_MODE_QP;
 		full.event_qpn = blank.event_qpn;
+		put_moderation(dev, &full);
 		cfg = &full;
 	} else {
 		cfg = &blank;
@@ -584,8 +628,7 @@ err_subscribe:
 err_obj:
 	eventq_destroy(vq);
 err_eventq:
-	if (vq->counters != NULL && devx_obj_destroy(vq->counters) == 0)
-		vq->counters = NULL;
+	/* The counter set stays with the queue until the device goes. */
 err_counters:
 	umems_destroy(vq);
 err_umems:
@@ -605,8 +648,6 @@ mlx5_lm_virtq_destroy(struct mlx5_lm_virtq *vq)
 			vq->obj = NULL;
 	}
 	eventq_destroy(vq);
-	if (vq->counters != NULL && devx_obj_destroy(vq->counters) == 0)
-		vq->counters = NULL;
 	umems_destroy(vq);
 	vq->size = 0;
 	vq->hw_state = PRM_VIRTQ_STATE_INIT;
@@ -655,13 +696,16 @@ virtq_modify(struct mlx5_lm_virtq *vq, uint64_t bits, const struct mlx5_lm_vq_cf
 int
 mlx5_lm_virtq_modify(struct mlx5_lm_virtq *vq, const struct mlx5_lm_vq_cfg *cfg, int ready)
 {
-	uint64_t bits = cfg_diff(&vq->cur, cfg);
+	struct mlx5_lm_vq_cfg want = *cfg;
+	uint64_t bits;
 
+	put_moderation(vq->dev, &want);
+	bits = cfg_diff(&vq->cur, &want);
 	if (ready && vq->hw_state != PRM_VIRTQ_STATE_RDY)
 		bits |= PRM_VIRTQ_MODIFY_STATE;
 	if (bits == 0)
 		return 0;
-	return virtq_modify(vq, bits, cfg, ready ? PRM_VIRTQ_STATE_RDY : vq->hw_state);
+	return virtq_modify(vq, bits, &want, ready ? PRM_VIRTQ_STATE_RDY : vq->hw_state);
 }
 
 int
@@ -701,8 +745,28 @@ mlx5_lm_virtq_query(struct mlx5_lm_virtq *vq, uint8_t *state, uint8_t *error_typ
 	return 0;
 }
 
+void
+mlx5_lm_virtq_counters_release(struct mlx5_lm_dev *dev)
+{
+	uint16_t i;
+
+	for (i = 0; i < dev->nr_vq; i++) {
+		struct mlx5_lm_virtq *vq = &dev->vq[i];
+
+		if (vq->counters == NULL)
+			continue;
+		/* Still referenced by a queue the device would not destroy: leave it. */
+		if (devx_obj_destroy(vq->counters) < 0) {
+			VQ_LOG(ERR, vq, "cannot destroy the counter set");
+			continue;
+		}
+		vq->counters = NULL;
+		memset(vq->stats_base, 0, sizeof(vq->stats_base));
+	}
+}
+
 int
-mlx5_lm_virtq_counters(struct mlx5_lm_virtq *vq, uint64_t vals[6])
+mlx5_lm_virtq_counters(struct mlx5_lm_virtq *vq, uint64_t vals[MLX5_LM_NB_STATS])
 {
 	uint8_t in[PRM_SIZE(general_obj_in_cmd_hdr)];
 	uint8_t out[PRM_SIZE(virtq_counters_cmd)];
@@ -723,10 +787,10 @@ mlx5_lm_virtq_counters(struct mlx5_lm_virtq *vq, uint64_t vals[6])
 		return ret;
 	vals[0] = PRM_GET(virtio_q_counters, obj, received_desc);
 	vals[1] = PRM_GET(virtio_q_counters, obj, completed_desc);
-	vals[2] = PRM_GET(virtio_q_counters, obj, error_cqes);
-	vals[3] = PRM_GET(virtio_q_counters, obj, bad_desc_errors);
-	vals[4] = PRM_GET(virtio_q_counters, obj, exceed_max_chain);
-	vals[5] = PRM_GET(virtio_q_counters, obj, invalid_buffer);
+	vals[2] = PRM_GET(virtio_q_counters, obj, bad_desc_errors);
+	vals[3] = PRM_GET(virtio_q_counters, obj, exceed_max_chain);
+	vals[4] = PRM_GET(virtio_q_counters, obj, invalid_buffer);
+	vals[5] = PRM_GET(virtio_q_counters, obj, error_cqes);
 	return 0;
 }
 
@@ -816,11 +880,10 @@ mlx5_lm_virtq_recreate_suspended(struct mlx5_lm_virtq *vq, uint32_t log_mkey, ui
 	mlx5_lm_virtq_destroy(vq);
 	if (vq->obj != NULL)
 		return -EBUSY;
+	/* The new object counts on the same counter set. */
 	ret = mlx5_lm_virtq_create(vq, size, &cfg, 0);
 	if (ret < 0)
 		return ret;
-	/* A new counter set starts from zero. */
-	memset(vq->stats_base, 0, sizeof(vq->stats_base));
 	if (log_enable) {
 		ret = mlx5_lm_virtq_set_dirty_log(vq, log_mkey, 0, log_size, 1);
 		if (ret < 0)

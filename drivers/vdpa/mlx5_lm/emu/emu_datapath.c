@@ -210,6 +210,9 @@ emu_dp_add_seg(struct emu_dp_batch *b, uint64_t addr, uint32_t len, uint16_t fla
 	return 0;
 }
 
+#define VNET_HDR_F_NEEDS_CSUM 1
+#define VNET_HDR_GSO_NONE 0
+
 /* TX: gather the chain, strip the virtio-net header, put the frame on the wire. */
 static int
 dp_tx(struct emu_dp_batch *b, uint32_t *used_len)
@@ -229,6 +232,32 @@ dp_tx(struct emu_dp_batch *b, uint32_t *used_len)
 		if (emu_dp_read(b, b->segs[i].addr, dp->frame_buf + off, b->segs[i].len) < 0)
 			return emu_dp_fail(b, EMU_VQ_ERROR_BAD_DESC, EMU_DP_CNT_INVALID_BUFFER);
 		off += b->segs[i].len;
+	}
+	/*
+	 * Offloads the queue has (features set by the driver inside
+	 * device_features_bits_mask, emu_offload.c): a GSO frame is cut into
+	 * segments (HOST_TSO4/6), a NEEDS_CSUM one gets its checksum (CSUM).
+	 * What the queue cannot do is dropped and logged, never sent half-made.
+	 */
+	if (dp->frame_buf[1] != VNET_HDR_GSO_NONE) {
+		if (emu_offload_tso(b->dev, dp->frame_buf + b->hdr_len,
+				    (uint32_t)(total - b->hdr_len), dp->frame_buf,
+				    b->vq->queue_features) < 0) {
+			dp->drops++;
+			emu_log(b->dev, 4, "virtq %u: GSO frame (gso_type 0x%x) dropped: not a "
+				"TCP frame or not a TSO the queue has (features 0x%x)",
+				b->vq->obj.id, dp->frame_buf[1], b->vq->queue_features);
+		}
+		return 1;
+	}
+	if ((dp->frame_buf[0] & VNET_HDR_F_NEEDS_CSUM) &&
+	    (b->vq->queue_features & (1u << PRM_VIRTQ_FEAT_CSUM)) &&
+	    emu_offload_csum(dp->frame_buf + b->hdr_len, (uint32_t)(total - b->hdr_len),
+			     dp->frame_buf) < 0) {
+		dp->drops++;
+		emu_log(b->dev, 4, "virtq %u: NEEDS_CSUM with csum_start/offset outside the "
+			"%" PRIu64 "-byte frame: dropped", b->vq->obj.id, total - b->hdr_len);
+		return 1;
 	}
 	emu_dp_wire_tx(b->dev, dp->frame_buf + b->hdr_len, (uint32_t)(total - b->hdr_len));
 	return 1;

@@ -678,6 +678,17 @@ int emu_dp_consume(struct emu_dp_batch *b, uint32_t *used_len);
 /* A frame from TX: to the uplink, or back through steering (loopback). */
 void emu_dp_wire_tx(struct emu_dev *dev, const uint8_t *frame, uint32_t len);
 
+/*
+ * emu_offload.c: transmit offloads (virtio-net header hdr, frame after it).
+ * CSUM: complete the partial checksum in place; -1 when the offsets lie
+ * outside the frame. TSO: send the frame's segments with emu_dp_wire_tx,
+ * the number sent, or -1 (nothing sent) when the queue lacks the TSO the
+ * header asks for or the frame is not TCP over IPv4/IPv6.
+ */
+int emu_offload_csum(uint8_t *frame, uint32_t len, const uint8_t *hdr);
+int emu_offload_tso(struct emu_dev *dev, const uint8_t *frame, uint32_t len, const uint8_t *hdr,
+		    uint16_t features);
+
 /* emu_ring_split.c / emu_ring_packed.c: process up to budget chains. */
 void emu_ring_split_run(struct emu_dp_batch *b, unsigned int budget);
 void emu_ring_packed_run(struct emu_dp_batch *b, unsigned int budget);

@@ -14,6 +14,8 @@
 #include "emu_priv.h"
 
 #define VQ_MAX_REFS 8
+/* queue_period_mode: 0 default, 1 from first completion, 2 from last; 3 reserved. */
+#define EMU_VQ_PERIOD_MODE_MAX 2
 
 /* Bits a MODIFY may carry on this device (no desc_group_mkey support). */
 #define VQ_MODIFY_SUPPORTED (PRM_VIRTQ_MODIFY_ALL_KNOWN & ~PRM_VIRTQ_MODIFY_DESC_GROUP_MKEY)
@@ -213,6 +215,21 @@ vq_check_fields(struct emu_ctx *c, struct emu_virtq *vq, uint64_t mask)
 			"device_features_bits_mask 0x%x (virtio emulation caps)", vq->queue_index,
 			vq->queue_features, caps->device_features_bits_mask);
 		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_CAP_NOT_SUPPORTED);
+	}
+	/*
+	 * Completion moderation (virtio_q queue_period_mode[2], mlx5_ifc /
+	 * DPDK mlx5_prm.h): 0 the device's default, 1 the period counts from
+	 * the first completion reported, 2 from the last (DPDK's
+	 * doc/guides/vdpadevs/mlx5.rst, hw_latency_mode); 3 is reserved.
+	 * queue_period_us[12] and queue_max_count[16] take any value their
+	 * width holds (0 = the device's default).
+	 */
+	if ((mask & PRM_VIRTQ_MODIFY_QUEUE_PERIOD) &&
+	    vq->queue_period_mode > EMU_VQ_PERIOD_MODE_MAX) {
+		emu_log(c->dev, 4, "virtq index %u: queue_period_mode %u is reserved (0 default, "
+			"1 from first completion, 2 from last)", vq->queue_index,
+			vq->queue_period_mode);
+		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
 	}
 	if (mask & PRM_VIRTQ_MODIFY_EVENT_MODE) {
 		vq->event_qp = NULL;
