@@ -270,12 +270,12 @@ print_table_vm(const struct mig_opts *o, const struct stage_sum *ss, unsigned in
 {
 	unsigned int i;
 
-	printf("| %-15s | %11s | %12s | %7s | %14s | %20s | %18s | %18s | %13s | "
+	printf("| %-15s | %11s | %15s | %7s | %14s | %20s | %18s | %18s | %13s | "
 	       "%12s | %4s | %3s | %8s |\n", "stage", "downtime ms", "min-max ms", "x floor",
 	       "source stop ms", "destination start ms", "of which memory ms",
 	       "of which queues ms", "model busy ms", "overshoot us", "lost", "dup",
 	       "dirty ok");
-	printf("|-----------------|-------------|--------------|---------|----------------|"
+	printf("|-----------------|-------------|-----------------|---------|----------------|"
 	       "----------------------|--------------------|--------------------|"
 	       "---------------|--------------|------|-----|----------|\n");
 	for (i = 0; i < n; i++) {
@@ -283,14 +283,14 @@ print_table_vm(const struct mig_opts *o, const struct stage_sum *ss, unsigned in
 		char spread[32], xf[16];
 
 		if (!ss[i].ok) {
-			printf("| %-15s | %11s | %12s | %7s | %14s | %20s | %18s | %18s | %13s | "
+			printf("| %-15s | %11s | %15s | %7s | %14s | %20s | %18s | %18s | %13s | "
 			       "%12s | %4s | %3s | %8s |\n", r->name, "failed", "-", "-", "-", "-",
 			       "-", "-", "-", "-", "-", "-", "-");
 			continue;
 		}
 		snprintf(spread, sizeof(spread), "%.1f-%.1f", ss[i].min_ms, ss[i].max_ms);
 		fmt_x_floor(xf, sizeof(xf), r->downtime_ms, f, false);
-		printf("| %-15s | %11.1f | %12s | %7s | %14.1f | %20.1f | %18.1f | %18.1f | "
+		printf("| %-15s | %11.1f | %15s | %7s | %14.1f | %20.1f | %18.1f | %18.1f | "
 		       "%13.1f | %12.1f | %4lu | %3lu | %8s |\n", r->name, r->downtime_ms, spread,
 		       xf, r->src_stop_ms, r->dst_start_ms, r->dst_mr_ms, r->dst_vq_ms,
 		       r->model_busy_ms + r->model_pin_ms, overshoot_us(r),
@@ -321,12 +321,12 @@ print_table_evac(const struct stage_sum *ss, unsigned int n, const struct floors
 {
 	unsigned int i;
 
-	printf("| %-15s | %3s | %8s | %13s | %14s | %12s | %9s | %7s | %13s | %12s | %4s | "
+	printf("| %-15s | %3s | %8s | %14s | %14s | %15s | %9s | %7s | %13s | %12s | %4s | "
 	       "%3s | %8s |\n", "stage", "VMs", "alone ms", "at once med ms", "at once max ms",
 	       "min-max ms", "max/alone", "x floor", "model busy ms", "overshoot us", "lost",
 	       "dup", "dirty ok");
 	printf("|-----------------|-----|----------|----------------|----------------|"
-	       "--------------|-----------|---------|---------------|--------------|"
+	       "-----------------|-----------|---------|---------------|--------------|"
 	       "------|-----|----------|\n");
 	for (i = 0; i < n; i++) {
 		const struct mig_result *r = &ss[i].med;
@@ -334,7 +334,7 @@ print_table_evac(const struct stage_sum *ss, unsigned int n, const struct floors
 		double med, max;
 
 		if (!ss[i].ok) {
-			printf("| %-15s | %3s | %8s | %14s | %14s | %12s | %9s | %7s | %13s | "
+			printf("| %-15s | %3s | %8s | %14s | %14s | %15s | %9s | %7s | %13s | "
 			       "%12s | %4s | %3s | %8s |\n", r->name, "-", "failed", "-", "-", "-",
 			       "-", "-", "-", "-", "-", "-", "-");
 			continue;
@@ -342,7 +342,7 @@ print_table_evac(const struct stage_sum *ss, unsigned int n, const struct floors
 		vm_stats(r, &med, &max);
 		snprintf(spread, sizeof(spread), "%.1f-%.1f", ss[i].min_ms, ss[i].max_ms);
 		fmt_x_floor(xf, sizeof(xf), max, f, false);
-		printf("| %-15s | %3u | %8.1f | %14.1f | %14.1f | %12s | %9.2f | %7s | %13.1f | "
+		printf("| %-15s | %3u | %8.1f | %14.1f | %14.1f | %15s | %9.2f | %7s | %13.1f | "
 		       "%12.1f | %4lu | %3lu | %8s |\n", r->name, r->vms, r->alone.downtime_ms,
 		       med, max, spread, r->alone.downtime_ms > 0 ? max / r->alone.downtime_ms : 0,
 		       xf, r->model_busy_ms + r->model_pin_ms, overshoot_us(r),
@@ -422,6 +422,8 @@ run_json(const struct mig_result *r, const struct mig_stage_def *d, const struct
 	json_object_set_new(o, "model_pin_ms", json_real(r->model_pin_ms));
 	json_object_set_new(o, "model_actual_ms", json_real(r->model_actual_ms));
 	json_object_set_new(o, "model_charges", json_integer((json_int_t)r->model_charges));
+	json_object_set_new(o, "model_src_ms", json_real(r->model_src_ms));
+	json_object_set_new(o, "model_dst_ms", json_real(r->model_dst_ms));
 	json_object_set_new(o, "overshoot_mean_us", json_real(overshoot_us(r)));
 	json_object_set_new(o, "floor_ms", json_real(fl));
 	json_object_set_new(o, "x_floor", x_floor_json(r->downtime_ms, fl));

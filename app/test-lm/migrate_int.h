@@ -97,6 +97,8 @@ struct mig_result {
 	double model_pin_ms;
 	double model_actual_ms;    /* slots + pins, measured */
 	uint64_t model_charges;
+	double model_src_ms;       /* slots + pins of the sources (modelled) */
+	double model_dst_ms;       /* slots + pins of the destinations (modelled) */
 	/* Evacuation (shape.vms > 0); the fields above are the slowest VM's. */
 	unsigned int vms;
 	struct mig_vm_time {

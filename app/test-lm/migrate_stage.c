@@ -57,6 +57,7 @@ struct mig_dev {
 struct model_snap {
 	double busy_ms, pin_ms, actual_ms;
 	uint64_t charges;
+	double src_ms, dst_ms;     /* modelled slots + pins, per side */
 };
 
 struct mig_ctx {
@@ -503,12 +504,13 @@ check_dirty(struct mig_ctx *x)
 }
 
 static void
-model_add(struct model_snap *m, const char *name)
+model_add(struct model_snap *m, const char *name, double *side)
 {
 	struct rte_pmd_mlx5_lm_model_stats s;
 
 	if (rte_pmd_mlx5_lm_emu_model_stats(name, &s) < 0)
 		return;
+	*side += s.model_busy_ms + s.pin_model_ms;
 	m->busy_ms += s.model_busy_ms;
 	m->pin_ms += s.pin_model_ms;
 	m->actual_ms += s.actual_busy_ms + s.pin_actual_ms;
@@ -522,8 +524,8 @@ model_snap(struct mig_ctx *x, struct model_snap *m)
 
 	memset(m, 0, sizeof(*m));
 	for (k = 0; k < x->n; k++) {
-		model_add(m, x->src[k].name);
-		model_add(m, x->dst[k].name);
+		model_add(m, x->src[k].name, &m->src_ms);
+		model_add(m, x->dst[k].name, &m->dst_ms);
 	}
 }
 
@@ -672,6 +674,8 @@ start_destinations(struct mig_ctx *x, double t0)
 	x->r->model_pin_ms = m.pin_ms - x->model_t0.pin_ms;
 	x->r->model_actual_ms = m.actual_ms - x->model_t0.actual_ms;
 	x->r->model_charges = m.charges - x->model_t0.charges;
+	x->r->model_src_ms = m.src_ms - x->model_t0.src_ms;
+	x->r->model_dst_ms = m.dst_ms - x->model_t0.dst_ms;
 	x->r->src_close_ms = 0;
 	for (k = 0; k < x->n; k++)
 		if (rte_pmd_mlx5_lm_get_timings(x->src[k].name, &t) == 0)
@@ -1010,6 +1014,8 @@ mig_run_evacuate(const struct mig_opts *o, const struct mig_stage_def *st, struc
 			r->model_pin_ms += v[i].r.model_pin_ms;
 			r->model_actual_ms += v[i].r.model_actual_ms;
 			r->model_charges += v[i].r.model_charges;
+			r->model_src_ms += v[i].r.model_src_ms;
+			r->model_dst_ms += v[i].r.model_dst_ms;
 		}
 		r->downtime_ms = slow->downtime_ms;
 		r->src_stop_ms = slow->src_stop_ms;

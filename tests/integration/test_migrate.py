@@ -30,6 +30,7 @@ FLOOR_PY = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 
 # Fields the tool adds per stage (issue 12): the model, the floor, the runs.
 MODEL_KEYS = {'model_busy_ms': float, 'model_pin_ms': float, 'model_actual_ms': float,
               'model_charges': int, 'overshoot_mean_us': float, 'floor_ms': float,
+              'model_src_ms': float, 'model_dst_ms': float,
               'repeat': int, 'downtime_min_ms': float, 'downtime_median_ms': float,
               'downtime_max_ms': float, 'runs': list}
 
@@ -184,6 +185,8 @@ class Migrate(unittest.TestCase):
             self.assertGreater(s['model_busy_ms'], 0, s)
             self.assertGreaterEqual(s['model_actual_ms'],
                                     s['model_busy_ms'] + s['model_pin_ms'] - 1e-6, s)
+            self.assertAlmostEqual(s['model_src_ms'] + s['model_dst_ms'],
+                                   s['model_busy_ms'] + s['model_pin_ms'], delta=1e-6)
         if os.path.exists(FLOOR_PY):
             ref = json.loads(subprocess.run(
                 ['python3', FLOOR_PY, os.path.join(os.path.dirname(FLOOR_PY), 'cx6dx.json'),
