@@ -37,6 +37,17 @@
 #include "migrate_int.h"
 #include "vu_client.h"
 
+/*
+ * Polling pauses (ns) of the waits inside the downtime: they bound the
+ * measurement's error. An evacuation has K front-end threads polling at
+ * once on a host whose CPUs the PMD's threads need: longer pauses there,
+ * the same in both of its rounds.
+ */
+#define POLL_CONF_NS 50000
+#define POLL_PROBE_NS 10000
+#define POLL_EVAC_CONF_NS 200000
+#define POLL_EVAC_PROBE_NS 50000
+
 /* Bounded waits (ms): generous, since cx6dx configurations take seconds. */
 #define CONNECT_MS 5000
 #define CONF_WAIT_MS 60000
@@ -235,7 +246,9 @@ static int
 wait_conf(struct mig_ctx *x, struct mig_dev *d, struct rte_pmd_mlx5_lm_timings *t)
 {
 	double deadline = mig_now_ms() + CONF_WAIT_MS;
-	const struct timespec pause = { .tv_nsec = 50000 };
+	const struct timespec pause = {
+		.tv_nsec = x->o->shape.vms > 0 ? POLL_EVAC_CONF_NS : POLL_CONF_NS,
+	};
 
 	for (;;) {
 		if (rte_pmd_mlx5_lm_get_timings(d->name, t) < 0) {
@@ -600,7 +613,9 @@ static int
 wait_probes(struct mig_ctx *x, const uint64_t *lost_before)
 {
 	double deadline = mig_now_ms() + PROBE_WAIT_MS;
-	const struct timespec pause = { .tv_nsec = 10000 };
+	const struct timespec pause = {
+		.tv_nsec = x->o->shape.vms > 0 ? POLL_EVAC_PROBE_NS : POLL_PROBE_NS,
+	};
 
 	for (;;) {
 		bool done = true;
