@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The main job on a fresh Debian 12 machine: install, build, then live-migrate
 # a 256 GiB VM with 4 NICs x 16 queue pairs between emulated ConnectX-6 Dx
-# devices once per technique, and print the downtime table (and write
+# devices three times per technique, and print the downtime table of the
+# median runs with their spread and distance to the model floor (and write
 # build/migrate-seed-mkey.json and .svg). Extra arguments go to migrate.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/build.sh
-exec build/app/test-lm/dpdk-test-lm migrate --scenario seed-mkey \
+exec build/app/test-lm/dpdk-test-lm migrate --scenario seed-mkey --repeat 3 \
 	--json build/migrate-seed-mkey.json --plot build/migrate-seed-mkey.svg "$@"

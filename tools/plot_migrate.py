@@ -4,8 +4,11 @@
 
 One stacked bar per stage: source stop, destination memory registration,
 destination queue configuration, and the rest of the downtime (vhost-user
-messages, the front end's dirty-log check, the first packets). Standard
-library only.
+messages, the front end's dirty-log check, the first packets); with
+--repeat, a whisker from the fastest to the slowest run (the bar is the
+median run); the model floor of the scenario as a dashed line, and each
+stage's "x floor" under its name. An evacuation (--vms) draws its slowest
+VM at once, and VM 0 alone as a tick. Standard library only.
 
 Usage: plot_migrate.py RESULT.json [--output CHART.svg]
 (default output: the JSON's path with .svg)
@@ -49,7 +52,8 @@ def render(doc):
     if not stages:
         raise ValueError('no stage ran to its end: nothing to draw')
     sc = doc.get('scenario', {})
-    title = (f"{sc.get('name', '?')}: {sc.get('devices', '?')} device(s) x "
+    vms = f"{sc['vms']} VMs of " if sc.get('vms', 1) > 1 or 'evacuate' in stages[0] else ''
+    title = (f"{sc.get('name', '?')}: {vms}{sc.get('devices', '?')} device(s) x "
              f"{sc.get('queue_pairs', '?')} queue pairs, {sc.get('mem_gb', '?')} GiB, "
              f"queue size {sc.get('queue_size', '?')} - model {doc.get('model', '?')}")
     width, left, right, top, bottom = 860, 80, 250, 60, 70
@@ -57,7 +61,10 @@ def render(doc):
     slot = (width - left - right) / len(stages)
     height = 420
     plot_h = height - top - bottom
-    vmax = max(max(float(s['downtime_ms']), sum(segments(s).values())) for s in stages)
+    floor = float(stages[0].get('floor_ms') or 0.0)
+    vmax = max(max(float(s['downtime_ms']), float(s.get('downtime_max_ms', 0.0)),
+                   sum(segments(s).values())) for s in stages)
+    vmax = max(vmax, floor)
     step = nice_step(vmax)
     ymax = step * math.ceil(vmax / step) if vmax > 0 else 1.0
 
@@ -92,18 +99,56 @@ def render(doc):
                        f'height="{max(y1 - y0, 0.5):.1f}" fill="{color}">'
                        f'<title>{escape(s["name"])}: {escape(label)} {val:.1f} ms</title></rect>')
             base += val
-        out.append(f'<text x="{x + bar_w / 2:.1f}" y="{y(base) - 6:.1f}" '
+        label_y = y(base) - 6
+        if s.get('repeat', 1) > 1:
+            lo, hi = float(s['downtime_min_ms']), float(s['downtime_max_ms'])
+            cx = x + bar_w / 2
+            out.append(f'<line x1="{cx:.1f}" x2="{cx:.1f}" y1="{y(hi):.1f}" y2="{y(lo):.1f}" '
+                       f'stroke="#222"><title>{escape(s["name"])}: {s["repeat"]} runs, '
+                       f'{lo:.1f}-{hi:.1f} ms</title></line>')
+            for v in (lo, hi):
+                out.append(f'<line x1="{cx - 6:.1f}" x2="{cx + 6:.1f}" y1="{y(v):.1f}" '
+                           f'y2="{y(v):.1f}" stroke="#222"/>')
+            label_y = min(label_y, y(hi) - 6)
+        ev = s.get('evacuate')
+        if ev:
+            ya = y(float(ev['alone']['downtime_ms']))
+            out.append(f'<line x1="{x - 4:.1f}" x2="{x + bar_w + 4:.1f}" y1="{ya:.1f}" '
+                       f'y2="{ya:.1f}" stroke="#b07aa1" stroke-width="3"><title>VM 0 alone '
+                       f'{float(ev["alone"]["downtime_ms"]):.1f} ms</title></line>')
+        out.append(f'<text x="{x + bar_w / 2:.1f}" y="{label_y:.1f}" '
                    f'text-anchor="middle">{float(s["downtime_ms"]):.0f}</text>')
         out.append(f'<text x="{x + bar_w / 2:.1f}" y="{top + plot_h + 18}" '
                    f'text-anchor="middle">{escape(s["name"])}</text>')
+        if s.get('x_floor') is not None:
+            out.append(f'<text x="{x + bar_w / 2:.1f}" y="{top + plot_h + 34}" '
+                       f'text-anchor="middle" fill="#c00">{float(s["x_floor"]):.1f}x floor'
+                       '</text>')
+    if floor > 0:
+        out.append(f'<line x1="{left}" x2="{width - right}" y1="{y(floor):.1f}" '
+                   f'y2="{y(floor):.1f}" stroke="#c00" stroke-dasharray="6,4">'
+                   f'<title>model floor {floor:.1f} ms</title></line>')
     lx = width - right + 20
     for j, (_, label, color) in enumerate(PARTS):
         ly = top + 10 + 22 * j
         out.append(f'<rect x="{lx}" y="{ly}" width="14" height="14" fill="{color}"/>')
         out.append(f'<text x="{lx + 20}" y="{ly + 11}">{escape(label)}</text>')
+    extra = 0
+    if floor > 0:
+        ly = top + 10 + 22 * len(PARTS)
+        out.append(f'<line x1="{lx}" x2="{lx + 14}" y1="{ly + 7}" y2="{ly + 7}" stroke="#c00" '
+                   'stroke-dasharray="4,3"/>')
+        out.append(f'<text x="{lx + 20}" y="{ly + 11}">model floor {floor:.1f} ms</text>')
+        extra += 22
+    if any(s.get('evacuate') for s in stages):
+        ly = top + 10 + 22 * len(PARTS) + extra
+        out.append(f'<line x1="{lx}" x2="{lx + 14}" y1="{ly + 7}" y2="{ly + 7}" '
+                   'stroke="#b07aa1" stroke-width="3"/>')
+        out.append(f'<text x="{lx + 20}" y="{ly + 11}">VM 0 alone</text>')
+        extra += 22
     ratios = doc.get('ratios')
     if ratios:
-        ly = top + 10 + 22 * len(PARTS) + 16
+        ly = top + 10 + 22 * len(PARTS) + extra + 16
         out.append(f'<text x="{lx}" y="{ly}">baseline / all:</text>')
         out.append(f'<text x="{lx}" y="{ly + 18}">downtime '
                    f'{ratios["downtime_baseline_over_all"]:.1f}x</text>')

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "rte_pmd_mlx5_lm.h"
 #include "test_lm.h"
 #include "migrate_int.h"
+#include "migrate_floor.h"
 
 #ifndef TEST_LM_TOOLS_DIR
 #define TEST_LM_TOOLS_DIR "tools"
@@ -28,9 +30,12 @@ enum { EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_LEAK = 3 };
 
 /* Scenarios are names for shapes, nothing more (design.md). */
 static const struct mig_shape scenarios[] = {
-	{ "seed-precreate", 1, 16, 256, 256, false },
-	{ "seed-mkey", 4, 16, 256, 256, false },
+	{ "seed-precreate", 1, 16, 256, 256, false, 0 },
+	{ "seed-mkey", 4, 16, 256, 256, false, 0 },
+	/* A host drained for maintenance: 8 VMs of 1 NIC x 4 pairs x 16 GiB. */
+	{ "evacuate", 1, 4, 16, 256, false, 8 },
 };
+#define MAX_REPEAT 100
 
 /* Each technique alone on top of the baseline, then all of them. */
 static const struct mig_stage_def stage_defs[] = {
@@ -51,27 +56,46 @@ migrate_usage(FILE *f)
 		"Live-migrate a VM's %s NICs between emulated source and destination\n"
 		"devices in this process, with guest traffic running, through a built-in\n"
 		"vhost-user front end that follows QEMU's message order; once per stage.\n\n"
-		"  --scenario NAME    seed-precreate (1 device, 16 queue pairs, 256 GiB) or\n"
-		"                     seed-mkey (4 devices, 16 queue pairs each, 256 GiB)\n"
+		"  --scenario NAME    seed-precreate (1 device, 16 queue pairs, 256 GiB),\n"
+		"                     seed-mkey (4 devices, 16 queue pairs each, 256 GiB) or\n"
+		"                     evacuate (8 VMs of 1 device x 4 queue pairs x 16 GiB in\n"
+		"                     this process; see --vms)\n"
 		"  --devices N        NICs of the VM (1-%d)\n"
 		"  --queue-pairs Q    queue pairs per NIC (1-%d)\n"
 		"  --mem-gb G         guest memory (QEMU layout: 3 GiB at 0, the rest at 4 GiB)\n"
 		"  --queue-size S     ring size, a power of two (default 256)\n"
 		"  --packed           packed rings instead of split\n"
 		"  --stages LIST      comma-separated, from baseline,precreate,parallel-mkey,\n"
-		"                     deferred-delete,all (default: all five, in that order)\n"
+		"                     deferred-delete,all (default: all five, in that order;\n"
+		"                     with --vms: all)\n"
 		"  --profile P        emulator cost model (default cx6dx; fast = zero cost)\n"
 		"  --frames N         frames every queue pair gets back per traffic phase\n"
 		"                     (default 256)\n"
+		"  --repeat N         run every stage N times (1-%d, default 1), in rounds of\n"
+		"                     all stages; the table shows each stage's median run\n"
+		"                     (the lower middle one for even N) and the min-max of its\n"
+		"                     downtime, the JSON every run\n"
+		"  --vms K            host evacuation: K VMs of the shape (1-%d, K x devices\n"
+		"                     at most %d) in this process; VM 0 is migrated alone\n"
+		"                     with the others idle, then all K at once, each from its\n"
+		"                     own front-end thread (default for --scenario evacuate: 8)\n"
 		"  --json FILE        write the results as JSON (design.md)\n"
 		"  --plot FILE        write the per-stage breakdown as an SVG chart\n"
 		"  --eal ARGS         extra EAL arguments\n"
 		"  -h, --help         this text\n\n"
 		"Downtime: from the first GET_VRING_BASE sent to a source device to the moment\n"
-		"every destination device has completed a guest packet posted after the restart.\n"
+		"every destination device has completed a guest packet posted after the restart\n"
+		"(evacuation: per VM; a stage's is its slowest VM's at once).\n"
+		"Beside it: \"floor\", the least downtime the profile's cost model allows for the\n"
+		"shape (shared/fw-model/floor.py's method: every command slot busy, pinning\n"
+		"overlapped, the devices configured at once) and \"x floor\" = downtime / floor;\n"
+		"\"model busy\", the modelled cost of every command (and host pinning) of the\n"
+		"VM's devices within the downtime, summed over slots (work, not critical path);\n"
+		"\"overshoot\", how much longer than modelled each of them really took, on mean.\n"
 		"Exit status: 0 every stage migrated without loss, duplicate or unlogged page;\n"
 		"1 otherwise; 2 usage; 3 device objects left alive.\n",
-		TEST_LM_PMD, MIG_MAX_DEVICES, MIG_MAX_QUEUE_PAIRS);
+		TEST_LM_PMD, MIG_MAX_DEVICES, MIG_MAX_QUEUE_PAIRS, MAX_REPEAT, MIG_MAX_VMS,
+		MIG_MAX_DEVICES);
 }
 
 static int
@@ -120,14 +144,78 @@ parse_stages(const char *list, const struct mig_stage_def **out, unsigned int *n
 	return ret;
 }
 
+/* A stage over its runs: the median run and the spread of the downtime. */
+struct stage_sum {
+	const struct mig_stage_def *def;
+	const struct mig_result *runs[MAX_REPEAT];
+	unsigned int nruns;
+	/*
+	 * The median run by downtime (the lower middle one for an even count)
+	 * among those that ran to their end, whole, so that its breakdown adds
+	 * up; its packet, dirty-log and leak counts are those of every run.
+	 */
+	struct mig_result med;
+	bool ok;                   /* every run ran to its end */
+	double min_ms, max_ms;
+};
+
+/* The floors the tables compare with (zero-cost profiles have none). */
+struct floors {
+	bool have;
+	struct mig_floor all;      /* the scenario: every device of every VM */
+	struct mig_floor alone;    /* evacuation: one VM */
+};
+
+static int
+cmp_downtime(const void *a, const void *b)
+{
+	const struct mig_result *x = *(const struct mig_result *const *)a;
+	const struct mig_result *y = *(const struct mig_result *const *)b;
+
+	return x->downtime_ms < y->downtime_ms ? -1 : x->downtime_ms > y->downtime_ms;
+}
+
+static void
+summarize(struct stage_sum *ss)
+{
+	const struct mig_result *ok[MAX_REPEAT];
+	unsigned int i, nok = 0;
+
+	for (i = 0; i < ss->nruns; i++)
+		if (ss->runs[i]->ok)
+			ok[nok++] = ss->runs[i];
+	ss->ok = nok == ss->nruns;
+	memset(&ss->med, 0, sizeof(ss->med));
+	snprintf(ss->med.name, sizeof(ss->med.name), "%s", ss->def->name);
+	if (nok > 0) {
+		qsort(ok, nok, sizeof(ok[0]), cmp_downtime);
+		ss->med = *ok[(nok - 1) / 2];
+		ss->min_ms = ok[0]->downtime_ms;
+		ss->max_ms = ok[nok - 1]->downtime_ms;
+	}
+	ss->med.ok = ss->ok;
+	ss->med.lost_packets = ss->med.duplicated_packets = ss->med.bad_packets = 0;
+	ss->med.dirty_pages_missing = ss->med.leaked_objects = 0;
+	for (i = 0; i < ss->nruns; i++) {
+		const struct mig_result *r = ss->runs[i];
+
+		ss->med.lost_packets += r->lost_packets;
+		ss->med.duplicated_packets += r->duplicated_packets;
+		ss->med.bad_packets += r->bad_packets;
+		ss->med.dirty_pages_missing += r->dirty_pages_missing;
+		ss->med.leaked_objects += r->leaked_objects;
+		ss->med.dirty_logged = ss->med.dirty_logged && r->dirty_logged;
+	}
+}
+
 static const struct mig_result *
-find_result(const struct mig_result *res, unsigned int n, const char *name)
+find_result(const struct stage_sum *ss, unsigned int n, const char *name)
 {
 	unsigned int i;
 
 	for (i = 0; i < n; i++)
-		if (res[i].ok && strcmp(res[i].name, name) == 0)
-			return &res[i];
+		if (ss[i].ok && strcmp(ss[i].med.name, name) == 0)
+			return &ss[i].med;
 	return NULL;
 }
 
@@ -137,46 +225,183 @@ dirty_ok(const struct mig_result *r)
 	return r->dirty_logged && r->dirty_pages_missing == 0 && r->dirty_pages_checked > 0;
 }
 
-static void
-print_table(const struct mig_opts *o, const struct mig_result *res, unsigned int n)
+/* Mean of (measured - modelled) per charge of the cost model, in microseconds. */
+static double
+overshoot_us(const struct mig_result *r)
 {
-	const struct mig_result *b = find_result(res, n, "baseline");
-	const struct mig_result *a = find_result(res, n, "all");
-	const struct mig_shape *s = &o->shape;
+	if (r->model_charges == 0)
+		return 0;
+	return (r->model_actual_ms - r->model_busy_ms - r->model_pin_ms) * 1000.0 /
+	       (double)r->model_charges;
+}
+
+static void
+fmt_x_floor(char *buf, size_t len, double ms, const struct floors *f, bool alone)
+{
+	double fl = alone ? f->alone.floor_overlapped_ms : f->all.floor_overlapped_ms;
+
+	if (f->have && fl > 0)
+		snprintf(buf, len, "%.1f", ms / fl);
+	else
+		snprintf(buf, len, "-");
+}
+
+static void
+print_floor_line(const struct mig_opts *o, const struct floors *f)
+{
+	if (!f->have || f->all.floor_overlapped_ms <= 0) {
+		printf("\nfloor: none (profile %s charges nothing)\n", o->profile);
+		return;
+	}
+	if (o->shape.vms > 0)
+		printf("\nfloor (profile %s, method of shared/fw-model/floor.py): one VM alone "
+		       "%.1f ms, all %u VMs at once %.1f ms\n", o->profile,
+		       f->alone.floor_overlapped_ms, o->shape.vms, f->all.floor_overlapped_ms);
+	else
+		printf("\nfloor (profile %s, method of shared/fw-model/floor.py): %.1f ms with "
+		       "the devices configured at once, %.1f ms one after another; the model's "
+		       "baseline %.1f ms\n", o->profile, f->all.floor_overlapped_ms,
+		       f->all.floor_serial_ms, f->all.baseline_ms);
+}
+
+static void
+print_table_vm(const struct mig_opts *o, const struct stage_sum *ss, unsigned int n,
+	       const struct floors *f)
+{
 	unsigned int i;
 
-	printf("\n%s: %u device%s x %u queue pairs, %u GiB, queue size %u (%s), model %s\n\n",
-	       s->name, s->devices, s->devices > 1 ? "s" : "", s->queue_pairs, s->mem_gb,
-	       s->queue_size, s->packed ? "packed" : "split", o->profile);
-	printf("| %-15s | %11s | %14s | %20s | %18s | %18s | %4s | %3s | %8s |\n", "stage",
-	       "downtime ms", "source stop ms", "destination start ms", "of which memory ms",
-	       "of which queues ms", "lost", "dup", "dirty ok");
-	printf("|-----------------|-------------|----------------|----------------------|"
-	       "--------------------|--------------------|------|-----|----------|\n");
+	printf("| %-15s | %11s | %15s | %7s | %14s | %20s | %18s | %18s | %13s | "
+	       "%12s | %4s | %3s | %8s |\n", "stage", "downtime ms", "min-max ms", "x floor",
+	       "source stop ms", "destination start ms", "of which memory ms",
+	       "of which queues ms", "model busy ms", "overshoot us", "lost", "dup",
+	       "dirty ok");
+	printf("|-----------------|-------------|-----------------|---------|----------------|"
+	       "----------------------|--------------------|--------------------|"
+	       "---------------|--------------|------|-----|----------|\n");
 	for (i = 0; i < n; i++) {
-		const struct mig_result *r = &res[i];
+		const struct mig_result *r = &ss[i].med;
+		char spread[32], xf[16];
 
-		if (!r->ok) {
-			printf("| %-15s | %11s | %14s | %20s | %18s | %18s | %4s | %3s | %8s |\n",
-			       r->name, "failed", "-", "-", "-", "-", "-", "-", "-");
+		if (!ss[i].ok) {
+			printf("| %-15s | %11s | %15s | %7s | %14s | %20s | %18s | %18s | %13s | "
+			       "%12s | %4s | %3s | %8s |\n", r->name, "failed", "-", "-", "-", "-",
+			       "-", "-", "-", "-", "-", "-", "-");
 			continue;
 		}
-		printf("| %-15s | %11.1f | %14.1f | %20.1f | %18.1f | %18.1f | %4lu | %3lu "
-		       "| %8s |\n", r->name, r->downtime_ms, r->src_stop_ms, r->dst_start_ms,
-		       r->dst_mr_ms, r->dst_vq_ms, (unsigned long)r->lost_packets,
-		       (unsigned long)r->duplicated_packets, dirty_ok(r) ? "yes" : "NO");
+		snprintf(spread, sizeof(spread), "%.1f-%.1f", ss[i].min_ms, ss[i].max_ms);
+		fmt_x_floor(xf, sizeof(xf), r->downtime_ms, f, false);
+		printf("| %-15s | %11.1f | %15s | %7s | %14.1f | %20.1f | %18.1f | %18.1f | "
+		       "%13.1f | %12.1f | %4lu | %3lu | %8s |\n", r->name, r->downtime_ms, spread,
+		       xf, r->src_stop_ms, r->dst_start_ms, r->dst_mr_ms, r->dst_vq_ms,
+		       r->model_busy_ms + r->model_pin_ms, overshoot_us(r),
+		       (unsigned long)r->lost_packets, (unsigned long)r->duplicated_packets,
+		       dirty_ok(r) ? "yes" : "NO");
 	}
-	if (b != NULL && a != NULL && a->downtime_ms > 0 && a->dst_vq_ms > 0)
-		printf("\nbaseline/all: downtime %.1fx, destination queues %.1fx\n",
+}
+
+/* Evacuation: each VM's downtime at once (median and max over VMs) against VM 0 alone. */
+static void
+vm_stats(const struct mig_result *r, double *median, double *max)
+{
+	double d[MIG_MAX_VMS], t;
+	unsigned int i, j;
+
+	for (i = 0; i < r->vms; i++) {
+		t = r->vm[i].downtime_ms;
+		for (j = i; j > 0 && d[j - 1] > t; j--)
+			d[j] = d[j - 1];
+		d[j] = t;
+	}
+	*median = r->vms > 0 ? d[(r->vms - 1) / 2] : 0;
+	*max = r->vms > 0 ? d[r->vms - 1] : 0;
+}
+
+static void
+print_table_evac(const struct stage_sum *ss, unsigned int n, const struct floors *f)
+{
+	unsigned int i;
+
+	printf("| %-15s | %3s | %8s | %14s | %14s | %15s | %9s | %7s | %13s | %12s | %4s | "
+	       "%3s | %8s |\n", "stage", "VMs", "alone ms", "at once med ms", "at once max ms",
+	       "min-max ms", "max/alone", "x floor", "model busy ms", "overshoot us", "lost",
+	       "dup", "dirty ok");
+	printf("|-----------------|-----|----------|----------------|----------------|"
+	       "-----------------|-----------|---------|---------------|--------------|"
+	       "------|-----|----------|\n");
+	for (i = 0; i < n; i++) {
+		const struct mig_result *r = &ss[i].med;
+		char spread[32], xf[16];
+		double med, max;
+
+		if (!ss[i].ok) {
+			printf("| %-15s | %3s | %8s | %14s | %14s | %15s | %9s | %7s | %13s | "
+			       "%12s | %4s | %3s | %8s |\n", r->name, "-", "failed", "-", "-", "-",
+			       "-", "-", "-", "-", "-", "-", "-");
+			continue;
+		}
+		vm_stats(r, &med, &max);
+		snprintf(spread, sizeof(spread), "%.1f-%.1f", ss[i].min_ms, ss[i].max_ms);
+		fmt_x_floor(xf, sizeof(xf), max, f, false);
+		printf("| %-15s | %3u | %8.1f | %14.1f | %14.1f | %15s | %9.2f | %7s | %13.1f | "
+		       "%12.1f | %4lu | %3lu | %8s |\n", r->name, r->vms, r->alone.downtime_ms,
+		       med, max, spread, r->alone.downtime_ms > 0 ? max / r->alone.downtime_ms : 0,
+		       xf, r->model_busy_ms + r->model_pin_ms, overshoot_us(r),
+		       (unsigned long)r->lost_packets, (unsigned long)r->duplicated_packets,
+		       dirty_ok(r) ? "yes" : "NO");
+	}
+}
+
+static void
+print_table(const struct mig_opts *o, const struct stage_sum *ss, unsigned int n,
+	    unsigned int repeat, const struct floors *f)
+{
+	const struct mig_result *b = find_result(ss, n, "baseline");
+	const struct mig_result *a = find_result(ss, n, "all");
+	const struct mig_shape *s = &o->shape;
+
+	printf("\n%s: ", s->name);
+	if (s->vms > 0)
+		printf("%u VMs of ", s->vms);
+	printf("%u device%s x %u queue pairs, %u GiB, queue size %u (%s), model %s", s->devices,
+	       s->devices > 1 ? "s" : "", s->queue_pairs, s->mem_gb, s->queue_size,
+	       s->packed ? "packed" : "split", o->profile);
+	if (repeat > 1)
+		printf(", median of %u runs", repeat);
+	printf("\n\n");
+	if (s->vms > 0)
+		print_table_evac(ss, n, f);
+	else
+		print_table_vm(o, ss, n, f);
+	print_floor_line(o, f);
+	if (s->vms == 0 && b != NULL && a != NULL && a->downtime_ms > 0 && a->dst_vq_ms > 0)
+		printf("baseline/all: downtime %.1fx, destination queues %.1fx\n",
 		       b->downtime_ms / a->downtime_ms, b->dst_vq_ms / a->dst_vq_ms);
 	fflush(stdout);
 }
 
 static json_t *
-stage_json(const struct mig_result *r, const struct mig_stage_def *d)
+vm_time_json(const struct mig_vm_time *t)
 {
-	return json_pack("{s:s,s:b,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:f,s:f,s:f,s:f,s:I,s:I,s:b,s:I,"
-			 "s:I,s:I,s:{s:I,s:I,s:I,s:I}}",
+	return json_pack("{s:f,s:f,s:f,s:f,s:f}", "downtime_ms", t->downtime_ms,
+			 "src_stop_ms", t->src_stop_ms, "dst_start_ms", t->dst_start_ms,
+			 "dst_mr_ms", t->dst_mr_ms, "dst_vq_ms", t->dst_vq_ms);
+}
+
+static json_t *
+x_floor_json(double ms, double floor_ms)
+{
+	return floor_ms > 0 ? json_real(ms / floor_ms) : json_null();
+}
+
+/* One run (or a stage's median run): design.md's fields, then ours. */
+static json_t *
+run_json(const struct mig_result *r, const struct mig_stage_def *d, const struct floors *f)
+{
+	double fl = f->have ? f->all.floor_overlapped_ms : 0;
+	json_t *o;
+
+	o = json_pack("{s:s,s:b,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:f,s:f,s:f,s:f,s:I,s:I,s:b,s:I,"
+		      "s:I,s:I,s:{s:I,s:I,s:I,s:I}}",
 		"name", r->name, "ok", r->ok,
 		"downtime_ms", r->downtime_ms, "src_stop_ms", r->src_stop_ms,
 		"dst_start_ms", r->dst_start_ms, "dst_mr_ms", r->dst_mr_ms,
@@ -193,26 +418,93 @@ stage_json(const struct mig_result *r, const struct mig_stage_def *d)
 		"leaked_objects", (json_int_t)r->leaked_objects,
 		"devargs", "precreate", (json_int_t)d->precreate, "workers", (json_int_t)d->workers,
 		"mr_gc_ms", (json_int_t)d->mr_gc_ms, "parallel", (json_int_t)d->parallel);
+	json_object_set_new(o, "model_busy_ms", json_real(r->model_busy_ms));
+	json_object_set_new(o, "model_pin_ms", json_real(r->model_pin_ms));
+	json_object_set_new(o, "model_actual_ms", json_real(r->model_actual_ms));
+	json_object_set_new(o, "model_charges", json_integer((json_int_t)r->model_charges));
+	json_object_set_new(o, "model_src_ms", json_real(r->model_src_ms));
+	json_object_set_new(o, "model_dst_ms", json_real(r->model_dst_ms));
+	json_object_set_new(o, "overshoot_mean_us", json_real(overshoot_us(r)));
+	json_object_set_new(o, "floor_ms", json_real(fl));
+	json_object_set_new(o, "x_floor", x_floor_json(r->downtime_ms, fl));
+	if (r->vms > 0) {
+		double fa = f->have ? f->alone.floor_overlapped_ms : 0, med, max;
+		json_t *vms = json_array();
+		unsigned int i;
+
+		vm_stats(r, &med, &max);
+		for (i = 0; i < r->vms; i++)
+			json_array_append_new(vms, vm_time_json(&r->vm[i]));
+		json_object_set_new(o, "evacuate", json_pack("{s:I,s:o,s:f,s:o,s:f,s:f,s:o,s:o}",
+			"vms", (json_int_t)r->vms, "alone", vm_time_json(&r->alone),
+			"floor_alone_ms", fa,
+			"alone_x_floor", x_floor_json(r->alone.downtime_ms, fa),
+			"downtime_median_ms", med, "downtime_max_ms", max,
+			"max_over_alone", r->alone.downtime_ms > 0 ?
+				json_real(max / r->alone.downtime_ms) : json_null(),
+			"vm", vms));
+	}
+	return o;
+}
+
+static json_t *
+stage_json(const struct stage_sum *ss, const struct floors *f)
+{
+	json_t *o = run_json(&ss->med, ss->def, f), *runs = json_array();
+	unsigned int i;
+
+	for (i = 0; i < ss->nruns; i++)
+		json_array_append_new(runs, run_json(ss->runs[i], ss->def, f));
+	json_object_set_new(o, "repeat", json_integer(ss->nruns));
+	json_object_set_new(o, "downtime_min_ms", json_real(ss->min_ms));
+	json_object_set_new(o, "downtime_median_ms", json_real(ss->med.downtime_ms));
+	json_object_set_new(o, "downtime_max_ms", json_real(ss->max_ms));
+	json_object_set_new(o, "runs", runs);
+	return o;
+}
+
+static json_t *
+floor_json(const struct mig_floor *f)
+{
+	return json_pack("{s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}",
+		"devices", (json_int_t)f->devices, "queue_pairs", (json_int_t)f->queue_pairs,
+		"mem_gib", (json_int_t)f->mem_gb, "chunks", (json_int_t)f->chunks,
+		"baseline_ms", f->baseline_ms, "floor_serial_devices_ms", f->floor_serial_ms,
+		"floor_overlapped_devices_ms", f->floor_overlapped_ms,
+		"dst_queues_baseline_ms", f->dst_queues_baseline_ms,
+		"dst_queues_floor_ms", f->dst_queues_floor_ms,
+		"mr_create_1worker_ms", f->mr_create_1worker_ms,
+		"mr_create_floor_ms", f->mr_create_floor_ms,
+		"src_stop_floor_per_device_ms", f->src_stop_floor_per_device_ms);
 }
 
 static int
-write_json(const char *path, const struct mig_opts *o, const struct mig_result *res,
-	   const struct mig_stage_def *const *defs, unsigned int n)
+write_json(const char *path, const struct mig_opts *o, const struct stage_sum *ss,
+	   unsigned int n, unsigned int repeat, const struct floors *f)
 {
 	const struct mig_shape *s = &o->shape;
-	const struct mig_result *b = find_result(res, n, "baseline");
-	const struct mig_result *a = find_result(res, n, "all");
+	const struct mig_result *b = find_result(ss, n, "baseline");
+	const struct mig_result *a = find_result(ss, n, "all");
 	json_t *root, *stages = json_array();
 	unsigned int i;
 	int ret;
 
 	for (i = 0; i < n; i++)
-		json_array_append_new(stages, stage_json(&res[i], defs[i]));
-	root = json_pack("{s:s,s:{s:s,s:I,s:I,s:I,s:I,s:s},s:o}", "model", o->profile,
+		json_array_append_new(stages, stage_json(&ss[i], f));
+	root = json_pack("{s:s,s:{s:s,s:I,s:I,s:I,s:I,s:s,s:I},s:I,s:o}", "model", o->profile,
 		"scenario", "name", s->name, "devices", (json_int_t)s->devices,
 		"queue_pairs", (json_int_t)s->queue_pairs, "mem_gb", (json_int_t)s->mem_gb,
 		"queue_size", (json_int_t)s->queue_size, "ring", s->packed ? "packed" : "split",
-		"stages", stages);
+		"vms", (json_int_t)(s->vms > 0 ? s->vms : 1),
+		"repeat", (json_int_t)repeat, "stages", stages);
+	if (f->have) {
+		json_t *fj = floor_json(&f->all);
+
+		json_object_set_new(fj, "method", json_string("shared/fw-model/floor.py"));
+		if (s->vms > 0)
+			json_object_set_new(fj, "alone", floor_json(&f->alone));
+		json_object_set_new(root, "floor", fj);
+	}
 	if (b != NULL && a != NULL && a->downtime_ms > 0 && a->dst_vq_ms > 0)
 		json_object_set_new(root, "ratios", json_pack("{s:f,s:f}",
 			"downtime_baseline_over_all", b->downtime_ms / a->downtime_ms,
@@ -301,6 +593,8 @@ cmd_migrate(int argc, char **argv)
 		{ "stages", required_argument, NULL, 't' },
 		{ "profile", required_argument, NULL, 'p' },
 		{ "frames", required_argument, NULL, 'f' },
+		{ "repeat", required_argument, NULL, 'r' },
+		{ "vms", required_argument, NULL, 'v' },
 		{ "json", required_argument, NULL, 'j' },
 		{ "plot", required_argument, NULL, 'P' },
 		{ "eal", required_argument, NULL, 'e' },
@@ -310,10 +604,13 @@ cmd_migrate(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const struct mig_stage_def *defs[2 * NSTAGES];
-	struct mig_result res[2 * NSTAGES];
+	struct stage_sum ss[2 * NSTAGES];
+	struct mig_result *res;
 	struct mig_opts o = { .profile = "cx6dx", .frames = 256 };
 	const char *scenario = NULL, *stages = NULL, *json = NULL, *plot = NULL;
-	unsigned int ndefs = 0, i, size = 256;
+	unsigned int ndefs = 0, i, rep, size = 256, repeat = 1, vms = 0;
+	struct floors floors = { .have = false };
+	char ferr[256];
 	char eal[1024], tmp_json[64] = "";
 	const char *extra_eal = NULL;
 	bool custom = false;
@@ -356,6 +653,14 @@ cmd_migrate(int argc, char **argv)
 			if (parse_uint("--frames", optarg, 1, 1u << 24, &o.frames) < 0)
 				return EXIT_USAGE;
 			break;
+		case 'r':
+			if (parse_uint("--repeat", optarg, 1, MAX_REPEAT, &repeat) < 0)
+				return EXIT_USAGE;
+			break;
+		case 'v':
+			if (parse_uint("--vms", optarg, 1, MIG_MAX_VMS, &vms) < 0)
+				return EXIT_USAGE;
+			break;
 		case 'j': json = optarg; break;
 		case 'P': plot = optarg; break;
 		case 'e': extra_eal = optarg; break;
@@ -389,8 +694,8 @@ cmd_migrate(int argc, char **argv)
 			if (strcmp(scenario, scenarios[i].name) == 0)
 				break;
 		if (i == sizeof(scenarios) / sizeof(scenarios[0])) {
-			fprintf(stderr, "migrate: --scenario: '%s' is not seed-precreate or "
-				"seed-mkey\n", scenario);
+			fprintf(stderr, "migrate: --scenario: '%s' is not seed-precreate, "
+				"seed-mkey or evacuate\n", scenario);
 			return EXIT_USAGE;
 		}
 		o.shape = scenarios[i];
@@ -405,8 +710,21 @@ cmd_migrate(int argc, char **argv)
 		o.shape.name = "custom";
 		o.shape.queue_size = size;
 	}
+	if (vms > 0)
+		o.shape.vms = vms;
+	if (o.shape.vms > 0 && o.shape.vms * o.shape.devices > MIG_MAX_DEVICES) {
+		fprintf(stderr, "migrate: --vms: %u VMs x %u devices is more than %d devices\n",
+			o.shape.vms, o.shape.devices, MIG_MAX_DEVICES);
+		return EXIT_USAGE;
+	}
+	if (o.shape.vms > 0 && o.hostile != MIG_HOSTILE_NONE) {
+		fprintf(stderr, "migrate: --hostile is for one VM, not an evacuation\n");
+		return EXIT_USAGE;
+	}
+	/* An evacuation measures how VMs share the process: all techniques on. */
 	if (stages == NULL)
-		stages = "baseline,precreate,parallel-mkey,deferred-delete,all";
+		stages = o.shape.vms > 0 ? "all" :
+			 "baseline,precreate,parallel-mkey,deferred-delete,all";
 	if (parse_stages(stages, defs, &ndefs) < 0)
 		return EXIT_USAGE;
 	if (test_lm_check_profile("migrate", o.profile) < 0 ||
@@ -414,6 +732,15 @@ cmd_migrate(int argc, char **argv)
 	    (plot != NULL && (test_lm_check_output("migrate", "--plot", plot) < 0 ||
 			      check_plot_script() < 0)))
 		return EXIT_USAGE;
+	/* The floor of the shape under the profile the devices run (floor.py's method). */
+	if (mig_floor_compute(o.profile, (o.shape.vms > 0 ? o.shape.vms : 1) * o.shape.devices,
+			      o.shape.queue_pairs, o.shape.mem_gb, &floors.all, ferr,
+			      sizeof(ferr)) == 0 &&
+	    mig_floor_compute(o.profile, o.shape.devices, o.shape.queue_pairs, o.shape.mem_gb,
+			      &floors.alone, ferr, sizeof(ferr)) == 0)
+		floors.have = true;
+	else
+		printf("migrate: no floor for this profile: %s\n", ferr);
 	if (plot != NULL && json == NULL) {
 		snprintf(tmp_json, sizeof(tmp_json), "/tmp/test-lm-migrate-%d.json", (int)getpid());
 		json = tmp_json;
@@ -423,15 +750,44 @@ cmd_migrate(int argc, char **argv)
 		 extra_eal != NULL ? " " : "", extra_eal != NULL ? extra_eal : "");
 	if (test_lm_eal_init("dpdk-test-lm", eal) < 0)
 		return EXIT_FAILED;
-	printf("migrate: %s, %u NIC%s x %u queue pairs, %u GiB, queue size %u, model %s\n",
-	       o.shape.name, o.shape.devices, o.shape.devices > 1 ? "s" : "",
-	       o.shape.queue_pairs, o.shape.mem_gb, o.shape.queue_size, o.profile);
-	for (i = 0; i < ndefs; i++) {
-		if (mig_run_stage(&o, defs[i], &res[i]) < 0)
-			ret = EXIT_FAILED;
+	res = calloc((size_t)ndefs * repeat, sizeof(*res));
+	if (res == NULL) {
+		fprintf(stderr, "migrate: out of memory\n");
+		test_lm_eal_cleanup();
+		return EXIT_FAILED;
 	}
-	print_table(&o, res, ndefs);
+	printf("migrate: %s, ", o.shape.name);
+	if (o.shape.vms > 0)
+		printf("%u VMs of ", o.shape.vms);
+	printf("%u NIC%s x %u queue pairs, %u GiB, queue size %u, model %s", o.shape.devices,
+	       o.shape.devices > 1 ? "s" : "", o.shape.queue_pairs, o.shape.mem_gb,
+	       o.shape.queue_size, o.profile);
+	if (repeat > 1)
+		printf(", %u runs of each stage", repeat);
+	printf("\n");
+	/* Rounds of every stage, so that a change of load spreads over all of them. */
+	for (rep = 0; rep < repeat; rep++) {
+		for (i = 0; i < ndefs; i++) {
+			struct mig_result *r = &res[rep * ndefs + i];
+			int rc;
+
+			if (repeat > 1)
+				printf("run %u of %u: ", rep + 1, repeat);
+			rc = o.shape.vms > 0 ? mig_run_evacuate(&o, defs[i], r) :
+					       mig_run_stage(&o, defs[i], r);
+			if (rc < 0)
+				ret = EXIT_FAILED;
+		}
+	}
 	for (i = 0; i < ndefs; i++) {
+		ss[i].def = defs[i];
+		ss[i].nruns = repeat;
+		for (rep = 0; rep < repeat; rep++)
+			ss[i].runs[rep] = &res[rep * ndefs + i];
+		summarize(&ss[i]);
+	}
+	print_table(&o, ss, ndefs, repeat, &floors);
+	for (i = 0; i < ndefs * repeat; i++) {
 		const struct mig_result *r = &res[i];
 
 		if (r->ok && (r->lost_packets != 0 || r->duplicated_packets != 0 ||
@@ -450,7 +806,7 @@ cmd_migrate(int argc, char **argv)
 				ret = EXIT_LEAK;
 		}
 	}
-	if (json != NULL && write_json(json, &o, res, defs, ndefs) < 0)
+	if (json != NULL && write_json(json, &o, ss, ndefs, repeat, &floors) < 0)
 		ret = EXIT_FAILED;
 	if (plot != NULL) {
 		if (run_plot(json, plot) < 0)
@@ -460,6 +816,7 @@ cmd_migrate(int argc, char **argv)
 	}
 	if (tmp_json[0] != '\0')
 		unlink(tmp_json);
+	free(res);
 	test_lm_eal_cleanup();
 	return ret;
 }

@@ -12,9 +12,14 @@
 
 #include "vu_guest.h"
 
-/* Source and destination devices together are vdpa_mlx5_lm0 .. 2N-1. */
+/*
+ * Source and destination devices together are vdpa_mlx5_lm0 .. 2N-1 (VM v
+ * of an evacuation: 2Nv .. 2N(v+1)-1). N per VM, and N x VMs, are at most
+ * MIG_MAX_DEVICES.
+ */
 #define MIG_MAX_DEVICES 16
 #define MIG_MAX_QUEUE_PAIRS 128
+#define MIG_MAX_VMS 16
 
 /* The VM: its NICs and its memory. */
 struct mig_shape {
@@ -24,6 +29,11 @@ struct mig_shape {
 	unsigned int mem_gb;
 	unsigned int queue_size;
 	bool packed;
+	/*
+	 * 0: one VM. K >= 1: a host evacuation, K VMs of this shape in the
+	 * process, migrated at once (and VM 0 alone, for comparison).
+	 */
+	unsigned int vms;
 };
 
 /* Device settings of one stage (devargs). */
@@ -76,11 +86,37 @@ struct mig_result {
 	uint64_t dirty_pages_checked;
 	uint64_t dirty_pages_missing;
 	unsigned long leaked_objects;
+	/*
+	 * The cost model's account of the VM's devices (sources and
+	 * destinations) over the downtime: the modelled time of the commands
+	 * that held a firmware slot and of the host pinning, summed (work, not
+	 * the critical path: slots run in parallel), what those sleeps really
+	 * took, and how many charges there were.
+	 */
+	double model_busy_ms;
+	double model_pin_ms;
+	double model_actual_ms;    /* slots + pins, measured */
+	uint64_t model_charges;
+	double model_src_ms;       /* slots + pins of the sources (modelled) */
+	double model_dst_ms;       /* slots + pins of the destinations (modelled) */
+	/* Evacuation (shape.vms > 0); the fields above are the slowest VM's. */
+	unsigned int vms;
+	struct mig_vm_time {
+		double downtime_ms, src_stop_ms, dst_start_ms, dst_mr_ms, dst_vq_ms;
+	} vm[MIG_MAX_VMS], alone;  /* each VM at once; VM 0 with the others idle */
 };
 
 /* Run one stage: probe, migrate, tear down. 0, or -1 after printing why. */
 int mig_run_stage(const struct mig_opts *o, const struct mig_stage_def *st,
 		  struct mig_result *r);
+/*
+ * An evacuation (shape.vms VMs): VM 0 migrated alone with the others idle,
+ * then every VM at once, each from its own front-end thread; r sums the
+ * packets, the dirty log and the model over both, and its times are those
+ * of the slowest VM at once. 0, or -1 after printing why.
+ */
+int mig_run_evacuate(const struct mig_opts *o, const struct mig_stage_def *st,
+		     struct mig_result *r);
 
 /* ---- traffic generator (migrate_traffic.c) ---- */
 struct mig_gen;

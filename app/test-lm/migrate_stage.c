@@ -21,6 +21,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,17 @@
 #include "test_lm.h"
 #include "migrate_int.h"
 #include "vu_client.h"
+
+/*
+ * Polling pauses (ns) of the waits inside the downtime: they bound the
+ * measurement's error. An evacuation has K front-end threads polling at
+ * once on a host whose CPUs the PMD's threads need: longer pauses there,
+ * the same in both of its rounds.
+ */
+#define POLL_CONF_NS 50000
+#define POLL_PROBE_NS 10000
+#define POLL_EVAC_CONF_NS 200000
+#define POLL_EVAC_PROBE_NS 50000
 
 /* Bounded waits (ms): generous, since cx6dx configurations take seconds. */
 #define CONNECT_MS 5000
@@ -52,10 +64,18 @@ struct mig_dev {
 	uint64_t conf_count;       /* the PMD's count when last waited for */
 };
 
+/* The cost model's counters summed over the VM's devices (emulated only). */
+struct model_snap {
+	double busy_ms, pin_ms, actual_ms;
+	uint64_t charges;
+	double src_ms, dst_ms;     /* modelled slots + pins, per side */
+};
+
 struct mig_ctx {
 	const struct mig_opts *o;
 	const struct mig_stage_def *st;
 	struct mig_result *r;
+	unsigned int vm;           /* VM number (evacuation), 0 otherwise */
 	unsigned int n;            /* NICs of the VM */
 	unsigned int nrings;
 	char dir[64];
@@ -66,6 +86,7 @@ struct mig_ctx {
 	struct vu_guest *g[MIG_MAX_DEVICES];
 	struct mig_gen *gen;
 	uint32_t bases[MIG_MAX_DEVICES][2 * MIG_MAX_QUEUE_PAIRS];
+	struct model_snap model_t0;  /* at the first GET_VRING_BASE */
 	double phase_t0;
 };
 
@@ -104,7 +125,11 @@ phase_end(struct mig_ctx *x, const char *phase, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	printf("  %-10s %-76s %9.1f ms\n", phase, buf, mig_now_ms() - x->phase_t0);
+	if (x->o->shape.vms > 0)
+		printf("  vm%-2u %-10s %-71s %9.1f ms\n", x->vm, phase, buf,
+		       mig_now_ms() - x->phase_t0);
+	else
+		printf("  %-10s %-76s %9.1f ms\n", phase, buf, mig_now_ms() - x->phase_t0);
 	fflush(stdout);
 }
 
@@ -113,7 +138,10 @@ fail(struct mig_ctx *x, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "migrate: stage %s: ", x->st->name);
+	if (x->o->shape.vms > 0)
+		fprintf(stderr, "migrate: stage %s: vm%u: ", x->st->name, x->vm);
+	else
+		fprintf(stderr, "migrate: stage %s: ", x->st->name);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -218,7 +246,9 @@ static int
 wait_conf(struct mig_ctx *x, struct mig_dev *d, struct rte_pmd_mlx5_lm_timings *t)
 {
 	double deadline = mig_now_ms() + CONF_WAIT_MS;
-	const struct timespec pause = { .tv_nsec = 50000 };
+	const struct timespec pause = {
+		.tv_nsec = x->o->shape.vms > 0 ? POLL_EVAC_CONF_NS : POLL_CONF_NS,
+	};
 
 	for (;;) {
 		if (rte_pmd_mlx5_lm_get_timings(d->name, t) < 0) {
@@ -286,8 +316,8 @@ setup(struct mig_ctx *x)
 	 * measured phase. The connections wait in the listen backlog.
 	 */
 	for (k = 0; k < x->n; k++)
-		if (dev_setup(x, &x->src[k], k, "src", k) < 0 ||
-		    dev_setup(x, &x->dst[k], x->n + k, "dst", k) < 0)
+		if (dev_setup(x, &x->src[k], 2 * x->n * x->vm + k, "src", k) < 0 ||
+		    dev_setup(x, &x->dst[k], 2 * x->n * x->vm + x->n + k, "dst", k) < 0)
 			return -1;
 	if (connect_all(x) < 0)
 		return -1;
@@ -486,6 +516,47 @@ check_dirty(struct mig_ctx *x)
 	x->r->dirty_check_ms = mig_now_ms() - t;
 }
 
+static void
+model_add(struct model_snap *m, const char *name, double *side)
+{
+	struct rte_pmd_mlx5_lm_model_stats s;
+
+	if (rte_pmd_mlx5_lm_emu_model_stats(name, &s) < 0)
+		return;
+	*side += s.model_busy_ms + s.pin_model_ms;
+	m->busy_ms += s.model_busy_ms;
+	m->pin_ms += s.pin_model_ms;
+	m->actual_ms += s.actual_busy_ms + s.pin_actual_ms;
+	m->charges += s.cmds + s.pins;
+}
+
+static void
+model_snap(struct mig_ctx *x, struct model_snap *m)
+{
+	unsigned int k;
+
+	memset(m, 0, sizeof(*m));
+	for (k = 0; k < x->n; k++) {
+		model_add(m, x->src[k].name, &m->src_ms);
+		model_add(m, x->dst[k].name, &m->dst_ms);
+	}
+}
+
+/*
+ * The VM pauses with its NICs idle: the emulated wire loops frames back
+ * into the device's own RX queues, and a frame on that wire when they are
+ * suspended would be lost as on any wire; not what is measured. RX
+ * buffers stay posted across the stop.
+ */
+static void
+pause_vm(struct mig_ctx *x)
+{
+	phase_begin(x);
+	if (mig_gen_quiesce(x->gen, DRAIN_MS) < 0)
+		fail(x, "the guest's traffic did not drain before the stop (counted as lost)");
+	phase_end(x, "pause", "the VM stops, its NICs idle");
+}
+
 /* The VM stops, every source ring is stopped, the log is checked. */
 static int
 stop_sources(struct mig_ctx *x, double *t0)
@@ -494,18 +565,10 @@ stop_sources(struct mig_ctx *x, double *t0)
 	unsigned int k;
 	int ret;
 
-	/*
-	 * The VM pauses with its NICs idle: the emulated wire loops frames back
-	 * into the device's own RX queues, and a frame on that wire when they
-	 * are suspended would be lost as on any wire; not what is measured.
-	 * RX buffers stay posted across the stop.
-	 */
-	phase_begin(x);
-	if (mig_gen_quiesce(x->gen, DRAIN_MS) < 0)
-		fail(x, "the guest's traffic did not drain before the stop (counted as lost)");
-	phase_end(x, "pause", "the VM stops, its NICs idle");
 	phase_begin(x);
 	x->r->src_first_ring_ms = 0;
+	/* The model's counters first: reading them is not part of the downtime. */
+	model_snap(x, &x->model_t0);
 	*t0 = mig_now_ms();
 	for (k = 0; k < x->n; k++) {
 		double t = mig_now_ms();
@@ -550,7 +613,9 @@ static int
 wait_probes(struct mig_ctx *x, const uint64_t *lost_before)
 {
 	double deadline = mig_now_ms() + PROBE_WAIT_MS;
-	const struct timespec pause = { .tv_nsec = 10000 };
+	const struct timespec pause = {
+		.tv_nsec = x->o->shape.vms > 0 ? POLL_EVAC_PROBE_NS : POLL_PROBE_NS,
+	};
 
 	for (;;) {
 		bool done = true;
@@ -578,6 +643,7 @@ start_destinations(struct mig_ctx *x, double t0)
 	uint64_t lost_before[MIG_MAX_DEVICES];
 	struct rte_pmd_mlx5_lm_timings t;
 	struct vu_start_opts o = { 0 };
+	struct model_snap m;
 	unsigned int k, qp;
 	double t1, t_end;
 	int ret;
@@ -618,6 +684,13 @@ start_destinations(struct mig_ctx *x, double t0)
 	t_end = mig_now_ms();
 	x->r->dst_start_ms = t_end - t1;
 	x->r->downtime_ms = t_end - t0;
+	model_snap(x, &m);
+	x->r->model_busy_ms = m.busy_ms - x->model_t0.busy_ms;
+	x->r->model_pin_ms = m.pin_ms - x->model_t0.pin_ms;
+	x->r->model_actual_ms = m.actual_ms - x->model_t0.actual_ms;
+	x->r->model_charges = m.charges - x->model_t0.charges;
+	x->r->model_src_ms = m.src_ms - x->model_t0.src_ms;
+	x->r->model_dst_ms = m.dst_ms - x->model_t0.dst_ms;
 	x->r->src_close_ms = 0;
 	for (k = 0; k < x->n; k++)
 		if (rte_pmd_mlx5_lm_get_timings(x->src[k].name, &t) == 0)
@@ -688,8 +761,10 @@ migrate_once(struct mig_ctx *x, enum mig_hostile hostile)
 
 	if (hostile == MIG_HOSTILE_EARLY_BASE && early_base(x) < 0)
 		return -1;
-	if (start_sources(x) < 0 || begin_logging(x) < 0 || handshake_destinations(x) < 0 ||
-	    stop_sources(x, &t0) < 0)
+	if (start_sources(x) < 0 || begin_logging(x) < 0 || handshake_destinations(x) < 0)
+		return -1;
+	pause_vm(x);
+	if (stop_sources(x, &t0) < 0)
 		return -1;
 	if (hostile == MIG_HOSTILE_DISCONNECT) {
 		phase_begin(x);
@@ -721,6 +796,26 @@ restart_vm(struct mig_ctx *x)
 	return connect_all(x);
 }
 
+static struct mig_ctx *
+ctx_new(const struct mig_opts *o, const struct mig_stage_def *st, struct mig_result *r,
+	unsigned int vm)
+{
+	struct mig_ctx *x;
+
+	memset(r, 0, sizeof(*r));
+	snprintf(r->name, sizeof(r->name), "%s", st->name);
+	x = calloc(1, sizeof(*x));
+	if (x == NULL)
+		return NULL;
+	x->o = o;
+	x->st = st;
+	x->r = r;
+	x->vm = vm;
+	x->n = o->shape.devices;
+	x->nrings = 2 * o->shape.queue_pairs;
+	return x;
+}
+
 int
 mig_run_stage(const struct mig_opts *o, const struct mig_stage_def *st, struct mig_result *r)
 {
@@ -728,16 +823,9 @@ mig_run_stage(const struct mig_opts *o, const struct mig_stage_def *st, struct m
 	struct mig_ctx *x;
 	int ret;
 
-	memset(r, 0, sizeof(*r));
-	snprintf(r->name, sizeof(r->name), "%s", st->name);
-	x = calloc(1, sizeof(*x));
+	x = ctx_new(o, st, r, 0);
 	if (x == NULL)
 		return -1;
-	x->o = o;
-	x->st = st;
-	x->r = r;
-	x->n = o->shape.devices;
-	x->nrings = 2 * o->shape.queue_pairs;
 	printf("stage %s: precreate=%u workers=%u mr_gc_ms=%u parallel=%u\n", st->name,
 	       st->precreate, st->workers, st->mr_gc_ms, st->parallel);
 	fflush(stdout);
@@ -754,5 +842,207 @@ mig_run_stage(const struct mig_opts *o, const struct mig_stage_def *st, struct m
 	teardown(x, leaked_before);
 	r->ok = ret == 0;
 	free(x);
+	return ret == 0 ? 0 : -1;
+}
+
+/* ---- host evacuation ---- */
+
+/* The start line of a round: every VM's front end stops its VM at once. */
+struct evac_go {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int state;                 /* 0 wait, 1 go, -1 give up */
+};
+
+struct evac_vm {
+	struct mig_ctx *x;
+	struct mig_result r;
+	struct evac_go *go;
+	pthread_t thread;
+	bool started;
+	int ret;
+};
+
+/* One VM's front end, as its own QEMU would be: stop the source, start the destination. */
+static void *
+evac_main(void *arg)
+{
+	struct evac_vm *v = arg;
+	double t0;
+	int state;
+
+	pthread_mutex_lock(&v->go->lock);
+	while (v->go->state == 0)
+		pthread_cond_wait(&v->go->cond, &v->go->lock);
+	state = v->go->state;
+	pthread_mutex_unlock(&v->go->lock);
+	if (state < 0) {
+		v->ret = -1;
+		return NULL;
+	}
+	v->ret = stop_sources(v->x, &t0);
+	if (v->ret == 0)
+		v->ret = start_destinations(v->x, t0);
+	return NULL;
+}
+
+/*
+ * K VMs set up and running on their sources, paused, then VMs 0..nmig-1
+ * migrated from their own threads released together; the others stay
+ * paused on their sources. Every VM is torn down.
+ */
+static int
+evac_round(const struct mig_opts *o, const struct mig_stage_def *st, unsigned int nmig,
+	   struct evac_vm *v)
+{
+	struct evac_go go = {
+		.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER,
+	};
+	const unsigned int nvm = o->shape.vms;
+	unsigned int i;
+	int ret = 0;
+
+	for (i = 0; i < nvm; i++) {
+		v[i].x = ctx_new(o, st, &v[i].r, i);
+		v[i].go = &go;
+		v[i].started = false;
+		v[i].ret = 0;
+		if (v[i].x == NULL)
+			ret = -1;
+	}
+	for (i = 0; i < nvm && ret == 0; i++)
+		ret = setup(v[i].x);
+	for (i = 0; i < nvm && ret == 0; i++)
+		if (start_sources(v[i].x) < 0 || begin_logging(v[i].x) < 0 ||
+		    handshake_destinations(v[i].x) < 0)
+			ret = -1;
+	if (ret == 0) {
+		/* Every VM idle before the first stops: only the migrations compete. */
+		for (i = 0; i < nvm; i++)
+			pause_vm(v[i].x);
+		for (i = 0; i < nmig; i++) {
+			if (pthread_create(&v[i].thread, NULL, evac_main, &v[i]) != 0) {
+				fail(v[i].x, "cannot start the front-end thread");
+				ret = -1;
+				break;
+			}
+			v[i].started = true;
+		}
+		pthread_mutex_lock(&go.lock);
+		go.state = ret == 0 ? 1 : -1;
+		pthread_cond_broadcast(&go.cond);
+		pthread_mutex_unlock(&go.lock);
+		for (i = 0; i < nmig; i++) {
+			if (!v[i].started)
+				continue;
+			pthread_join(v[i].thread, NULL);
+			if (v[i].ret < 0)
+				ret = -1;
+		}
+	}
+	for (i = 0; i < nmig && ret == 0; i++)
+		if (finish(v[i].x) < 0)
+			ret = -1;
+	/* The VMs that stayed lose nothing either. */
+	for (i = nmig; i < nvm && ret == 0; i++)
+		count_packets(v[i].x);
+	for (i = 0; i < nvm; i++) {
+		if (v[i].x == NULL)
+			continue;
+		disconnect_all(v[i].x);
+		teardown(v[i].x, rte_pmd_mlx5_lm_emu_leaked_objects());
+		free(v[i].x);
+		v[i].x = NULL;
+	}
+	return ret;
+}
+
+static struct mig_vm_time
+vm_time(const struct mig_result *r)
+{
+	struct mig_vm_time t = {
+		.downtime_ms = r->downtime_ms, .src_stop_ms = r->src_stop_ms,
+		.dst_start_ms = r->dst_start_ms, .dst_mr_ms = r->dst_mr_ms,
+		.dst_vq_ms = r->dst_vq_ms,
+	};
+
+	return t;
+}
+
+/* Packets, dirty log and leaks of VMs 0..nvm-1 (migrated: nmig) into r. */
+static void
+evac_sum(struct mig_result *r, const struct evac_vm *v, unsigned int nvm, unsigned int nmig)
+{
+	unsigned int i;
+
+	for (i = 0; i < nvm; i++) {
+		r->frames += v[i].r.frames;
+		r->lost_packets += v[i].r.lost_packets;
+		r->duplicated_packets += v[i].r.duplicated_packets;
+		r->bad_packets += v[i].r.bad_packets;
+		r->leaked_objects += v[i].r.leaked_objects;
+	}
+	for (i = 0; i < nmig; i++) {
+		r->dirty_logged = r->dirty_logged && v[i].r.dirty_logged;
+		r->dirty_pages_checked += v[i].r.dirty_pages_checked;
+		r->dirty_pages_missing += v[i].r.dirty_pages_missing;
+	}
+}
+
+int
+mig_run_evacuate(const struct mig_opts *o, const struct mig_stage_def *st, struct mig_result *r)
+{
+	const unsigned int nvm = o->shape.vms;
+	const struct mig_result *slow;
+	struct evac_vm *v;
+	unsigned int i;
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	snprintf(r->name, sizeof(r->name), "%s", st->name);
+	r->vms = nvm;
+	r->dirty_logged = true;
+	v = calloc(nvm, sizeof(*v));
+	if (v == NULL)
+		return -1;
+	printf("stage %s: precreate=%u workers=%u mr_gc_ms=%u parallel=%u, %u VMs\n",
+	       st->name, st->precreate, st->workers, st->mr_gc_ms, st->parallel, nvm);
+	printf(" vm0 alone (the other %u VMs idle on their sources)\n", nvm - 1);
+	fflush(stdout);
+	ret = evac_round(o, st, 1, v);
+	evac_sum(r, v, nvm, 1);
+	r->alone = vm_time(&v[0].r);
+	if (ret == 0) {
+		printf(" all %u VMs at once\n", nvm);
+		fflush(stdout);
+		ret = evac_round(o, st, nvm, v);
+		evac_sum(r, v, nvm, nvm);
+	}
+	if (ret == 0) {
+		/* The host is drained when its slowest VM runs again. */
+		slow = &v[0].r;
+		for (i = 0; i < nvm; i++) {
+			r->vm[i] = vm_time(&v[i].r);
+			if (v[i].r.downtime_ms > slow->downtime_ms)
+				slow = &v[i].r;
+			r->model_busy_ms += v[i].r.model_busy_ms;
+			r->model_pin_ms += v[i].r.model_pin_ms;
+			r->model_actual_ms += v[i].r.model_actual_ms;
+			r->model_charges += v[i].r.model_charges;
+			r->model_src_ms += v[i].r.model_src_ms;
+			r->model_dst_ms += v[i].r.model_dst_ms;
+		}
+		r->downtime_ms = slow->downtime_ms;
+		r->src_stop_ms = slow->src_stop_ms;
+		r->dst_start_ms = slow->dst_start_ms;
+		r->dst_mr_ms = slow->dst_mr_ms;
+		r->dst_vq_ms = slow->dst_vq_ms;
+		r->dst_conf_ms = slow->dst_conf_ms;
+		r->src_close_ms = slow->src_close_ms;
+		r->src_first_ring_ms = slow->src_first_ring_ms;
+		r->dirty_check_ms = slow->dirty_check_ms;
+	}
+	r->ok = ret == 0;
+	free(v);
 	return ret == 0 ? 0 : -1;
 }

@@ -24,6 +24,15 @@ STAGE_KEYS = {'name': str, 'downtime_ms': float, 'src_stop_ms': float, 'dst_star
 
 # Zero-cost test profiles with optional capabilities turned off (issue 10).
 PROFILES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'profiles')
+# The reference floor method, beside the project in its checkout (CI has it).
+FLOOR_PY = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..',
+                        'shared', 'fw-model', 'floor.py')
+# Fields the tool adds per stage (issue 12): the model, the floor, the runs.
+MODEL_KEYS = {'model_busy_ms': float, 'model_pin_ms': float, 'model_actual_ms': float,
+              'model_charges': int, 'overshoot_mean_us': float, 'floor_ms': float,
+              'model_src_ms': float, 'model_dst_ms': float,
+              'repeat': int, 'downtime_min_ms': float, 'downtime_median_ms': float,
+              'downtime_max_ms': float, 'runs': list}
 
 
 def migrate(*args, timeout=240, profile='fast'):
@@ -50,8 +59,12 @@ class Migrate(unittest.TestCase):
                          ('custom', devices, pairs, mem_gb, size, ring))
         self.assertEqual([s['name'] for s in doc['stages']], stages)
         for s in doc['stages']:
-            for key, kind in STAGE_KEYS.items():
+            for key, kind in {**STAGE_KEYS, **MODEL_KEYS}.items():
                 self.assertIsInstance(s[key], kind, f'{s["name"]}: {key}')
+            self.assertEqual(len(s['runs']), s['repeat'])
+            self.assertEqual(s['repeat'], doc['repeat'])
+            self.assertGreaterEqual(s['model_busy_ms'], 0)
+            self.assertGreaterEqual(s['model_pin_ms'], 0)
             self.assertTrue(s['ok'], s)
             self.assertEqual(s['lost_packets'], 0, s)
             self.assertEqual(s['duplicated_packets'], 0, s)
@@ -130,6 +143,118 @@ class Migrate(unittest.TestCase):
             self.assertIn('all', texts)
             self.assertGreaterEqual(len(dom.getElementsByTagName('rect')), 4)
 
+    def test_repeat_reports_the_median_run(self):
+        """--repeat 3: three runs per stage in the JSON, the stage's numbers are its
+        median run's (by downtime), min <= median <= max, and the table says so."""
+        doc, out = self.run_json('--devices', '1', '--queue-pairs', '1', '--mem-gb', '2',
+                                 '--stages', 'baseline,all', '--repeat', '3')
+        self.check_doc(doc, 1, 1, 2, 256, ['baseline', 'all'], 'split')
+        self.assertIn('median of 3 runs', out)
+        self.assertIn('min-max ms', out)
+        for s in doc['stages']:
+            runs = s['runs']
+            self.assertEqual(len(runs), 3)
+            for r in runs:
+                self.assertTrue(r['ok'], r)
+                self.assertEqual(r['lost_packets'], 0)
+                self.assertEqual(r['duplicated_packets'], 0)
+                self.assertEqual(r['dirty_pages_missing'], 0)
+            med = sorted(runs, key=lambda r: r['downtime_ms'])[1]
+            self.assertEqual(s['downtime_ms'], med['downtime_ms'])
+            self.assertEqual(s['downtime_median_ms'], med['downtime_ms'])
+            self.assertEqual(s['src_stop_ms'], med['src_stop_ms'])
+            self.assertEqual(s['downtime_min_ms'], min(r['downtime_ms'] for r in runs))
+            self.assertEqual(s['downtime_max_ms'], max(r['downtime_ms'] for r in runs))
+
+    def test_floor_and_model_columns(self):
+        """cx6dx, a small shape: the floor of the shape (floor.py's method) is in the
+        JSON and the table, x_floor = downtime / floor, the model's sums are >= 0 and
+        the model charged commands; where floor.py is at hand, the floors agree."""
+        doc, out = self.run_json('--devices', '1', '--queue-pairs', '1', '--mem-gb', '2',
+                                 '--stages', 'baseline,all', profile='cx6dx')
+        self.check_doc(doc, 1, 1, 2, 256, ['baseline', 'all'], 'split', model='cx6dx')
+        self.assertIn('x floor', out)
+        self.assertIn('model busy ms', out)
+        self.assertIn('floor (profile cx6dx', out)
+        fl = doc['floor']
+        self.assertGreater(fl['floor_overlapped_devices_ms'], 0)
+        for s in doc['stages']:
+            self.assertEqual(s['floor_ms'], fl['floor_overlapped_devices_ms'])
+            self.assertAlmostEqual(s['x_floor'], s['downtime_ms'] / s['floor_ms'], places=9)
+            self.assertGreater(s['model_charges'], 0, s)
+            self.assertGreater(s['model_busy_ms'], 0, s)
+            self.assertGreaterEqual(s['model_actual_ms'],
+                                    s['model_busy_ms'] + s['model_pin_ms'] - 1e-6, s)
+            self.assertAlmostEqual(s['model_src_ms'] + s['model_dst_ms'],
+                                   s['model_busy_ms'] + s['model_pin_ms'], delta=1e-6)
+        if os.path.exists(FLOOR_PY):
+            ref = json.loads(subprocess.run(
+                ['python3', FLOOR_PY, os.path.join(os.path.dirname(FLOOR_PY), 'cx6dx.json'),
+                 '1', '1', '2'], check=True, stdout=subprocess.PIPE).stdout)
+            for key in ('baseline_ms', 'floor_serial_devices_ms',
+                        'floor_overlapped_devices_ms', 'mr_create_floor_ms',
+                        'dst_queues_floor_ms'):
+                self.assertAlmostEqual(fl[key], ref[key], delta=0.051, msg=key)
+            self.assertEqual(fl['chunks'], ref['chunks'])
+        # The fast profile charges nothing: no floor, no ratio to it.
+        doc, out = self.run_json('--devices', '1', '--queue-pairs', '1', '--mem-gb', '2',
+                                 '--stages', 'all')
+        self.assertEqual(doc['stages'][0]['floor_ms'], 0)
+        self.assertIsNone(doc['stages'][0]['x_floor'])
+        self.assertEqual(doc['stages'][0]['model_charges'], 0)
+        self.assertIn('floor: none', out)
+
+    def check_evacuate(self, doc, vms):
+        self.assertEqual(doc['scenario']['vms'], vms)
+        for s in doc['stages']:
+            ev = s['evacuate']
+            self.assertEqual(ev['vms'], vms)
+            self.assertEqual(len(ev['vm']), vms)
+            self.assertGreater(ev['alone']['downtime_ms'], 0)
+            times = sorted(v['downtime_ms'] for v in ev['vm'])
+            self.assertEqual(ev['downtime_max_ms'], times[-1])
+            self.assertEqual(ev['downtime_median_ms'], times[(vms - 1) // 2])
+            # The stage's downtime is the slowest VM's at once.
+            self.assertEqual(s['downtime_ms'], times[-1])
+            self.assertAlmostEqual(ev['max_over_alone'],
+                                   times[-1] / ev['alone']['downtime_ms'], places=9)
+
+    def test_evacuate_small(self):
+        """Host evacuation, small: 3 VMs of 1 NIC x 2 pairs x 2 GiB, VM 0 alone then
+        all at once from their own front-end threads; every VM forwards after its
+        migration with no lost or duplicated frame, a complete dirty log and no
+        device object left (checked per VM and summed; never timed)."""
+        doc, out = self.run_json('--devices', '1', '--queue-pairs', '2', '--mem-gb', '2',
+                                 '--vms', '3')
+        self.check_doc(doc, 1, 2, 2, 256, ['all'], 'split')
+        self.check_evacuate(doc, 3)
+        self.assertIn('all 3 VMs at once', out)
+        self.assertIn('at once max ms', out)
+        # Two NICs per VM, packed rings, two rounds: the same guarantees.
+        doc, _ = self.run_json('--devices', '2', '--queue-pairs', '1', '--mem-gb', '2',
+                               '--vms', '2', '--packed', '--stages', 'baseline,all',
+                               '--repeat', '2')
+        self.check_doc(doc, 2, 1, 2, 256, ['baseline', 'all'], 'packed')
+        self.check_evacuate(doc, 2)
+
+    def test_evacuate_scenario(self):
+        """--scenario evacuate is 8 VMs x 1 NIC x 4 pairs x 16 GiB; --vms changes K."""
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, 'r.json')
+            rc, out = migrate('--scenario', 'evacuate', '--vms', '2', '--json', path)
+            self.assertEqual(rc, 0, out)
+            with open(path) as f:
+                doc = json.load(f)
+        sc = doc['scenario']
+        self.assertEqual((sc['name'], sc['devices'], sc['queue_pairs'], sc['mem_gb'],
+                          sc['vms']), ('evacuate', 1, 4, 16, 2))
+        self.check_evacuate(doc, 2)
+        s = doc['stages'][0]
+        self.assertEqual((s['lost_packets'], s['duplicated_packets'], s['dirty_pages_missing'],
+                          s['leaked_objects']), (0, 0, 0, 0))
+        rc, out = migrate('--help')
+        self.assertIn('evacuate (8 VMs of 1 device x 4 queue pairs x 16 GiB', out)
+
     def test_usage(self):
         for args in (['--devices', '1'],
                      ['--scenario', 'nope'],
@@ -137,13 +262,22 @@ class Migrate(unittest.TestCase):
                      ['--devices', '1', '--queue-pairs', '1', '--mem-gb', '4',
                       '--stages', 'baseline,fastest'],
                      ['--devices', '1', '--queue-pairs', '1', '--mem-gb', '4',
-                      '--queue-size', '300']):
+                      '--queue-size', '300'],
+                     ['--devices', '1', '--queue-pairs', '1', '--mem-gb', '4',
+                      '--repeat', '0'],
+                     ['--scenario', 'seed-mkey', '--repeat', '101'],
+                     ['--scenario', 'seed-mkey', '--repeat', 'x'],
+                     ['--scenario', 'evacuate', '--vms', '0'],
+                     ['--scenario', 'evacuate', '--vms', '17'],
+                     ['--devices', '3', '--queue-pairs', '1', '--mem-gb', '4', '--vms', '6'],
+                     ['--scenario', 'evacuate', '--hostile', 'early-base']):
             rc, out = migrate(*args)
             self.assertEqual(rc, 2, f'{args}: {out}')
             self.assertIn('migrate', out)
         rc, out = migrate('--help')
         self.assertEqual(rc, 0)
-        self.assertIn('--scenario', out)
+        for opt in ('--scenario', '--repeat', '--vms', 'evacuate', 'x floor', 'model busy'):
+            self.assertIn(opt, out)
 
 
 if __name__ == '__main__':

@@ -368,6 +368,58 @@ rte_pmd_mlx5_lm_emu_profile_check(const char *profile, char *err, size_t errlen)
 	return devx_emu_profile_check(profile, err, errlen);
 }
 
+int
+rte_pmd_mlx5_lm_emu_model_stats(const char *name, struct rte_pmd_mlx5_lm_model_stats *s)
+{
+	struct devx_cost_stats cs;
+	struct mlx5_lm_dev *dev;
+	int ret;
+
+	/* Atomic counters in the emulator: no device lock, a dev_conf may be running. */
+	dev = mlx5_lm_dev_by_name(name);
+	if (dev == NULL)
+		return -ENODEV;
+	ret = devx_emu_cost_stats(dev->devx, &cs);
+	if (ret < 0)
+		return ret;
+	s->cmds = cs.cmds;
+	s->model_busy_ms = cs.model_us / 1000.0;
+	s->actual_busy_ms = cs.actual_us / 1000.0;
+	s->overshoot_max_us = cs.overshoot_max_us;
+	s->pins = cs.pins;
+	s->pin_model_ms = cs.pin_model_us / 1000.0;
+	s->pin_actual_ms = cs.pin_actual_us / 1000.0;
+	return 0;
+}
+
+int
+rte_pmd_mlx5_lm_emu_profile_costs(const char *profile, unsigned int *cmd_slots,
+				  unsigned int *host_pin_parallel,
+				  struct rte_pmd_mlx5_lm_cost *costs, unsigned int n,
+				  char *err, size_t errlen)
+{
+	struct devx_cost_entry *e;
+	unsigned int i;
+	int ret;
+
+	e = calloc(n > 0 ? n : 1, sizeof(*e));
+	if (e == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++)
+		e[i].name = costs[i].name;
+	ret = devx_emu_profile_costs(profile, cmd_slots, host_pin_parallel, e, n, err,
+				     errlen);
+	for (i = 0; ret == 0 && i < n; i++) {
+		costs[i].base_us = e[i].base_us;
+		costs[i].per_gib_us = e[i].per_gib_us;
+		costs[i].per_entry_us = e[i].per_entry_us;
+	}
+	free(e);
+	return ret;
+}
+
 static struct rte_vdev_driver mlx5_lm_vdev_driver = {
 	.probe = mlx5_lm_probe,
 	.remove = mlx5_lm_remove,

@@ -63,6 +63,46 @@ unsigned long rte_pmd_mlx5_lm_emu_leaked_objects(void);
  */
 int rte_pmd_mlx5_lm_emu_profile_check(const char *profile, char *err, size_t errlen);
 
+/*
+ * Emulated devices: the cost model's own account of device `name` since
+ * its probe, so that a benchmark can put the model's sum of command costs
+ * beside what it measured, and see how late the emulator's sleeps woke up
+ * (overshoot = actual - modelled, per charge). Counters only grow: take
+ * differences around a measured window.
+ */
+struct rte_pmd_mlx5_lm_model_stats {
+	uint64_t cmds;             /* commands (and umem operations) that held a slot */
+	double model_busy_ms;      /* their modelled cost, summed over slots */
+	double actual_busy_ms;     /* the time they held their slot, summed */
+	double overshoot_max_us;   /* largest actual - modelled of one command */
+	uint64_t pins;             /* host pinning operations (no command slot) */
+	double pin_model_ms;       /* their modelled cost, summed */
+	double pin_actual_ms;
+};
+
+/* 0, -ENODEV (no such device) or -ENOTSUP (not an emulated device). */
+int rte_pmd_mlx5_lm_emu_model_stats(const char *name, struct rte_pmd_mlx5_lm_model_stats *s);
+
+/* One cost-model entry: cost_us = base_us + per_gib_us * GiB + per_entry_us * entries. */
+struct rte_pmd_mlx5_lm_cost {
+	const char *name;          /* in: "CREATE_VIRTQ", ... (shared/fw-model schema) */
+	double base_us;            /* out */
+	double per_gib_us;         /* out */
+	double per_entry_us;       /* out */
+};
+
+/*
+ * Read emulator profile `profile` (as emu=<profile>): its command slots,
+ * its host pinning parallelism and the entries costs[0..n-1] by name, so
+ * that a tool can compute what the model allows (a floor) without a
+ * copy of the numbers. 0, or a negative errno with the reason in err
+ * (-ENOENT: the profile has no entry of that name).
+ */
+int rte_pmd_mlx5_lm_emu_profile_costs(const char *profile, unsigned int *cmd_slots,
+				      unsigned int *host_pin_parallel,
+				      struct rte_pmd_mlx5_lm_cost *costs, unsigned int n,
+				      char *err, size_t errlen);
+
 /* One region of guest memory, as a vhost-user memory table describes it. */
 struct rte_pmd_mlx5_lm_region {
 	uint64_t gpa;

@@ -67,6 +67,34 @@ unsigned long devx_emu_leaked_total(void);
 /* Emulated devices: whether a profile loads (0, or -EINVAL with the reason in err). */
 int devx_emu_profile_check(const char *profile, char *err, size_t errlen);
 /*
+ * Emulated devices: the cost model's account of the device since it was
+ * opened (what it charged, what its sleeps took). -ENOTSUP for rdma.
+ */
+struct devx_cost_stats {
+	uint64_t cmds;
+	double model_us;
+	double actual_us;
+	double overshoot_max_us;
+	uint64_t pins;
+	double pin_model_us;
+	double pin_actual_us;
+};
+int devx_emu_cost_stats(struct devx_ctx *ctx, struct devx_cost_stats *s);
+/* One entry of a cost profile: cost = base + per_gib * GiB + per_entry * entries. */
+struct devx_cost_entry {
+	const char *name;
+	double base_us;
+	double per_gib_us;
+	double per_entry_us;
+};
+/*
+ * Read a profile's parallelism and the entries e[0..n-1] (by e[i].name).
+ * 0, or a negative errno with the reason in err (-ENOENT: an entry is absent).
+ */
+int devx_emu_profile_costs(const char *profile, unsigned int *cmd_slots,
+			   unsigned int *host_pin_parallel, struct devx_cost_entry *e,
+			   unsigned int n, char *err, size_t errlen);
+/*
  * Emulated devices: the device's wire. fn gets every frame the device
  * sends (NULL: loopback, the default); devx_emu_wire_rx hands it a frame
  * from the wire. -ENOTSUP on real hardware, whose wire is its port.

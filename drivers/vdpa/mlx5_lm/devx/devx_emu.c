@@ -307,6 +307,50 @@ devx_emu_profile_check(const char *profile, char *err, size_t errlen)
 	return 0;
 }
 
+int
+devx_emu_cost_stats(struct devx_ctx *ctx, struct devx_cost_stats *s)
+{
+	struct emu_cost_stats es;
+
+	if (!devx_is_emulated(ctx))
+		return -ENOTSUP;
+	emu_dev_cost_stats(EMU(ctx), &es);
+	s->cmds = es.cmds;
+	s->model_us = es.model_us;
+	s->actual_us = es.actual_us;
+	s->overshoot_max_us = es.overshoot_max_us;
+	s->pins = es.pins;
+	s->pin_model_us = es.pin_model_us;
+	s->pin_actual_us = es.pin_actual_us;
+	return 0;
+}
+
+int
+devx_emu_profile_costs(const char *profile, unsigned int *cmd_slots,
+		       unsigned int *host_pin_parallel, struct devx_cost_entry *e,
+		       unsigned int n, char *err, size_t errlen)
+{
+	struct emu_profile *p;
+	unsigned int i;
+	int ret = 0;
+
+	if (emu_profile_load(profile, &p, err, errlen) < 0)
+		return -EINVAL;
+	*cmd_slots = emu_profile_cmd_slots(p);
+	*host_pin_parallel = emu_profile_host_pin_parallel(p);
+	for (i = 0; i < n; i++) {
+		if (emu_profile_entry(p, e[i].name, &e[i].base_us, &e[i].per_gib_us,
+				      &e[i].per_entry_us) < 0) {
+			snprintf(err, errlen, "profile %s: no entry \"%s\"", profile,
+				 e[i].name);
+			ret = -ENOENT;
+			break;
+		}
+	}
+	emu_profile_free(p);
+	return ret;
+}
+
 unsigned long
 devx_emu_leaked_total(void)
 {

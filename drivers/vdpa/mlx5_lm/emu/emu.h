@@ -78,6 +78,13 @@ unsigned int emu_profile_cmd_slots(const struct emu_profile *p);
 /* Cost in microseconds of a cost-model entry ("CREATE_VIRTQ", ...); < 0 if absent. */
 double emu_profile_cost_us(const struct emu_profile *p, const char *cmd, double gib,
 			   double entries);
+unsigned int emu_profile_host_pin_parallel(const struct emu_profile *p);
+/*
+ * The terms of entry cmd (absent terms are 0): 0, or -ENOENT when the
+ * profile has no such entry.
+ */
+int emu_profile_entry(const struct emu_profile *p, const char *cmd, double *base_us,
+		      double *per_gib_us, double *per_entry_us);
 
 /* ---- Devices ------------------------------------------------------------- */
 /* Create an emulated device with a profile (see emu_profile_load). */
@@ -95,6 +102,24 @@ unsigned int emu_dev_live_objects(struct emu_dev *dev);
 unsigned long emu_leaked_total(void);
 /* Number of commands executed with this opcode (any status). */
 unsigned long emu_dev_cmd_count(struct emu_dev *dev, uint16_t opcode);
+
+/*
+ * The cost model's account of a device since its creation: what it
+ * charged (the model's own sum of command costs) and what the emulator's
+ * sleeps really took, so that a benchmark can tell the model's time from
+ * the host's overshoot (timer slack, wake-up latency, emulation work).
+ * Zero-cost profiles charge nothing.
+ */
+struct emu_cost_stats {
+	uint64_t cmds;             /* charges that held a command slot */
+	double model_us;           /* their modelled time, summed */
+	double actual_us;          /* the time they held their slot, summed */
+	double overshoot_max_us;   /* largest actual - modelled of one charge */
+	uint64_t pins;             /* host pinning charges (a pin token, no slot) */
+	double pin_model_us;
+	double pin_actual_us;
+};
+void emu_dev_cost_stats(struct emu_dev *dev, struct emu_cost_stats *s);
 
 /*
  * Execute one PRM command mailbox as the firmware would. The output header

@@ -284,7 +284,7 @@ emu_cmd(struct emu_dev *dev, const void *in, size_t inlen, void *out, size_t out
 	status = fn(&c);
 	pthread_mutex_unlock(&dev->lock);
 	if (slot) {
-		emu_sleep_until_ns(t0 + (uint64_t)(charged_us(&c, status) * 1000.0));
+		emu_slot_sleep(dev, t0, charged_us(&c, status));
 		emu_slot_put(dev);
 	}
 	if (status != PRM_STATUS_OK)

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/prctl.h>
 
 #include <jansson.h>
 
@@ -306,6 +307,29 @@ emu_profile_cmd_slots(const struct emu_profile *p)
 	return p->cmd_slots;
 }
 
+unsigned int
+emu_profile_host_pin_parallel(const struct emu_profile *p)
+{
+	return p->host_pin_parallel;
+}
+
+int
+emu_profile_entry(const struct emu_profile *p, const char *cmd, double *base_us,
+		  double *per_gib_us, double *per_entry_us)
+{
+	size_t i;
+
+	for (i = 0; i < p->n_entries; i++) {
+		if (strcmp(p->entries[i].name, cmd) != 0)
+			continue;
+		*base_us = p->entries[i].base_us;
+		*per_gib_us = p->entries[i].per_gib_us;
+		*per_entry_us = p->entries[i].per_entry_us;
+		return 0;
+	}
+	return -ENOENT;
+}
+
 static double
 entry_cost(const struct emu_cost_entry *e, double gib, double entries)
 {
@@ -349,7 +373,25 @@ emu_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-void
+/*
+ * A sleeping thread wakes up to its timer slack late (50 us by default on
+ * Linux, prctl(2) PR_SET_TIMERSLACK): every modelled command would last
+ * its cost plus up to 50 us plus the wake-up latency, which inflates long
+ * serial sequences far more than parallel ones. 1 ns is the minimum the
+ * kernel accepts (0 means "back to the default"). Per thread, once.
+ */
+static __thread bool slack_set;
+
+static void
+min_timer_slack(void)
+{
+	if (slack_set)
+		return;
+	slack_set = true;
+	(void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+}
+
+uint64_t
 emu_sleep_until_ns(uint64_t deadline_ns)
 {
 	struct timespec ts = {
@@ -357,8 +399,47 @@ emu_sleep_until_ns(uint64_t deadline_ns)
 		.tv_nsec = (long)(deadline_ns % 1000000000ull),
 	};
 
+	min_timer_slack();
 	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 		;
+	return emu_now_ns();
+}
+
+static void
+atomic_max(atomic_ullong *v, uint64_t x)
+{
+	unsigned long long cur = atomic_load(v);
+
+	while (x > cur && !atomic_compare_exchange_weak(v, &cur, x))
+		;
+}
+
+void
+emu_slot_sleep(struct emu_dev *dev, uint64_t t0_ns, double model_us)
+{
+	uint64_t model_ns = (uint64_t)(model_us * 1000.0);
+	uint64_t end = emu_sleep_until_ns(t0_ns + model_ns);
+	uint64_t actual = end > t0_ns ? end - t0_ns : 0;
+
+	atomic_fetch_add(&dev->cost_cmds, 1);
+	atomic_fetch_add(&dev->cost_model_ns, model_ns);
+	atomic_fetch_add(&dev->cost_actual_ns, actual);
+	if (actual > model_ns)
+		atomic_max(&dev->cost_over_max_ns, actual - model_ns);
+}
+
+void
+emu_dev_cost_stats(struct emu_dev *dev, struct emu_cost_stats *s)
+{
+	uint64_t over_max = atomic_load(&dev->cost_over_max_ns);
+
+	s->cmds = atomic_load(&dev->cost_cmds);
+	s->model_us = (double)atomic_load(&dev->cost_model_ns) / 1000.0;
+	s->actual_us = (double)atomic_load(&dev->cost_actual_ns) / 1000.0;
+	s->overshoot_max_us = (double)over_max / 1000.0;
+	s->pins = atomic_load(&dev->pin_count);
+	s->pin_model_us = (double)atomic_load(&dev->pin_model_ns) / 1000.0;
+	s->pin_actual_us = (double)atomic_load(&dev->pin_actual_ns) / 1000.0;
 }
 
 void
@@ -409,11 +490,27 @@ emu_pin_put(void)
 }
 
 void
+emu_pin_hold(struct emu_dev *dev, double us)
+{
+	uint64_t model_ns = (uint64_t)(us * 1000.0), t0, end;
+
+	if (us <= 0)
+		return;
+	emu_pin_get(dev->prof);
+	t0 = emu_now_ns();
+	end = emu_sleep_until_ns(t0 + model_ns);
+	emu_pin_put();
+	atomic_fetch_add(&dev->pin_count, 1);
+	atomic_fetch_add(&dev->pin_model_ns, model_ns);
+	atomic_fetch_add(&dev->pin_actual_ns, end - t0);
+}
+
+void
 emu_slot_hold(struct emu_dev *dev, double us)
 {
 	if (us <= 0)
 		return;
 	emu_slot_get(dev);
-	emu_sleep_until_ns(emu_now_ns() + (uint64_t)(us * 1000.0));
+	emu_slot_sleep(dev, emu_now_ns(), us);
 	emu_slot_put(dev);
 }

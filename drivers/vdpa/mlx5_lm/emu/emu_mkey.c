@@ -111,11 +111,7 @@ emu_umem_reg(struct emu_dev *dev, void *addr, size_t size, uint32_t access, uint
 		/* Pinning is host work: a host token, not a firmware slot. */
 		double pin_us = emu_cost_us(p, EMU_COST_GUEST_UMEM_PIN, gib, 0);
 
-		if (pin_us > 0) {
-			emu_pin_get(p);
-			emu_sleep_until_ns(emu_now_ns() + (uint64_t)(pin_us * 1000.0));
-			emu_pin_put();
-		}
+		emu_pin_hold(dev, pin_us);
 		emu_slot_hold(dev, emu_cost_us(p, EMU_COST_GUEST_UMEM_REG, gib, 0));
 	}
 	pthread_mutex_lock(&dev->lock);

@@ -87,8 +87,17 @@ double emu_cost_us(const struct emu_profile *p, enum emu_cost_id id, double gib,
 		   double entries);
 double emu_cost_base_us(const struct emu_profile *p, enum emu_cost_id id);
 uint64_t emu_now_ns(void);
-/* Sleep until an absolute CLOCK_MONOTONIC time (no busy wait). */
-void emu_sleep_until_ns(uint64_t deadline_ns);
+/*
+ * Sleep until an absolute CLOCK_MONOTONIC time (no busy wait), with the
+ * calling thread's timer slack at its minimum. Returns the time woken.
+ */
+uint64_t emu_sleep_until_ns(uint64_t deadline_ns);
+/*
+ * A command holding a slot since t0_ns (emu_now_ns()) for its modelled
+ * model_us: sleep to t0 + model_us and account the charge and its
+ * overshoot (actual - modelled) to dev. The caller holds the slot.
+ */
+void emu_slot_sleep(struct emu_dev *dev, uint64_t t0_ns, double model_us);
 /* One of the device's cmd_slots firmware command slots. */
 void emu_slot_get(struct emu_dev *dev);
 void emu_slot_put(struct emu_dev *dev);
@@ -100,6 +109,8 @@ void emu_slot_hold(struct emu_dev *dev, double us);
 /* One of host_pin_parallel host CPU tokens shared by the whole process. */
 void emu_pin_get(const struct emu_profile *p);
 void emu_pin_put(void);
+/* Hold a pin token for us microseconds (host pinning for dev), accounted to dev. */
+void emu_pin_hold(struct emu_dev *dev, double us);
 
 /* ---- Objects ------------------------------------------------------------- */
 enum emu_kind {
@@ -412,6 +423,18 @@ struct emu_dev {
 	pthread_mutex_t slot_lock;
 	pthread_cond_t slot_cond;
 	unsigned int slots_busy;     /* slot_lock */
+	/*
+	 * What the cost model charged and what the sleeps really took
+	 * (emu_cost.c), summed since the device was created; atomics, read
+	 * without any lock while commands run.
+	 */
+	atomic_ullong cost_cmds;        /* charges that held a command slot */
+	atomic_ullong cost_model_ns;    /* their modelled time */
+	atomic_ullong cost_actual_ns;   /* the time they held the slot */
+	atomic_ullong cost_over_max_ns; /* largest actual - modelled */
+	atomic_ullong pin_count;        /* host pinning charges (no slot) */
+	atomic_ullong pin_model_ns;
+	atomic_ullong pin_actual_ns;
 
 	pthread_mutex_t lock;
 	struct emu_obj *hash[EMU_HASH_BUCKETS]; /* lock */

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The model floor of a migration scenario: the least device-side downtime
+ * the firmware cost model allows, computed from the profile's own numbers
+ * with the method of shared/fw-model/floor.py (every command slot busy,
+ * host pinning overlapped with firmware work), and the model's estimate of
+ * the baseline (one worker, nothing pre-created, everything serial).
+ */
+#ifndef MIGRATE_FLOOR_H
+#define MIGRATE_FLOOR_H
+
+#include <stddef.h>
+
+struct mig_floor {
+	unsigned int devices, queue_pairs, mem_gb, chunks;
+	double baseline_ms;            /* model: the baseline stage, serial */
+	double floor_serial_ms;        /* floor with the devices one after another */
+	double floor_overlapped_ms;    /* floor with the devices configured at once */
+	double dst_queues_baseline_ms;
+	double dst_queues_floor_ms;
+	double mr_create_1worker_ms;
+	double mr_create_floor_ms;
+	double src_stop_floor_per_device_ms;
+};
+
+/*
+ * Floor of `devices` NICs of `queue_pairs` pairs sharing `mem_gb` GiB of
+ * guest memory (QEMU's layout, 1 GiB chunks) under emulator profile
+ * `profile`, read through the PMD's API. 0, or -1 with the reason in err.
+ */
+int mig_floor_compute(const char *profile, unsigned int devices, unsigned int queue_pairs,
+		      unsigned int mem_gb, struct mig_floor *f, char *err, size_t errlen);
+
+#endif /* MIGRATE_FLOOR_H */

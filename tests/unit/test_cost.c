@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Honest measurement (issue 12): the emulator's sleeping threads run with
+ * minimal timer slack (prctl(2) PR_SET_TIMERSLACK) and the cost model
+ * accounts what it charged against what its sleeps took; and the model
+ * floor of dpdk-test-lm migrate (app/test-lm/migrate_floor.c) agrees with
+ * shared/fw-model/floor.py, the reference method, for several shapes.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "prm.h"
+#include "emu.h"
+#include "rte_pmd_mlx5_lm.h"
+#include "migrate_floor.h"
+
+static void
+quiet(int level, const char *line)
+{
+	(void)level;
+	(void)line;
+}
+
+static char *
+write_tmp(const char *text)
+{
+	static char path[64];
+	FILE *f;
+	int fd;
+
+	snprintf(path, sizeof(path), "/tmp/test_cost_XXXXXX");
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	fputs(text, f);
+	fclose(f);
+	return path;
+}
+
+static int
+simple(struct emu_dev *dev, uint16_t opcode, uint32_t id, uint32_t *new_id)
+{
+	uint8_t in[256] = { 0 }, out[16];
+
+	PRM_SET(destroy_in, in, opcode, opcode);
+	PRM_SET(destroy_in, in, id, id);
+	assert_int_equal(emu_cmd(dev, in, sizeof(in), out, sizeof(out)), 0);
+	if (new_id != NULL)
+		*new_id = (uint32_t)PRM_GET(create_out, out, id);
+	return (int)PRM_GET(cmd_out, out, status);
+}
+
+/*
+ * prctl(2): PR_SET_TIMERSLACK sets the calling thread's slack (default
+ * 50 us): a thread that sleeps for the model must run at the minimum, 1 ns.
+ * Every charge is accounted: the model's sum is exactly the profile's
+ * costs, and a sleep to an absolute deadline never ends early, so the
+ * measured time is at least the modelled one (overshoot >= 0).
+ */
+static void
+test_sleeps_have_minimal_slack_and_account_overshoot(void **state)
+{
+	struct emu_cost_stats s;
+	struct emu_dev *dev;
+	char err[256], *path;
+	size_t size = 64u << 20;
+	uint32_t pd, umem, synd;
+	void *buf;
+
+	(void)state;
+	/* Back to the kernel's default first: the emulator must set it itself. */
+	assert_int_equal(prctl(PR_SET_TIMERSLACK, 0UL, 0UL, 0UL, 0UL), 0);
+	assert_int_not_equal(prctl(PR_GET_TIMERSLACK, 0UL, 0UL, 0UL, 0UL), 1);
+	path = write_tmp("{ \"cmd_slots\": 2, \"host_pin_parallel\": 1, \"commands\": {"
+			 "\"ALLOC_PD\": { \"base_us\": 2000 },"
+			 "\"DEALLOC_PD\": { \"base_us\": 1000 },"
+			 "\"GUEST_UMEM_PIN\": { \"base_us\": 0, \"per_gib_us\": 16000 },"
+			 "\"GUEST_UMEM_REG\": { \"base_us\": 100, \"per_gib_us\": 8000 },"
+			 "\"GUEST_UMEM_DEREG\": { \"base_us\": 50 } } }");
+	dev = emu_dev_create("cost", path, err, sizeof(err));
+	unlink(path);
+	assert_non_null(dev);
+	emu_dev_cost_stats(dev, &s);
+	assert_int_equal(s.cmds, 0);
+	assert_int_equal(s.pins, 0);
+
+	assert_int_equal(simple(dev, PRM_CMD_ALLOC_PD, 0, &pd), 0);
+	assert_int_equal(prctl(PR_GET_TIMERSLACK, 0UL, 0UL, 0UL, 0UL), 1);
+	assert_int_equal(simple(dev, PRM_CMD_DEALLOC_PD, pd, NULL), 0);
+	emu_dev_cost_stats(dev, &s);
+	assert_int_equal(s.cmds, 2);
+	assert_true(fabs(s.model_us - 3000.0) < 1e-6);
+	assert_true(s.actual_us >= s.model_us);
+	assert_true(s.overshoot_max_us >= 0 && s.overshoot_max_us <= s.actual_us - s.model_us);
+
+	/* A guest-sized umem: a pin token (host) then a slot (firmware), apart. */
+	buf = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(buf != MAP_FAILED);
+	assert_int_equal(emu_umem_reg(dev, buf, size, 0, &umem, &synd), 0);
+	assert_int_equal(emu_umem_dereg(dev, umem, &synd), 0);
+	emu_dev_cost_stats(dev, &s);
+	assert_int_equal(s.pins, 1);
+	assert_true(fabs(s.pin_model_us - 1000.0) < 1e-6);     /* 16000 us/GiB x 1/16 GiB */
+	assert_true(s.pin_actual_us >= s.pin_model_us);
+	assert_int_equal(s.cmds, 4);
+	assert_true(fabs(s.model_us - (3000.0 + 600.0 + 50.0)) < 1e-6);
+	assert_true(s.actual_us >= s.model_us);
+	emu_set_log(quiet);
+	assert_int_equal(emu_dev_destroy(dev), 0);
+	emu_set_log(NULL);
+	munmap(buf, size);
+}
+
+/* A zero-cost profile charges nothing and takes no slot. */
+static void
+test_zero_cost_profile_accounts_nothing(void **state)
+{
+	struct emu_cost_stats s;
+	struct emu_dev *dev;
+	char err[256];
+	uint32_t pd;
+
+	(void)state;
+	dev = emu_dev_create("fast", "fast", err, sizeof(err));
+	assert_non_null(dev);
+	assert_int_equal(simple(dev, PRM_CMD_ALLOC_PD, 0, &pd), 0);
+	assert_int_equal(simple(dev, PRM_CMD_DEALLOC_PD, pd, NULL), 0);
+	emu_dev_cost_stats(dev, &s);
+	assert_int_equal(s.cmds, 0);
+	assert_true(s.model_us == 0 && s.actual_us == 0);
+	assert_int_equal(emu_dev_destroy(dev), 0);
+}
+
+/*
+ * floor.py's output for the cx6dx profile (shared/fw-model/floor.py,
+ * rounded as it prints: 0.1 ms, the source stop 0.01 ms).
+ */
+static const struct {
+	unsigned int d, q, g, chunks;
+	double base, serial, overlapped, dstq_base, dstq_floor, mr_1w, mr_floor, src_stop;
+} floor_py[] = {
+	{ 4, 16, 256, 256, 5460.9, 152.5, 38.1, 359.7, 3.8, 743.0, 32.0, 2.3 },
+	{ 1, 4, 16, 16, 172.3, 6.5, 6.5, 90.9, 1.9, 46.9, 3.4, 1.15 },
+	{ 8, 4, 16, 16, 1378.5, 51.7, 7.1, 90.9, 1.9, 46.9, 3.4, 1.15 },
+	{ 1, 2, 4, 4, 72.9, 5.0, 5.0, 46.1, 1.9, 12.1, 2.0, 1.15 },
+};
+
+#define near(a, b, tol) (fabs((a) - (b)) <= (tol) + 1e-9)
+
+static void
+check_floor(const struct mig_floor *f, unsigned int i)
+{
+	assert_int_equal(f->chunks, floor_py[i].chunks);
+	assert_true(near(f->baseline_ms, floor_py[i].base, 0.05));
+	assert_true(near(f->floor_serial_ms, floor_py[i].serial, 0.05));
+	assert_true(near(f->floor_overlapped_ms, floor_py[i].overlapped, 0.05));
+	assert_true(near(f->dst_queues_baseline_ms, floor_py[i].dstq_base, 0.05));
+	assert_true(near(f->dst_queues_floor_ms, floor_py[i].dstq_floor, 0.05));
+	assert_true(near(f->mr_create_1worker_ms, floor_py[i].mr_1w, 0.05));
+	assert_true(near(f->mr_create_floor_ms, floor_py[i].mr_floor, 0.05));
+	assert_true(near(f->src_stop_floor_per_device_ms, floor_py[i].src_stop, 0.005));
+}
+
+static void
+test_floor_matches_floor_py(void **state)
+{
+	struct mig_floor f;
+	char err[256];
+	unsigned int i;
+
+	(void)state;
+	for (i = 0; i < sizeof(floor_py) / sizeof(floor_py[0]); i++) {
+		assert_int_equal(mig_floor_compute("cx6dx", floor_py[i].d, floor_py[i].q,
+						   floor_py[i].g, &f, err, sizeof(err)), 0);
+		check_floor(&f, i);
+	}
+	/* The fast profile costs nothing: no floor. */
+	assert_int_equal(mig_floor_compute("fast", 1, 2, 4, &f, err, sizeof(err)), 0);
+	assert_true(f.floor_overlapped_ms == 0 && f.baseline_ms == 0);
+	/* A profile without an entry the method needs is refused, naming it. */
+	assert_int_equal(mig_floor_compute(write_tmp("{ \"cmd_slots\": 1, \"host_pin_parallel\""
+			 ": 1, \"commands\": { \"ALLOC_PD\": { \"base_us\": 1 } } }"), 1, 1, 1, &f,
+			 err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "GUEST_UMEM_PIN"));
+}
+
+/*
+ * The reference itself, where the checkout has it beside the project
+ * (../shared/fw-model): run floor.py on the shared profile and compare.
+ */
+static void
+test_floor_matches_floor_py_run(void **state)
+{
+	static const unsigned int shapes[][3] = { { 4, 16, 256 }, { 1, 16, 256 },
+						  { 8, 4, 16 }, { 3, 8, 64 } };
+	char cmd[1024];
+	unsigned int i;
+
+	(void)state;
+	if (access(FLOOR_PY, R_OK) != 0 || access(FLOOR_PROFILE, R_OK) != 0) {
+		printf("skipped: %s not here\n", FLOOR_PY);
+		skip();
+	}
+	for (i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		json_error_t jerr;
+		struct mig_floor f;
+		char err[256];
+		json_t *doc;
+		FILE *p;
+
+		snprintf(cmd, sizeof(cmd), "python3 %s %s %u %u %u", FLOOR_PY, FLOOR_PROFILE,
+			 shapes[i][0], shapes[i][1], shapes[i][2]);
+		p = popen(cmd, "r");
+		assert_non_null(p);
+		doc = json_loadf(p, 0, &jerr);
+		assert_int_equal(pclose(p), 0);
+		assert_non_null(doc);
+		assert_int_equal(mig_floor_compute("cx6dx", shapes[i][0], shapes[i][1],
+						   shapes[i][2], &f, err, sizeof(err)), 0);
+#define J(k) json_number_value(json_object_get(doc, k))
+		assert_int_equal(f.chunks, (unsigned int)J("chunks"));
+		assert_true(near(f.baseline_ms, J("baseline_ms"), 0.05));
+		assert_true(near(f.floor_serial_ms, J("floor_serial_devices_ms"), 0.05));
+		assert_true(near(f.floor_overlapped_ms, J("floor_overlapped_devices_ms"), 0.05));
+		assert_true(near(f.dst_queues_baseline_ms, J("dst_queues_baseline_ms"), 0.05));
+		assert_true(near(f.dst_queues_floor_ms, J("dst_queues_floor_ms"), 0.05));
+		assert_true(near(f.mr_create_1worker_ms, J("mr_create_1worker_ms"), 0.05));
+		assert_true(near(f.mr_create_floor_ms, J("mr_create_floor_ms"), 0.05));
+		assert_true(near(f.src_stop_floor_per_device_ms,
+				 J("src_stop_floor_per_device_ms"), 0.005));
+#undef J
+		json_decref(doc);
+	}
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sleeps_have_minimal_slack_and_account_overshoot),
+		cmocka_unit_test(test_zero_cost_profile_accounts_nothing),
+		cmocka_unit_test(test_floor_matches_floor_py),
+		cmocka_unit_test(test_floor_matches_floor_py_run),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
