@@ -104,7 +104,7 @@ queues_setup(struct mlx5_lm_dev *dev)
 	dev->vid = -1;
 	pthread_mutex_init(&dev->lock, NULL);
 	pthread_cond_init(&dev->restored, NULL);
-	ret = mlx5_lm_pool_get(dev->args.workers);
+	ret = mlx5_lm_pool_get(mlx5_lm_pool_threads(dev));
 	if (ret < 0) {
 		DRV_LOG(ERR, dev, "cannot start %u worker threads", dev->args.workers);
 		goto err_pool;
@@ -159,7 +159,7 @@ err_evch:
 err_db:
 	mlx5_lm_mr_gc_put();
 err_gc:
-	mlx5_lm_pool_put();
+	mlx5_lm_pool_put(mlx5_lm_pool_threads(dev));
 err_pool:
 	pthread_cond_destroy(&dev->restored);
 	pthread_mutex_destroy(&dev->lock);
@@ -184,7 +184,7 @@ queues_teardown(struct mlx5_lm_dev *dev)
 	devx_db_free(dev->db);
 	dev->db = NULL;
 	mlx5_lm_mr_gc_put();
-	mlx5_lm_pool_put();
+	mlx5_lm_pool_put(mlx5_lm_pool_threads(dev));
 	pthread_cond_destroy(&dev->restored);
 	pthread_mutex_destroy(&dev->lock);
 }

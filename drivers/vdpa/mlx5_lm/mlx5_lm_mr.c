@@ -520,6 +520,8 @@ gc_thread(void *arg)
 {
 	int ret;
 
+	/* Deferred deletion is background work: it yields to devices starting or stopping. */
+	mlx5_lm_bg_thread(1);
 	pthread_mutex_lock(&gc.lock);
 	while (!gc.stop) {
 		struct mlx5_lm_mr *mr = TAILQ_FIRST(&gc.list);

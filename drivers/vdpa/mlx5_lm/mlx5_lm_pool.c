@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <sys/queue.h>
 
+#include "devx.h"
 #include "mlx5_lm_pool.h"
 
 struct task {
@@ -23,6 +24,8 @@ struct task {
 
 /* Set in pool threads: nested batches run inline there. */
 static __thread int in_worker;
+/* Set while this thread does background work (a background task, the restore thread). */
+static __thread int in_background;
 
 
 static struct {
@@ -32,10 +35,16 @@ static struct {
 	pthread_t threads[MAX_WORKERS];
 	unsigned int nthreads;
 	unsigned int refs;
+	unsigned int wanted;       /* sum of the workers its devices asked for */
 	int stopping;
+	unsigned int fg;           /* devices starting or stopping */
+	unsigned int bg_running;   /* background tasks being executed */
+	unsigned int bg_paused;    /* background threads waiting at a checkpoint */
+	pthread_cond_t fg_idle;    /* fg dropped to 0 */
 } pool = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.work = PTHREAD_COND_INITIALIZER,
+	.fg_idle = PTHREAD_COND_INITIALIZER,
 	.queue = TAILQ_HEAD_INITIALIZER(pool.queue),
 };
 
@@ -61,6 +70,9 @@ pick_task_pass(int background)
 {
 	struct task *t;
 
+	/* Foreground first: background waits for a quiet pool and a free budget. */
+	if (background && (pool.fg > 0 || pool.bg_running >= MLX5_LM_BG_BUDGET))
+		return NULL;
 	TAILQ_FOREACH(t, &pool.queue, next) {
 		struct mlx5_lm_batch *b = t->batch;
 		int ok;
@@ -74,6 +86,7 @@ pick_task_pass(int background)
 		pthread_mutex_unlock(&b->lock);
 		if (ok) {
 			TAILQ_REMOVE(&pool.queue, t, next);
+			pool.bg_running += background;
 			return t;
 		}
 	}
@@ -104,7 +117,7 @@ worker(void *unused)
 	for (;;) {
 		struct task *t = pick_task();
 		struct mlx5_lm_batch *b;
-		int rc;
+		int rc, bg;
 
 		if (t == NULL) {
 			if (pool.stopping)
@@ -114,10 +127,15 @@ worker(void *unused)
 		}
 		pthread_mutex_unlock(&pool.lock);
 		b = t->batch;
+		/* b may be gone once finished: its waiter owns it. */
+		bg = b->background;
+		in_background = bg;
 		rc = t->fn(t->arg);
+		in_background = 0;
 		free(t);
 		finish_task(b, rc);
 		pthread_mutex_lock(&pool.lock);
+		pool.bg_running -= bg;
 		/* A batch slot is free again: a waiting task of that batch may go. */
 		pthread_cond_broadcast(&pool.work);
 	}
@@ -130,10 +148,9 @@ mlx5_lm_pool_get(unsigned int workers)
 {
 	int ret = 0;
 
-	if (workers > MAX_WORKERS)
-		workers = MAX_WORKERS;
 	pthread_mutex_lock(&pool.lock);
-	while (pool.nthreads < workers) {
+	pool.wanted += workers;
+	while (pool.nthreads < pool.wanted && pool.nthreads < MAX_WORKERS) {
 		if (pthread_create(&pool.threads[pool.nthreads], NULL, worker, NULL) != 0) {
 			ret = -EAGAIN;
 			break;
@@ -143,18 +160,28 @@ mlx5_lm_pool_get(unsigned int workers)
 	if (ret == 0 || pool.nthreads > 0) {
 		pool.refs++;
 		ret = 0;
+	} else {
+		pool.wanted -= workers;
 	}
 	pthread_mutex_unlock(&pool.lock);
+	/* Background work yields to the foreground before each of its commands. */
+	devx_set_cmd_gate(mlx5_lm_bg_checkpoint);
 	return ret;
 }
 
 void
-mlx5_lm_pool_put(void)
+mlx5_lm_pool_put(unsigned int workers)
 {
 	unsigned int i, n;
 
 	pthread_mutex_lock(&pool.lock);
-	if (pool.refs == 0 || --pool.refs > 0) {
+	if (pool.refs == 0) {
+		pthread_mutex_unlock(&pool.lock);
+		return;
+	}
+	pool.wanted -= workers < pool.wanted ? workers : pool.wanted;
+	if (--pool.refs > 0) {
+		/* Threads stay until the last device goes: they are idle, and cheap. */
 		pthread_mutex_unlock(&pool.lock);
 		return;
 	}
@@ -166,8 +193,72 @@ mlx5_lm_pool_put(void)
 		pthread_join(pool.threads[i], NULL);
 	pthread_mutex_lock(&pool.lock);
 	pool.nthreads = 0;
+	pool.wanted = 0;
 	pool.stopping = 0;
 	pthread_mutex_unlock(&pool.lock);
+}
+
+void
+mlx5_lm_fg_enter(void)
+{
+	pthread_mutex_lock(&pool.lock);
+	pool.fg++;
+	pthread_mutex_unlock(&pool.lock);
+}
+
+void
+mlx5_lm_fg_exit(void)
+{
+	pthread_mutex_lock(&pool.lock);
+	if (pool.fg > 0 && --pool.fg == 0) {
+		pthread_cond_broadcast(&pool.fg_idle);
+		/* Background tasks held back may be picked now. */
+		pthread_cond_broadcast(&pool.work);
+	}
+	pthread_mutex_unlock(&pool.lock);
+}
+
+void
+mlx5_lm_bg_thread(int on)
+{
+	in_background = on;
+}
+
+void
+mlx5_lm_bg_checkpoint(void)
+{
+	if (!in_background)
+		return;
+	pthread_mutex_lock(&pool.lock);
+	if (pool.fg > 0) {
+		pool.bg_paused++;
+		while (pool.fg > 0)
+			pthread_cond_wait(&pool.fg_idle, &pool.lock);
+		pool.bg_paused--;
+	}
+	pthread_mutex_unlock(&pool.lock);
+}
+
+unsigned int
+mlx5_lm_bg_paused(void)
+{
+	unsigned int n;
+
+	pthread_mutex_lock(&pool.lock);
+	n = pool.bg_paused;
+	pthread_mutex_unlock(&pool.lock);
+	return n;
+}
+
+unsigned int
+mlx5_lm_bg_running(void)
+{
+	unsigned int n;
+
+	pthread_mutex_lock(&pool.lock);
+	n = pool.bg_running;
+	pthread_mutex_unlock(&pool.lock);
+	return n;
 }
 
 unsigned int

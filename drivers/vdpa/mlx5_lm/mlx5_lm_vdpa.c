@@ -454,6 +454,8 @@ mlx5_lm_dev_conf(int vid)
 		return -ENODEV;
 	pthread_mutex_lock(&dev->lock);
 	wait_restored(dev);
+	/* After the wait: this device's own restore must not be held back by us. */
+	mlx5_lm_fg_enter();
 	t0 = mlx5_lm_now_ms();
 	ret = mlx5_lm_owner(dev, vid, "DRIVER_OK");
 	if (ret < 0)
@@ -569,6 +571,7 @@ err_mem:
 	}
 	ret = ret < 0 ? ret : -EIO;
 out:
+	mlx5_lm_fg_exit();
 	free(plans);
 	free(mem);
 	pthread_mutex_unlock(&dev->lock);
@@ -642,7 +645,11 @@ restore_thread(void *arg)
 	struct mlx5_lm_dev *dev = arg;
 	double t0 = mlx5_lm_now_ms();
 
+	/* Its own commands (steering) yield to any device starting or stopping, too. */
+	mlx5_lm_bg_thread(1);
 	restore_blank(dev, 1);
+	/* Never paused while holding the device lock. */
+	mlx5_lm_bg_thread(0);
 	pthread_mutex_lock(&dev->lock);
 	/* No queue references the registrations any more: deferred deletion, or reuse. */
 	mlx5_lm_log_stop(dev);
@@ -672,6 +679,8 @@ mlx5_lm_dev_close(int vid)
 		pthread_mutex_unlock(&dev->lock);
 		return 0;
 	}
+	/* Background work of every device waits until this stop has its reply. */
+	mlx5_lm_fg_enter();
 	for (i = 0; i < dev->nr_vq; i++)
 		if (dev->vq[i].configured)
 			mlx5_lm_notify_del_ring(dev, &dev->vq[i]);
@@ -690,6 +699,7 @@ mlx5_lm_dev_close(int vid)
 	}
 	dev->running = 0;
 	dev->last_close_ms = mlx5_lm_now_ms() - t0;
+	mlx5_lm_fg_exit();
 	if (dev->args.precreate) {
 		/* Blank queues for the next DRIVER_OK, after vhost has its reply. */
 		pthread_t th;
