@@ -63,7 +63,7 @@ int mlx5_lm_batch_wait(struct mlx5_lm_batch *b);
  */
 void mlx5_lm_batch_init_background(struct mlx5_lm_batch *b, unsigned int limit);
 
-#define MLX5_LM_BG_BUDGET 2
+#define MLX5_LM_BG_BUDGET 4
 
 /* A device starts (DRIVER_OK) or stops (GET_VRING_BASE): background work waits. */
 void mlx5_lm_fg_enter(void);
