@@ -1722,6 +1722,39 @@ test_driver_ok_failure_reported_through_the_public_api(void **state)
 	assert_int_equal(st.last_error, -EIO);
 }
 
+/*
+ * parallel=0 (the old driver, the baseline of the benchmarks) configures
+ * in vhost's thread and returns the result: vhost calls dev_conf again
+ * after every later message of a front end whose DRIVER_OK failed, and
+ * the retry finds a clean device and succeeds.
+ */
+static void
+test_serial_driver_ok_retried_by_vhost_after_a_failure_succeeds(void **state)
+{
+	struct tc *t = *state;
+	uint32_t bases[4];
+	struct vu_guest *g;
+	uint8_t status;
+	size_t mark;
+
+	tc_probe(t, 2, "parallel=0");
+	assert_int_equal(emu_fault_inject(t->emu, PRM_CMD_MODIFY_GENERAL_OBJECT,
+					  PRM_OBJ_VIRTIO_NET_Q, 3, PRM_STATUS_NO_RESOURCES, 0), 0);
+	g = tc_guest(t, 0, 2, 256, false);
+	tc_connect(t);
+	mark = trace_mark(&t->tr);
+	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
+	assert_true(wait_trace(&t->tr, mark, p_failed_vq_cmd, NULL, 1));
+	dev_barrier(t);
+	check_clean_after_failed_conf(t, 4);
+	/* Any message: vhost calls dev_conf again after handling it. */
+	assert_int_equal(vu_get_status(t->c, &status), 0);
+	wait_running(t);
+	traffic(g, 0x3, 300);
+	assert_int_equal(vu_stop_device(t->c, bases, 4), 0);
+	check_bases(g, bases, 2, false, 256);
+}
+
 /* ---- 6b. the asynchronous configuration (issue 12 item 3) ------------------- */
 
 /*
@@ -2443,6 +2476,9 @@ main(int argc, char **argv)
 			tc_setup, tc_teardown),
 		cmocka_unit_test_setup_teardown(
 			test_driver_ok_failure_reported_through_the_public_api,
+			tc_setup, tc_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_serial_driver_ok_retried_by_vhost_after_a_failure_succeeds,
 			tc_setup, tc_teardown),
 		cmocka_unit_test_setup_teardown(test_stop_during_async_configuration_waits_for_it,
 						tc_setup, tc_teardown),

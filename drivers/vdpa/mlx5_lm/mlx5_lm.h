@@ -206,6 +206,7 @@ struct mlx5_lm_dev {
 	pthread_cond_t conf_cv;          /* job queued or finished, hold released, stop */
 	struct mlx5_lm_conf_job *conf_job;
 	int conf_busy;
+	int conf_ret;                    /* result of the last job (parallel=0 returns it) */
 	int conf_stop;
 	int conf_hold;                   /* test seam: the worker waits before a job */
 	unsigned int conf_waiters;       /* threads in mlx5_lm_wait_configured (tests) */

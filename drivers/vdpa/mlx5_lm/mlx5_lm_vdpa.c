@@ -632,6 +632,7 @@ conf_worker(void *arg)
 			host_notifiers_on(dev, job->vid);
 			pthread_mutex_lock(&dev->lock);
 		}
+		dev->conf_ret = ret;
 		dev->conf_job = NULL;
 		dev->conf_busy = 0;
 		pthread_cond_broadcast(&dev->conf_cv);
@@ -761,6 +762,16 @@ mlx5_lm_dev_conf(int vid)
 	DRV_LOG(DEBUG, dev, "DRIVER_OK: configuration of %u rings handed to the device's worker",
 		job->np);
 	ret = 0;
+	if (!dev->args.parallel) {
+		/*
+		 * parallel=0 is the old driver, for comparison: vhost's thread
+		 * waits for the configuration (the same job, run by the worker)
+		 * and gets its result, so that it calls dev_conf again after a
+		 * failure.
+		 */
+		mlx5_lm_wait_configured(dev);
+		ret = dev->conf_ret;
+	}
 	goto out;
 err:
 	DRV_LOG(ERR, dev, "DRIVER_OK failed (%s: %d)", why, ret);
