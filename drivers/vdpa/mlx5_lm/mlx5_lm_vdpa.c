@@ -544,16 +544,14 @@ conf_run(struct mlx5_lm_dev *dev, struct mlx5_lm_conf_job *job, const char **why
 	ret = mlx5_lm_steer_update(dev);
 	if (ret < 0)
 		goto err_queues;
-	for (i = 0; i < np; i++) {
+	/*
+	 * Kicks the guest issued while the queue was being configured went to
+	 * its kickfd (or to a doorbell of a queue not yet RDY): adding the ring
+	 * rings its doorbell once, now that it is RDY, which makes the device
+	 * read the avail index and covers them all.
+	 */
+	for (i = 0; i < np; i++)
 		mlx5_lm_notify_add_ring(dev, plans[i].vq);
-		/*
-		 * Kicks the guest issued while the queue was being configured
-		 * went to its kickfd or to a doorbell of a queue not yet RDY:
-		 * one doorbell now that it is RDY makes the device read the
-		 * avail index, which covers them all.
-		 */
-		devx_db_ring(dev->db, (uint32_t)dev->caps.doorbell_bar_offset, plans[i].vq->index);
-	}
 	/* Queues now use the new registration: the previous one can go. */
 	release_prev_mr(dev);
 	dev->running = 1;
