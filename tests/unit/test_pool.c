@@ -229,6 +229,36 @@ test_pool_sized_for_every_device(void **state)
 	assert_int_equal(mlx5_lm_pool_size(), 40);
 }
 
+/*
+ * A task finishing wakes at most one more worker, never all of them: with
+ * a pool of 72 threads and a batch of 32 tasks 4 at a time, the workers
+ * are woken about once per task (at submit), not 72 times per task (a
+ * broadcast per completion cost each device stop milliseconds of CPU).
+ */
+static void
+test_no_thundering_herd(void **state)
+{
+	struct mlx5_lm_batch b;
+	uint64_t w0;
+	unsigned int i;
+
+	(void)state;
+	assert_int_equal(mlx5_lm_pool_get(64), 0);
+	/* Every thread waiting for work (bounded look): each can be woken. */
+	assert_true(wait_figure(mlx5_lm_pool_idle, mlx5_lm_pool_size()));
+	mlx5_lm_batch_init(&b, 4);
+	w0 = mlx5_lm_pool_wakeups();
+	for (i = 0; i < 32; i++)
+		assert_int_equal(mlx5_lm_batch_submit(&b, task_count, NULL), 0);
+	assert_int_equal(mlx5_lm_batch_wait(&b), 0);
+	assert_int_equal(count, 32);
+	print_message("wakeups %lu\n", (unsigned long)(mlx5_lm_pool_wakeups() - w0));
+	/* Up to two per task (its submit, and the chain of a pick), never 72. */
+	assert_true(mlx5_lm_pool_wakeups() - w0 <= 2 * 32);
+	mlx5_lm_batch_fini(&b);
+	mlx5_lm_pool_put(64);
+}
+
 int
 main(void)
 {
@@ -239,6 +269,7 @@ main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_background_budget, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pool_sized_for_every_device, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_thundering_herd, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -40,6 +40,8 @@ static struct {
 	unsigned int fg;           /* devices starting or stopping */
 	unsigned int bg_running;   /* background tasks being executed */
 	unsigned int bg_paused;    /* background threads waiting at a checkpoint */
+	uint64_t wakeups;          /* workers woken (tests: no thundering herd) */
+	unsigned int idle;         /* workers waiting for a task */
 	pthread_cond_t fg_idle;    /* fg dropped to 0 */
 } pool = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -48,17 +50,20 @@ static struct {
 	.queue = TAILQ_HEAD_INITIALIZER(pool.queue),
 };
 
-static struct task *pick_task_pass(int background);
+static struct task *pick_task_pass(int background, int take);
 
-/* Under pool.lock: first task whose batch may run one more, background last. */
+/*
+ * Under pool.lock: the first task whose batch may run one more, background
+ * last; with take, it is dequeued and counted as running, else only found.
+ */
 static struct task *
-pick_task(void)
+pick_task(int take)
 {
 	struct task *t;
 	int pass;
 
 	for (pass = 0; pass < 2; pass++) {
-		t = pick_task_pass(pass);
+		t = pick_task_pass(pass, take);
 		if (t != NULL)
 			return t;
 	}
@@ -66,7 +71,7 @@ pick_task(void)
 }
 
 static struct task *
-pick_task_pass(int background)
+pick_task_pass(int background, int take)
 {
 	struct task *t;
 
@@ -81,12 +86,14 @@ pick_task_pass(int background)
 			continue;
 		pthread_mutex_lock(&b->lock);
 		ok = b->running < b->limit;
-		if (ok)
+		if (ok && take)
 			b->running++;
 		pthread_mutex_unlock(&b->lock);
 		if (ok) {
-			TAILQ_REMOVE(&pool.queue, t, next);
-			pool.bg_running += background;
+			if (take) {
+				TAILQ_REMOVE(&pool.queue, t, next);
+				pool.bg_running += background;
+			}
 			return t;
 		}
 	}
@@ -115,16 +122,27 @@ worker(void *unused)
 	in_worker = 1;
 	pthread_mutex_lock(&pool.lock);
 	for (;;) {
-		struct task *t = pick_task();
+		struct task *t = pick_task(1);
 		struct mlx5_lm_batch *b;
 		int rc, bg;
 
 		if (t == NULL) {
 			if (pool.stopping)
 				break;
+			pool.idle++;
 			pthread_cond_wait(&pool.work, &pool.lock);
+			pool.idle--;
+			pool.wakeups++;
 			continue;
 		}
+		/*
+		 * Another task may run too: one more worker for it. One at a time
+		 * and only when there is one, never a broadcast: the pool has up
+		 * to 256 threads, and waking all of them for every task cost each
+		 * device stop milliseconds of CPU on a small host.
+		 */
+		if (pick_task(0) != NULL)
+			pthread_cond_signal(&pool.work);
 		pthread_mutex_unlock(&pool.lock);
 		b = t->batch;
 		/* b may be gone once finished: its waiter owns it. */
@@ -136,8 +154,10 @@ worker(void *unused)
 		finish_task(b, rc);
 		pthread_mutex_lock(&pool.lock);
 		pool.bg_running -= bg;
-		/* A batch slot is free again: a waiting task of that batch may go. */
-		pthread_cond_broadcast(&pool.work);
+		/*
+		 * A batch slot (or background budget) is free again: this worker
+		 * looks for the task that may go now at the top of the loop.
+		 */
 	}
 	pthread_mutex_unlock(&pool.lock);
 	return NULL;
@@ -251,6 +271,28 @@ mlx5_lm_bg_paused(void)
 }
 
 unsigned int
+mlx5_lm_pool_idle(void)
+{
+	unsigned int n;
+
+	pthread_mutex_lock(&pool.lock);
+	n = pool.idle;
+	pthread_mutex_unlock(&pool.lock);
+	return n;
+}
+
+uint64_t
+mlx5_lm_pool_wakeups(void)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&pool.lock);
+	n = pool.wakeups;
+	pthread_mutex_unlock(&pool.lock);
+	return n;
+}
+
+unsigned int
 mlx5_lm_bg_running(void)
 {
 	unsigned int n;
@@ -331,7 +373,9 @@ mlx5_lm_batch_submit(struct mlx5_lm_batch *b, mlx5_lm_task_fn fn, void *arg)
 	t->arg = arg;
 	pthread_mutex_lock(&pool.lock);
 	TAILQ_INSERT_TAIL(&pool.queue, t, next);
-	pthread_cond_signal(&pool.work);
+	/* A batch at its limit gets its next task run by the worker that frees a slot. */
+	if (pick_task(0) != NULL)
+		pthread_cond_signal(&pool.work);
 	pthread_mutex_unlock(&pool.lock);
 	return 0;
 }

@@ -82,5 +82,9 @@ unsigned int mlx5_lm_bg_running(void);
 
 /* Threads currently in the pool (for logs and tests). */
 unsigned int mlx5_lm_pool_size(void);
+/* Workers waiting for a task (tests). */
+unsigned int mlx5_lm_pool_idle(void);
+/* Times a worker was woken up since the process started (tests). */
+uint64_t mlx5_lm_pool_wakeups(void);
 
 #endif /* MLX5_LM_POOL_H */
