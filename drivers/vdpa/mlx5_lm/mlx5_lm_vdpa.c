@@ -41,10 +41,18 @@
 
 #define dev_by_vid mlx5_lm_dev_by_vid
 
+/*
+ * Commands in flight for a batch of queue work. Twice the device's slots
+ * (workers=, 16 = a CX6 Dx's slots): the excess waits for a slot in the
+ * command interface (the kernel's command semaphore; the emulator's slot
+ * queue), so the next wave starts as soon as a slot frees instead of after
+ * a round trip through the pool. seed-precreate, destination queues:
+ * 5.8-6.4 ms with workers in flight, 4.9-5.2 ms with twice as many.
+ */
 static unsigned int
 batch_limit(struct mlx5_lm_dev *dev)
 {
-	return dev->args.parallel ? dev->args.workers : 1;
+	return dev->args.parallel ? dev->args.workers * MLX5_LM_MR_PIPELINE : 1;
 }
 
 /* ---- pre-creation -------------------------------------------------------- */
