@@ -5,9 +5,11 @@
  *
  * probe      pre-create every queue blank (INIT) with all its resources,
  *            plus steering, in parallel on the worker pool;
- * dev_conf   register guest memory, then per queue one MODIFY carrying the
- *            fields that changed plus STATE=RDY, in parallel; a queue whose
- *            size differs is re-created, only that one;
+ * dev_conf   hand the configuration to the device's worker and return (vhost's
+ *            one thread goes on with other devices); the worker registers guest
+ *            memory, then per queue sends one MODIFY carrying the fields that
+ *            changed plus STATE=RDY, in parallel; a queue whose size differs is
+ *            re-created, only that one;
  * dev_close  suspend and query every ready queue in parallel, hand the
  *            indices to vhost, return; putting used queues back to blank
  *            happens after the return, in the background.

@@ -136,8 +136,9 @@ int rte_pmd_mlx5_lm_mr_bench(const char *name, const struct rte_pmd_mlx5_lm_regi
  * What the PMD measured of its own last vhost-facing operations on a
  * device, in milliseconds: configuration at DRIVER_OK (dev_conf) with its
  * two phases, and the stop (dev_close) up to the point vhost may reply to
- * GET_VRING_BASE. conf_count counts successful dev_conf calls since the
- * probe, so that a caller can wait for the configuration it triggered.
+ * GET_VRING_BASE. conf_count counts successful configurations (DRIVER_OK,
+ * done by the device's worker after dev_conf returned) since the probe, so
+ * that a caller can wait for the configuration it triggered.
  */
 struct rte_pmd_mlx5_lm_timings {
 	double conf_ms;          /* last successful dev_conf, whole */
