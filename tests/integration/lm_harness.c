@@ -499,11 +499,15 @@ lmh_wait_running(struct lmh_dev *d, int timeout_ms)
 	return true;
 }
 
-/* Every vhost-facing operation of the driver holds dev->lock from start to end. */
+/*
+ * Every vhost-facing operation of the driver holds dev->lock from start to
+ * end; a configuration handed to the device's worker holds conf_busy.
+ */
 void
 lmh_barrier(struct lmh_dev *d)
 {
 	pthread_mutex_lock(&d->dev->lock);
+	mlx5_lm_wait_configured(d->dev);
 	pthread_mutex_unlock(&d->dev->lock);
 }
 

@@ -303,15 +303,32 @@ phase_conf(struct ctx *x)
 		lmh_barrier(&x->d);
 		check_fired_and_reported(x, x->m.start[PH_CONF]);
 		if (!lmh_running(&x->d)) {
+			struct rte_pmd_mlx5_lm_state st;
+
 			CHECK(x, lmh_live(&x->d) == x->d.live0,
 			      "%u objects after the failed DRIVER_OK, %u after probe",
 			      lmh_live(&x->d), x->d.live0);
-			outcome(x, "DRIVER_OK failed clean; ");
+			/*
+			 * The configuration ran in the device's worker after vhost
+			 * took DRIVER_OK (issue 12 item 3): the failure is visible
+			 * through the PMD's public API, with its reason.
+			 */
+			CHECK(x, rte_pmd_mlx5_lm_get_state(x->d.name, &st) == 0 &&
+			      st.state == RTE_PMD_MLX5_LM_STATE_FAILED && st.last_error < 0 &&
+			      st.last_error_msg[0] != '\0' && st.conf_failures >= 1,
+			      "failed DRIVER_OK not reported by rte_pmd_mlx5_lm_get_state (state %d, "
+			      "error %d)", st.state, st.last_error);
+			outcome(x, "DRIVER_OK failed clean (%s); ", st.last_error_msg);
+			/* vhost does not call dev_conf again: the front end starts over. */
+			disconnect_fe(x);
+			connect_fe(x);
+			vu_guest_reset(guest);
+			CHECK(x, vu_guest_new_eventfds(guest) == 0, "eventfds");
+			CHECK(x, vu_start_device(x->c, guest, NULL) == 0, "start sequence refused");
 		} else {
 			outcome(x, "DRIVER_OK recovered; ");
 		}
 	}
-	/* vhost calls dev_conf again after any message while not configured. */
 	round_trip(x);
 	CHECK(x, lmh_wait_running(&x->d, LMH_DEADLINE_MS), "not running after DRIVER_OK");
 	phase_end(x, PH_CONF);

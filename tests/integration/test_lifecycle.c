@@ -669,6 +669,8 @@ static void
 dev_barrier(struct tc *t)
 {
 	pthread_mutex_lock(&t->dev->lock);
+	/* A configuration handed to the device's worker holds conf_busy instead. */
+	mlx5_lm_wait_configured(t->dev);
 	pthread_mutex_unlock(&t->dev->lock);
 }
 
@@ -1679,11 +1681,55 @@ test_driver_ok_failing_midway_leaves_no_queue_ready(void **state)
 }
 
 /*
- * vhost retries dev_conf after every later message of a front end whose
- * DRIVER_OK failed: the retry must find a clean device and succeed.
+ * The configuration runs in the device's worker after dev_conf returned
+ * (issue 12 item 3): vhost never learns of a failure there, so it does not
+ * call dev_conf again. The failure is the PMD's to report: the device is
+ * not running, and rte_pmd_mlx5_lm_get_state() says FAILED with the reason
+ * and the error, counted. The front end's next start finds a clean device.
  */
 static void
-test_driver_ok_retried_by_vhost_after_a_failure_succeeds(void **state)
+test_driver_ok_failure_reported_through_the_public_api(void **state)
+{
+	struct tc *t = *state;
+	struct rte_pmd_mlx5_lm_state st;
+	struct vu_guest *g;
+	size_t mark;
+
+	tc_probe(t, 2, NULL);
+	assert_int_equal(rte_pmd_mlx5_lm_get_state(t->name, &st), 0);
+	assert_int_equal(st.state, RTE_PMD_MLX5_LM_STATE_STOPPED);
+	assert_int_equal(emu_fault_inject(t->emu, PRM_CMD_MODIFY_GENERAL_OBJECT,
+					  PRM_OBJ_VIRTIO_NET_Q, 3, PRM_STATUS_NO_RESOURCES, 0), 0);
+	g = tc_guest(t, 0, 2, 256, false);
+	tc_connect(t);
+	mark = trace_mark(&t->tr);
+	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
+	assert_true(wait_trace(&t->tr, mark, p_failed_vq_cmd, NULL, 1));
+	dev_barrier(t);
+	check_clean_after_failed_conf(t, 4);
+	assert_int_equal(rte_pmd_mlx5_lm_get_state(t->name, &st), 0);
+	assert_int_equal(st.state, RTE_PMD_MLX5_LM_STATE_FAILED);
+	assert_true(st.last_error < 0);
+	assert_non_null(strstr(st.last_error_msg, "queue configuration failed"));
+	assert_int_equal(st.conf_failures, 1);
+	assert_int_equal(st.conf_count, 0);
+	/* A new start of the front end: DRIVER_OK works, traffic flows. */
+	reconnect_and_run(t, g, 2);
+	assert_int_equal(rte_pmd_mlx5_lm_get_state(t->name, &st), 0);
+	assert_int_equal(st.state, RTE_PMD_MLX5_LM_STATE_STOPPED);
+	assert_int_equal(st.conf_count, 1);
+	assert_int_equal(st.conf_failures, 1);
+	assert_int_equal(st.last_error, -EIO);
+}
+
+/*
+ * parallel=0 (the old driver, the baseline of the benchmarks) configures
+ * in vhost's thread and returns the result: vhost calls dev_conf again
+ * after every later message of a front end whose DRIVER_OK failed, and
+ * the retry finds a clean device and succeeds.
+ */
+static void
+test_serial_driver_ok_retried_by_vhost_after_a_failure_succeeds(void **state)
 {
 	struct tc *t = *state;
 	uint32_t bases[4];
@@ -1691,7 +1737,7 @@ test_driver_ok_retried_by_vhost_after_a_failure_succeeds(void **state)
 	uint8_t status;
 	size_t mark;
 
-	tc_probe(t, 2, NULL);
+	tc_probe(t, 2, "parallel=0");
 	assert_int_equal(emu_fault_inject(t->emu, PRM_CMD_MODIFY_GENERAL_OBJECT,
 					  PRM_OBJ_VIRTIO_NET_Q, 3, PRM_STATUS_NO_RESOURCES, 0), 0);
 	g = tc_guest(t, 0, 2, 256, false);
@@ -1705,6 +1751,250 @@ test_driver_ok_retried_by_vhost_after_a_failure_succeeds(void **state)
 	assert_int_equal(vu_get_status(t->c, &status), 0);
 	wait_running(t);
 	traffic(g, 0x3, 300);
+	assert_int_equal(vu_stop_device(t->c, bases, 4), 0);
+	check_bases(g, bases, 2, false, 256);
+}
+
+/* ---- 6b. the asynchronous configuration (issue 12 item 3) ------------------- */
+
+/*
+ * Hold the device's configuration worker before its next job (the test
+ * seam dev->conf_hold), or let it go.
+ */
+static void
+conf_hold(struct tc *t, int on)
+{
+	pthread_mutex_lock(&t->dev->lock);
+	t->dev->conf_hold = on;
+	pthread_cond_broadcast(&t->dev->conf_cv);
+	pthread_mutex_unlock(&t->dev->lock);
+}
+
+/* rte_pmd_mlx5_lm_get_state() reports `state` (bounded). */
+static void
+wait_state(struct tc *t, int state)
+{
+	int64_t deadline = now_ms() + DEADLINE_MS;
+	struct rte_pmd_mlx5_lm_state st;
+
+	for (;;) {
+		assert_int_equal(rte_pmd_mlx5_lm_get_state(t->name, &st), 0);
+		if (st.state == state)
+			return;
+		if (now_ms() > deadline) {
+			print_error("%s: state %d, expected %d\n", t->name, st.state, state);
+			fail();
+		}
+		tick();
+	}
+}
+
+/* Some thread waits for the configuration to finish (bounded). */
+static void
+wait_conf_waiter(struct tc *t)
+{
+	int64_t deadline = now_ms() + DEADLINE_MS;
+	unsigned int n;
+
+	for (;;) {
+		pthread_mutex_lock(&t->dev->lock);
+		n = t->dev->conf_waiters;
+		pthread_mutex_unlock(&t->dev->lock);
+		if (n > 0)
+			return;
+		if (now_ms() > deadline) {
+			print_error("%s: nothing waits for the configuration\n", t->name);
+			fail();
+		}
+		tick();
+	}
+}
+
+/* DRIVER_OK sent and taken by the PMD, the configuration held before its first command. */
+static size_t
+start_held(struct tc *t, struct vu_guest *g)
+{
+	size_t mark;
+
+	conf_hold(t, 1);
+	mark = trace_mark(&t->tr);
+	/* vhost replies to DRIVER_OK, then calls dev_conf: which hands the work over. */
+	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
+	wait_state(t, RTE_PMD_MLX5_LM_STATE_CONFIGURING);
+	assert_int_equal(trace_count(&t->tr, mark, p_rdy, NULL), 0);
+	assert_false(tc_running(t));
+	return mark;
+}
+
+struct fe_call {
+	struct tc *t;
+	struct vu_mem *mem;
+	uint32_t bases[MAX_RINGS];
+	unsigned int n;
+	int ret;
+	pthread_t th;
+};
+
+static void *
+fe_stop_main(void *arg)
+{
+	struct fe_call *f = arg;
+
+	f->ret = vu_stop_device(f->t->c, f->bases, f->n);
+	return NULL;
+}
+
+/*
+ * vhost calls dev_close for a GET_VRING_BASE arriving while the
+ * configuration runs: it waits for the configuration, then stops the queues
+ * it made RDY, with their real bases; vhost's thread is never told about
+ * queues that are not there yet.
+ */
+static void
+test_stop_during_async_configuration_waits_for_it(void **state)
+{
+	struct tc *t = *state;
+	struct fe_call f = { .t = t, .n = 4 };
+	struct vu_guest *g;
+	size_t mark;
+	int q;
+
+	tc_probe(t, 2, NULL);
+	g = tc_guest(t, 0, 2, 256, false);
+	tc_connect(t);
+	mark = start_held(t, g);
+	assert_int_equal(pthread_create(&f.th, NULL, fe_stop_main, &f), 0);
+	wait_conf_waiter(t);
+	conf_hold(t, 0);
+	pthread_join(f.th, NULL);
+	assert_int_equal(f.ret, 0);
+	for (q = 0; q < 4; q++) {
+		assert_int_equal(trace_count(&t->tr, mark, p_rdy, &q), 1);
+		assert_int_equal(trace_count(&t->tr, mark, p_suspend, &q), 1);
+	}
+	assert_false(tc_running(t));
+	wait_state(t, RTE_PMD_MLX5_LM_STATE_STOPPED);
+	check_bases(g, f.bases, 2, false, 256);
+	reconnect_and_run(t, g, 2);
+}
+
+static void *
+fe_mem_main(void *arg)
+{
+	struct fe_call *f = arg;
+
+	f->ret = vu_set_mem_table(f->t->c, f->mem);
+	return NULL;
+}
+
+/*
+ * A memory-table change arriving while the configuration runs: vhost 22.11
+ * stops a configured device before it unmaps the old memory (dev_close
+ * from SET_MEM_TABLE), so the stop waits for the configuration and then
+ * undoes it, before vhost unmaps what the queues were given.
+ */
+static void
+test_memory_table_change_during_async_configuration_waits_for_it(void **state)
+{
+	struct tc *t = *state;
+	struct fe_call f = { .t = t };
+	struct vu_guest *g;
+	size_t mark, lmark;
+	int q;
+
+	tc_probe(t, 2, NULL);
+	g = tc_guest(t, 0, 2, 256, false);
+	assert_int_equal(vu_mem_create_qemu(&f.mem, 1), 0);
+	tc_connect(t);
+	mark = start_held(t, g);
+	lmark = log_mark();
+	assert_int_equal(pthread_create(&f.th, NULL, fe_mem_main, &f), 0);
+	wait_conf_waiter(t);
+	conf_hold(t, 0);
+	pthread_join(f.th, NULL);
+	assert_int_equal(f.ret, 0);
+	/* Configured first (every ring RDY once), then stopped for the new table. */
+	for (q = 0; q < 4; q++) {
+		assert_int_equal(trace_count(&t->tr, mark, p_rdy, &q), 1);
+		assert_int_equal(trace_count(&t->tr, mark, p_suspend, &q), 1);
+	}
+	assert_true(log_has(lmark, "configured in"));
+	assert_true(log_has(lmark, "stopped in"));
+	/* (vhost may configure the device again with the new table: not ours to check.) */
+	tc_disconnect(t);
+	wait_restored(t);
+	tc_remove(t);
+	vu_mem_destroy(f.mem);
+}
+
+static void *
+fe_leave_main(void *arg)
+{
+	struct fe_call *f = arg;
+
+	vu_disconnect(f->t->c);
+	f->t->c = NULL;
+	return NULL;
+}
+
+/*
+ * The front end leaves and the device is removed while the configuration
+ * runs: vhost's dev_close and dev_cleanup wait for it, removal waits for
+ * the device's worker, and nothing is left behind (tc_remove checks the
+ * emulator's live objects).
+ */
+static void
+test_front_end_gone_and_removal_during_async_configuration(void **state)
+{
+	struct tc *t = *state;
+	struct fe_call f = { .t = t };
+	struct vu_guest *g;
+	size_t mark, lmark;
+	int q;
+
+	tc_probe(t, 2, NULL);
+	g = tc_guest(t, 0, 2, 256, false);
+	tc_connect(t);
+	mark = start_held(t, g);
+	lmark = log_mark();
+	assert_int_equal(pthread_create(&f.th, NULL, fe_leave_main, &f), 0);
+	pthread_join(f.th, NULL);
+	/* vhost's thread, in dev_close for the lost connection, waits for the worker. */
+	wait_conf_waiter(t);
+	conf_hold(t, 0);
+	assert_true(wait_connections_closed());
+	assert_true(wait_log(lmark, "front end disconnected"));
+	for (q = 0; q < 4; q++)
+		assert_int_equal(trace_count(&t->tr, mark, p_rdy, &q), 1);
+	assert_false(tc_running(t));
+	wait_restored(t);
+	tc_remove(t);
+}
+
+/*
+ * Kicks of the guest while its device is being configured are not lost:
+ * frames sent (and kicked) before the queues are RDY go out once they are,
+ * without a further kick (the first doorbell after RDY covers them).
+ */
+static void
+test_kicks_during_async_configuration_not_lost(void **state)
+{
+	struct tc *t = *state;
+	uint32_t bases[4];
+	struct vu_guest *g;
+
+	tc_probe(t, 2, NULL);
+	g = tc_guest(t, 0, 2, 256, false);
+	tc_connect(t);
+	start_held(t, g);
+	assert_int_equal(vu_guest_tx(g, 0, 16), 16);
+	assert_int_equal(vu_guest_tx(g, 1, 16), 16);
+	conf_hold(t, 0);
+	wait_running(t);
+	/* Only polls from here: completions and received frames, no TX kick. */
+	traffic_settle(g, 0x3);
+	assert_int_equal(vu_guest_tx_sent(g, 0), 16);
+	assert_int_equal(vu_guest_tx_sent(g, 1), 16);
 	assert_int_equal(vu_stop_device(t->c, bases, 4), 0);
 	check_bases(g, bases, 2, false, 256);
 }
@@ -2185,8 +2475,21 @@ main(int argc, char **argv)
 			test_driver_ok_failing_midway_leaves_no_queue_ready,
 			tc_setup, tc_teardown),
 		cmocka_unit_test_setup_teardown(
-			test_driver_ok_retried_by_vhost_after_a_failure_succeeds,
+			test_driver_ok_failure_reported_through_the_public_api,
 			tc_setup, tc_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_serial_driver_ok_retried_by_vhost_after_a_failure_succeeds,
+			tc_setup, tc_teardown),
+		cmocka_unit_test_setup_teardown(test_stop_during_async_configuration_waits_for_it,
+						tc_setup, tc_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_memory_table_change_during_async_configuration_waits_for_it,
+			tc_setup, tc_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_front_end_gone_and_removal_during_async_configuration,
+			tc_setup, tc_teardown),
+		cmocka_unit_test_setup_teardown(test_kicks_during_async_configuration_not_lost,
+						tc_setup, tc_teardown),
 		cmocka_unit_test(test_failed_recreation_during_driver_ok_unwinds_cleanly),
 		cmocka_unit_test(test_failed_rx_recreation_on_single_pair_device_unwinds_cleanly),
 		cmocka_unit_test(test_failed_recovery_of_an_rx_queue_leaves_device_usable),

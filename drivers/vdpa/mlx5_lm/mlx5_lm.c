@@ -104,7 +104,10 @@ queues_setup(struct mlx5_lm_dev *dev)
 	dev->vid = -1;
 	pthread_mutex_init(&dev->lock, NULL);
 	pthread_cond_init(&dev->restored, NULL);
-	ret = mlx5_lm_pool_get(dev->args.workers);
+	ret = mlx5_lm_conf_worker_start(dev);
+	if (ret < 0)
+		goto err_conf;
+	ret = mlx5_lm_pool_get(mlx5_lm_pool_threads(dev));
 	if (ret < 0) {
 		DRV_LOG(ERR, dev, "cannot start %u worker threads", dev->args.workers);
 		goto err_pool;
@@ -159,8 +162,10 @@ err_evch:
 err_db:
 	mlx5_lm_mr_gc_put();
 err_gc:
-	mlx5_lm_pool_put();
+	mlx5_lm_pool_put(mlx5_lm_pool_threads(dev));
 err_pool:
+	mlx5_lm_conf_worker_stop(dev);
+err_conf:
 	pthread_cond_destroy(&dev->restored);
 	pthread_mutex_destroy(&dev->lock);
 	return ret;
@@ -169,7 +174,9 @@ err_pool:
 static void
 queues_teardown(struct mlx5_lm_dev *dev)
 {
-	/* Background work on this device (restoring blank queues) ends first. */
+	/* A configuration in progress ends first (removal waits for it)... */
+	mlx5_lm_conf_worker_stop(dev);
+	/* ...then background work on this device (restoring blank queues). */
 	pthread_mutex_lock(&dev->lock);
 	while (dev->restoring)
 		pthread_cond_wait(&dev->restored, &dev->lock);
@@ -184,7 +191,7 @@ queues_teardown(struct mlx5_lm_dev *dev)
 	devx_db_free(dev->db);
 	dev->db = NULL;
 	mlx5_lm_mr_gc_put();
-	mlx5_lm_pool_put();
+	mlx5_lm_pool_put(mlx5_lm_pool_threads(dev));
 	pthread_cond_destroy(&dev->restored);
 	pthread_mutex_destroy(&dev->lock);
 }

@@ -133,6 +133,12 @@ for_each_chunk(struct mlx5_lm_mr *mr, mlx5_lm_task_fn fn, int background)
 
 	if (background)
 		mlx5_lm_batch_init_background(&b, mr->dev->args.workers);
+	else if (fn == chunk_create && mr->dev->args.workers > 1)
+		/*
+		 * Pins of some overlap the firmware work of others
+		 * (MLX5_LM_MR_PIPELINE); workers=1 stays serial, for comparison.
+		 */
+		mlx5_lm_batch_init(&b, mr->dev->args.workers * MLX5_LM_MR_PIPELINE);
 	else
 		mlx5_lm_batch_init(&b, mr->dev->args.workers);
 	for (i = 0; i < mr->nchunks; i++) {
@@ -520,6 +526,8 @@ gc_thread(void *arg)
 {
 	int ret;
 
+	/* Deferred deletion is background work: it yields to devices starting or stopping. */
+	mlx5_lm_bg_thread(1);
 	pthread_mutex_lock(&gc.lock);
 	while (!gc.stop) {
 		struct mlx5_lm_mr *mr = TAILQ_FIRST(&gc.list);

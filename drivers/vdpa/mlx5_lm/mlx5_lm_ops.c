@@ -120,6 +120,8 @@ mlx5_lm_set_features(int vid)
 	if (dev == NULL)
 		return -ENODEV;
 	pthread_mutex_lock(&dev->lock);
+	/* Dirty logging turned on or off applies to the configured device. */
+	mlx5_lm_wait_configured(dev);
 	ret = mlx5_lm_owner(dev, vid, "SET_FEATURES");
 	if (ret < 0)
 		goto out;
@@ -146,6 +148,8 @@ mlx5_lm_dev_cleanup(int vid)
 	if (dev == NULL)
 		return -ENODEV;
 	pthread_mutex_lock(&dev->lock);
+	/* The configuration uses this connection's vid (host notifiers): it ends first. */
+	mlx5_lm_wait_configured(dev);
 	if (dev->vid != vid) {
 		/* A connection that never owned the device leaves the owner's state alone. */
 		DRV_LOG(INFO, dev, "front end disconnected (vhost device %d, not the owner)", vid);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <sys/queue.h>
 
+#include "devx.h"
 #include "mlx5_lm_pool.h"
 
 struct task {
@@ -23,6 +24,8 @@ struct task {
 
 /* Set in pool threads: nested batches run inline there. */
 static __thread int in_worker;
+/* Set while this thread does background work (a background task, the restore thread). */
+static __thread int in_background;
 
 
 static struct {
@@ -32,24 +35,35 @@ static struct {
 	pthread_t threads[MAX_WORKERS];
 	unsigned int nthreads;
 	unsigned int refs;
+	unsigned int wanted;       /* sum of the workers its devices asked for */
 	int stopping;
+	unsigned int fg;           /* devices starting or stopping */
+	unsigned int bg_running;   /* background tasks being executed */
+	unsigned int bg_paused;    /* background threads waiting at a checkpoint */
+	uint64_t wakeups;          /* workers woken (tests: no thundering herd) */
+	unsigned int idle;         /* workers waiting for a task */
+	pthread_cond_t fg_idle;    /* fg dropped to 0 */
 } pool = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.work = PTHREAD_COND_INITIALIZER,
+	.fg_idle = PTHREAD_COND_INITIALIZER,
 	.queue = TAILQ_HEAD_INITIALIZER(pool.queue),
 };
 
-static struct task *pick_task_pass(int background);
+static struct task *pick_task_pass(int background, int take);
 
-/* Under pool.lock: first task whose batch may run one more, background last. */
+/*
+ * Under pool.lock: the first task whose batch may run one more, background
+ * last; with take, it is dequeued and counted as running, else only found.
+ */
 static struct task *
-pick_task(void)
+pick_task(int take)
 {
 	struct task *t;
 	int pass;
 
 	for (pass = 0; pass < 2; pass++) {
-		t = pick_task_pass(pass);
+		t = pick_task_pass(pass, take);
 		if (t != NULL)
 			return t;
 	}
@@ -57,10 +71,13 @@ pick_task(void)
 }
 
 static struct task *
-pick_task_pass(int background)
+pick_task_pass(int background, int take)
 {
 	struct task *t;
 
+	/* Foreground first: background waits for a quiet pool and a free budget. */
+	if (background && (pool.fg > 0 || pool.bg_running >= MLX5_LM_BG_BUDGET))
+		return NULL;
 	TAILQ_FOREACH(t, &pool.queue, next) {
 		struct mlx5_lm_batch *b = t->batch;
 		int ok;
@@ -69,11 +86,14 @@ pick_task_pass(int background)
 			continue;
 		pthread_mutex_lock(&b->lock);
 		ok = b->running < b->limit;
-		if (ok)
+		if (ok && take)
 			b->running++;
 		pthread_mutex_unlock(&b->lock);
 		if (ok) {
-			TAILQ_REMOVE(&pool.queue, t, next);
+			if (take) {
+				TAILQ_REMOVE(&pool.queue, t, next);
+				pool.bg_running += background;
+			}
 			return t;
 		}
 	}
@@ -102,24 +122,42 @@ worker(void *unused)
 	in_worker = 1;
 	pthread_mutex_lock(&pool.lock);
 	for (;;) {
-		struct task *t = pick_task();
+		struct task *t = pick_task(1);
 		struct mlx5_lm_batch *b;
-		int rc;
+		int rc, bg;
 
 		if (t == NULL) {
 			if (pool.stopping)
 				break;
+			pool.idle++;
 			pthread_cond_wait(&pool.work, &pool.lock);
+			pool.idle--;
+			pool.wakeups++;
 			continue;
 		}
+		/*
+		 * Another task may run too: one more worker for it. One at a time
+		 * and only when there is one, never a broadcast: the pool has up
+		 * to 256 threads, and waking all of them for every task cost each
+		 * device stop milliseconds of CPU on a small host.
+		 */
+		if (pick_task(0) != NULL)
+			pthread_cond_signal(&pool.work);
 		pthread_mutex_unlock(&pool.lock);
 		b = t->batch;
+		/* b may be gone once finished: its waiter owns it. */
+		bg = b->background;
+		in_background = bg;
 		rc = t->fn(t->arg);
+		in_background = 0;
 		free(t);
 		finish_task(b, rc);
 		pthread_mutex_lock(&pool.lock);
-		/* A batch slot is free again: a waiting task of that batch may go. */
-		pthread_cond_broadcast(&pool.work);
+		pool.bg_running -= bg;
+		/*
+		 * A batch slot (or background budget) is free again: this worker
+		 * looks for the task that may go now at the top of the loop.
+		 */
 	}
 	pthread_mutex_unlock(&pool.lock);
 	return NULL;
@@ -130,10 +168,9 @@ mlx5_lm_pool_get(unsigned int workers)
 {
 	int ret = 0;
 
-	if (workers > MAX_WORKERS)
-		workers = MAX_WORKERS;
 	pthread_mutex_lock(&pool.lock);
-	while (pool.nthreads < workers) {
+	pool.wanted += workers;
+	while (pool.nthreads < pool.wanted && pool.nthreads < MAX_WORKERS) {
 		if (pthread_create(&pool.threads[pool.nthreads], NULL, worker, NULL) != 0) {
 			ret = -EAGAIN;
 			break;
@@ -143,18 +180,28 @@ mlx5_lm_pool_get(unsigned int workers)
 	if (ret == 0 || pool.nthreads > 0) {
 		pool.refs++;
 		ret = 0;
+	} else {
+		pool.wanted -= workers;
 	}
 	pthread_mutex_unlock(&pool.lock);
+	/* Background work yields to the foreground before each of its commands. */
+	devx_set_cmd_gate(mlx5_lm_bg_checkpoint);
 	return ret;
 }
 
 void
-mlx5_lm_pool_put(void)
+mlx5_lm_pool_put(unsigned int workers)
 {
 	unsigned int i, n;
 
 	pthread_mutex_lock(&pool.lock);
-	if (pool.refs == 0 || --pool.refs > 0) {
+	if (pool.refs == 0) {
+		pthread_mutex_unlock(&pool.lock);
+		return;
+	}
+	pool.wanted -= workers < pool.wanted ? workers : pool.wanted;
+	if (--pool.refs > 0) {
+		/* Threads stay until the last device goes: they are idle, and cheap. */
 		pthread_mutex_unlock(&pool.lock);
 		return;
 	}
@@ -166,8 +213,94 @@ mlx5_lm_pool_put(void)
 		pthread_join(pool.threads[i], NULL);
 	pthread_mutex_lock(&pool.lock);
 	pool.nthreads = 0;
+	pool.wanted = 0;
 	pool.stopping = 0;
 	pthread_mutex_unlock(&pool.lock);
+}
+
+void
+mlx5_lm_fg_enter(void)
+{
+	pthread_mutex_lock(&pool.lock);
+	pool.fg++;
+	pthread_mutex_unlock(&pool.lock);
+}
+
+void
+mlx5_lm_fg_exit(void)
+{
+	pthread_mutex_lock(&pool.lock);
+	if (pool.fg > 0 && --pool.fg == 0) {
+		pthread_cond_broadcast(&pool.fg_idle);
+		/* Background tasks held back may be picked now. */
+		pthread_cond_broadcast(&pool.work);
+	}
+	pthread_mutex_unlock(&pool.lock);
+}
+
+void
+mlx5_lm_bg_thread(int on)
+{
+	in_background = on;
+}
+
+void
+mlx5_lm_bg_checkpoint(void)
+{
+	if (!in_background)
+		return;
+	pthread_mutex_lock(&pool.lock);
+	if (pool.fg > 0) {
+		pool.bg_paused++;
+		while (pool.fg > 0)
+			pthread_cond_wait(&pool.fg_idle, &pool.lock);
+		pool.bg_paused--;
+	}
+	pthread_mutex_unlock(&pool.lock);
+}
+
+unsigned int
+mlx5_lm_bg_paused(void)
+{
+	unsigned int n;
+
+	pthread_mutex_lock(&pool.lock);
+	n = pool.bg_paused;
+	pthread_mutex_unlock(&pool.lock);
+	return n;
+}
+
+unsigned int
+mlx5_lm_pool_idle(void)
+{
+	unsigned int n;
+
+	pthread_mutex_lock(&pool.lock);
+	n = pool.idle;
+	pthread_mutex_unlock(&pool.lock);
+	return n;
+}
+
+uint64_t
+mlx5_lm_pool_wakeups(void)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&pool.lock);
+	n = pool.wakeups;
+	pthread_mutex_unlock(&pool.lock);
+	return n;
+}
+
+unsigned int
+mlx5_lm_bg_running(void)
+{
+	unsigned int n;
+
+	pthread_mutex_lock(&pool.lock);
+	n = pool.bg_running;
+	pthread_mutex_unlock(&pool.lock);
+	return n;
 }
 
 unsigned int
@@ -240,7 +373,9 @@ mlx5_lm_batch_submit(struct mlx5_lm_batch *b, mlx5_lm_task_fn fn, void *arg)
 	t->arg = arg;
 	pthread_mutex_lock(&pool.lock);
 	TAILQ_INSERT_TAIL(&pool.queue, t, next);
-	pthread_cond_signal(&pool.work);
+	/* A batch at its limit gets its next task run by the worker that frees a slot. */
+	if (pick_task(0) != NULL)
+		pthread_cond_signal(&pool.work);
 	pthread_mutex_unlock(&pool.lock);
 	return 0;
 }

@@ -29,12 +29,14 @@ struct mlx5_lm_batch {
 };
 
 /*
- * Take a reference on the process pool, growing it to at least `workers`
- * threads. Returns 0 or a negative errno.
+ * Take a reference on the process pool for a device that wants `workers`
+ * threads: the pool grows to the sum over its devices (at most 256), so
+ * that several devices configured at once each get their share.
+ * Returns 0 or a negative errno.
  */
 int mlx5_lm_pool_get(unsigned int workers);
-/* Drop a reference; the last one stops and joins the threads. */
-void mlx5_lm_pool_put(void);
+/* Drop a reference taken with the same count; the last one joins the threads. */
+void mlx5_lm_pool_put(unsigned int workers);
 
 void mlx5_lm_batch_init(struct mlx5_lm_batch *b, unsigned int limit);
 void mlx5_lm_batch_fini(struct mlx5_lm_batch *b);
@@ -48,13 +50,41 @@ int mlx5_lm_batch_submit(struct mlx5_lm_batch *b, mlx5_lm_task_fn fn, void *arg)
 int mlx5_lm_batch_wait(struct mlx5_lm_batch *b);
 
 /*
- * A batch of background work (restoring blank queues, deferred deletion):
- * its tasks run only when no other batch has a task waiting, so that a
- * device stopping for a migration never queues behind another's cleanup.
+ * A batch of background work (restoring blank queues, deferred deletion).
+ * Foreground first (issue 12 item 1): background tasks
+ * - run only when no other batch has a task waiting,
+ * - never more than MLX5_LM_BG_BUDGET at once in the process, so that
+ *   they hold few workers and few command slots,
+ * - do not start while any device of the process is starting or stopping
+ *   (mlx5_lm_fg_enter), and one already running stops before its next
+ *   command until that is over (mlx5_lm_bg_checkpoint, called by the
+ *   transport before every command): a foreground batch waits for at most
+ *   the one command each running background task has in flight.
  */
 void mlx5_lm_batch_init_background(struct mlx5_lm_batch *b, unsigned int limit);
 
+#define MLX5_LM_BG_BUDGET 4
+
+/* A device starts (DRIVER_OK) or stops (GET_VRING_BASE): background work waits. */
+void mlx5_lm_fg_enter(void);
+void mlx5_lm_fg_exit(void);
+/*
+ * The calling thread does background work outside the pool (the restore
+ * and garbage threads): its commands yield to the foreground too.
+ */
+void mlx5_lm_bg_thread(int on);
+/* In a background thread or task: wait while foreground work runs. */
+void mlx5_lm_bg_checkpoint(void);
+
+/* Background work paused at a checkpoint, and background tasks running (tests). */
+unsigned int mlx5_lm_bg_paused(void);
+unsigned int mlx5_lm_bg_running(void);
+
 /* Threads currently in the pool (for logs and tests). */
 unsigned int mlx5_lm_pool_size(void);
+/* Workers waiting for a task (tests). */
+unsigned int mlx5_lm_pool_idle(void);
+/* Times a worker was woken up since the process started (tests). */
+uint64_t mlx5_lm_pool_wakeups(void);
 
 #endif /* MLX5_LM_POOL_H */

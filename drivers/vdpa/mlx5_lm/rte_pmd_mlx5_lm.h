@@ -136,8 +136,9 @@ int rte_pmd_mlx5_lm_mr_bench(const char *name, const struct rte_pmd_mlx5_lm_regi
  * What the PMD measured of its own last vhost-facing operations on a
  * device, in milliseconds: configuration at DRIVER_OK (dev_conf) with its
  * two phases, and the stop (dev_close) up to the point vhost may reply to
- * GET_VRING_BASE. conf_count counts successful dev_conf calls since the
- * probe, so that a caller can wait for the configuration it triggered.
+ * GET_VRING_BASE. conf_count counts successful configurations (DRIVER_OK,
+ * done by the device's worker after dev_conf returned) since the probe, so
+ * that a caller can wait for the configuration it triggered.
  */
 struct rte_pmd_mlx5_lm_timings {
 	double conf_ms;          /* last successful dev_conf, whole */
@@ -153,6 +154,34 @@ struct rte_pmd_mlx5_lm_timings {
  * Must not race the removal of the device.
  */
 int rte_pmd_mlx5_lm_get_timings(const char *name, struct rte_pmd_mlx5_lm_timings *t);
+
+/*
+ * Where a device stands with its front end. DRIVER_OK is acknowledged by
+ * vhost before the PMD configures the device, and the PMD configures it
+ * in the device's own thread (so that vhost serves other devices
+ * meanwhile): a failed configuration is reported here, not to vhost.
+ */
+enum rte_pmd_mlx5_lm_dev_state {
+	RTE_PMD_MLX5_LM_STATE_STOPPED = 0,     /* no configuration (or stopped) */
+	RTE_PMD_MLX5_LM_STATE_CONFIGURING = 1, /* DRIVER_OK taken, being configured */
+	RTE_PMD_MLX5_LM_STATE_RUNNING = 2,     /* configured: queues RDY */
+	RTE_PMD_MLX5_LM_STATE_FAILED = 3,      /* the last configuration failed */
+};
+
+struct rte_pmd_mlx5_lm_state {
+	int state;                 /* enum rte_pmd_mlx5_lm_dev_state */
+	int last_error;            /* negative errno of the last failed configuration, or 0 */
+	char last_error_msg[128];  /* its reason, as logged */
+	uint64_t conf_count;       /* successful configurations since probe */
+	uint64_t conf_failures;    /* failed configurations since probe */
+};
+
+/*
+ * Fill st for the probed device `name`; never waits for a configuration
+ * in progress. Returns 0, or -ENODEV. Must not race the removal of the
+ * device.
+ */
+int rte_pmd_mlx5_lm_get_state(const char *name, struct rte_pmd_mlx5_lm_state *st);
 
 /*
  * Vet a vhost-user message before DPDK 22.11's vhost library uses it

@@ -20,6 +20,25 @@ devx_set_log(devx_log_fn fn)
 	log_sink = fn;
 }
 
+static devx_cmd_gate_fn cmd_gate;
+
+void
+devx_set_cmd_gate(devx_cmd_gate_fn fn)
+{
+	__atomic_store_n(&cmd_gate, fn, __ATOMIC_RELEASE);
+}
+
+/* Before a command: the issuing thread may have to yield (see devx_set_cmd_gate). */
+static inline uint64_t
+cmd_begin(void)
+{
+	devx_cmd_gate_fn g = __atomic_load_n(&cmd_gate, __ATOMIC_ACQUIRE);
+
+	if (g != NULL)
+		g();
+	return devx_trace_now_us();
+}
+
 void
 devx_log(int level, const char *fmt, ...)
 {
@@ -157,7 +176,7 @@ check_status(struct devx_ctx *ctx, int rc, const void *in, const void *out, size
 int
 devx_cmd(struct devx_ctx *ctx, const void *in, size_t inlen, void *out, size_t outlen)
 {
-	uint64_t t0 = devx_trace_now_us();
+	uint64_t t0 = cmd_begin();
 	int rc;
 
 	rc = ctx->be->cmd(ctx, in, inlen, out, outlen);
@@ -263,7 +282,7 @@ devx_obj_create(struct devx_ctx *ctx, const void *in, size_t inlen, void *out, s
 	obj->create_opcode = PRM_GET(cmd_in, in, opcode);
 	if (obj->create_opcode == PRM_CMD_CREATE_GENERAL_OBJECT)
 		obj->obj_type = PRM_GET(general_obj_in_cmd_hdr, in, obj_type);
-	t0 = devx_trace_now_us();
+	t0 = cmd_begin();
 	rc = ctx->be->obj_create(ctx, obj, in, inlen, out, outlen);
 	devx_trace_cmd(ctx, t0, devx_trace_now_us(), in, inlen, out, outlen, rc);
 	rc = check_status(ctx, rc, in, out, outlen);
@@ -300,7 +319,7 @@ static int
 obj_cmd(struct devx_obj *obj, bool query, const void *in, size_t inlen, void *out, size_t outlen)
 {
 	struct devx_ctx *ctx = obj->ctx;
-	uint64_t t0 = devx_trace_now_us();
+	uint64_t t0 = cmd_begin();
 	int rc;
 
 	rc = ctx->be->obj_cmd(ctx, obj, query, in, inlen, out, outlen);
@@ -332,7 +351,7 @@ devx_obj_destroy(struct devx_obj *obj)
 		return 0;
 	ctx = obj->ctx;
 	memset(out, 0, sizeof(out));
-	t0 = devx_trace_now_us();
+	t0 = cmd_begin();
 	rc = ctx->be->obj_destroy(ctx, obj, obj->destroy_in, obj->destroy_inlen, out, sizeof(out));
 	devx_trace_cmd(ctx, t0, devx_trace_now_us(), obj->destroy_in, obj->destroy_inlen,
 		       out, sizeof(out), rc);
@@ -384,7 +403,7 @@ devx_root_flow_create(struct devx_ctx *ctx, const struct devx_flow_attr *attr,
 	}
 	flow->ctx = ctx;
 	kind = dest->create_opcode == PRM_CMD_CREATE_TIR ? "TIR" : "flow table";
-	t0 = devx_trace_now_us();
+	t0 = cmd_begin();
 	rc = ctx->be->flow_create(ctx, flow, attr, dest, &status, &syndrome);
 	devx_trace_flow(ctx, t0, devx_trace_now_us(), "ROOT_FLOW_CREATE", attr, dest->id,
 			flow->id, rc == -EIO ? status : 0, syndrome, rc);
@@ -418,7 +437,7 @@ devx_root_flow_destroy(struct devx_flow *flow)
 	if (flow == NULL)
 		return 0;
 	ctx = flow->ctx;
-	t0 = devx_trace_now_us();
+	t0 = cmd_begin();
 	rc = ctx->be->flow_destroy(ctx, flow, &status, &syndrome);
 	devx_trace_flow(ctx, t0, devx_trace_now_us(), "ROOT_FLOW_DESTROY", NULL, 0, flow->id,
 			rc == -EIO ? status : 0, syndrome, rc);
@@ -458,7 +477,7 @@ devx_umem_reg(struct devx_ctx *ctx, void *addr, size_t size, uint32_t access)
 	umem->addr = addr;
 	umem->size = size;
 	umem->access = access;
-	t0 = devx_trace_now_us();
+	t0 = cmd_begin();
 	rc = ctx->be->umem_reg(ctx, umem, &status, &syndrome);
 	devx_trace_op(ctx, t0, devx_trace_now_us(), "UMEM_REG", (uintptr_t)addr, size,
 		      umem->id, rc == -EIO ? status : 0, syndrome);
@@ -491,7 +510,7 @@ devx_umem_dereg(struct devx_umem *umem)
 	if (umem == NULL)
 		return 0;
 	ctx = umem->ctx;
-	t0 = devx_trace_now_us();
+	t0 = cmd_begin();
 	rc = ctx->be->umem_dereg(ctx, umem, &status, &syndrome);
 	devx_trace_op(ctx, t0, devx_trace_now_us(), "UMEM_DEREG", (uintptr_t)umem->addr,
 		      umem->size, umem->id, rc == -EIO ? status : 0, syndrome);
@@ -722,7 +741,7 @@ devx_uar_alloc(struct devx_ctx *ctx)
 		return NULL;
 	}
 	uar->ctx = ctx;
-	t0 = devx_trace_now_us();
+	t0 = cmd_begin();
 	rc = ctx->be->uar_alloc(ctx, uar);
 	devx_trace_op(ctx, t0, devx_trace_now_us(), "UAR_ALLOC", 0, 4096, uar->page_id,
 		      rc < 0 ? PRM_STATUS_NO_RESOURCES : 0, 0);
@@ -745,7 +764,7 @@ devx_uar_free(struct devx_uar *uar)
 	if (uar == NULL)
 		return 0;
 	ctx = uar->ctx;
-	t0 = devx_trace_now_us();
+	t0 = cmd_begin();
 	rc = ctx->be->uar_free(ctx, uar);
 	devx_trace_op(ctx, t0, devx_trace_now_us(), "UAR_FREE", 0, 4096, uar->page_id,
 		      rc == -EBUSY ? PRM_STATUS_RES_BUSY : rc < 0 ? PRM_STATUS_BAD_RES : 0, 0);
@@ -781,7 +800,7 @@ devx_uar_ring(struct devx_uar *uar, uint32_t offset, uint64_t value)
 int
 devx_query_eqn(struct devx_ctx *ctx, uint32_t vector, uint32_t *eqn)
 {
-	uint64_t t0 = devx_trace_now_us();
+	uint64_t t0 = cmd_begin();
 	int rc = ctx->be->query_eqn(ctx, vector, eqn);
 
 	devx_trace_op(ctx, t0, devx_trace_now_us(), "QUERY_EQN", vector, 0,

@@ -252,4 +252,13 @@ void devx_set_log(devx_log_fn fn);
 /* Log sink of the emulated device model (its own component, its own log type). */
 void devx_set_emu_log(devx_log_fn fn);
 
+/*
+ * Called by the issuing thread before every command, umem or root flow
+ * operation (NULL: nothing). The PMD's background work (issue 12 item 1)
+ * waits there while foreground work is running, so that it is preempted
+ * between two commands and never inside one.
+ */
+typedef void (*devx_cmd_gate_fn)(void);
+void devx_set_cmd_gate(devx_cmd_gate_fn fn);
+
 #endif /* MLX5_LM_DEVX_H */

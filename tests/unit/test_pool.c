@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The worker pool's foreground-first rules (issue 12 item 1): background
+ * tasks are held back while a device starts or stops, preempted between
+ * two commands, and never more than MLX5_LM_BG_BUDGET run at once; the
+ * pool grows with each device that asks for workers. Waits are bounded
+ * condition waits, never sleeps standing for synchronisation.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "mlx5_lm_pool.h"
+
+#define DEADLINE_S 10
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static unsigned int count, cur, max_cur, started, after;
+static int go, release;
+
+static void
+reset(void)
+{
+	pthread_mutex_lock(&mu);
+	count = cur = max_cur = started = after = 0;
+	go = release = 0;
+	pthread_mutex_unlock(&mu);
+}
+
+/* Wait (bounded) until *v >= want, under mu. */
+static int
+wait_at_least(unsigned int *v, unsigned int want)
+{
+	struct timespec ts;
+	int ok;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += DEADLINE_S;
+	pthread_mutex_lock(&mu);
+	while (*v < want)
+		if (pthread_cond_timedwait(&cv, &mu, &ts) == ETIMEDOUT)
+			break;
+	ok = *v >= want;
+	pthread_mutex_unlock(&mu);
+	return ok;
+}
+
+/* Poll (bounded) a pool figure that has no condition variable of its own. */
+static int
+wait_figure(unsigned int (*fn)(void), unsigned int want)
+{
+	const struct timespec tick = { .tv_nsec = 1000000 };
+	unsigned int i;
+
+	for (i = 0; i < DEADLINE_S * 1000; i++) {
+		if (fn() == want)
+			return 1;
+		nanosleep(&tick, NULL);
+	}
+	return 0;
+}
+
+static int
+task_count(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&mu);
+	count++;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+	return 0;
+}
+
+static int
+setup(void **state)
+{
+	(void)state;
+	reset();
+	return mlx5_lm_pool_get(8);
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	mlx5_lm_pool_put(8);
+	return 0;
+}
+
+/* A device starting or stopping: no background task starts meanwhile. */
+static void
+test_background_held_back_while_a_device_starts(void **state)
+{
+	struct mlx5_lm_batch bg, fg;
+	unsigned int i;
+
+	(void)state;
+	mlx5_lm_batch_init_background(&bg, 4);
+	mlx5_lm_batch_init(&fg, 4);
+	mlx5_lm_fg_enter();
+	for (i = 0; i < 3; i++)
+		assert_int_equal(mlx5_lm_batch_submit(&bg, task_count, NULL), 0);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(mlx5_lm_batch_submit(&fg, task_count, NULL), 0);
+	assert_int_equal(mlx5_lm_batch_wait(&fg), 0);
+	/* The foreground batch ran to completion with the background one still queued. */
+	pthread_mutex_lock(&mu);
+	assert_int_equal(count, 4);
+	pthread_mutex_unlock(&mu);
+	assert_int_equal(mlx5_lm_bg_running(), 0);
+	mlx5_lm_fg_exit();
+	assert_int_equal(mlx5_lm_batch_wait(&bg), 0);
+	assert_int_equal(count, 7);
+	mlx5_lm_batch_fini(&bg);
+	mlx5_lm_batch_fini(&fg);
+}
+
+/* A background task: started, then (once allowed) its next "command". */
+static int
+task_two_commands(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&mu);
+	started++;
+	pthread_cond_broadcast(&cv);
+	while (!go)
+		pthread_cond_wait(&cv, &mu);
+	pthread_mutex_unlock(&mu);
+	/* What the transport calls before every command (devx_set_cmd_gate). */
+	mlx5_lm_bg_checkpoint();
+	pthread_mutex_lock(&mu);
+	after++;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+	return 0;
+}
+
+/* A running background task stops before its next command while a device starts. */
+static void
+test_background_preempted_between_commands(void **state)
+{
+	struct mlx5_lm_batch bg;
+
+	(void)state;
+	mlx5_lm_batch_init_background(&bg, 1);
+	assert_int_equal(mlx5_lm_batch_submit(&bg, task_two_commands, NULL), 0);
+	assert_true(wait_at_least(&started, 1));
+	mlx5_lm_fg_enter();
+	pthread_mutex_lock(&mu);
+	go = 1;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+	assert_true(wait_figure(mlx5_lm_bg_paused, 1));
+	pthread_mutex_lock(&mu);
+	assert_int_equal(after, 0);
+	pthread_mutex_unlock(&mu);
+	mlx5_lm_fg_exit();
+	assert_int_equal(mlx5_lm_batch_wait(&bg), 0);
+	assert_int_equal(after, 1);
+	assert_int_equal(mlx5_lm_bg_paused(), 0);
+	mlx5_lm_batch_fini(&bg);
+}
+
+static int
+task_hold(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&mu);
+	cur++;
+	if (cur > max_cur)
+		max_cur = cur;
+	started++;
+	pthread_cond_broadcast(&cv);
+	while (!release)
+		pthread_cond_wait(&cv, &mu);
+	cur--;
+	pthread_mutex_unlock(&mu);
+	return 0;
+}
+
+/* However wide a background batch, at most MLX5_LM_BG_BUDGET of its tasks run at once. */
+static void
+test_background_budget(void **state)
+{
+	struct mlx5_lm_batch bg, fg;
+	unsigned int i;
+
+	(void)state;
+	mlx5_lm_batch_init_background(&bg, 8);
+	mlx5_lm_batch_init(&fg, 1);
+	for (i = 0; i < 6; i++)
+		assert_int_equal(mlx5_lm_batch_submit(&bg, task_hold, NULL), 0);
+	assert_true(wait_at_least(&started, MLX5_LM_BG_BUDGET));
+	/* The other workers stay free for the foreground. */
+	assert_int_equal(mlx5_lm_batch_submit(&fg, task_count, NULL), 0);
+	assert_int_equal(mlx5_lm_batch_wait(&fg), 0);
+	pthread_mutex_lock(&mu);
+	assert_int_equal(max_cur, MLX5_LM_BG_BUDGET);
+	assert_int_equal(started, MLX5_LM_BG_BUDGET);
+	release = 1;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+	assert_int_equal(mlx5_lm_batch_wait(&bg), 0);
+	assert_int_equal(max_cur, MLX5_LM_BG_BUDGET);
+	assert_int_equal(started, 6);
+	mlx5_lm_batch_fini(&bg);
+	mlx5_lm_batch_fini(&fg);
+}
+
+/* Several devices configured at once: the pool holds the workers of each. */
+static void
+test_pool_sized_for_every_device(void **state)
+{
+	(void)state;
+	assert_int_equal(mlx5_lm_pool_size(), 8);
+	assert_int_equal(mlx5_lm_pool_get(16), 0);
+	assert_int_equal(mlx5_lm_pool_get(16), 0);
+	assert_int_equal(mlx5_lm_pool_size(), 40);
+	mlx5_lm_pool_put(16);
+	mlx5_lm_pool_put(16);
+	/* Threads stay until the last reference: idle ones cost nothing. */
+	assert_int_equal(mlx5_lm_pool_size(), 40);
+}
+
+/*
+ * A task finishing wakes at most one more worker, never all of them: with
+ * a pool of 72 threads and a batch of 32 tasks 4 at a time, the workers
+ * are woken about once per task (at submit), not 72 times per task (a
+ * broadcast per completion cost each device stop milliseconds of CPU).
+ */
+static void
+test_no_thundering_herd(void **state)
+{
+	struct mlx5_lm_batch b;
+	uint64_t w0;
+	unsigned int i;
+
+	(void)state;
+	assert_int_equal(mlx5_lm_pool_get(64), 0);
+	/* Every thread waiting for work (bounded look): each can be woken. */
+	assert_true(wait_figure(mlx5_lm_pool_idle, mlx5_lm_pool_size()));
+	mlx5_lm_batch_init(&b, 4);
+	w0 = mlx5_lm_pool_wakeups();
+	for (i = 0; i < 32; i++)
+		assert_int_equal(mlx5_lm_batch_submit(&b, task_count, NULL), 0);
+	assert_int_equal(mlx5_lm_batch_wait(&b), 0);
+	assert_int_equal(count, 32);
+	print_message("wakeups %lu\n", (unsigned long)(mlx5_lm_pool_wakeups() - w0));
+	/* Up to two per task (its submit, and the chain of a pick), never 72. */
+	assert_true(mlx5_lm_pool_wakeups() - w0 <= 2 * 32);
+	mlx5_lm_batch_fini(&b);
+	mlx5_lm_pool_put(64);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_background_held_back_while_a_device_starts,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_background_preempted_between_commands,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_background_budget, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pool_sized_for_every_device, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_thundering_herd, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
