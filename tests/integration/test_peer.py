@@ -21,6 +21,7 @@ from lmtest import EXAMPLE_SRC, Proc, Testpmd, build_vdpa_example
 WRAPPER = os.environ.get('LM_WRAPPER', os.path.join(
     os.path.dirname(os.path.abspath(__file__)), '..', '..', 'tools', 'with-emulated-rdma'))
 LIBDIR = os.environ.get('LM_ERDMA_LIBDIR', 'build/emu-rdma')
+FRONTEND = os.environ.get('LM_PEER_FRONTEND', 'build/tests/integration/peer_frontend')
 PEER = '/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0/librte_vdpa_mlx5.so.23'
 BDF = '0000:5e:00.0'
 
@@ -49,12 +50,12 @@ class Peer(unittest.TestCase):
     def tearDownClass(cls):
         shutil.rmtree(cls.work, ignore_errors=True)
 
-    def example_proc(self, devargs, iface, trace, prefix):
+    def example_proc(self, devargs, iface, trace, prefix, log=()):
         return Proc([sys.executable, WRAPPER, '--private-sys', '--profile', 'fast',
                      '--trace', trace, '--',
                      self.example, '--no-huge', '-m', '512', '--no-shconf',
                      '-a', f'{BDF},class=vdpa,{devargs}', f'--file-prefix={prefix}',
-                     '-l', '0', '--log-level=lib.eal:warning', '--', '--iface', iface],
+                     '-l', '0', '--log-level=lib.eal:warning', *log, '--', '--iface', iface],
                     env={'MLX5_LM_ERDMA_LIBDIR': LIBDIR}, name='dpdk-vdpa', stdin=True)
 
     def assert_all_gone(self, recs):
@@ -132,6 +133,43 @@ class Peer(unittest.TestCase):
         # Its guest memory: one ibv_reg_mr per region, one indirect mkey over them.
         self.assertEqual({r['entry'] for r in recs if r['op'] == 'CREATE_MKEY'},
                          {'reg_mr', 'create'})
+
+    def test_peer_call_path_signals_every_used_buffer(self):
+        # peer_frontend sends one frame at a time and waits for the call
+        # eventfd of the TX ring, then of the RX ring, before the next: the
+        # emulator writes a CQE to the peer's collapsed CQ per notification,
+        # the peer learns of it by polling cqes[0].wqe_counter and writes the
+        # callfd. event_us/no_traffic_time keep the peer's timer polling: its
+        # sleep on CQ events is not covered here (doc/emulator.md, "The peer",
+        # CQ arms merged on the UAR page).
+        with tempfile.TemporaryDirectory(dir=self.work) as d:
+            trace = os.path.join(d, 'T')
+            iface = os.path.join(d, 'vh')
+            ex = self.example_proc('queues=1,queue_size=256,event_us=100,'
+                                   'no_traffic_time=4000000000', iface, trace,
+                                   f'pc{os.getpid()}', log=['--log-level=pmd.vdpa.mlx5:info'])
+            try:
+                ex.expect(r"enter 'q' to quit", timeout=60)
+                fe = Proc([FRONTEND, iface + '0', '300'], name='peer_frontend', stdin=True)
+                try:
+                    fe.expect(r'peer_frontend: started', timeout=60)
+                    # The peer configures after replying to DRIVER_OK; its steering
+                    # is in place when it says so.
+                    ex.expect(r'vDPA device \d+ was configured', timeout=60)
+                    fe.send('go')
+                    fe_rc = fe.stop(sig=None, timeout=300)
+                finally:
+                    fe.kill()
+                ex.send('q')
+                rc = ex.stop(sig=None, timeout=60)
+            finally:
+                ex.kill()
+            recs = records(trace)
+        self.assertEqual(fe_rc, 0, fe.text() + ex.text()[-3000:])
+        self.assertIn('300 frames, each signalled on both call eventfds', fe.text())
+        self.assertEqual(rc, 0, ex.text()[-3000:])
+        self.assertNotIn('left alive', ex.text())
+        self.assert_all_gone(recs)
 
 
 if __name__ == '__main__':
