@@ -811,6 +811,39 @@ test_klm_translation_covers_two_mkeys_and_faults_in_the_hole(void **state)
 	assert_int_equal(destroy_mkey(ka), 0);
 }
 
+/*
+ * A KLM list padded to 4 entries with zeroes past the mkey's length (Linux
+ * mlx5_ib mr.c ALIGN(max_num_sg, 4), DPDK mlx5_devx_cmd_mkey_create
+ * RTE_ALIGN(klm_num, 4) with mkey 0): the padding is not translated, so the
+ * firmware takes it (issue 14: the peer's indirect mkey).
+ */
+static void
+test_klm_padding_past_the_mkey_length_is_not_checked(void **state)
+{
+	struct klm_ent e[4] = { { 0 } };
+	uint32_t pd, ua, ka, kind;
+	uint8_t *a;
+	void *host;
+
+	(void)state;
+	pd = alloc_pd();
+	ua = umem(MB, (void **)&a);
+	assert_int_equal(umem_mkey(pd, ua, 0, 0x100000, MB, &ka), 0);
+	e[0] = (struct klm_ent){ MB, ka, 0x100000 };
+	/* klm_mkey sums byte_count into len: the three zero entries add nothing. */
+	assert_int_equal(klm_mkey(pd, 0, e, 4, 4, 0, &kind), 0);
+	assert_int_equal(emu_mkey_translate(dev, kind, 0x100, 8, &host), 0);
+	assert_ptr_equal(host, a + 0x100);
+	assert_int_equal(emu_mkey_translate(dev, kind, MB, 1, &host), -EFAULT);
+	/* A zero-length entry inside the length is still refused. */
+	e[1] = (struct klm_ent){ 0, ka, 0x100000 };
+	e[2] = (struct klm_ent){ 4096, ka, 0x100000 };
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM,
+		      klm_mkey(pd, 0, e, 3, 4, 0, NULL));
+	assert_int_equal(destroy_mkey(kind), 0);
+	assert_int_equal(destroy_mkey(ka), 0);
+}
+
 static void
 test_mkey_lists_are_checked_for_length_limit_and_references(void **state)
 {
@@ -1935,6 +1968,7 @@ main(void)
 		T(test_injected_fault_fails_only_the_nth_matching_command),
 		T(test_fault_environment_variable_arms_new_devices),
 		T(test_klm_translation_covers_two_mkeys_and_faults_in_the_hole),
+		T(test_klm_padding_past_the_mkey_length_is_not_checked),
 		T(test_mkey_lists_are_checked_for_length_limit_and_references),
 		T(test_mtt_list_mkey_translates_each_page),
 		T(test_force_error_posts_object_change_with_cookie),

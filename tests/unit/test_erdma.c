@@ -434,6 +434,65 @@ test_root_flow_rules_through_rdma_core(void **state)
 }
 
 /* What the library does not implement names itself and fails. */
+/*
+ * mlx5dv_dr_* on a device without software steering, as rdma-core's
+ * providers/mlx5 does it: domain type above FDB EINVAL (dr_domain.c),
+ * level other than 0 EOPNOTSUPP (dr_table.c), a root matcher is the
+ * kernel's flow matcher (mask bounded by fte_match_param: EINVAL),
+ * dest_devx_tir of an object that is no TIR EINVAL (dr_action.c), and
+ * users counted: EBUSY while a table holds a matcher or a domain a table.
+ * Rules to TIRs: integration/peer (DPDK's vdpa/mlx5, 7 root rules).
+ */
+static void
+test_dr_root_nic_rx_as_rdma_core_without_sw_steering(void **state)
+{
+	struct ibv_context *ctx = open_dev(true);
+	uint8_t in[PRM_SIZE(alloc_transport_domain_in)] = { 0 };
+	uint8_t out[PRM_SIZE(create_out)] = { 0 };
+	struct {
+		struct mlx5dv_flow_match_parameters p;
+		uint8_t buf[PRM_SIZE(fte_match_param) + 8];
+	} mask = { .p.match_sz = PRM_SIZE(fte_match_param) };
+	struct mlx5dv_dr_domain *dmn;
+	struct mlx5dv_dr_table *tbl;
+	struct mlx5dv_dr_matcher *m;
+	struct mlx5dv_devx_obj *td;
+
+	(void)state;
+	errno = 0;
+	assert_null(mlx5dv_dr_domain_create(ctx, MLX5DV_DR_DOMAIN_TYPE_FDB + 1));
+	assert_int_equal(errno, EINVAL);
+	dmn = mlx5dv_dr_domain_create(ctx, MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
+	assert_non_null(dmn);
+	errno = 0;
+	assert_null(mlx5dv_dr_table_create(dmn, 1));
+	assert_int_equal(errno, EOPNOTSUPP);
+	tbl = mlx5dv_dr_table_create(dmn, 0);
+	assert_non_null(tbl);
+	assert_int_equal(mlx5dv_dr_domain_destroy(dmn), EBUSY);
+	/* Outer ip_version, as DPDK's vdpa/mlx5 matches it. */
+	PRM_SET(fte_match_set_lyr_2_4, PRM_ADDR(fte_match_param, mask.p.match_buf, outer_headers),
+		ip_version, 0xf);
+	m = mlx5dv_dr_matcher_create(tbl, 6, 1, &mask.p);
+	assert_non_null(m);
+	assert_int_equal(mlx5dv_dr_table_destroy(tbl), EBUSY);
+	mask.p.match_sz = PRM_SIZE(fte_match_param) + 8;
+	errno = 0;
+	assert_null(mlx5dv_dr_matcher_create(tbl, 6, 1, &mask.p));
+	assert_int_equal(errno, EINVAL);
+	PRM_SET(alloc_transport_domain_in, in, opcode, PRM_CMD_ALLOC_TRANSPORT_DOMAIN);
+	td = mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out));
+	assert_non_null(td);
+	errno = 0;
+	assert_null(mlx5dv_dr_action_create_dest_devx_tir(td));
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(mlx5dv_devx_obj_destroy(td), 0);
+	assert_int_equal(mlx5dv_dr_matcher_destroy(m), 0);
+	assert_int_equal(mlx5dv_dr_table_destroy(tbl), 0);
+	assert_int_equal(mlx5dv_dr_domain_destroy(dmn), 0);
+	assert_int_equal(ibv_close_device(ctx), 0);
+}
+
 static void
 test_unimplemented_functions_fail_loudly(void **state)
 {
@@ -459,6 +518,7 @@ main(void)
 		cmocka_unit_test(test_uar_page_and_eqn),
 		cmocka_unit_test(test_umem_rules),
 		cmocka_unit_test(test_root_flow_rules_through_rdma_core),
+		cmocka_unit_test(test_dr_root_nic_rx_as_rdma_core_without_sw_steering),
 		cmocka_unit_test(test_unimplemented_functions_fail_loudly),
 	};
 	int fd = mkstemp(trace_path), rc;

@@ -3,6 +3,7 @@
 and rdma-core's users read), the environment, the exit status."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import unittest
@@ -74,6 +75,25 @@ class FakeSysfs(unittest.TestCase):
         p = run('--', 'true', env={'MLX5_LM_ERDMA_LIBDIR': '/nonexistent'})
         self.assertNotEqual(p.returncode, 0)
         self.assertIn('libibverbs.so.1 not found', p.stderr)
+
+    @unittest.skipUnless(os.geteuid() == 0 and shutil.which('unshare'),
+                         '--private-sys needs root and unshare(1)')
+    def test_private_sys_shows_the_emulated_functions_only_inside(self):
+        # DPDK's mlx5 common driver writes /sys/bus/pci/devices/<BDF>/roce_enable,
+        # hard-coded (issue 14): inside the namespace it is there and writable,
+        # the real functions stay listed, and outside nothing changed.
+        real = sorted(os.listdir('/sys/bus/pci/devices'))
+        script = ('import json, os; d = "/sys/bus/pci/devices"; b = d + "/0000:5e:01.0"; '
+                  'r = open(b + "/roce_enable").read(); open(b + "/roce_enable", "w").write("0"); '
+                  'print(json.dumps({"ls": sorted(os.listdir(d)), "roce": r, '
+                  '"after": open(b + "/roce_enable").read(), "net": os.path.isdir(b + "/net")}))')
+        p = run('--devices', '2', '--private-sys', '--', sys.executable, '-c', script)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        t = json.loads(p.stdout)
+        self.assertEqual(t['ls'], sorted(real + ['0000:5e:00.0', '0000:5e:01.0']))
+        self.assertEqual((t['roce'], t['after'], t['net']), ('1\n', '0', True))
+        self.assertEqual(sorted(os.listdir('/sys/bus/pci/devices')), real)
+        self.assertFalse(os.path.exists('/sys/bus/pci/devices/0000:5e:00.0'))
 
 
 if __name__ == '__main__':

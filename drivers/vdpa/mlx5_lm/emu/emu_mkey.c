@@ -349,6 +349,19 @@ mkey_fill_klm(struct emu_ctx *c, struct emu_mkey *mk, uint32_t n)
 		struct emu_klm *k = &mk->klm[i];
 		uint32_t key = (uint32_t)PRM_GET(klm, e, mkey);
 
+		/*
+		 * Entries past the mkey's length are padding: drivers round the
+		 * list up to a multiple of 4 entries and leave the rest zero
+		 * (Linux mlx5_ib mr.c: ndescs = ALIGN(max_num_sg, 4); DPDK
+		 * mlx5_devx_cmd_mkey_create: RTE_ALIGN(klm_num, 4), mkey 0).
+		 * The device translates [start_addr, start_addr + len) only and
+		 * never walks them, so they are neither checked nor held.
+		 */
+		if (at >= mk->len) {
+			mk->n_klm = i;
+			break;
+		}
+
 		/* KSM entries have a fixed size and ignore byte_count. */
 		k->len = mk->type == EMU_MKEY_KSM ? ksm : PRM_GET(klm, e, byte_count);
 		k->addr = PRM_GET(klm, e, address);

@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""The peer: DPDK's own vdpa/mlx5 (Debian's librte-vdpa-mlx5-23, loaded from the
+PMD auto-load directory) probed on the emulated ConnectX through the emulated
+rdma-core (tools/with-emulated-rdma --private-sys), serving testpmd's
+virtio-user port through the stock dpdk-vdpa example (issue 14).
+
+Skipped only when the peer's package is not installed (tools/setup.sh installs
+it), or without root and unshare(1) for the private mount namespace the
+peer's hard-coded /sys/bus/pci/devices/<BDF>/roce_enable needs."""
+import collections
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+from lmtest import EXAMPLE_SRC, Proc, Testpmd, build_vdpa_example
+
+WRAPPER = os.environ.get('LM_WRAPPER', os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), '..', '..', 'tools', 'with-emulated-rdma'))
+LIBDIR = os.environ.get('LM_ERDMA_LIBDIR', 'build/emu-rdma')
+FRONTEND = os.environ.get('LM_PEER_FRONTEND', 'build/tests/integration/peer_frontend')
+PEER = '/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0/librte_vdpa_mlx5.so.23'
+BDF = '0000:5e:00.0'
+
+
+def records(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f]
+
+
+class Peer(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if not os.path.exists(PEER):
+            subprocess.run(['bash', os.path.join(os.path.dirname(WRAPPER), 'setup.sh')],
+                           check=False)
+        if not os.path.exists(PEER):
+            raise unittest.SkipTest(f'{PEER} missing: librte-vdpa-mlx5-23 cannot be installed')
+        if os.geteuid() != 0 or shutil.which('unshare') is None:
+            raise unittest.SkipTest('--private-sys needs root and unshare(1)')
+        if not os.path.isdir(EXAMPLE_SRC):
+            raise unittest.SkipTest(f'{EXAMPLE_SRC} missing (package dpdk-doc)')
+        cls.work = tempfile.mkdtemp(prefix='lm-peer-')
+        cls.example = build_vdpa_example(cls.work)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.work, ignore_errors=True)
+
+    def example_proc(self, devargs, iface, trace, prefix, log=()):
+        return Proc([sys.executable, WRAPPER, '--private-sys', '--profile', 'fast',
+                     '--trace', trace, '--',
+                     self.example, '--no-huge', '-m', '512', '--no-shconf',
+                     '-a', f'{BDF},class=vdpa,{devargs}', f'--file-prefix={prefix}',
+                     '-l', '0', '--log-level=lib.eal:warning', *log, '--', '--iface', iface],
+                    env={'MLX5_LM_ERDMA_LIBDIR': LIBDIR}, name='dpdk-vdpa', stdin=True)
+
+    def assert_all_gone(self, recs):
+        """Every firmware command succeeded; what was created was destroyed."""
+        self.assertEqual([r for r in recs if r['status'] != 0], [])
+        ops = collections.Counter(r['op'] for r in recs)
+        for made, gone in (('CREATE_CQ', 'DESTROY_CQ'), ('CREATE_QP', 'DESTROY_QP'),
+                           ('CREATE_TIR', 'DESTROY_TIR'), ('CREATE_RQT', 'DESTROY_RQT'),
+                           ('CREATE_TIS', 'DESTROY_TIS'), ('CREATE_MKEY', 'DESTROY_MKEY'),
+                           ('CREATE_GENERAL_OBJECT', 'DESTROY_GENERAL_OBJECT'),
+                           ('UMEM_REG', 'UMEM_DEREG'), ('ALLOC_PD', 'DEALLOC_PD'),
+                           ('ROOT_FLOW_CREATE', 'ROOT_FLOW_DESTROY'),
+                           ('UAR_ALLOC', 'UAR_FREE')):
+            self.assertEqual(ops[made], ops[gone], f'{made} / {gone}')
+        return ops
+
+    def test_peer_probes_precreates_and_tears_down(self):
+        # queues=2,queue_size=256: the peer pre-creates at probe (issue 14,
+        # Known ground): 4 CQs, 8 QPs, 4 counters + 4 virtqs, an RQT, 7 TIRs
+        # behind 7 root rules (its dr matchers by outer ip_version/protocol).
+        with tempfile.TemporaryDirectory(dir=self.work) as d:
+            trace = os.path.join(d, 'T')
+            ex = self.example_proc('queues=2,queue_size=256', os.path.join(d, 'vh'), trace,
+                                   f'pp{os.getpid()}')
+            try:
+                ex.expect(r"enter 'q' to quit", timeout=60)
+                ex.send('q')
+                rc = ex.stop(sig=None, timeout=60)
+            finally:
+                ex.kill()
+            recs = records(trace)
+        self.assertEqual(rc, 0, ex.text()[-3000:])
+        self.assertNotIn('left alive', ex.text())
+        self.assertNotIn('not implemented', ex.text())
+        ops = self.assert_all_gone(recs)
+        self.assertEqual(ops['CREATE_CQ'], 4)
+        self.assertEqual(ops['CREATE_QP'], 8)
+        self.assertEqual(ops['CREATE_GENERAL_OBJECT'], 8)
+        self.assertEqual(ops['CREATE_RQT'], 1)
+        self.assertEqual(ops['CREATE_TIR'], 7)
+        self.assertEqual(ops['ROOT_FLOW_CREATE'], 7)
+        prios = sorted(r['size'] for r in recs if r['op'] == 'ROOT_FLOW_CREATE')
+        self.assertEqual(prios, [5, 5, 5, 5, 6, 6, 7])
+
+    def test_peer_serves_testpmd_both_ways(self):
+        # testpmd (virtio-user) <-> dpdk-vdpa <-> the peer <-> emulated device,
+        # the uplink looping frames back: testpmd's TX returns on its RX, io
+        # forwarding sends it out again. Kicks go through the peer's one
+        # shared doorbell (VAR page), completions back to the peer by CQEs.
+        with tempfile.TemporaryDirectory(dir=self.work) as d:
+            trace = os.path.join(d, 'T')
+            iface = os.path.join(d, 'vh')
+            ex = self.example_proc('queues=1,queue_size=256', iface, trace, f'ps{os.getpid()}')
+            try:
+                ex.expect(r"enter 'q' to quit", timeout=60)
+                pmd = Testpmd(iface + '0', f'tps{os.getpid()}', queues=1, queue_size=256)
+                try:
+                    pmd.cmd('start tx_first')
+                    rx, tx = pmd.wait_rx(2000, timeout=60)
+                    pmd.cmd('stop')
+                finally:
+                    pmd.quit()
+                ex.send('q')
+                rc = ex.stop(sig=None, timeout=60)
+            finally:
+                ex.kill()
+            recs = records(trace)
+        self.assertEqual(rc, 0, ex.text()[-3000:])
+        self.assertNotIn('left alive', ex.text())
+        self.assertNotIn('not implemented', ex.text())
+        self.assertGreaterEqual(rx, 2000)
+        self.assertGreaterEqual(tx, rx)
+        ops = self.assert_all_gone(recs)
+        self.assertGreater(ops['DOORBELL'], 0)
+        self.assertEqual({r['entry'] for r in recs if r['op'] == 'DOORBELL'}, {'var_write'})
+        # Its guest memory: one ibv_reg_mr per region, one indirect mkey over them.
+        self.assertEqual({r['entry'] for r in recs if r['op'] == 'CREATE_MKEY'},
+                         {'reg_mr', 'create'})
+
+    def test_peer_call_path_signals_every_used_buffer(self):
+        # peer_frontend sends one frame at a time and waits for the call
+        # eventfd of the TX ring, then of the RX ring, before the next: the
+        # emulator writes a CQE to the peer's collapsed CQ per notification,
+        # the peer learns of it by polling cqes[0].wqe_counter and writes the
+        # callfd. event_us/no_traffic_time keep the peer's timer polling: its
+        # sleep on CQ events is not covered here (doc/emulator.md, "The peer",
+        # CQ arms merged on the UAR page).
+        with tempfile.TemporaryDirectory(dir=self.work) as d:
+            trace = os.path.join(d, 'T')
+            iface = os.path.join(d, 'vh')
+            ex = self.example_proc('queues=1,queue_size=256,event_us=100,'
+                                   'no_traffic_time=4000000000', iface, trace,
+                                   f'pc{os.getpid()}', log=['--log-level=pmd.vdpa.mlx5:info'])
+            try:
+                ex.expect(r"enter 'q' to quit", timeout=60)
+                fe = Proc([FRONTEND, iface + '0', '300'], name='peer_frontend', stdin=True)
+                try:
+                    fe.expect(r'peer_frontend: started', timeout=60)
+                    # The peer configures after replying to DRIVER_OK; its steering
+                    # is in place when it says so.
+                    ex.expect(r'vDPA device \d+ was configured', timeout=60)
+                    fe.send('go')
+                    fe_rc = fe.stop(sig=None, timeout=300)
+                finally:
+                    fe.kill()
+                ex.send('q')
+                rc = ex.stop(sig=None, timeout=60)
+            finally:
+                ex.kill()
+            recs = records(trace)
+        self.assertEqual(fe_rc, 0, fe.text() + ex.text()[-3000:])
+        self.assertIn('300 frames, each signalled on both call eventfds', fe.text())
+        self.assertEqual(rc, 0, ex.text()[-3000:])
+        self.assertNotIn('left alive', ex.text())
+        self.assertNotIn('not implemented', ex.text())
+        self.assert_all_gone(recs)
+
+
+if __name__ == '__main__':
+    unittest.main(verbosity=2)
