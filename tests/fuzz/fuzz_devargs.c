@@ -51,10 +51,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check(err[0] != '\0', "empty error message", args);
 	} else {
 		check(ret == 0, "positive return", args);
-		check((a.emu[0] != '\0') != (a.ibdev[0] != '\0'), "not exactly one back end",
-		      args);
+		check((a.emu[0] != '\0') + (a.ibdev[0] != '\0') + (a.pci[0] != '\0') +
+		      (a.sf[0] != '\0') == 1, "not exactly one back end", args);
 		check(memchr(a.emu, '\0', sizeof(a.emu)) != NULL &&
 		      memchr(a.ibdev, '\0', sizeof(a.ibdev)) != NULL &&
+		      memchr(a.pci, '\0', sizeof(a.pci)) != NULL &&
+		      memchr(a.sf, '\0', sizeof(a.sf)) != NULL &&
 		      memchr(a.uplink, '\0', sizeof(a.uplink)) != NULL &&
 		      memchr(a.devx_trace, '\0', sizeof(a.devx_trace)) != NULL,
 		      "string not terminated", args);
@@ -66,6 +68,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check(is_pow2(a.mr_chunk_mb) && a.mr_chunk_mb <= 65536,
 		      "mr_chunk_mb out of range", args);
 		check(a.mr_gc_ms <= 600000, "mr_gc_ms out of range", args);
+		/* pci= comes back in sysfs's form, dddd:bb:dd.f. */
+		check(a.pci[0] == '\0' || (strlen(a.pci) == 12 && a.pci[4] == ':' &&
+					    a.pci[7] == ':' && a.pci[10] == '.'),
+		      "pci not normalized", args);
 	}
 	free(args);
 	return 0;

@@ -57,7 +57,10 @@ def main():
         r = subprocess.run(cmd)
         if r.returncode != 0:
             print('fuzzer exited with %d: reproducer in %s' % (r.returncode, a.artifacts))
-        return r.returncode
+            # A finding is a failure, whatever the fuzzer's own code: libFuzzer exits
+            # 77 on an abort() of the target, which meson would count as a skip.
+            return 1
+        return 0
 
 
 if __name__ == '__main__':
