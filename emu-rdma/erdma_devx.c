@@ -377,5 +377,6 @@ erdma_uar_forward(struct erdma_ctx *c, uint32_t page_id, uint32_t offset, uint64
 	uint64_t reg = be64toh(value);
 
 	erdma_trace_op(c, "uar_write", "UAR_WRITE", erdma_now_us(), "value", reg, offset, 8, 0);
-	emu_uar_write(c->emu, page_id, offset, reg);
+	/* The watcher sees the last of the writes between two looks. */
+	emu_uar_write_merged(c->emu, page_id, offset, reg);
 }
