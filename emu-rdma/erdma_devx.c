@@ -161,7 +161,11 @@ mlx5dv_devx_umem_reg(struct ibv_context *context, void *addr, size_t size, uint3
 		       size, st);
 	if (st != 0) {
 		free(u);
-		errno = EREMOTEIO;
+		/*
+		 * Pages that cannot be pinned fail in the kernel (ib_umem_get:
+		 * EFAULT), before the firmware sees a command.
+		 */
+		errno = synd == EMU_SYND_UMEM_NOT_BACKED ? EFAULT : EREMOTEIO;
 		return NULL;
 	}
 	u->ctx = c;
