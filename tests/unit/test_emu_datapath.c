@@ -2154,6 +2154,13 @@ test_merged_cq_doorbells_arm_every_requested_cq(void **state)
 	PRM_SET(create_cq_in, in, cq_umem_offset, cqe_off);
 	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
 	cq2 = (uint32_t)PRM_GET(create_cq_out, out, cqn);
+	/*
+	 * cq2's first arm (sn 0, ci 0) leaves its record as it was: merged
+	 * into a doorbell of the first CQ, it is still taken (the proof is
+	 * below: cq2 counts as armed, its record no longer "new").
+	 */
+	emu_uar_write_merged(dev, w.uar, EMU_UAR_CQ_DOORBELL,
+			     (uint64_t)((w.arm_sn - 1) & 3) << 60 | w.cq);
 	/* The first completion uses setup's arm; the second finds the CQ disarmed. */
 	notify_once(rx, tx, 0);
 	assert_true(event_pending(PRM_EVENT_COMPLETION, 0xca11));

@@ -174,7 +174,9 @@ void emu_uar_write(struct emu_dev *dev, uint32_t page_id, uint32_t offset, uint6
  * the last value written (all write offset 0x20; the device receives each
  * MMIO write, the watcher only what is there when it looks): besides the
  * named CQ, every CQ of the page whose doorbell record holds an arm
- * request not seen yet is armed from it (the mlx5 arm writes the record's
+ * request not seen yet (or that no doorbell reached yet: the first arm's
+ * record, sn 0 ci 0, may equal the initial one) is armed from it (the
+ * mlx5 arm writes the record's
  * arm dword before the UAR: rdma-core mlx5_arm_cq, Linux mlx5_cq_arm).
  */
 void emu_uar_write_merged(struct emu_dev *dev, uint32_t page_id, uint32_t offset,

@@ -654,6 +654,7 @@ emu_net_cq_doorbell(struct emu_dev *dev, uint32_t uar, uint32_t cqn, uint8_t sn,
 	}
 	if (cq->dbrec != NULL)
 		cq->arm_dbrec_seen = dbrec_load(cq->dbrec, 1);
+	cq->arm_rung = true;
 	cq->arm_valid = true;
 	cq->arm_cmd = cmd;
 	cq->arm_sn = sn;
@@ -684,7 +685,13 @@ emu_net_cq_doorbell_others(struct emu_dev *dev, uint32_t uar)
 		if (o->kind != EMU_KIND_CQ || cq->uar_page != uar || cq->dbrec == NULL)
 			continue;
 		arm = dbrec_load(cq->dbrec, 1);
-		if (arm == cq->arm_dbrec_seen)
+		/*
+		 * The first arm (sn 0, ci 0) writes a record that may look
+		 * unchanged: a CQ no doorbell reached yet is taken as asking.
+		 * An early arm costs at most one event more, which the mlx5
+		 * event handlers (poll the CQ, re-arm) absorb.
+		 */
+		if (arm == cq->arm_dbrec_seen && cq->arm_rung)
 			continue;
 		/* The arm dword: sn << 28 | cmd << 24 | ci, as on the UAR. */
 		emu_net_cq_doorbell(dev, uar, o->id, (arm >> 28) & 0x3, (arm >> 24) & 0x3,

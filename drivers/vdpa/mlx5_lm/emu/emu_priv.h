@@ -319,6 +319,7 @@ struct emu_net_obj {
 	uint8_t arm_sn;              /* the arm sequence number of that request */
 	uint32_t arm_ci;             /* the consumer index the request carried */
 	uint32_t arm_dbrec_seen;     /* dbrec arm dword at the last arm (merged doorbells) */
+	bool arm_rung;               /* a CQ doorbell reached it since creation */
 	/*
 	 * CQ: where completions go (emu_net_cq_complete). cqes / dbrec are
 	 * the device's view of the umems named at creation.
