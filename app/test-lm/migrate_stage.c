@@ -161,8 +161,15 @@ dev_setup(struct mig_ctx *x, struct mig_dev *d, unsigned int idx, const char *ro
 
 	snprintf(d->name, sizeof(d->name), "%s%u", TEST_LM_PMD, idx);
 	snprintf(d->path, sizeof(d->path), "%s/%s%u.sock", x->dir, role, k);
-	snprintf(args, sizeof(args), "emu=%s,queues=%u,queue_size=%u,precreate=%u,workers=%u,"
-		 "mr_gc_ms=%u,parallel=%u", x->o->profile, s->queue_pairs, s->queue_size,
+	char be[32];
+
+	/* rdma: device idx is RDMA device mlx5_<idx> (sources, then destinations). */
+	if (x->o->rdma)
+		snprintf(be, sizeof(be), "ibdev=mlx5_%u", idx);
+	else
+		snprintf(be, sizeof(be), "emu=%s", x->o->profile);
+	snprintf(args, sizeof(args), "%s,queues=%u,queue_size=%u,precreate=%u,workers=%u,"
+		 "mr_gc_ms=%u,parallel=%u", be, s->queue_pairs, s->queue_size,
 		 x->st->precreate, x->st->workers, x->st->mr_gc_ms, x->st->parallel);
 	if (test_lm_probe_device(d->name, args) < 0) {
 		fail(x, "cannot probe %s with \"%s\"", d->name, args);
