@@ -4,6 +4,7 @@ and rdma-core's users read), the environment, the exit status."""
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import unittest
@@ -63,6 +64,29 @@ class FakeSysfs(unittest.TestCase):
 
     def test_exit_status_is_the_commands(self):
         self.assertEqual(run('--', sys.executable, '-c', 'raise SystemExit(7)').returncode, 7)
+
+    def test_signals_reach_the_command(self):
+        """SIGUSR1 (serve: statistics) and SIGTERM go to the command, as unwrapped."""
+        child = ('import signal, sys\n'
+                 'signal.signal(signal.SIGUSR1, lambda s, f: print("usr1", flush=True))\n'
+                 'signal.signal(signal.SIGTERM, lambda s, f: (print("term", flush=True),\n'
+                 '                                           sys.exit(0)))\n'
+                 'print("ready", flush=True)\n'
+                 'while True:\n'
+                 '    signal.pause()\n')
+        e = dict(os.environ, MLX5_LM_ERDMA_LIBDIR=LIBDIR)
+        p = subprocess.Popen([sys.executable, WRAPPER, '--', sys.executable, '-c', child],
+                             env=e, stdout=subprocess.PIPE, text=True)
+        try:
+            self.assertEqual(p.stdout.readline().strip(), 'ready')
+            p.send_signal(signal.SIGUSR1)
+            self.assertEqual(p.stdout.readline().strip(), 'usr1')
+            p.send_signal(signal.SIGTERM)
+            self.assertEqual(p.stdout.readline().strip(), 'term')
+            self.assertEqual(p.wait(timeout=30), 0)
+        finally:
+            p.kill()
+            p.stdout.close()
 
     def test_usage_errors(self):
         self.assertEqual(run().returncode, 2)
