@@ -467,6 +467,9 @@ lmh_probe(struct lmh_dev *d, int sock, const char *args)
  * device (ibv_open_device); the variable exists (the wrapper sets it), so
  * setenv only swaps its value.
  */
+static long file_size(const char *path);
+static long rdma_left_alive(const struct lmh_dev *d, long off);
+
 static int
 rdma_profile(const char *profile)
 {
@@ -495,6 +498,7 @@ lmh_probe_profile(struct lmh_dev *d, int sock, const char *profile, const char *
 			return ret;
 		snprintf(all, sizeof(all), "ibdev=%s%s%s,devx_trace=%s", d->ibdev,
 			 args != NULL ? "," : "", args != NULL ? args : "", d->trace);
+		d->summary_off = file_size(getenv("MLX5_LM_ERDMA_SUMMARY"));
 	} else {
 		snprintf(all, sizeof(all), "emu=%s%s%s,devx_trace=%s", profile,
 			 args != NULL ? "," : "", args != NULL ? args : "", d->trace);
@@ -528,7 +532,7 @@ lmh_probe_profile(struct lmh_dev *d, int sock, const char *profile, const char *
 static long
 file_size(const char *path)
 {
-	FILE *f = fopen(path, "r");
+	FILE *f = path != NULL ? fopen(path, "r") : NULL;
 	long n;
 
 	if (f == NULL)
@@ -595,6 +599,14 @@ lmh_remove(struct lmh_dev *d)
 		return -EIO;
 	if (use_rdma)
 		return rdma_left_alive(d, off);
+	return (long)(emu_leaked_total() - d->leaked0);
+}
+
+long
+lmh_failed_probe_left(struct lmh_dev *d)
+{
+	if (use_rdma)
+		return rdma_left_alive(d, d->summary_off);
 	return (long)(emu_leaked_total() - d->leaked0);
 }
 

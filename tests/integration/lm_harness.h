@@ -99,6 +99,7 @@ struct lmh_dev {
 	struct mlx5_lm_dev *dev;
 	struct emu_dev *emu;      /* NULL on rdma */
 	char ibdev[16];           /* rdma: "mlx5_<i>" */
+	long summary_off;         /* rdma: the library's leak summary before probe */
 	struct rte_vdpa_device *vdpa;
 	unsigned long leaked0;
 	unsigned int live0;       /* emulator objects right after probe */
@@ -124,6 +125,11 @@ int lmh_probe_profile(struct lmh_dev *d, int sock, const char *profile, const ch
  * (rdma: the device's line in the library's summary; < 0 when there is none).
  */
 long lmh_remove(struct lmh_dev *d);
+/*
+ * After a probe that failed: the objects its device was closed with (emu:
+ * the emulator's leak count since; rdma: the library's summary line), or < 0.
+ */
+long lmh_failed_probe_left(struct lmh_dev *d);
 bool lmh_running(struct lmh_dev *d);
 bool lmh_wait_running(struct lmh_dev *d, int timeout_ms);
 /* Wait for any vhost-facing operation of the driver in progress to return. */
