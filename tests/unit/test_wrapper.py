@@ -91,6 +91,10 @@ class FakeSysfs(unittest.TestCase):
     def test_usage_errors(self):
         self.assertEqual(run().returncode, 2)
         self.assertNotEqual(run('--devices', '0', '--', 'true').returncode, 0)
+        # --tap names one of the devices, and an interface name Linux takes.
+        self.assertEqual(run('--tap', '1=t0', '--', 'true').returncode, 2)
+        self.assertEqual(run('--tap', '0=' + 'x' * 16, '--', 'true').returncode, 2)
+        self.assertEqual(run('--tap', 'x', '--', 'true').returncode, 2)
         p = run('--help')
         self.assertEqual(p.returncode, 0)
         self.assertIn('--devices', p.stdout)
