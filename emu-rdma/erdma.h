@@ -160,4 +160,7 @@ void erdma_uar_forward(struct erdma_ctx *c, uint32_t page_id, uint32_t offset, u
 int erdma_wire_open(struct erdma_ctx *c, unsigned int index);
 void erdma_wire_close(struct erdma_ctx *c);
 
+/* Forward what the context's UAR pages hold now (before a CQ goes). */
+void erdma_uar_flush(struct erdma_ctx *c);
+
 #endif /* MLX5_LM_ERDMA_H */

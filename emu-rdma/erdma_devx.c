@@ -116,6 +116,13 @@ mlx5dv_devx_obj_destroy(struct mlx5dv_devx_obj *obj)
 	int rc;
 
 	memset(out, 0, sizeof(out));
+	/*
+	 * A CQ doorbell written before the destroy reached a real device
+	 * before it: forward what the UAR pages hold first, so that no arm
+	 * lands on a CQ that is gone.
+	 */
+	if (obj->k.create_opcode == PRM_CMD_CREATE_CQ)
+		erdma_uar_flush(obj->ctx);
 	rc = run(obj->ctx, EMU_KENTRY_DESTROY, &obj->k, obj->din, obj->dinlen, out,
 		 sizeof(out));
 	if (rc != 0)

@@ -39,6 +39,8 @@ class MigrateOnRdma(unittest.TestCase):
             # 3 would be a device closed with objects alive (the wrapper's summary).
             self.assertEqual(rc, 0, out[-4000:])
             self.assertNotIn('left alive', out.replace('0 device objects left alive', ''))
+            # Every CQ doorbell reached its CQ before the CQ was destroyed.
+            self.assertNotIn('no such CQ', out)
             with open(path) as f:
                 doc = json.load(f)
             with open(trace) as f:
