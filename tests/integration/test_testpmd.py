@@ -16,6 +16,10 @@ import unittest
 from lmtest import Proc, Testpmd, serve
 
 TOOL = os.environ.get('TEST_LM', 'build/app/test-lm/dpdk-test-lm')
+# meson puts the emulated rdma-core's directory on LD_LIBRARY_PATH (the test
+# depends on it): only serve under tools/with-emulated-rdma may load it, never
+# testpmd (built elsewhere, and not with the sanitizer of an ASan build).
+os.environ.pop('LD_LIBRARY_PATH', None)
 
 GENERAL = {'CREATE_GENERAL_OBJECT', 'MODIFY_GENERAL_OBJECT', 'QUERY_GENERAL_OBJECT',
            'DESTROY_GENERAL_OBJECT'}
