@@ -7,6 +7,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 import unittest
 
 WRAPPER = os.environ['LM_WRAPPER']
@@ -86,6 +87,34 @@ class FakeSysfs(unittest.TestCase):
             self.assertEqual(p.wait(timeout=30), 0)
         finally:
             p.kill()
+            p.stdout.close()
+
+    def test_command_dies_with_the_wrapper(self):
+        """SIGKILL cannot be passed on: the command gets SIGTERM when the wrapper dies."""
+        child = ('import os, signal\n'
+                 'print(os.getpid(), flush=True)\n'
+                 'while True:\n'
+                 '    signal.pause()\n')
+        e = dict(os.environ, MLX5_LM_ERDMA_LIBDIR=LIBDIR)
+        p = subprocess.Popen([sys.executable, WRAPPER, '--', sys.executable, '-c', child],
+                             env=e, stdout=subprocess.PIPE, text=True)
+        try:
+            pid = int(p.stdout.readline())
+            p.kill()
+            p.wait(timeout=30)
+            deadline = time.monotonic() + 10
+            while os.path.exists(f'/proc/{pid}') and time.monotonic() < deadline:
+                try:
+                    # Reaped by init once it exits; a zombie counts as gone.
+                    with open(f'/proc/{pid}/stat') as f:
+                        if f.read().split(') ')[1].startswith('Z'):
+                            break
+                except OSError:
+                    break
+                time.sleep(0.01)
+            else:
+                self.assertFalse(os.path.exists(f'/proc/{pid}'), 'the command outlived it')
+        finally:
             p.stdout.close()
 
     def test_usage_errors(self):
