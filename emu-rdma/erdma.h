@@ -27,6 +27,7 @@
 #define ERDMA_ENV_TRACE "MLX5_LM_ERDMA_TRACE"       /* DevX trace file (appended) */
 #define ERDMA_ENV_SYSFS "MLX5_LM_ERDMA_SYSFS"       /* fake sysfs root for ibdev_path */
 #define ERDMA_ENV_SUMMARY "MLX5_LM_ERDMA_SUMMARY"   /* leak summary file (appended) */
+#define ERDMA_ENV_TAPS "MLX5_LM_ERDMA_TAPS"         /* "<i>=<tap>[,...]": device wires */
 
 #define ERDMA_MAX_DEVICES 64
 #define ERDMA_MAGIC 0x45524d41u /* "ERMA" */
@@ -67,6 +68,7 @@ struct erdma_ctx {
 	uint32_t db_page_base;     /* doorbell_bar_offset rounded down to its page */
 	uint32_t db_in_page;       /* doorbell_bar_offset & (page - 1) */
 	uint32_t db_area;          /* 1 << log_doorbell_bar_size */
+	struct erdma_wire *wire;   /* a tap as the device's wire (erdma_wire.c), or NULL */
 };
 #define ERDMA_PAGES 64u
 
@@ -150,5 +152,15 @@ int erdma_page_get(struct erdma_ctx *c, int kind, uint32_t page_id, unsigned int
 void erdma_page_put(struct erdma_ctx *c, unsigned int slot);
 /* A write seen on a UAR page (erdma_devx.c: to the emulator, or a loud refusal). */
 void erdma_uar_forward(struct erdma_ctx *c, uint32_t page_id, uint32_t offset, uint64_t value);
+
+/*
+ * The device's wire: a tap when MLX5_LM_ERDMA_TAPS names one for device
+ * index (else the emulator's loopback). 0 or a negative errno (logged).
+ */
+int erdma_wire_open(struct erdma_ctx *c, unsigned int index);
+void erdma_wire_close(struct erdma_ctx *c);
+
+/* Forward what the context's UAR pages hold now (before a CQ goes). */
+void erdma_uar_flush(struct erdma_ctx *c);
 
 #endif /* MLX5_LM_ERDMA_H */

@@ -185,6 +185,18 @@ erdma_page_get(struct erdma_ctx *c, int kind, uint32_t page_id, unsigned int *sl
 }
 
 void
+erdma_uar_flush(struct erdma_ctx *c)
+{
+	unsigned int i;
+
+	pthread_mutex_lock(&c->lock);
+	for (i = 0; i < ERDMA_PAGES; i++)
+		if (c->pages[i].kind == ERDMA_PAGE_UAR)
+			scan_uar(c, i, c->pages[i].page_id);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void
 erdma_page_put(struct erdma_ctx *c, unsigned int slot)
 {
 	pthread_mutex_lock(&c->lock);

@@ -116,6 +116,13 @@ mlx5dv_devx_obj_destroy(struct mlx5dv_devx_obj *obj)
 	int rc;
 
 	memset(out, 0, sizeof(out));
+	/*
+	 * A CQ doorbell written before the destroy reached a real device
+	 * before it: forward what the UAR pages hold first, so that no arm
+	 * lands on a CQ that is gone.
+	 */
+	if (obj->k.create_opcode == PRM_CMD_CREATE_CQ)
+		erdma_uar_flush(obj->ctx);
 	rc = run(obj->ctx, EMU_KENTRY_DESTROY, &obj->k, obj->din, obj->dinlen, out,
 		 sizeof(out));
 	if (rc != 0)
@@ -161,7 +168,11 @@ mlx5dv_devx_umem_reg(struct ibv_context *context, void *addr, size_t size, uint3
 		       size, st);
 	if (st != 0) {
 		free(u);
-		errno = EREMOTEIO;
+		/*
+		 * Pages that cannot be pinned fail in the kernel (ib_umem_get:
+		 * EFAULT), before the firmware sees a command.
+		 */
+		errno = synd == EMU_SYND_UMEM_NOT_BACKED ? EFAULT : EREMOTEIO;
 		return NULL;
 	}
 	u->ctx = c;
@@ -377,5 +388,6 @@ erdma_uar_forward(struct erdma_ctx *c, uint32_t page_id, uint32_t offset, uint64
 	uint64_t reg = be64toh(value);
 
 	erdma_trace_op(c, "uar_write", "UAR_WRITE", erdma_now_us(), "value", reg, offset, 8, 0);
-	emu_uar_write(c->emu, page_id, offset, reg);
+	/* The watcher sees the last of the writes between two looks. */
+	emu_uar_write_merged(c->emu, page_id, offset, reg);
 }

@@ -275,10 +275,16 @@ open_context(struct ibv_device *device, bool devx)
 		goto err_caps;
 	if (erdma_db_init(c) < 0)
 		goto err_db;
+	if (erdma_wire_open(c, d->index) < 0) {
+		errno = EIO;
+		goto err_wire;
+	}
 	pthread_mutex_lock(&open_lock);
 	open_contexts++;
 	pthread_mutex_unlock(&open_lock);
 	return &c->vctx.context;
+err_wire:
+	erdma_db_fini(c);
 err_db:
 	close(c->vctx.context.async_fd);
 err_caps:
@@ -327,6 +333,7 @@ ibv_close_device(struct ibv_context *context)
 		h->release(h->base);
 	}
 	erdma_db_fini(c);
+	erdma_wire_close(c);
 	/* What is still alive is the program's leak: the emulator lists it. */
 	alive = emu_dev_destroy(c->emu);
 	while (c->handles.next != &c->handles) {

@@ -69,6 +69,10 @@ migrate_usage(FILE *f)
 		"                     deferred-delete,all (default: all five, in that order;\n"
 		"                     with --vms: all)\n"
 		"  --profile P        emulator cost model (default cx6dx; fast = zero cost)\n"
+		"  --backend B        emu (default: emu=P) or rdma: device i is ibdev=mlx5_<i>,\n"
+		"                     sources first (VM after VM); run under\n"
+		"                     tools/with-emulated-rdma --devices 2N (N: all VMs' NICs;\n"
+		"                     the profile applies to its devices)\n"
 		"  --frames N         frames every queue pair gets back per traffic phase\n"
 		"                     (default 256)\n"
 		"  --repeat N         run every stage N times (1-%d, default 1), in rounds of\n"
@@ -96,6 +100,30 @@ migrate_usage(FILE *f)
 		"1 otherwise; 2 usage; 3 device objects left alive.\n",
 		TEST_LM_PMD, MIG_MAX_DEVICES, MIG_MAX_QUEUE_PAIRS, MAX_REPEAT, MIG_MAX_VMS,
 		MIG_MAX_DEVICES);
+}
+
+/*
+ * --backend rdma: 2N RDMA devices mlx5_0.. (sources, then destinations),
+ * which tools/with-emulated-rdma provides; the profile is the one the
+ * emulated rdma-core gives the devices it opens (set before EAL starts
+ * any thread).
+ */
+static int
+rdma_devices_check(const struct mig_opts *o)
+{
+	const char *n = getenv("MLX5_LM_ERDMA_DEVICES");
+	unsigned int need = 2 * o->shape.devices * (o->shape.vms > 0 ? o->shape.vms : 1);
+
+	if (n == NULL || (unsigned int)atoi(n) < need) {
+		fprintf(stderr, "migrate: --backend rdma needs %u RDMA devices mlx5_0..mlx5_%u "
+			"(%s): run it under tools/with-emulated-rdma --devices %u\n", need,
+			need - 1, n == NULL ? "not under tools/with-emulated-rdma" : "too few",
+			need);
+		return -1;
+	}
+	if (setenv("MLX5_LM_ERDMA_PROFILE", o->profile, 1) < 0)
+		return -1;
+	return 0;
 }
 
 static int
@@ -592,6 +620,7 @@ cmd_migrate(int argc, char **argv)
 		{ "packed", no_argument, NULL, 'k' },
 		{ "stages", required_argument, NULL, 't' },
 		{ "profile", required_argument, NULL, 'p' },
+		{ "backend", required_argument, NULL, 'b' },
 		{ "frames", required_argument, NULL, 'f' },
 		{ "repeat", required_argument, NULL, 'r' },
 		{ "vms", required_argument, NULL, 'v' },
@@ -649,6 +678,13 @@ cmd_migrate(int argc, char **argv)
 		case 'k': o.shape.packed = true; break;
 		case 't': stages = optarg; break;
 		case 'p': o.profile = optarg; break;
+		case 'b':
+			if (strcmp(optarg, "rdma") != 0 && strcmp(optarg, "emu") != 0) {
+				fprintf(stderr, "migrate: --backend: emu or rdma\n");
+				return EXIT_USAGE;
+			}
+			o.rdma = strcmp(optarg, "rdma") == 0;
+			break;
 		case 'f':
 			if (parse_uint("--frames", optarg, 1, 1u << 24, &o.frames) < 0)
 				return EXIT_USAGE;
@@ -731,6 +767,8 @@ cmd_migrate(int argc, char **argv)
 	    (json != NULL && test_lm_check_output("migrate", "--json", json) < 0) ||
 	    (plot != NULL && (test_lm_check_output("migrate", "--plot", plot) < 0 ||
 			      check_plot_script() < 0)))
+		return EXIT_USAGE;
+	if (o.rdma && rdma_devices_check(&o) < 0)
 		return EXIT_USAGE;
 	/* The floor of the shape under the profile the devices run (floor.py's method). */
 	if (mig_floor_compute(o.profile, (o.shape.vms > 0 ? o.shape.vms : 1) * o.shape.devices,

@@ -57,6 +57,8 @@ enum mig_hostile {
 struct mig_opts {
 	struct mig_shape shape;
 	const char *profile;
+	/* Devices as ibdev=mlx5_<i> (the rdma back end) instead of emu=<profile>. */
+	bool rdma;
 	enum mig_hostile hostile;
 	/* Frames every queue pair must get back in each traffic phase. */
 	unsigned int frames;

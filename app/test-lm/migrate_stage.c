@@ -157,12 +157,15 @@ dev_setup(struct mig_ctx *x, struct mig_dev *d, unsigned int idx, const char *ro
 	const struct mig_shape *s = &x->o->shape;
 	struct rte_pmd_mlx5_lm_timings t;
 	struct rte_vdpa_device *vdpa;
-	char args[256];
+	char args[256], ibdev[32];
 
 	snprintf(d->name, sizeof(d->name), "%s%u", TEST_LM_PMD, idx);
 	snprintf(d->path, sizeof(d->path), "%s/%s%u.sock", x->dir, role, k);
-	snprintf(args, sizeof(args), "emu=%s,queues=%u,queue_size=%u,precreate=%u,workers=%u,"
-		 "mr_gc_ms=%u,parallel=%u", x->o->profile, s->queue_pairs, s->queue_size,
+	/* rdma: device idx is RDMA device mlx5_<idx> (sources, then destinations). */
+	snprintf(ibdev, sizeof(ibdev), "ibdev=mlx5_%u", idx);
+	snprintf(args, sizeof(args), "%s%s,queues=%u,queue_size=%u,precreate=%u,workers=%u,"
+		 "mr_gc_ms=%u,parallel=%u", x->o->rdma ? ibdev : "emu=",
+		 x->o->rdma ? "" : x->o->profile, s->queue_pairs, s->queue_size,
 		 x->st->precreate, x->st->workers, x->st->mr_gc_ms, x->st->parallel);
 	if (test_lm_probe_device(d->name, args) < 0) {
 		fail(x, "cannot probe %s with \"%s\"", d->name, args);

@@ -18,6 +18,7 @@ import signal
 import socket
 import stat
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -603,13 +604,22 @@ def describe_frame(f):
 
 # ---- Pieces of a run -----------------------------------------------------------------------
 
-def serve(sock, devargs, tap):
+def serve(sock, devargs, tap, ibdev=None):
+    """serve with its device's wire on tap: emu= through a net_tap port (uplink=),
+    or, ibdev=N, the emulated rdma-core's device mlx5_<N> (tools/with-emulated-rdma,
+    two devices, device N's wire being the tap, as a ConnectX's port would be)."""
     # E2E_SERVE_EAL: more EAL arguments, e.g. --log-level=lib.vhost.config:debug
-    eal = (f'--vdev net_tap0,iface={tap} --log-level=lib.vhost.config:warning '
-           '--log-level=pmd.vdpa.mlx5_lm:info')
-    args = [TOOL, 'serve', '--socket', sock, '--devargs', devargs,
-            '--eal', (eal + ' ' + os.environ.get('E2E_SERVE_EAL', '')).strip()]
-    p = Proc(args, name=f'serve[{tap}]')
+    eal = ('--log-level=lib.vhost.config:warning --log-level=pmd.vdpa.mlx5_lm:info')
+    wrap, env = [], None
+    if ibdev is None:
+        eal = f'--vdev net_tap0,iface={tap} ' + eal
+    else:
+        wrap = [sys.executable, os.environ['LM_WRAPPER'], '--devices', '2', '--profile', 'fast',
+                '--tap', f'{ibdev}={tap}', '--']
+        env = {'MLX5_LM_ERDMA_LIBDIR': os.environ['LM_ERDMA_LIBDIR']}
+    args = wrap + [TOOL, 'serve', '--socket', sock, '--devargs', devargs,
+                   '--eal', (eal + ' ' + os.environ.get('E2E_SERVE_EAL', '')).strip()]
+    p = Proc(args, name=f'serve[{tap}]', env=env)
     p.expect(r'serve: ready', timeout=60)
     return p
 

@@ -38,6 +38,50 @@ static char socks[LMH_MAX_SOCKS][108];
 static unsigned int nsocks;
 static unsigned int dev_seq;
 static char eal_runtime_dir[PATH_MAX];
+static bool use_rdma;
+static unsigned int n_ibdev;
+
+bool
+lmh_rdma(void)
+{
+	return use_rdma;
+}
+
+bool
+lmh_skip_on_rdma(const char *check, const char *why)
+{
+	if (!use_rdma)
+		return false;
+	printf("  skipped on rdma: %s (%s)\n", check, why);
+	return true;
+}
+
+/*
+ * LM_BACKEND=rdma: the devices are the emulated rdma-core's, which only
+ * exist under tools/with-emulated-rdma (MLX5_LM_ERDMA_DEVICES set, the
+ * library first on LD_LIBRARY_PATH, a leak summary to read back).
+ */
+static int
+backend_init(void)
+{
+	const char *be = getenv("LM_BACKEND"), *n = getenv("MLX5_LM_ERDMA_DEVICES");
+
+	if (be == NULL || *be == '\0' || strcmp(be, "emu") == 0)
+		return 0;
+	if (strcmp(be, "rdma") != 0) {
+		fprintf(stderr, "LM_BACKEND=%s: expected emu or rdma\n", be);
+		return -1;
+	}
+	if (n == NULL || atoi(n) < 1 || getenv("MLX5_LM_ERDMA_SUMMARY") == NULL) {
+		fprintf(stderr, "LM_BACKEND=rdma: run this under tools/with-emulated-rdma "
+			"(no emulated RDMA devices or leak summary in the environment)\n");
+		return -1;
+	}
+	use_rdma = true;
+	n_ibdev = (unsigned int)atoi(n);
+	printf("back end: rdma (ibdev=mlx5_<i> on %u emulated rdma-core devices)\n", n_ibdev);
+	return 0;
+}
 
 int64_t
 lmh_now_ms(void)
@@ -352,7 +396,7 @@ lmh_init(const char *argv0, const char *name, unsigned int n)
 	unsigned int i;
 	FILE *logf;
 
-	if (n > LMH_MAX_SOCKS)
+	if (n > LMH_MAX_SOCKS || backend_init() < 0)
 		return -1;
 	snprintf(prefix, sizeof(prefix), "--file-prefix=%s-%d", name, (int)getpid());
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/%s-XXXXXX", name);
@@ -418,6 +462,24 @@ lmh_probe(struct lmh_dev *d, int sock, const char *args)
 	return lmh_probe_profile(d, sock, "fast", args);
 }
 
+/*
+ * rdma: the profile the emulated rdma-core reads when the PMD opens the
+ * device (ibv_open_device); the variable exists (the wrapper sets it), so
+ * setenv only swaps its value.
+ */
+static long file_size(const char *path);
+static long rdma_left_alive(const struct lmh_dev *d, long off);
+
+static int
+rdma_profile(const char *profile)
+{
+	const char *cur = getenv("MLX5_LM_ERDMA_PROFILE");
+
+	if (cur != NULL && strcmp(cur, profile) == 0)
+		return 0;
+	return setenv("MLX5_LM_ERDMA_PROFILE", profile, 1) == 0 ? 0 : -errno;
+}
+
 int
 lmh_probe_profile(struct lmh_dev *d, int sock, const char *profile, const char *args)
 {
@@ -426,20 +488,32 @@ lmh_probe_profile(struct lmh_dev *d, int sock, const char *profile, const char *
 
 	memset(d, 0, sizeof(*d));
 	d->sock = -1;
-	snprintf(d->name, sizeof(d->name), "vdpa_mlx5_lm%u", dev_seq++);
+	snprintf(d->name, sizeof(d->name), "vdpa_mlx5_lm%u", dev_seq);
 	snprintf(d->trace, sizeof(d->trace), "%s/%s.trace", tmpdir, d->name);
-	snprintf(all, sizeof(all), "emu=%s%s%s,devx_trace=%s", profile, args != NULL ? "," : "",
-		 args != NULL ? args : "", d->trace);
-	d->leaked0 = emu_leaked_total();
+	if (use_rdma) {
+		/* Devices in turn: those alive together have distinct names in the summary. */
+		snprintf(d->ibdev, sizeof(d->ibdev), "mlx5_%u", dev_seq % n_ibdev);
+		ret = rdma_profile(profile);
+		if (ret != 0)
+			return ret;
+		snprintf(all, sizeof(all), "ibdev=%s%s%s,devx_trace=%s", d->ibdev,
+			 args != NULL ? "," : "", args != NULL ? args : "", d->trace);
+		d->summary_off = file_size(getenv("MLX5_LM_ERDMA_SUMMARY"));
+	} else {
+		snprintf(all, sizeof(all), "emu=%s%s%s,devx_trace=%s", profile,
+			 args != NULL ? "," : "", args != NULL ? args : "", d->trace);
+		d->leaked0 = emu_leaked_total();
+	}
+	dev_seq++;
 	ret = rte_eal_hotplug_add("vdev", d->name, all);
 	if (ret != 0)
 		return ret;
 	d->dev = mlx5_lm_dev_by_name(d->name);
 	if (d->dev == NULL)
 		return -ENODEV;
-	d->emu = devx_emu_dev(d->dev->devx);
+	d->emu = use_rdma ? NULL : devx_emu_dev(d->dev->devx);
 	d->vdpa = rte_vdpa_find_device_by_name(d->name);
-	if (d->emu == NULL || d->vdpa == NULL)
+	if ((!use_rdma && d->emu == NULL) || d->vdpa == NULL)
 		return -ENODEV;
 	if (sock >= 0) {
 		ret = rte_vhost_driver_attach_vdpa_device(socks[sock], d->vdpa);
@@ -451,13 +525,63 @@ lmh_probe_profile(struct lmh_dev *d, int sock, const char *profile, const char *
 		attached[sock] = d;
 		pthread_mutex_unlock(&cb_lock);
 	}
-	d->live0 = emu_dev_live_objects(d->emu);
+	d->live0 = lmh_live(d);
 	return 0;
+}
+
+static long
+file_size(const char *path)
+{
+	FILE *f = path != NULL ? fopen(path, "r") : NULL;
+	long n;
+
+	if (f == NULL)
+		return 0;
+	n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : 0;
+	fclose(f);
+	return n;
+}
+
+/*
+ * rdma: what the emulated rdma-core found alive when the PMD closed d's
+ * device: its summary line (this process, d's ibdev) written since off.
+ */
+static long
+rdma_left_alive(const struct lmh_dev *d, long off)
+{
+	const char *path = getenv("MLX5_LM_ERDMA_SUMMARY");
+	char *line = NULL;
+	size_t cap = 0;
+	long left = -ENOENT;
+	FILE *f;
+
+	f = path != NULL ? fopen(path, "r") : NULL;
+	if (f == NULL || fseek(f, off, SEEK_SET) != 0)
+		goto out;
+	while (getline(&line, &cap, f) > 0) {
+		json_t *j = json_loads(line, 0, NULL);
+		const char *dev = json_string_value(json_object_get(j, "dev"));
+
+		if (j != NULL && dev != NULL && strcmp(dev, d->ibdev) == 0 &&
+		    json_integer_value(json_object_get(j, "pid")) == (json_int_t)getpid())
+			left = (long)json_integer_value(json_object_get(j, "left_alive"));
+		json_decref(j);
+	}
+out:
+	if (left < 0)
+		fprintf(stderr, "%s: no leak summary line for %s in %s\n", d->name, d->ibdev,
+			path != NULL ? path : "(none)");
+	free(line);
+	if (f != NULL)
+		fclose(f);
+	return left;
 }
 
 long
 lmh_remove(struct lmh_dev *d)
 {
+	long off;
+
 	if (d->sock >= 0) {
 		pthread_mutex_lock(&cb_lock);
 		attached[d->sock] = NULL;
@@ -470,8 +594,19 @@ lmh_remove(struct lmh_dev *d)
 		return 0;
 	d->dev = NULL;
 	d->emu = NULL;
+	off = use_rdma ? file_size(getenv("MLX5_LM_ERDMA_SUMMARY")) : 0;
 	if (rte_eal_hotplug_remove("vdev", d->name) != 0)
 		return -EIO;
+	if (use_rdma)
+		return rdma_left_alive(d, off);
+	return (long)(emu_leaked_total() - d->leaked0);
+}
+
+long
+lmh_failed_probe_left(struct lmh_dev *d)
+{
+	if (use_rdma)
+		return rdma_left_alive(d, d->summary_off);
 	return (long)(emu_leaked_total() - d->leaked0);
 }
 
@@ -533,9 +668,64 @@ lmh_wait_restored(struct lmh_dev *d)
 	return restoring == 0;
 }
 
+/* +1 for an operation of the trace that makes a device object, -1 for one that ends it. */
+static int
+trace_live_delta(const char *op)
+{
+	static const char *const made[] = { "CREATE_", "ALLOC_", "UMEM_REG", "UAR_ALLOC",
+		"PD_ALLOC", "ROOT_FLOW_CREATE", "SET_FLOW_TABLE_ENTRY" };
+	static const char *const ended[] = { "DESTROY_", "DEALLOC_", "UMEM_DEREG", "UAR_FREE",
+		"PD_FREE", "ROOT_FLOW_DESTROY", "DELETE_FLOW_TABLE_ENTRY" };
+	size_t i;
+
+	for (i = 0; i < RTE_DIM(made); i++)
+		if (strncmp(op, made[i], strlen(made[i])) == 0)
+			return 1;
+	for (i = 0; i < RTE_DIM(ended); i++)
+		if (strncmp(op, ended[i], strlen(ended[i])) == 0)
+			return -1;
+	return 0;
+}
+
+/*
+ * rdma: the objects d's device holds, from its DevX trace: every successful
+ * operation that makes one minus every successful one that ends one (a
+ * failed destroy leaves its object counted, as the emulator would).
+ */
+static unsigned int
+trace_live(const struct lmh_dev *d)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	long live = 0;
+	FILE *f = fopen(d->trace, "r");
+
+	if (f == NULL)
+		return 0;
+	while ((n = getline(&line, &cap, f)) > 0) {
+		json_t *j;
+		const char *op;
+
+		if (line[n - 1] != '\n' || strstr(line, "\"op\":\"DOORBELL\"") != NULL ||
+		    strstr(line, "\"op\":\"UAR_DOORBELL\"") != NULL)
+			continue;
+		j = json_loads(line, 0, NULL);
+		op = json_string_value(json_object_get(j, "op"));
+		if (op != NULL && json_integer_value(json_object_get(j, "status")) == 0)
+			live += trace_live_delta(op);
+		json_decref(j);
+	}
+	free(line);
+	fclose(f);
+	return live > 0 ? (unsigned int)live : 0;
+}
+
 unsigned int
 lmh_live(struct lmh_dev *d)
 {
+	if (use_rdma)
+		return trace_live(d);
 	return emu_dev_live_objects(d->emu);
 }
 

@@ -6,6 +6,15 @@
  * built-in front end and guest (app/test-lm/vu), every DPDK log line
  * captured, the DevX trace read back, bounded waits only. Same patterns
  * as test_lifecycle.c.
+ *
+ * Two ways into the device (issue 10): emu=<profile> (the default), or,
+ * with LM_BACKEND=rdma in the environment and the program run under
+ * tools/with-emulated-rdma, the PMD's rdma back end on the emulated
+ * rdma-core: ibdev=mlx5_<i> with the same other devargs. The emulator is
+ * then inside that library, out of the test's reach: the live-object count
+ * comes from the device's DevX trace (objects created and not destroyed)
+ * and removal's leak count from the library's summary of the closed device
+ * (MLX5_LM_ERDMA_SUMMARY), which the wrapper also turns into exit status 3.
  */
 #ifndef LM_HARNESS_H
 #define LM_HARNESS_H
@@ -36,6 +45,14 @@ const char *lmh_tmpdir(void);
 int64_t lmh_now_ms(void);
 /* A short pause between two looks at a condition (never a wait on its own). */
 void lmh_tick(void);
+
+/* The devices run on the rdma back end (LM_BACKEND=rdma, checked by lmh_init). */
+bool lmh_rdma(void);
+/*
+ * On rdma, a check that needs the emulator itself: print why it is skipped
+ * (the same line each time: grep-able) and return true.
+ */
+bool lmh_skip_on_rdma(const char *check, const char *why);
 
 /* ---- log (every DPDK log line, kept and still printed unless quiet) ---- */
 void lmh_log_quiet(bool quiet);
@@ -80,7 +97,9 @@ struct lmh_dev {
 	char trace[PATH_MAX];
 	int sock;                 /* attached socket, -1 */
 	struct mlx5_lm_dev *dev;
-	struct emu_dev *emu;
+	struct emu_dev *emu;      /* NULL on rdma */
+	char ibdev[16];           /* rdma: "mlx5_<i>" */
+	long summary_off;         /* rdma: the library's leak summary before probe */
 	struct rte_vdpa_device *vdpa;
 	unsigned long leaked0;
 	unsigned int live0;       /* emulator objects right after probe */
@@ -91,20 +110,33 @@ struct lmh_dev {
 
 /*
  * Probe vdpa_mlx5_lmN with "emu=fast,<args>,devx_trace=<tmp>/<name>.trace"
- * and attach it to socket sock (< 0: none). Returns rte_eal_hotplug_add's
- * result; on failure d->dev is NULL.
+ * (rdma: "ibdev=mlx5_<i>,<args>,devx_trace=..." with the emulated devices
+ * taken in turn) and attach it to socket sock (< 0: none). Returns
+ * rte_eal_hotplug_add's result; on failure d->dev is NULL.
  */
 int lmh_probe(struct lmh_dev *d, int sock, const char *args);
-/* The same with emu=<profile> (a built-in name or a path, e.g. tests/profiles/). */
+/*
+ * The same with emu=<profile> (a built-in name or a path, e.g. tests/profiles/);
+ * on rdma the profile the emulated rdma-core gives the device it opens next.
+ */
 int lmh_probe_profile(struct lmh_dev *d, int sock, const char *profile, const char *args);
-/* Detach and remove; returns the objects the emulator found alive (>= 0), or < 0. */
+/*
+ * Detach and remove; returns the objects the emulator found alive (>= 0), or < 0
+ * (rdma: the device's line in the library's summary; < 0 when there is none).
+ */
 long lmh_remove(struct lmh_dev *d);
+/*
+ * After a probe that failed: the objects its device was closed with (emu:
+ * the emulator's leak count since; rdma: the library's summary line), or < 0.
+ */
+long lmh_failed_probe_left(struct lmh_dev *d);
 bool lmh_running(struct lmh_dev *d);
 bool lmh_wait_running(struct lmh_dev *d, int timeout_ms);
 /* Wait for any vhost-facing operation of the driver in progress to return. */
 void lmh_barrier(struct lmh_dev *d);
 /* Background restore of blank queues after dev_close finished (bounded). */
 bool lmh_wait_restored(struct lmh_dev *d);
+/* Objects alive on the device (rdma: created and not destroyed, from its trace). */
 unsigned int lmh_live(struct lmh_dev *d);
 /* The virtq object id of ring i (0 if none). */
 uint32_t lmh_vq_id(struct lmh_dev *d, unsigned int i);

@@ -134,11 +134,13 @@ class Testpmd(Proc):
         return self.stop(sig=None, timeout=30)
 
 
-def serve(tool, sockets, devargs, extra=()):
-    args = [tool, 'serve', '--devargs', devargs]
+def serve(tool, sockets, devargs, extra=(), wrap=(), env=None):
+    """dpdk-test-lm serve, ready; wrap: a command it runs under (e.g.
+    tools/with-emulated-rdma ... -- for devargs ibdev=mlx5_0)."""
+    args = list(wrap) + [tool, 'serve', '--devargs', devargs]
     for s in sockets:
         args += ['--socket', s]
-    p = Proc(args + list(extra), name='serve')
+    p = Proc(args + list(extra), env=env, name='serve')
     p.expect(r'serve: ready', timeout=60)
     return p
 
@@ -158,15 +160,17 @@ def build_vdpa_example(workdir):
     return r.stdout.strip().splitlines()[-1]
 
 
-def vdpa_example_serves_testpmd(example, plugin, iface, prefix, frames=1000):
+def vdpa_example_serves_testpmd(example, plugin, iface, prefix, frames=1000,
+                                devargs='emu=fast,queues=1', wrap=(), env=None):
     """dpdk-vdpa loads the PMD with EAL -d <plugin> (a file or a directory) and
     serves testpmd on <iface>0; returns (frames testpmd received, exit status,
-    dpdk-vdpa's output)."""
-    ex = Proc([example, '--no-huge', '-m', '512', '--no-shconf', '--no-pci',
-               f'--file-prefix={prefix}', '-l', '0', '-d', plugin,
-               '--vdev', 'vdpa_mlx5_lm0,emu=fast,queues=1',
-               '--log-level=lib.eal:warning', '--', '--iface', iface],
-              name='dpdk-vdpa', stdin=True)
+    dpdk-vdpa's output). wrap: a command dpdk-vdpa runs under (e.g.
+    tools/with-emulated-rdma ... -- for devargs ibdev=mlx5_0)."""
+    ex = Proc(list(wrap) + [example, '--no-huge', '-m', '512', '--no-shconf', '--no-pci',
+                            f'--file-prefix={prefix}', '-l', '0', '-d', plugin,
+                            '--vdev', 'vdpa_mlx5_lm0,' + devargs,
+                            '--log-level=lib.eal:warning', '--', '--iface', iface],
+              env=env, name='dpdk-vdpa', stdin=True)
     try:
         ex.expect(r"enter 'q' to quit", timeout=60)
         pmd = Testpmd(iface + '0', f'tp{prefix}', queues=1, queue_size=256)

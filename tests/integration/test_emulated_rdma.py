@@ -4,9 +4,11 @@ tools/with-emulated-rdma (issue 10, first "done when" bullet)."""
 import collections
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 from lmtest import Proc, Testpmd
@@ -151,6 +153,54 @@ class ServeOnEmulatedRdma(unittest.TestCase):
         self.assertEqual({r['status'] for r in bells}, {0})
         self.assertEqual({r['entry'] for r in recs if r['op'] in QP_TRANSITIONS | {'MODIFY_RQT'}},
                          {'modify'})
+
+
+    def test_tap_is_the_devices_wire(self):
+        """--tap 0=IF: the device's wire is the tap IF (no loopback): frames the host
+        writes to IF reach testpmd through the device's RX, and what testpmd sends
+        back leaves the device on IF."""
+        if os.geteuid() != 0 or not os.path.exists('/dev/net/tun'):
+            self.skipTest('needs root and /dev/net/tun for a tap')
+        tap = f'lmrt{os.getpid() % 100000}'
+        with tempfile.TemporaryDirectory() as d:
+            sock = os.path.join(d, 'vhost.sock')
+            srv = Proc([sys.executable, WRAPPER, '--profile', 'fast', '--tap', f'0={tap}', '--',
+                        TOOL, 'serve', '--devargs', 'ibdev=mlx5_0,queues=1', '--socket', sock],
+                       env={'MLX5_LM_ERDMA_LIBDIR': LIBDIR}, name='serve')
+            try:
+                srv.expect(r'serve: ready', timeout=60)
+                stats = f'/sys/class/net/{tap}/statistics/'
+                self.assertTrue(os.path.exists(stats))
+                pmd = Testpmd(sock, f'tpt{os.getpid()}', queues=1)
+                try:
+                    pmd.cmd('start')
+                    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+                    s.bind((tap, 0))
+                    frame = b'\xff' * 6 + b'\x02\x00\x00\x00\x00\x01' + b'\x88\xb5' + \
+                        bytes(50)
+                    sent = 0
+                    deadline = time.monotonic() + 30
+                    rx = 0
+                    while rx < 100 and time.monotonic() < deadline:
+                        s.send(frame)
+                        sent += 1
+                        rx, _ = pmd.port_stats()
+                    s.close()
+                    pmd.cmd('stop')
+                    _, tx = pmd.port_stats()
+                finally:
+                    pmd.quit()
+                srv.expect(r'front end gone', timeout=30)
+                with open(stats + 'rx_packets') as f:
+                    host_rx = int(f.read())
+            finally:
+                rc = srv.stop()
+            self.assertEqual(rc, 0, srv.text()[-3000:])
+            self.assertFalse(os.path.exists(stats), 'the tap outlived its device')
+        self.assertGreaterEqual(rx, 100)
+        # testpmd (io) sent back what it got; all of it left on the tap.
+        self.assertGreaterEqual(host_rx, tx)
+        self.assertGreater(tx, 0)
 
 
 if __name__ == '__main__':

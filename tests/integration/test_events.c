@@ -145,6 +145,8 @@ rounds(const char *args, unsigned int idle_every)
 	}
 	arms = arms_since(&t, mark);
 	assert_int_equal(vu_guest_lost(g, 0), 0);
+	/* Every event named its queue's CQ (rdma: the CQN from the EQE data). */
+	assert_false(lmh_log_has(0, "completion event names CQ"));
 	printf("  %s: %u frames, each signalled on both call eventfds (%u event ring "
 	       "entries), %u CQ arms after the first\n", args, ROUNDS, MLX5_LM_EVENTQ_SIZE, arms);
 	assert_int_equal(vu_stop_device(c, bases, 2), 0);

@@ -9,12 +9,17 @@ import collections
 import json
 import os
 import re
+import sys
 import tempfile
 import unittest
 
 from lmtest import Proc, Testpmd, serve
 
 TOOL = os.environ.get('TEST_LM', 'build/app/test-lm/dpdk-test-lm')
+# meson puts the emulated rdma-core's directory on LD_LIBRARY_PATH (the test
+# depends on it): only serve under tools/with-emulated-rdma may load it, never
+# testpmd (built elsewhere, and not with the sanitizer of an ASan build).
+os.environ.pop('LD_LIBRARY_PATH', None)
 
 GENERAL = {'CREATE_GENERAL_OBJECT', 'MODIFY_GENERAL_OBJECT', 'QUERY_GENERAL_OBJECT',
            'DESTROY_GENERAL_OBJECT'}
@@ -46,12 +51,21 @@ def device_counters(text):
 
 
 class TestpmdThroughDevice(unittest.TestCase):
-    def run_traffic(self, pairs, queue_size, packed, device_pairs=4, device_qsize=256):
+    def run_traffic(self, pairs, queue_size, packed, device_pairs=4, device_qsize=256,
+                    ibdev=False):
+        """ibdev: the device is the PMD's rdma back end (ibdev=mlx5_0) on the emulated
+        rdma-core, serve running under tools/with-emulated-rdma (exit status 3 if a
+        device was closed with objects alive)."""
+        wrap, env, dev = (), None, 'emu=fast'
+        if ibdev:
+            wrap = [sys.executable, os.environ['LM_WRAPPER'], '--profile', 'fast', '--']
+            env = {'MLX5_LM_ERDMA_LIBDIR': os.environ['LM_ERDMA_LIBDIR']}
+            dev = 'ibdev=mlx5_0'
         with tempfile.TemporaryDirectory() as d:
             sock = os.path.join(d, 'vhost.sock')
             trace = os.path.join(d, 'trace.jsonl')
-            srv = serve(TOOL, [sock], f'emu=fast,queues={device_pairs},'
-                        f'queue_size={device_qsize},devx_trace={trace}')
+            srv = serve(TOOL, [sock], f'{dev},queues={device_pairs},'
+                        f'queue_size={device_qsize},devx_trace={trace}', wrap=wrap, env=env)
             try:
                 pmd = Testpmd(sock, f'tp{os.getpid()}', queues=pairs, queue_size=queue_size,
                               packed=packed)
@@ -134,6 +148,15 @@ class TestpmdThroughDevice(unittest.TestCase):
     def test_queue_size_1024_recreates_only_mismatched(self):
         recs, n = self.run_traffic(1, 1024, False)
         self.check_lifecycle(recs, n, 1, recreated=True)
+
+    # The same through rdma-core's entry points (issue 10, item 5).
+    def test_split_2_pairs_on_ibdev(self):
+        recs, n = self.run_traffic(2, 256, False, ibdev=True)
+        self.check_lifecycle(recs, n, 2, recreated=False)
+
+    def test_packed_2_pairs_on_ibdev(self):
+        recs, n = self.run_traffic(2, 256, True, ibdev=True)
+        self.check_lifecycle(recs, n, 2, recreated=False)
 
 
 if __name__ == '__main__':

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """The stock dpdk-vdpa example (from dpdk-doc) loads the PMD with EAL -d and
 serves testpmd's virtio-user port through the emulated device."""
+import json
 import os
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -52,6 +54,29 @@ class VdpaExample(unittest.TestCase):
         self.assertGreaterEqual(rx, 1000)
         self.assertEqual(rc, 0, out[-2000:])
         self.assertNotIn('left alive', out)
+
+    def test_example_serves_testpmd_on_ibdev(self):
+        """The same through the PMD's rdma back end (ibdev=mlx5_0) on the emulated
+        rdma-core: dpdk-vdpa runs under tools/with-emulated-rdma, whose exit
+        status is 3 if the device was closed with objects alive."""
+        wrapper, libdir = os.environ.get('LM_WRAPPER'), os.environ.get('LM_ERDMA_LIBDIR')
+        if not wrapper or not libdir:
+            self.fail('LM_WRAPPER / LM_ERDMA_LIBDIR not set (meson sets them)')
+        with tempfile.TemporaryDirectory() as d:
+            trace = os.path.join(d, 'T')
+            rx, rc, out = vdpa_example_serves_testpmd(
+                self.example, self.pmd, os.path.join(self.work, 'vhost-ib-'),
+                f'vi{os.getpid()}', devargs='ibdev=mlx5_0,queues=1',
+                wrap=[sys.executable, wrapper, '--profile', 'fast', '--trace', trace, '--'],
+                env={'MLX5_LM_ERDMA_LIBDIR': libdir})
+            with open(trace) as f:
+                ops = [json.loads(line) for line in f]
+        self.assertGreaterEqual(rx, 1000)
+        self.assertEqual(rc, 0, out[-2000:])
+        self.assertNotIn('left alive', out)
+        # The device was the emulated RDMA device, reached through rdma-core's entry points.
+        self.assertEqual({r['dev'] for r in ops}, {'mlx5_0'})
+        self.assertIn('DOORBELL', {r['op'] for r in ops})
 
 if __name__ == '__main__':
     unittest.main(verbosity=2)

@@ -2118,6 +2118,76 @@ test_collapsed_cq_writes_index_0_and_never_overruns(void **state)
 	}
 }
 
+/*
+ * The emulated rdma-core's watcher sees a UAR page, not each MMIO write:
+ * the CQ doorbells of two CQs sharing the page (both at offset 0x20) merge
+ * into the last value written. The device must still arm every CQ whose
+ * arm was requested, as a ConnectX receiving each write would: a merged
+ * write arms, besides the CQ it names, each CQ of the page whose doorbell
+ * record holds an arm dword not seen yet (the mlx5 arm writes the record
+ * before the UAR: rdma-core mlx5_arm_cq, Linux mlx5_cq_arm). A plain write
+ * (emu= back end, every write delivered) arms only the CQ it names, and
+ * a record already seen arms nothing again.
+ */
+static void
+test_merged_cq_doorbells_arm_every_requested_cq(void **state)
+{
+	uint8_t in[PRM_SIZE(create_cq_in)] = { 0 }, out[16];
+	void *cqc = PRM_ADDR(create_cq_in, in, cq_context);
+	const uint32_t cqe_off = 1024, dbrec_off = 2176;   /* free space of the event umem */
+	struct ring *rx, *tx;
+	uint32_t eqn, cq2, hi, hi2;
+
+	(void)state;
+	event_rings(&rx, &tx);
+	/* A second CQ on the same UAR page, its own CQEs and doorbell record. */
+	assert_int_equal(emu_eqn_query(dev, 0, &eqn), 0);
+	PRM_SET(create_cq_in, in, opcode, PRM_CMD_CREATE_CQ);
+	PRM_SET(cqc, cqc, log_cq_size, EV_LOG_CQ);
+	PRM_SET(cqc, cqc, c_eqn, eqn);
+	PRM_SET(cqc, cqc, uar_page, w.uar);
+	PRM_SET(cqc, cqc, dbr_umem_valid, 1);
+	PRM_SET(cqc, cqc, dbr_umem_id, w.evumem);
+	PRM_SET(cqc, cqc, dbr_addr, dbrec_off);
+	PRM_SET(create_cq_in, in, cq_umem_valid, 1);
+	PRM_SET(create_cq_in, in, cq_umem_id, w.evumem);
+	PRM_SET(create_cq_in, in, cq_umem_offset, cqe_off);
+	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
+	cq2 = (uint32_t)PRM_GET(create_cq_out, out, cqn);
+	/*
+	 * cq2's first arm (sn 0, ci 0) leaves its record as it was: merged
+	 * into a doorbell of the first CQ, it is still taken (the proof is
+	 * below: cq2 counts as armed, its record no longer "new").
+	 */
+	emu_uar_write_merged(dev, w.uar, EMU_UAR_CQ_DOORBELL,
+			     (uint64_t)((w.arm_sn - 1) & 3) << 60 | w.cq);
+	/* The first completion uses setup's arm; the second finds the CQ disarmed. */
+	notify_once(rx, tx, 0);
+	assert_true(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+	notify_once(rx, tx, 1);
+	assert_false(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+	/* Arm requested in the record; its UAR write is overwritten by cq2's arm. */
+	hi = (uint32_t)(w.arm_sn++ & 3) << 28 | 1;
+	dbrec_put(EV_CQ_DBREC, 1);
+	dbrec_put(EV_CQ_DBREC + 4, hi);
+	hi2 = 0;
+	dbrec_put(dbrec_off + 4, hi2);
+	/* Delivered write by write (emu=): cq2's doorbell arms only cq2. */
+	emu_uar_write(dev, w.uar, EMU_UAR_CQ_DOORBELL, (uint64_t)hi2 << 32 | cq2);
+	assert_false(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+	/* Seen merged (the watcher): the requested arm of the first CQ is taken. */
+	emu_uar_write_merged(dev, w.uar, EMU_UAR_CQ_DOORBELL, (uint64_t)hi2 << 32 | cq2);
+	assert_true(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+	assert_int_equal(ev_rearm(), 2);
+	/* The record now seen: a new merged write re-arms nothing (one event per arm). */
+	notify_once(rx, tx, 2);
+	assert_true(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+	notify_once(rx, tx, 3);
+	emu_uar_write_merged(dev, w.uar, EMU_UAR_CQ_DOORBELL, (uint64_t)hi2 << 32 | cq2);
+	assert_false(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+	simple(PRM_CMD_DESTROY_CQ, cq2);
+}
+
 int
 main(void)
 {
@@ -2143,6 +2213,7 @@ main(void)
 		T(test_notification_needs_a_receive_credit),
 		T(test_cqes_are_written_and_events_need_an_arm),
 		T(test_undrained_cq_overruns_into_an_error_event),
+		T(test_merged_cq_doorbells_arm_every_requested_cq),
 		cmocka_unit_test_setup_teardown(
 			test_collapsed_cq_writes_index_0_and_never_overruns, setup_collapsed,
 			teardown),

@@ -312,7 +312,11 @@ test_uar_page_and_eqn(void **state)
 	assert_int_equal(ibv_close_device(ctx), 0);
 }
 
-/* Linux devx.c devx_umem_get(): access as for an MR; a page size must fit. */
+/*
+ * Linux devx.c devx_umem_get(): access as for an MR; a page size must fit;
+ * pages that cannot be pinned (a shared mapping past the end of its file)
+ * fail in ib_umem_get with EFAULT, before any firmware command.
+ */
 static void
 test_umem_rules(void **state)
 {
@@ -332,6 +336,22 @@ test_umem_rules(void **state)
 	in.pgsz_bitmap = 1ull << 8;
 	assert_null(mlx5dv_devx_umem_reg_ex(ctx, &in));
 	assert_int_equal(errno, EINVAL);
+	{
+		long page = sysconf(_SC_PAGESIZE);
+		int fd = memfd_create("erdma-short", MFD_CLOEXEC);
+		void *p;
+
+		assert_true(fd >= 0);
+		assert_int_equal(ftruncate(fd, page), 0);
+		p = mmap(NULL, 2 * (size_t)page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		assert_true(p != MAP_FAILED);
+		errno = 0;
+		assert_null(mlx5dv_devx_umem_reg(ctx, p, 2 * (size_t)page,
+						 IBV_ACCESS_LOCAL_WRITE));
+		assert_int_equal(errno, EFAULT);
+		munmap(p, 2 * (size_t)page);
+		close(fd);
+	}
 	assert_int_equal(ibv_close_device(ctx), 0);
 }
 

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -121,6 +122,55 @@ test_event_channel_is_nonblocking(void **state)
 	assert_int_equal(devx_close(ctx), 0);
 }
 
+/*
+ * A umem the kernel cannot pin (a shared mapping past the end of its file:
+ * ib_umem_get fails with EFAULT before any firmware command) is a failed
+ * UMEM_REG in the transport's trace: status -1 (not delivered), never the
+ * status 0 of a registration that happened (doc/devx-trace.md).
+ */
+static void
+test_unpinnable_umem_is_traced_as_failed(void **state)
+{
+	char path[] = "/tmp/test_rdma_backend_dt_XXXXXX";
+	struct devx_open_params p = { .name = "rdma0", .ibdev = "mlx5_0", .trace_path = path };
+	struct devx_ctx *ctx = NULL;
+	long page = sysconf(_SC_PAGESIZE);
+	static char line[1 << 12];
+	char err[256] = "";
+	int fd = mkstemp(path), mfd, found = 0;
+	void *mem;
+	FILE *f;
+
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(devx_open(&p, &ctx, err, sizeof(err)), 0);
+	mfd = memfd_create("rdma-backend-short", MFD_CLOEXEC);
+	assert_true(mfd >= 0);
+	assert_int_equal(ftruncate(mfd, page), 0);
+	mem = mmap(NULL, 2 * (size_t)page, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	assert_true(mem != MAP_FAILED);
+	assert_null(devx_umem_reg(ctx, mem, 2 * (size_t)page, 1));
+	assert_int_equal(errno, EFAULT);
+	assert_int_equal(devx_close(ctx), 0);
+	munmap(mem, 2 * (size_t)page);
+	close(mfd);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f) != NULL) {
+		json_t *j = json_loads(line, 0, NULL);
+
+		assert_non_null(j);
+		if (strcmp(json_string_value(json_object_get(j, "op")), "UMEM_REG") == 0) {
+			assert_int_equal(json_integer_value(json_object_get(j, "status")), -1);
+			found++;
+		}
+		json_decref(j);
+	}
+	fclose(f);
+	unlink(path);
+	assert_int_equal(found, 1);
+}
+
 int
 main(void)
 {
@@ -128,6 +178,7 @@ main(void)
 		cmocka_unit_test(test_pd_and_null_mkey),
 		cmocka_unit_test(test_doorbell_lands_on_the_doorbell),
 		cmocka_unit_test(test_event_channel_is_nonblocking),
+		cmocka_unit_test(test_unpinnable_umem_is_traced_as_failed),
 	};
 	int fd = mkstemp(trace_path), rc;
 

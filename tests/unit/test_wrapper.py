@@ -4,8 +4,10 @@ and rdma-core's users read), the environment, the exit status."""
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 import unittest
 
 WRAPPER = os.environ['LM_WRAPPER']
@@ -64,9 +66,64 @@ class FakeSysfs(unittest.TestCase):
     def test_exit_status_is_the_commands(self):
         self.assertEqual(run('--', sys.executable, '-c', 'raise SystemExit(7)').returncode, 7)
 
+    def test_signals_reach_the_command(self):
+        """SIGUSR1 (serve: statistics) and SIGTERM go to the command, as unwrapped."""
+        child = ('import signal, sys\n'
+                 'signal.signal(signal.SIGUSR1, lambda s, f: print("usr1", flush=True))\n'
+                 'signal.signal(signal.SIGTERM, lambda s, f: (print("term", flush=True),\n'
+                 '                                           sys.exit(0)))\n'
+                 'print("ready", flush=True)\n'
+                 'while True:\n'
+                 '    signal.pause()\n')
+        e = dict(os.environ, MLX5_LM_ERDMA_LIBDIR=LIBDIR)
+        p = subprocess.Popen([sys.executable, WRAPPER, '--', sys.executable, '-c', child],
+                             env=e, stdout=subprocess.PIPE, text=True)
+        try:
+            self.assertEqual(p.stdout.readline().strip(), 'ready')
+            p.send_signal(signal.SIGUSR1)
+            self.assertEqual(p.stdout.readline().strip(), 'usr1')
+            p.send_signal(signal.SIGTERM)
+            self.assertEqual(p.stdout.readline().strip(), 'term')
+            self.assertEqual(p.wait(timeout=30), 0)
+        finally:
+            p.kill()
+            p.stdout.close()
+
+    def test_command_dies_with_the_wrapper(self):
+        """SIGKILL cannot be passed on: the command gets SIGTERM when the wrapper dies."""
+        child = ('import os, signal\n'
+                 'print(os.getpid(), flush=True)\n'
+                 'while True:\n'
+                 '    signal.pause()\n')
+        e = dict(os.environ, MLX5_LM_ERDMA_LIBDIR=LIBDIR)
+        p = subprocess.Popen([sys.executable, WRAPPER, '--', sys.executable, '-c', child],
+                             env=e, stdout=subprocess.PIPE, text=True)
+        try:
+            pid = int(p.stdout.readline())
+            p.kill()
+            p.wait(timeout=30)
+            deadline = time.monotonic() + 10
+            while os.path.exists(f'/proc/{pid}') and time.monotonic() < deadline:
+                try:
+                    # Reaped by init once it exits; a zombie counts as gone.
+                    with open(f'/proc/{pid}/stat') as f:
+                        if f.read().split(') ')[1].startswith('Z'):
+                            break
+                except OSError:
+                    break
+                time.sleep(0.01)
+            else:
+                self.assertFalse(os.path.exists(f'/proc/{pid}'), 'the command outlived it')
+        finally:
+            p.stdout.close()
+
     def test_usage_errors(self):
         self.assertEqual(run().returncode, 2)
         self.assertNotEqual(run('--devices', '0', '--', 'true').returncode, 0)
+        # --tap names one of the devices, and an interface name Linux takes.
+        self.assertEqual(run('--tap', '1=t0', '--', 'true').returncode, 2)
+        self.assertEqual(run('--tap', '0=' + 'x' * 16, '--', 'true').returncode, 2)
+        self.assertEqual(run('--tap', 'x', '--', 'true').returncode, 2)
         p = run('--help')
         self.assertEqual(p.returncode, 0)
         self.assertIn('--devices', p.stdout)

@@ -167,6 +167,11 @@ relay_events(struct mlx5_lm_notify *n)
 			 * Credits back and the CQ re-armed before the call: a
 			 * notification arriving meanwhile raises the next event.
 			 */
+			/* The transport's reading of the event must name the queue's own CQ. */
+			if (index < dev->nr_vq && ev.obj_id != dev->vq[index].eq.cqn)
+				DRV_LOG(ERR, dev, "queue %u: completion event names CQ 0x%x, "
+					"not its event CQ 0x%x", index, ev.obj_id,
+					dev->vq[index].eq.cqn);
 			if (index < dev->nr_vq)
 				mlx5_lm_eventq_drain(&dev->vq[index], 1);
 			call(n, index);

@@ -459,6 +459,17 @@ devx_root_flow_destroy(struct devx_flow *flow)
 	return 0;
 }
 
+/*
+ * Trace status of an operation: the device's status when it answered
+ * (-EIO), -1 when it failed before reaching the device (doc/devx-trace.md:
+ * e.g. the kernel refusing to pin a umem's pages, EFAULT).
+ */
+static int
+trace_status(int rc, uint8_t status)
+{
+	return rc == -EIO ? status : rc < 0 ? -1 : 0;
+}
+
 struct devx_umem *
 devx_umem_reg(struct devx_ctx *ctx, void *addr, size_t size, uint32_t access)
 {
@@ -480,7 +491,7 @@ devx_umem_reg(struct devx_ctx *ctx, void *addr, size_t size, uint32_t access)
 	t0 = cmd_begin();
 	rc = ctx->be->umem_reg(ctx, umem, &status, &syndrome);
 	devx_trace_op(ctx, t0, devx_trace_now_us(), "UMEM_REG", (uintptr_t)addr, size,
-		      umem->id, rc == -EIO ? status : 0, syndrome);
+		      umem->id, trace_status(rc, status), syndrome);
 	if (rc < 0) {
 		if (rc == -EIO)
 			devx_log(3, "%s: UMEM_REG addr %p size %zu failed: status 0x%x (%s), syndrome 0x%08x",
@@ -513,7 +524,7 @@ devx_umem_dereg(struct devx_umem *umem)
 	t0 = cmd_begin();
 	rc = ctx->be->umem_dereg(ctx, umem, &status, &syndrome);
 	devx_trace_op(ctx, t0, devx_trace_now_us(), "UMEM_DEREG", (uintptr_t)umem->addr,
-		      umem->size, umem->id, rc == -EIO ? status : 0, syndrome);
+		      umem->size, umem->id, trace_status(rc, status), syndrome);
 	if (rc < 0) {
 		devx_log(3, "%s: UMEM_DEREG umem 0x%x failed: status 0x%x (%s), syndrome 0x%08x",
 			 ctx->name, umem->id, status, prm_status_name(status), syndrome);

@@ -160,7 +160,7 @@ void devx_trace_cmd(struct devx_ctx *ctx, uint64_t t_start, uint64_t t_end,
  * (PD_*), "mkey" (NULL_MR) or "umem_id".
  */
 void devx_trace_op(struct devx_ctx *ctx, uint64_t t_start, uint64_t t_end, const char *op,
-		   uint64_t addr, uint64_t size, uint32_t id, uint8_t status, uint32_t syndrome);
+		   uint64_t addr, uint64_t size, uint32_t id, int status, uint32_t syndrome);
 
 /* Root flow rules: "ROOT_FLOW_CREATE" (attr and dest set) and "ROOT_FLOW_DESTROY". */
 void devx_trace_flow(struct devx_ctx *ctx, uint64_t t_start, uint64_t t_end, const char *op,

@@ -481,8 +481,12 @@ rdma_evch_read(struct devx_ctx *ctx, struct devx_evch *ch, struct devx_event *ev
 	data_len = (size_t)n - sizeof(buf.hdr);
 	memset(ev->data, 0, sizeof(ev->data));
 	memcpy(ev->data, buf.hdr.out_data, data_len < sizeof(ev->data) ? data_len : sizeof(ev->data));
+	/*
+	 * The kernel hands over the EQE's data: for a completion the CQ
+	 * number is its last dword, 24 bits (Linux mlx5_eqe_comp.cqn, byte 24).
+	 */
 	ev->obj_id = ev->type == PRM_EVENT_OBJECT_CHANGE ? (uint32_t)prm_get_bits(ev->data, 0x20, 32) :
-		(uint32_t)prm_get_bits(ev->data, 8, 24);
+		(uint32_t)prm_get_bits(ev->data, 0xc8, 24);
 	return 1;
 }
 

@@ -179,7 +179,7 @@ op_id_key(const char *op)
 
 void
 devx_trace_op(struct devx_ctx *ctx, uint64_t t_start, uint64_t t_end, const char *op,
-	      uint64_t addr, uint64_t size, uint32_t id, uint8_t status, uint32_t syndrome)
+	      uint64_t addr, uint64_t size, uint32_t id, int status, uint32_t syndrome)
 {
 	struct devx_trace *t = ctx->trace;
 
@@ -188,7 +188,7 @@ devx_trace_op(struct devx_ctx *ctx, uint64_t t_start, uint64_t t_end, const char
 	pthread_mutex_lock(&t->lock);
 	fprintf(t->f, "{\"dev\":\"%s\",\"seq\":%" PRIu64 ",\"t_start_us\":%" PRIu64
 		",\"t_end_us\":%" PRIu64 ",\"op\":\"%s\",\"addr\":%" PRIu64 ",\"size\":%" PRIu64
-		",\"%s\":%u,\"status\":%u,\"syndrome\":%u}\n",
+		",\"%s\":%u,\"status\":%d,\"syndrome\":%u}\n",
 		ctx->name, t->seq++, t_start, t_end, op, addr, size,
 		op_id_key(op), id, status, syndrome);
 	fflush(t->f);

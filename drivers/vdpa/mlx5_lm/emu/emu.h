@@ -168,6 +168,19 @@ int emu_uar_alloc(struct emu_dev *dev, uint32_t *page_id);
 int emu_uar_free(struct emu_dev *dev, uint32_t page_id);
 /* A write of the driver at offset of UAR page page_id (see above). */
 void emu_uar_write(struct emu_dev *dev, uint32_t page_id, uint32_t offset, uint64_t value);
+/*
+ * The same write seen in a mapped page (the emulated rdma-core's watcher),
+ * where CQ doorbells of several CQs sharing the page may have merged into
+ * the last value written (all write offset 0x20; the device receives each
+ * MMIO write, the watcher only what is there when it looks): besides the
+ * named CQ, every CQ of the page whose doorbell record holds an arm
+ * request not seen yet (or that no doorbell reached yet: the first arm's
+ * record, sn 0 ci 0, may equal the initial one) is armed from it (the
+ * mlx5 arm writes the record's
+ * arm dword before the UAR: rdma-core mlx5_arm_cq, Linux mlx5_cq_arm).
+ */
+void emu_uar_write_merged(struct emu_dev *dev, uint32_t page_id, uint32_t offset,
+			  uint64_t value);
 /* Completion EQ number of completion vector `vector`: 0, or -EINVAL out of range. */
 int emu_eqn_query(struct emu_dev *dev, uint32_t vector, uint32_t *eqn);
 

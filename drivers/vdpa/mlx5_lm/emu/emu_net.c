@@ -522,6 +522,8 @@ emu_net_create_cq(struct emu_ctx *c)
 				   PRM_GET(cqc, cqc, dbr_addr), PRM_SIZE(cq_dbrec), &o->dbrec);
 	if (status != 0)
 		return net_create_failed(c, o, status);
+	/* What the record holds now is no arm request (merged doorbells). */
+	o->arm_dbrec_seen = dbrec_load(o->dbrec, 1);
 	return net_created(c, o);
 }
 
@@ -650,6 +652,9 @@ emu_net_cq_doorbell(struct emu_dev *dev, uint32_t uar, uint32_t cqn, uint8_t sn,
 			cq == NULL ? "no such CQ" : "not the CQ's UAR page");
 		return;
 	}
+	if (cq->dbrec != NULL)
+		cq->arm_dbrec_seen = dbrec_load(cq->dbrec, 1);
+	cq->arm_rung = true;
 	cq->arm_valid = true;
 	cq->arm_cmd = cmd;
 	cq->arm_sn = sn;
@@ -666,6 +671,32 @@ emu_net_cq_doorbell(struct emu_dev *dev, uint32_t uar, uint32_t cqn, uint8_t sn,
 	/* Armed behind the producer: CQEs past ci exist, the event is due now. */
 	if (cq->arm_valid && !cq->cq_error && ((cq->pc - ci) & 0xffffff) != 0)
 		cq_event(dev, cq);
+}
+
+void
+emu_net_cq_doorbell_others(struct emu_dev *dev, uint32_t uar)
+{
+	struct emu_obj *o;
+
+	for (o = dev->all.next; o != &dev->all; o = o->next) {
+		struct emu_net_obj *cq = (struct emu_net_obj *)o;
+		uint32_t arm;
+
+		if (o->kind != EMU_KIND_CQ || cq->uar_page != uar || cq->dbrec == NULL)
+			continue;
+		arm = dbrec_load(cq->dbrec, 1);
+		/*
+		 * The first arm (sn 0, ci 0) writes a record that may look
+		 * unchanged: a CQ no doorbell reached yet is taken as asking.
+		 * An early arm costs at most one event more, which the mlx5
+		 * event handlers (poll the CQ, re-arm) absorb.
+		 */
+		if (arm == cq->arm_dbrec_seen && cq->arm_rung)
+			continue;
+		/* The arm dword: sn << 28 | cmd << 24 | ci, as on the UAR. */
+		emu_net_cq_doorbell(dev, uar, o->id, (arm >> 28) & 0x3, (arm >> 24) & 0x3,
+				    arm & 0xffffff);
+	}
 }
 
 int

@@ -318,6 +318,8 @@ struct emu_net_obj {
 	uint8_t arm_cmd;             /* CQ doorbell cmd: 0 next completion, 1 solicited */
 	uint8_t arm_sn;              /* the arm sequence number of that request */
 	uint32_t arm_ci;             /* the consumer index the request carried */
+	uint32_t arm_dbrec_seen;     /* dbrec arm dword at the last arm (merged doorbells) */
+	bool arm_rung;               /* a CQ doorbell reached it since creation */
 	/*
 	 * CQ: where completions go (emu_net_cq_complete). cqes / dbrec are
 	 * the device's view of the umems named at creation.
@@ -544,6 +546,11 @@ void emu_net_flow_caps(void *cap);
  */
 void emu_net_cq_doorbell(struct emu_dev *dev, uint32_t uar, uint32_t cqn, uint8_t sn,
 			 uint8_t cmd, uint32_t ci);
+/*
+ * After a merged CQ doorbell on UAR page uar: arm every CQ of the page
+ * whose doorbell record's arm dword changed since last seen. dev->lock held.
+ */
+void emu_net_cq_doorbell_others(struct emu_dev *dev, uint32_t uar);
 
 /*
  * The firmware QP qp sends one message to its peer (the event path of a

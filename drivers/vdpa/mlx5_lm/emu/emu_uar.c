@@ -57,8 +57,8 @@ emu_uar_free(struct emu_dev *dev, uint32_t page_id)
 	return status == PRM_STATUS_OK ? 0 : -EBUSY;
 }
 
-void
-emu_uar_write(struct emu_dev *dev, uint32_t page_id, uint32_t offset, uint64_t value)
+static void
+uar_write(struct emu_dev *dev, uint32_t page_id, uint32_t offset, uint64_t value, bool merged)
 {
 	uint32_t hi = (uint32_t)(value >> 32);
 
@@ -70,11 +70,25 @@ emu_uar_write(struct emu_dev *dev, uint32_t page_id, uint32_t offset, uint64_t v
 	} else if (offset == EMU_UAR_CQ_DOORBELL) {
 		emu_net_cq_doorbell(dev, page_id, (uint32_t)value & 0xffffff, (hi >> 28) & 0x3,
 				    (hi >> 24) & 0x3, hi & 0xffffff);
+		if (merged)
+			emu_net_cq_doorbell_others(dev, page_id);
 	} else {
 		emu_log(dev, 4, "UAR page %u: write at offset 0x%x (0x%" PRIx64 ") is no "
 			"doorbell this device models", page_id, offset, value);
 	}
 	pthread_mutex_unlock(&dev->lock);
+}
+
+void
+emu_uar_write(struct emu_dev *dev, uint32_t page_id, uint32_t offset, uint64_t value)
+{
+	uar_write(dev, page_id, offset, value, false);
+}
+
+void
+emu_uar_write_merged(struct emu_dev *dev, uint32_t page_id, uint32_t offset, uint64_t value)
+{
+	uar_write(dev, page_id, offset, value, true);
 }
 
 int

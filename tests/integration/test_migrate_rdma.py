@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""dpdk-test-lm migrate --backend rdma (issue 10, "done when" bullet 3): the
+sources and destinations are the PMD's rdma back end (ibdev=mlx5_<i>) on the
+emulated rdma-core, under tools/with-emulated-rdma. The tool checks frames
+(lost, duplicated) and the dirty log; the wrapper's exit status says whether
+a device was closed with objects alive (3)."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+TOOL = os.environ.get('TEST_LM', 'build/app/test-lm/dpdk-test-lm')
+WRAPPER = os.environ['LM_WRAPPER']
+LIBDIR = os.environ['LM_ERDMA_LIBDIR']
+# Only the wrapped program may load the emulated rdma-core.
+os.environ.pop('LD_LIBRARY_PATH', None)
+
+
+def run(args, devices=None, trace=None):
+    cmd = [TOOL, 'migrate', '--backend', 'rdma', '--profile', 'fast'] + args
+    if devices is not None:
+        w = [sys.executable, WRAPPER, '--devices', str(devices), '--profile', 'fast']
+        if trace:
+            w += ['--trace', trace]
+        cmd = w + ['--'] + cmd
+    p = subprocess.run(cmd, env=dict(os.environ, MLX5_LM_ERDMA_LIBDIR=LIBDIR),
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=240)
+    return p.returncode, p.stdout.decode(errors='replace')
+
+
+class MigrateOnRdma(unittest.TestCase):
+    def test_two_devices_migrate_on_ibdev(self):
+        with tempfile.TemporaryDirectory() as d:
+            path, trace = os.path.join(d, 'r.json'), os.path.join(d, 'T')
+            rc, out = run(['--devices', '2', '--queue-pairs', '2', '--mem-gb', '2',
+                           '--stages', 'baseline,all', '--json', path], devices=4, trace=trace)
+            # 3 would be a device closed with objects alive (the wrapper's summary).
+            self.assertEqual(rc, 0, out[-4000:])
+            self.assertNotIn('left alive', out.replace('0 device objects left alive', ''))
+            # Every CQ doorbell reached its CQ before the CQ was destroyed.
+            self.assertNotIn('no such CQ', out)
+            with open(path) as f:
+                doc = json.load(f)
+            with open(trace) as f:
+                devs = {json.loads(line)['dev'] for line in f}
+        # Two sources and two destinations, each its own RDMA device.
+        self.assertEqual(devs, {'mlx5_0', 'mlx5_1', 'mlx5_2', 'mlx5_3'})
+        self.assertEqual([s['name'] for s in doc['stages']], ['baseline', 'all'])
+        for s in doc['stages']:
+            self.assertTrue(s['ok'], s)
+            self.assertGreater(s['frames'], 0, s)
+            self.assertEqual(s['lost_packets'], 0, s)
+            self.assertEqual(s['duplicated_packets'], 0, s)
+            self.assertTrue(s['dirty_logged'], s)
+            self.assertGreater(s['dirty_pages_checked'], 0, s)
+            self.assertEqual(s['dirty_pages_missing'], 0, s)
+            self.assertEqual(s['leaked_objects'], 0, s)
+
+    def test_refused_without_enough_devices(self):
+        rc, out = run(['--devices', '2', '--queue-pairs', '1', '--mem-gb', '1'])
+        self.assertEqual(rc, 2, out)
+        self.assertIn('run it under tools/with-emulated-rdma --devices 4', out)
+        rc, out = run(['--devices', '2', '--queue-pairs', '1', '--mem-gb', '1'], devices=3)
+        self.assertEqual(rc, 2, out)
+        self.assertIn('needs 4 RDMA devices mlx5_0..mlx5_3 (too few)', out)
+
+
+if __name__ == '__main__':
+    unittest.main(verbosity=2)
