@@ -71,9 +71,10 @@ class Docs(unittest.TestCase):
                 self.assertEqual(r.returncode, 0, f'{path}:\n{r.stdout}{r.stderr}')
                 self.assertTrue(r.stdout.strip(), f'{path}: printed nothing')
 
-    def test_block_emulated_rdma_probe(self):
-        # From the top of the source tree, with its trace in a scratch TMPDIR.
-        (path, block), = blocks_named('emulated-rdma-probe')
+    def probe_on_emulated_rdma(self, name, trace, dev):
+        """Run the block from the top of the source tree with its trace in a scratch
+        TMPDIR: a probe on the rdma back end whose trace names RDMA device dev."""
+        (path, block), = blocks_named(name)
         with tempfile.TemporaryDirectory() as d:
             env = dict(os.environ, TMPDIR=d)
             env.pop('LD_LIBRARY_PATH', None)
@@ -81,21 +82,15 @@ class Docs(unittest.TestCase):
                                capture_output=True, text=True, timeout=120)
             self.assertEqual(r.returncode, 0, f'{path}:\n{r.stdout}{r.stderr}')
             self.assertIn('back end: rdma', r.stdout)
-            with open(os.path.join(d, 'devx.jsonl')) as f:
-                self.assertTrue(f.readline().startswith('{"dev":"mlx5_0"'))
+            with open(os.path.join(d, trace)) as f:
+                self.assertTrue(f.readline().startswith('{"dev":"%s"' % dev))
+
+    def test_block_emulated_rdma_probe(self):
+        self.probe_on_emulated_rdma('emulated-rdma-probe', 'devx.jsonl', 'mlx5_0')
 
     def test_block_hardware_rehearsal(self):
-        (path, block), = blocks_named('hardware-rehearsal')
-        with tempfile.TemporaryDirectory() as d:
-            env = dict(os.environ, TMPDIR=d)
-            env.pop('LD_LIBRARY_PATH', None)
-            r = subprocess.run(['bash', '-e', '-c', block], cwd=TOP, env=env,
-                               capture_output=True, text=True, timeout=120)
-            self.assertEqual(r.returncode, 0, f'{path}:\n{r.stdout}{r.stderr}')
-            self.assertIn('back end: rdma', r.stdout)
-            with open(os.path.join(d, 't.jsonl')) as f:
-                # pci=0000:5e:01.0 is the second emulated function: mlx5_1.
-                self.assertTrue(f.readline().startswith('{"dev":"mlx5_1"'))
+        # pci=0000:5e:01.0 is the second emulated function: mlx5_1.
+        self.probe_on_emulated_rdma('hardware-rehearsal', 't.jsonl', 'mlx5_1')
 
     def test_block_quick_start_traffic(self):
         (path, block), = blocks_named('quick-start-traffic')
