@@ -136,10 +136,31 @@ bool lmh_wait_running(struct lmh_dev *d, int timeout_ms);
 void lmh_barrier(struct lmh_dev *d);
 /* Background restore of blank queues after dev_close finished (bounded). */
 bool lmh_wait_restored(struct lmh_dev *d);
-/* Objects alive on the device (rdma: created and not destroyed, from its trace). */
+/*
+ * Objects alive on the device: the emulator's count (rdma: asked through the
+ * control socket; without one, created and not destroyed in its trace).
+ */
 unsigned int lmh_live(struct lmh_dev *d);
 /* The virtq object id of ring i (0 if none). */
 uint32_t lmh_vq_id(struct lmh_dev *d, unsigned int i);
+
+/*
+ * ---- the emulator's test hooks (emu.h), on either back end ----
+ * emu=: called on the device's emulator. rdma: the emulator is inside the
+ * emulated rdma-core: sent to the control socket it serves for the open
+ * device (MLX5_LM_ERDMA_CONTROL/<ibdev>, doc/emulated-rdma.md), which runs
+ * the same hook and replies once it has.
+ */
+/* emu_fault_inject(): the nth next command of opcode (obj_type, 0xffff any) fails. */
+int lmh_fault_inject(struct lmh_dev *d, uint16_t opcode, uint16_t obj_type, unsigned int nth,
+		     uint8_t status, uint32_t syndrome);
+/* emu_virtq_force_error(). 0 or < 0. */
+int lmh_vq_force_error(struct lmh_dev *d, uint32_t virtq_id, uint8_t error_type);
+/*
+ * The state the device holds for ring i's virtq (a QUERY through the test
+ * hook, not traced); -1 when the ring has no object, < -1 when the query failed.
+ */
+int lmh_vq_state(struct lmh_dev *d, unsigned int i);
 
 /* ---- DevX trace ---- */
 struct lmh_cmd {
