@@ -401,7 +401,12 @@ lmh_init(const char *argv0, const char *name, unsigned int n)
 	if (n > LMH_MAX_SOCKS || backend_init() < 0)
 		return -1;
 	snprintf(prefix, sizeof(prefix), "--file-prefix=%s-%d", name, (int)getpid());
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/%s-XXXXXX", name);
+	/* A child process of a test works inside its parent's directory (removed with it). */
+	if (getenv("LMH_TMPDIR_PARENT") != NULL)
+		snprintf(tmpdir, sizeof(tmpdir), "%s/%s-XXXXXX", getenv("LMH_TMPDIR_PARENT"),
+			 name);
+	else
+		snprintf(tmpdir, sizeof(tmpdir), "/tmp/%s-XXXXXX", name);
 	if (mkdtemp(tmpdir) == NULL)
 		return -1;
 	if (rte_eal_init((int)RTE_DIM(eal) - 1, eal) < 0)
@@ -437,8 +442,8 @@ rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 	return 0;
 }
 
-static void
-rm_tree(const char *path)
+void
+lmh_rm_tree(const char *path)
 {
 	if (path[0] != '\0')
 		nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
@@ -452,8 +457,8 @@ lmh_fini(void)
 	for (i = 0; i < nsocks; i++)
 		rte_vhost_driver_unregister(socks[i]);
 	rte_eal_cleanup();
-	rm_tree(tmpdir);
-	rm_tree(eal_runtime_dir);
+	lmh_rm_tree(tmpdir);
+	lmh_rm_tree(eal_runtime_dir);
 }
 
 /* ---- devices ------------------------------------------------------------------ */

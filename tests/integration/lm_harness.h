@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Shared harness of the reliability tests (test_faults, test_hostile,
- * test_soak): the PMD linked statically with EAL and vhost in the test
- * process, emulated devices, vhost-user sockets served by DPDK, the
- * built-in front end and guest (app/test-lm/vu), every DPDK log line
- * captured, the DevX trace read back, bounded waits only. Same patterns
- * as test_lifecycle.c.
+ * Shared harness of the in-process integration tests (test_lifecycle,
+ * test_faults, test_hostile, test_soak, test_events, test_caps): the PMD
+ * linked statically with EAL and vhost in the test process, emulated
+ * devices, vhost-user sockets served by DPDK, the built-in front end and
+ * guest (app/test-lm/vu), every DPDK log line captured, the DevX trace read
+ * back, bounded waits only.
  *
  * Two ways into the device (issue 10): emu=<profile> (the default), or,
  * with LM_BACKEND=rdma in the environment and the program run under
@@ -41,7 +41,13 @@
 int lmh_init(const char *argv0, const char *name, unsigned int nsocks);
 void lmh_fini(void);
 const char *lmh_sock(unsigned int i);
+/*
+ * The run's temporary directory (/tmp/<name>-XXXXXX, or inside
+ * $LMH_TMPDIR_PARENT for a child process of a test), removed by lmh_fini.
+ */
 const char *lmh_tmpdir(void);
+/* Remove a directory tree (best effort: what cannot be removed stays). */
+void lmh_rm_tree(const char *path);
 int64_t lmh_now_ms(void);
 /* A short pause between two looks at a condition (never a wait on its own). */
 void lmh_tick(void);
