@@ -11,10 +11,12 @@
  * with LM_BACKEND=rdma in the environment and the program run under
  * tools/with-emulated-rdma, the PMD's rdma back end on the emulated
  * rdma-core: ibdev=mlx5_<i> with the same other devargs. The emulator is
- * then inside that library, out of the test's reach: the live-object count
- * comes from the device's DevX trace (objects created and not destroyed)
- * and removal's leak count from the library's summary of the closed device
- * (MLX5_LM_ERDMA_SUMMARY), which the wrapper also turns into exit status 3.
+ * then inside that library: its test hooks (live objects, queue state,
+ * fault arming, forced queue errors) go through the control socket the
+ * library serves for each open device (MLX5_LM_ERDMA_CONTROL), and
+ * removal's leak count comes from the library's summary of the closed
+ * device (MLX5_LM_ERDMA_SUMMARY, its leak lines put into the log), which
+ * the wrapper also turns into exit status 3.
  */
 #ifndef LM_HARNESS_H
 #define LM_HARNESS_H
