@@ -780,6 +780,16 @@ rdma_ctl(const struct lmh_dev *d, const char *req, char *reply, size_t len)
 		close(fd);
 		return -err;
 	}
+	/*
+	 * Then the device's end closes (EOF, bounded by the timeout): its fd is
+	 * gone before the caller goes on, say, to count the process's fds.
+	 */
+	if (recv(fd, &(char){ 0 }, 1, 0) != 0) {
+		fprintf(stderr, "%s: control request \"%s\": the device kept the connection "
+			"open\n", d->name, req);
+		close(fd);
+		return -EPROTO;
+	}
 	close(fd);
 	reply[n] = '\0';
 	if (strncmp(reply, "ok", 2) != 0) {
