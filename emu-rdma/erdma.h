@@ -28,6 +28,7 @@
 #define ERDMA_ENV_SYSFS "MLX5_LM_ERDMA_SYSFS"       /* fake sysfs root for ibdev_path */
 #define ERDMA_ENV_SUMMARY "MLX5_LM_ERDMA_SUMMARY"   /* leak summary file (appended) */
 #define ERDMA_ENV_TAPS "MLX5_LM_ERDMA_TAPS"         /* "<i>=<tap>[,...]": device wires */
+#define ERDMA_ENV_CONTROL "MLX5_LM_ERDMA_CONTROL"   /* directory of control sockets */
 
 #define ERDMA_MAX_DEVICES 64
 #define ERDMA_MAGIC 0x45524d41u /* "ERMA" */
@@ -69,6 +70,7 @@ struct erdma_ctx {
 	uint32_t db_in_page;       /* doorbell_bar_offset & (page - 1) */
 	uint32_t db_area;          /* 1 << log_doorbell_bar_size */
 	struct erdma_wire *wire;   /* a tap as the device's wire (erdma_wire.c), or NULL */
+	struct erdma_ctl *ctl;     /* the test's control socket (erdma_ctl.c), or NULL */
 };
 #define ERDMA_PAGES 64u
 
@@ -143,7 +145,11 @@ void erdma_trace_cmd(struct erdma_ctx *c, const char *entry, uint64_t t0, const 
 		     size_t inlen, const void *out, size_t outlen, int rc);
 void erdma_trace_op(struct erdma_ctx *c, const char *entry, const char *op, uint64_t t0,
 		    const char *id_key, uint64_t id, uint64_t addr, uint64_t size, int status);
-void erdma_summary(const char *dev, int left_alive);
+/*
+ * leaks: the emulator's leak lines of the closed device ("<dev>: leaked KIND
+ * ID ..." joined by '\n'), or NULL; listed in the line as "leaked".
+ */
+void erdma_summary(const char *dev, int left_alive, const char *leaks);
 
 /* erdma_db.c: cmd_fd pages and the doorbell watcher. */
 int erdma_db_init(struct erdma_ctx *c);
@@ -159,6 +165,13 @@ void erdma_uar_forward(struct erdma_ctx *c, uint32_t page_id, uint32_t offset, u
  */
 int erdma_wire_open(struct erdma_ctx *c, unsigned int index);
 void erdma_wire_close(struct erdma_ctx *c);
+
+/*
+ * erdma_ctl.c: the control socket of a context (MLX5_LM_ERDMA_CONTROL), the
+ * emulator's test hooks at the moment a test chooses. 0 when not asked for.
+ */
+int erdma_ctl_init(struct erdma_ctx *c);
+void erdma_ctl_fini(struct erdma_ctx *c);
 
 /* Forward what the context's UAR pages hold now (before a CQ goes). */
 void erdma_uar_flush(struct erdma_ctx *c);

@@ -206,19 +206,45 @@ erdma_trace_op(struct erdma_ctx *c, const char *entry, const char *op, uint64_t 
 	end(&r);
 }
 
-/* One line per closed device: what the emulator found alive. */
+/*
+ * One line per closed device: what the emulator found alive, and its leak
+ * lines (which name each object) for a test that cannot read our stderr.
+ */
 void
-erdma_summary(const char *dev, int left_alive)
+erdma_summary(const char *dev, int left_alive, const char *leaks)
 {
 	int fd = append_fd(ERDMA_ENV_SUMMARY);
-	char line[256];
-	int n;
+	size_t len = 256 + (leaks != NULL ? 2 * strlen(leaks) + 8 : 0), n;
+	const char *p;
+	char *line;
 
 	if (fd < 0)
 		return;
-	n = snprintf(line, sizeof(line), "{\"pid\":%d,\"dev\":\"%s\",\"left_alive\":%d}\n",
-		     (int)getpid(), dev, left_alive);
-	if (write(fd, line, (size_t)n) != n)
+	line = malloc(len);
+	if (line == NULL) {
+		erdma_log("summary: %s", strerror(ENOMEM));
+		close(fd);
+		return;
+	}
+	n = (size_t)snprintf(line, len, "{\"pid\":%d,\"dev\":\"%s\",\"left_alive\":%d,"
+			     "\"leaked\":[", (int)getpid(), dev, left_alive);
+	/* The lines hold no control characters: '\n' separates them; quote " and \. */
+	for (p = leaks; p != NULL && *p != '\0'; p++) {
+		if (p == leaks || p[-1] == '\n')
+			line[n++] = '"';
+		if (*p == '\n') {
+			line[n++] = '"';
+			if (p[1] != '\0')
+				line[n++] = ',';
+			continue;
+		}
+		if (*p == '"' || *p == '\\')
+			line[n++] = '\\';
+		line[n++] = *p;
+	}
+	n += (size_t)snprintf(line + n, len - n, "]}\n");
+	if (write(fd, line, n) != (ssize_t)n)
 		erdma_log("summary: short write: %s", strerror(errno));
+	free(line);
 	close(fd);
 }

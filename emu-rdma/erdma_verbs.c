@@ -49,11 +49,31 @@ erdma_page_size(void)
 	return sysconf(_SC_PAGESIZE);
 }
 
+/* The leak lines of the device this thread is closing (ibv_close_device). */
+static __thread char *leak_capture;
+static __thread size_t leak_capture_len;
+
 static void
 emu_log_to_stderr(int level, const char *line)
 {
+	size_t n;
+	char *p;
+
 	if (level <= 4)
 		fprintf(stderr, "emu-rdma: %s\n", line);
+	if (level > 4 || strstr(line, ": leaked ") == NULL || leak_capture_len == SIZE_MAX)
+		return;
+	n = strlen(line);
+	p = realloc(leak_capture, leak_capture_len + n + 2);
+	if (p == NULL) {
+		leak_capture_len = SIZE_MAX; /* the summary says so, below */
+		return;
+	}
+	memcpy(p + leak_capture_len, line, n);
+	p[leak_capture_len + n] = '\n';
+	p[leak_capture_len + n + 1] = '\0';
+	leak_capture = p;
+	leak_capture_len += n + 1;
 }
 
 static void
@@ -279,10 +299,16 @@ open_context(struct ibv_device *device, bool devx)
 		errno = EIO;
 		goto err_wire;
 	}
+	if (erdma_ctl_init(c) < 0) {
+		errno = EIO;
+		goto err_ctl;
+	}
 	pthread_mutex_lock(&open_lock);
 	open_contexts++;
 	pthread_mutex_unlock(&open_lock);
 	return &c->vctx.context;
+err_ctl:
+	erdma_wire_close(c);
 err_wire:
 	erdma_db_fini(c);
 err_db:
@@ -332,9 +358,12 @@ ibv_close_device(struct ibv_context *context)
 			break;
 		h->release(h->base);
 	}
+	erdma_ctl_fini(c);
 	erdma_db_fini(c);
 	erdma_wire_close(c);
 	/* What is still alive is the program's leak: the emulator lists it. */
+	leak_capture = NULL;
+	leak_capture_len = 0;
 	alive = emu_dev_destroy(c->emu);
 	while (c->handles.next != &c->handles) {
 		struct erdma_handle *h = c->handles.next;
@@ -342,7 +371,12 @@ ibv_close_device(struct ibv_context *context)
 		erdma_handle_del(c, h);
 		free(h->base);
 	}
-	erdma_summary(context->device->name, alive);
+	erdma_summary(context->device->name, alive,
+		      leak_capture_len == SIZE_MAX ? "(leak lines lost: out of memory)\n" :
+		      leak_capture);
+	free(leak_capture);
+	leak_capture = NULL;
+	leak_capture_len = 0;
 	close(context->async_fd);
 	pthread_mutex_destroy(&context->mutex);
 	pthread_mutex_destroy(&c->lock);
@@ -361,7 +395,7 @@ report_open_contexts(void)
 	unsigned int i;
 
 	for (i = 0; i < open_contexts; i++)
-		erdma_summary("(context never closed)", 1);
+		erdma_summary("(context never closed)", 1, NULL);
 	if (open_contexts)
 		erdma_log("%u device context(s) never closed with ibv_close_device",
 			  open_contexts);

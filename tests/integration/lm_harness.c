@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -399,7 +401,12 @@ lmh_init(const char *argv0, const char *name, unsigned int n)
 	if (n > LMH_MAX_SOCKS || backend_init() < 0)
 		return -1;
 	snprintf(prefix, sizeof(prefix), "--file-prefix=%s-%d", name, (int)getpid());
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/%s-XXXXXX", name);
+	/* A child process of a test works inside its parent's directory (removed with it). */
+	if (getenv("LMH_TMPDIR_PARENT") != NULL)
+		snprintf(tmpdir, sizeof(tmpdir), "%s/%s-XXXXXX", getenv("LMH_TMPDIR_PARENT"),
+			 name);
+	else
+		snprintf(tmpdir, sizeof(tmpdir), "/tmp/%s-XXXXXX", name);
 	if (mkdtemp(tmpdir) == NULL)
 		return -1;
 	if (rte_eal_init((int)RTE_DIM(eal) - 1, eal) < 0)
@@ -435,8 +442,8 @@ rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 	return 0;
 }
 
-static void
-rm_tree(const char *path)
+void
+lmh_rm_tree(const char *path)
 {
 	if (path[0] != '\0')
 		nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
@@ -450,8 +457,8 @@ lmh_fini(void)
 	for (i = 0; i < nsocks; i++)
 		rte_vhost_driver_unregister(socks[i]);
 	rte_eal_cleanup();
-	rm_tree(tmpdir);
-	rm_tree(eal_runtime_dir);
+	lmh_rm_tree(tmpdir);
+	lmh_rm_tree(eal_runtime_dir);
 }
 
 /* ---- devices ------------------------------------------------------------------ */
@@ -563,8 +570,26 @@ rdma_left_alive(const struct lmh_dev *d, long off)
 		const char *dev = json_string_value(json_object_get(j, "dev"));
 
 		if (j != NULL && dev != NULL && strcmp(dev, d->ibdev) == 0 &&
-		    json_integer_value(json_object_get(j, "pid")) == (json_int_t)getpid())
+		    json_integer_value(json_object_get(j, "pid")) == (json_int_t)getpid()) {
+			json_t *leaked = json_object_get(j, "leaked"), *v;
+			size_t k;
+
 			left = (long)json_integer_value(json_object_get(j, "left_alive"));
+			/*
+			 * The emulator's leak lines went to the library's stderr:
+			 * into the log here, where emu= has them ("<dev>: leaked
+			 * KIND ID ...").
+			 */
+			json_array_foreach(leaked, k, v) {
+				char buf[600];
+				int len = snprintf(buf, sizeof(buf), "emu-rdma: %s\n",
+						   json_string_value(v) != NULL ?
+						   json_string_value(v) : "?");
+
+				(void)log_write(NULL, buf, (size_t)len < sizeof(buf) ?
+						(size_t)len : sizeof(buf) - 1);
+			}
+		}
 		json_decref(j);
 	}
 out:
@@ -721,12 +746,125 @@ trace_live(const struct lmh_dev *d)
 	return live > 0 ? (unsigned int)live : 0;
 }
 
+/*
+ * rdma: one request to the control socket of d's open device; the reply
+ * ("ok [VALUE]" or "err ERRNO ...") in reply. 0, or < 0 when it could not
+ * be asked or refused (the reason printed).
+ */
+static int
+rdma_ctl(const struct lmh_dev *d, const char *req, char *reply, size_t len)
+{
+	const char *dir = getenv("MLX5_LM_ERDMA_CONTROL");
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = LMH_DEADLINE_MS / 1000 };
+	ssize_t n;
+	int fd, err;
+
+	if (dir == NULL) {
+		fprintf(stderr, "%s: no MLX5_LM_ERDMA_CONTROL: run under "
+			"tools/with-emulated-rdma\n", d->name);
+		return -ENOENT;
+	}
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", dir, d->ibdev);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* Bounded: the device's control thread answers every request. */
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    send(fd, req, strlen(req), MSG_NOSIGNAL) < 0 ||
+	    (n = recv(fd, reply, len - 1, 0)) <= 0) {
+		err = errno != 0 ? errno : EIO;
+		fprintf(stderr, "%s: control request \"%s\" to %s: %s\n", d->name, req,
+			sa.sun_path, strerror(err));
+		close(fd);
+		return -err;
+	}
+	/*
+	 * Then the device's end closes (EOF, bounded by the timeout): its fd is
+	 * gone before the caller goes on, say, to count the process's fds.
+	 */
+	if (recv(fd, &(char){ 0 }, 1, 0) != 0) {
+		fprintf(stderr, "%s: control request \"%s\": the device kept the connection "
+			"open\n", d->name, req);
+		close(fd);
+		return -EPROTO;
+	}
+	close(fd);
+	reply[n] = '\0';
+	if (strncmp(reply, "ok", 2) != 0) {
+		fprintf(stderr, "%s: control request \"%s\": %s\n", d->name, req, reply);
+		err = atoi(reply + 3);
+		return err > 0 ? -err : -EIO;
+	}
+	return 0;
+}
+
+int
+lmh_fault_inject(struct lmh_dev *d, uint16_t opcode, uint16_t obj_type, unsigned int nth,
+		 uint8_t status, uint32_t syndrome)
+{
+	char req[128], reply[256];
+
+	if (!use_rdma)
+		return emu_fault_inject(d->emu, opcode, obj_type, nth, status, syndrome);
+	snprintf(req, sizeof(req), "fault %#x %#x %u %#x %#x", opcode, obj_type, nth, status,
+		 syndrome);
+	return rdma_ctl(d, req, reply, sizeof(reply));
+}
+
+int
+lmh_vq_force_error(struct lmh_dev *d, uint32_t virtq_id, uint8_t error_type)
+{
+	char req[128], reply[256];
+
+	if (!use_rdma)
+		return emu_virtq_force_error(d->emu, virtq_id, error_type);
+	snprintf(req, sizeof(req), "virtq_error %u %u", virtq_id, error_type);
+	return rdma_ctl(d, req, reply, sizeof(reply));
+}
+
+int
+lmh_vq_state(struct lmh_dev *d, unsigned int i)
+{
+	uint8_t in[PRM_SIZE(general_obj_in_cmd_hdr)];
+	uint8_t out[PRM_SIZE(virtq_cmd)];
+	uint32_t id = lmh_vq_id(d, i);
+	char req[64], reply[256];
+
+	if (id == 0)
+		return -1;
+	if (use_rdma) {
+		snprintf(req, sizeof(req), "virtq_state %u", id);
+		if (rdma_ctl(d, req, reply, sizeof(reply)) != 0)
+			return -2;
+		return atoi(reply + 3);
+	}
+	memset(in, 0, sizeof(in));
+	memset(out, 0, sizeof(out));
+	PRM_SET(general_obj_in_cmd_hdr, in, opcode, PRM_CMD_QUERY_GENERAL_OBJECT);
+	PRM_SET(general_obj_in_cmd_hdr, in, obj_type, PRM_OBJ_VIRTIO_NET_Q);
+	PRM_SET(general_obj_in_cmd_hdr, in, obj_id, id);
+	if (emu_cmd(d->emu, in, sizeof(in), out, sizeof(out)) != 0 ||
+	    PRM_GET(general_obj_out_cmd_hdr, out, status) != 0)
+		return -2;
+	return (int)PRM_GET(virtio_net_q, PRM_ADDR(virtq_cmd, out, obj), state);
+}
+
 unsigned int
 lmh_live(struct lmh_dev *d)
 {
-	if (use_rdma)
-		return trace_live(d);
-	return emu_dev_live_objects(d->emu);
+	char reply[256];
+
+	if (!use_rdma)
+		return emu_dev_live_objects(d->emu);
+	/* The emulator's own count when the library serves a control socket. */
+	if (getenv("MLX5_LM_ERDMA_CONTROL") != NULL) {
+		if (rdma_ctl(d, "live", reply, sizeof(reply)) != 0)
+			return UINT_MAX;
+		return (unsigned int)strtoul(reply + 3, NULL, 10);
+	}
+	return trace_live(d);
 }
 
 uint32_t

@@ -1,20 +1,22 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Shared harness of the reliability tests (test_faults, test_hostile,
- * test_soak): the PMD linked statically with EAL and vhost in the test
- * process, emulated devices, vhost-user sockets served by DPDK, the
- * built-in front end and guest (app/test-lm/vu), every DPDK log line
- * captured, the DevX trace read back, bounded waits only. Same patterns
- * as test_lifecycle.c.
+ * Shared harness of the in-process integration tests (test_lifecycle,
+ * test_faults, test_hostile, test_soak, test_events, test_caps): the PMD
+ * linked statically with EAL and vhost in the test process, emulated
+ * devices, vhost-user sockets served by DPDK, the built-in front end and
+ * guest (app/test-lm/vu), every DPDK log line captured, the DevX trace read
+ * back, bounded waits only.
  *
  * Two ways into the device (issue 10): emu=<profile> (the default), or,
  * with LM_BACKEND=rdma in the environment and the program run under
  * tools/with-emulated-rdma, the PMD's rdma back end on the emulated
  * rdma-core: ibdev=mlx5_<i> with the same other devargs. The emulator is
- * then inside that library, out of the test's reach: the live-object count
- * comes from the device's DevX trace (objects created and not destroyed)
- * and removal's leak count from the library's summary of the closed device
- * (MLX5_LM_ERDMA_SUMMARY), which the wrapper also turns into exit status 3.
+ * then inside that library: its test hooks (live objects, queue state,
+ * fault arming, forced queue errors) go through the control socket the
+ * library serves for each open device (MLX5_LM_ERDMA_CONTROL), and
+ * removal's leak count comes from the library's summary of the closed
+ * device (MLX5_LM_ERDMA_SUMMARY, its leak lines put into the log), which
+ * the wrapper also turns into exit status 3.
  */
 #ifndef LM_HARNESS_H
 #define LM_HARNESS_H
@@ -41,7 +43,13 @@
 int lmh_init(const char *argv0, const char *name, unsigned int nsocks);
 void lmh_fini(void);
 const char *lmh_sock(unsigned int i);
+/*
+ * The run's temporary directory (/tmp/<name>-XXXXXX, or inside
+ * $LMH_TMPDIR_PARENT for a child process of a test), removed by lmh_fini.
+ */
 const char *lmh_tmpdir(void);
+/* Remove a directory tree (best effort: what cannot be removed stays). */
+void lmh_rm_tree(const char *path);
 int64_t lmh_now_ms(void);
 /* A short pause between two looks at a condition (never a wait on its own). */
 void lmh_tick(void);
@@ -136,10 +144,31 @@ bool lmh_wait_running(struct lmh_dev *d, int timeout_ms);
 void lmh_barrier(struct lmh_dev *d);
 /* Background restore of blank queues after dev_close finished (bounded). */
 bool lmh_wait_restored(struct lmh_dev *d);
-/* Objects alive on the device (rdma: created and not destroyed, from its trace). */
+/*
+ * Objects alive on the device: the emulator's count (rdma: asked through the
+ * control socket; without one, created and not destroyed in its trace).
+ */
 unsigned int lmh_live(struct lmh_dev *d);
 /* The virtq object id of ring i (0 if none). */
 uint32_t lmh_vq_id(struct lmh_dev *d, unsigned int i);
+
+/*
+ * ---- the emulator's test hooks (emu.h), on either back end ----
+ * emu=: called on the device's emulator. rdma: the emulator is inside the
+ * emulated rdma-core: sent to the control socket it serves for the open
+ * device (MLX5_LM_ERDMA_CONTROL/<ibdev>, doc/emulated-rdma.md), which runs
+ * the same hook and replies once it has.
+ */
+/* emu_fault_inject(): the nth next command of opcode (obj_type, 0xffff any) fails. */
+int lmh_fault_inject(struct lmh_dev *d, uint16_t opcode, uint16_t obj_type, unsigned int nth,
+		     uint8_t status, uint32_t syndrome);
+/* emu_virtq_force_error(). 0 or < 0. */
+int lmh_vq_force_error(struct lmh_dev *d, uint32_t virtq_id, uint8_t error_type);
+/*
+ * The state the device holds for ring i's virtq (a QUERY through the test
+ * hook, not traced); -1 when the ring has no object, < -1 when the query failed.
+ */
+int lmh_vq_state(struct lmh_dev *d, unsigned int i);
 
 /* ---- DevX trace ---- */
 struct lmh_cmd {

@@ -155,6 +155,44 @@ class ServeOnEmulatedRdma(unittest.TestCase):
                          {'modify'})
 
 
+    def test_control_socket_serves_the_emulators_test_hooks(self):
+        # emu-rdma/erdma_ctl.c: an open device answers on
+        # $MLX5_LM_ERDMA_CONTROL/mlx5_0; bad requests are refused, not guessed.
+        with tempfile.TemporaryDirectory() as d:
+            sock = os.path.join(d, 'vhost.sock')
+            where = os.path.join(d, 'control')
+            srv = Proc([sys.executable, WRAPPER, '--profile', 'fast', '--', 'sh', '-c',
+                        'echo "$MLX5_LM_ERDMA_CONTROL" > "$0"; exec "$@"', where,
+                        TOOL, 'serve', '--devargs', 'ibdev=mlx5_0,queues=1', '--socket', sock],
+                       env={'MLX5_LM_ERDMA_LIBDIR': LIBDIR}, name='serve')
+            try:
+                srv.expect(r'serve: ready', timeout=60)
+                with open(where) as f:
+                    path = os.path.join(f.read().strip(), 'mlx5_0')
+
+                def ask(req):
+                    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as c:
+                        c.settimeout(10)
+                        c.connect(path)
+                        c.send(req.encode())
+                        return c.recv(256).decode()
+
+                live = ask('live')
+                self.assertRegex(live, r'^ok [1-9][0-9]*$')
+                self.assertTrue(ask('nonsense').startswith('err 22 bad request'))
+                # nth counts from 1; a status of 0 would be no failure.
+                self.assertTrue(ask('fault 0xa01 0xd 0 0x4 0').startswith('err 22'))
+                self.assertTrue(ask('fault 0xa01 0xd 1 0 0').startswith('err 22'))
+                # No such virtq: the emulator's answer, not a made-up state.
+                self.assertRegex(ask('virtq_state 0xfffff'), r'^err \d+ status 0x')
+                self.assertEqual(ask('fault 0xa01 0xd 1 0x4 0x5e0f0001'), 'ok')
+                self.assertEqual(ask('live'), live)
+            finally:
+                rc = srv.stop()
+            self.assertEqual(rc, 0, srv.text()[-3000:])
+            self.assertIn('fault armed: opcode 0xa01 obj_type 0xd, command 1 from now, '
+                          'status 0x4 syndrome 0x5e0f0001', srv.text())
+
     def test_tap_is_the_devices_wire(self):
         """--tap 0=IF: the device's wire is the tap IF (no loopback): frames the host
         writes to IF reach testpmd through the device's RX, and what testpmd sends

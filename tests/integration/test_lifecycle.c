@@ -1,27 +1,29 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Queue lifecycle of the vdpa_mlx5_lm PMD (issue 3), proved in one process:
- * the PMD is linked statically with EAL and runs on an emulated ConnectX
- * (emu=fast); DPDK's vhost library serves a vhost-user socket for it; the
- * built-in front end (app/test-lm/vu) drives that socket like QEMU and its
- * guest virtio-net driver sends frames that the emulated data path loops
- * back. What the driver asked of the device is read from the DevX trace
- * (devx_trace=, one JSON line per command, flushed per line), what the
- * device holds from the emulator itself.
+ * Queue lifecycle of the vdpa_mlx5_lm PMD (issue 3), proved in one process
+ * through the shared harness (lm_harness.c): the PMD is linked statically
+ * with EAL and runs on an emulated ConnectX (emu=fast), or, with
+ * LM_BACKEND=rdma under tools/with-emulated-rdma, on the emulated
+ * rdma-core through its rdma back end (ibdev=mlx5_<i>, profile fast; meson
+ * test lifecycle_rdma). DPDK's vhost library serves a vhost-user socket for
+ * it; the built-in front end (app/test-lm/vu) drives that socket like QEMU
+ * and its guest virtio-net driver sends frames that the emulated data path
+ * loops back. What the driver asked of the device is read from the DevX
+ * trace (devx_trace=, one JSON line per command with its mailbox, flushed
+ * per line), what the device holds from the emulator's test hooks (emu=:
+ * directly; rdma: through the library's control socket, lmh_vq_state,
+ * lmh_live, lmh_fault_inject, lmh_vq_force_error).
  *
  * Every test probes its own device, attaches it to the one socket that is
  * registered for the whole run (DPDK's vhost thread takes up to a second to
  * serve a newly registered socket), and at teardown removes the device and
- * checks that the emulator found no object alive.
+ * checks that the emulator found no object alive (rdma: the library's
+ * summary line for the closed device).
  *
  * Every wait is a deadline on a condition: a trace line, a log line, a
  * vhost callback counter or a driver state flag.
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE             /* fopencookie */
-#endif
 #include <errno.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <libgen.h>
 #include <limits.h>
@@ -44,21 +46,15 @@
 #include <jansson.h>
 
 #include <rte_common.h>
-#include <rte_dev.h>
 #include <rte_eal.h>
-#include <rte_log.h>
 #include <rte_vdpa.h>
 #include <rte_vhost.h>
 
 #include "prm.h"
-#include "emu.h"
-#include "mlx5_lm.h"
+#include "lm_harness.h"
 #include "rte_pmd_mlx5_lm.h"
-#include "vu_client.h"
-#include "vu_guest.h"
 
-
-#define DEADLINE_MS 10000
+#define DEADLINE_MS LMH_DEADLINE_MS
 #define MAX_QP 4
 #define MAX_RINGS (2 * MAX_QP)
 #define MIB (1ull << 20)
@@ -67,172 +63,23 @@
 #define BITS_FRESH (PRM_VIRTQ_MODIFY_STATE | PRM_VIRTQ_MODIFY_ADDRS | PRM_VIRTQ_MODIFY_Q_MKEY)
 #define BITS_INDEX (PRM_VIRTQ_MODIFY_HW_AVAILABLE_INDEX | PRM_VIRTQ_MODIFY_HW_USED_INDEX)
 
-static char tmpdir[64];
-static char sock_path[108];
-static unsigned int dev_seq;
 static const char *self_exe;
-static char eal_runtime_dir[PATH_MAX];
 extern char **environ;
-
-static void rm_tree(const char *path);
-
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Short pause between two looks at a condition (never a wait on its own). */
-static void
-tick(void)
-{
-	nanosleep(&(struct timespec){ .tv_nsec = 2000000 }, NULL);
-}
-
-/* ---- log capture: every DPDK log line is kept (and still printed) ----------- */
-
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-static char *log_buf;
-static size_t log_len, log_cap;
-
-static ssize_t
-log_write(void *cookie, const char *buf, size_t size)
-{
-	(void)cookie;
-	pthread_mutex_lock(&log_lock);
-	if (log_len + size + 1 > log_cap) {
-		size_t cap = (log_len + size + 1) * 2;
-		char *p = realloc(log_buf, cap);
-
-		if (p == NULL) {
-			pthread_mutex_unlock(&log_lock);
-			return -1;
-		}
-		log_buf = p;
-		log_cap = cap;
-	}
-	memcpy(log_buf + log_len, buf, size);
-	log_len += size;
-	log_buf[log_len] = '\0';
-	pthread_mutex_unlock(&log_lock);
-	(void)!fwrite(buf, 1, size, stderr);
-	return (ssize_t)size;
-}
-
-static size_t
-log_mark(void)
-{
-	size_t n;
-
-	pthread_mutex_lock(&log_lock);
-	n = log_len;
-	pthread_mutex_unlock(&log_lock);
-	return n;
-}
-
-static bool
-log_has(size_t from, const char *needle)
-{
-	bool found;
-
-	pthread_mutex_lock(&log_lock);
-	found = log_buf != NULL && from <= log_len && strstr(log_buf + from, needle) != NULL;
-	pthread_mutex_unlock(&log_lock);
-	return found;
-}
 
 static bool
 wait_log(size_t from, const char *needle)
 {
-	int64_t deadline = now_ms() + DEADLINE_MS;
-
-	while (!log_has(from, needle)) {
-		if (now_ms() > deadline)
-			return false;
-		tick();
-	}
-	return true;
-}
-
-/* ---- vhost callbacks: they only count ------------------------------------- */
-
-static pthread_mutex_t cb_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cb_cond = PTHREAD_COND_INITIALIZER;
-static unsigned int n_new_conn, n_destroy_conn, n_new_dev, n_destroy_dev;
-
-static void
-cb_count(unsigned int *n)
-{
-	pthread_mutex_lock(&cb_lock);
-	(*n)++;
-	pthread_cond_broadcast(&cb_cond);
-	pthread_mutex_unlock(&cb_lock);
-}
-
-static int
-on_new_device(int vid)
-{
-	(void)vid;
-	cb_count(&n_new_dev);
-	return 0;
-}
-
-static void
-on_destroy_device(int vid)
-{
-	(void)vid;
-	cb_count(&n_destroy_dev);
-}
-
-static int
-on_new_connection(int vid)
-{
-	(void)vid;
-	cb_count(&n_new_conn);
-	return 0;
-}
-
-/*
- * vhost calls this after it has torn the device down (dev_close included),
- * so a connection counted here is one the driver is done with.
- */
-static void
-on_destroy_connection(int vid)
-{
-	(void)vid;
-	cb_count(&n_destroy_conn);
-}
-
-static const struct rte_vhost_device_ops vhost_ops = {
-	.new_device = on_new_device,
-	.destroy_device = on_destroy_device,
-	.new_connection = on_new_connection,
-	.destroy_connection = on_destroy_connection,
-};
-
-/* Every connection vhost accepted has been closed (bounded). */
-static bool
-wait_connections_closed(void)
-{
-	struct timespec ts;
-	bool ok;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += DEADLINE_MS / 1000;
-	pthread_mutex_lock(&cb_lock);
-	while (n_destroy_conn < n_new_conn)
-		if (pthread_cond_timedwait(&cb_cond, &cb_lock, &ts) != 0)
-			break;
-	ok = n_destroy_conn == n_new_conn;
-	pthread_mutex_unlock(&cb_lock);
-	return ok;
+	return lmh_wait_log(from, needle, DEADLINE_MS);
 }
 
 /* ---- DevX trace ------------------------------------------------------------ */
 
+/*
+ * Read here rather than with lmh_trace: these checks look into each
+ * command's input mailbox (modify_field_select, ring addresses, RQT
+ * entries) and follow virtq ids to queue indexes, which lmh_cmd does not
+ * keep. The trace is the driver's (devx_trace=), the same on either back end.
+ */
 struct tcmd {
 	char op[24];
 	uint16_t opcode;
@@ -413,12 +260,12 @@ trace_count(struct trace *tr, size_t from, tpred p, const void *arg)
 static bool
 wait_trace(struct trace *tr, size_t from, tpred p, const void *arg, unsigned int want)
 {
-	int64_t deadline = now_ms() + DEADLINE_MS;
+	int64_t deadline = lmh_now_ms() + DEADLINE_MS;
 
 	while (trace_count(tr, from, p, arg) < want) {
-		if (now_ms() > deadline)
+		if (lmh_now_ms() > deadline)
 			return false;
-		tick();
+		lmh_tick();
 	}
 	return true;
 }
@@ -542,13 +389,8 @@ p_rqt_size(const struct tcmd *c, const void *n)
 /* ---- one test's device, front end and guest -------------------------------- */
 
 struct tc {
-	char name[32];
-	struct mlx5_lm_dev *dev;
-	struct emu_dev *emu;
-	struct rte_vdpa_device *vdpa;
-	bool attached;
-	unsigned long leaked0;
-	unsigned int live0;       /* emulator objects right after probe */
+	struct lmh_dev d;
+	bool probed;
 	struct trace tr;
 	struct vu_mem *mem;
 	struct vu_guest *g[2];
@@ -562,6 +404,7 @@ tc_setup(void **state)
 
 	if (t == NULL)
 		return -1;
+	t->d.sock = -1;
 	*state = t;
 	return 0;
 }
@@ -574,23 +417,14 @@ tc_setup(void **state)
 static void
 tc_probe(struct tc *t, unsigned int queues, const char *extra)
 {
-	char args[PATH_MAX + 256];
+	char args[256];
 
-	snprintf(t->name, sizeof(t->name), "vdpa_mlx5_lm%u", dev_seq++);
-	snprintf(t->tr.path, sizeof(t->tr.path), "%s/%s.trace", tmpdir, t->name);
-	snprintf(args, sizeof(args), "emu=fast,queues=%u,workers=4,mr_gc_ms=0,devx_trace=%s%s%s",
-		 queues, t->tr.path, extra != NULL ? "," : "", extra != NULL ? extra : "");
-	t->leaked0 = emu_leaked_total();
-	assert_int_equal(rte_eal_hotplug_add("vdev", t->name, args), 0);
-	t->dev = mlx5_lm_dev_by_name(t->name);
-	assert_non_null(t->dev);
-	t->emu = devx_emu_dev(t->dev->devx);
-	assert_non_null(t->emu);
-	t->vdpa = rte_vdpa_find_device_by_name(t->name);
-	assert_non_null(t->vdpa);
-	assert_int_equal(rte_vhost_driver_attach_vdpa_device(sock_path, t->vdpa), 0);
-	t->attached = true;
-	t->live0 = emu_dev_live_objects(t->emu);
+	snprintf(args, sizeof(args), "queues=%u,workers=4,mr_gc_ms=0%s%s", queues,
+		 extra != NULL ? "," : "", extra != NULL ? extra : "");
+	assert_int_equal(lmh_probe(&t->d, 0, args), 0);
+	t->probed = true;
+	snprintf(t->tr.path, sizeof(t->tr.path), "%s", t->d.trace);
+	assert_int_not_equal(t->d.live0, UINT_MAX);
 }
 
 /* Guest memory (1 GiB at GPA 0, sparse) and up to two guests sharing it. */
@@ -609,54 +443,40 @@ static void
 tc_connect(struct tc *t)
 {
 	assert_null(t->c);
-	assert_int_equal(vu_connect(&t->c, sock_path, 5000), 0);
+	assert_int_equal(vu_connect(&t->c, lmh_sock(0), 5000), 0);
+	lmh_conn_opened(0);
 	vu_set_reply_timeout(t->c, DEADLINE_MS);
 }
 
-/* Close the front end and wait until vhost (and so the driver) is done with it. */
+/*
+ * Close the front end and wait until vhost (and so the driver) is done with
+ * it: DPDK 22.11 calls destroy_connection before vhost_destroy_device, which
+ * still uses the vDPA device (and calls the driver's dev_cleanup), so the
+ * harness also waits for the driver's "front end disconnected" line.
+ */
 static void
 tc_disconnect(struct tc *t)
 {
-	size_t mark;
-
 	if (t->c == NULL)
 		return;
-	mark = log_mark();
 	vu_disconnect(t->c);
 	t->c = NULL;
-	assert_true(wait_connections_closed());
-	/*
-	 * DPDK 22.11 calls destroy_connection before vhost_destroy_device, which
-	 * still uses the vDPA device (and calls the driver's dev_cleanup):
-	 * removing the device before that line would race vhost.
-	 */
-	assert_true(wait_log(mark, "front end disconnected"));
+	assert_true(lmh_wait_closed(0));
 }
 
 static bool
 tc_running(struct tc *t)
 {
-	int running;
-
-	pthread_mutex_lock(&t->dev->lock);
-	running = t->dev->running;
-	pthread_mutex_unlock(&t->dev->lock);
-	return running != 0;
+	return lmh_running(&t->d);
 }
 
 /* dev_conf runs after vhost replied to DRIVER_OK: wait until it has configured. */
 static void
 wait_running(struct tc *t)
 {
-	int64_t deadline = now_ms() + DEADLINE_MS;
-
-	while (!tc_running(t)) {
-		if (now_ms() > deadline) {
-			print_error("%s: not running %d ms after DRIVER_OK\n", t->name,
-				    DEADLINE_MS);
-			fail();
-		}
-		tick();
+	if (!lmh_wait_running(&t->d, DEADLINE_MS)) {
+		print_error("%s: not running %d ms after DRIVER_OK\n", t->d.name, DEADLINE_MS);
+		fail();
 	}
 }
 
@@ -668,74 +488,47 @@ wait_running(struct tc *t)
 static void
 dev_barrier(struct tc *t)
 {
-	pthread_mutex_lock(&t->dev->lock);
-	/* A configuration handed to the device's worker holds conf_busy instead. */
-	mlx5_lm_wait_configured(t->dev);
-	pthread_mutex_unlock(&t->dev->lock);
+	lmh_barrier(&t->d);
 }
 
 /* Queues go back to blank in the background after dev_close: wait for it. */
 static void
 wait_restored(struct tc *t)
 {
-	struct timespec ts;
-	int restoring;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += DEADLINE_MS / 1000;
-	pthread_mutex_lock(&t->dev->lock);
-	while (t->dev->restoring)
-		if (pthread_cond_timedwait(&t->dev->restored, &t->dev->lock, &ts) != 0)
-			break;
-	restoring = t->dev->restoring;
-	pthread_mutex_unlock(&t->dev->lock);
-	assert_int_equal(restoring, 0);
+	assert_true(lmh_wait_restored(&t->d));
 }
 
 static uint32_t
 vq_id(struct tc *t, unsigned int i)
 {
-	uint32_t id;
-
-	pthread_mutex_lock(&t->dev->lock);
-	id = t->dev->vq[i].obj != NULL ? devx_obj_id(t->dev->vq[i].obj) : 0;
-	pthread_mutex_unlock(&t->dev->lock);
-	return id;
+	return lmh_vq_id(&t->d, i);
 }
 
 /* The state the emulated device holds for queue i (QUERY, not traced); -1 if none. */
 static int
 vq_state(struct tc *t, unsigned int i)
 {
-	uint8_t in[PRM_SIZE(general_obj_in_cmd_hdr)];
-	uint8_t out[PRM_SIZE(virtq_cmd)];
-	uint32_t id = vq_id(t, i);
+	int st = lmh_vq_state(&t->d, i);
 
-	if (id == 0)
-		return -1;
-	memset(in, 0, sizeof(in));
-	memset(out, 0, sizeof(out));
-	PRM_SET(general_obj_in_cmd_hdr, in, opcode, PRM_CMD_QUERY_GENERAL_OBJECT);
-	PRM_SET(general_obj_in_cmd_hdr, in, obj_type, PRM_OBJ_VIRTIO_NET_Q);
-	PRM_SET(general_obj_in_cmd_hdr, in, obj_id, id);
-	assert_int_equal(emu_cmd(t->emu, in, sizeof(in), out, sizeof(out)), 0);
-	assert_int_equal(PRM_GET(general_obj_out_cmd_hdr, out, status), 0);
-	return (int)PRM_GET(virtio_net_q, PRM_ADDR(virtq_cmd, out, obj), state);
+	assert_true(st >= -1);
+	return st;
+}
+
+/* Objects alive on the device, as many as right after probe. */
+static void
+check_live_as_probed(struct tc *t)
+{
+	assert_int_equal(lmh_live(&t->d), t->d.live0);
 }
 
 static void
 tc_remove(struct tc *t)
 {
-	if (t->attached) {
-		assert_int_equal(rte_vhost_driver_detach_vdpa_device(sock_path), 0);
-		t->attached = false;
-	}
-	if (t->dev != NULL) {
-		t->dev = NULL;
-		assert_int_equal(rte_eal_hotplug_remove("vdev", t->name), 0);
-		/* Zero live objects at teardown: nothing was left for the emulator to reap. */
-		assert_int_equal(emu_leaked_total(), t->leaked0);
-	}
+	if (!t->probed)
+		return;
+	t->probed = false;
+	/* Zero live objects at teardown: nothing was left for the emulator to reap. */
+	assert_int_equal(lmh_remove(&t->d), 0);
 }
 
 static int
@@ -745,7 +538,7 @@ tc_teardown(void **state)
 	unsigned int i;
 
 	tc_disconnect(t);
-	if (t->dev != NULL)
+	if (t->probed && t->d.dev != NULL)
 		wait_restored(t);
 	tc_remove(t);
 	for (i = 0; i < RTE_DIM(t->g); i++)
@@ -831,22 +624,7 @@ fe_stop(struct tc *t, unsigned int n, uint32_t *bases)
 		assert_int_equal(vu_get_vring_base(t->c, i, &bases[i]), 0);
 }
 
-/* ---- traffic ---------------------------------------------------------------- */
-
-static bool
-qps_settled(struct vu_guest *g, uint32_t mask, const uint64_t *target)
-{
-	unsigned int q;
-
-	for (q = 0; q < MAX_QP; q++) {
-		if (!(mask & (1u << q)))
-			continue;
-		if ((target != NULL && vu_guest_tx_sent(g, (int)q) != target[q]) ||
-		    vu_guest_lost(g, (int)q) != 0 || vu_guest_tx_inflight(g, (int)q) != 0)
-			return false;
-	}
-	return true;
-}
+/* ---- traffic (lm_harness.c; here a failure says where each pair stands) ------ */
 
 static void
 traffic_fail(struct vu_guest *g, uint32_t mask)
@@ -859,135 +637,46 @@ traffic_fail(struct vu_guest *g, uint32_t mask)
 			continue;
 		vu_guest_stats(g, (int)q, &st);
 		print_error("qp %u: sent %" PRIu64 " completed %" PRIu64 " inflight %" PRIu64
-			    " lost %" PRIu64 " rx %" PRIu64 " bad %" PRIu64 "\n", q,
-			    vu_guest_tx_sent(g, (int)q), st.tx_completed,
-			    vu_guest_tx_inflight(g, (int)q), vu_guest_lost(g, (int)q),
-			    st.rx_received, st.rx_bad);
+			    " lost %" PRIu64 " rx %" PRIu64 " bad %" PRIu64 " dup %" PRIu64
+			    " dev_errors %" PRIu64 "\n", q, vu_guest_tx_sent(g, (int)q),
+			    st.tx_completed, vu_guest_tx_inflight(g, (int)q),
+			    vu_guest_lost(g, (int)q), st.rx_received, st.rx_bad, st.duplicates,
+			    st.dev_errors);
 	}
 	fail();
 }
 
-static void
-traffic_check_clean(struct vu_guest *g)
-{
-	struct vu_guest_stats st;
-
-	vu_guest_stats(g, -1, &st);
-	assert_int_equal(st.rx_bad, 0);
-	assert_int_equal(st.duplicates, 0);
-	assert_int_equal(st.dev_errors, 0);
-}
-
-/*
- * Frames sent and not yet received, over the pairs in mask. Like a real
- * NIC, the device drops what arrives for an RX queue without buffers (past
- * a small backlog): senders keep this under one RX ring's worth.
- */
-#define WINDOW 128
-
-static uint64_t
-outstanding(struct vu_guest *g, uint32_t mask)
-{
-	uint64_t n = 0;
-	unsigned int q;
-
-	for (q = 0; q < MAX_QP; q++)
-		if (mask & (1u << q))
-			n += vu_guest_lost(g, (int)q);
-	return n;
-}
-
 /*
  * Send npp more frames on every pair in mask and wait until each came back
- * (the emulated uplink is a loopback) and every TX descriptor completed.
+ * (the emulated uplink is a loopback), every TX descriptor completed, and
+ * nothing bad, duplicated or in error was seen.
  */
 static void
 traffic(struct vu_guest *g, uint32_t mask, unsigned int npp)
 {
-	uint64_t target[MAX_QP] = { 0 };
-	int64_t deadline = now_ms() + DEADLINE_MS;
-	unsigned int q;
-
-	for (q = 0; q < MAX_QP; q++)
-		if (mask & (1u << q))
-			target[q] = vu_guest_tx_sent(g, (int)q) + npp;
-	while (!qps_settled(g, mask, target)) {
-		int work = 0;
-
-		for (q = 0; q < MAX_QP; q++) {
-			uint64_t left;
-
-			if (!(mask & (1u << q)))
-				continue;
-			left = target[q] - vu_guest_tx_sent(g, (int)q);
-			if (left > 16)
-				left = 16;
-			if (left != 0 && outstanding(g, mask) + left <= WINDOW)
-				work += vu_guest_tx(g, q, (unsigned int)left);
-		}
-		work += vu_guest_poll(g);
-		if (now_ms() > deadline)
-			traffic_fail(g, mask);
-		if (work == 0)
-			vu_guest_wait(g, 2);
-	}
-	traffic_check_clean(g);
+	if (!lmh_traffic(g, mask, npp, DEADLINE_MS))
+		traffic_fail(g, mask);
 }
 
-/* Wait until nothing sent on the pairs in mask is missing or in flight. */
+/* Wait until nothing sent on the pairs in mask is missing or in flight (no new frame). */
 static void
 traffic_settle(struct vu_guest *g, uint32_t mask)
 {
-	int64_t deadline = now_ms() + DEADLINE_MS;
-
-	while (!qps_settled(g, mask, NULL)) {
-		if (vu_guest_poll(g) == 0)
-			vu_guest_wait(g, 2);
-		if (now_ms() > deadline)
-			traffic_fail(g, mask);
-	}
-	traffic_check_clean(g);
+	traffic(g, mask, 0);
 }
 
 /* Traffic in a thread, while the main thread drives vhost-user messages. */
-struct pump {
-	struct vu_guest *g;
-	uint32_t mask;
-	volatile bool stop;
-	pthread_t thread;
-};
-
-static void *
-pump_main(void *arg)
+static void
+pump_start(struct lmh_pump *p, struct vu_guest *g, uint32_t mask)
 {
-	struct pump *p = arg;
-	unsigned int q;
-
-	while (!p->stop) {
-		for (q = 0; q < MAX_QP; q++)
-			if ((p->mask & (1u << q)) && outstanding(p->g, p->mask) + 8 <= WINDOW)
-				vu_guest_tx(p->g, q, 8);
-		if (vu_guest_poll(p->g) == 0)
-			vu_guest_wait(p->g, 1);
-	}
-	return NULL;
+	assert_int_equal(lmh_pump_start(p, g, mask), 0);
 }
 
 static void
-pump_start(struct pump *p, struct vu_guest *g, uint32_t mask)
+pump_stop(struct lmh_pump *p)
 {
-	p->g = g;
-	p->mask = mask;
-	p->stop = false;
-	assert_int_equal(pthread_create(&p->thread, NULL, pump_main, p), 0);
-}
-
-static void
-pump_stop(struct pump *p)
-{
-	p->stop = true;
-	pthread_join(p->thread, NULL);
-	traffic_settle(p->g, p->mask);
+	if (!lmh_pump_stop(p))
+		traffic_fail(p->g, p->mask);
 }
 
 /* The base GET_VRING_BASE must return after `consumed` chains (test_vu's rule). */
@@ -1227,7 +916,7 @@ test_disabling_pairs_suspends_only_them_and_shrinks_the_rqt(void **state)
 	uint32_t rx_ids[4], bases[8];
 	const struct tcmd *rqt;
 	struct vu_guest *g;
-	struct pump pump;
+	struct lmh_pump pump;
 	uint64_t sent;
 	unsigned int i;
 	size_t mark;
@@ -1442,7 +1131,7 @@ test_disabled_pairs_stay_suspended_when_logging_starts(void **state)
 	dev_barrier(t);
 
 	mark = trace_mark(&t->tr);
-	lmark = log_mark();
+	lmark = lmh_log_mark();
 	assert_int_equal(vu_log_create(&log, vu_mem_gpa_end(t->mem)), 0);
 	assert_int_equal(vu_set_log(t->c, log), 0);
 	/* set_features runs after vhost's ack: wait for the driver to say it logs. */
@@ -1519,8 +1208,8 @@ test_queue_in_err_is_recreated_at_most_three_times(void **state)
 		arg[0] = (uint32_t)q;
 		arg[1] = vq_id(t, q);
 		mark = trace_mark(&t->tr);
-		lmark = log_mark();
-		assert_int_equal(emu_virtq_force_error(t->emu, arg[1], EMU_VQ_ERROR_BAD_DESC), 0);
+		lmark = lmh_log_mark();
+		assert_int_equal(lmh_vq_force_error(&t->d, arg[1], EMU_VQ_ERROR_BAD_DESC), 0);
 		assert_true(wait_trace(&t->tr, mark, p_rdy_new, arg, 1));
 		dev_barrier(t);
 		check_recovery_sequence(t, mark, q, arg[1]);
@@ -1534,17 +1223,17 @@ test_queue_in_err_is_recreated_at_most_three_times(void **state)
 		/* Logged with the queue and the error type. */
 		snprintf(line, sizeof(line), "queue 3 (tx 1): in ERR (error_type %u",
 			 EMU_VQ_ERROR_BAD_DESC);
-		assert_true(log_has(lmark, line));
+		assert_true(lmh_log_has(lmark, line));
 		snprintf(line, sizeof(line), "(recovery %u/3)", k);
-		assert_true(log_has(lmark, line));
+		assert_true(lmh_log_has(lmark, line));
 		assert_int_equal(vq_state(t, q), PRM_VIRTQ_STATE_RDY);
 		/* Both pairs work: the recovered queue included. */
 		traffic(g, 0x3, 200);
 	}
 	/* A 4th error: the queue is left stopped, and nothing else stops. */
 	mark = trace_mark(&t->tr);
-	lmark = log_mark();
-	assert_int_equal(emu_virtq_force_error(t->emu, vq_id(t, q), EMU_VQ_ERROR_BAD_DESC), 0);
+	lmark = lmh_log_mark();
+	assert_int_equal(lmh_vq_force_error(&t->d, vq_id(t, q), EMU_VQ_ERROR_BAD_DESC), 0);
 	assert_true(wait_log(lmark, "after 3 recoveries: left stopped"));
 	dev_barrier(t);
 	assert_int_equal(trace_count(&t->tr, mark, p_vq_create, NULL), 0);
@@ -1593,15 +1282,15 @@ test_descriptor_outside_guest_memory_errs_the_queue_not_the_process(void **state
 	memcpy((uint8_t *)ri.desc + 16 * id, &bad, 8);
 
 	mark = trace_mark(&t->tr);
-	lmark = log_mark();
+	lmark = lmh_log_mark();
 	assert_int_equal(vu_set_vring_enable(t->c, q, true), 0);
 	assert_true(wait_log(lmark, "after 3 recoveries: left stopped"));
 	dev_barrier(t);
-	assert_true(log_has(lmark, "queue 3 (tx 1): in ERR (error_type 1"));
+	assert_true(lmh_log_has(lmark, "queue 3 (tx 1): in ERR (error_type 1"));
 	assert_int_equal(trace_count(&t->tr, mark, p_vq_create, &q), 3);
 	assert_int_equal(vq_state(t, q), PRM_VIRTQ_STATE_ERR);
 	/* The device counted the bad descriptor on the queue's counter set. */
-	n = rte_vdpa_get_stats(t->vdpa, q, stats, RTE_DIM(stats));
+	n = rte_vdpa_get_stats(t->d.vdpa, q, stats, RTE_DIM(stats));
 	assert_int_equal(n, 6);
 	/* Upstream's order: 2 "bad descriptor errors", 4 "invalid buffer". */
 	assert_true(stats[2].value + stats[4].value >= 1);
@@ -1622,7 +1311,7 @@ check_clean_after_failed_conf(struct tc *t, unsigned int nrings)
 	assert_false(tc_running(t));
 	for (i = 0; i < nrings; i++)
 		assert_int_equal(vq_state(t, i), PRM_VIRTQ_STATE_INIT);
-	assert_int_equal(emu_dev_live_objects(t->emu), t->live0);
+	check_live_as_probed(t);
 }
 
 static void
@@ -1667,12 +1356,12 @@ test_driver_ok_failing_midway_leaves_no_queue_ready(void **state)
 	g = tc_guest(t, 0, 4, 256, false);
 	tc_connect(t);
 	mark = trace_mark(&t->tr);
-	lmark = log_mark();
+	lmark = lmh_log_mark();
 	/* vhost acks DRIVER_OK before dev_conf: the failure shows only in the trace. */
 	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
 	assert_true(wait_trace(&t->tr, mark, p_failed_vq_cmd, NULL, 1));
 	dev_barrier(t);
-	assert_true(log_has(lmark, "DRIVER_OK failed"));
+	assert_true(lmh_log_has(lmark, "DRIVER_OK failed"));
 	/* Some queue had reached RDY before the failure: it must not stay so. */
 	assert_true(trace_count(&t->tr, mark, p_rdy, NULL) >= 1);
 	check_clean_after_failed_conf(t, 8);
@@ -1696,9 +1385,9 @@ test_driver_ok_failure_reported_through_the_public_api(void **state)
 	size_t mark;
 
 	tc_probe(t, 2, NULL);
-	assert_int_equal(rte_pmd_mlx5_lm_get_state(t->name, &st), 0);
+	assert_int_equal(rte_pmd_mlx5_lm_get_state(t->d.name, &st), 0);
 	assert_int_equal(st.state, RTE_PMD_MLX5_LM_STATE_STOPPED);
-	assert_int_equal(emu_fault_inject(t->emu, PRM_CMD_MODIFY_GENERAL_OBJECT,
+	assert_int_equal(lmh_fault_inject(&t->d, PRM_CMD_MODIFY_GENERAL_OBJECT,
 					  PRM_OBJ_VIRTIO_NET_Q, 3, PRM_STATUS_NO_RESOURCES, 0), 0);
 	g = tc_guest(t, 0, 2, 256, false);
 	tc_connect(t);
@@ -1707,7 +1396,7 @@ test_driver_ok_failure_reported_through_the_public_api(void **state)
 	assert_true(wait_trace(&t->tr, mark, p_failed_vq_cmd, NULL, 1));
 	dev_barrier(t);
 	check_clean_after_failed_conf(t, 4);
-	assert_int_equal(rte_pmd_mlx5_lm_get_state(t->name, &st), 0);
+	assert_int_equal(rte_pmd_mlx5_lm_get_state(t->d.name, &st), 0);
 	assert_int_equal(st.state, RTE_PMD_MLX5_LM_STATE_FAILED);
 	assert_true(st.last_error < 0);
 	assert_non_null(strstr(st.last_error_msg, "queue configuration failed"));
@@ -1715,7 +1404,7 @@ test_driver_ok_failure_reported_through_the_public_api(void **state)
 	assert_int_equal(st.conf_count, 0);
 	/* A new start of the front end: DRIVER_OK works, traffic flows. */
 	reconnect_and_run(t, g, 2);
-	assert_int_equal(rte_pmd_mlx5_lm_get_state(t->name, &st), 0);
+	assert_int_equal(rte_pmd_mlx5_lm_get_state(t->d.name, &st), 0);
 	assert_int_equal(st.state, RTE_PMD_MLX5_LM_STATE_STOPPED);
 	assert_int_equal(st.conf_count, 1);
 	assert_int_equal(st.conf_failures, 1);
@@ -1738,7 +1427,7 @@ test_serial_driver_ok_retried_by_vhost_after_a_failure_succeeds(void **state)
 	size_t mark;
 
 	tc_probe(t, 2, "parallel=0");
-	assert_int_equal(emu_fault_inject(t->emu, PRM_CMD_MODIFY_GENERAL_OBJECT,
+	assert_int_equal(lmh_fault_inject(&t->d, PRM_CMD_MODIFY_GENERAL_OBJECT,
 					  PRM_OBJ_VIRTIO_NET_Q, 3, PRM_STATUS_NO_RESOURCES, 0), 0);
 	g = tc_guest(t, 0, 2, 256, false);
 	tc_connect(t);
@@ -1764,28 +1453,28 @@ test_serial_driver_ok_retried_by_vhost_after_a_failure_succeeds(void **state)
 static void
 conf_hold(struct tc *t, int on)
 {
-	pthread_mutex_lock(&t->dev->lock);
-	t->dev->conf_hold = on;
-	pthread_cond_broadcast(&t->dev->conf_cv);
-	pthread_mutex_unlock(&t->dev->lock);
+	pthread_mutex_lock(&t->d.dev->lock);
+	t->d.dev->conf_hold = on;
+	pthread_cond_broadcast(&t->d.dev->conf_cv);
+	pthread_mutex_unlock(&t->d.dev->lock);
 }
 
 /* rte_pmd_mlx5_lm_get_state() reports `state` (bounded). */
 static void
 wait_state(struct tc *t, int state)
 {
-	int64_t deadline = now_ms() + DEADLINE_MS;
+	int64_t deadline = lmh_now_ms() + DEADLINE_MS;
 	struct rte_pmd_mlx5_lm_state st;
 
 	for (;;) {
-		assert_int_equal(rte_pmd_mlx5_lm_get_state(t->name, &st), 0);
+		assert_int_equal(rte_pmd_mlx5_lm_get_state(t->d.name, &st), 0);
 		if (st.state == state)
 			return;
-		if (now_ms() > deadline) {
-			print_error("%s: state %d, expected %d\n", t->name, st.state, state);
+		if (lmh_now_ms() > deadline) {
+			print_error("%s: state %d, expected %d\n", t->d.name, st.state, state);
 			fail();
 		}
-		tick();
+		lmh_tick();
 	}
 }
 
@@ -1793,20 +1482,20 @@ wait_state(struct tc *t, int state)
 static void
 wait_conf_waiter(struct tc *t)
 {
-	int64_t deadline = now_ms() + DEADLINE_MS;
+	int64_t deadline = lmh_now_ms() + DEADLINE_MS;
 	unsigned int n;
 
 	for (;;) {
-		pthread_mutex_lock(&t->dev->lock);
-		n = t->dev->conf_waiters;
-		pthread_mutex_unlock(&t->dev->lock);
+		pthread_mutex_lock(&t->d.dev->lock);
+		n = t->d.dev->conf_waiters;
+		pthread_mutex_unlock(&t->d.dev->lock);
 		if (n > 0)
 			return;
-		if (now_ms() > deadline) {
-			print_error("%s: nothing waits for the configuration\n", t->name);
+		if (lmh_now_ms() > deadline) {
+			print_error("%s: nothing waits for the configuration\n", t->d.name);
 			fail();
 		}
-		tick();
+		lmh_tick();
 	}
 }
 
@@ -1907,7 +1596,7 @@ test_memory_table_change_during_async_configuration_waits_for_it(void **state)
 	assert_int_equal(vu_mem_create_qemu(&f.mem, 1), 0);
 	tc_connect(t);
 	mark = start_held(t, g);
-	lmark = log_mark();
+	lmark = lmh_log_mark();
 	assert_int_equal(pthread_create(&f.th, NULL, fe_mem_main, &f), 0);
 	wait_conf_waiter(t);
 	conf_hold(t, 0);
@@ -1918,8 +1607,8 @@ test_memory_table_change_during_async_configuration_waits_for_it(void **state)
 		assert_int_equal(trace_count(&t->tr, mark, p_rdy, &q), 1);
 		assert_int_equal(trace_count(&t->tr, mark, p_suspend, &q), 1);
 	}
-	assert_true(log_has(lmark, "configured in"));
-	assert_true(log_has(lmark, "stopped in"));
+	assert_true(lmh_log_has(lmark, "configured in"));
+	assert_true(lmh_log_has(lmark, "stopped in"));
 	/* (vhost may configure the device again with the new table: not ours to check.) */
 	tc_disconnect(t);
 	wait_restored(t);
@@ -1956,13 +1645,13 @@ test_front_end_gone_and_removal_during_async_configuration(void **state)
 	g = tc_guest(t, 0, 2, 256, false);
 	tc_connect(t);
 	mark = start_held(t, g);
-	lmark = log_mark();
+	lmark = lmh_log_mark();
 	assert_int_equal(pthread_create(&f.th, NULL, fe_leave_main, &f), 0);
 	pthread_join(f.th, NULL);
 	/* vhost's thread, in dev_close for the lost connection, waits for the worker. */
 	wait_conf_waiter(t);
 	conf_hold(t, 0);
-	assert_true(wait_connections_closed());
+	assert_true(lmh_wait_closed(0));
 	assert_true(wait_log(lmark, "front end disconnected"));
 	for (q = 0; q < 4; q++)
 		assert_int_equal(trace_count(&t->tr, mark, p_rdy, &q), 1);
@@ -2024,7 +1713,7 @@ test_ring_outside_guest_memory_fails_driver_ok_cleanly(void **state)
 	rings[2].bad_desc = (uintptr_t)not_guest;
 	tc_connect(t);
 	mark = trace_mark(&t->tr);
-	lmark = log_mark();
+	lmark = lmh_log_mark();
 	fe_start(t, rings, 4, 0xf);
 	/*
 	 * vhost cannot translate ring 2, so it never reports it ready: the
@@ -2033,7 +1722,7 @@ test_ring_outside_guest_memory_fails_driver_ok_cleanly(void **state)
 	 */
 	assert_true(wait_log(lmark, "not in guest memory"));
 	dev_barrier(t);
-	assert_true(log_has(lmark, "queue 2 (rx 1)"));
+	assert_true(lmh_log_has(lmark, "queue 2 (rx 1)"));
 	wait_running(t);
 	/* Rings 0, 1 and 3 start; ring 2 stays blank. */
 	assert_int_equal(trace_count(&t->tr, mark, p_vq_modify, NULL), 3);
@@ -2073,7 +1762,7 @@ test_first_ring_outside_guest_memory_never_configures(void **state)
 	dev_barrier(t);
 	assert_false(tc_running(t));
 	assert_int_equal(trace_count(&t->tr, mark, p_vq_any, NULL), 0);
-	assert_int_equal(emu_dev_live_objects(t->emu), t->live0);
+	check_live_as_probed(t);
 	assert_int_equal(vu_guest_ring_info(g, 0, &ri), 0);
 	assert_int_equal(vu_set_vring_addr(t->c, 0, 0, (uintptr_t)ri.desc, (uintptr_t)ri.used,
 					   (uintptr_t)ri.avail, ri.log_gpa), 0);
@@ -2116,7 +1805,7 @@ test_front_end_leaving_midway_leaves_device_reusable(void **state)
 	assert_false(tc_running(t));
 	assert_int_equal(trace_count(&t->tr, mark, p_vq_any, NULL), 0);
 	assert_int_equal(trace_count(&t->tr, mark, p_opcode, &create_mkey), 0);
-	assert_int_equal(emu_dev_live_objects(t->emu), t->live0);
+	check_live_as_probed(t);
 
 	/* (b) Gone after DRIVER_OK, with traffic, without GET_VRING_BASE. */
 	tc_connect(t);
@@ -2131,7 +1820,7 @@ test_front_end_leaving_midway_leaves_device_reusable(void **state)
 	wait_restored(t);
 	for (i = 0; i < 4; i++)
 		assert_int_equal(vq_state(t, i), PRM_VIRTQ_STATE_INIT);
-	assert_int_equal(emu_dev_live_objects(t->emu), t->live0);
+	check_live_as_probed(t);
 
 	/* (c) The next front end finds a working device. */
 	reconnect_and_run(t, g, 2);
@@ -2234,20 +1923,20 @@ run_failed_recreation(struct tc *t, unsigned int queues)
 	size_t mark, lmark;
 
 	tc_probe(t, queues, serial);
-	assert_int_equal(emu_fault_inject(t->emu, PRM_CMD_CREATE_GENERAL_OBJECT,
+	assert_int_equal(lmh_fault_inject(&t->d, PRM_CMD_CREATE_GENERAL_OBJECT,
 					  PRM_OBJ_VIRTIO_NET_Q, 1, PRM_STATUS_NO_RESOURCES, 0), 0);
 	g = tc_guest(t, 0, 1, 1024, false);
 	tc_connect(t);
 	mark = trace_mark(&t->tr);
-	lmark = log_mark();
+	lmark = lmh_log_mark();
 	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
 	assert_true(wait_trace(&t->tr, mark, p_failed_vq_cmd, NULL, 1));
 	dev_barrier(t);
-	assert_true(log_has(lmark, "DRIVER_OK failed"));
+	assert_true(lmh_log_has(lmark, "DRIVER_OK failed"));
 	assert_false(tc_running(t));
 	for (i = 0; i < 2 * queues; i++)
 		assert_int_equal(vq_state(t, i), PRM_VIRTQ_STATE_INIT);
-	assert_int_equal(emu_dev_live_objects(t->emu), t->live0);
+	check_live_as_probed(t);
 	tc_disconnect(t);
 	wait_restored(t);
 	vu_guest_reset(g);
@@ -2290,10 +1979,10 @@ isolated_failed_rx_recovery(void **state)
 	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
 	wait_running(t);
 	traffic(g, 0x3, 200);
-	assert_int_equal(emu_fault_inject(t->emu, PRM_CMD_CREATE_GENERAL_OBJECT,
+	assert_int_equal(lmh_fault_inject(&t->d, PRM_CMD_CREATE_GENERAL_OBJECT,
 					  PRM_OBJ_VIRTIO_NET_Q, 1, PRM_STATUS_NO_RESOURCES, 0), 0);
-	lmark = log_mark();
-	assert_int_equal(emu_virtq_force_error(t->emu, vq_id(t, 0), EMU_VQ_ERROR_BAD_DESC), 0);
+	lmark = lmh_log_mark();
+	assert_int_equal(lmh_vq_force_error(&t->d, vq_id(t, 0), EMU_VQ_ERROR_BAD_DESC), 0);
 	assert_true(wait_log(lmark, "cannot create the virtq"));
 	dev_barrier(t);
 	traffic(g, 0x3, 200);
@@ -2317,17 +2006,18 @@ static void
 run_isolated(const char *name)
 {
 	char *argv[] = { (char *)self_exe, (char *)"--isolated", (char *)name, NULL };
-	int64_t deadline = now_ms() + 4 * DEADLINE_MS;
+	int64_t deadline = lmh_now_ms() + 4 * DEADLINE_MS;
 	char child_eal_dir[PATH_MAX], parent[PATH_MAX];
 	int wstatus = 0;
 	pid_t pid, r;
 
-	assert_int_equal(setenv("TEST_LIFECYCLE_DIR", tmpdir, 1), 0);
+	/* The child's directory inside ours: removed with ours even if it crashes. */
+	assert_int_equal(setenv("LMH_TMPDIR_PARENT", lmh_tmpdir(), 1), 0);
 	assert_int_equal(posix_spawn(&pid, self_exe, NULL, NULL, argv, environ), 0);
-	assert_int_equal(unsetenv("TEST_LIFECYCLE_DIR"), 0);
+	assert_int_equal(unsetenv("LMH_TMPDIR_PARENT"), 0);
 	/* Bounded: the child's own waits are bounded too, this is the backstop. */
 	while ((r = waitpid(pid, &wstatus, WNOHANG)) == 0) {
-		if (now_ms() > deadline) {
+		if (lmh_now_ms() > deadline) {
 			kill(pid, SIGKILL);
 			waitpid(pid, &wstatus, 0);
 			print_error("%s: still running after %d ms\n", name, 4 * DEADLINE_MS);
@@ -2337,10 +2027,10 @@ run_isolated(const char *name)
 	}
 	assert_int_equal(r, pid);
 	/* A child that crashed left its EAL runtime directory: it is ours to remove. */
-	snprintf(parent, sizeof(parent), "%s", eal_runtime_dir);
+	snprintf(parent, sizeof(parent), "%s", rte_eal_get_runtime_dir());
 	snprintf(child_eal_dir, sizeof(child_eal_dir), "%s/test-lifecycle-%d", dirname(parent),
 		 (int)pid);
-	rm_tree(child_eal_dir);
+	lmh_rm_tree(child_eal_dir);
 	if (WIFSIGNALED(wstatus))
 		print_error("%s: killed by signal %d (%s)\n", name, WTERMSIG(wstatus),
 			    strsignal(WTERMSIG(wstatus)));
@@ -2374,74 +2064,6 @@ test_failed_recovery_of_an_rx_queue_leaves_device_usable(void **state)
 }
 
 /* ---- main ------------------------------------------------------------------- */
-
-static int
-setup_process(const char *argv0)
-{
-	char prefix[64];
-	char *eal[] = { (char *)argv0, "-l", "0", "--no-huge", "-m", "512", "--no-shconf",
-			"--no-pci", "--no-telemetry", "--log-level=lib.eal:warning",
-			"--log-level=lib.vhost.*:error", prefix, NULL };
-	cookie_io_functions_t io = { .write = log_write };
-	FILE *logf;
-
-	snprintf(prefix, sizeof(prefix), "--file-prefix=test-lifecycle-%d", (int)getpid());
-	/* An isolated child works inside its parent's directory, which the parent removes. */
-	if (getenv("TEST_LIFECYCLE_DIR") != NULL)
-		snprintf(tmpdir, sizeof(tmpdir), "%s/child-XXXXXX", getenv("TEST_LIFECYCLE_DIR"));
-	else
-		snprintf(tmpdir, sizeof(tmpdir), "/tmp/test-lifecycle-XXXXXX");
-	if (mkdtemp(tmpdir) == NULL)
-		return -1;
-	snprintf(sock_path, sizeof(sock_path), "%s/vhost.sock", tmpdir);
-	if (rte_eal_init((int)RTE_DIM(eal) - 1, eal) < 0)
-		return -1;
-	snprintf(eal_runtime_dir, sizeof(eal_runtime_dir), "%s", rte_eal_get_runtime_dir());
-	logf = fopencookie(NULL, "w", io);
-	if (logf == NULL)
-		return -1;
-	setvbuf(logf, NULL, _IOLBF, 0);
-	rte_openlog_stream(logf);
-	/* The driver's INFO lines say when logging starts; tests wait for them. */
-	rte_log_set_level(mlx5_lm_logtype, RTE_LOG_INFO);
-	/* One socket for the whole run; each test attaches its own device to it. */
-	if (rte_vhost_driver_register(sock_path, 0) != 0 ||
-	    rte_vhost_driver_callback_register(sock_path, &vhost_ops) != 0 ||
-	    rte_vhost_driver_start(sock_path) != 0) {
-		fprintf(stderr, "cannot serve %s\n", sock_path);
-		return -1;
-	}
-	return 0;
-}
-
-static int
-rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	/* Best effort: keep walking whatever could not be removed. */
-	(void)remove(path);
-	return 0;
-}
-
-static void
-rm_tree(const char *path)
-{
-	if (path[0] != '\0')
-		nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static void
-cleanup_process(void)
-{
-	rte_vhost_driver_unregister(sock_path);
-	rte_eal_cleanup();
-	/* Only what this process made: its temporary directory and EAL's runtime one. */
-	if (getenv("TEST_LIFECYCLE_DIR") == NULL)
-		rm_tree(tmpdir);
-	rm_tree(eal_runtime_dir);
-}
 
 int
 main(int argc, char **argv)
@@ -2514,17 +2136,18 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (argc == 3 && strcmp(argv[1], "--isolated") == 0) {
 		cmocka_set_test_filter(argv[2]);
-		if (setup_process(argv[0]) < 0)
+		/* One socket for the whole run; each test attaches its own device to it. */
+		if (lmh_init(argv[0], "test-lifecycle", 1) < 0)
 			return 1;
 		ret = cmocka_run_group_tests_name("isolated", isolated_tests, NULL, NULL);
-		cleanup_process();
+		lmh_fini();
 		return ret;
 	}
 	if (argc == 2)
 		cmocka_set_test_filter(argv[1]);
-	if (setup_process(argv[0]) < 0)
+	if (lmh_init(argv[0], "test-lifecycle", 1) < 0)
 		return 1;
 	ret = cmocka_run_group_tests_name("lifecycle", tests, NULL, NULL);
-	cleanup_process();
+	lmh_fini();
 	return ret;
 }

@@ -526,8 +526,14 @@ devx_umem_dereg(struct devx_umem *umem)
 	devx_trace_op(ctx, t0, devx_trace_now_us(), "UMEM_DEREG", (uintptr_t)umem->addr,
 		      umem->size, umem->id, trace_status(rc, status), syndrome);
 	if (rc < 0) {
-		devx_log(3, "%s: UMEM_DEREG umem 0x%x failed: status 0x%x (%s), syndrome 0x%08x",
-			 ctx->name, umem->id, status, prm_status_name(status), syndrome);
+		/* A firmware status (emu), or the kernel's errno (rdma). */
+		if (rc == -EIO)
+			devx_log(3, "%s: UMEM_DEREG umem 0x%x failed: status 0x%x (%s), "
+				 "syndrome 0x%08x", ctx->name, umem->id, status,
+				 prm_status_name(status), syndrome);
+		else
+			devx_log(3, "%s: UMEM_DEREG umem 0x%x failed: %s", ctx->name, umem->id,
+				 strerror(-rc));
 		return rc;
 	}
 	pthread_mutex_lock(&ctx->lock);

@@ -194,9 +194,13 @@ static int
 rdma_umem_dereg(struct devx_ctx *ctx, struct devx_umem *umem, uint8_t *status,
 		uint32_t *syndrome)
 {
+	/*
+	 * rdma-core returns the errno (execute_ioctl's), errno itself is not
+	 * set: EBUSY while an object still uses the umem.
+	 */
 	int rc = mlx5dv_devx_umem_dereg(umem->be_handle);
 
-	return rc == 0 ? 0 : (errno ? -errno : -EIO);
+	return rc == 0 ? 0 : rc > 0 ? -rc : -EIO;
 }
 
 /*
