@@ -597,6 +597,32 @@ test_modify_fields_outside_init_or_suspend_is_refused(void **state)
 		      vq_modify(&e, vq, PRM_VIRTQ_MODIFY_HW_AVAILABLE_INDEX, 0));
 }
 
+/*
+ * The dirty bitmap's fields (select bits 3, 4) on a RDY queue: DPDK's
+ * vdpa/mlx5, the device vendor's driver, starts logging on running queues
+ * with exactly this MODIFY (mlx5_vdpa_lm.c: DIRTY_BITMAP_PARAMS, then
+ * DIRTY_BITMAP_DUMP_ENABLE, no SUSPEND) and suspends only at the stop; the
+ * other fields stay INIT/SUSPEND only (Linux mlx5_vnet.c
+ * modifiable_virtqueue_fields). Issue 14, doc/emulator.md "The peer".
+ */
+static void
+test_dirty_bitmap_fields_are_modifiable_while_rdy(void **state)
+{
+	struct vq_env e;
+	uint32_t vq;
+
+	(void)state;
+	env_init(&e, 256);
+	vq = vq_rdy(&e, 0);
+	assert_int_equal(vq_modify(&e, vq, PRM_VIRTQ_MODIFY_DIRTY_BITMAP_PARAMS, 0), 0);
+	assert_int_equal(vq_modify(&e, vq, PRM_VIRTQ_MODIFY_DIRTY_BITMAP_DUMP_ENABLE, 0), 0);
+	assert_int_equal(vq_state(vq), PRM_VIRTQ_STATE_RDY);
+	/* Any other field beside them still needs INIT or SUSPEND. */
+	assert_status(PRM_STATUS_BAD_RES_STATE, EMU_SYND_MODIFY_NOT_ALLOWED,
+		      vq_modify(&e, vq, PRM_VIRTQ_MODIFY_DIRTY_BITMAP_DUMP_ENABLE |
+				PRM_VIRTQ_MODIFY_HW_USED_INDEX, 0));
+}
+
 static void
 test_queue_size_change_is_an_unknown_modify_bit(void **state)
 {
@@ -2018,6 +2044,7 @@ main(void)
 		T(test_illegal_virtq_transitions_are_bad_res_state),
 		T(test_suspend_to_rdy_is_allowed_because_freeze_to_rdy_is_set),
 		T(test_modify_fields_outside_init_or_suspend_is_refused),
+		T(test_dirty_bitmap_fields_are_modifiable_while_rdy),
 		T(test_queue_size_change_is_an_unknown_modify_bit),
 		T(test_rdy_needs_mkey_and_ring_addresses),
 		T(test_virtq_create_checks_size_and_umems),
