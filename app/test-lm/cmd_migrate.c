@@ -37,7 +37,7 @@ static const struct mig_shape scenarios[] = {
 };
 #define MAX_REPEAT 100
 /* The peer's best max_conf_threads on this model (measured 1/4/8/16: doc/performance.md). */
-#define PEER_CONF_THREADS 8
+#define PEER_CONF_THREADS 64
 /* Debian's librte-vdpa-mlx5-23 (DPDK 22.11, the release the app is built with). */
 #define PEER_PMD "/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0/librte_vdpa_mlx5.so.23"
 

@@ -232,7 +232,7 @@ class PeerMigrate(unittest.TestCase):
             # Our PMD's API only: absent for the peer, not zero.
             self.assertIsNone(s['dst_vq_ms'], s)
             self.assertIsNone(s['dst_mr_ms'], s)
-        self.assertEqual(doc['stages'][1]['devargs']['max_conf_threads'], 8)
+        self.assertEqual(doc['stages'][1]['devargs']['max_conf_threads'], 64)
         # Every command the peer sent was taken, and all it made is gone.
         self.assertEqual([r for r in recs if r['status'] != 0], [])
         ops = collections.Counter(r['op'] for r in recs)
