@@ -208,15 +208,19 @@ class PeerMigrate(unittest.TestCase):
     def test_peer_stages_migrate_without_loss_with_a_complete_dirty_log(self):
         with tempfile.TemporaryDirectory() as d:
             path, trace = os.path.join(d, 'r.json'), os.path.join(d, 'T')
+            svg = os.path.join(d, 'c.svg')
             rc, out = self.run_tool(['--private-sys', '--devices', '2', '--trace', trace],
                                     ['--devices', '1', '--queue-pairs', '2', '--mem-gb', '2',
-                                     '--stages', 'peer,peer-precreate', '--json', path])
+                                     '--stages', 'peer,peer-precreate', '--json', path,
+                                     '--plot', svg])
             # 3 would be a device closed with objects alive (the wrapper's summary).
             self.assertEqual(rc, 0, out[-4000:])
             self.assertNotIn('not implemented', out)
             with open(path) as f:
                 doc = json.load(f)
             recs = records(trace)
+            # The chart takes the peer's null parts.
+            self.assertTrue(os.path.getsize(svg) > 0)
         self.assertEqual([s['name'] for s in doc['stages']], ['peer', 'peer-precreate'])
         for s in doc['stages']:
             self.assertTrue(s['ok'], s)
