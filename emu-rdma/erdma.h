@@ -71,6 +71,7 @@ struct erdma_ctx {
 	uint32_t db_area;          /* 1 << log_doorbell_bar_size */
 	struct erdma_wire *wire;   /* a tap as the device's wire (erdma_wire.c), or NULL */
 	struct erdma_ctl *ctl;     /* the test's control socket (erdma_ctl.c), or NULL */
+	struct erdma_ctx *next_open; /* the open contexts (erdma_verbs.c, under its lock) */
 };
 #define ERDMA_PAGES 64u
 

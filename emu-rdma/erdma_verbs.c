@@ -15,6 +15,7 @@
 
 #include "prm.h"
 #include "erdma.h"
+#include "mlx5_lm_erdma.h"
 
 static struct erdma_device devices[ERDMA_MAX_DEVICES];
 static unsigned int n_devices;
@@ -23,6 +24,9 @@ static pthread_once_t devices_once = PTHREAD_ONCE_INIT;
 /* Contexts still open, reported as leaks when the process exits. */
 static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned int open_contexts;
+/* The open contexts, for mlx5_lm_erdma_cost_stats; what closed ones left alive. */
+static struct erdma_ctx *open_list;
+static unsigned long left_alive_total;
 
 void
 erdma_log(const char *fmt, ...)
@@ -305,6 +309,8 @@ open_context(struct ibv_device *device, bool devx)
 	}
 	pthread_mutex_lock(&open_lock);
 	open_contexts++;
+	c->next_open = open_list;
+	open_list = c;
 	pthread_mutex_unlock(&open_lock);
 	return &c->vctx.context;
 err_ctl:
@@ -341,7 +347,7 @@ mlx5dv_open_device(struct ibv_device *device, struct mlx5dv_context_attr *attr)
 ERDMA_VISIBLE int
 ibv_close_device(struct ibv_context *context)
 {
-	struct erdma_ctx *c = erdma_ctx(context);
+	struct erdma_ctx *c = erdma_ctx(context), **pp;
 	int alive;
 
 	if (c == NULL)
@@ -361,6 +367,13 @@ ibv_close_device(struct ibv_context *context)
 	erdma_ctl_fini(c);
 	erdma_db_fini(c);
 	erdma_wire_close(c);
+	/* Off the open list before the device goes: the stats query reads it. */
+	pthread_mutex_lock(&open_lock);
+	for (pp = &open_list; *pp != NULL && *pp != c; pp = &(*pp)->next_open)
+		;
+	if (*pp == c)
+		*pp = c->next_open;
+	pthread_mutex_unlock(&open_lock);
 	/* What is still alive is the program's leak: the emulator lists it. */
 	leak_capture = NULL;
 	leak_capture_len = 0;
@@ -384,8 +397,52 @@ ibv_close_device(struct ibv_context *context)
 	free(c);
 	pthread_mutex_lock(&open_lock);
 	open_contexts--;
+	if (alive > 0)
+		left_alive_total += (unsigned long)alive;
 	pthread_mutex_unlock(&open_lock);
 	return 0;
+}
+
+/*
+ * Not rdma-core: the emulator's account of a device another driver of the
+ * process opened (mlx5_lm_erdma.h). The counters are atomics of the
+ * emulator; open_lock keeps the context from closing meanwhile.
+ */
+ERDMA_VISIBLE int
+mlx5_lm_erdma_cost_stats(const char *name, struct mlx5_lm_erdma_stats *s)
+{
+	struct emu_cost_stats es;
+	struct erdma_ctx *c;
+
+	memset(s, 0, sizeof(*s));
+	pthread_mutex_lock(&open_lock);
+	for (c = open_list; c != NULL; c = c->next_open) {
+		if (strcmp(c->vctx.context.device->name, name) != 0)
+			continue;
+		emu_dev_cost_stats(c->emu, &es);
+		s->cmds += es.cmds;
+		s->model_us += es.model_us;
+		s->actual_us += es.actual_us;
+		if (es.overshoot_max_us > s->overshoot_max_us)
+			s->overshoot_max_us = es.overshoot_max_us;
+		s->pins += es.pins;
+		s->pin_model_us += es.pin_model_us;
+		s->pin_actual_us += es.pin_actual_us;
+		s->contexts++;
+	}
+	pthread_mutex_unlock(&open_lock);
+	return s->contexts > 0 ? 0 : -ENODEV;
+}
+
+ERDMA_VISIBLE unsigned long
+mlx5_lm_erdma_left_alive(void)
+{
+	unsigned long n;
+
+	pthread_mutex_lock(&open_lock);
+	n = left_alive_total;
+	pthread_mutex_unlock(&open_lock);
+	return n;
 }
 
 /* A context never closed holds a whole device: report it when the process exits. */

@@ -42,7 +42,8 @@ def nice_step(top):
 
 def segments(stage):
     """The stacked parts of one stage; the rest keeps the bar = downtime."""
-    vals = {k: max(0.0, float(stage.get(k, 0.0))) for k, _, _ in PARTS[:3]}
+    # null: a part only our PMD's API gives (the peer's stages): left in the rest.
+    vals = {k: max(0.0, float(stage.get(k) or 0.0)) for k, _, _ in PARTS[:3]}
     vals['rest_ms'] = max(0.0, float(stage['downtime_ms']) - sum(vals.values()))
     return vals
 

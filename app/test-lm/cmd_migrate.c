@@ -36,6 +36,10 @@ static const struct mig_shape scenarios[] = {
 	{ "evacuate", 1, 4, 16, 256, false, 8 },
 };
 #define MAX_REPEAT 100
+/* The peer's best max_conf_threads on this model (measured 1/4/8/16: doc/performance.md). */
+#define PEER_CONF_THREADS 64
+/* Debian's librte-vdpa-mlx5-23 (DPDK 22.11, the release the app is built with). */
+#define PEER_PMD "/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0/librte_vdpa_mlx5.so.23"
 
 /* Each technique alone on top of the baseline, then all of them. */
 static const struct mig_stage_def stage_defs[] = {
@@ -44,6 +48,14 @@ static const struct mig_stage_def stage_defs[] = {
 	{ "parallel-mkey", 0, 16, 0, 0 },
 	{ "deferred-delete", 0, 1, 100, 0 },
 	{ "all", 1, 16, 100, 1 },
+	/*
+	 * The peer, DPDK's vdpa/mlx5 (issue 14), on the same emulated devices
+	 * through the emulated rdma-core: with its defaults, and with what
+	 * makes it fastest: queues/queue_size (it pre-creates at probe) and
+	 * PEER_CONF_THREADS configuration threads (doc/performance.md).
+	 */
+	{ "peer", 0, 0, 0, 0, true, 0 },
+	{ "peer-precreate", 1, 0, 0, 0, true, PEER_CONF_THREADS },
 };
 #define NSTAGES (sizeof(stage_defs) / sizeof(stage_defs[0]))
 
@@ -67,7 +79,15 @@ migrate_usage(FILE *f)
 		"  --packed           packed rings instead of split\n"
 		"  --stages LIST      comma-separated, from baseline,precreate,parallel-mkey,\n"
 		"                     deferred-delete,all (default: all five, in that order;\n"
-		"                     with --vms: all)\n"
+		"                     with --vms: all), and the peer's: peer, peer-precreate\n"
+		"                     (DPDK's vdpa/mlx5 with its defaults, and with\n"
+		"                     queues=Q,queue_size=S,max_conf_threads=%d), probed on\n"
+		"                     the PCI function of RDMA device i; run them under\n"
+		"                     tools/with-emulated-rdma --private-sys --devices 2N\n"
+		"  --peer-pmd PATH    the peer's PMD, loaded with EAL -d (default:\n"
+		"                     %s)\n"
+		"  --peer-conf-threads T\n"
+		"                     max_conf_threads of peer-precreate (0-256)\n"
 		"  --profile P        emulator cost model (default cx6dx; fast = zero cost)\n"
 		"  --backend B        emu (default: emu=P) or rdma: device i is ibdev=mlx5_<i>,\n"
 		"                     sources first (VM after VM); run under\n"
@@ -98,8 +118,8 @@ migrate_usage(FILE *f)
 		"\"overshoot\", how much longer than modelled each of them really took, on mean.\n"
 		"Exit status: 0 every stage migrated without loss, duplicate or unlogged page;\n"
 		"1 otherwise; 2 usage; 3 device objects left alive.\n",
-		TEST_LM_PMD, MIG_MAX_DEVICES, MIG_MAX_QUEUE_PAIRS, MAX_REPEAT, MIG_MAX_VMS,
-		MIG_MAX_DEVICES);
+		TEST_LM_PMD, MIG_MAX_DEVICES, MIG_MAX_QUEUE_PAIRS, PEER_CONF_THREADS, PEER_PMD,
+		MAX_REPEAT, MIG_MAX_VMS, MIG_MAX_DEVICES);
 }
 
 /*
@@ -124,6 +144,45 @@ rdma_devices_check(const struct mig_opts *o)
 	if (setenv("MLX5_LM_ERDMA_PROFILE", o->profile, 1) < 0)
 		return -1;
 	return 0;
+}
+
+/*
+ * The peer's stages: its PMD is probed on the PCI bus, which EAL must then
+ * scan; only the wrapper's fake sysfs tree (SYSFS_PCI_DEVICES, emulated
+ * functions only) may be scanned, so that no real NIC is ever touched, and
+ * the peer writes the hard-coded /sys/bus/pci/devices/<BDF>/roce_enable
+ * that only --private-sys provides. The devices' profile is the stages'.
+ */
+static int
+peer_check(const struct mig_opts *o, unsigned int *ndev)
+{
+	const char *n = getenv("MLX5_LM_ERDMA_DEVICES");
+	const char *tree = getenv("MLX5_LM_ERDMA_SYSFS");
+	const char *pci = getenv("SYSFS_PCI_DEVICES");
+	unsigned int need = 2 * o->shape.devices;
+	const char *why = NULL;
+
+	if (n == NULL || tree == NULL || pci == NULL)
+		why = "not under tools/with-emulated-rdma";
+	else if ((unsigned int)atoi(n) < need)
+		why = "too few devices";
+	else if (strncmp(pci, tree, strlen(tree)) != 0)
+		why = "SYSFS_PCI_DEVICES is not the wrapper's tree";
+	else if (access("/sys/bus/pci/devices/0000:5e:00.0/roce_enable", W_OK) < 0)
+		why = "no writable /sys/bus/pci/devices/<BDF>/roce_enable: no --private-sys";
+	if (why != NULL) {
+		fprintf(stderr, "migrate: the peer stages need %u emulated PCI functions "
+			"0000:5e:00.0..0000:5e:%02x.0 (%s): run it under tools/with-emulated-rdma "
+			"--private-sys --devices %u\n", need, need - 1, why, need);
+		return -1;
+	}
+	if (access(o->peer_pmd, R_OK) < 0) {
+		fprintf(stderr, "migrate: the peer's PMD %s: %s (package librte-vdpa-mlx5-23)\n",
+			o->peer_pmd, strerror(errno));
+		return -1;
+	}
+	*ndev = (unsigned int)atoi(n);
+	return setenv("MLX5_LM_ERDMA_PROFILE", o->profile, 1) < 0 ? -1 : 0;
 }
 
 static int
@@ -158,7 +217,8 @@ parse_stages(const char *list, const struct mig_stage_def **out, unsigned int *n
 				break;
 		if (i == NSTAGES || *n == 2 * NSTAGES) {
 			fprintf(stderr, "migrate: --stages: '%s' is not a stage (baseline, "
-				"precreate, parallel-mkey, deferred-delete, all)\n", tok);
+				"precreate, parallel-mkey, deferred-delete, all, peer, "
+				"peer-precreate)\n", tok);
 			ret = -1;
 			break;
 		}
@@ -308,7 +368,7 @@ print_table_vm(const struct mig_opts *o, const struct stage_sum *ss, unsigned in
 	       "---------------|--------------|------|-----|----------|\n");
 	for (i = 0; i < n; i++) {
 		const struct mig_result *r = &ss[i].med;
-		char spread[32], xf[16];
+		char spread[32], xf[16], mr[32], vq[32];
 
 		if (!ss[i].ok) {
 			printf("| %-15s | %11s | %15s | %7s | %14s | %20s | %18s | %18s | %13s | "
@@ -318,9 +378,17 @@ print_table_vm(const struct mig_opts *o, const struct stage_sum *ss, unsigned in
 		}
 		snprintf(spread, sizeof(spread), "%.1f-%.1f", ss[i].min_ms, ss[i].max_ms);
 		fmt_x_floor(xf, sizeof(xf), r->downtime_ms, f, false);
-		printf("| %-15s | %11.1f | %15s | %7s | %14.1f | %20.1f | %18.1f | %18.1f | "
+		/* Memory and queues come from our PMD's API: the peer has none. */
+		if (r->peer) {
+			snprintf(mr, sizeof(mr), "-");
+			snprintf(vq, sizeof(vq), "-");
+		} else {
+			snprintf(mr, sizeof(mr), "%.1f", r->dst_mr_ms);
+			snprintf(vq, sizeof(vq), "%.1f", r->dst_vq_ms);
+		}
+		printf("| %-15s | %11.1f | %15s | %7s | %14.1f | %20.1f | %18s | %18s | "
 		       "%13.1f | %12.1f | %4lu | %3lu | %8s |\n", r->name, r->downtime_ms, spread,
-		       xf, r->src_stop_ms, r->dst_start_ms, r->dst_mr_ms, r->dst_vq_ms,
+		       xf, r->src_stop_ms, r->dst_start_ms, mr, vq,
 		       r->model_busy_ms + r->model_pin_ms, overshoot_us(r),
 		       (unsigned long)r->lost_packets, (unsigned long)r->duplicated_packets,
 		       dirty_ok(r) ? "yes" : "NO");
@@ -446,6 +514,17 @@ run_json(const struct mig_result *r, const struct mig_stage_def *d, const struct
 		"leaked_objects", (json_int_t)r->leaked_objects,
 		"devargs", "precreate", (json_int_t)d->precreate, "workers", (json_int_t)d->workers,
 		"mr_gc_ms", (json_int_t)d->mr_gc_ms, "parallel", (json_int_t)d->parallel);
+	if (d->peer) {
+		/* Our PMD's API only: the peer has none (not zero: absent). */
+		json_object_set_new(o, "dst_mr_ms", json_null());
+		json_object_set_new(o, "dst_vq_ms", json_null());
+		json_object_set_new(o, "dst_conf_ms", json_null());
+		json_object_set_new(o, "src_close_ms", json_null());
+		json_object_set_new(o, "devargs", json_pack("{s:s,s:b,s:I}", "pmd", "peer",
+			"precreate", d->precreate != 0,
+			"max_conf_threads", (json_int_t)d->peer_threads));
+	}
+	json_object_set_new(o, "peer", json_boolean(d->peer));
 	json_object_set_new(o, "model_busy_ms", json_real(r->model_busy_ms));
 	json_object_set_new(o, "model_pin_ms", json_real(r->model_pin_ms));
 	json_object_set_new(o, "model_actual_ms", json_real(r->model_actual_ms));
@@ -627,23 +706,28 @@ cmd_migrate(int argc, char **argv)
 		{ "json", required_argument, NULL, 'j' },
 		{ "plot", required_argument, NULL, 'P' },
 		{ "eal", required_argument, NULL, 'e' },
+		{ "peer-pmd", required_argument, NULL, 'D' },
+		{ "peer-conf-threads", required_argument, NULL, 'T' },
 		/* Not in --help: hostile front-end orders for the tests. */
 		{ "hostile", required_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const struct mig_stage_def *defs[2 * NSTAGES];
+	static struct mig_stage_def peer_defs[2 * NSTAGES];
+	unsigned int peer_threads = PEER_CONF_THREADS, peer_ndev = 0;
+	bool peer = false, peer_threads_set = false;
 	struct stage_sum ss[2 * NSTAGES];
 	struct mig_result *res;
-	struct mig_opts o = { .profile = "cx6dx", .frames = 256 };
+	struct mig_opts o = { .profile = "cx6dx", .frames = 256, .peer_pmd = PEER_PMD };
 	const char *scenario = NULL, *stages = NULL, *json = NULL, *plot = NULL;
 	unsigned int ndefs = 0, i, rep, size = 256, repeat = 1, vms = 0;
 	struct floors floors = { .have = false };
 	char ferr[256];
-	char eal[1024], tmp_json[64] = "";
+	char eal[4096], tmp_json[64] = "";
 	const char *extra_eal = NULL;
 	bool custom = false;
-	int c, ret = 0;
+	int c, n, ret = 0;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -700,6 +784,12 @@ cmd_migrate(int argc, char **argv)
 		case 'j': json = optarg; break;
 		case 'P': plot = optarg; break;
 		case 'e': extra_eal = optarg; break;
+		case 'D': o.peer_pmd = optarg; break;
+		case 'T':
+			if (parse_uint("--peer-conf-threads", optarg, 0, 256, &peer_threads) < 0)
+				return EXIT_USAGE;
+			peer_threads_set = true;
+			break;
 		case 'H':
 			if (strcmp(optarg, "early-base") == 0) {
 				o.hostile = MIG_HOSTILE_EARLY_BASE;
@@ -763,12 +853,29 @@ cmd_migrate(int argc, char **argv)
 			 "baseline,precreate,parallel-mkey,deferred-delete,all";
 	if (parse_stages(stages, defs, &ndefs) < 0)
 		return EXIT_USAGE;
+	for (i = 0; i < ndefs; i++) {
+		if (!defs[i]->peer)
+			continue;
+		peer = true;
+		/* --peer-conf-threads: peer-precreate's copy with that count. */
+		if (peer_threads_set && defs[i]->precreate) {
+			peer_defs[i] = *defs[i];
+			peer_defs[i].peer_threads = peer_threads;
+			defs[i] = &peer_defs[i];
+		}
+	}
+	if (peer && o.shape.vms > 0) {
+		fprintf(stderr, "migrate: the peer stages are for one VM, not an evacuation\n");
+		return EXIT_USAGE;
+	}
 	if (test_lm_check_profile("migrate", o.profile) < 0 ||
 	    (json != NULL && test_lm_check_output("migrate", "--json", json) < 0) ||
 	    (plot != NULL && (test_lm_check_output("migrate", "--plot", plot) < 0 ||
 			      check_plot_script() < 0)))
 		return EXIT_USAGE;
 	if (o.rdma && rdma_devices_check(&o) < 0)
+		return EXIT_USAGE;
+	if (peer && peer_check(&o, &peer_ndev) < 0)
 		return EXIT_USAGE;
 	/* The floor of the shape under the profile the devices run (floor.py's method). */
 	if (mig_floor_compute(o.profile, (o.shape.vms > 0 ? o.shape.vms : 1) * o.shape.devices,
@@ -784,9 +891,25 @@ cmd_migrate(int argc, char **argv)
 		json = tmp_json;
 	}
 	/* vhost's per-message chatter would bury the progress lines. */
-	snprintf(eal, sizeof(eal), "--log-level=lib.vhost.*:error%s%s",
-		 extra_eal != NULL ? " " : "", extra_eal != NULL ? extra_eal : "");
-	if (test_lm_eal_init("dpdk-test-lm", eal) < 0)
+	n = snprintf(eal, sizeof(eal), "--log-level=lib.vhost.*:error");
+	/*
+	 * The peer: its PMD loaded, the PCI bus on, and every emulated
+	 * function blocked, so that EAL's start-up probes none of them (the
+	 * mlx5 common driver would take them as Ethernet ports); rte_dev_probe
+	 * replaces a device's blocking entry with its class=vdpa devargs.
+	 */
+	if (peer) {
+		n += snprintf(eal + n, sizeof(eal) - (size_t)n, " -d %s", o.peer_pmd);
+		for (i = 0; i < peer_ndev && (size_t)n < sizeof(eal); i++)
+			n += snprintf(eal + n, sizeof(eal) - (size_t)n, " -b 0000:5e:%02x.0", i);
+	}
+	if (extra_eal != NULL && (size_t)n < sizeof(eal))
+		n += snprintf(eal + n, sizeof(eal) - (size_t)n, " %s", extra_eal);
+	if ((size_t)n >= sizeof(eal)) {
+		fprintf(stderr, "migrate: EAL arguments too long\n");
+		return EXIT_USAGE;
+	}
+	if (test_lm_eal_init_bus("dpdk-test-lm", eal, peer) < 0)
 		return EXIT_FAILED;
 	res = calloc((size_t)ndefs * repeat, sizeof(*res));
 	if (res == NULL) {

@@ -15,13 +15,23 @@
 #include "rte_pmd_mlx5_lm.h"
 #include "test_lm.h"
 
-#define MAX_EAL_ARGS 64
+#define MAX_EAL_ARGS 160
 
 int
 test_lm_eal_init(const char *prog, const char *extra_eal)
 {
+	return test_lm_eal_init_bus(prog, extra_eal, false);
+}
+
+/*
+ * pci: leave EAL's PCI bus on (no --no-pci), for a driver probed on it by
+ * hotplug (migrate's peer stages). The caller restricts what the bus sees.
+ */
+int
+test_lm_eal_init_bus(const char *prog, const char *extra_eal, bool pci)
+{
 	static char prefix[64];
-	static char extra_copy[1024];
+	static char extra_copy[4096];
 	char *argv[MAX_EAL_ARGS];
 	int argc = 0, ret;
 	char *tok, *save = NULL;
@@ -32,7 +42,8 @@ test_lm_eal_init(const char *prog, const char *extra_eal)
 	argv[argc++] = "-m";
 	argv[argc++] = "512";
 	argv[argc++] = "--no-shconf";
-	argv[argc++] = "--no-pci";
+	if (!pci)
+		argv[argc++] = "--no-pci";
 	argv[argc++] = "--no-telemetry";
 	argv[argc++] = prefix;
 	/* EAL's start-up chatter hides the tables users run this for. */

@@ -43,6 +43,14 @@ struct mig_stage_def {
 	unsigned int workers;
 	unsigned int mr_gc_ms;
 	unsigned int parallel;
+	/*
+	 * The peer (DPDK's vdpa/mlx5) instead of ours, on the PCI function of
+	 * RDMA device i (0000:5e:<i>.0) with class=vdpa; precreate then means
+	 * its queues=Q,queue_size=S, and peer_threads its max_conf_threads
+	 * (0: its default, none).
+	 */
+	bool peer;
+	unsigned int peer_threads;
 };
 
 /* Hidden test modes: front ends that do things in an order QEMU would not. */
@@ -60,6 +68,8 @@ struct mig_opts {
 	/* Devices as ibdev=mlx5_<i> (the rdma back end) instead of emu=<profile>. */
 	bool rdma;
 	enum mig_hostile hostile;
+	/* The peer's PMD (loaded with EAL -d) when a stage is a peer stage. */
+	const char *peer_pmd;
 	/* Frames every queue pair must get back in each traffic phase. */
 	unsigned int frames;
 	bool verbose;
@@ -68,6 +78,11 @@ struct mig_opts {
 struct mig_result {
 	char name[32];
 	bool ok;                   /* the migration ran to its end */
+	/*
+	 * A peer stage: the fields marked PMD below do not exist (its driver
+	 * has no such API); the front end's and the model's do.
+	 */
+	bool peer;
 	/* Milliseconds (design.md): */
 	double downtime_ms;        /* first GET_VRING_BASE -> every destination forwards */
 	double src_stop_ms;        /* GET_VRING_BASE of every source ring */

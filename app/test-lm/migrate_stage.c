@@ -19,6 +19,7 @@
  *   traffic    on the destinations until nothing is in flight: loss, dups
  *   teardown   stop, disconnect, remove; no device object may be left
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -29,8 +30,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <rte_dev.h>
+#include <rte_log.h>
 #include <rte_vdpa.h>
 #include <rte_vhost.h>
+
+#include "mlx5_lm_erdma.h"
 
 #include "rte_pmd_mlx5_lm.h"
 #include "test_lm.h"
@@ -62,6 +67,8 @@ struct mig_dev {
 	bool registered;
 	struct vu_client *c;
 	uint64_t conf_count;       /* the PMD's count when last waited for */
+	char ibdev[16];            /* RDMA device mlx5_<i> (rdma back end, peer) */
+	bool peer;                 /* the peer's device: name is its PCI address */
 };
 
 /* The cost model's counters summed over the VM's devices (emulated only). */
@@ -163,6 +170,7 @@ dev_setup(struct mig_ctx *x, struct mig_dev *d, unsigned int idx, const char *ro
 	snprintf(d->path, sizeof(d->path), "%s/%s%u.sock", x->dir, role, k);
 	/* rdma: device idx is RDMA device mlx5_<idx> (sources, then destinations). */
 	snprintf(ibdev, sizeof(ibdev), "ibdev=mlx5_%u", idx);
+	snprintf(d->ibdev, sizeof(d->ibdev), "mlx5_%u", idx);
 	snprintf(args, sizeof(args), "%s%s,queues=%u,queue_size=%u,precreate=%u,workers=%u,"
 		 "mr_gc_ms=%u,parallel=%u", x->o->rdma ? ibdev : "emu=",
 		 x->o->rdma ? "" : x->o->profile, s->queue_pairs, s->queue_size,
@@ -205,6 +213,129 @@ dev_teardown(struct mig_dev *d)
 	if (d->probed)
 		test_lm_remove_device(d->name);
 	d->probed = false;
+}
+
+/* ---- the peer's devices (DPDK's vdpa/mlx5 on the PCI bus) ---- */
+
+/*
+ * The emulated rdma-core's own account of its devices (mlx5_lm_erdma.h),
+ * found in the process when it runs under tools/with-emulated-rdma: the
+ * peer's devices (and the rdma back end's) are emulated inside it, out of
+ * our PMD's reach.
+ */
+static mlx5_lm_erdma_cost_stats_t erdma_cost_stats;
+static mlx5_lm_erdma_left_alive_t erdma_left_alive;
+
+static void
+erdma_resolve_once(void)
+{
+	erdma_cost_stats = (mlx5_lm_erdma_cost_stats_t)dlsym(RTLD_DEFAULT,
+							      MLX5_LM_ERDMA_COST_STATS);
+	erdma_left_alive = (mlx5_lm_erdma_left_alive_t)dlsym(RTLD_DEFAULT,
+							      MLX5_LM_ERDMA_LEFT_ALIVE);
+}
+
+/* Device objects left alive so far: our PMD's emulator and the emulated rdma-core's. */
+static unsigned long
+leaked_now(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, erdma_resolve_once);
+	return rte_pmd_mlx5_lm_emu_leaked_objects() +
+	       (erdma_left_alive != NULL ? erdma_left_alive() : 0);
+}
+
+/*
+ * The peer's device for RDMA device idx: its PCI function 0000:5e:<idx>.0
+ * (tools/with-emulated-rdma's numbering) hot-plugged with class=vdpa, its
+ * vDPA device named by that address, served on its own socket.
+ */
+static int
+peer_dev_setup(struct mig_ctx *x, struct mig_dev *d, unsigned int idx, const char *role,
+	       unsigned int k)
+{
+	const struct mig_shape *s = &x->o->shape;
+	struct rte_vdpa_device *vdpa;
+	char args[256];
+	int n, ret;
+
+	d->peer = true;
+	snprintf(d->name, sizeof(d->name), "0000:5e:%02x.0", idx);
+	snprintf(d->ibdev, sizeof(d->ibdev), "mlx5_%u", idx);
+	snprintf(d->path, sizeof(d->path), "%s/%s%u.sock", x->dir, role, k);
+	n = snprintf(args, sizeof(args), "%s,class=vdpa", d->name);
+	if (x->st->precreate)
+		n += snprintf(args + n, sizeof(args) - (size_t)n, ",queues=%u,queue_size=%u",
+			      s->queue_pairs, s->queue_size);
+	if (x->st->peer_threads)
+		snprintf(args + n, sizeof(args) - (size_t)n, ",max_conf_threads=%u",
+			 x->st->peer_threads);
+	ret = rte_dev_probe(args);
+	if (ret < 0) {
+		fail(x, "the peer cannot probe \"%s\": %s (see its log above)", args,
+		     strerror(-ret));
+		return -1;
+	}
+	d->probed = true;
+	vdpa = rte_vdpa_find_device_by_name(d->name);
+	if (vdpa == NULL) {
+		fail(x, "%s: probed, but no vDPA device of that name", d->name);
+		return -1;
+	}
+	if (rte_vhost_driver_register(d->path, 0) < 0) {
+		fail(x, "cannot register vhost-user socket %s", d->path);
+		return -1;
+	}
+	d->registered = true;
+	if (rte_vhost_driver_attach_vdpa_device(d->path, vdpa) < 0 ||
+	    rte_vhost_driver_callback_register(d->path, &vhost_ops) < 0 ||
+	    rte_vhost_driver_start(d->path) < 0) {
+		fail(x, "cannot start vhost-user on %s", d->path);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+peer_dev_teardown(struct mig_dev *d)
+{
+	int ret;
+
+	if (d->c != NULL)
+		vu_disconnect(d->c);
+	d->c = NULL;
+	if (d->registered)
+		rte_vhost_driver_unregister(d->path);
+	d->registered = false;
+	unlink(d->path);
+	if (d->probed) {
+		ret = rte_eal_hotplug_remove("pci", d->name);
+		if (ret < 0)
+			fprintf(stderr, "%s: the peer cannot remove it: %s\n", d->name,
+				strerror(-ret));
+	}
+	d->probed = false;
+}
+
+/*
+ * The peer has no configuration count: vhost calls its dev_conf in the
+ * thread that serves the sockets, after the reply to the message that made
+ * the device ready, and returns only when it is done (the peer configures
+ * synchronously, its threads included). So the reply to the next request
+ * (GET_FEATURES, which changes nothing) comes after its dev_conf.
+ */
+static int
+peer_wait_conf(struct mig_ctx *x, struct mig_dev *d)
+{
+	uint64_t features;
+	int ret = vu_get_features(d->c, &features);
+
+	if (ret < 0) {
+		fail(x, "%s: no reply after DRIVER_OK: %s", d->name, strerror(-ret));
+		return -1;
+	}
+	return 0;
 }
 
 static int
@@ -253,6 +384,10 @@ wait_conf(struct mig_ctx *x, struct mig_dev *d, struct rte_pmd_mlx5_lm_timings *
 		.tv_nsec = x->o->shape.vms > 0 ? POLL_EVAC_CONF_NS : POLL_CONF_NS,
 	};
 
+	if (d->peer) {
+		memset(t, 0, sizeof(*t));
+		return peer_wait_conf(x, d);
+	}
 	for (;;) {
 		if (rte_pmd_mlx5_lm_get_timings(d->name, t) < 0) {
 			fail(x, "%s is gone", d->name);
@@ -318,10 +453,14 @@ setup(struct mig_ctx *x)
 	 * a second to notice a new listening socket, which must not fall in a
 	 * measured phase. The connections wait in the listen backlog.
 	 */
-	for (k = 0; k < x->n; k++)
-		if (dev_setup(x, &x->src[k], 2 * x->n * x->vm + k, "src", k) < 0 ||
-		    dev_setup(x, &x->dst[k], 2 * x->n * x->vm + x->n + k, "dst", k) < 0)
+	for (k = 0; k < x->n; k++) {
+		int (*add)(struct mig_ctx *, struct mig_dev *, unsigned int, const char *,
+			   unsigned int) = x->st->peer ? peer_dev_setup : dev_setup;
+
+		if (add(x, &x->src[k], 2 * x->n * x->vm + k, "src", k) < 0 ||
+		    add(x, &x->dst[k], 2 * x->n * x->vm + x->n + k, "dst", k) < 0)
 			return -1;
+	}
 	if (connect_all(x) < 0)
 		return -1;
 	phase_end(x, "set-up", "%u source + %u destination devices, %u GiB, %u %s rings each",
@@ -338,8 +477,13 @@ teardown(struct mig_ctx *x, unsigned long leaked_before)
 	mig_gen_destroy(x->gen);
 	x->gen = NULL;
 	for (k = 0; k < x->n; k++) {
-		dev_teardown(&x->src[k]);
-		dev_teardown(&x->dst[k]);
+		if (x->st->peer) {
+			peer_dev_teardown(&x->src[k]);
+			peer_dev_teardown(&x->dst[k]);
+		} else {
+			dev_teardown(&x->src[k]);
+			dev_teardown(&x->dst[k]);
+		}
 	}
 	for (k = 0; k < x->n; k++)
 		vu_guest_destroy(x->g[k]);
@@ -347,7 +491,7 @@ teardown(struct mig_ctx *x, unsigned long leaked_before)
 	vu_mem_destroy(x->mem);
 	if (x->dir[0] != '\0')
 		rmdir(x->dir);
-	x->r->leaked_objects = rte_pmd_mlx5_lm_emu_leaked_objects() - leaked_before;
+	x->r->leaked_objects = leaked_now() - leaked_before;
 	phase_end(x, "teardown", "%lu device objects left alive", x->r->leaked_objects);
 }
 
@@ -519,12 +663,35 @@ check_dirty(struct mig_ctx *x)
 	x->r->dirty_check_ms = mig_now_ms() - t;
 }
 
+/*
+ * The device's account in the emulated rdma-core (the peer's devices, and
+ * ours on the rdma back end), in the PMD's units.
+ */
+static int
+erdma_model_stats(const char *ibdev, struct rte_pmd_mlx5_lm_model_stats *s)
+{
+	struct mlx5_lm_erdma_stats es;
+
+	leaked_now(); /* resolves the library's functions */
+	if (erdma_cost_stats == NULL || ibdev[0] == '\0' || erdma_cost_stats(ibdev, &es) < 0)
+		return -ENODEV;
+	s->cmds = es.cmds;
+	s->model_busy_ms = es.model_us / 1000.0;
+	s->actual_busy_ms = es.actual_us / 1000.0;
+	s->overshoot_max_us = es.overshoot_max_us;
+	s->pins = es.pins;
+	s->pin_model_ms = es.pin_model_us / 1000.0;
+	s->pin_actual_ms = es.pin_actual_us / 1000.0;
+	return 0;
+}
+
 static void
-model_add(struct model_snap *m, const char *name, double *side)
+model_add(struct model_snap *m, const struct mig_dev *d, double *side)
 {
 	struct rte_pmd_mlx5_lm_model_stats s;
 
-	if (rte_pmd_mlx5_lm_emu_model_stats(name, &s) < 0)
+	if ((d->peer || rte_pmd_mlx5_lm_emu_model_stats(d->name, &s) < 0) &&
+	    erdma_model_stats(d->ibdev, &s) < 0)
 		return;
 	*side += s.model_busy_ms + s.pin_model_ms;
 	m->busy_ms += s.model_busy_ms;
@@ -540,8 +707,8 @@ model_snap(struct mig_ctx *x, struct model_snap *m)
 
 	memset(m, 0, sizeof(*m));
 	for (k = 0; k < x->n; k++) {
-		model_add(m, x->src[k].name, &m->src_ms);
-		model_add(m, x->dst[k].name, &m->dst_ms);
+		model_add(m, &x->src[k], &m->src_ms);
+		model_add(m, &x->dst[k], &m->dst_ms);
 	}
 }
 
@@ -822,15 +989,23 @@ ctx_new(const struct mig_opts *o, const struct mig_stage_def *st, struct mig_res
 int
 mig_run_stage(const struct mig_opts *o, const struct mig_stage_def *st, struct mig_result *r)
 {
-	unsigned long leaked_before = rte_pmd_mlx5_lm_emu_leaked_objects();
+	unsigned long leaked_before = leaked_now();
 	struct mig_ctx *x;
 	int ret;
 
 	x = ctx_new(o, st, r, 0);
 	if (x == NULL)
 		return -1;
-	printf("stage %s: precreate=%u workers=%u mr_gc_ms=%u parallel=%u\n", st->name,
-	       st->precreate, st->workers, st->mr_gc_ms, st->parallel);
+	r->peer = st->peer;
+	if (st->peer && st->precreate)
+		printf("stage %s: the peer, class=vdpa,queues=%u,queue_size=%u%s%.0u\n",
+		       st->name, o->shape.queue_pairs, o->shape.queue_size,
+		       st->peer_threads ? ",max_conf_threads=" : "", st->peer_threads);
+	else if (st->peer)
+		printf("stage %s: the peer, class=vdpa (its defaults)\n", st->name);
+	else
+		printf("stage %s: precreate=%u workers=%u mr_gc_ms=%u parallel=%u\n", st->name,
+		       st->precreate, st->workers, st->mr_gc_ms, st->parallel);
 	fflush(stdout);
 	ret = setup(x);
 	if (ret == 0)
@@ -953,7 +1128,7 @@ evac_round(const struct mig_opts *o, const struct mig_stage_def *st, unsigned in
 		if (v[i].x == NULL)
 			continue;
 		disconnect_all(v[i].x);
-		teardown(v[i].x, rte_pmd_mlx5_lm_emu_leaked_objects());
+		teardown(v[i].x, leaked_now());
 		free(v[i].x);
 		v[i].x = NULL;
 	}

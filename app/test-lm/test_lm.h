@@ -3,6 +3,7 @@
 #ifndef TEST_LM_H
 #define TEST_LM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define TEST_LM_PMD "vdpa_mlx5_lm"
@@ -13,6 +14,8 @@
  * the user's extra EAL arguments (space separated, may be NULL).
  */
 int test_lm_eal_init(const char *prog, const char *extra_eal);
+/* The same, with EAL's PCI bus on when pci is true. */
+int test_lm_eal_init_bus(const char *prog, const char *extra_eal, bool pci);
 void test_lm_eal_cleanup(void);
 
 /*

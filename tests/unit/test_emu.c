@@ -597,6 +597,32 @@ test_modify_fields_outside_init_or_suspend_is_refused(void **state)
 		      vq_modify(&e, vq, PRM_VIRTQ_MODIFY_HW_AVAILABLE_INDEX, 0));
 }
 
+/*
+ * The dirty bitmap's fields (select bits 3, 4) on a RDY queue: DPDK's
+ * vdpa/mlx5, the device vendor's driver, starts logging on running queues
+ * with exactly this MODIFY (mlx5_vdpa_lm.c: DIRTY_BITMAP_PARAMS, then
+ * DIRTY_BITMAP_DUMP_ENABLE, no SUSPEND) and suspends only at the stop; the
+ * other fields stay INIT/SUSPEND only (Linux mlx5_vnet.c
+ * modifiable_virtqueue_fields). Issue 14, doc/emulator.md "The peer".
+ */
+static void
+test_dirty_bitmap_fields_are_modifiable_while_rdy(void **state)
+{
+	struct vq_env e;
+	uint32_t vq;
+
+	(void)state;
+	env_init(&e, 256);
+	vq = vq_rdy(&e, 0);
+	assert_int_equal(vq_modify(&e, vq, PRM_VIRTQ_MODIFY_DIRTY_BITMAP_PARAMS, 0), 0);
+	assert_int_equal(vq_modify(&e, vq, PRM_VIRTQ_MODIFY_DIRTY_BITMAP_DUMP_ENABLE, 0), 0);
+	assert_int_equal(vq_state(vq), PRM_VIRTQ_STATE_RDY);
+	/* Any other field beside them still needs INIT or SUSPEND. */
+	assert_status(PRM_STATUS_BAD_RES_STATE, EMU_SYND_MODIFY_NOT_ALLOWED,
+		      vq_modify(&e, vq, PRM_VIRTQ_MODIFY_DIRTY_BITMAP_DUMP_ENABLE |
+				PRM_VIRTQ_MODIFY_HW_USED_INDEX, 0));
+}
+
 static void
 test_queue_size_change_is_an_unknown_modify_bit(void **state)
 {
@@ -842,6 +868,65 @@ test_klm_padding_past_the_mkey_length_is_not_checked(void **state)
 		      klm_mkey(pd, 0, e, 3, 4, 0, NULL));
 	assert_int_equal(destroy_mkey(kind), 0);
 	assert_int_equal(destroy_mkey(ka), 0);
+}
+
+/*
+ * log_page_size is a 5-bit field of the mkey context (mlx5_ifc.h mkc,
+ * log_page_size[0x5]): 31 is a valid entity size. Linux takes every value
+ * the field holds (mlx5_ib.h __mlx5_log_page_size_to_bitmap: largest shift
+ * (1 << 5) - 1; mlx5_umem_mkc_find_best_pgsz: 31 when the device reports
+ * no max_mkey_log_entity_size_mtt). The peer (DPDK vdpa/mlx5) registers a
+ * 2 GiB guest as one KSM entry of 2^31 bytes (issue 14): the emulator
+ * refused anything above 30.
+ */
+static void
+test_mkey_log_page_size_31_is_accepted(void **state)
+{
+	const uint64_t two_gib = 1ull << 31;
+	size_t inlen = PRM_SIZE(create_mkey_in) + 4 * 16;
+	uint8_t *in = calloc(1, inlen), out[16], *p;
+	void *mkc = PRM_ADDR(create_mkey_in, in, mkc), *host;
+	uint8_t *list = PRM_ADDR(create_mkey_in, in, klm_pas_mtt);
+	uint32_t pd, direct, ksm;
+
+	(void)state;
+	assert_non_null(in);
+	p = aligned_alloc(4096, 4096);
+	assert_non_null(p);
+	pd = alloc_pd();
+	/* A direct mkey of one 2 GiB page (MTT list: one entry of the octword used). */
+	PRM_SET(create_mkey_in, in, opcode, PRM_CMD_CREATE_MKEY);
+	PRM_SET(mkc, mkc, access_mode_1_0, PRM_MKC_ACCESS_MODE_MTT);
+	PRM_SET(mkc, mkc, lr, 1);
+	PRM_SET(mkc, mkc, lw, 1);
+	PRM_SET(mkc, mkc, pd, pd);
+	PRM_SET(mkc, mkc, len, two_gib);
+	PRM_SET(mkc, mkc, log_page_size, 31);
+	PRM_SET(create_mkey_in, in, translations_octword_actual_size, 1);
+	PRM_SET(mtt, list, ptag, (uintptr_t)p);
+	assert_int_equal(run(in, PRM_SIZE(create_mkey_in) + 16, out, sizeof(out)), 0);
+	direct = (uint32_t)PRM_GET(create_mkey_out, out, mkey_index) << 8;
+	/* The peer's indirect mkey: KSM, entity 2^31, one entry padded to four. */
+	memset(in, 0, inlen);
+	PRM_SET(create_mkey_in, in, opcode, PRM_CMD_CREATE_MKEY);
+	PRM_SET(mkc, mkc, access_mode_1_0, PRM_MKC_ACCESS_MODE_KSM & 3);
+	PRM_SET(mkc, mkc, lr, 1);
+	PRM_SET(mkc, mkc, lw, 1);
+	PRM_SET(mkc, mkc, pd, pd);
+	PRM_SET(mkc, mkc, len, two_gib);
+	PRM_SET(mkc, mkc, log_page_size, 31);
+	PRM_SET(mkc, mkc, translations_octword_size, 4);
+	PRM_SET(create_mkey_in, in, translations_octword_actual_size, 4);
+	PRM_SET(klm, list, byte_count, two_gib);
+	PRM_SET(klm, list, mkey, direct);
+	assert_int_equal(run(in, inlen, out, sizeof(out)), 0);
+	ksm = (uint32_t)PRM_GET(create_mkey_out, out, mkey_index) << 8;
+	assert_int_equal(emu_mkey_translate(dev, ksm, 0x10, 8, &host), 0);
+	assert_ptr_equal(host, p + 0x10);
+	assert_int_equal(destroy_mkey(ksm), 0);
+	assert_int_equal(destroy_mkey(direct), 0);
+	free(in);
+	free(p);
 }
 
 static void
@@ -1959,6 +2044,7 @@ main(void)
 		T(test_illegal_virtq_transitions_are_bad_res_state),
 		T(test_suspend_to_rdy_is_allowed_because_freeze_to_rdy_is_set),
 		T(test_modify_fields_outside_init_or_suspend_is_refused),
+		T(test_dirty_bitmap_fields_are_modifiable_while_rdy),
 		T(test_queue_size_change_is_an_unknown_modify_bit),
 		T(test_rdy_needs_mkey_and_ring_addresses),
 		T(test_virtq_create_checks_size_and_umems),
@@ -1969,6 +2055,7 @@ main(void)
 		T(test_fault_environment_variable_arms_new_devices),
 		T(test_klm_translation_covers_two_mkeys_and_faults_in_the_hole),
 		T(test_klm_padding_past_the_mkey_length_is_not_checked),
+		T(test_mkey_log_page_size_31_is_accepted),
 		T(test_mkey_lists_are_checked_for_length_limit_and_references),
 		T(test_mtt_list_mkey_translates_each_page),
 		T(test_force_error_posts_object_change_with_cookie),

@@ -5,6 +5,7 @@
  * unless O_NONBLOCK, OMIT_EV_DATA), the VAR doorbell page reaching the
  * emulator, loud failure of what it does not implement.
  */
+#include <dlfcn.h>
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +25,7 @@
 #include <infiniband/mlx5dv.h>
 
 #include "prm.h"
+#include "mlx5_lm_erdma.h"
 
 static char trace_path[] = "/tmp/test_erdma_trace_XXXXXX";
 
@@ -212,6 +214,47 @@ test_close_with_handles_still_open(void **state)
 	PRM_SET(alloc_transport_domain_in, in, opcode, PRM_CMD_ALLOC_TRANSPORT_DOMAIN);
 	assert_non_null(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)));
 	assert_int_equal(ibv_close_device(ctx), 0);
+}
+
+/*
+ * The library's own queries (mlx5_lm_erdma.h, not rdma-core's), found with
+ * dlsym as dpdk-test-lm migrate finds them for the peer's devices: the cost
+ * model's counters of an open device, and what closed contexts left alive.
+ */
+static void
+test_private_queries_cost_stats_and_left_alive(void **state)
+{
+	mlx5_lm_erdma_cost_stats_t stats;
+	mlx5_lm_erdma_left_alive_t left;
+	uint8_t in[PRM_SIZE(alloc_transport_domain_in)] = { 0 };
+	uint8_t out[PRM_SIZE(create_out)] = { 0 };
+	struct mlx5_lm_erdma_stats s;
+	struct ibv_context *ctx;
+	unsigned long before;
+
+	(void)state;
+	stats = (mlx5_lm_erdma_cost_stats_t)dlsym(RTLD_DEFAULT, MLX5_LM_ERDMA_COST_STATS);
+	left = (mlx5_lm_erdma_left_alive_t)dlsym(RTLD_DEFAULT, MLX5_LM_ERDMA_LEFT_ALIVE);
+	assert_non_null(stats);
+	assert_non_null(left);
+	assert_int_equal(stats("mlx5_0", &s), -ENODEV);
+	/* A profile that charges: the counters must move. */
+	setenv("MLX5_LM_ERDMA_PROFILE", "cx6dx", 1);
+	ctx = open_dev(true);
+	setenv("MLX5_LM_ERDMA_PROFILE", "fast", 1);
+	assert_int_equal(stats("mlx5_0", &s), 0);
+	assert_int_equal(s.contexts, 1);
+	assert_int_equal(stats("mlx5_7", &s), -ENODEV);
+	PRM_SET(alloc_transport_domain_in, in, opcode, PRM_CMD_ALLOC_TRANSPORT_DOMAIN);
+	assert_non_null(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)));
+	assert_int_equal(stats("mlx5_0", &s), 0);
+	assert_true(s.cmds > 0);
+	assert_true(s.model_us > 0);
+	/* Closed with the transport domain alive: one object left, counted. */
+	before = left();
+	assert_int_equal(ibv_close_device(ctx), 0);
+	assert_int_equal(left(), before + 1);
+	assert_int_equal(stats("mlx5_0", &s), -ENODEV);
 }
 
 /* Linux devx.c is_valid_events(): completions only on a CQ. */
@@ -534,6 +577,7 @@ main(void)
 		cmocka_unit_test(test_event_channel_fd_blocking_unless_nonblock),
 		cmocka_unit_test(test_subscription_checks_the_event_type),
 		cmocka_unit_test(test_close_with_handles_still_open),
+		cmocka_unit_test(test_private_queries_cost_stats_and_left_alive),
 		cmocka_unit_test(test_var_page_doorbell_reaches_the_emulator),
 		cmocka_unit_test(test_uar_page_and_eqn),
 		cmocka_unit_test(test_umem_rules),

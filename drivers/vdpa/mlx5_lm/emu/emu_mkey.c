@@ -433,8 +433,13 @@ emu_mkey_create(struct emu_ctx *c)
 		if (octs == 0)
 			return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
 	}
-	if (PRM_GET(mkc, mkc, length64) || PRM_GET(mkc, mkc, len) == 0 ||
-	    PRM_GET(mkc, mkc, log_page_size) > 30)
+	/*
+	 * log_page_size is 5 bits: every value it holds, 31 included, is an
+	 * entity size the device takes (Linux mlx5_ib.h: the largest shift is
+	 * (1 << 5) - 1 without umr_log_entity_size_5); DPDK's vdpa/mlx5 maps a
+	 * 2 GiB guest with one 2^31-byte KSM entry.
+	 */
+	if (PRM_GET(mkc, mkc, length64) || PRM_GET(mkc, mkc, len) == 0)
 		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
 	pd = emu_obj_find(c->dev, EMU_KIND_PD, (uint32_t)PRM_GET(mkc, mkc, pd));
 	if (pd == NULL)

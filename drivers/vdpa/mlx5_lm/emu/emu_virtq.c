@@ -314,6 +314,10 @@ vq_check_modify_caps(struct emu_ctx *c, const struct emu_virtq *vq, uint64_t fie
 	return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_CAP_NOT_SUPPORTED);
 }
 
+/* What a RDY queue takes beside STATE: the dirty bitmap (see emu_virtq_modify). */
+#define VQ_MODIFY_WHILE_RDY (PRM_VIRTQ_MODIFY_DIRTY_BITMAP_PARAMS | \
+			     PRM_VIRTQ_MODIFY_DIRTY_BITMAP_DUMP_ENABLE)
+
 #define UMEM_OBJ(u) ((u) != NULL ? &(u)->obj : NULL)
 
 /* Make the references of `vq` the ones its object holds (all or nothing). */
@@ -420,10 +424,20 @@ emu_virtq_modify(struct emu_ctx *c)
 	status = vq_check_modify_caps(c, vq, fields);
 	if (status != 0)
 		return status;
-	/* Fields other than STATE only while INIT or SUSPEND. */
-	if (fields != 0 && vq->state != PRM_VIRTQ_STATE_INIT &&
-	    vq->state != PRM_VIRTQ_STATE_SUSPEND)
+	/*
+	 * Fields other than STATE only while INIT or SUSPEND (Linux mlx5_vnet.c
+	 * modifiable_virtqueue_fields), but for the dirty bitmap's: the
+	 * vendor's DPDK vdpa/mlx5 starts and stops logging on running queues
+	 * with them (mlx5_vdpa_lm.c), the only way a live migration logs while
+	 * the guest runs (doc/emulator.md, "The peer").
+	 */
+	if ((fields & ~VQ_MODIFY_WHILE_RDY) != 0 && vq->state != PRM_VIRTQ_STATE_INIT &&
+	    vq->state != PRM_VIRTQ_STATE_SUSPEND) {
+		emu_log(c->dev, 4, "virtq %u: MODIFY fields 0x%" PRIx64 " refused in state %u: "
+			"only INIT or SUSPEND take them (but the dirty bitmap's)", vq->obj.id,
+			fields, vq->state);
 		return emu_fail(c, PRM_STATUS_BAD_RES_STATE, EMU_SYND_MODIFY_NOT_ALLOWED);
+	}
 	/* Fields first, then the state, as one MODIFY may carry both. */
 	tmp = *vq;
 	vq_decode(&tmp, obj, q, fields);
