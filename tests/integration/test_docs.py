@@ -188,6 +188,25 @@ class Docs(unittest.TestCase):
         self.assertNotRegex(r.stdout + r.stderr, r'\[  FAILED  \]')
         self.assertRegex(r.stdout, r'\| all +\|')
 
+    def test_block_control_socket(self):
+        # The block, as the doc says, in a command under the wrapper while a program (serve
+        # on ibdev=mlx5_0) holds the device open, so that its control socket exists.
+        (path, block), = blocks_named('control-socket')
+        script = ('"$1" serve --socket "$2" --devargs ibdev=mlx5_0,queues=1 &\n'
+                  'while [ ! -S "$2" ]; do sleep 0.1; done  # serve probed: mlx5_0 is open\n' +
+                  block + 'kill %1\nwait %1\n')
+        env = dict(os.environ)
+        env.pop('LD_LIBRARY_PATH', None)
+        with tempfile.TemporaryDirectory() as d:
+            r = subprocess.run(['tools/with-emulated-rdma', '--profile', 'fast', '--',
+                                'bash', '-e', '-c', script, 'doc', TOOL,
+                                os.path.join(d, 'vhost.sock')],
+                               cwd=TOP, env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, f'{path}:\n{r.stdout[-3000:]}{r.stderr[-3000:]}')
+        # The fault was armed (it stays unused: no front end comes).
+        self.assertIn("b'ok'", r.stdout)
+        self.assertIn('serve: clean teardown', r.stdout)
+
     def test_block_peer(self):
         (path, block), = blocks_named('peer')
         if not os.path.exists(PEER):
