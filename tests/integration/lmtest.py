@@ -3,12 +3,51 @@
 Every wait has a deadline and looks for a condition (a line of output, a
 counter reaching a value); nothing sleeps and hopes.
 """
+import glob
 import os
 import re
 import select
 import signal
 import subprocess
+import sys
 import time
+
+TOP = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
+
+# A ```sh block of the docs and the marker before it: `<!-- doc-test: NAME -->` (run
+# verbatim by a test: test_docs.py's test_block_NAME, or the test the marker names
+# after `by`), or `<!-- doc-test: none: REASON -->`.
+DOC_BLOCK = re.compile(r'(?:<!-- doc-test: (.*?) -->\n)?```sh\n(.*?)```', re.S)
+
+
+def doc_blocks(top=TOP):
+    """(file relative to top, marker or None, block text) for every sh block of
+    README.md and doc/*.md."""
+    for path in [os.path.join(top, 'README.md')] + sorted(glob.glob(os.path.join(top, 'doc',
+                                                                             '*.md'))):
+        with open(path) as f:
+            for m in DOC_BLOCK.finditer(f.read()):
+                yield os.path.relpath(path, top), m.group(1), m.group(2)
+
+
+def doc_marker_name(mark):
+    """NAME of a marker `NAME` or `NAME by FILE`."""
+    return mark.split(' by ', 1)[0]
+
+
+def doc_block(name, top=TOP):
+    """The text of the doc block(s) marked NAME, for a test to run verbatim. A name
+    may mark several blocks (the README and the user guide show the same commands):
+    they must then be the same text, so that running one runs them all."""
+    found = [(p, b) for p, mark, b in doc_blocks(top)
+             if mark is not None and doc_marker_name(mark) == name]
+    if not found:
+        raise AssertionError(f'no doc block marked doc-test: {name}')
+    texts = {b for _, b in found}
+    if len(texts) != 1:
+        raise AssertionError(f'the blocks marked doc-test: {name} differ: ' +
+                             ', '.join(p for p, _ in found))
+    return texts.pop()
 
 
 class Proc:
@@ -185,3 +224,11 @@ def vdpa_example_serves_testpmd(example, plugin, iface, prefix, frames=1000,
     finally:
         ex.kill()
     return rx, rc, ex.text()
+
+
+if __name__ == '__main__':
+    # `python3 lmtest.py doc_block NAME`: print the block, for scripts (.ci/run) that
+    # run a documented command verbatim.
+    if len(sys.argv) != 3 or sys.argv[1] != 'doc_block':
+        sys.exit('usage: lmtest.py doc_block NAME')
+    sys.stdout.write(doc_block(sys.argv[2]))

@@ -2,12 +2,16 @@
 """The commands of the documentation, run as written.
 
 Every ```sh block of README.md and doc/*.md is preceded by a marker:
-`<!-- doc-test: NAME -->` (run here, verbatim, by the test named after it) or
+`<!-- doc-test: NAME -->` (run here, verbatim, by the test named after it),
+`<!-- doc-test: NAME by FILE -->` (run verbatim by FILE, which takes the text from
+the doc with lmtest.doc_block('NAME'), so that the doc cannot drift from what runs) or
 `<!-- doc-test: none: REASON -->` (what covers it instead). A block without a
 marker fails the first test, so a new command cannot reach the docs untested
 without saying so.
+
+Class Docs is meson's `docs`; class MainJob, the README's 3-minute main job, is
+`docs_main_job` (suite main-job: run by tools/test.sh, not by the sanitizer build).
 """
-import glob
 import os
 import re
 import shutil
@@ -15,23 +19,16 @@ import signal
 import socket
 import stat
 import subprocess
+import sys
 import tempfile
 import unittest
 
-from lmtest import Proc, Testpmd
+from lmtest import (EXAMPLE_SRC, TOP, Proc, Testpmd, doc_block, doc_blocks,
+                    doc_marker_name)
 
-TOP = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
 TOOL = os.environ.get('TEST_LM', os.path.join(TOP, 'build/app/test-lm/dpdk-test-lm'))
-BLOCK = re.compile(r'(?:<!-- doc-test: (.*?) -->\n)?```sh\n(.*?)```', re.S)
-
-
-def doc_blocks():
-    """(file, marker or None, block text) for every sh block of the docs."""
-    for path in [os.path.join(TOP, 'README.md')] + sorted(glob.glob(os.path.join(TOP, 'doc',
-                                                                              '*.md'))):
-        with open(path) as f:
-            for m in BLOCK.finditer(f.read()):
-                yield os.path.relpath(path, TOP), m.group(1), m.group(2)
+# DPDK's own vdpa/mlx5 (Debian's librte-vdpa-mlx5-23), the peer of emulated-rdma.md.
+PEER = '/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0/librte_vdpa_mlx5.so.23'
 
 
 def blocks_named(name):
@@ -39,6 +36,22 @@ def blocks_named(name):
     if not found:
         raise AssertionError(f'no doc block marked doc-test: {name}')
     return found
+
+
+def socket_in_use(path):
+    """True when a process answers on the unix socket path; a stale one is removed
+    (a block's wait for the socket would pass on it at once)."""
+    if not os.path.exists(path):
+        return False
+    probe = socket.socket(socket.AF_UNIX)
+    try:
+        probe.connect(path)
+        return True
+    except OSError:
+        os.unlink(path)
+        return False
+    finally:
+        probe.close()
 
 
 def world_writable_parent(path):
@@ -56,8 +69,19 @@ class Docs(unittest.TestCase):
             self.assertIsNotNone(mark, f'{path}: a sh block without a doc-test marker:\n{block}')
             if mark.startswith('none'):
                 self.assertRegex(mark, r'^none: \S', f'{path}: say what covers it')
+            elif ' by ' in mark:
+                # Claimed by another test: it must take this block from the doc by name.
+                name, by = mark.split(' by ', 1)
+                self.assertRegex(name, r'^[a-z0-9-]+$', f'{path}: doc-test: {mark}')
+                f = os.path.join(TOP, by)
+                self.assertTrue(os.path.isfile(f), f'{path}: doc-test: {mark}: no {by}')
+                with open(f) as src:
+                    self.assertRegex(src.read(), r'doc_block\W+' + re.escape(name) + r'\b',
+                                     f'{path}: {by} does not run doc block {name}')
+                doc_block(name)  # blocks sharing a name are the same text
             else:
-                self.assertTrue(hasattr(self, 'test_block_' + mark.replace('-', '_')),
+                self.assertTrue(hasattr(self, 'test_block_' + mark.replace('-', '_')) or
+                                hasattr(MainJob, 'test_block_' + mark.replace('-', '_')),
                                 f'{path}: no test for doc-test: {mark}')
 
     def test_block_trace_one_liner(self):
@@ -95,15 +119,8 @@ class Docs(unittest.TestCase):
     def test_block_quick_start_traffic(self):
         (path, block), = blocks_named('quick-start-traffic')
         sock = '/tmp/vhost0.sock'  # the socket the block names
-        if os.path.exists(sock):
-            probe = socket.socket(socket.AF_UNIX)
-            try:
-                probe.connect(sock)
-                self.skipTest(f'{sock} is served by another process')
-            except OSError:
-                os.unlink(sock)  # stale: the block's wait would pass on it at once
-            finally:
-                probe.close()
+        if socket_in_use(sock):
+            self.skipTest(f'{sock} is served by another process')
         run = Proc(['bash', '-e', '-c', 'cd "$1"\n' + block, 'doc', TOP], name='quick-start')
         try:
             # The person at the keyboard: Ctrl-C to testpmd once frames came back.
@@ -154,6 +171,91 @@ class Docs(unittest.TestCase):
         self.assertGreaterEqual(rx, 1000)
         self.assertEqual(rc, 0, ex.text()[-2000:])
         self.assertNotIn('left alive', ex.text())
+
+    def test_block_emulated_rdma_by_hand(self):
+        # The by-hand versions of meson's events_rdma and migrate_rdma, from the top of
+        # the source tree (the wrapper's default library directory, build/emu-rdma).
+        (path, block), = blocks_named('emulated-rdma-by-hand')
+        env = dict(os.environ)
+        env.pop('LD_LIBRARY_PATH', None)
+        env.pop('LM_BACKEND', None)
+        r = subprocess.run(['bash', '-e', '-c', block], cwd=TOP, env=env, capture_output=True,
+                           text=True, timeout=600)
+        self.assertEqual(r.returncode, 0, f'{path}:\n{r.stdout[-3000:]}{r.stderr[-3000:]}')
+        # (An object left alive makes the wrapper exit 3: the block fails.)
+        # test_events (cmocka) and migrate's table, the latter's devices on ibdev=.
+        self.assertRegex(r.stdout + r.stderr, r'\[  PASSED  \] \d+ test')
+        self.assertNotRegex(r.stdout + r.stderr, r'\[  FAILED  \]')
+        self.assertRegex(r.stdout, r'\| all +\|')
+
+    def test_block_control_socket(self):
+        # The block, as the doc says, in a command under the wrapper while a program (serve
+        # on ibdev=mlx5_0) holds the device open, so that its control socket exists.
+        (path, block), = blocks_named('control-socket')
+        script = ('"$1" serve --socket "$2" --devargs ibdev=mlx5_0,queues=1 &\n'
+                  'while [ ! -S "$2" ]; do sleep 0.1; done  # serve probed: mlx5_0 is open\n' +
+                  block + 'kill %1\nwait %1\n')
+        env = dict(os.environ)
+        env.pop('LD_LIBRARY_PATH', None)
+        with tempfile.TemporaryDirectory() as d:
+            r = subprocess.run(['tools/with-emulated-rdma', '--profile', 'fast', '--',
+                                'bash', '-e', '-c', script, 'doc', TOOL,
+                                os.path.join(d, 'vhost.sock')],
+                               cwd=TOP, env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, f'{path}:\n{r.stdout[-3000:]}{r.stderr[-3000:]}')
+        # The fault was armed (it stays unused: no front end comes).
+        self.assertIn("b'ok'", r.stdout)
+        self.assertIn('serve: clean teardown', r.stdout)
+
+    def test_block_peer(self):
+        (path, block), = blocks_named('peer')
+        if not os.path.exists(PEER):
+            self.skipTest(f'{PEER} missing (librte-vdpa-mlx5-23, tools/setup.sh)')
+        if os.geteuid() != 0 or shutil.which('unshare') is None:
+            self.skipTest('--private-sys needs root and unshare(1)')
+        if not os.path.isdir(EXAMPLE_SRC):
+            self.skipTest(f'{EXAMPLE_SRC} missing (package dpdk-doc)')
+        iface = '/tmp/vhost-peer0'  # what the documented --iface /tmp/vhost-peer serves
+        if socket_in_use(iface):
+            self.skipTest(f'{iface} is served by another process')
+        env = dict(os.environ)
+        env.pop('LD_LIBRARY_PATH', None)
+        env.pop('MLX5_LM_ERDMA_LIBDIR', None)
+        ex = Proc(['bash', '-e', '-c', 'cd "$1"\n' + block, 'doc', TOP], env=env, name='peer',
+                  stdin=True)
+        try:
+            ex.expect(r"enter 'q' to quit", timeout=300)
+            pmd = Testpmd(iface, f'tpq{os.getpid()}', queues=1, queue_size=256)
+            try:
+                pmd.cmd('start tx_first')
+                rx, _ = pmd.wait_rx(1000, timeout=60)
+                pmd.cmd('stop')
+            finally:
+                pmd.quit()
+            ex.send('q')
+            rc = ex.stop(sig=None, timeout=60)
+        finally:
+            ex.kill()
+        self.assertGreaterEqual(rx, 1000)
+        self.assertEqual(rc, 0, ex.text()[-3000:])
+        self.assertNotIn('left alive', ex.text())
+        self.assertNotIn('not implemented', ex.text())
+
+
+class MainJob(unittest.TestCase):
+    """The README's main job, `./tools/main.sh` (about 3 minutes): meson's docs_main_job."""
+
+    def test_block_main_job(self):
+        block = doc_block('main-job')
+        r = subprocess.run(['bash', '-e', '-c', block], cwd=TOP, capture_output=True, text=True,
+                           timeout=1500)
+        self.assertEqual(r.returncode, 0, f'{r.stdout[-3000:]}{r.stderr[-3000:]}')
+        # The table of the README: every stage, the model's floor, both files written.
+        for stage in ('baseline', 'precreate', 'parallel-mkey', 'deferred-delete', 'all'):
+            self.assertRegex(r.stdout, r'\| %s +\| +\d' % re.escape(stage), r.stdout)
+        self.assertIn('floor (profile cx6dx', r.stdout)
+        for f in ('build/migrate-seed-mkey.json', 'build/migrate-seed-mkey.svg'):
+            self.assertTrue(os.path.getsize(os.path.join(TOP, f)) > 0, f)
 
 
 if __name__ == '__main__':

@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""The user guide's QEMU block (doc-test qemu), run verbatim.
+
+The block is taken from doc/user-guide.md by its marker and run by bash as written:
+`serve` in the background, QEMU in the foreground with the guest's serial console on
+stdio, then `serve` stopped and waited for. Only the variables the guide's preceding
+block leaves to the user are set here: KERNEL and INITRD are the e2e guest (a Debian
+kernel, the busybox initrd of e2elib), MEM is 256M, ACCEL is tcg as in every e2e test
+(a /dev/kvm may exist where KVM cannot run a guest: this project's machine has one);
+`dpdk-test-lm` is this build's.
+The test plays the user at the console: once the guest is up it gives eth0 an address
+and pings a neighbour that does not exist; the device's wire is its loopback, so the
+guest's ARP requests come back to its own RX queue through the device (its rx_packets
+counter moves). Then `poweroff -f`: QEMU exits, the block stops `serve`, whose exit
+status (0: nothing left alive) is the block's.
+
+Exit 0 pass, 1 fail, 77 skip (a prerequisite cannot be had on this machine).
+"""
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import traceback
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, '..', 'integration'))
+import e2elib as L  # noqa: E402
+from lmtest import doc_block  # noqa: E402
+
+SOCK = '/run/lm/vm1.sock'  # the block's
+STEP_TIMEOUT = 300  # TCG boot of a Debian kernel on a loaded 2-CPU machine
+
+
+class Terminated(Exception):
+    pass
+
+
+def on_sigterm(signum, frame):
+    raise Terminated(f'signal {signum}')
+
+
+def socket_in_use(path):
+    """True when a process answers on the unix socket path; a stale one is removed
+    (the block's wait for the socket would pass on it at once)."""
+    if not os.path.exists(path):
+        return False
+    probe = socket.socket(socket.AF_UNIX)
+    try:
+        probe.connect(path)
+        return True
+    except OSError:
+        os.unlink(path)
+        return False
+    finally:
+        probe.close()
+
+
+def guest_cmd(sh, cmd, expect):
+    start = sh.mark()
+    sh.send(cmd)
+    _, _, m = sh.expect(expect + '|E2E-ERROR.*', STEP_TIMEOUT, since=start)
+    if m.group(0).startswith('E2E-ERROR'):
+        raise AssertionError(f'guest: {cmd}: {m.group(0)}')
+    return m
+
+
+def run():
+    block = doc_block('qemu')
+    vmlinuz, initrd = L.prepare()
+    if socket_in_use(SOCK):
+        raise L.Skip(f'{SOCK} (the user guide\'s socket) is served by another process')
+    env = {'KERNEL': vmlinuz, 'INITRD': initrd, 'MEM': '256M', 'ACCEL': 'tcg',
+           'PATH': os.path.dirname(os.path.abspath(L.TOOL)) + ':' + os.environ['PATH']}
+    sh = L.Proc(['bash', '-e', '-c', block], name='doc', stdin=True, env=env)
+    # The block's shell ending early (QEMU failed: bash -e) fails the waits at once;
+    # its background serve would otherwise keep the output open until the deadline.
+    sh.watch = [sh]
+    kids = []
+    try:
+        sh.expect(r'serve: ready', STEP_TIMEOUT)
+        kids = subprocess.run(['pgrep', '-P', str(sh.p.pid), '-x', 'dpdk-test-lm'],
+                              stdout=subprocess.PIPE, text=True).stdout.split()
+        _, _, m = sh.expect(r'E2E-GUEST-READY .*', STEP_TIMEOUT)
+        L.log(f'guest up: {m.group(0)}')
+        # 198.51.100.0/24 (TEST-NET-2, RFC 5737): nobody answers; the ARP requests
+        # return through the device's loopback wire.
+        m = guest_cmd(sh, 'ip addr add 198.51.100.1/24 dev eth0; '
+                      'ping -c 3 -W 1 198.51.100.2 >/dev/null; '
+                      'echo "RX=$(cat /sys/class/net/eth0/statistics/rx_packets)"',
+                      r'^RX=(\d+)$')
+        if int(m.group(1)) == 0:
+            raise AssertionError('the guest received nothing through the device')
+        L.log(f'guest received {m.group(1)} frames through the device')
+        sh.send('poweroff -f')
+        rc = sh.stop(sig=None, timeout=STEP_TIMEOUT)
+        if rc != 0:
+            raise AssertionError(f'the block exited {rc}:\n{sh.tail(60)}')
+        if 'serve: clean teardown' not in sh.text():
+            raise AssertionError(f'serve did not tear down cleanly:\n{sh.tail(60)}')
+    except BaseException:
+        print(sh.tail(80), flush=True)
+        # A failure on the way: bash's children (QEMU, serve; serve also when bash
+        # already ended), then bash.
+        if sh.p.poll() is None:
+            kids += subprocess.run(['pgrep', '-P', str(sh.p.pid)], stdout=subprocess.PIPE,
+                                   text=True).stdout.split()
+        for pid in kids:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except OSError:
+                pass
+        sh.kill()
+        raise
+
+
+def main():
+    # meson's timeout sends SIGTERM: clean up on the way out.
+    signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        run()
+    except L.Skip as e:
+        print(f'SKIP: {e}', flush=True)
+        return L.SKIP
+    except Exception:
+        traceback.print_exc()
+        print('FAIL: e2e qemu_doc', flush=True)
+        return 1
+    print('E2E RESULT variant=doc ok', flush=True)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
