@@ -16,7 +16,7 @@ import sys
 import tempfile
 import unittest
 
-from lmtest import EXAMPLE_SRC, Proc, Testpmd, build_vdpa_example
+from lmtest import EXAMPLE_SRC, Proc, Testpmd, build_vdpa_example, doc_block, TOP
 
 WRAPPER = os.environ.get('LM_WRAPPER', os.path.join(
     os.path.dirname(os.path.abspath(__file__)), '..', '..', 'tools', 'with-emulated-rdma'))
@@ -258,8 +258,32 @@ class PeerMigrate(unittest.TestCase):
         # Source and destination: two devices, both used.
         self.assertEqual({r['dev'] for r in recs}, {'mlx5_0', 'mlx5_1'})
 
+    def test_doc_command_prints_the_three_stages_without_loss(self):
+        # doc/emulated-rdma.md's command, verbatim: one table, ours and the
+        # peer's two stages, each without loss, duplicate or unlogged page.
+        # The doc's paths are the source tree's, its build in build/.
+        env = dict(os.environ, MLX5_LM_ERDMA_LIBDIR=os.path.abspath(LIBDIR))
+        env.pop('LD_LIBRARY_PATH', None)
+        p = subprocess.run(['bash', '-e', '-c', doc_block('peer-migrate')], env=env, cwd=TOP,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
+        out = p.stdout.decode(errors='replace')
+        self.assertEqual(p.returncode, 0, out)
+        header = next(l for l in out.splitlines() if l.startswith('| stage'))
+        cols = [c.strip() for c in header.strip('|').split('|')]
+        rows = {}
+        for line in out.splitlines():
+            cells = [c.strip() for c in line.strip('|').split('|')]
+            if line.startswith('| ') and len(cells) == len(cols) and cells[0] != 'stage':
+                rows[cells[0]] = dict(zip(cols, cells))
+        self.assertEqual(sorted(rows), ['all', 'peer', 'peer-precreate'], out)
+        for name, r in rows.items():
+            self.assertEqual((r['lost'], r['dup'], r['dirty ok']), ('0', '0', 'yes'),
+                             f'{name}: {r}')
+
     def test_peer_stages_refused_without_private_sys(self):
-        rc, out = self.run_tool(['--devices', '2'],
+        # The wrapper uses the namespace by default where it can: refused
+        # only when it is switched off (or impossible).
+        rc, out = self.run_tool(['--no-private-sys', '--devices', '2'],
                                 ['--devices', '1', '--queue-pairs', '1', '--mem-gb', '1',
                                  '--stages', 'peer'])
         self.assertEqual(rc, 2, out)

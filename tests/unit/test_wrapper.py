@@ -152,6 +152,17 @@ class FakeSysfs(unittest.TestCase):
         self.assertEqual(sorted(os.listdir('/sys/bus/pci/devices')), real)
         self.assertFalse(os.path.exists('/sys/bus/pci/devices/0000:5e:00.0'))
 
+    @unittest.skipUnless(os.geteuid() == 0 and shutil.which('unshare'),
+                         '--private-sys needs root and unshare(1)')
+    def test_private_sys_is_the_default_where_possible(self):
+        # What the peer needs comes without asking (issue 14's command has no
+        # --private-sys); --no-private-sys leaves /sys as it is.
+        script = 'import os; print(os.path.exists("/sys/bus/pci/devices/0000:5e:00.0"))'
+        p = run('--', sys.executable, '-c', script)
+        self.assertEqual((p.returncode, p.stdout.strip()), (0, 'True'), p.stderr)
+        p = run('--no-private-sys', '--', sys.executable, '-c', script)
+        self.assertEqual((p.returncode, p.stdout.strip()), (0, 'False'), p.stderr)
+
 
 if __name__ == '__main__':
     unittest.main(verbosity=2)
