@@ -222,6 +222,7 @@ struct mlx5_lm_dev {
 	/* Timings of the last operations (ms), for benchmarks and logs. */
 	double last_conf_ms, last_conf_mr_ms, last_conf_vq_ms, last_close_ms;
 	uint64_t conf_count;             /* successful dev_conf calls since probe */
+	unsigned int stop_queries_skipped; /* last dev_close: idle split rings not queried */
 	double mr_last_destroy_ms;       /* written by whoever destroyed a registration */
 };
 

@@ -812,6 +812,38 @@ rte_pmd_mlx5_lm_get_state(const char *name, struct rte_pmd_mlx5_lm_state *st)
 
 /* ---- stop: GET_VRING_BASE ------------------------------------------------ */
 
+/*
+ * The indices of a split ring the device has just suspended, without a
+ * QUERY, when the guest's ring shows nothing outstanding. used->idx in
+ * guest memory is a value the device wrote, so at most its
+ * hw_used_index; hw_used_index <= hw_available_index <= the guest's
+ * avail->idx, read after the SUSPEND completed (the device fetches
+ * nothing once suspended). If the guest's two indices are equal, all four
+ * are. A paused guest's TX rings are in that state at every stop: half
+ * the QUERYs of a stop, one wave of 16 command slots (0.35 ms per device
+ * on cx6dx). Anything else (packed rings, RX rings with posted buffers,
+ * a guest still adding) is queried.
+ */
+static int
+idle_split_ring(struct mlx5_lm_virtq *vq, uint16_t *idx)
+{
+	struct mlx5_lm_dev *dev = vq->dev;
+	struct rte_vhost_vring vr;
+	uint16_t used, avail;
+
+	if ((dev->features & (1ull << F_RING_PACKED)) ||
+	    rte_vhost_get_vhost_vring(dev->vid, vq->index, &vr) < 0 ||
+	    vr.used == NULL || vr.avail == NULL)
+		return 0;
+	/* used first: avail only grows, so equal means nothing in between. */
+	used = __atomic_load_n(&vr.used->idx, __ATOMIC_ACQUIRE);
+	avail = __atomic_load_n(&vr.avail->idx, __ATOMIC_ACQUIRE);
+	if (avail != used)
+		return 0;
+	*idx = used;
+	return 1;
+}
+
 static int
 task_suspend_query(void *arg)
 {
@@ -819,16 +851,23 @@ task_suspend_query(void *arg)
 	struct mlx5_lm_dev *dev = vq->dev;
 	uint16_t avail, used;
 	uint8_t state;
-	int ret = 0;
+	int ret = 0, suspended = 0;
 
 	if (vq->hw_state == PRM_VIRTQ_STATE_RDY) {
 		ret = mlx5_lm_virtq_set_state(vq, PRM_VIRTQ_STATE_SUSPEND);
 		if (ret < 0)
 			return ret;
+		/* Only a queue this stop suspended: one in ERR is queried for its state. */
+		suspended = 1;
 	}
 	if (vq->hw_state == PRM_VIRTQ_STATE_INIT) {
 		/* Never started: vhost's own base is right. */
 		return 0;
+	}
+	if (suspended && idle_split_ring(vq, &used)) {
+		avail = used;
+		__atomic_add_fetch(&dev->stop_queries_skipped, 1, __ATOMIC_RELAXED);
+		goto set_base;
 	}
 	ret = mlx5_lm_virtq_query(vq, &state, NULL, &avail, &used);
 	if (ret < 0)
@@ -837,6 +876,7 @@ task_suspend_query(void *arg)
 		/* The device completed up to used; let the guest see the rest again. */
 		avail = used;
 	}
+set_base:
 	if (rte_vhost_set_vring_base(dev->vid, vq->index, avail, used) < 0)
 		VQ_LOG(ERR, vq, "vhost refused vring base %u/%u", avail, used);
 	if (dev->log_mr != NULL) {
@@ -911,6 +951,7 @@ mlx5_lm_dev_close(int vid)
 		if (dev->vq[i].configured)
 			mlx5_lm_notify_del_ring(dev, &dev->vq[i]);
 	/* Only what vhost's GET_VRING_BASE reply needs happens before we return. */
+	dev->stop_queries_skipped = 0;
 	mlx5_lm_batch_init(&b, batch_limit(dev));
 	for (i = 0; i < dev->nr_vq; i++)
 		if (dev->vq[i].configured && dev->vq[i].obj != NULL)
@@ -949,7 +990,8 @@ mlx5_lm_dev_close(int vid)
 		mlx5_lm_mr_release(dev->mr);
 		dev->mr = NULL;
 	}
-	DRV_LOG(INFO, dev, "stopped in %.1f ms", dev->last_close_ms);
+	DRV_LOG(INFO, dev, "stopped in %.1f ms (%u idle split rings needed no QUERY)",
+		dev->last_close_ms, dev->stop_queries_skipped);
 	pthread_mutex_unlock(&dev->lock);
 	return 0;
 }
