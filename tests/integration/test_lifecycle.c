@@ -578,8 +578,10 @@ tc_probe(struct tc *t, unsigned int queues, const char *extra)
 
 	snprintf(t->name, sizeof(t->name), "vdpa_mlx5_lm%u", dev_seq++);
 	snprintf(t->tr.path, sizeof(t->tr.path), "%s/%s.trace", tmpdir, t->name);
-	snprintf(args, sizeof(args), "emu=fast,queues=%u,workers=4,mr_gc_ms=0,devx_trace=%s%s%s",
-		 queues, t->tr.path, extra != NULL ? "," : "", extra != NULL ? extra : "");
+	/* mr_gc_ms=0 unless the test gives its own (a key may appear once). */
+	snprintf(args, sizeof(args), "emu=fast,queues=%u,workers=4,%sdevx_trace=%s%s%s",
+		 queues, extra != NULL && strstr(extra, "mr_gc_ms=") != NULL ? "" : "mr_gc_ms=0,",
+		 t->tr.path, extra != NULL ? "," : "", extra != NULL ? extra : "");
 	t->leaked0 = emu_leaked_total();
 	assert_int_equal(rte_eal_hotplug_add("vdev", t->name, args), 0);
 	t->dev = mlx5_lm_dev_by_name(t->name);
@@ -2459,6 +2461,52 @@ cleanup_process(void)
 	rm_tree(eal_runtime_dir);
 }
 
+/*
+ * The restore of blank queues after a stop is deferred like the
+ * registrations (mr_gc_ms), so that it stays out of the downtime of the
+ * devices stopping and starting meanwhile (issue 12, evacuate), and runs
+ * at once when the device is needed: a DRIVER_OK, a removal. mr_gc_ms is
+ * ten minutes here: the test finishes only if those two start it.
+ */
+static void
+test_restore_deferred_until_the_device_is_needed(void **state)
+{
+	const unsigned int pairs = 2, nrings = 2 * pairs;
+	struct vu_start_opts o = { 0 };
+	uint32_t bases[MAX_RINGS];
+	struct tc *t = *state;
+	struct vu_guest *g;
+	size_t mark;
+	int restoring;
+
+	tc_probe(t, pairs, "mr_gc_ms=600000");
+	g = tc_guest(t, 0, pairs, 256, false);
+	tc_connect(t);
+	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
+	wait_running(t);
+	traffic(g, 0x3, 50);
+	mark = trace_mark(&t->tr);
+	assert_int_equal(vu_stop_device(t->c, bases, nrings), 0);
+	/* Stopped: the restore waits (set before dev_close returned), nothing destroyed. */
+	pthread_mutex_lock(&t->dev->lock);
+	restoring = t->dev->restoring;
+	pthread_mutex_unlock(&t->dev->lock);
+	assert_int_equal(restoring, 1);
+	trace_sync(&t->tr);
+	assert_int_equal(trace_count(&t->tr, mark, p_vq_destroy, NULL), 0);
+	/* DRIVER_OK needs blank queues: the restore runs now, then the configuration. */
+	assert_int_equal(vu_set_status(t->c, 0), 0);
+	o.bases = bases;
+	assert_int_equal(vu_start_device(t->c, g, &o), 0);
+	wait_running(t);
+	trace_sync(&t->tr);
+	assert_true(trace_count(&t->tr, mark, p_vq_destroy, NULL) > 0);
+	traffic(g, 0x3, 50);
+	/* The disconnect stops it again; the removal does not wait ten minutes either. */
+	tc_disconnect(t);
+	tc_remove(t);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -2521,6 +2569,8 @@ main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_ring_fds_changed_while_running_are_used,
 						tc_setup, tc_teardown),
 		cmocka_unit_test_setup_teardown(test_restart_without_status_reset_runs_every_ring,
+						tc_setup, tc_teardown),
+		cmocka_unit_test_setup_teardown(test_restore_deferred_until_the_device_is_needed,
 						tc_setup, tc_teardown),
 	};
 	int ret;
