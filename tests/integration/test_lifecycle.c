@@ -1088,7 +1088,8 @@ check_close_suspends_then_queries(struct tc *t, size_t from, unsigned int nrings
 		 * (dev_close, idle_split_ring). Every other ring is queried.
 		 */
 		if (!packed && vu_guest_ring_info(g, i, &ri) == 0)
-			idle = ((volatile uint16_t *)ri.avail)[1] == ((volatile uint16_t *)ri.used)[1];
+			idle = ((volatile uint16_t *)ri.avail)[1] ==
+			       ((volatile uint16_t *)ri.used)[1];
 
 		assert_int_equal(trace_count(&t->tr, from, p_suspend, &q), 1);
 		for (k = from; k < t->tr.n; k++) {
