@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <rte_common.h>
 #include <rte_log.h>
@@ -91,6 +92,7 @@ static int
 queues_setup(struct mlx5_lm_dev *dev)
 {
 	uint32_t pairs = dev->caps.max_num_virtio_queues / 2;
+	pthread_condattr_t cattr;
 	int ret;
 
 	if (dev->args.queues > pairs) {
@@ -104,6 +106,10 @@ queues_setup(struct mlx5_lm_dev *dev)
 	dev->vid = -1;
 	pthread_mutex_init(&dev->lock, NULL);
 	pthread_cond_init(&dev->restored, NULL);
+	pthread_condattr_init(&cattr);
+	pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
+	pthread_cond_init(&dev->restore_cv, &cattr);
+	pthread_condattr_destroy(&cattr);
 	ret = mlx5_lm_conf_worker_start(dev);
 	if (ret < 0)
 		goto err_conf;
@@ -166,6 +172,7 @@ err_gc:
 err_pool:
 	mlx5_lm_conf_worker_stop(dev);
 err_conf:
+	pthread_cond_destroy(&dev->restore_cv);
 	pthread_cond_destroy(&dev->restored);
 	pthread_mutex_destroy(&dev->lock);
 	return ret;
@@ -176,10 +183,9 @@ queues_teardown(struct mlx5_lm_dev *dev)
 {
 	/* A configuration in progress ends first (removal waits for it)... */
 	mlx5_lm_conf_worker_stop(dev);
-	/* ...then background work on this device (restoring blank queues). */
+	/* ...then background work on this device (restoring blank queues), not deferred. */
 	pthread_mutex_lock(&dev->lock);
-	while (dev->restoring)
-		pthread_cond_wait(&dev->restored, &dev->lock);
+	mlx5_lm_wait_restored(dev);
 	pthread_mutex_unlock(&dev->lock);
 	mlx5_lm_notify_stop(dev);
 	mlx5_lm_virtqs_destroy(dev);
@@ -192,6 +198,7 @@ queues_teardown(struct mlx5_lm_dev *dev)
 	dev->db = NULL;
 	mlx5_lm_mr_gc_put();
 	mlx5_lm_pool_put(mlx5_lm_pool_threads(dev));
+	pthread_cond_destroy(&dev->restore_cv);
 	pthread_cond_destroy(&dev->restored);
 	pthread_mutex_destroy(&dev->lock);
 }

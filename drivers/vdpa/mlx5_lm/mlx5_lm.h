@@ -195,6 +195,14 @@ struct mlx5_lm_dev {
 	int restoring;                   /* background restore in flight */
 	pthread_cond_t restored;         /* signalled when restoring drops to 0 */
 	/*
+	 * The restore waits mr_gc_ms after the stop, like the registrations,
+	 * unless the device is needed sooner: restore_now, signalled on
+	 * restore_cv (CLOCK_MONOTONIC), starts it at once.
+	 */
+	int restore_now;
+	double restore_deadline_ms;      /* mlx5_lm_now_ms() clock (CLOCK_MONOTONIC) */
+	pthread_cond_t restore_cv;
+	/*
 	 * Asynchronous configuration (issue 12 item 3): dev_conf queues a
 	 * job and returns; the device's own worker (conf_thread) runs it
 	 * under the lock. conf_busy is set from the queueing to the end of
@@ -222,6 +230,7 @@ struct mlx5_lm_dev {
 	/* Timings of the last operations (ms), for benchmarks and logs. */
 	double last_conf_ms, last_conf_mr_ms, last_conf_vq_ms, last_close_ms;
 	uint64_t conf_count;             /* successful dev_conf calls since probe */
+	unsigned int stop_queries_skipped; /* last dev_close: idle split rings not queried */
 	double mr_last_destroy_ms;       /* written by whoever destroyed a registration */
 };
 
@@ -380,6 +389,8 @@ int mlx5_lm_conf_worker_start(struct mlx5_lm_dev *dev);
 void mlx5_lm_conf_worker_stop(struct mlx5_lm_dev *dev);
 /* Under dev->lock: wait until no configuration is queued or running. */
 void mlx5_lm_wait_configured(struct mlx5_lm_dev *dev);
+/* dev->lock held: the background restore, started now if still deferred, has finished. */
+void mlx5_lm_wait_restored(struct mlx5_lm_dev *dev);
 int mlx5_lm_dev_close(int vid);
 int mlx5_lm_set_vring_state(int vid, int vring, int state);
 

@@ -86,5 +86,7 @@ unsigned int mlx5_lm_pool_size(void);
 unsigned int mlx5_lm_pool_idle(void);
 /* Times a worker was woken up since the process started (tests). */
 uint64_t mlx5_lm_pool_wakeups(void);
+/* Workers fg_exit asked to wake (at most one per exit; tests). */
+uint64_t mlx5_lm_pool_wake_requests(void);
 
 #endif /* MLX5_LM_POOL_H */
