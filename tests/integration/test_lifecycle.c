@@ -29,6 +29,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <spawn.h>
@@ -38,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,6 +49,7 @@
 
 #include <rte_common.h>
 #include <rte_eal.h>
+#include <rte_lcore.h>
 #include <rte_vdpa.h>
 #include <rte_vhost.h>
 
@@ -2082,6 +2085,66 @@ test_failed_recovery_of_an_rx_queue_leaves_device_usable(void **state)
 	run_isolated("isolated_failed_rx_recovery");
 }
 
+/*
+ * The PMD's threads (pool workers, configuration, deferred work,
+ * notifications) are DPDK control threads: none runs on the CPU of an lcore,
+ * where an application polls (the harness's EAL has lcore 0 only). Created
+ * with plain pthread_create they inherited the main lcore's CPU: the whole
+ * driver then shared one CPU with the application (issue 12, measured).
+ */
+static void
+test_driver_threads_stay_off_the_lcores(void **state)
+{
+	const unsigned int pairs = 2;
+	rte_cpuset_t lcore = rte_lcore_cpuset(rte_get_main_lcore());
+	struct tc *t = *state;
+	unsigned int threads = 0;
+	struct dirent *e;
+	DIR *dir;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+		print_message("one CPU: EAL's control CPUs are the lcore's, nothing to check\n");
+		skip();
+	}
+	tc_probe(t, pairs, NULL);
+	t->g[0] = tc_guest(t, 0, pairs, 256, false);
+	tc_connect(t);
+	assert_int_equal(vu_start_device(t->c, t->g[0], NULL), 0);
+	wait_running(t);
+	dir = opendir("/proc/self/task");
+	assert_non_null(dir);
+	while ((e = readdir(dir)) != NULL) {
+		char path[300], comm[32] = "";
+		cpu_set_t set, both;
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		f = fopen(path, "r");
+		if (f == NULL)
+			continue;  /* the thread ended meanwhile */
+		if (fgets(comm, sizeof(comm), f) == NULL)
+			comm[0] = '\0';
+		fclose(f);
+		if (strncmp(comm, "mlx5-lm-", 8) != 0)
+			continue;
+		assert_int_equal(sched_getaffinity(atoi(e->d_name), sizeof(set), &set), 0);
+		CPU_AND(&both, &set, &lcore);
+		if (CPU_COUNT(&both) != 0) {
+			print_error("thread %s (%s) may run on the lcore's CPU\n", e->d_name,
+				    strtok(comm, "\n"));
+			fail();
+		}
+		threads++;
+	}
+	closedir(dir);
+	/* At least a worker, the configuration thread and the notification thread. */
+	assert_true(threads >= 3);
+	tc_disconnect(t);
+	tc_remove(t);
+}
+
 /* ---- main ------------------------------------------------------------------- */
 
 /*
@@ -2194,6 +2257,8 @@ main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_restart_without_status_reset_runs_every_ring,
 						tc_setup, tc_teardown),
 		cmocka_unit_test_setup_teardown(test_restore_deferred_until_the_device_is_needed,
+						tc_setup, tc_teardown),
+		cmocka_unit_test_setup_teardown(test_driver_threads_stay_off_the_lcores,
 						tc_setup, tc_teardown),
 	};
 	int ret;

@@ -573,7 +573,7 @@ mlx5_lm_mr_gc_get(void)
 	pthread_mutex_lock(&gc.lock);
 	if (gc.refs == 0) {
 		gc.stop = 0;
-		if (pthread_create(&gc.thread, NULL, gc_thread, NULL) != 0)
+		if (mlx5_lm_thread_create(&gc.thread, "mlx5-lm-gc", NULL, gc_thread, NULL) != 0)
 			ret = -EAGAIN;
 	}
 	if (ret == 0)

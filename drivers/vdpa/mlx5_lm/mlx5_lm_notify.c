@@ -31,6 +31,7 @@
 
 #include "prm.h"
 #include "mlx5_lm.h"
+#include "mlx5_lm_pool.h"
 
 /* Longest polling period of the dynamic timer mode. */
 #define MAX_DELAY_US 1000000u
@@ -257,7 +258,10 @@ start_thread(struct mlx5_lm_notify *n)
 		CPU_SET(core, &set);
 		pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
 	}
-	ret = pthread_create(&n->thread, &attr, notify_thread, n);
+	ret = mlx5_lm_thread_create(&n->thread, "mlx5-lm-notify", &attr, notify_thread, n);
+	/* A control thread starts on the control CPUs: event_core, when given, wins. */
+	if (ret == 0 && core != MLX5_LM_EVENT_CORE_ANY)
+		ret = pthread_setaffinity_np(n->thread, sizeof(set), &set);
 	pthread_attr_destroy(&attr);
 	if (ret != 0)
 		DRV_LOG(ERR, n->dev, "cannot start the notification thread%s: %s",

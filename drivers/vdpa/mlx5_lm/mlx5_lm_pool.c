@@ -7,8 +7,11 @@
  * pool without the serial one gaining parallelism.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/queue.h>
+
+#include <rte_lcore.h>
 
 #include "devx.h"
 #include "mlx5_lm_pool.h"
@@ -165,6 +168,20 @@ worker(void *unused)
 }
 
 int
+mlx5_lm_thread_create(pthread_t *th, const char *name, const pthread_attr_t *attr,
+		      void *(*fn)(void *), void *arg)
+{
+	int ret;
+
+	/* EAL counts its lcores at init: none before (or without) it. */
+	if (rte_lcore_count() == 0)
+		return pthread_create(th, attr, fn, arg);
+	ret = rte_ctrl_thread_create(th, name, attr, fn, arg);
+	/* DPDK 22.11 returns a negative errno here. */
+	return ret < 0 ? -ret : ret;
+}
+
+int
 mlx5_lm_pool_get(unsigned int workers)
 {
 	int ret = 0;
@@ -172,7 +189,11 @@ mlx5_lm_pool_get(unsigned int workers)
 	pthread_mutex_lock(&pool.lock);
 	pool.wanted += workers;
 	while (pool.nthreads < pool.wanted && pool.nthreads < MAX_WORKERS) {
-		if (pthread_create(&pool.threads[pool.nthreads], NULL, worker, NULL) != 0) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "mlx5-lm-w%u", pool.nthreads);
+		if (mlx5_lm_thread_create(&pool.threads[pool.nthreads], name, NULL, worker,
+					  NULL) != 0) {
 			ret = -EAGAIN;
 			break;
 		}

@@ -17,6 +17,17 @@
 
 typedef int (*mlx5_lm_task_fn)(void *arg);
 
+/*
+ * Start one of the driver's own threads (workers, configuration, deferred
+ * work, notifications) as a DPDK control thread named `name` (at most 15
+ * characters): it runs on EAL's control CPU set, never on the CPU of a
+ * data-plane lcore, which would otherwise be the CPU it inherits from the
+ * thread that created it. attr may be NULL. Outside an initialised EAL (unit
+ * tests) a plain thread. Returns 0 or a positive errno, as pthread_create.
+ */
+int mlx5_lm_thread_create(pthread_t *th, const char *name, const pthread_attr_t *attr,
+			  void *(*fn)(void *), void *arg);
+
 struct mlx5_lm_batch {
 	pthread_mutex_t lock;   /* guards the fields below */
 	pthread_cond_t done;

@@ -13,6 +13,7 @@
 #include <rte_mbuf.h>
 
 #include "mlx5_lm.h"
+#include "mlx5_lm_pool.h"
 
 #define UPLINK_MBUFS 4096
 #define UPLINK_RING 512
@@ -127,7 +128,8 @@ mlx5_lm_uplink_start(struct mlx5_lm_dev *dev)
 	ret = devx_emu_set_uplink(dev->devx, uplink_tx, u);
 	if (ret < 0)
 		goto err_wire;
-	if (pthread_create(&u->rx_thread, NULL, uplink_rx, u) != 0) {
+	if (mlx5_lm_thread_create(&u->rx_thread, "mlx5-lm-uplink", NULL, uplink_rx,
+				  u) != 0) {
 		ret = -EAGAIN;
 		goto err_thread;
 	}

@@ -662,7 +662,8 @@ mlx5_lm_conf_worker_start(struct mlx5_lm_dev *dev)
 	pthread_mutex_init(&dev->state_lock, NULL);
 	dev->state = RTE_PMD_MLX5_LM_STATE_STOPPED;
 	dev->conf_stop = 0;
-	if (pthread_create(&dev->conf_thread, NULL, conf_worker, dev) != 0) {
+	if (mlx5_lm_thread_create(&dev->conf_thread, "mlx5-lm-conf", NULL, conf_worker,
+				  dev) != 0) {
 		DRV_LOG(ERR, dev, "cannot start the configuration thread");
 		pthread_mutex_destroy(&dev->state_lock);
 		pthread_cond_destroy(&dev->conf_cv);
@@ -1062,7 +1063,8 @@ mlx5_lm_dev_close(int vid)
 		dev->restore_deadline_ms = mlx5_lm_now_ms() + dev->args.mr_gc_ms;
 		pthread_attr_init(&attr);
 		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		if (pthread_create(&th, &attr, restore_thread, dev) != 0) {
+		if (mlx5_lm_thread_create(&th, "mlx5-lm-restore", &attr, restore_thread,
+					  dev) != 0) {
 			/* In vhost's thread: never deferred there. */
 			dev->restore_now = 1;
 			pthread_mutex_unlock(&dev->lock);
