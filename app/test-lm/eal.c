@@ -2,6 +2,8 @@
 /* EAL start-up and device hotplug for dpdk-test-lm. */
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,41 @@ test_lm_eal_init(const char *prog, const char *extra_eal)
 	return test_lm_eal_init_bus(prog, extra_eal, false);
 }
 
+/* The user's EAL arguments choose lcores (-l, -c, --lcores, -s is not one). */
+static bool
+names_lcores(const char *eal)
+{
+	char copy[4096], *tok, *save = NULL;
+
+	snprintf(copy, sizeof(copy), "%s", eal);
+	for (tok = strtok_r(copy, " ", &save); tok != NULL; tok = strtok_r(NULL, " ", &save))
+		if (strncmp(tok, "-l", 2) == 0 || strncmp(tok, "-c", 2) == 0 ||
+		    strncmp(tok, "--lcores", 8) == 0)
+			return true;
+	return false;
+}
+
+/* "--lcores=0@(a,b,...)": lcore 0 on every CPU of this process's affinity. */
+static int
+cpus_arg(char *buf, size_t len)
+{
+	cpu_set_t set;
+	size_t n;
+	int cpu;
+
+	if (sched_getaffinity(0, sizeof(set), &set) != 0 || CPU_COUNT(&set) == 0)
+		return -1;
+	n = (size_t)snprintf(buf, len, "--lcores=0@(");
+	for (cpu = 0; cpu < CPU_SETSIZE && n < len; cpu++)
+		if (CPU_ISSET(cpu, &set))
+			n += (size_t)snprintf(buf + n, len - n, "%s%d",
+					      buf[n - 1] == '(' ? "" : ",", cpu);
+	if (n + 2 > len)
+		return -1;
+	snprintf(buf + n, len - n, ")");
+	return 0;
+}
+
 /*
  * pci: leave EAL's PCI bus on (no --no-pci), for a driver probed on it by
  * hotplug (migrate's peer stages). The caller restricts what the bus sees.
@@ -32,6 +69,7 @@ test_lm_eal_init_bus(const char *prog, const char *extra_eal, bool pci)
 {
 	static char prefix[64];
 	static char extra_copy[4096];
+	static char lcores[4200];
 	char *argv[MAX_EAL_ARGS];
 	int argc = 0, ret;
 	char *tok, *save = NULL;
@@ -48,6 +86,17 @@ test_lm_eal_init_bus(const char *prog, const char *extra_eal, bool pci)
 	argv[argc++] = prefix;
 	/* EAL's start-up chatter hides the tables users run this for. */
 	argv[argc++] = "--log-level=lib.eal:warning";
+	/*
+	 * No data-plane lcore here: vDPA moves the packets in the device. EAL
+	 * would pin the main thread to the first CPU, and with every CPU an
+	 * lcore its control threads (vhost's, the PMD's) to that CPU too: the
+	 * whole process on one CPU. One lcore over all the CPUs we were given
+	 * (taskset/cgroups confine it), unless the user chose lcores.
+	 */
+	if (extra_eal == NULL || !names_lcores(extra_eal)) {
+		if (cpus_arg(lcores, sizeof(lcores)) == 0)
+			argv[argc++] = lcores;
+	}
 	if (extra_eal != NULL) {
 		snprintf(extra_copy, sizeof(extra_copy), "%s", extra_eal);
 		for (tok = strtok_r(extra_copy, " ", &save); tok != NULL && argc < MAX_EAL_ARGS - 1;

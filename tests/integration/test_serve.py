@@ -49,6 +49,52 @@ def stats_of(srv, dev, sock):
     return names, rows
 
 
+def threads(pid):
+    """{tid: (name, CPUs it may run on)} of process pid."""
+    out = {}
+    for tid in os.listdir(f'/proc/{pid}/task'):
+        try:
+            with open(f'/proc/{pid}/task/{tid}/comm') as f:
+                out[int(tid)] = (f.read().strip(), os.sched_getaffinity(int(tid)))
+        except (FileNotFoundError, ProcessLookupError):
+            pass  # ended meanwhile
+    return out
+
+
+class ServeCpus(unittest.TestCase):
+    """serve has no data-plane lcore (the device moves the packets): by default
+    it runs on every CPU it was given, not all on the first one as EAL's
+    default lcore pinning made it (issue 12); with lcores the user chose, the
+    PMD's threads keep off them (DPDK control threads)."""
+
+    def setUp(self):
+        self.cpus = os.sched_getaffinity(0)
+        if len(self.cpus) < 2:
+            self.skipTest('one CPU: nothing to spread')
+
+    def run_serve(self, extra):
+        with tempfile.TemporaryDirectory() as d:
+            srv = serve(TOOL, [os.path.join(d, 'a.sock')], 'emu=fast,queues=2', extra=extra)
+            try:
+                return threads(srv.p.pid)
+            finally:
+                self.assertEqual(srv.stop(), 0)
+
+    def test_every_thread_may_use_every_cpu_given(self):
+        ts = self.run_serve([])
+        self.assertTrue(any(n.startswith('mlx5-lm-') for n, _ in ts.values()), ts)
+        for tid, (name, cpus) in ts.items():
+            self.assertEqual(cpus, self.cpus, f'thread {tid} ({name})')
+
+    def test_driver_threads_keep_off_the_users_lcores(self):
+        first = min(self.cpus)
+        ts = self.run_serve(['--eal', f'-l {first}'])
+        mine = {tid: c for tid, (n, c) in ts.items() if n.startswith('mlx5-lm-')}
+        self.assertTrue(mine, ts)
+        for tid, cpus in mine.items():
+            self.assertNotIn(first, cpus, f'thread {tid} ({ts[tid][0]})')
+
+
 class ServeDaemon(unittest.TestCase):
     def test_per_socket_devargs_and_front_end_restarts(self):
         with tempfile.TemporaryDirectory() as d:
