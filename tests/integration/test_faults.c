@@ -670,10 +670,14 @@ phase_remove(struct ctx *x)
 	      "%ld leaked + %u destroyed != the %u objects of a clean removal (+ %u UAR "
 	      "pages freed while pinned)", leaks, done, remove_total, uars);
 	busy += uars;
-	skipped = (unsigned int)leaks - 1 - busy;
+	/*
+	 * busy counts refusals, and the driver may retry a refused destroy:
+	 * more refusals than pinned objects means every one was attempted.
+	 */
+	skipped = busy >= (unsigned int)leaks - 1 ? 0 : (unsigned int)leaks - 1 - busy;
 	outcome(x, "%s", needle);
 	if (leaks > 1)
-		outcome(x, "+ %ld pinned (%u refused busy, %u not attempted)", leaks - 1, busy,
+		outcome(x, "+ %ld pinned (%u busy refusals, %u not attempted)", leaks - 1, busy,
 			skipped);
 }
 
