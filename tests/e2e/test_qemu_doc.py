@@ -19,7 +19,6 @@ Exit 0 pass, 1 fail, 77 skip (a prerequisite cannot be had on this machine).
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import traceback
@@ -28,7 +27,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', 'integration'))
 import e2elib as L  # noqa: E402
-from lmtest import doc_block  # noqa: E402
+from lmtest import doc_block, socket_in_use  # noqa: E402
 
 SOCK = '/run/lm/vm1.sock'  # the block's
 STEP_TIMEOUT = 300  # TCG boot of a Debian kernel on a loaded 2-CPU machine
@@ -40,22 +39,6 @@ class Terminated(Exception):
 
 def on_sigterm(signum, frame):
     raise Terminated(f'signal {signum}')
-
-
-def socket_in_use(path):
-    """True when a process answers on the unix socket path; a stale one is removed
-    (the block's wait for the socket would pass on it at once)."""
-    if not os.path.exists(path):
-        return False
-    probe = socket.socket(socket.AF_UNIX)
-    try:
-        probe.connect(path)
-        return True
-    except OSError:
-        os.unlink(path)
-        return False
-    finally:
-        probe.close()
 
 
 def guest_cmd(sh, cmd, expect):

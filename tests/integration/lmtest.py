@@ -8,6 +8,7 @@ import os
 import re
 import select
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -48,6 +49,41 @@ def doc_block(name, top=TOP):
         raise AssertionError(f'the blocks marked doc-test: {name} differ: ' +
                              ', '.join(p for p, _ in found))
     return texts.pop()
+
+
+def socket_in_use(path):
+    """True when a process answers on the unix socket path; a stale one is removed
+    (a doc block's wait for its socket would pass on it at once)."""
+    if not os.path.exists(path):
+        return False
+    probe = socket.socket(socket.AF_UNIX)
+    try:
+        probe.connect(path)
+        return True
+    except OSError:
+        os.unlink(path)
+        return False
+    finally:
+        probe.close()
+
+
+def testpmd_through_example(ex, iface, prefix, frames=1000):
+    """Frames testpmd got back through a dpdk-vdpa example (Proc ex, started with
+    stdin) serving iface; quits the example and returns (frames, its exit status)."""
+    try:
+        ex.expect(r"enter 'q' to quit", timeout=300)
+        pmd = Testpmd(iface, prefix, queues=1, queue_size=256)
+        try:
+            pmd.cmd('start tx_first')
+            rx, _ = pmd.wait_rx(frames, timeout=60)
+            pmd.cmd('stop')
+        finally:
+            pmd.quit()
+        ex.send('q')
+        rc = ex.stop(sig=None, timeout=60)
+    finally:
+        ex.kill()
+    return rx, rc
 
 
 class Proc:

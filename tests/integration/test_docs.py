@@ -16,15 +16,15 @@ import os
 import re
 import shutil
 import signal
-import socket
 import stat
 import subprocess
 import sys
 import tempfile
 import unittest
 
-from lmtest import (EXAMPLE_SRC, TOP, Proc, Testpmd, doc_block, doc_blocks,
-                    doc_marker_name)
+from lmtest import (EXAMPLE_SRC, TOP, Proc, doc_block, doc_blocks,
+                    doc_marker_name, socket_in_use,
+                    testpmd_through_example)
 
 TOOL = os.environ.get('TEST_LM', os.path.join(TOP, 'build/app/test-lm/dpdk-test-lm'))
 # DPDK's own vdpa/mlx5 (Debian's librte-vdpa-mlx5-23), the peer of emulated-rdma.md.
@@ -36,22 +36,6 @@ def blocks_named(name):
     if not found:
         raise AssertionError(f'no doc block marked doc-test: {name}')
     return found
-
-
-def socket_in_use(path):
-    """True when a process answers on the unix socket path; a stale one is removed
-    (a block's wait for the socket would pass on it at once)."""
-    if not os.path.exists(path):
-        return False
-    probe = socket.socket(socket.AF_UNIX)
-    try:
-        probe.connect(path)
-        return True
-    except OSError:
-        os.unlink(path)
-        return False
-    finally:
-        probe.close()
 
 
 def world_writable_parent(path):
@@ -155,19 +139,7 @@ class Docs(unittest.TestCase):
         # From the top of the source tree, as the user guide's commands are written.
         ex = Proc(['bash', '-e', '-c', 'cd "$1"\n' + block, 'doc', TOP], name='dpdk-vdpa',
                   stdin=True)
-        try:
-            ex.expect(r"enter 'q' to quit", timeout=300)
-            pmd = Testpmd(iface, f'tpd{os.getpid()}', queues=1, queue_size=256)
-            try:
-                pmd.cmd('start tx_first')
-                rx, _ = pmd.wait_rx(1000, timeout=60)
-                pmd.cmd('stop')
-            finally:
-                pmd.quit()
-            ex.send('q')
-            rc = ex.stop(sig=None, timeout=60)
-        finally:
-            ex.kill()
+        rx, rc = testpmd_through_example(ex, iface, f'tpd{os.getpid()}')
         self.assertGreaterEqual(rx, 1000)
         self.assertEqual(rc, 0, ex.text()[-2000:])
         self.assertNotIn('left alive', ex.text())
@@ -223,19 +195,7 @@ class Docs(unittest.TestCase):
         env.pop('MLX5_LM_ERDMA_LIBDIR', None)
         ex = Proc(['bash', '-e', '-c', 'cd "$1"\n' + block, 'doc', TOP], env=env, name='peer',
                   stdin=True)
-        try:
-            ex.expect(r"enter 'q' to quit", timeout=300)
-            pmd = Testpmd(iface, f'tpq{os.getpid()}', queues=1, queue_size=256)
-            try:
-                pmd.cmd('start tx_first')
-                rx, _ = pmd.wait_rx(1000, timeout=60)
-                pmd.cmd('stop')
-            finally:
-                pmd.quit()
-            ex.send('q')
-            rc = ex.stop(sig=None, timeout=60)
-        finally:
-            ex.kill()
+        rx, rc = testpmd_through_example(ex, iface, f'tpq{os.getpid()}')
         self.assertGreaterEqual(rx, 1000)
         self.assertEqual(rc, 0, ex.text()[-3000:])
         self.assertNotIn('left alive', ex.text())

@@ -15,12 +15,11 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import unittest
 
-from lmtest import Proc, Testpmd, doc_block
+from lmtest import Proc, Testpmd, doc_block, socket_in_use
 
 TOOL = os.environ.get('TEST_LM', 'build/app/test-lm/dpdk-test-lm')
 VSWITCHD = '/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk'
@@ -34,21 +33,6 @@ def run(*args, **kw):
     return subprocess.run(list(args), check=True, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, timeout=kw.pop('timeout', 60),
                           **kw)
-
-
-def socket_in_use(path):
-    """True when a process answers on the unix socket path; a stale one is removed."""
-    if not os.path.exists(path):
-        return False
-    probe = socket.socket(socket.AF_UNIX)
-    try:
-        probe.connect(path)
-        return True
-    except OSError:
-        os.unlink(path)
-        return False
-    finally:
-        probe.close()
 
 
 @unittest.skipUnless(os.geteuid() == 0 and os.path.exists('/dev/net/tun'),
