@@ -157,6 +157,24 @@ fail(struct mig_ctx *x, const char *fmt, ...)
 
 /* ---- devices and sockets ---- */
 
+/* Serve vDPA device vdpa on d's vhost-user socket (ours and the peer's alike). */
+static int
+dev_serve(struct mig_ctx *x, struct mig_dev *d, struct rte_vdpa_device *vdpa)
+{
+	if (rte_vhost_driver_register(d->path, 0) < 0) {
+		fail(x, "cannot register vhost-user socket %s", d->path);
+		return -1;
+	}
+	d->registered = true;
+	if (rte_vhost_driver_attach_vdpa_device(d->path, vdpa) < 0 ||
+	    rte_vhost_driver_callback_register(d->path, &vhost_ops) < 0 ||
+	    rte_vhost_driver_start(d->path) < 0) {
+		fail(x, "cannot start vhost-user on %s", d->path);
+		return -1;
+	}
+	return 0;
+}
+
 static int
 dev_setup(struct mig_ctx *x, struct mig_dev *d, unsigned int idx, const char *role,
 	  unsigned int k)
@@ -186,18 +204,7 @@ dev_setup(struct mig_ctx *x, struct mig_dev *d, unsigned int idx, const char *ro
 		return -1;
 	}
 	d->conf_count = t.conf_count;
-	if (rte_vhost_driver_register(d->path, 0) < 0) {
-		fail(x, "cannot register vhost-user socket %s", d->path);
-		return -1;
-	}
-	d->registered = true;
-	if (rte_vhost_driver_attach_vdpa_device(d->path, vdpa) < 0 ||
-	    rte_vhost_driver_callback_register(d->path, &vhost_ops) < 0 ||
-	    rte_vhost_driver_start(d->path) < 0) {
-		fail(x, "cannot start vhost-user on %s", d->path);
-		return -1;
-	}
-	return 0;
+	return dev_serve(x, d, vdpa);
 }
 
 static void
@@ -283,18 +290,7 @@ peer_dev_setup(struct mig_ctx *x, struct mig_dev *d, unsigned int idx, const cha
 		fail(x, "%s: probed, but no vDPA device of that name", d->name);
 		return -1;
 	}
-	if (rte_vhost_driver_register(d->path, 0) < 0) {
-		fail(x, "cannot register vhost-user socket %s", d->path);
-		return -1;
-	}
-	d->registered = true;
-	if (rte_vhost_driver_attach_vdpa_device(d->path, vdpa) < 0 ||
-	    rte_vhost_driver_callback_register(d->path, &vhost_ops) < 0 ||
-	    rte_vhost_driver_start(d->path) < 0) {
-		fail(x, "cannot start vhost-user on %s", d->path);
-		return -1;
-	}
-	return 0;
+	return dev_serve(x, d, vdpa);
 }
 
 static void
