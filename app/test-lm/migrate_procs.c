@@ -22,7 +22,8 @@
  * 0 is measured alone. The host's pinning tokens are shared through
  * MLX5_LM_EMU_HOST (emu.h): the parent creates the semaphore before the
  * first fork and unlinks it at the end. Children die with the parent
- * (PR_SET_PDEATHSIG).
+ * (PR_SET_PDEATHSIG); when one fails, the parent closes every pipe and the
+ * others give up at their next start line, tearing their VMs down.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -130,7 +131,7 @@ child_main(const struct mig_opts *po, const struct mig_stage_def *const *defs,
 			if (mig_run_evacuate(&o, defs[i], &r) < 0)
 				ret = 1;
 			if (write_all(l->up, &tag, 1) < 0 || write_all(l->up, &r, sizeof(r)) < 0) {
-				fprintf(stderr, "migrate: vm%u-vm%u: the parent is gone\n",
+				fprintf(stderr, "migrate: vm%u-vm%u: the parent gave up or is gone\n",
 					me->vm_base, me->vm_base + me->vms - 1);
 				test_lm_eal_cleanup();
 				_exit(1);
@@ -231,7 +232,8 @@ merge(struct mig_result *r, const struct mig_result *cr, const struct procs_chil
 
 /* The host's pinning tokens, host_pin_parallel of the profile, for every child. */
 static sem_t *
-host_create(const char *profile, unsigned int nproc, char *host, size_t hlen, char *name, size_t nlen)
+host_create(const char *profile, unsigned int nproc, char *host, size_t hlen, char *name,
+	    size_t nlen)
 {
 	unsigned int slots, pins;
 	char err[256];
@@ -362,22 +364,28 @@ mig_procs_run(const struct mig_opts *o, const struct mig_stage_def *const *defs,
 				r->ok = false;
 		}
 	}
-	/* A failed protocol: the others cannot finish; end them (ours, by pid). */
+	/*
+	 * Closed pipes end the children: after a failed protocol, a child
+	 * waiting at a start line reads end-of-file, gives up, tears its VMs
+	 * down (its leak check included) and exits; every wait of a run is
+	 * bounded, so none hangs here.
+	 */
 	for (c = 0; c < started; c++) {
-		if (ret < 0)
-			kill(ch[c].pid, SIGKILL);
 		close(ch[c].down);
 		close(ch[c].up);
 	}
 	for (c = 0; c < started; c++) {
 		while (waitpid(ch[c].pid, &status, 0) < 0 && errno == EINTR)
 			;
-		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+			continue;
+		/* After a failure, the others' exit status 1 is our giving up. */
+		if (ret == 0 || !WIFEXITED(status)) {
 			ch[c].dead = false;
 			child_failed(&ch[c], WIFEXITED(status) ? "exited with an error" :
-					     "was killed");
-			ret = -1;
+					     "was killed by a signal");
 		}
+		ret = -1;
 	}
 	unsetenv(EMU_HOST_ENV);
 	sem_close(sem);
