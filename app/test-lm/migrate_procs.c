@@ -131,8 +131,8 @@ child_main(const struct mig_opts *po, const struct mig_stage_def *const *defs,
 			if (mig_run_evacuate(&o, defs[i], &r) < 0)
 				ret = 1;
 			if (write_all(l->up, &tag, 1) < 0 || write_all(l->up, &r, sizeof(r)) < 0) {
-				fprintf(stderr, "migrate: vm%u-vm%u: the parent gave up or is gone\n",
-					me->vm_base, me->vm_base + me->vms - 1);
+				fprintf(stderr, "migrate: vm%u-vm%u: the parent gave up or is "
+					"gone\n", me->vm_base, me->vm_base + me->vms - 1);
 				test_lm_eal_cleanup();
 				_exit(1);
 			}
