@@ -1195,8 +1195,8 @@ mig_run_evacuate(const struct mig_opts *o, const struct mig_stage_def *st, struc
 	       st->name, st->precreate, st->workers, st->mr_gc_ms, st->parallel, nvm);
 	ret = 0;
 	if (!o->no_alone) {
-		printf(" vm%u alone (the other %u VMs of this process idle on their sources)\n",
-		       o->vm_base, nvm - 1);
+		printf(" vm%u alone (the other %u VMs%s idle on their sources)\n", o->vm_base,
+		       nvm - 1, o->processes > 1 ? " of this process" : "");
 		fflush(stdout);
 		ret = evac_round(o, st, 1, v, false);
 		evac_sum(r, v, nvm, 1);
