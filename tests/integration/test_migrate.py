@@ -296,6 +296,50 @@ class Migrate(unittest.TestCase):
         for v in range(3):
             self.assertIn('vm%u-vm%u at once (in this process of 3)' % (v, v), out)
 
+    def test_evacuate_processes_child_killed(self):
+        """A back-end process that dies mid-run is named by the parent, which exits 1;
+        the other process gives up and tears down; nothing outlives the run."""
+        before = {n for n in os.listdir('/dev/shm') if n.startswith('sem.mlx5-lm-host-')}
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, 'r.json')
+            p = subprocess.Popen([TOOL, 'migrate', '--profile', 'fast', '--devices', '1',
+                                  '--queue-pairs', '1', '--mem-gb', '2', '--vms', '2',
+                                  '--processes', '2', '--repeat', '100', '--json', path],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            out = b''
+            # Synchronised on the output: both children past their first start line.
+            for line in p.stdout:
+                out += line
+                if out.count(b'at once (in this process of 2)') == 2:
+                    break
+            children = []
+            for pid in filter(str.isdigit, os.listdir('/proc')):
+                try:
+                    with open('/proc/%s/status' % pid) as f:
+                        if ('PPid:\t%d\n' % p.pid) in f.read():
+                            children.append(int(pid))
+                except OSError:
+                    pass
+            self.assertEqual(len(children), 2, out.decode(errors='replace'))
+            victim = max(children)
+            os.kill(victim, 9)
+            out += p.stdout.read()
+            rc = p.wait(timeout=120)
+            text = out.decode(errors='replace')
+            self.assertEqual(rc, 1, text)
+            self.assertIn('(pid %d) was killed by a signal' % victim, text)
+            left = []
+            for pid in filter(str.isdigit, os.listdir('/proc')):
+                try:
+                    with open('/proc/%s/cmdline' % pid, 'rb') as f:
+                        if path.encode() in f.read().split(b'\0'):
+                            left.append(pid)
+                except OSError:
+                    pass
+            self.assertEqual(left, [])
+        after = {n for n in os.listdir('/dev/shm') if n.startswith('sem.mlx5-lm-host-')}
+        self.assertEqual(after - before, set())
+
     def test_evacuate_processes_refused(self):
         """Bad --processes values are refused with one line, before any work."""
         small = ['--devices', '1', '--queue-pairs', '1', '--mem-gb', '2']
