@@ -103,6 +103,11 @@ migrate_usage(FILE *f)
 		"                     at most %d) in this process; VM 0 is migrated alone\n"
 		"                     with the others idle, then all K at once, each from its\n"
 		"                     own front-end thread (default for --scenario evacuate: 8)\n"
+		"  --processes P      evacuation: the K VMs split over P back-end processes\n"
+		"                     (1-K, default 1: all in this one), each with its own\n"
+		"                     EAL, vhost thread and devices, as one serve per VM (or\n"
+		"                     per few VMs) would run; all stop at the same moment; VM 0\n"
+		"                     alone is measured in the first process, the others idle\n"
 		"  --json FILE        write the results as JSON (design.md)\n"
 		"  --plot FILE        write the per-stage breakdown as an SVG chart\n"
 		"  --eal ARGS         extra EAL arguments\n"
@@ -413,9 +418,11 @@ vm_stats(const struct mig_result *r, double *median, double *max)
 }
 
 static void
-print_table_evac(const struct stage_sum *ss, unsigned int n, const struct floors *f)
+print_table_evac(const struct mig_opts *o, const struct stage_sum *ss, unsigned int n,
+		 const struct floors *f)
 {
 	unsigned int i;
+	char label[32];
 
 	printf("| %-15s | %3s | %8s | %14s | %14s | %15s | %9s | %7s | %13s | %12s | %4s | "
 	       "%3s | %8s |\n", "stage", "VMs", "alone ms", "at once med ms", "at once max ms",
@@ -438,8 +445,13 @@ print_table_evac(const struct stage_sum *ss, unsigned int n, const struct floors
 		vm_stats(r, &med, &max);
 		snprintf(spread, sizeof(spread), "%.1f-%.1f", ss[i].min_ms, ss[i].max_ms);
 		fmt_x_floor(xf, sizeof(xf), max, f, false);
+		/* The process split: "all, 8 procs" (one process: the stage's name). */
+		if (o->processes > 1)
+			snprintf(label, sizeof(label), "%s, %u procs", r->name, o->processes);
+		else
+			snprintf(label, sizeof(label), "%s", r->name);
 		printf("| %-15s | %3u | %8.1f | %14.1f | %14.1f | %15s | %9.2f | %7s | %13.1f | "
-		       "%12.1f | %4lu | %3lu | %8s |\n", r->name, r->vms, r->alone.downtime_ms,
+		       "%12.1f | %4lu | %3lu | %8s |\n", label, r->vms, r->alone.downtime_ms,
 		       med, max, spread, r->alone.downtime_ms > 0 ? max / r->alone.downtime_ms : 0,
 		       xf, r->model_busy_ms + r->model_pin_ms, overshoot_us(r),
 		       (unsigned long)r->lost_packets, (unsigned long)r->duplicated_packets,
@@ -458,6 +470,8 @@ print_table(const struct mig_opts *o, const struct stage_sum *ss, unsigned int n
 	printf("\n%s: ", s->name);
 	if (s->vms > 0)
 		printf("%u VMs of ", s->vms);
+	if (o->processes > 1)
+		printf("(in %u back-end processes) ", o->processes);
 	printf("%u device%s x %u queue pairs, %u GiB, queue size %u (%s), model %s", s->devices,
 	       s->devices > 1 ? "s" : "", s->queue_pairs, s->mem_gb, s->queue_size,
 	       s->packed ? "packed" : "split", o->profile);
@@ -465,7 +479,7 @@ print_table(const struct mig_opts *o, const struct stage_sum *ss, unsigned int n
 		printf(", median of %u runs", repeat);
 	printf("\n\n");
 	if (s->vms > 0)
-		print_table_evac(ss, n, f);
+		print_table_evac(o, ss, n, f);
 	else
 		print_table_vm(o, ss, n, f);
 	print_floor_line(o, f);
@@ -604,6 +618,9 @@ write_json(const char *path, const struct mig_opts *o, const struct stage_sum *s
 		"queue_size", (json_int_t)s->queue_size, "ring", s->packed ? "packed" : "split",
 		"vms", (json_int_t)(s->vms > 0 ? s->vms : 1),
 		"repeat", (json_int_t)repeat, "stages", stages);
+	/* Back-end processes the VMs were split over (1: all in one). */
+	json_object_set_new(json_object_get(root, "scenario"), "processes",
+			    json_integer((json_int_t)o->processes));
 	if (f->have) {
 		json_t *fj = floor_json(&f->all);
 
@@ -703,6 +720,7 @@ cmd_migrate(int argc, char **argv)
 		{ "frames", required_argument, NULL, 'f' },
 		{ "repeat", required_argument, NULL, 'r' },
 		{ "vms", required_argument, NULL, 'v' },
+		{ "processes", required_argument, NULL, 'R' },
 		{ "json", required_argument, NULL, 'j' },
 		{ "plot", required_argument, NULL, 'P' },
 		{ "eal", required_argument, NULL, 'e' },
@@ -721,7 +739,7 @@ cmd_migrate(int argc, char **argv)
 	struct mig_result *res;
 	struct mig_opts o = { .profile = "cx6dx", .frames = 256, .peer_pmd = PEER_PMD };
 	const char *scenario = NULL, *stages = NULL, *json = NULL, *plot = NULL;
-	unsigned int ndefs = 0, i, rep, size = 256, repeat = 1, vms = 0;
+	unsigned int ndefs = 0, i, rep, size = 256, repeat = 1, vms = 0, procs = 0;
 	struct floors floors = { .have = false };
 	char ferr[256];
 	char eal[4096], tmp_json[64] = "";
@@ -779,6 +797,10 @@ cmd_migrate(int argc, char **argv)
 			break;
 		case 'v':
 			if (parse_uint("--vms", optarg, 1, MIG_MAX_VMS, &vms) < 0)
+				return EXIT_USAGE;
+			break;
+		case 'R':
+			if (parse_uint("--processes", optarg, 1, MIG_MAX_VMS, &procs) < 0)
 				return EXIT_USAGE;
 			break;
 		case 'j': json = optarg; break;
@@ -843,6 +865,22 @@ cmd_migrate(int argc, char **argv)
 			o.shape.vms, o.shape.devices, MIG_MAX_DEVICES);
 		return EXIT_USAGE;
 	}
+	if (procs > 0 && o.shape.vms == 0) {
+		fprintf(stderr, "migrate: --processes splits an evacuation: give --scenario "
+			"evacuate or --vms\n");
+		return EXIT_USAGE;
+	}
+	if (procs > o.shape.vms) {
+		fprintf(stderr, "migrate: --processes: %u processes for %u VMs (1-%u)\n", procs,
+			o.shape.vms, o.shape.vms);
+		return EXIT_USAGE;
+	}
+	/* Each process numbers its RDMA devices from mlx5_0: one process only. */
+	if (procs > 1 && o.rdma) {
+		fprintf(stderr, "migrate: --processes is for the emu back end\n");
+		return EXIT_USAGE;
+	}
+	o.processes = procs > 0 ? procs : 1;
 	if (o.shape.vms > 0 && o.hostile != MIG_HOSTILE_NONE) {
 		fprintf(stderr, "migrate: --hostile is for one VM, not an evacuation\n");
 		return EXIT_USAGE;
@@ -909,12 +947,14 @@ cmd_migrate(int argc, char **argv)
 		fprintf(stderr, "migrate: EAL arguments too long\n");
 		return EXIT_USAGE;
 	}
-	if (test_lm_eal_init_bus("dpdk-test-lm", eal, peer) < 0)
+	/* Split: the children start their own EAL; this process only relays. */
+	if (o.processes == 1 && test_lm_eal_init_bus("dpdk-test-lm", eal, peer) < 0)
 		return EXIT_FAILED;
 	res = calloc((size_t)ndefs * repeat, sizeof(*res));
 	if (res == NULL) {
 		fprintf(stderr, "migrate: out of memory\n");
-		test_lm_eal_cleanup();
+		if (o.processes == 1)
+			test_lm_eal_cleanup();
 		return EXIT_FAILED;
 	}
 	printf("migrate: %s, ", o.shape.name);
@@ -925,9 +965,13 @@ cmd_migrate(int argc, char **argv)
 	       o.shape.queue_size, o.profile);
 	if (repeat > 1)
 		printf(", %u runs of each stage", repeat);
+	if (o.processes > 1)
+		printf(", in %u back-end processes", o.processes);
 	printf("\n");
+	if (o.processes > 1 && mig_procs_run(&o, defs, ndefs, repeat, eal, res) < 0)
+		ret = EXIT_FAILED;
 	/* Rounds of every stage, so that a change of load spreads over all of them. */
-	for (rep = 0; rep < repeat; rep++) {
+	for (rep = 0; rep < repeat && o.processes == 1; rep++) {
 		for (i = 0; i < ndefs; i++) {
 			struct mig_result *r = &res[rep * ndefs + i];
 			int rc;
@@ -978,6 +1022,7 @@ cmd_migrate(int argc, char **argv)
 	if (tmp_json[0] != '\0')
 		unlink(tmp_json);
 	free(res);
-	test_lm_eal_cleanup();
+	if (o.processes == 1)
+		test_lm_eal_cleanup();
 	return ret;
 }

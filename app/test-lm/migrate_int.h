@@ -62,6 +62,14 @@ enum mig_hostile {
 	MIG_HOSTILE_DISCONNECT,
 };
 
+/* Where the processes of a split evacuation wait for each other. */
+enum mig_sync {
+	/* VM 0 alone is done (the others did nothing meanwhile). */
+	MIG_SYNC_ALONE_DONE,
+	/* Every VM set up, running on its sources, paused: ready to stop. */
+	MIG_SYNC_READY,
+};
+
 struct mig_opts {
 	struct mig_shape shape;
 	const char *profile;
@@ -73,6 +81,20 @@ struct mig_opts {
 	/* Frames every queue pair must get back in each traffic phase. */
 	unsigned int frames;
 	bool verbose;
+	/*
+	 * An evacuation split over processes (--processes P, migrate_procs.c):
+	 * P back-end processes, each with its own EAL, vhost thread and
+	 * devices. In one of them: its VMs are vm_base .. vm_base + vms - 1 of
+	 * the run (shape.vms is this process's count); no_alone: another
+	 * process measures VM 0 alone; sync, when set, is called at each
+	 * mig_sync point of every run with ret (0 so far so good, -1 failed)
+	 * and returns 0 to go on, -1 to give up (the other processes failed).
+	 */
+	unsigned int processes;
+	unsigned int vm_base;
+	bool no_alone;
+	int (*sync)(void *arg, enum mig_sync point, int ret);
+	void *sync_arg;
 };
 
 struct mig_result {
@@ -134,6 +156,18 @@ int mig_run_stage(const struct mig_opts *o, const struct mig_stage_def *st,
  */
 int mig_run_evacuate(const struct mig_opts *o, const struct mig_stage_def *st,
 		     struct mig_result *r);
+
+/*
+ * The evacuation split over o->processes child processes (fork before EAL
+ * init in each child), every stage of defs repeat times in rounds, as the
+ * one-process loop does; res[rep * ndefs + i] gets the run's results
+ * merged over the children (VM v's times at v, VM 0 alone from the first
+ * child). eal: the EAL arguments of every child. 0 when every child ran
+ * every run to its end and exited 0; -1 after naming the failed children.
+ */
+int mig_procs_run(const struct mig_opts *o, const struct mig_stage_def *const *defs,
+		  unsigned int ndefs, unsigned int repeat, const char *eal,
+		  struct mig_result *res);
 
 /* ---- traffic generator (migrate_traffic.c) ---- */
 struct mig_gen;

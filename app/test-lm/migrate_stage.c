@@ -133,7 +133,7 @@ phase_end(struct mig_ctx *x, const char *phase, const char *fmt, ...)
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
 	if (x->o->shape.vms > 0)
-		printf("  vm%-2u %-10s %-71s %9.1f ms\n", x->vm, phase, buf,
+		printf("  vm%-2u %-10s %-71s %9.1f ms\n", x->o->vm_base + x->vm, phase, buf,
 		       mig_now_ms() - x->phase_t0);
 	else
 		printf("  %-10s %-76s %9.1f ms\n", phase, buf, mig_now_ms() - x->phase_t0);
@@ -146,7 +146,7 @@ fail(struct mig_ctx *x, const char *fmt, ...)
 	va_list ap;
 
 	if (x->o->shape.vms > 0)
-		fprintf(stderr, "migrate: stage %s: vm%u: ", x->st->name, x->vm);
+		fprintf(stderr, "migrate: stage %s: vm%u: ", x->st->name, x->o->vm_base + x->vm);
 	else
 		fprintf(stderr, "migrate: stage %s: ", x->st->name);
 	va_start(ap, fmt);
@@ -1067,7 +1067,7 @@ evac_main(void *arg)
  */
 static int
 evac_round(const struct mig_opts *o, const struct mig_stage_def *st, unsigned int nmig,
-	   struct evac_vm *v)
+	   struct evac_vm *v, bool sync)
 {
 	struct evac_go go = {
 		.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER,
@@ -1090,10 +1090,18 @@ evac_round(const struct mig_opts *o, const struct mig_stage_def *st, unsigned in
 		if (start_sources(v[i].x) < 0 || begin_logging(v[i].x) < 0 ||
 		    handshake_destinations(v[i].x) < 0)
 			ret = -1;
-	if (ret == 0) {
+	if (ret == 0)
 		/* Every VM idle before the first stops: only the migrations compete. */
 		for (i = 0; i < nvm; i++)
 			pause_vm(v[i].x);
+	/*
+	 * Split over processes: every process's VMs stop at the same moment
+	 * (the parent releases them together once all are ready), and a
+	 * process that failed still answers so that the others give up.
+	 */
+	if (sync && o->sync != NULL && o->sync(o->sync_arg, MIG_SYNC_READY, ret) < 0)
+		ret = -1;
+	if (ret == 0) {
 		for (i = 0; i < nmig; i++) {
 			if (pthread_create(&v[i].thread, NULL, evac_main, &v[i]) != 0) {
 				fail(v[i].x, "cannot start the front-end thread");
@@ -1181,16 +1189,29 @@ mig_run_evacuate(const struct mig_opts *o, const struct mig_stage_def *st, struc
 		return -1;
 	printf("stage %s: precreate=%u workers=%u mr_gc_ms=%u parallel=%u, %u VMs\n",
 	       st->name, st->precreate, st->workers, st->mr_gc_ms, st->parallel, nvm);
-	printf(" vm0 alone (the other %u VMs idle on their sources)\n", nvm - 1);
-	fflush(stdout);
-	ret = evac_round(o, st, 1, v);
-	evac_sum(r, v, nvm, 1);
-	r->alone = vm_time(&v[0].r);
-	if (ret == 0) {
-		printf(" all %u VMs at once\n", nvm);
+	ret = 0;
+	if (!o->no_alone) {
+		printf(" vm%u alone (the other %u VMs%s idle on their sources)\n", o->vm_base,
+		       nvm - 1, o->processes > 1 ? " of this process" : "");
 		fflush(stdout);
-		ret = evac_round(o, st, nvm, v);
+		ret = evac_round(o, st, 1, v, false);
+		evac_sum(r, v, nvm, 1);
+		r->alone = vm_time(&v[0].r);
+	}
+	if (o->sync != NULL && o->sync(o->sync_arg, MIG_SYNC_ALONE_DONE, ret) < 0)
+		ret = -1;
+	if (ret == 0) {
+		if (o->processes > 1)
+			printf(" vm%u-vm%u at once (in this process of %u)\n", o->vm_base,
+			       o->vm_base + nvm - 1, o->processes);
+		else
+			printf(" all %u VMs at once\n", nvm);
+		fflush(stdout);
+		ret = evac_round(o, st, nvm, v, true);
 		evac_sum(r, v, nvm, nvm);
+	} else if (o->sync != NULL) {
+		/* The other processes wait for this one's answer at the start line. */
+		o->sync(o->sync_arg, MIG_SYNC_READY, -1);
 	}
 	if (ret == 0) {
 		/* The host is drained when its slowest VM runs again. */

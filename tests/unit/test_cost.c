@@ -16,6 +16,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <semaphore.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -23,6 +26,7 @@
 
 #include "prm.h"
 #include "emu.h"
+#include "emu_priv.h"
 #include "rte_pmd_mlx5_lm.h"
 #include "migrate_floor.h"
 
@@ -245,6 +249,85 @@ test_floor_matches_floor_py_run(void **state)
 	}
 }
 
+/*
+ * Host pinning tokens across processes (emu.h, MLX5_LM_EMU_HOST): the
+ * processes of one run share the host's CPUs, so they share its
+ * host_pin_parallel tokens through one POSIX named semaphore
+ * (sem_overview(7)), created by the parent and unlinked by it. With a host
+ * of one token, a child process holding it leaves none to this process
+ * although this process's own profile allows 4; once the child gives it
+ * back, this process gets it. Unset, the tokens are the process's own.
+ */
+static void
+test_pin_tokens_shared_by_processes_of_one_host(void **state)
+{
+	struct emu_profile *p;
+	char err[256], host[32], name[EMU_HOST_NAME_MAX + 32], c;
+	int to_child[2], to_parent[2], status, val;
+	sem_t *s;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(emu_profile_load(write_tmp("{ \"cmd_slots\": 1, "
+		"\"host_pin_parallel\": 4, \"commands\": {} }"), &p, err, sizeof(err)), 0);
+	assert_int_equal(emu_host_sem_name("a/b", name, sizeof(name)), -EINVAL);
+	assert_int_equal(emu_host_sem_name("", name, sizeof(name)), -EINVAL);
+	snprintf(host, sizeof(host), "test-cost-%d", (int)getpid());
+	assert_int_equal(emu_host_sem_name(host, name, sizeof(name)), 0);
+	sem_unlink(name);
+	s = sem_open(name, O_CREAT | O_EXCL, 0600, 1);
+	assert_true(s != SEM_FAILED);
+	assert_int_equal(setenv(EMU_HOST_ENV, host, 1), 0);
+	assert_int_equal(pipe(to_child), 0);
+	assert_int_equal(pipe(to_parent), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		/* The child: take the host's token, hold it until told. */
+		emu_pin_get(p);
+		if (write(to_parent[1], "g", 1) != 1 || read(to_child[0], &c, 1) != 1)
+			_exit(2);
+		emu_pin_put();
+		_exit(write(to_parent[1], "p", 1) == 1 ? 0 : 2);
+	}
+	assert_int_equal(read(to_parent[0], &c, 1), 1);
+	assert_int_equal(c, 'g');
+	/* The child holds the host's only token: none here, whatever the profile says. */
+	assert_false(emu_pin_tryget(p));
+	assert_int_equal(sem_getvalue(s, &val), 0);
+	assert_int_equal(val, 0);
+	assert_int_equal(write(to_child[1], "x", 1), 1);
+	assert_int_equal(read(to_parent[0], &c, 1), 1);
+	assert_int_equal(c, 'p');
+	assert_true(emu_pin_tryget(p));
+	assert_false(emu_pin_tryget(p));
+	emu_pin_put();
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_int_equal(sem_getvalue(s, &val), 0);
+	assert_int_equal(val, 1);
+	/* Unset: the process's own 4 tokens, the semaphore untouched. */
+	assert_int_equal(unsetenv(EMU_HOST_ENV), 0);
+	assert_true(emu_pin_tryget(p));
+	assert_true(emu_pin_tryget(p));
+	assert_true(emu_pin_tryget(p));
+	assert_true(emu_pin_tryget(p));
+	assert_false(emu_pin_tryget(p));
+	emu_pin_put();
+	emu_pin_put();
+	emu_pin_put();
+	emu_pin_put();
+	assert_int_equal(sem_getvalue(s, &val), 0);
+	assert_int_equal(val, 1);
+	sem_close(s);
+	assert_int_equal(sem_unlink(name), 0);
+	close(to_child[0]);
+	close(to_child[1]);
+	close(to_parent[0]);
+	close(to_parent[1]);
+	emu_profile_free(p);
+}
+
 int
 main(void)
 {
@@ -253,6 +336,7 @@ main(void)
 		cmocka_unit_test(test_zero_cost_profile_accounts_nothing),
 		cmocka_unit_test(test_floor_matches_floor_py),
 		cmocka_unit_test(test_floor_matches_floor_py_run),
+		cmocka_unit_test(test_pin_tokens_shared_by_processes_of_one_host),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

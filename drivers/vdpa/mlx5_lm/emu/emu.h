@@ -79,6 +79,20 @@ unsigned int emu_profile_cmd_slots(const struct emu_profile *p);
 double emu_profile_cost_us(const struct emu_profile *p, const char *cmd, double gib,
 			   double entries);
 unsigned int emu_profile_host_pin_parallel(const struct emu_profile *p);
+
+/*
+ * Host pinning tokens shared by the processes of one run: with
+ * MLX5_LM_EMU_HOST=<name> set, every emulated device of the process takes
+ * its host pinning tokens from the POSIX semaphore named by
+ * emu_host_sem_name(<name>), which the run's parent creates (sem_open
+ * O_CREAT, value host_pin_parallel) before its children start and
+ * unlinks at the end; unset: a counter of the process. A set name whose
+ * semaphore does not exist is fatal (logged, abort), never ignored.
+ */
+#define EMU_HOST_ENV "MLX5_LM_EMU_HOST"
+#define EMU_HOST_NAME_MAX 64
+/* "/mlx5-lm-host-<host>" into buf; -EINVAL (empty, '/'), -ENAMETOOLONG. */
+int emu_host_sem_name(const char *host, char *buf, size_t len);
 /*
  * The terms of entry cmd (absent terms are 0): 0, or -ENOENT when the
  * profile has no such entry.

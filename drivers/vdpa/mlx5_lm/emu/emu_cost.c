@@ -4,7 +4,8 @@
  * their application. A command holds one of the device's cmd_slots for
  * its modelled time, sleeping until an absolute deadline; host pinning of
  * guest memory holds one of host_pin_parallel tokens shared by every
- * device of the process instead, because it is host-kernel work.
+ * device of the process (of the host, with MLX5_LM_EMU_HOST) instead,
+ * because it is host-kernel work.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -15,6 +16,8 @@
 #include <string.h>
 #include <time.h>
 #include <sys/prctl.h>
+#include <fcntl.h>
+#include <semaphore.h>
 
 #include <jansson.h>
 
@@ -462,17 +465,80 @@ emu_slot_put(struct emu_dev *dev)
 }
 
 /*
- * Host pinning tokens: one pool for the process, because pinning runs on
- * host CPUs whichever device asked. The limit is the caller's profile
- * value, so that devices with different profiles still behave sensibly.
+ * Host pinning tokens: one pool for the host, because pinning runs on host
+ * CPUs whichever device asked. Within one process it is a counter whose
+ * limit is the caller's profile value, so that devices with different
+ * profiles still behave sensibly. When several processes of one run share
+ * the host (dpdk-test-lm migrate --processes: one back end per VM, as an
+ * operator drains a host), MLX5_LM_EMU_HOST=<name> names the POSIX
+ * semaphore "/mlx5-lm-host-<name>" that holds the host's tokens: its
+ * creator (the run's parent) sized it with host_pin_parallel and unlinks
+ * it; every process then waits on the same tokens, as the host's CPUs
+ * are shared (sem_overview(7)).
  */
 static pthread_mutex_t pin_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t pin_cond = PTHREAD_COND_INITIALIZER;
 static unsigned int pins_busy; /* pin_lock */
+/* The host's semaphore, for host_name (pin_lock); SEM_FAILED: none. */
+static sem_t *host_sem = SEM_FAILED;
+static char host_name[EMU_HOST_NAME_MAX];
+
+int
+emu_host_sem_name(const char *host, char *buf, size_t len)
+{
+	int n;
+
+	if (host == NULL || host[0] == '\0' || strchr(host, '/') != NULL)
+		return -EINVAL;
+	if (strlen(host) >= EMU_HOST_NAME_MAX)
+		return -ENAMETOOLONG;
+	n = snprintf(buf, len, "/mlx5-lm-host-%s", host);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/*
+ * The semaphore of MLX5_LM_EMU_HOST, opened once per name; NULL when the
+ * variable is unset (the process is the host). A name that does not open
+ * is fatal: falling back to per-process tokens would silently give every
+ * process the whole host.
+ */
+static sem_t *
+host_sem_get(void)
+{
+	const char *host = getenv(EMU_HOST_ENV);
+	char name[EMU_HOST_NAME_MAX + 32];
+	sem_t *s;
+
+	if (host == NULL)
+		return NULL;
+	pthread_mutex_lock(&pin_lock);
+	if (host_sem == SEM_FAILED || strcmp(host, host_name) != 0) {
+		if (emu_host_sem_name(host, name, sizeof(name)) < 0 ||
+		    (s = sem_open(name, 0)) == SEM_FAILED) {
+			emu_log(NULL, 3, "%s=%s: cannot open the host's pin tokens (semaphore "
+				"%s): %s", EMU_HOST_ENV, host, name, strerror(errno));
+			abort();
+		}
+		if (host_sem != SEM_FAILED)
+			sem_close(host_sem);
+		host_sem = s;
+		snprintf(host_name, sizeof(host_name), "%s", host);
+	}
+	s = host_sem;
+	pthread_mutex_unlock(&pin_lock);
+	return s;
+}
 
 void
 emu_pin_get(const struct emu_profile *p)
 {
+	sem_t *s = host_sem_get();
+
+	if (s != NULL) {
+		while (sem_wait(s) < 0 && errno == EINTR)
+			;
+		return;
+	}
 	pthread_mutex_lock(&pin_lock);
 	while (pins_busy >= p->host_pin_parallel)
 		pthread_cond_wait(&pin_cond, &pin_lock);
@@ -480,9 +546,32 @@ emu_pin_get(const struct emu_profile *p)
 	pthread_mutex_unlock(&pin_lock);
 }
 
+bool
+emu_pin_tryget(const struct emu_profile *p)
+{
+	sem_t *s = host_sem_get();
+	bool got = false;
+
+	if (s != NULL)
+		return sem_trywait(s) == 0;
+	pthread_mutex_lock(&pin_lock);
+	if (pins_busy < p->host_pin_parallel) {
+		pins_busy++;
+		got = true;
+	}
+	pthread_mutex_unlock(&pin_lock);
+	return got;
+}
+
 void
 emu_pin_put(void)
 {
+	sem_t *s = host_sem_get();
+
+	if (s != NULL) {
+		sem_post(s);
+		return;
+	}
 	pthread_mutex_lock(&pin_lock);
 	pins_busy--;
 	pthread_cond_broadcast(&pin_cond);

@@ -106,8 +106,13 @@ void emu_slot_put(struct emu_dev *dev);
  * that needs no mailbox work (umem registration, a rejected envelope).
  */
 void emu_slot_hold(struct emu_dev *dev, double us);
-/* One of host_pin_parallel host CPU tokens shared by the whole process. */
+/*
+ * One of host_pin_parallel host CPU tokens shared by the whole process, or
+ * by every process of the host named by MLX5_LM_EMU_HOST (emu.h).
+ */
 void emu_pin_get(const struct emu_profile *p);
+/* The same without waiting: true when a token was taken. */
+bool emu_pin_tryget(const struct emu_profile *p);
 void emu_pin_put(void);
 /* Hold a pin token for us microseconds (host pinning for dev), accounted to dev. */
 void emu_pin_hold(struct emu_dev *dev, double us);
