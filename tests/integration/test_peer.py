@@ -212,7 +212,7 @@ class PeerMigrate(unittest.TestCase):
             rc, out = self.run_tool(['--private-sys', '--devices', '2', '--trace', trace],
                                     ['--devices', '1', '--queue-pairs', '2', '--mem-gb', '2',
                                      '--stages', 'peer,peer-precreate', '--json', path,
-                                     '--plot', svg])
+                                     '--plot', svg, '--peer-conf-threads', '0'])
             # 3 would be a device closed with objects alive (the wrapper's summary).
             self.assertEqual(rc, 0, out[-4000:])
             self.assertNotIn('not implemented', out)
@@ -236,7 +236,10 @@ class PeerMigrate(unittest.TestCase):
             # Our PMD's API only: absent for the peer, not zero.
             self.assertIsNone(s['dst_vq_ms'], s)
             self.assertIsNone(s['dst_mr_ms'], s)
-        self.assertEqual(doc['stages'][1]['devargs']['max_conf_threads'], 64)
+        # Without the peer's configuration threads: they lose a wake-up and hang
+        # its probe in about 1 of 5 runs (doc/emulated-rdma.md); the benchmark
+        # keeps 64 and its watchdog.
+        self.assertEqual(doc['stages'][1]['devargs']['max_conf_threads'], 0)
         # Every command the peer sent was taken, and all it made is gone.
         self.assertEqual([r for r in recs if r['status'] != 0], [])
         ops = collections.Counter(r['op'] for r in recs)
