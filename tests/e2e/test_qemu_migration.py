@@ -402,7 +402,36 @@ class Run:
             with srv.cv:
                 res.append(f'{srv.name}:\n' + '\n'.join(l for _, l in
                                                         srv.lines[start:end + 1]))
+            res.append(self.thread_times(srv.p.pid))
         return '\n'.join(res)
+
+    @staticmethod
+    def thread_times(pid):
+        """CPU seconds of the threads of pid and of its descendants (the wrapper's serve)
+        that used any: a thread spinning (e.g. a notification thread looping on events)
+        stands out."""
+        tick = os.sysconf('SC_CLK_TCK')
+        out, todo, idle = [], [pid], 0
+        while todo:
+            p = todo.pop()
+            for tid in sorted(os.listdir(f'/proc/{p}/task') if os.path.isdir(f'/proc/{p}/task')
+                              else [], key=int):
+                try:
+                    with open(f'/proc/{p}/task/{tid}/stat') as f:
+                        st = f.read()
+                    with open(f'/proc/{p}/task/{tid}/children') as f:
+                        todo += [int(c) for c in f.read().split()]
+                except OSError:
+                    continue  # ended meanwhile
+                name = st[st.index('(') + 1:st.rindex(')')]
+                fields = st[st.rindex(')') + 2:].split()
+                # utime and stime: fields 14 and 15 of stat, 12 and 13 after the name.
+                cpu = (int(fields[11]) + int(fields[12])) / tick
+                if cpu == 0:
+                    idle += 1
+                    continue
+                out.append(f'  pid {p} tid {tid} {name}: {cpu:.2f} s CPU')
+        return f'threads ({idle} more used no CPU tick):\n' + '\n'.join(out)
 
     def diag_qemus(self):
         """QEMU's status, migration state and virtio device and queues (x-query-virtio*:
