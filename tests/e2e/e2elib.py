@@ -608,8 +608,12 @@ def serve(sock, devargs, tap, ibdev=None):
     """serve with its device's wire on tap: emu= through a net_tap port (uplink=),
     or, ibdev=N, the emulated rdma-core's device mlx5_<N> (tools/with-emulated-rdma,
     two devices, device N's wire being the tap, as a ConnectX's port would be)."""
-    # E2E_SERVE_EAL: more EAL arguments, e.g. --log-level=lib.vhost.config:debug
-    eal = ('--log-level=lib.vhost.config:warning --log-level=pmd.vdpa.mlx5_lm:info')
+    # vhost's INFO lines are the front end's messages in order (SET_VRING_*, SET_STATUS),
+    # the driver's DEBUG ones each ring's enable and disable: with the host time of every
+    # line, a failed run's serve logs show which message the device was handling when
+    # (about 100 lines per migration). E2E_SERVE_EAL: more EAL arguments, which can
+    # override these, e.g. --log-level=lib.vhost.config:debug
+    eal = ('--log-level=lib.vhost.config:info --log-level=pmd.vdpa.mlx5_lm:debug')
     wrap, env = [], None
     if ibdev is None:
         eal = f'--vdev net_tap0,iface={tap} ' + eal

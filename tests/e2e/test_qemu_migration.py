@@ -71,6 +71,7 @@ class Run:
         self.qmps = []
         self.bridge = None
         self.result = {'variant': name, 'config': variant}
+        self.t0 = time.monotonic()
 
     # -- plumbing --
     def path(self, n):
@@ -84,6 +85,7 @@ class Run:
     def start_serve(self, i):
         srv = L.serve(self.path(f'vhost{i}.sock'), self.devargs(i), self.taps[i],
                       ibdev=i if self.v.get('ibdev') else None)
+        srv.name = f'serve-{["src", "dst"][i]}[{self.taps[i]}]'
         self.procs.append(srv)
         self.serves.append(srv)
         self.bridge.attach(self.taps[i])
@@ -96,7 +98,9 @@ class Run:
         # A serve that dies (crash) fails the wait on either guest at once.
         q.watch = list(self.serves)
         self.procs.append(q)
+        q.qmp = None
         qmp = L.QMP(self.path(f'qmp{i}.sock'), proc=q)
+        q.qmp = qmp
         self.qmps.append(qmp)
         return q, qmp
 
@@ -324,10 +328,198 @@ class Run:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def dump(self):
+        """A failed run explains itself: the state of whatever is still alive (device
+        counters, QEMU's view of its virtio device, the guest's interface counters and
+        interrupts, the bridge's forwarding table), then every serve's whole log and the
+        consoles' ends. Printed (meson keeps it in testlog.txt) and saved under
+        build/tests/e2e/fail-<variant>-<time>/, which the next meson run does not overwrite."""
+        out = os.path.join(os.path.dirname(L.CACHE),
+                           f'fail-{self.name}-{time.strftime("%Y%m%d-%H%M%S")}-{os.getpid()}')
+        try:
+            os.makedirs(out, exist_ok=True)
+        except OSError as e:
+            print(f'---- cannot keep the logs in {out}: {e}', flush=True)
+            out = None
+        t0_wall = time.time() - (time.monotonic() - self.t0)
+        print(f'---- failed {time.monotonic() - self.t0:.3f} s after the start '
+              f'({time.strftime("%H:%M:%S", time.localtime(t0_wall))}'
+              f'.{int(t0_wall * 1000) % 1000:03d})', flush=True)
+        sections = []
+        for what, fn in (('device statistics (SIGUSR1)', self.diag_serves),
+                         ('QEMU (QMP)', self.diag_qemus),
+                         ('guest (serial console)', self.diag_guests),
+                         ('host network', self.diag_host)):
+            try:
+                text = fn()
+            except Exception as e:  # a diagnosis that fails must not hide the failure
+                text = f'(failed: {type(e).__name__}: {e})'
+            sections.append((what, text))
+        for what, text in sections:
+            print(f'---- {what} ----\n{text}', flush=True)
+            self.keep(out, what.split()[0].lower() + '.txt', text, append=True)
         for p in self.procs:
             rc = p.p.poll()
             state = 'running' if rc is None else f'exited {rc}'
-            print(f'---- {p.name} ({state}; last lines) ----\n{p.tail(60)}', flush=True)
+            # Host time (s since the run started) on every line: the logs of the four
+            # processes and the test's own [e2e] lines can be put side by side.
+            with p.cv:
+                lines = [f'{t - self.t0:8.3f} {l}' for t, l in p.lines]
+            self.keep(out, p.name + '.log', '\n'.join(lines))
+            # The driver's log lines name device and queue: the serves' logs in full.
+            text = '\n'.join(lines if p in self.serves else lines[-150:])
+            print(f'---- {p.name} ({state}; {"whole log" if p in self.serves else "last lines"}'
+                  f', host time in s since the start) ----\n{text}', flush=True)
+        if out:
+            print(f'---- logs kept in {out}', flush=True)
+
+    @staticmethod
+    def keep(out, name, text, append=False):
+        if out is None:
+            return
+        try:
+            with open(os.path.join(out, name), 'a' if append else 'w') as f:
+                f.write(text + '\n')
+        except OSError as e:
+            print(f'---- cannot write {name}: {e}', flush=True)
+
+    def alive(self, p):
+        return p.p.poll() is None
+
+    def diag_serves(self):
+        """Each live serve's per-queue counters, as SIGUSR1 prints them (in its log)."""
+        res = []
+        for srv in self.serves:
+            if not self.alive(srv):
+                res.append(f'{srv.name}: exited {srv.p.returncode}')
+                continue
+            start = srv.mark()
+            srv.p.send_signal(signal.SIGUSR1)
+            try:
+                end, _, _ = srv.expect(r'serve: end of statistics', 10, since=start)
+            except (TimeoutError, EOFError) as e:
+                res.append(f'{srv.name}: no statistics: {str(e).splitlines()[0]}')
+                continue
+            with srv.cv:
+                res.append(f'{srv.name}:\n' + '\n'.join(l for _, l in
+                                                        srv.lines[start:end + 1]))
+            res.append(self.thread_times(srv.p.pid))
+        return '\n'.join(res)
+
+    @staticmethod
+    def thread_times(pid):
+        """CPU seconds of the threads of pid and of its descendants (the wrapper's serve)
+        that used any: a thread spinning (e.g. a notification thread looping on events)
+        stands out."""
+        tick = os.sysconf('SC_CLK_TCK')
+        out, todo, idle = [], [pid], 0
+        while todo:
+            p = todo.pop()
+            for tid in sorted(os.listdir(f'/proc/{p}/task') if os.path.isdir(f'/proc/{p}/task')
+                              else [], key=int):
+                try:
+                    with open(f'/proc/{p}/task/{tid}/stat') as f:
+                        st = f.read()
+                    with open(f'/proc/{p}/task/{tid}/children') as f:
+                        todo += [int(c) for c in f.read().split()]
+                except OSError:
+                    continue  # ended meanwhile
+                name = st[st.index('(') + 1:st.rindex(')')]
+                fields = st[st.rindex(')') + 2:].split()
+                # utime and stime: fields 14 and 15 of stat, 12 and 13 after the name.
+                cpu = (int(fields[11]) + int(fields[12])) / tick
+                if cpu == 0:
+                    idle += 1
+                    continue
+                out.append(f'  pid {p} tid {tid} {name}: {cpu:.2f} s CPU')
+        return f'threads ({idle} more used no CPU tick):\n' + '\n'.join(out)
+
+    def diag_qemus(self):
+        """QEMU's status, migration state and virtio device and queues (x-query-virtio*:
+        the guest's avail/used indices as QEMU sees them, and vhost's)."""
+        res = []
+        for q in [p for p in self.procs if p.name.startswith('qemu')]:
+            qmp = q.qmp
+            if not self.alive(q) or qmp is None:
+                res.append(f'{q.name}: exited {q.p.returncode}' if not self.alive(q) else
+                           f'{q.name}: no QMP connection')
+                continue
+            qmp.s.settimeout(10)
+
+            def ask(name, why='', **args):
+                try:
+                    r = qmp.cmd(name, **args)
+                except Exception as e:
+                    r = f'(failed: {type(e).__name__}: {e})'
+                res.append(f'{q.name}: {name} {json.dumps(args) if args else ""}'
+                           f'{" (queue " + why + ")" if why else ""} '
+                           f'{json.dumps(r, sort_keys=True)}')
+                return r
+            ask('query-status')
+            ask('query-migrate')
+            devs = ask('x-query-virtio')
+            for d in devs if isinstance(devs, list) else []:
+                st = ask('x-query-virtio-status', path=d['path'])
+                if not isinstance(st, dict):
+                    continue
+                vhost = st.get('vhost-started')
+                nv = st.get('vhost-dev', {}).get('nvqs', 0) if vhost else 0
+                for i in range(st.get('num-vqs', 0)):
+                    if vhost and i < nv:
+                        # Not x-query-virtio-queue-status: with vhost started, QEMU 7.2
+                        # answers it with a GET_VRING_BASE, which stops the ring.
+                        a = ask('x-query-virtio-vhost-queue-status', path=d['path'], queue=i)
+                        ring = (a.get('avail-phys'), a.get('used-phys')) \
+                            if isinstance(a, dict) else (None, None)
+                    else:
+                        a = ask('x-query-virtio-queue-status', path=d['path'], queue=i)
+                        ring = (a.get('vring-avail'), a.get('vring-used')) \
+                            if isinstance(a, dict) else (None, None)
+                    # The indices in guest memory: avail flags, idx; used flags, idx.
+                    for what, gpa in zip(('avail', 'used'), ring):
+                        if gpa:
+                            ask('human-monitor-command',
+                                **{'command-line': f'xp /2hx {gpa:#x}'}, why=f'{i} {what}')
+            ask('human-monitor-command', **{'command-line': 'info network'})
+        return '\n'.join(res)
+
+    def diag_guests(self):
+        """What each live guest's kernel counted on eth0, its interrupts and its ARP table."""
+        res = []
+        for q in [p for p in self.procs if p.name.startswith('qemu')]:
+            if not self.alive(q):
+                continue
+            try:
+                st = q.qmp.cmd('query-status')['status'] if q.qmp else 'unknown'
+            except Exception as e:
+                st = f'unknown ({e})'
+            if st != 'running':
+                # A paused guest (the source after the switch-over) has no shell to answer.
+                res.append(f'{q.name}: guest {st}, not asked')
+                continue
+            start = q.mark()
+            try:
+                q.send('cat /proc/net/dev /proc/interrupts /proc/net/arp; '
+                       'echo E2E-DIAG-$((1+1))')
+                end, _, _ = q.expect(r'E2E-DIAG-2', 10, since=start)
+            except Exception as e:
+                res.append(f'{q.name}: no answer: {str(e).splitlines()[0]}')
+                continue
+            with q.cv:
+                res.append(f'{q.name}:\n' + '\n'.join(l for _, l in q.lines[start:end]))
+        return '\n'.join(res)
+
+    def diag_host(self):
+        """Where the bridge forwards the guest's MAC (fdb), the taps' counters, neighbours."""
+        if self.bridge is None:
+            return '(no bridge)'
+        res = []
+        for cmd in (['bridge', 'fdb', 'show', 'br', self.br_name],
+                    ['ip', '-s', 'link', 'show', 'master', self.br_name],
+                    ['ip', '-s', 'link', 'show', 'dev', self.br_name],
+                    ['ip', 'neigh', 'show', 'dev', self.br_name]):
+            r = L.run(cmd, check=False, timeout=10)
+            res.append(f'$ {" ".join(cmd)}\n{r.stdout.decode(errors="replace").rstrip()}')
+        return '\n'.join(res)
 
 
 class Terminated(Exception):

@@ -98,6 +98,7 @@ struct mlx5_lm_eventq {
 	uint8_t *cqe;                /* the collapsed CQ's one entry */
 	uint8_t *cq_dbrec;           /* cq_dbrec: consumer index, arm request */
 	uint8_t *qp_dbrec;           /* qp_dbrec of our QP: receive counter (credits) */
+	uint32_t bad_reads;          /* CQE readings refused as no count (logged once) */
 };
 
 /* Per-queue statistics (rte_vdpa_get_stats), in DPDK vdpa/mlx5's order. */

@@ -275,6 +275,8 @@ int
 mlx5_lm_eventq_drain(struct mlx5_lm_virtq *vq, int arm)
 {
 	struct mlx5_lm_eventq *eq = &vq->eq;
+	uint8_t seen[PRM_SIZE(cqe64)];
+	uint32_t dw;
 	uint8_t opcode;
 	int n = 0;
 
@@ -283,13 +285,45 @@ mlx5_lm_eventq_drain(struct mlx5_lm_virtq *vq, int arm)
 		pthread_mutex_unlock(&eq->lock);
 		return 0;
 	}
-	opcode = __atomic_load_n(eq->cqe + PRM_SIZE(cqe64) - 1, __ATOMIC_ACQUIRE) >> 4;
+	/*
+	 * wqe_counter, signature and op_own share the CQE's last dword, which
+	 * the device writes at once: one load gives an opcode and the
+	 * wqe_counter that came with it (DPDK vdpa/mlx5 reads its collapsed
+	 * CQE the same way). Two loads can pair the previous CQE's opcode with
+	 * a wqe_counter being rewritten. The dword is read into a blank CQE so
+	 * that the fields are still read through their layout.
+	 */
+	dw = __atomic_load_n((uint32_t *)(eq->cqe + PRM_SIZE(cqe64) - sizeof(dw)),
+			     __ATOMIC_ACQUIRE);
+	memset(seen, 0, sizeof(seen));
+	memcpy(seen + sizeof(seen) - sizeof(dw), &dw, sizeof(dw));
+	opcode = (uint8_t)PRM_GET(cqe64, seen, opcode);
 	if (opcode == PRM_CQE_RESP_SEND) {
 		/* Collapsed: the one CQE carries the last receive WQE completed. */
-		uint16_t last = (uint16_t)PRM_GET(cqe64, eq->cqe, wqe_counter);
+		uint16_t last = (uint16_t)PRM_GET(cqe64, seen, wqe_counter);
+		uint16_t got = (uint16_t)(last + 1 - (uint16_t)eq->ci);
 
-		n = (uint16_t)(last + 1 - (uint16_t)eq->ci);
-		eq->ci += (uint32_t)n;
+		/*
+		 * The device completes at most the receive credits we handed out,
+		 * one ring past ci (eventq_credit): a larger count is a reading of
+		 * no CQE the device wrote. Taken, it would put ci past the CQ's
+		 * producer for good; every arm would then find CQEs past ci and
+		 * the event would come back at once, forever: a storm of calls
+		 * that keeps this thread from relaying kicks (one such reading
+		 * forced in the e2e migration test: 2 million guest interrupts,
+		 * TX timeouts, no ping answered again). Refused, the arm below
+		 * (ci unchanged) brings the event back for a fresh reading.
+		 */
+		if (got > MLX5_LM_EVENTQ_SIZE) {
+			if (eq->bad_reads++ == 0)
+				VQ_LOG(ERR, vq, "event CQ 0x%x: wqe_counter %u is %u completions "
+				       "past consumer index %u, more than the %u credits given: "
+				       "not a count of completions, read again", eq->cqn, last,
+				       got, eq->ci, MLX5_LM_EVENTQ_SIZE);
+		} else {
+			n = got;
+			eq->ci += (uint32_t)n;
+		}
 	} else if (opcode != PRM_CQE_INVALID) {
 		VQ_LOG(ERR, vq, "event CQ 0x%x: completion with opcode 0x%x", eq->cqn, opcode);
 	}
@@ -350,6 +384,7 @@ eventq_create(struct mlx5_lm_virtq *vq)
 	PRM_SET(cqe64, eq->cqe, owner, 1);
 	eq->ci = 0;
 	eq->arm_sn = 0;
+	eq->bad_reads = 0;
 	eq->cq = create_cq(vq, qsize);
 	if (eq->cq == NULL)
 		goto err;

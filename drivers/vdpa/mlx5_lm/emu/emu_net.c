@@ -548,7 +548,8 @@ static int
 cq_complete(struct emu_dev *dev, struct emu_net_obj *cq, uint32_t qpn, uint16_t wqe_counter,
 	    uint8_t opcode)
 {
-	uint32_t n = 1u << cq->size, idx;
+	uint8_t next[PRM_SIZE(cqe64)];
+	uint32_t n = 1u << cq->size, idx, last;
 	uint8_t *cqe;
 
 	if (cq->cq_error)
@@ -567,13 +568,25 @@ cq_complete(struct emu_dev *dev, struct emu_net_obj *cq, uint32_t qpn, uint16_t 
 	}
 	idx = cq->cc ? 0 : (cq->pc & (n - 1));
 	cqe = cq->cqes + (size_t)idx * cq->cqe_size + (cq->cqe_size - PRM_SIZE(cqe64));
-	memset(cqe, 0, PRM_SIZE(cqe64) - 1);
-	PRM_SET(cqe64, cqe, byte_cnt, 0);
-	PRM_SET(cqe64, cqe, qpn, qpn);
-	PRM_SET(cqe64, cqe, wqe_counter, wqe_counter);
-	/* The ownership byte last, once the rest of the entry is visible. */
-	__atomic_store_n(cqe + PRM_SIZE(cqe64) - 1,
-			 (uint8_t)(opcode << 4 | ((cq->pc >> cq->size) & 1)), __ATOMIC_RELEASE);
+	/*
+	 * Composed aside, then written as the device writes a CQE: never a
+	 * state of the entry that is neither the old nor the new one. The
+	 * last dword {wqe_counter, signature, op_own} goes in one store, after
+	 * the rest (release): a collapsed CQ (cqc.cc) is rewritten in place
+	 * while the driver may be reading it, and zeroing the entry first
+	 * could show it the previous opcode beside a wqe_counter of 0, a state
+	 * no ConnectX writes (DPDK vdpa/mlx5 and the PMD read that dword as
+	 * one word; test_events' torn read is what the PMD made of it).
+	 */
+	memset(next, 0, sizeof(next));
+	PRM_SET(cqe64, next, byte_cnt, 0);
+	PRM_SET(cqe64, next, qpn, qpn);
+	PRM_SET(cqe64, next, wqe_counter, wqe_counter);
+	PRM_SET(cqe64, next, opcode, opcode);
+	PRM_SET(cqe64, next, owner, (cq->pc >> cq->size) & 1);
+	memcpy(&last, next + sizeof(next) - sizeof(last), sizeof(last));
+	memcpy(cqe, next, sizeof(next) - sizeof(last));
+	__atomic_store_n((uint32_t *)(cqe + sizeof(next) - sizeof(last)), last, __ATOMIC_RELEASE);
 	cq->pc++;
 	cq_event(dev, cq);
 	return 0;
