@@ -67,11 +67,11 @@ def socket_in_use(path):
         probe.close()
 
 
-def testpmd_through_example(ex, iface, prefix, frames=1000):
+def testpmd_through_example(ex, iface, prefix, frames=1000, ready_timeout=300):
     """Frames testpmd got back through a dpdk-vdpa example (Proc ex, started with
     stdin) serving iface; quits the example and returns (frames, its exit status)."""
     try:
-        ex.expect(r"enter 'q' to quit", timeout=300)
+        ex.expect(r"enter 'q' to quit", timeout=ready_timeout)
         pmd = Testpmd(iface, prefix, queues=1, queue_size=256)
         try:
             pmd.cmd('start tx_first')
@@ -246,19 +246,7 @@ def vdpa_example_serves_testpmd(example, plugin, iface, prefix, frames=1000,
                             '--vdev', 'vdpa_mlx5_lm0,' + devargs,
                             '--log-level=lib.eal:warning', '--', '--iface', iface],
               env=env, name='dpdk-vdpa', stdin=True)
-    try:
-        ex.expect(r"enter 'q' to quit", timeout=60)
-        pmd = Testpmd(iface + '0', f'tp{prefix}', queues=1, queue_size=256)
-        try:
-            pmd.cmd('start tx_first')
-            rx, _ = pmd.wait_rx(frames, timeout=60)
-            pmd.cmd('stop')
-        finally:
-            pmd.quit()
-        ex.send('q')
-        rc = ex.stop(sig=None, timeout=60)
-    finally:
-        ex.kill()
+    rx, rc = testpmd_through_example(ex, iface + '0', f'tp{prefix}', frames, ready_timeout=60)
     return rx, rc, ex.text()
 
 
