@@ -293,71 +293,25 @@ mlx5_lm_bg_checkpoint(void)
 	pthread_mutex_unlock(&pool.lock);
 }
 
-unsigned int
-mlx5_lm_bg_paused(void)
-{
-	unsigned int n;
-
-	pthread_mutex_lock(&pool.lock);
-	n = pool.bg_paused;
-	pthread_mutex_unlock(&pool.lock);
-	return n;
+/* A read of one pool counter under the pool's lock (tests, benchmarks, logs). */
+#define POOL_COUNTER(type, fn, field)			\
+type							\
+fn(void)						\
+{							\
+	type n;						\
+							\
+	pthread_mutex_lock(&pool.lock);			\
+	n = pool.field;					\
+	pthread_mutex_unlock(&pool.lock);		\
+	return n;					\
 }
 
-unsigned int
-mlx5_lm_pool_idle(void)
-{
-	unsigned int n;
-
-	pthread_mutex_lock(&pool.lock);
-	n = pool.idle;
-	pthread_mutex_unlock(&pool.lock);
-	return n;
-}
-
-uint64_t
-mlx5_lm_pool_wake_requests(void)
-{
-	uint64_t n;
-
-	pthread_mutex_lock(&pool.lock);
-	n = pool.wake_requests;
-	pthread_mutex_unlock(&pool.lock);
-	return n;
-}
-
-uint64_t
-mlx5_lm_pool_wakeups(void)
-{
-	uint64_t n;
-
-	pthread_mutex_lock(&pool.lock);
-	n = pool.wakeups;
-	pthread_mutex_unlock(&pool.lock);
-	return n;
-}
-
-unsigned int
-mlx5_lm_bg_running(void)
-{
-	unsigned int n;
-
-	pthread_mutex_lock(&pool.lock);
-	n = pool.bg_running;
-	pthread_mutex_unlock(&pool.lock);
-	return n;
-}
-
-unsigned int
-mlx5_lm_pool_size(void)
-{
-	unsigned int n;
-
-	pthread_mutex_lock(&pool.lock);
-	n = pool.nthreads;
-	pthread_mutex_unlock(&pool.lock);
-	return n;
-}
+POOL_COUNTER(unsigned int, mlx5_lm_bg_paused, bg_paused)
+POOL_COUNTER(unsigned int, mlx5_lm_pool_idle, idle)
+POOL_COUNTER(uint64_t, mlx5_lm_pool_wake_requests, wake_requests)
+POOL_COUNTER(uint64_t, mlx5_lm_pool_wakeups, wakeups)
+POOL_COUNTER(unsigned int, mlx5_lm_bg_running, bg_running)
+POOL_COUNTER(unsigned int, mlx5_lm_pool_size, nthreads)
 
 void
 mlx5_lm_batch_init(struct mlx5_lm_batch *b, unsigned int limit)
