@@ -35,6 +35,24 @@ MODEL_KEYS = {'model_busy_ms': float, 'model_pin_ms': float, 'model_actual_ms': 
               'downtime_max_ms': float, 'runs': list}
 
 
+def host_semaphores():
+    """The emulator's host pin-token semaphores (MLX5_LM_EMU_HOST) now in /dev/shm."""
+    return {n for n in os.listdir('/dev/shm') if n.startswith('sem.mlx5-lm-host-')}
+
+
+def processes_with_arg(arg):
+    """Pids of the processes whose command line has arg (a run's children are forks)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir('/proc')):
+        try:
+            with open('/proc/%s/cmdline' % pid, 'rb') as f:
+                if arg.encode() in f.read().split(b'\0'):
+                    found.append(pid)
+        except OSError:
+            pass
+    return found
+
+
 def migrate(*args, timeout=240, profile='fast'):
     """Run migrate on the fast profile (or another); returns (exit status, output)."""
     p = subprocess.run([TOOL, 'migrate', '--profile', profile, *args],
@@ -260,10 +278,7 @@ class Migrate(unittest.TestCase):
         and set of devices each), stopped at the same moment: every VM migrates with no
         lost or duplicated frame, a complete dirty log and no device object left; no
         child process and no host semaphore outlives the run."""
-        def shm():
-            return {n for n in os.listdir('/dev/shm') if n.startswith('sem.mlx5-lm-host-')}
-
-        before = shm()
+        before = host_semaphores()
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, 'r.json')
             args = ['--devices', '1', '--queue-pairs', '1', '--mem-gb', '2', '--vms', '3',
@@ -273,16 +288,8 @@ class Migrate(unittest.TestCase):
             with open(path) as f:
                 doc = json.load(f)
             # The children ran the same command line (they are forks): none is left.
-            left = []
-            for pid in filter(str.isdigit, os.listdir('/proc')):
-                try:
-                    with open('/proc/%s/cmdline' % pid, 'rb') as f:
-                        if path.encode() in f.read().split(b'\0'):
-                            left.append(pid)
-                except OSError:
-                    pass
-            self.assertEqual(left, [])
-        self.assertEqual(shm() - before, set())
+            self.assertEqual(processes_with_arg(path), [])
+        self.assertEqual(host_semaphores() - before, set())
         self.assertEqual(doc['scenario']['processes'], 3)
         self.check_evacuate(doc, 3)
         s = doc['stages'][0]
@@ -299,7 +306,7 @@ class Migrate(unittest.TestCase):
     def test_evacuate_processes_child_killed(self):
         """A back-end process that dies mid-run is named by the parent, which exits 1;
         the other process gives up and tears down; nothing outlives the run."""
-        before = {n for n in os.listdir('/dev/shm') if n.startswith('sem.mlx5-lm-host-')}
+        before = host_semaphores()
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, 'r.json')
             p = subprocess.Popen([TOOL, 'migrate', '--profile', 'fast', '--devices', '1',
@@ -328,17 +335,8 @@ class Migrate(unittest.TestCase):
             text = out.decode(errors='replace')
             self.assertEqual(rc, 1, text)
             self.assertIn('(pid %d) was killed by a signal' % victim, text)
-            left = []
-            for pid in filter(str.isdigit, os.listdir('/proc')):
-                try:
-                    with open('/proc/%s/cmdline' % pid, 'rb') as f:
-                        if path.encode() in f.read().split(b'\0'):
-                            left.append(pid)
-                except OSError:
-                    pass
-            self.assertEqual(left, [])
-        after = {n for n in os.listdir('/dev/shm') if n.startswith('sem.mlx5-lm-host-')}
-        self.assertEqual(after - before, set())
+            self.assertEqual(processes_with_arg(path), [])
+        self.assertEqual(host_semaphores() - before, set())
 
     def test_evacuate_processes_refused(self):
         """Bad --processes values are refused with one line, before any work."""
