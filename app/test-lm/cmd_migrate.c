@@ -93,6 +93,11 @@ migrate_usage(FILE *f)
 		"                     sources first (VM after VM); run under\n"
 		"                     tools/with-emulated-rdma --devices 2N (N: all VMs' NICs;\n"
 		"                     the profile applies to its devices)\n"
+		"  --acks A           which front-end requests wait for the back end's\n"
+		"                     REPLY_ACK: qemu (default: the ones QEMU 8.2+ waits for,\n"
+		"                     SET_MEM_TABLE, SET_VRING_ENABLE, and while logging\n"
+		"                     SET_FEATURES and SET_VRING_ADDR; status added with\n"
+		"                     GET_STATUS first) or every (a round trip per request)\n"
 		"  --frames N         frames every queue pair gets back per traffic phase\n"
 		"                     (default 256)\n"
 		"  --repeat N         run every stage N times (1-%d, default 1), in rounds of\n"
@@ -621,6 +626,8 @@ write_json(const char *path, const struct mig_opts *o, const struct stage_sum *s
 	/* Back-end processes the VMs were split over (1: all in one). */
 	json_object_set_new(json_object_get(root, "scenario"), "processes",
 			    json_integer((json_int_t)o->processes));
+	json_object_set_new(json_object_get(root, "scenario"), "acks",
+			    json_string(o->acks_every ? "every" : "qemu"));
 	if (f->have) {
 		json_t *fj = floor_json(&f->all);
 
@@ -718,6 +725,7 @@ cmd_migrate(int argc, char **argv)
 		{ "profile", required_argument, NULL, 'p' },
 		{ "backend", required_argument, NULL, 'b' },
 		{ "frames", required_argument, NULL, 'f' },
+		{ "acks", required_argument, NULL, 'A' },
 		{ "repeat", required_argument, NULL, 'r' },
 		{ "vms", required_argument, NULL, 'v' },
 		{ "processes", required_argument, NULL, 'R' },
@@ -786,6 +794,13 @@ cmd_migrate(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			o.rdma = strcmp(optarg, "rdma") == 0;
+			break;
+		case 'A':
+			if (strcmp(optarg, "qemu") != 0 && strcmp(optarg, "every") != 0) {
+				fprintf(stderr, "migrate: --acks: qemu or every\n");
+				return EXIT_USAGE;
+			}
+			o.acks_every = strcmp(optarg, "every") == 0;
 			break;
 		case 'f':
 			if (parse_uint("--frames", optarg, 1, 1u << 24, &o.frames) < 0)

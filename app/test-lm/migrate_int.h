@@ -78,6 +78,12 @@ struct mig_opts {
 	enum mig_hostile hostile;
 	/* The peer's PMD (loaded with EAL -d) when a stage is a peer stage. */
 	const char *peer_pmd;
+	/*
+	 * The front end asks for a REPLY_ACK on every request instead of only
+	 * where QEMU waits (vu_client.h, enum vu_ack_policy): a round trip
+	 * per message, which QEMU does not pay.
+	 */
+	bool acks_every;
 	/* Frames every queue pair must get back in each traffic phase. */
 	unsigned int frames;
 	bool verbose;

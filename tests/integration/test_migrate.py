@@ -131,6 +131,18 @@ class Migrate(unittest.TestCase):
                                '--packed', '--stages', 'precreate,all')
         self.check_doc(doc, 1, 2, 4, 256, ['precreate', 'all'], 'packed')
 
+    def test_acks_every_and_qemu(self):
+        """The front end asks acks where QEMU does by default (vu_client.h,
+        VU_ACK_QEMU; unit test vu: test_ack_policy); --acks every makes every
+        request a round trip. Both migrate without loss; the JSON says which."""
+        for acks in (None, 'every'):
+            with self.subTest(acks=acks):
+                extra = ['--acks', acks] if acks else []
+                doc, _ = self.run_json('--devices', '1', '--queue-pairs', '2', '--mem-gb', '2',
+                                       '--stages', 'all', *extra)
+                self.check_doc(doc, 1, 2, 2, 256, ['all'], 'split')
+                self.assertEqual(doc['scenario']['acks'], acks or 'qemu')
+
     def test_hostile_early_base(self):
         """GET_VRING_BASE on every ring before DRIVER_OK, then a normal migration."""
         for stages in ('baseline', 'all'):
@@ -368,13 +380,15 @@ class Migrate(unittest.TestCase):
                      ['--scenario', 'evacuate', '--vms', '0'],
                      ['--scenario', 'evacuate', '--vms', '17'],
                      ['--devices', '3', '--queue-pairs', '1', '--mem-gb', '4', '--vms', '6'],
-                     ['--scenario', 'evacuate', '--hostile', 'early-base']):
+                     ['--scenario', 'evacuate', '--hostile', 'early-base'],
+                     ['--scenario', 'seed-mkey', '--acks', 'sometimes']):
             rc, out = migrate(*args)
             self.assertEqual(rc, 2, f'{args}: {out}')
             self.assertIn('migrate', out)
         rc, out = migrate('--help')
         self.assertEqual(rc, 0)
-        for opt in ('--scenario', '--repeat', '--vms', 'evacuate', 'x floor', 'model busy'):
+        for opt in ('--scenario', '--repeat', '--vms', 'evacuate', 'x floor', 'model busy',
+                    '--acks'):
             self.assertIn(opt, out)
 
 

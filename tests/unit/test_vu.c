@@ -875,6 +875,199 @@ test_backend_gone(void **state)
 	guest_free(&s);
 }
 
+
+/*
+ * A scripted back end that records every request's header: which requests
+ * the front end asks an ack for, under each policy (enum vu_ack_policy).
+ */
+struct script_be {
+	char path[108];
+	int lfd;
+	unsigned int n;
+	struct {
+		uint32_t req, flags;
+		uint64_t u64;
+	} log[256];
+	uint8_t status;
+};
+
+static int
+script_reply(int fd, uint32_t req, const void *p, uint32_t size)
+{
+	uint8_t buf[12 + 16];
+	uint32_t h[3] = { req, VU_FLAG_VERSION | VU_FLAG_REPLY, size };
+
+	memcpy(buf, h, sizeof(h));
+	memcpy(buf + 12, p, size);
+	return write(fd, buf, 12 + size) == (ssize_t)(12 + size) ? 0 : -1;
+}
+
+static void *
+script_main(void *arg)
+{
+	struct script_be *b = arg;
+	int fd = accept(b->lfd, NULL, NULL);
+
+	while (fd >= 0 && b->n < 256) {
+		union {
+			char buf[CMSG_SPACE(8 * sizeof(int))];
+			struct cmsghdr align;
+		} cb;
+		uint32_t h[3];
+		uint8_t payload[512];
+		struct iovec iov = { .iov_base = h, .iov_len = sizeof(h) };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+				     .msg_control = cb.buf, .msg_controllen = sizeof(cb.buf) };
+		struct cmsghdr *cm;
+		uint64_t v = 0;
+		uint32_t st[2];
+
+		if (recvmsg(fd, &mh, MSG_WAITALL) != (ssize_t)sizeof(h))
+			break;
+		for (cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
+			int *fds = (int *)CMSG_DATA(cm);
+			size_t k, nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+			for (k = 0; k < nfd; k++)
+				close(fds[k]);
+		}
+		if (h[2] > sizeof(payload) ||
+		    (h[2] > 0 && recv(fd, payload, h[2], MSG_WAITALL) != (ssize_t)h[2]))
+			break;
+		if (h[2] >= 8)
+			memcpy(&v, payload, 8);
+		b->log[b->n].req = h[0];
+		b->log[b->n].flags = h[1];
+		b->log[b->n].u64 = v;
+		b->n++;
+		switch (h[0]) {
+		case VU_GET_FEATURES:
+			v = 1ULL << VU_F_VERSION_1 | 1ULL << VU_F_PROTOCOL_FEATURES |
+			    1ULL << VU_F_LOG_ALL;
+			script_reply(fd, h[0], &v, 8);
+			continue;
+		case VU_GET_PROTOCOL_FEATURES:
+			v = 1ULL << VU_PROTO_REPLY_ACK | 1ULL << VU_PROTO_STATUS;
+			script_reply(fd, h[0], &v, 8);
+			continue;
+		case VU_GET_STATUS:
+			v = b->status;
+			script_reply(fd, h[0], &v, 8);
+			continue;
+		case VU_SET_STATUS:
+			b->status = (uint8_t)v;
+			break;
+		case VU_GET_VRING_BASE:
+			memcpy(st, payload, sizeof(st));
+			st[1] = 0;
+			script_reply(fd, h[0], st, sizeof(st));
+			continue;
+		default:
+			break;
+		}
+		if (h[1] & VU_FLAG_NEED_REPLY) {
+			v = 0;
+			script_reply(fd, h[0], &v, 8);
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
+
+/*
+ * VU_ACK_EVERY asks an ack for every request; VU_ACK_QEMU only where QEMU
+ * (hw/virtio/vhost-user.c, 8.2+) waits - SET_MEM_TABLE, SET_VRING_ENABLE,
+ * SET_FEATURES with LOG_ALL - and adds status bits as its
+ * vhost_user_add_status() does: GET_STATUS, then SET_STATUS.
+ */
+static void
+test_ack_policy(void **state)
+{
+	static const enum vu_ack_policy pol[] = { VU_ACK_EVERY, VU_ACK_QEMU };
+	unsigned int p;
+
+	(void)state;
+	for (p = 0; p < 2; p++) {
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		struct script_be *b = calloc(1, sizeof(*b));
+		unsigned int i, acked = 0, enables = 0, sets = 0, after_proto = 0;
+		uint8_t statuses[4] = { 0 };
+		struct setup s;
+		pthread_t t;
+
+		assert_non_null(b);
+		snprintf(b->path, sizeof(b->path), "/tmp/test-vu-%d-script.sock", getpid());
+		unlink(b->path);
+		strcpy(sa.sun_path, b->path);
+		b->lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+		assert_true(b->lfd >= 0);
+		assert_int_equal(bind(b->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+		assert_int_equal(listen(b->lfd, 1), 0);
+		assert_int_equal(pthread_create(&t, NULL, script_main, b), 0);
+		guest_make(&s, 1, false, 64);
+		assert_int_equal(vu_connect(&s.c, b->path, 2000), 0);
+		vu_set_reply_timeout(s.c, DEADLINE_MS);
+		vu_set_ack_policy(s.c, pol[p]);
+		assert_int_equal(vu_start_device(s.c, s.g, NULL), 0);
+		/* Logging on: QEMU waits for it to be in force. */
+		assert_int_equal(vu_set_features(s.c, vu_acked_features(s.c) |
+						 1ULL << VU_F_LOG_ALL), 0);
+		vu_disconnect(s.c);
+		pthread_join(t, NULL);
+		close(b->lfd);
+		unlink(b->path);
+		guest_free(&s);
+		for (i = 0; i < b->n; i++) {
+			uint32_t r = b->log[i].req;
+			bool need = b->log[i].flags & VU_FLAG_NEED_REPLY;
+			bool want;
+
+			if (r == VU_SET_PROTOCOL_FEATURES) {
+				/* REPLY_ACK is only in force once this is sent. */
+				assert_false(need);
+				after_proto = 1;
+				continue;
+			}
+			if (r == VU_GET_FEATURES || r == VU_GET_PROTOCOL_FEATURES ||
+			    r == VU_GET_STATUS || !after_proto)
+				continue;
+			if (pol[p] == VU_ACK_EVERY)
+				want = true;
+			else
+				want = r == VU_SET_MEM_TABLE || r == VU_SET_VRING_ENABLE ||
+				       (r == VU_SET_FEATURES &&
+					(b->log[i].u64 >> VU_F_LOG_ALL) & 1);
+			if (need != want)
+				fail_msg("policy %u: request %u need_reply %d, expected %d", p, r,
+					 need, want);
+			acked += need;
+			enables += r == VU_SET_VRING_ENABLE;
+			if (r == VU_SET_STATUS) {
+				if (pol[p] == VU_ACK_QEMU)
+					assert_int_equal(b->log[i - 1].req, VU_GET_STATUS);
+				if (sets < 4)
+					statuses[sets] = (uint8_t)b->log[i].u64;
+				sets++;
+			}
+		}
+		assert_int_equal(enables, 2);
+		assert_int_equal(b->status, VU_STATUS_ACK | VU_STATUS_DRIVER |
+				 VU_STATUS_FEATURES_OK | VU_STATUS_DRIVER_OK);
+		if (pol[p] == VU_ACK_QEMU) {
+			/* MEM_TABLE, 2 ENABLEs, LOG_ALL: nothing else waited for. */
+			assert_int_equal(acked, 4);
+			/* FEATURES_OK after SET_FEATURES, then the rest at start. */
+			assert_int_equal(sets, 2);
+			assert_int_equal(statuses[0], VU_STATUS_FEATURES_OK);
+		} else {
+			assert_true(acked > 10);
+			assert_int_equal(sets, 1);
+		}
+		free(b);
+	}
+}
+
 int
 main(void)
 {
@@ -892,6 +1085,7 @@ main(void)
 		cmocka_unit_test(test_two_devices),
 		cmocka_unit_test(test_hostile_raw),
 		cmocka_unit_test(test_backend_gone),
+		cmocka_unit_test(test_ack_policy),
 	};
 	char prefix[64];
 	char *argv[] = {

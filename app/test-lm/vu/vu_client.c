@@ -36,6 +36,7 @@ struct vu_client {
 	bool qemu_log_addr;		/* packed: log address as QEMU sends it */
 	struct vu_guest *guest;		/* rings configured by the last start */
 	unsigned int nrings;
+	enum vu_ack_policy ack_policy;
 };
 
 static int64_t
@@ -104,6 +105,12 @@ void
 vu_set_reply_timeout(struct vu_client *c, int timeout_ms)
 {
 	c->timeout_ms = timeout_ms;
+}
+
+void
+vu_set_ack_policy(struct vu_client *c, enum vu_ack_policy p)
+{
+	c->ack_policy = p;
 }
 
 int
@@ -309,16 +316,51 @@ vu_has_proto(const struct vu_client *c, unsigned int bit)
 	return (c->protocol >> bit) & 1;
 }
 
+/*
+ * Whether a request without a reply of its own asks for an ack. QEMU's
+ * hw/virtio/vhost-user.c waits for SET_MEM_TABLE, SET_VRING_ENABLE (since
+ * 8.2, "call VHOST_USER_SET_VRING_ENABLE synchronously"), and for
+ * SET_FEATURES and SET_VRING_ADDR only when they turn logging on
+ * (LOG_ALL, VHOST_VRING_F_LOG: "make sure backend is actually logging").
+ */
+static bool
+vu_wants_ack(const struct vu_client *c, uint32_t request, const void *payload, uint32_t size)
+{
+	uint64_t u64 = 0;
+	uint32_t flags = 0;
+
+	if (c->ack_policy == VU_ACK_EVERY)
+		return true;
+	switch (request) {
+	case VU_SET_MEM_TABLE:
+	case VU_SET_VRING_ENABLE:
+		return true;
+	case VU_SET_FEATURES:
+		if (size >= sizeof(u64))
+			memcpy(&u64, payload, sizeof(u64));
+		return (u64 >> VU_F_LOG_ALL) & 1;
+	case VU_SET_VRING_ADDR:
+		/* struct vu_vring_addr: u32 index, u32 flags, ... */
+		if (size >= 2 * sizeof(flags))
+			memcpy(&flags, (const uint8_t *)payload + sizeof(flags), sizeof(flags));
+		return flags & VU_VRING_F_LOG;
+	default:
+		return false;
+	}
+}
+
 int
 vu_request(struct vu_client *c, uint32_t request, const void *payload, uint32_t size,
 	   const int *fds, unsigned int nfds, void *reply, uint32_t reply_cap)
 {
 	/*
 	 * REPLY_ACK: a request without its own reply may ask for an ack, a
-	 * u64 that is 0 on success. Once negotiated we always ask, so that a
-	 * failure is reported to the caller instead of silently ignored.
+	 * u64 that is 0 on success. Once negotiated we ask for every request
+	 * (VU_ACK_EVERY), so that a failure is reported to the caller instead
+	 * of silently ignored, or where QEMU asks (VU_ACK_QEMU).
 	 */
-	bool ack = reply_cap == 0 && vu_has_proto(c, VU_PROTO_REPLY_ACK);
+	bool ack = reply_cap == 0 && vu_has_proto(c, VU_PROTO_REPLY_ACK) &&
+		   vu_wants_ack(c, request, payload, size);
 	uint32_t flags = VU_FLAG_VERSION | (ack ? VU_FLAG_NEED_REPLY : 0);
 	uint64_t ackval = 0;
 	int ret;
@@ -376,10 +418,17 @@ vu_get_features(struct vu_client *c, uint64_t *features)
 	return vu_get_u64(c, VU_GET_FEATURES, features);
 }
 
+static int vu_add_status(struct vu_client *c, uint8_t bits);
+
 int
 vu_set_features(struct vu_client *c, uint64_t features)
 {
-	return vu_set_u64(c, VU_SET_FEATURES, features);
+	int ret = vu_set_u64(c, VU_SET_FEATURES, features);
+
+	/* QEMU follows every SET_FEATURES with FEATURES_OK, as a driver would. */
+	if (ret == 0 && c->ack_policy == VU_ACK_QEMU && vu_has_proto(c, VU_PROTO_STATUS))
+		ret = vu_add_status(c, VU_STATUS_FEATURES_OK);
+	return ret;
 }
 
 int
@@ -588,6 +637,18 @@ vu_get_status(struct vu_client *c, uint8_t *status)
 	return ret;
 }
 
+/* QEMU's way to set status bits: read the status, write it only if bits are missing. */
+static int
+vu_add_status(struct vu_client *c, uint8_t bits)
+{
+	uint8_t s;
+	int ret = vu_get_status(c, &s);
+
+	if (ret < 0 || (s & bits) == bits)
+		return ret;
+	return vu_set_status(c, s | bits);
+}
+
 /* ---- device lifecycle ---- */
 
 int
@@ -735,8 +796,12 @@ vu_start_device(struct vu_client *c, struct vu_guest *g, const struct vu_start_o
 		}
 	}
 	if (!o->no_status && vu_has_proto(c, VU_PROTO_STATUS)) {
-		ret = vu_set_status(c, VU_STATUS_ACK | VU_STATUS_DRIVER |
-				    VU_STATUS_FEATURES_OK | VU_STATUS_DRIVER_OK);
+		if (c->ack_policy == VU_ACK_QEMU)
+			ret = vu_add_status(c, VU_STATUS_ACK | VU_STATUS_DRIVER |
+					    VU_STATUS_DRIVER_OK);
+		else
+			ret = vu_set_status(c, VU_STATUS_ACK | VU_STATUS_DRIVER |
+					    VU_STATUS_FEATURES_OK | VU_STATUS_DRIVER_OK);
 		if (ret < 0)
 			return ret;
 	}

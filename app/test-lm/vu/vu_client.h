@@ -105,6 +105,25 @@ int vu_connect(struct vu_client **out, const char *path, int timeout_ms);
 void vu_disconnect(struct vu_client *c);
 /* Deadline for each reply (default 30000 ms; < 0 waits forever). */
 void vu_set_reply_timeout(struct vu_client *c, int timeout_ms);
+
+/*
+ * Which requests ask for a REPLY_ACK (when negotiated). VU_ACK_EVERY (the
+ * default): all of them, so that a test sees every failure where it
+ * happens. VU_ACK_QEMU: only those QEMU (8.2 and later) waits for -
+ * SET_MEM_TABLE, SET_VRING_ENABLE, and SET_FEATURES / SET_VRING_ADDR while
+ * logging - and the device status is added as QEMU adds it (GET_STATUS,
+ * then SET_STATUS only if bits are missing, after SET_FEATURES and at
+ * start). Every other request is sent without waiting: the back end reads
+ * it when it gets to it, and a failure shows as the connection closed at
+ * the next request that waits. What a benchmark that times the control
+ * path must use, to cost what QEMU costs.
+ */
+enum vu_ack_policy {
+	VU_ACK_EVERY = 0,
+	VU_ACK_QEMU,
+};
+
+void vu_set_ack_policy(struct vu_client *c, enum vu_ack_policy p);
 int vu_client_fd(const struct vu_client *c);
 uint64_t vu_backend_features(const struct vu_client *c);
 uint64_t vu_acked_features(const struct vu_client *c);

@@ -6,11 +6,14 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/resource.h>
 
 #include <rte_common.h>
 #include <rte_log.h>
@@ -203,6 +206,54 @@ queues_teardown(struct mlx5_lm_dev *dev)
 	pthread_mutex_destroy(&dev->lock);
 }
 
+/*
+ * vhost's thread receives every device's descriptors: a kick and a call
+ * eventfd per ring, the memory regions, the log. When the process's fd
+ * table is full the kernel grows it and, since threads share it, first
+ * waits for an RCU grace period (fs/file.c expand_fdtable:
+ * synchronize_rcu): measured 15 ms in vhost's thread on the 2-CPU
+ * machine, in the downtime of every VM whose messages queued behind it
+ * (migrate --scenario evacuate). The table never shrinks: grow it at
+ * probe, for what all probed devices and their front ends may hold at
+ * once (both ends of every eventfd when the front end is in this
+ * process, as in dpdk-test-lm), within RLIMIT_NOFILE.
+ */
+#define FDS_PER_RING 4
+#define FDS_PER_DEVICE 32
+
+static pthread_mutex_t fd_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned int fd_budget; /* fd_lock */
+
+static void
+fd_table_reserve(struct mlx5_lm_dev *dev)
+{
+	struct rlimit rl;
+	unsigned int want;
+	int low, fd;
+
+	pthread_mutex_lock(&fd_lock);
+	fd_budget += FDS_PER_RING * dev->nr_vq + FDS_PER_DEVICE;
+	low = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (low < 0) {
+		pthread_mutex_unlock(&fd_lock);
+		return;
+	}
+	want = (unsigned int)low + fd_budget;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    want >= rl.rlim_cur) {
+		DRV_LOG(INFO, dev, "RLIMIT_NOFILE %lu is below the %u descriptors the probed "
+			"devices may hold: vhost may stall growing the fd table",
+			(unsigned long)rl.rlim_cur, want);
+		want = rl.rlim_cur > 1 ? (unsigned int)rl.rlim_cur - 1 : 0;
+	}
+	/* The lowest free descriptor at or above want: the table grows to hold it. */
+	fd = want > (unsigned int)low ? fcntl(low, F_DUPFD_CLOEXEC, (int)want) : -1;
+	if (fd >= 0)
+		close(fd);
+	close(low);
+	pthread_mutex_unlock(&fd_lock);
+}
+
 static int
 mlx5_lm_probe(struct rte_vdev_device *vdev)
 {
@@ -244,6 +295,7 @@ mlx5_lm_probe(struct rte_vdev_device *vdev)
 	ret = queues_setup(dev);
 	if (ret < 0)
 		goto err_queues;
+	fd_table_reserve(dev);
 	pthread_mutex_lock(&dev_list_lock);
 	if (strcmp(probe_failed_name, name) == 0)
 		probe_failed_name[0] = '\0';

@@ -22,11 +22,18 @@ typedef int (*mlx5_lm_task_fn)(void *arg);
  * work, notifications) as a DPDK control thread named `name` (at most 15
  * characters): it runs on EAL's control CPU set, never on the CPU of a
  * data-plane lcore, which would otherwise be the CPU it inherits from the
- * thread that created it. attr may be NULL. Outside an initialised EAL (unit
+ * thread that created it. attr may be NULL (a CPU set in attr wins). Never
+ * waits for the new thread to run. Outside an initialised EAL (unit
  * tests) a plain thread. Returns 0 or a positive errno, as pthread_create.
  */
 int mlx5_lm_thread_create(pthread_t *th, const char *name, const pthread_attr_t *attr,
 			  void *(*fn)(void *), void *arg);
+/*
+ * Threads made through rte_ctrl_thread_create so far: only the first one
+ * is, the others start on its CPUs without anybody waiting for them to run
+ * (tests: a stop in vhost's thread must make none).
+ */
+uint64_t mlx5_lm_ctrl_thread_creates(void);
 
 struct mlx5_lm_batch {
 	pthread_mutex_t lock;   /* guards the fields below */
