@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "prm.h"
 #include "lm_harness.h"
@@ -281,6 +282,176 @@ test_torn_event_cqe_read_is_no_count(void **state)
 	assert_true(rounds("queues=1,mr_gc_ms=0", 0, 8) >= 2 * (ROUNDS - 1));
 }
 
+/*
+ * The arm sequence numbers of CQ cqn's arms (UAR_DOORBELL at the CQ
+ * doorbell, value (sn << 28 | cmd << 24 | ci) << 32 | cqn) in the trace at
+ * path, in order; returns how many (at most max are kept).
+ */
+static unsigned int
+cq_arm_sns(const char *path, uint32_t cqn, uint8_t *sn, unsigned int max)
+{
+	FILE *f = fopen(path, "r");
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	unsigned int n = 0;
+
+	if (f == NULL)
+		return 0;
+	while ((len = getline(&line, &cap, f)) > 0) {
+		json_t *j;
+		uint64_t v;
+
+		/* A line being written is read at the next call. */
+		if (line[len - 1] != '\n' || strstr(line, "\"op\":\"UAR_DOORBELL\"") == NULL)
+			continue;
+		j = json_loads(line, 0, NULL);
+		if (j == NULL)
+			continue;
+		v = (uint64_t)json_integer_value(json_object_get(j, "value"));
+		if (json_integer_value(json_object_get(j, "addr")) == DEVX_UAR_CQ_DOORBELL &&
+		    (v & 0xffffff) == cqn) {
+			if (n < max)
+				sn[n] = (uint8_t)((v >> 60) & 3);
+			n++;
+		}
+		json_decref(j);
+	}
+	free(line);
+	fclose(f);
+	return n;
+}
+
+/*
+ * Bounded wait for CQ cqn's arms in the device's trace to reach n, the
+ * last one carrying sn (any when sn < 0).
+ */
+static bool
+wait_cq_arms(uint32_t cqn, unsigned int n, int sn)
+{
+	int64_t deadline = lmh_now_ms() + LMH_DEADLINE_MS;
+	uint8_t got[256];
+
+	for (;;) {
+		unsigned int k = cq_arm_sns(dev.trace, cqn, got, RTE_DIM(got));
+
+		if (k >= n && (sn < 0 || (k <= RTE_DIM(got) && got[k - 1] == sn)))
+			return true;
+		if (lmh_now_ms() > deadline)
+			return false;
+		lmh_tick();
+	}
+}
+
+/*
+ * One frame on queue pair qp, its TX buffer signalled on the call eventfd,
+ * then (the poller gone idle again) one more arm of CQ cqn, carrying sn
+ * (any when sn < 0): the next frame finds the CQ armed. Its reception (on
+ * whichever RX queue) is not waited for: the TX queue's CQ is the one
+ * looked at.
+ */
+static void
+frame_then_idle(unsigned int qp, uint32_t cqn, unsigned int round, int sn)
+{
+	uint8_t none[1];
+	unsigned int arms = cq_arm_sns(dev.trace, cqn, none, 0);
+	struct vu_guest_stats st;
+	uint64_t sent;
+
+	vu_guest_stats(g, (int)qp, &st);
+	sent = st.tx_completed;
+	assert_int_equal(vu_guest_tx(g, qp, 1), 1);
+	do {
+		if (!wait_call(2 * qp + 1)) {
+			print_error("round %u: no call for the used TX buffer of pair %u\n",
+				    round, qp);
+			fail();
+		}
+		vu_guest_poll(g);
+		vu_guest_stats(g, (int)qp, &st);
+	} while (st.tx_completed < sent + 1);
+	if (!wait_cq_arms(cqn, arms + 1, sn)) {
+		print_error("round %u: CQ 0x%x not armed again (with sn %d)\n", round, cqn, sn);
+		fail();
+	}
+}
+
+/*
+ * The CQ arm sequence number counts completion events, not arms (Linux
+ * mlx5_cq_completion / mlx5_cq_arm, rdma-core mlx5_cq_event /
+ * mlx5_arm_cq; DPDK vdpa/mlx5 arms a CQ once per event): every arm up to
+ * the next event repeats the request, the first arm after it carries the
+ * next number. event_mode=0 falling back to interrupts after 2 empty
+ * polls: each time the poller goes idle it arms every queue's CQ, also
+ * those of pair 1, whose TX queue (virtq 3) carries nothing in the first
+ * IDLE_ONLY rounds. Its CQ is armed again and again without an event:
+ * always sn 0 (the driver once moved it at every arm: 0, 1, 2, 3, 0, ...,
+ * the fourth arm after an event carrying the number of the arm the device
+ * had served). A frame on pair 1 after those arms is still signalled, and
+ * each of EVENT_ROUNDS such frames (one event each: the CQ is armed when
+ * it comes) moves the number by exactly one.
+ */
+static void
+test_arm_sn_counts_events_not_arms(void **state)
+{
+	enum { IDLE_ONLY = 6, EVENT_ROUNDS = 5, MAX_ARMS = 256 };
+	struct vu_client *c;
+	uint32_t bases[4], cqn;
+	uint8_t sn[MAX_ARMS];
+	unsigned int i, n, steps = 0;
+
+	(void)state;
+	assert_int_equal(lmh_probe(&dev, 0, "queues=2,mr_gc_ms=0,event_mode=0,event_us=20,"
+				   "no_traffic_time=2"), 0);
+	assert_int_equal(vu_guest_create(&g, mem, &(struct vu_guest_cfg){ .queue_pairs = 2,
+									   .ring_size = 256 }), 0);
+	assert_int_equal(vu_connect(&c, lmh_sock(0), 5000), 0);
+	lmh_conn_opened(0);
+	vu_set_reply_timeout(c, LMH_DEADLINE_MS);
+	assert_int_equal(vu_start_device(c, g, NULL), 0);
+	assert_true(lmh_wait_running(&dev, LMH_DEADLINE_MS));
+	vu_guest_rx_refill(g);
+	cqn = dev.dev->vq[3].eq.cqn;
+	assert_true(wait_cq_arms(cqn, 1, -1));
+	for (i = 0; i < IDLE_ONLY; i++)
+		frame_then_idle(0, cqn, i, -1);
+	n = cq_arm_sns(dev.trace, cqn, sn, MAX_ARMS);
+	assert_true(n >= IDLE_ONLY + 1 && n <= MAX_ARMS);
+	for (i = 0; i < n; i++) {
+		if (sn[i] != 0) {
+			print_error("CQ 0x%x (virtq 3, no event yet): arm %u of %u carries sn %u, "
+				    "not 0\n", cqn, i, n, sn[i]);
+			fail();
+		}
+	}
+	for (i = 0; i < EVENT_ROUNDS; i++)
+		frame_then_idle(1, cqn, IDLE_ONLY + i, (int)((i + 1) & 3));
+	n = cq_arm_sns(dev.trace, cqn, sn, MAX_ARMS);
+	assert_true(n <= MAX_ARMS);
+	for (i = 1; i < n; i++) {
+		uint8_t d = (uint8_t)((sn[i] - sn[i - 1]) & 3);
+
+		if (d > 1) {
+			print_error("CQ 0x%x: arm %u carries sn %u after sn %u: at most one "
+				    "event can come between two arms\n", cqn, i, sn[i], sn[i - 1]);
+			fail();
+		}
+		steps += d;
+	}
+	printf("  virtq 3's CQ: %u arms, %u sn advances for %u events\n", n, steps,
+	       EVENT_ROUNDS);
+	assert_int_equal(steps, EVENT_ROUNDS);
+	assert_int_equal(sn[n - 1], EVENT_ROUNDS & 3);
+	assert_false(lmh_log_has(0, "completion event names CQ"));
+	assert_int_equal(vu_stop_device(c, bases, 4), 0);
+	vu_disconnect(c);
+	assert_true(lmh_wait_closed(0));
+	(void)lmh_wait_restored(&dev);
+	assert_int_equal(lmh_remove(&dev), 0);
+	vu_guest_destroy(g);
+	g = NULL;
+}
+
 static int
 group_setup(void **state)
 {
@@ -305,6 +476,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_fixed_timer_without_period_polls_and_yields),
 		cmocka_unit_test(test_dynamic_timer_falls_back_to_interrupts_when_idle),
 		cmocka_unit_test(test_torn_event_cqe_read_is_no_count),
+		cmocka_unit_test(test_arm_sn_counts_events_not_arms),
 	};
 	int ret;
 

@@ -94,7 +94,7 @@ struct mlx5_lm_eventq {
 	int live;                    /* created, subscribed and armed: events are ours */
 	uint32_t cqn;
 	uint32_t ci;                 /* completions consumed (CQ consumer counter) */
-	uint8_t arm_sn;              /* 2-bit arm sequence number */
+	uint8_t arm_sn;              /* 2-bit arm sequence number: events read, mod 4 */
 	uint8_t *cqe;                /* the collapsed CQ's one entry */
 	uint8_t *cq_dbrec;           /* cq_dbrec: consumer index, arm request */
 	uint8_t *qp_dbrec;           /* qp_dbrec of our QP: receive counter (credits) */
@@ -333,6 +333,12 @@ void mlx5_lm_event_buf_destroy(struct mlx5_lm_dev *dev);
  * device (the notification thread calls it).
  */
 int mlx5_lm_eventq_drain(struct mlx5_lm_virtq *vq, int arm);
+/*
+ * A completion event of CQ cqn was read for vq: the CQ's arm was consumed,
+ * the next arm carries the next arm sequence number (mod 4). Every
+ * completion event read for a queue goes through here, in every event mode.
+ */
+void mlx5_lm_eventq_event(struct mlx5_lm_virtq *vq, uint32_t cqn);
 
 /* steering (mlx5_lm_steer.c) */
 int mlx5_lm_steer_create(struct mlx5_lm_dev *dev);

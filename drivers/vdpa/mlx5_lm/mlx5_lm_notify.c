@@ -156,6 +156,9 @@ relay_events(struct mlx5_lm_notify *n)
 
 		if (index >= MLX5_LM_MAX_VIRTQS)
 			continue;
+		/* The event consumed the CQ's arm: the next arm is a new request. */
+		if (ev.type == PRM_EVENT_COMPLETION && index < dev->nr_vq)
+			mlx5_lm_eventq_event(&dev->vq[index], ev.obj_id);
 		if (ev.type == PRM_EVENT_COMPLETION && n->timer) {
 			/* Traffic again: back to polling, from the first period. */
 			if (!n->polling) {

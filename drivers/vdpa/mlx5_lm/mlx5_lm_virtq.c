@@ -242,11 +242,6 @@ dbrec_store(uint8_t *rec, uint32_t dword, uint32_t v)
 	__atomic_store_n((uint32_t *)rec + dword, htobe32(v), __ATOMIC_RELEASE);
 }
 
-/*
- * Hand receive credits back and arm the CQ for the next completion past
- * eq->ci: credits first, so that a notification waiting for them (RNR)
- * is retried by the arm. eq->lock held.
- */
 /* Credits back and the consumer index published, without asking for an event. */
 static void
 eventq_credit(struct mlx5_lm_virtq *vq)
@@ -258,6 +253,27 @@ eventq_credit(struct mlx5_lm_virtq *vq)
 	dbrec_store(eq->cq_dbrec, 0, eq->ci & 0xffffff);
 }
 
+/*
+ * Hand receive credits back and arm the CQ for the next completion past
+ * eq->ci: credits first, so that a notification waiting for them (RNR)
+ * is retried by the arm. eq->lock held.
+ *
+ * The arm carries the current arm sequence number and leaves it as it is:
+ * the number counts the completion events read (mlx5_lm_eventq_event),
+ * not the arms. That is how the mlx5 drivers keep it: Linux increments
+ * cq->arm_sn in mlx5_cq_completion (mlx5/core/cq.c) and mlx5_cq_arm
+ * (include/linux/mlx5/cq.h) only sends it; rdma-core increments it in
+ * mlx5_cq_event (called by ibv_get_cq_event) and mlx5_arm_cq only sends
+ * it; DPDK net/mlx5 increments it in mlx5_rx_intr_disable, once the event
+ * is read. DPDK vdpa/mlx5 increments it in mlx5_vdpa_cq_arm, but arms a
+ * CQ again only after consuming its CQEs (cq->armed): there too it moves
+ * once per event. So every arm until the next event repeats the same
+ * request, and the first arm after an event is the next one. Counted per
+ * arm (as here before), a poller going idle again and again (event_mode
+ * 0/1) re-armed a CQ that had no event with a new number each time, and
+ * the fourth such arm carried the number of the arm the device had last
+ * served: no public source says what the device makes of that.
+ */
 static void
 eventq_rearm(struct mlx5_lm_virtq *vq)
 {
@@ -268,7 +284,21 @@ eventq_rearm(struct mlx5_lm_virtq *vq)
 	eventq_credit(vq);
 	dbrec_store(eq->cq_dbrec, 1, arm);
 	devx_uar_ring(vq->dev->event_uar, DEVX_UAR_CQ_DOORBELL, (uint64_t)arm << 32 | eq->cqn);
-	eq->arm_sn = (eq->arm_sn + 1) & 3;
+}
+
+void
+mlx5_lm_eventq_event(struct mlx5_lm_virtq *vq, uint32_t cqn)
+{
+	struct mlx5_lm_eventq *eq = &vq->eq;
+
+	pthread_mutex_lock(&eq->lock);
+	/*
+	 * An event of a CQ since destroyed (the queue re-created, its new CQ
+	 * starting from 0) consumed no arm of the current one.
+	 */
+	if (eq->live && eq->cqn == cqn)
+		eq->arm_sn = (eq->arm_sn + 1) & 3;
+	pthread_mutex_unlock(&eq->lock);
 }
 
 int

@@ -670,6 +670,14 @@ emu_net_cq_doorbell(struct emu_dev *dev, uint32_t uar, uint32_t cqn, uint8_t sn,
 	cq->arm_rung = true;
 	cq->arm_valid = true;
 	cq->arm_cmd = cmd;
+	/*
+	 * Recorded, not checked: no public source says what the device does
+	 * with an arm's sequence number, stale or repeated (mlx5_ifc.h has no
+	 * CQ doorbell layout; Linux mlx5_cq_arm, rdma-core mlx5_arm_cq and
+	 * DPDK's mlx5_vdpa_cq_arm only write it). The mlx5 drivers keep it as
+	 * the count of completion events mod 4; the emulator invents no rule
+	 * on it (doc/emulator.md, "CQ arm sequence number").
+	 */
 	cq->arm_sn = sn;
 	cq->arm_ci = ci;
 	/* A message that waited for credits is retried now (the driver replenished). */
