@@ -194,6 +194,7 @@ struct mlx5_lm_dev {
 	uint64_t log_size;
 	uint32_t instance;               /* N of vdpa_mlx5_lmN, for the MAC address */
 	int restoring;                   /* background restore in flight */
+	int restore_swapping;            /* ...past its deferral: queue objects being swapped */
 	pthread_cond_t restored;         /* signalled when restoring drops to 0 */
 	/*
 	 * The restore waits mr_gc_ms after the stop, like the registrations,

@@ -257,8 +257,12 @@ read_counters(struct rte_vdpa_device *vdpa, int qid, uint64_t vals[MLX5_LM_NB_ST
 		return NULL;
 	}
 	pthread_mutex_lock(&dev->lock);
-	/* The background restore swaps queue objects without the lock. */
-	*ret = dev->restoring ? -EBUSY : mlx5_lm_virtq_counters(&dev->vq[qid], vals);
+	/*
+	 * The background restore swaps queue objects without the lock, once
+	 * its deferral (mr_gc_ms) is over; until then a stopped device's
+	 * counters are there to read, as they were before the stop.
+	 */
+	*ret = dev->restore_swapping ? -EBUSY : mlx5_lm_virtq_counters(&dev->vq[qid], vals);
 	if (*ret == 0 && reset)
 		memcpy(dev->vq[qid].stats_base, vals, sizeof(dev->vq[qid].stats_base));
 	pthread_mutex_unlock(&dev->lock);

@@ -962,13 +962,17 @@ restore_defer(struct mlx5_lm_dev *dev, double deadline_ms)
 	while (!dev->restore_now && mlx5_lm_now_ms() < deadline_ms)
 		if (pthread_cond_timedwait(&dev->restore_cv, &dev->lock, &ts) == ETIMEDOUT)
 			break;
+	/* From here queue objects change without the lock: statistics stay away. */
+	dev->restore_swapping = 1;
 	pthread_mutex_unlock(&dev->lock);
 }
 
 /*
  * After dev_close, off vhost's thread and without dev->lock: with running
- * at 0 and restoring at 1, dev_conf and removal wait for us, recovery and
- * statistics stay away, and set_vring_state only records enables - so
+ * at 0 and restoring at 1, dev_conf and removal wait for us, recovery
+ * stays away, statistics too once the deferral is over (restore_swapping:
+ * until then the stopped queues' counters are read as usual), and
+ * set_vring_state only records enables - so
  * vhost's GET_VRING_BASE and disable messages of every device go on while
  * queues are re-created, at background priority on the pool.
  */
@@ -992,6 +996,7 @@ restore_thread(void *arg)
 	mlx5_lm_mr_release(dev->mr);
 	dev->mr = NULL;
 	dev->restoring = 0;
+	dev->restore_swapping = 0;
 	pthread_cond_broadcast(&dev->restored);
 	DRV_LOG(DEBUG, dev, "queues back to blank in %.1f ms", mlx5_lm_now_ms() - t0);
 	pthread_mutex_unlock(&dev->lock);
