@@ -41,6 +41,20 @@ static struct vu_mem *mem;
 static struct vu_guest *g;
 
 /* Bounded wait for ring's call eventfd; consumes the signal. */
+/* Connect to the device's socket and start it with the guest: running, or fail. */
+static struct vu_client *
+connect_and_start(void)
+{
+	struct vu_client *c;
+
+	assert_int_equal(vu_connect(&c, lmh_sock(0), 5000), 0);
+	lmh_conn_opened(0);
+	vu_set_reply_timeout(c, LMH_DEADLINE_MS);
+	assert_int_equal(vu_start_device(c, g, NULL), 0);
+	assert_true(lmh_wait_running(&dev, LMH_DEADLINE_MS));
+	return c;
+}
+
 static bool
 wait_call(unsigned int ring)
 {
@@ -152,11 +166,7 @@ rounds(const char *args, unsigned int idle_every, unsigned int torn_at)
 	assert_int_equal(vu_guest_create(&g, mem, &(struct vu_guest_cfg){ .queue_pairs = 1,
 									   .ring_size = 256 }), 0);
 	lmh_trace_open(&t, dev.trace);
-	assert_int_equal(vu_connect(&c, lmh_sock(0), 5000), 0);
-	lmh_conn_opened(0);
-	vu_set_reply_timeout(c, LMH_DEADLINE_MS);
-	assert_int_equal(vu_start_device(c, g, NULL), 0);
-	assert_true(lmh_wait_running(&dev, LMH_DEADLINE_MS));
+	c = connect_and_start();
 	/* RX buffers for the looped-back frames. */
 	vu_guest_rx_refill(g);
 	for (i = 0; i < ROUNDS; i++) {
@@ -405,11 +415,7 @@ test_arm_sn_counts_events_not_arms(void **state)
 				   "no_traffic_time=2"), 0);
 	assert_int_equal(vu_guest_create(&g, mem, &(struct vu_guest_cfg){ .queue_pairs = 2,
 									   .ring_size = 256 }), 0);
-	assert_int_equal(vu_connect(&c, lmh_sock(0), 5000), 0);
-	lmh_conn_opened(0);
-	vu_set_reply_timeout(c, LMH_DEADLINE_MS);
-	assert_int_equal(vu_start_device(c, g, NULL), 0);
-	assert_true(lmh_wait_running(&dev, LMH_DEADLINE_MS));
+	c = connect_and_start();
 	vu_guest_rx_refill(g);
 	cqn = dev.dev->vq[3].eq.cqn;
 	assert_true(wait_cq_arms(cqn, 1, -1));

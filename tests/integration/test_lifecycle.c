@@ -2088,31 +2088,19 @@ test_failed_recovery_of_an_rx_queue_leaves_device_usable(void **state)
 }
 
 /*
- * The PMD's threads (pool workers, configuration, deferred work,
- * notifications) are DPDK control threads: none runs on the CPU of an lcore,
- * where an application polls (the harness's EAL has lcore 0 only). Created
- * with plain pthread_create they inherited the main lcore's CPU: the whole
- * driver then shared one CPU with the application (issue 12, measured).
+ * The driver's threads whose name starts with prefix: none may run on the
+ * main lcore's CPU when the machine has another (EAL's control CPUs are
+ * the others). Returns how many there are.
  */
-static void
-test_driver_threads_stay_off_the_lcores(void **state)
+static unsigned int
+driver_threads_off_the_lcore(const char *prefix)
 {
-	const unsigned int pairs = 2;
 	rte_cpuset_t lcore = rte_lcore_cpuset(rte_get_main_lcore());
-	struct tc *t = *state;
+	bool several = sysconf(_SC_NPROCESSORS_ONLN) >= 2;
 	unsigned int threads = 0;
 	struct dirent *e;
 	DIR *dir;
 
-	if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
-		print_message("one CPU: EAL's control CPUs are the lcore's, nothing to check\n");
-		skip();
-	}
-	tc_probe(t, pairs, NULL);
-	t->g[0] = tc_guest(t, 0, pairs, 256, false);
-	tc_connect(t);
-	assert_int_equal(vu_start_device(t->c, t->g[0], NULL), 0);
-	wait_running(t);
 	dir = opendir("/proc/self/task");
 	assert_non_null(dir);
 	while ((e = readdir(dir)) != NULL) {
@@ -2129,20 +2117,45 @@ test_driver_threads_stay_off_the_lcores(void **state)
 		if (fgets(comm, sizeof(comm), f) == NULL)
 			comm[0] = '\0';
 		fclose(f);
-		if (strncmp(comm, "mlx5-lm-", 8) != 0)
+		comm[strcspn(comm, "\n")] = '\0';
+		if (strncmp(comm, prefix, strlen(prefix)) != 0)
 			continue;
 		assert_int_equal(sched_getaffinity(atoi(e->d_name), sizeof(set), &set), 0);
 		CPU_AND(&both, &set, &lcore);
-		if (CPU_COUNT(&both) != 0) {
-			print_error("thread %s (%s) may run on the lcore's CPU\n", e->d_name,
-				    strtok(comm, "\n"));
+		if (several && CPU_COUNT(&both) != 0) {
+			print_error("thread %s (%s) may run on the lcore's CPU\n", e->d_name, comm);
 			fail();
 		}
 		threads++;
 	}
 	closedir(dir);
+	return threads;
+}
+
+/*
+ * The PMD's threads (pool workers, configuration, deferred work,
+ * notifications) are DPDK control threads: none runs on the CPU of an lcore,
+ * where an application polls (the harness's EAL has lcore 0 only). Created
+ * with plain pthread_create they inherited the main lcore's CPU: the whole
+ * driver then shared one CPU with the application (issue 12, measured).
+ */
+static void
+test_driver_threads_stay_off_the_lcores(void **state)
+{
+	const unsigned int pairs = 2;
+	struct tc *t = *state;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+		print_message("one CPU: EAL's control CPUs are the lcore's, nothing to check\n");
+		skip();
+	}
+	tc_probe(t, pairs, NULL);
+	t->g[0] = tc_guest(t, 0, pairs, 256, false);
+	tc_connect(t);
+	assert_int_equal(vu_start_device(t->c, t->g[0], NULL), 0);
+	wait_running(t);
 	/* At least a worker, the configuration thread and the notification thread. */
-	assert_true(threads >= 3);
+	assert_true(driver_threads_off_the_lcore("mlx5-lm-") >= 3);
 	tc_disconnect(t);
 	tc_remove(t);
 }
@@ -2201,14 +2214,10 @@ static void
 test_stop_waits_for_no_thread_to_start(void **state)
 {
 	const unsigned int pairs = 2, nrings = 2 * pairs;
-	rte_cpuset_t lcore = rte_lcore_cpuset(rte_get_main_lcore());
 	struct tc *t = *state;
 	uint32_t bases[MAX_RINGS];
-	unsigned int restore = 0;
 	struct vu_guest *g;
-	struct dirent *e;
 	uint64_t made;
-	DIR *dir;
 
 	tc_probe(t, pairs, "mr_gc_ms=600000");
 	g = tc_guest(t, 0, pairs, 256, false);
@@ -2218,36 +2227,8 @@ test_stop_waits_for_no_thread_to_start(void **state)
 	made = mlx5_lm_ctrl_thread_creates();
 	assert_int_equal(vu_stop_device(t->c, bases, nrings), 0);
 	assert_int_equal(mlx5_lm_ctrl_thread_creates(), made);
-	/* The deferred restore waits in its own thread (mr_gc_ms): find it. */
-	dir = opendir("/proc/self/task");
-	assert_non_null(dir);
-	while ((e = readdir(dir)) != NULL) {
-		char path[300], comm[32] = "";
-		cpu_set_t set, both;
-		FILE *f;
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-		f = fopen(path, "r");
-		if (f == NULL)
-			continue;
-		if (fgets(comm, sizeof(comm), f) == NULL)
-			comm[0] = '\0';
-		fclose(f);
-		comm[strcspn(comm, "\n")] = '\0';
-		if (strcmp(comm, "mlx5-lm-restore") != 0)
-			continue;
-		restore++;
-		assert_int_equal(sched_getaffinity(atoi(e->d_name), sizeof(set), &set), 0);
-		CPU_AND(&both, &set, &lcore);
-		if (sysconf(_SC_NPROCESSORS_ONLN) >= 2 && CPU_COUNT(&both) != 0) {
-			print_error("the restore thread may run on the lcore's CPU\n");
-			fail();
-		}
-	}
-	closedir(dir);
-	assert_int_equal(restore, 1);
+	/* The deferred restore waits in its own thread (mr_gc_ms), a control thread. */
+	assert_int_equal(driver_threads_off_the_lcore("mlx5-lm-restore"), 1);
 	tc_disconnect(t);
 	tc_remove(t);
 }
