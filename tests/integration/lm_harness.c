@@ -856,6 +856,17 @@ lmh_vq_state(struct lmh_dev *d, unsigned int i)
 	return (int)PRM_GET(virtio_net_q, PRM_ADDR(virtq_cmd, out, obj), state);
 }
 
+bool
+lmh_dp_idle(struct lmh_dev *d)
+{
+	char req[32], reply[256];
+
+	if (!use_rdma)
+		return emu_dev_dp_wait_idle(d->emu, LMH_DEADLINE_MS) == 0;
+	snprintf(req, sizeof(req), "dp_idle %d", LMH_DEADLINE_MS);
+	return rdma_ctl(d, req, reply, sizeof(reply)) == 0 && strncmp(reply, "ok", 2) == 0;
+}
+
 unsigned int
 lmh_live(struct lmh_dev *d)
 {

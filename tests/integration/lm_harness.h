@@ -149,6 +149,12 @@ bool lmh_wait_restored(struct lmh_dev *d);
  * control socket; without one, created and not destroyed in its trace).
  */
 unsigned int lmh_live(struct lmh_dev *d);
+/*
+ * Wait until the device's data path has nothing pending (every doorbell,
+ * RDY transition and frame handled): on rdma through the emulated
+ * rdma-core's control socket. False on timeout or without a control socket.
+ */
+bool lmh_dp_idle(struct lmh_dev *d);
 /* The virtq object id of ring i (0 if none). */
 uint32_t lmh_vq_id(struct lmh_dev *d, unsigned int i);
 

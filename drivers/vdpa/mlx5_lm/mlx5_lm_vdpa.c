@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -830,20 +831,48 @@ rte_pmd_mlx5_lm_get_state(const char *name, struct rte_pmd_mlx5_lm_state *st)
  * on cx6dx). Anything else (packed rings, RX rings with posted buffers,
  * a guest still adding) is queried.
  */
+/*
+ * A ring index from guest memory, read so that a page the front end took
+ * away is an error rather than a signal: vhost maps the front end's file,
+ * and a front end may shrink it after SET_MEM_TABLE (QEMU seals its
+ * memfds; nothing obliges a front end to). A plain load of a lost page is
+ * a SIGBUS that ends every VM of the process; process_vm_readv() on
+ * ourselves returns EFAULT instead. Two system calls per ring per stop,
+ * next to a SUSPEND of 0.8 ms.
+ */
+static int
+guest_index_read(const uint16_t *p, uint16_t *v)
+{
+	struct iovec local = { .iov_base = v, .iov_len = sizeof(*v) };
+	struct iovec remote = { .iov_base = (void *)(uintptr_t)p, .iov_len = sizeof(*v) };
+
+	return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == sizeof(*v) ? 0 : -errno;
+}
+
 static int
 idle_split_ring(struct mlx5_lm_virtq *vq, uint16_t *idx)
 {
 	struct mlx5_lm_dev *dev = vq->dev;
 	struct rte_vhost_vring vr;
 	uint16_t used, avail;
+	int ret;
 
 	if ((dev->features & (1ull << F_RING_PACKED)) ||
 	    rte_vhost_get_vhost_vring(dev->vid, vq->index, &vr) < 0 ||
 	    vr.used == NULL || vr.avail == NULL)
 		return 0;
-	/* used first: avail only grows, so equal means nothing in between. */
-	used = __atomic_load_n(&vr.used->idx, __ATOMIC_ACQUIRE);
-	avail = __atomic_load_n(&vr.avail->idx, __ATOMIC_ACQUIRE);
+	/*
+	 * used first: avail only grows, so equal means nothing in between
+	 * (each read is a system call: ordered, and after the SUSPEND).
+	 */
+	ret = guest_index_read(&vr.used->idx, &used);
+	if (ret == 0)
+		ret = guest_index_read(&vr.avail->idx, &avail);
+	if (ret < 0) {
+		VQ_LOG(ERR, vq, "ring indices unreadable in guest memory (%s: the front end "
+		       "shrank or unmapped it?): asking the device", strerror(-ret));
+		return 0;
+	}
 	if (avail != used)
 		return 0;
 	*idx = used;
