@@ -176,5 +176,7 @@ void erdma_ctl_fini(struct erdma_ctx *c);
 
 /* Forward what the context's UAR pages hold now (before a CQ goes). */
 void erdma_uar_flush(struct erdma_ctx *c);
+/* Every VAR and UAR write so far forwarded now (the watcher's scan, in the caller). */
+void erdma_db_flush(struct erdma_ctx *c);
 
 #endif /* MLX5_LM_ERDMA_H */

@@ -16,8 +16,9 @@
  *                         state (as the emulator's test hook emu_cmd() would:
  *                         not a DevX call, not traced)
  *   live                  emu_dev_live_objects()
- *   dp_idle MS            emu_dev_dp_wait_idle(): every kick, RDY transition
- *                         and deliverable frame handled, within MS ms
+ *   dp_idle MS            the doorbells written so far forwarded, then
+ *                         emu_dev_dp_wait_idle(): every kick and
+ *                         deliverable frame handled, within MS ms
  *
  * Replies: "ok [VALUE]" or "err ERRNO MESSAGE". Numbers in C syntax. These
  * are the emulator's own hooks, not a kernel interface: nothing of rdma-core
@@ -100,6 +101,8 @@ serve(struct erdma_ctx *c, char *req, char *reply, size_t len)
 	} else if (sscanf(req, "dp_idle %li", (long *)&v[0]) == 1) {
 		if (v[0] > 600000)
 			goto bad;
+		/* Doorbells are seen by polling: those written so far count too. */
+		erdma_db_flush(c);
 		rc = emu_dev_dp_wait_idle(c->emu, (unsigned int)v[0]);
 	} else if (strcmp(req, "live") == 0) {
 		snprintf(reply, len, "ok %u", emu_dev_live_objects(c->emu));

@@ -184,6 +184,25 @@ erdma_page_get(struct erdma_ctx *c, int kind, uint32_t page_id, unsigned int *sl
 	return -ENOMEM;
 }
 
+/*
+ * Forward every doorbell (VAR) and UAR write made so far, now, in the
+ * caller's thread: what the watcher would find at its next scan.
+ */
+void
+erdma_db_flush(struct erdma_ctx *c)
+{
+	unsigned int i;
+
+	pthread_mutex_lock(&c->lock);
+	for (i = 0; i < ERDMA_PAGES; i++) {
+		if (c->pages[i].kind == ERDMA_PAGE_VAR)
+			scan_var(c, i);
+		else if (c->pages[i].kind == ERDMA_PAGE_UAR)
+			scan_uar(c, i, c->pages[i].page_id);
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
 void
 erdma_uar_flush(struct erdma_ctx *c)
 {
