@@ -80,6 +80,16 @@ dirty_log_all(struct mlx5_lm_dev *dev, int enable)
 				ret = r;
 		}
 	}
+	/*
+	 * Each running queue went through SUSPEND (or a re-creation) and back
+	 * to RDY: the device fetches at doorbells, and one the guest rang
+	 * meanwhile reached a queue that was not RDY. Ring each once, as at
+	 * DRIVER_OK, once the steering is back (a looped frame needs its RX queue).
+	 */
+	for (i = 0; i < n; i++)
+		if (tasks[i].vq->hw_state == PRM_VIRTQ_STATE_RDY)
+			devx_db_ring(dev->db, (uint32_t)dev->caps.doorbell_bar_offset,
+				     tasks[i].vq->index);
 	return ret;
 }
 

@@ -392,8 +392,7 @@ emu_virtq_create(struct emu_ctx *c)
 		return emu_fail(c, PRM_STATUS_NO_RESOURCES, EMU_SYND_BAD_PARAM);
 	}
 	PRM_SET(general_obj_out_cmd_hdr, c->out, obj_id, vq->obj.id);
-	/* Created straight into RDY: the data path looks at its rings. */
-	emu_dp_vq_kick(c->dev, vq);
+	/* Created straight into RDY: the rings are read at the first doorbell (below). */
 	return PRM_STATUS_OK;
 }
 
@@ -466,13 +465,18 @@ emu_virtq_modify(struct emu_ctx *c)
 	if (vq_commit_refs(vq) < 0)
 		emu_log(c->dev, 3, "virtq %u: out of memory updating references", hdr.id);
 	/*
-	 * To RDY (first start or resume): the driver may have posted buffers
-	 * meanwhile, so the data path looks at the rings without a kick. To
-	 * SUSPEND: nothing to do, the data path runs under dev->lock and
-	 * checks the state before each batch, so it is already off the queue.
+	 * To RDY (first start or resume): the device reads the rings at the
+	 * next doorbell, not at the transition; a doorbell rung while the
+	 * queue was not RDY is not remembered (kick_queues). No public PRM
+	 * text says either way; the stricter reading, and the one DPDK's
+	 * vdpa/mlx5 acts on: mlx5_vdpa_virtq_setup() rings the queue's
+	 * doorbell (virtq_db_addr) right after the queue is configured, so
+	 * that what the guest posted before is fetched. A driver that moves a
+	 * queue to RDY and relies on the device to look by itself would stall
+	 * a guest that does not kick again (one that posted while the device
+	 * asked not to be notified). To SUSPEND: nothing to do, the data path
+	 * runs under dev->lock and checks the state before each batch.
 	 */
-	if ((mask & PRM_VIRTQ_MODIFY_STATE) && to == PRM_VIRTQ_STATE_RDY)
-		emu_dp_vq_kick(c->dev, vq);
 	return PRM_STATUS_OK;
 }
 
