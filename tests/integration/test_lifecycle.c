@@ -488,6 +488,24 @@ wait_running(struct tc *t)
 }
 
 /*
+ * Probe a device with `pairs` queue pairs (tc_probe's extra devargs), a
+ * guest of as many pairs with 256-entry split rings, connect, DRIVER_OK:
+ * the device is running when it returns.
+ */
+static struct vu_guest *
+tc_start(struct tc *t, unsigned int pairs, const char *extra)
+{
+	struct vu_guest *g;
+
+	tc_probe(t, pairs, extra);
+	g = tc_guest(t, 0, pairs, 256, false);
+	tc_connect(t);
+	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
+	wait_running(t);
+	return g;
+}
+
+/*
  * Every vhost-facing operation of the driver holds dev->lock from start to
  * end: once a command it sent is in the trace, taking the lock waits for
  * that operation to return.
@@ -966,11 +984,7 @@ test_disabling_pairs_suspends_only_them_and_shrinks_the_rqt(void **state)
 	unsigned int i;
 	size_t mark;
 
-	tc_probe(t, 4, NULL);
-	g = tc_guest(t, 0, 4, 256, false);
-	tc_connect(t);
-	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
-	wait_running(t);
+	g = tc_start(t, 4, NULL);
 	traffic(g, 0xf, 200);
 	for (i = 0; i < 4; i++)
 		rx_ids[i] = vq_id(t, 2 * i);
@@ -1047,11 +1061,7 @@ test_three_enabled_pairs_fill_a_power_of_two_rqt(void **state)
 	unsigned int i;
 	size_t mark;
 
-	tc_probe(t, 4, NULL);
-	g = tc_guest(t, 0, 4, 256, false);
-	tc_connect(t);
-	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
-	wait_running(t);
+	g = tc_start(t, 4, NULL);
 	traffic(g, 0xf, 100);
 	for (i = 0; i < 4; i++)
 		rx_ids[i] = vq_id(t, 2 * i);
@@ -1164,11 +1174,7 @@ test_disabled_pairs_stay_suspended_when_logging_starts(void **state)
 	unsigned int i;
 	size_t mark, lmark;
 
-	tc_probe(t, 4, NULL);
-	g = tc_guest(t, 0, 4, 256, false);
-	tc_connect(t);
-	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
-	wait_running(t);
+	g = tc_start(t, 4, NULL);
 	mark = trace_mark(&t->tr);
 	for (i = 4; i < 8; i++)
 		assert_int_equal(vu_set_vring_enable(t->c, i, false), 0);
@@ -1215,11 +1221,7 @@ test_log_start_rings_every_running_queue(void **state)
 	struct vu_log *log;
 	size_t lmark;
 
-	tc_probe(t, 1, NULL);
-	g = tc_guest(t, 0, 1, 256, false);
-	tc_connect(t);
-	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
-	wait_running(t);
+	g = tc_start(t, 1, NULL);
 	traffic(g, 0x1, 50);
 	assert_true(lmh_dp_idle(&t->d));
 	/* One TX chain posted while the used ring says "do not notify": no kick. */
@@ -1298,11 +1300,7 @@ test_queue_in_err_is_recreated_at_most_three_times(void **state)
 	unsigned int k, i;
 	size_t mark, lmark;
 
-	tc_probe(t, 2, NULL);
-	g = tc_guest(t, 0, 2, 256, false);
-	tc_connect(t);
-	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
-	wait_running(t);
+	g = tc_start(t, 2, NULL);
 	traffic(g, 0x3, 200);
 	for (k = 1; k <= 3; k++) {
 		arg[0] = (uint32_t)q;
@@ -1363,11 +1361,7 @@ test_descriptor_outside_guest_memory_errs_the_queue_not_the_process(void **state
 	size_t mark, lmark;
 	int n;
 
-	tc_probe(t, 2, NULL);
-	g = tc_guest(t, 0, 2, 256, false);
-	tc_connect(t);
-	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
-	wait_running(t);
+	g = tc_start(t, 2, NULL);
 	traffic(g, 0x3, 100);
 
 	/* Park the TX ring so the device cannot read the descriptor before we spoil it. */
@@ -1961,11 +1955,7 @@ test_ring_fds_changed_while_running_are_used(void **state)
 	uint8_t status;
 	unsigned int i;
 
-	tc_probe(t, 1, NULL);
-	g = tc_guest(t, 0, 1, 256, false);
-	tc_connect(t);
-	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
-	wait_running(t);
+	g = tc_start(t, 1, NULL);
 	traffic(g, 0x1, 300);
 	assert_int_equal(vu_guest_new_eventfds(g), 0);
 	for (i = 0; i < 2; i++) {
@@ -2006,11 +1996,7 @@ test_restart_without_status_reset_runs_every_ring(void **state)
 	uint32_t bases[4];
 	struct vu_guest *g;
 
-	tc_probe(t, 2, NULL);
-	g = tc_guest(t, 0, 2, 256, false);
-	tc_connect(t);
-	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
-	wait_running(t);
+	g = tc_start(t, 2, NULL);
 	traffic(g, 0x3, 300);
 	assert_int_equal(vu_stop_device(t->c, bases, 4), 0);
 	wait_restored(t);
@@ -2090,11 +2076,7 @@ isolated_failed_rx_recovery(void **state)
 	struct vu_guest *g;
 	size_t lmark;
 
-	tc_probe(t, 2, NULL);
-	g = tc_guest(t, 0, 2, 256, false);
-	tc_connect(t);
-	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
-	wait_running(t);
+	g = tc_start(t, 2, NULL);
 	traffic(g, 0x3, 200);
 	assert_int_equal(lmh_fault_inject(&t->d, PRM_CMD_CREATE_GENERAL_OBJECT,
 					  PRM_OBJ_VIRTIO_NET_Q, 1, PRM_STATUS_NO_RESOURCES, 0), 0);
@@ -2242,17 +2224,12 @@ test_driver_threads_stay_off_the_lcores(void **state)
 		print_message("one CPU: EAL's control CPUs are the lcore's, nothing to check\n");
 		skip();
 	}
-	tc_probe(t, pairs, NULL);
-	t->g[0] = tc_guest(t, 0, pairs, 256, false);
-	tc_connect(t);
-	assert_int_equal(vu_start_device(t->c, t->g[0], NULL), 0);
-	wait_running(t);
+	t->g[0] = tc_start(t, pairs, NULL);
 	/* At least a worker, the configuration thread and the notification thread. */
 	assert_true(driver_threads_off_the_lcore("mlx5-lm-") >= 3);
 	tc_disconnect(t);
 	tc_remove(t);
 }
-
 
 /* The size of this process's fd table (/proc/self/status FDSize), or 0. */
 static unsigned long
@@ -2309,14 +2286,9 @@ test_stop_waits_for_no_thread_to_start(void **state)
 	const unsigned int pairs = 2, nrings = 2 * pairs;
 	struct tc *t = *state;
 	uint32_t bases[MAX_RINGS];
-	struct vu_guest *g;
 	uint64_t made;
 
-	tc_probe(t, pairs, "mr_gc_ms=600000");
-	g = tc_guest(t, 0, pairs, 256, false);
-	tc_connect(t);
-	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
-	wait_running(t);
+	tc_start(t, pairs, "mr_gc_ms=600000");
 	made = mlx5_lm_ctrl_thread_creates();
 	assert_int_equal(vu_stop_device(t->c, bases, nrings), 0);
 	assert_int_equal(mlx5_lm_ctrl_thread_creates(), made);
@@ -2349,11 +2321,7 @@ test_restore_deferred_until_the_device_is_needed(void **state)
 	size_t mark;
 	int restoring;
 
-	tc_probe(t, pairs, "mr_gc_ms=600000");
-	g = tc_guest(t, 0, pairs, 256, false);
-	tc_connect(t);
-	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
-	wait_running(t);
+	g = tc_start(t, pairs, "mr_gc_ms=600000");
 	traffic(g, 0x3, 50);
 	mark = trace_mark(&t->tr);
 	assert_int_equal(vu_stop_device(t->c, bases, nrings), 0);
