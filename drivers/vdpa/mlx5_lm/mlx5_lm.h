@@ -340,6 +340,11 @@ int mlx5_lm_eventq_drain(struct mlx5_lm_virtq *vq, int arm);
  * completion event read for a queue goes through here, in every event mode.
  */
 void mlx5_lm_eventq_event(struct mlx5_lm_virtq *vq, uint32_t cqn);
+/*
+ * Ring queue `index`'s doorbell: the device reads that queue's avail
+ * index (every queue shares one doorbell; the value names the queue).
+ */
+void mlx5_lm_vq_doorbell(struct mlx5_lm_dev *dev, uint16_t index);
 
 /* steering (mlx5_lm_steer.c) */
 int mlx5_lm_steer_create(struct mlx5_lm_dev *dev);

@@ -88,8 +88,7 @@ dirty_log_all(struct mlx5_lm_dev *dev, int enable)
 	 */
 	for (i = 0; i < n; i++)
 		if (tasks[i].vq->hw_state == PRM_VIRTQ_STATE_RDY)
-			devx_db_ring(dev->db, (uint32_t)dev->caps.doorbell_bar_offset,
-				     tasks[i].vq->index);
+			mlx5_lm_vq_doorbell(dev, tasks[i].vq->index);
 	return ret;
 }
 

@@ -65,8 +65,7 @@ relay_kick(struct mlx5_lm_notify *n, uint16_t index)
 
 	if (read(n->kickfd[index], &v, sizeof(v)) < 0 && errno != EAGAIN)
 		return;
-	/* All queues share one doorbell; the value written names the queue. */
-	devx_db_ring(dev->db, (uint32_t)dev->caps.doorbell_bar_offset, index);
+	mlx5_lm_vq_doorbell(dev, index);
 }
 
 static void
@@ -358,7 +357,7 @@ mlx5_lm_notify_add_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq)
 	pthread_mutex_unlock(&n->lock);
 	/* Kicks sent before we watched the fd must not be lost. */
 	if (ret == 0 && vq->kickfd >= 0)
-		devx_db_ring(dev->db, (uint32_t)dev->caps.doorbell_bar_offset, vq->index);
+		mlx5_lm_vq_doorbell(dev, vq->index);
 	return ret;
 }
 

@@ -1286,7 +1286,7 @@ task_recover(void *arg)
 		mlx5_lm_steer_create(dev);
 	mlx5_lm_steer_update(dev);
 	if (ret == 0 && vq->kickfd >= 0)
-		devx_db_ring(dev->db, (uint32_t)dev->caps.doorbell_bar_offset, vq->index);
+		mlx5_lm_vq_doorbell(dev, vq->index);
 	pthread_mutex_unlock(&dev->lock);
 	return ret;
 }

@@ -242,6 +242,12 @@ dbrec_store(uint8_t *rec, uint32_t dword, uint32_t v)
 	__atomic_store_n((uint32_t *)rec + dword, htobe32(v), __ATOMIC_RELEASE);
 }
 
+void
+mlx5_lm_vq_doorbell(struct mlx5_lm_dev *dev, uint16_t index)
+{
+	devx_db_ring(dev->db, (uint32_t)dev->caps.doorbell_bar_offset, index);
+}
+
 /* Credits back and the consumer index published, without asking for an event. */
 static void
 eventq_credit(struct mlx5_lm_virtq *vq)
