@@ -2208,6 +2208,22 @@ driver_threads_off_the_lcore(const char *prefix)
 }
 
 /*
+ * The driver's threads name themselves once they run, and nobody waits for
+ * that: look (bounded) until at least n threads named prefix* run off the
+ * lcore. Returns how many there are then.
+ */
+static unsigned int
+wait_driver_threads(const char *prefix, unsigned int n)
+{
+	int64_t deadline = lmh_now_ms() + DEADLINE_MS;
+	unsigned int seen;
+
+	while ((seen = driver_threads_off_the_lcore(prefix)) < n && lmh_now_ms() < deadline)
+		lmh_tick();
+	return seen;
+}
+
+/*
  * The PMD's threads (pool workers, configuration, deferred work,
  * notifications) are DPDK control threads: none runs on the CPU of an lcore,
  * where an application polls (the harness's EAL has lcore 0 only). Created
@@ -2226,7 +2242,7 @@ test_driver_threads_stay_off_the_lcores(void **state)
 	}
 	t->g[0] = tc_start(t, pairs, NULL);
 	/* At least a worker, the configuration thread and the notification thread. */
-	assert_true(driver_threads_off_the_lcore("mlx5-lm-") >= 3);
+	assert_true(wait_driver_threads("mlx5-lm-", 3) >= 3);
 	tc_disconnect(t);
 	tc_remove(t);
 }
@@ -2292,8 +2308,11 @@ test_stop_waits_for_no_thread_to_start(void **state)
 	made = mlx5_lm_ctrl_thread_creates();
 	assert_int_equal(vu_stop_device(t->c, bases, nrings), 0);
 	assert_int_equal(mlx5_lm_ctrl_thread_creates(), made);
-	/* The deferred restore waits in its own thread (mr_gc_ms), a control thread. */
-	assert_int_equal(driver_threads_off_the_lcore("mlx5-lm-restore"), 1);
+	/*
+	 * The deferred restore waits in its own thread (mr_gc_ms), a control
+	 * thread, named once it runs.
+	 */
+	assert_int_equal(wait_driver_threads("mlx5-lm-restore", 1), 1);
 	tc_disconnect(t);
 	tc_remove(t);
 }
