@@ -216,9 +216,10 @@ queues_teardown(struct mlx5_lm_dev *dev)
  * (migrate --scenario evacuate). The table never shrinks: grow it at
  * probe, for what all probed devices and their front ends may hold at
  * once (both ends of every eventfd when the front end is in this
- * process, as in dpdk-test-lm), within RLIMIT_NOFILE.
+ * process, as in dpdk-test-lm, and the relay's own duplicates of the kick
+ * and call fds), within RLIMIT_NOFILE.
  */
-#define FDS_PER_RING 4
+#define FDS_PER_RING 6
 #define FDS_PER_DEVICE 32
 
 static pthread_mutex_t fd_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -19,14 +19,26 @@
  * In both timer modes no_traffic_time empty polls in a row arm every CQ
  * and put the thread to sleep until the next completion event: an idle
  * device still costs no CPU. The thread runs on event_core when given.
+ *
+ * The kick and call fds are the front end's: it chose their flags and may
+ * share one between rings, or hand over a pipe nobody reads. The relay
+ * keeps its own duplicate of each (vhost closes its copy whenever the
+ * front end replaces one or stops a ring: a number kept past that could
+ * name another connection's file), and reads and writes them without
+ * ever blocking and without holding a lock that vhost's thread takes:
+ * only this thread closes the duplicates, so a number it read under the
+ * lock stays its own until it closes it.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "prm.h"
@@ -36,18 +48,23 @@
 /* Longest polling period of the dynamic timer mode. */
 #define MAX_DELAY_US 1000000u
 
-/* epoll cookies: the event channel, the stop eventfd, or a queue index. */
+/* epoll cookies: the event channel, the stop and wake eventfds, or a queue index. */
 #define TAG_EVCH 0x10000u
 #define TAG_STOP 0x10001u
+#define TAG_WAKE 0x10002u
 
 struct mlx5_lm_notify {
 	struct mlx5_lm_dev *dev;
 	pthread_t thread;
 	int epfd;
 	int stopfd;
-	int kickfd[MLX5_LM_MAX_VIRTQS]; /* registered in epfd, -1 when none */
-	pthread_mutex_t lock;           /* guards kickfd[] and callfd[] */
+	int wakefd;                     /* retired duplicates to close */
+	pthread_mutex_t lock;           /* guards kickfd[], callfd[], retired[] */
+	/* Our duplicates of the front end's fds, -1 when none; kickfd[] are in epfd. */
+	int kickfd[MLX5_LM_MAX_VIRTQS];
 	int callfd[MLX5_LM_MAX_VIRTQS];
+	int *retired;                   /* duplicates out of use, closed by the thread */
+	unsigned int nretired, capretired;
 	/* Timer event modes, the thread's own state. */
 	int timer;                      /* event_mode 0 or 1 */
 	int polling;                    /* polling; 0: CQs armed, waiting for an event */
@@ -57,29 +74,126 @@ struct mlx5_lm_notify {
 
 void mlx5_lm_recover_queue(struct mlx5_lm_dev *dev, uint16_t index);
 
+/*
+ * Read a kick's count without blocking, whatever flags the front end gave
+ * its fd: RWF_NOWAIT (eventfd and pipes support it); a kernel without it
+ * is asked first whether there is anything to read.
+ */
+static void
+fd_drain_nowait(int fd)
+{
+	uint64_t v;
+	struct iovec iov = { .iov_base = &v, .iov_len = sizeof(v) };
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	if (preadv2(fd, &iov, 1, -1, RWF_NOWAIT) >= 0 || errno != EOPNOTSUPP)
+		return;
+	if (poll(&p, 1, 0) == 1 && (p.revents & POLLIN))
+		(void)!read(fd, &v, sizeof(v));
+}
+
+/*
+ * Signal a call fd without blocking: RWF_NOWAIT where the file supports
+ * it (pipes); an eventfd (whose write takes no RWF_NOWAIT) is written only
+ * when it has room, which it lacks only if the front end pushed its
+ * counter to the maximum. A full pipe drops the signal: the guest's own
+ * front end stopped reading it. Returns 0, or a negative errno.
+ */
+static int
+fd_signal_nowait(int fd)
+{
+	uint64_t one = 1;
+	struct iovec iov = { .iov_base = &one, .iov_len = sizeof(one) };
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
+
+	if (pwritev2(fd, &iov, 1, -1, RWF_NOWAIT) >= 0)
+		return 0;
+	if (errno != EOPNOTSUPP)
+		return -errno;
+	if (poll(&p, 1, 0) != 1 || !(p.revents & POLLOUT))
+		return -EAGAIN;
+	return write(fd, &one, sizeof(one)) < 0 ? -errno : 0;
+}
+
+/*
+ * A duplicate goes out of use (n->lock held): the thread closes it, since
+ * it may be reading or writing it right now. The list grows only while
+ * the thread does not run; one that cannot grow keeps the fd open until
+ * the device goes (logged), rather than close what may be in use.
+ */
+static void
+retire(struct mlx5_lm_notify *n, int fd)
+{
+	uint64_t one = 1;
+
+	if (fd < 0)
+		return;
+	if (n->nretired == n->capretired) {
+		unsigned int cap = n->capretired ? 2 * n->capretired : 64;
+		int *r = realloc(n->retired, cap * sizeof(*r));
+
+		if (r == NULL) {
+			DRV_LOG(ERR, n->dev, "notification thread: no memory to retire fd %d: it "
+				"stays open until the device is removed", fd);
+			return;
+		}
+		n->retired = r;
+		n->capretired = cap;
+	}
+	n->retired[n->nretired++] = fd;
+	(void)!write(n->wakefd, &one, sizeof(one));
+}
+
+/* In the thread: close what was retired; none of it is in use now. */
+static void
+close_retired(struct mlx5_lm_notify *n)
+{
+	unsigned int i;
+	uint64_t v;
+
+	int *fds;
+	unsigned int k;
+
+	(void)!read(n->wakefd, &v, sizeof(v));
+	/* Taken out under the lock, closed outside it (a close may take its time). */
+	pthread_mutex_lock(&n->lock);
+	fds = n->retired;
+	k = n->nretired;
+	n->retired = NULL;
+	n->nretired = n->capretired = 0;
+	pthread_mutex_unlock(&n->lock);
+	for (i = 0; i < k; i++)
+		close(fds[i]);
+	free(fds);
+}
+
 static void
 relay_kick(struct mlx5_lm_notify *n, uint16_t index)
 {
-	struct mlx5_lm_dev *dev = n->dev;
-	uint64_t v;
+	int fd;
 
-	if (read(n->kickfd[index], &v, sizeof(v)) < 0 && errno != EAGAIN)
+	pthread_mutex_lock(&n->lock);
+	fd = n->kickfd[index];
+	pthread_mutex_unlock(&n->lock);
+	if (fd < 0)
 		return;
-	mlx5_lm_vq_doorbell(dev, index);
+	fd_drain_nowait(fd);
+	mlx5_lm_vq_doorbell(n->dev, index);
 }
 
 static void
 call(struct mlx5_lm_notify *n, uint16_t index)
 {
-	uint64_t one = 1;
-	int fd;
+	int fd, ret;
 
 	pthread_mutex_lock(&n->lock);
 	fd = n->callfd[index];
-	if (fd >= 0 && write(fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		DRV_LOG(DEBUG, n->dev, "queue %u: callfd write failed: %s", index,
-			strerror(errno));
 	pthread_mutex_unlock(&n->lock);
+	if (fd < 0)
+		return;
+	ret = fd_signal_nowait(fd);
+	if (ret < 0)
+		DRV_LOG(DEBUG, n->dev, "queue %u: callfd not written: %s", index, strerror(-ret));
 }
 
 /*
@@ -234,10 +348,12 @@ notify_thread(void *arg)
 				relay_events(n);
 				continue;
 			}
-			pthread_mutex_lock(&n->lock);
-			if (tag < MLX5_LM_MAX_VIRTQS && n->kickfd[tag] >= 0)
+			if (tag == TAG_WAKE) {
+				close_retired(n);
+				continue;
+			}
+			if (tag < MLX5_LM_MAX_VIRTQS)
 				relay_kick(n, (uint16_t)tag);
-			pthread_mutex_unlock(&n->lock);
 		}
 		if (n->polling)
 			poll_done(n, poll_queues(n));
@@ -293,8 +409,14 @@ mlx5_lm_notify_start(struct mlx5_lm_dev *dev)
 	n->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (n->stopfd < 0)
 		goto err_stop;
+	n->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (n->wakefd < 0)
+		goto err_wake;
 	ev.data.u32 = TAG_STOP;
 	if (epoll_ctl(n->epfd, EPOLL_CTL_ADD, n->stopfd, &ev) < 0)
+		goto err_ctl;
+	ev.data.u32 = TAG_WAKE;
+	if (epoll_ctl(n->epfd, EPOLL_CTL_ADD, n->wakefd, &ev) < 0)
 		goto err_ctl;
 	ev.data.u32 = TAG_EVCH;
 	if (epoll_ctl(n->epfd, EPOLL_CTL_ADD, devx_evch_fd(dev->evch), &ev) < 0)
@@ -304,6 +426,8 @@ mlx5_lm_notify_start(struct mlx5_lm_dev *dev)
 	dev->notify = n;
 	return 0;
 err_ctl:
+	close(n->wakefd);
+err_wake:
 	close(n->stopfd);
 err_stop:
 	close(n->epfd);
@@ -319,12 +443,24 @@ mlx5_lm_notify_stop(struct mlx5_lm_dev *dev)
 {
 	struct mlx5_lm_notify *n = dev->notify;
 	uint64_t one = 1;
+	unsigned int i;
 
 	if (n == NULL)
 		return;
 	if (write(n->stopfd, &one, sizeof(one)) < 0)
 		DRV_LOG(ERR, dev, "cannot stop the notification thread: %s", strerror(errno));
 	pthread_join(n->thread, NULL);
+	/* The thread is gone: its duplicates, retired or still in place, go now. */
+	for (i = 0; i < n->nretired; i++)
+		close(n->retired[i]);
+	free(n->retired);
+	for (i = 0; i < MLX5_LM_MAX_VIRTQS; i++) {
+		if (n->kickfd[i] >= 0)
+			close(n->kickfd[i]);
+		if (n->callfd[i] >= 0)
+			close(n->callfd[i]);
+	}
+	close(n->wakefd);
 	close(n->stopfd);
 	close(n->epfd);
 	pthread_mutex_destroy(&n->lock);
@@ -332,31 +468,53 @@ mlx5_lm_notify_stop(struct mlx5_lm_dev *dev)
 	dev->notify = NULL;
 }
 
+/* Our own duplicate of a front end's fd (vhost closes its copy when it likes). */
+static int
+dup_fd(struct mlx5_lm_virtq *vq, int fd, const char *what)
+{
+	int d;
+
+	if (fd < 0)
+		return -1;
+	d = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (d < 0)
+		VQ_LOG(ERR, vq, "cannot duplicate its %s %d: %s", what, fd, strerror(errno));
+	return d;
+}
+
 int
 mlx5_lm_notify_add_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq)
 {
 	struct mlx5_lm_notify *n = dev->notify;
 	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = vq->index };
+	int kick = dup_fd(vq, vq->kickfd, "kickfd");
+	int callfd = dup_fd(vq, vq->callfd, "callfd");
 	int ret = 0;
 
+	if ((kick < 0 && vq->kickfd >= 0) || (callfd < 0 && vq->callfd >= 0)) {
+		if (kick >= 0)
+			close(kick);
+		if (callfd >= 0)
+			close(callfd);
+		return -EMFILE;
+	}
+	if (kick >= 0 && epoll_ctl(n->epfd, EPOLL_CTL_ADD, kick, &ev) < 0) {
+		ret = -errno;
+		VQ_LOG(ERR, vq, "cannot watch kickfd %d: %s", vq->kickfd, strerror(errno));
+		close(kick);
+		kick = -1;
+	}
+	/* A ring added again (new fds from vhost) replaces what it had. */
 	pthread_mutex_lock(&n->lock);
-	n->callfd[vq->index] = vq->callfd;
-	if (n->kickfd[vq->index] >= 0 && n->kickfd[vq->index] != vq->kickfd) {
-		/* vhost replaced the ring's kickfd (and closed the old one). */
+	if (n->kickfd[vq->index] >= 0)
 		epoll_ctl(n->epfd, EPOLL_CTL_DEL, n->kickfd[vq->index], NULL);
-		n->kickfd[vq->index] = -1;
-	}
-	if (n->kickfd[vq->index] < 0 && vq->kickfd >= 0) {
-		if (epoll_ctl(n->epfd, EPOLL_CTL_ADD, vq->kickfd, &ev) < 0) {
-			ret = -errno;
-			VQ_LOG(ERR, vq, "cannot watch kickfd %d: %s", vq->kickfd, strerror(errno));
-		} else {
-			n->kickfd[vq->index] = vq->kickfd;
-		}
-	}
+	retire(n, n->kickfd[vq->index]);
+	retire(n, n->callfd[vq->index]);
+	n->kickfd[vq->index] = kick;
+	n->callfd[vq->index] = callfd;
 	pthread_mutex_unlock(&n->lock);
 	/* Kicks sent before we watched the fd must not be lost. */
-	if (ret == 0 && vq->kickfd >= 0)
+	if (ret == 0 && kick >= 0)
 		mlx5_lm_vq_doorbell(dev, vq->index);
 	return ret;
 }
@@ -369,6 +527,8 @@ mlx5_lm_notify_del_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq)
 	pthread_mutex_lock(&n->lock);
 	if (n->kickfd[vq->index] >= 0)
 		epoll_ctl(n->epfd, EPOLL_CTL_DEL, n->kickfd[vq->index], NULL);
+	retire(n, n->kickfd[vq->index]);
+	retire(n, n->callfd[vq->index]);
 	n->kickfd[vq->index] = -1;
 	n->callfd[vq->index] = -1;
 	pthread_mutex_unlock(&n->lock);
