@@ -136,12 +136,13 @@ queues_setup(struct mlx5_lm_dev *dev)
 		ret = -EIO;
 		goto err_evch;
 	}
-	ret = mlx5_lm_notify_start(dev);
-	if (ret < 0)
-		goto err_notify;
+	/* The event rings (and their locks) before the thread that reads them. */
 	ret = mlx5_lm_event_buf_create(dev);
 	if (ret < 0)
 		goto err_event_buf;
+	ret = mlx5_lm_notify_start(dev);
+	if (ret < 0)
+		goto err_notify;
 	for (uint16_t i = 0; i < dev->nr_vq; i++) {
 		dev->vq[i].dev = dev;
 		dev->vq[i].index = i;
@@ -159,10 +160,10 @@ err_precreate:
 	mlx5_lm_virtq_counters_release(dev);
 	mlx5_lm_uplink_stop(dev);
 err_uplink:
-	mlx5_lm_event_buf_destroy(dev);
-err_event_buf:
 	mlx5_lm_notify_stop(dev);
 err_notify:
+	mlx5_lm_event_buf_destroy(dev);
+err_event_buf:
 	devx_evch_destroy(dev->evch);
 	dev->evch = NULL;
 err_evch:
