@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/kcmp.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -260,11 +262,19 @@ sock_of_vid(int vid)
 	return -1;
 }
 
+static volatile bool new_device_fails;
+
+void
+lmh_new_device_fails(bool fail)
+{
+	new_device_fails = fail;
+}
+
 static int
 on_new_device(int vid)
 {
 	(void)vid;
-	return 0;
+	return new_device_fails ? -1 : 0;
 }
 
 static void
@@ -1165,6 +1175,49 @@ lmh_rx_received(struct vu_guest *g)
 }
 
 /* ---- process figures -------------------------------------------------------------- */
+
+int
+lmh_fds_of_file(int fd)
+{
+	pid_t pid = getpid();
+	struct dirent *e;
+	int n = 0;
+	DIR *d;
+
+	if (syscall(SYS_kcmp, pid, pid, KCMP_FILE, fd, fd) != 0)
+		return -1;
+	d = opendir("/proc/self/fd");
+	if (d == NULL)
+		return -1;
+	while ((e = readdir(d)) != NULL) {
+		int other = atoi(e->d_name);
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || other == dirfd(d))
+			continue;
+		n += syscall(SYS_kcmp, pid, pid, KCMP_FILE, fd, other) == 0;
+	}
+	closedir(d);
+	return n;
+}
+
+bool
+lmh_wait_fds_of_file(int fd, int n)
+{
+	int64_t deadline = lmh_now_ms() + LMH_DEADLINE_MS;
+	int seen;
+
+	while ((seen = lmh_fds_of_file(fd)) != n && seen >= 0) {
+		if (lmh_now_ms() > deadline) {
+			fprintf(stderr, "%d fds share the file of fd %d, %d expected\n", seen, fd, n);
+			return false;
+		}
+		lmh_tick();
+	}
+	if (seen < 0)
+		printf("  no kcmp(2) here: the fds the driver keeps are not counted\n");
+	return true;
+}
+
 
 unsigned int
 lmh_open_fds(void)

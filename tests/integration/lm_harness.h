@@ -98,6 +98,11 @@ void lmh_vet(bool on);
  * default, leaves DPDK's blocking reads.
  */
 void lmh_msg_timeout(unsigned int ms);
+/*
+ * The application's new_device callback fails (vhost then calls the
+ * driver's dev_conf anyway, and never its dev_close).
+ */
+void lmh_new_device_fails(bool fail);
 
 /* ---- devices ---- */
 struct lmh_dev {
@@ -221,6 +226,13 @@ bool lmh_pump_stop(struct lmh_pump *p);
 uint64_t lmh_rx_received(struct vu_guest *g);
 
 /* ---- process figures ---- */
+/*
+ * How many fds of this process share fd's open file (dups, and copies
+ * received over a socket): kcmp(KCMP_FILE). -1 when the kernel has no kcmp.
+ */
+int lmh_fds_of_file(int fd);
+/* Wait (bounded) until n fds share fd's file; true when so, or when kcmp is missing. */
+bool lmh_wait_fds_of_file(int fd, int n);
 unsigned int lmh_open_fds(void);
 uint64_t lmh_rss_bytes(void);
 

@@ -29,10 +29,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/kcmp.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -1058,52 +1056,6 @@ full_pipe(int p[2])
 	assert_int_equal(fcntl(p[1], F_SETFL, fl), 0);
 }
 
-/*
- * How many fds of this process share fd's open file (dups, and copies
- * received over a socket): kcmp(KCMP_FILE). -1 when the kernel has no kcmp.
- */
-static int
-fds_of_file(int fd)
-{
-	pid_t pid = getpid();
-	struct dirent *e;
-	int n = 0;
-	DIR *d;
-
-	if (syscall(SYS_kcmp, pid, pid, KCMP_FILE, fd, fd) != 0)
-		return -1;
-	d = opendir("/proc/self/fd");
-	assert_non_null(d);
-	while ((e = readdir(d)) != NULL) {
-		int other = atoi(e->d_name);
-
-		if (e->d_name[0] < '0' || e->d_name[0] > '9' || other == dirfd(d))
-			continue;
-		n += syscall(SYS_kcmp, pid, pid, KCMP_FILE, fd, other) == 0;
-	}
-	closedir(d);
-	return n;
-}
-
-/* Wait (bounded) until n fds share fd's file; true when so, or when kcmp is missing. */
-static bool
-wait_fds_of_file(int fd, int n)
-{
-	int64_t deadline = lmh_now_ms() + LMH_DEADLINE_MS;
-	int seen;
-
-	while ((seen = fds_of_file(fd)) != n && seen >= 0) {
-		if (lmh_now_ms() > deadline) {
-			print_error("%d fds share the file of fd %d, %d expected\n", seen, fd, n);
-			return false;
-		}
-		lmh_tick();
-	}
-	if (seen < 0)
-		printf("  no kcmp(2) here: the fds the driver keeps are not counted\n");
-	return true;
-}
-
 /* Poll g (no call fd to wait on) until it received at least n frames (bounded). */
 static bool
 wait_rx(struct vu_guest *g, uint64_t n, int timeout_ms)
@@ -1218,11 +1170,11 @@ trap_session(const struct fd_trap *tr, struct vu_client *cc, struct vu_guest *gc
 	check_a_clean("fd trap");
 	/* The driver keeps none of the front end's fds once the device is stopped. */
 	if (kick >= 0) {
-		assert_true(wait_fds_of_file(kick, 1));
+		assert_true(lmh_wait_fds_of_file(kick, 1));
 		close(kick);
 	}
 	if (pipe_fds[1] >= 0) {
-		assert_true(wait_fds_of_file(pipe_fds[1], 1));
+		assert_true(lmh_wait_fds_of_file(pipe_fds[1], 1));
 		close(pipe_fds[0]);
 		close(pipe_fds[1]);
 	}

@@ -420,7 +420,7 @@ tc_setup(void **state)
  * caller, so that the emulator's object count is exact after each step.
  */
 static void
-tc_probe(struct tc *t, unsigned int queues, const char *extra)
+tc_probe_profile(struct tc *t, const char *profile, unsigned int queues, const char *extra)
 {
 	char args[256];
 
@@ -428,10 +428,16 @@ tc_probe(struct tc *t, unsigned int queues, const char *extra)
 	snprintf(args, sizeof(args), "queues=%u,workers=4%s%s%s", queues,
 		 extra != NULL && strstr(extra, "mr_gc_ms=") != NULL ? "" : ",mr_gc_ms=0",
 		 extra != NULL ? "," : "", extra != NULL ? extra : "");
-	assert_int_equal(lmh_probe(&t->d, 0, args), 0);
+	assert_int_equal(lmh_probe_profile(&t->d, 0, profile, args), 0);
 	t->probed = true;
 	snprintf(t->tr.path, sizeof(t->tr.path), "%s", t->d.trace);
 	assert_int_not_equal(t->d.live0, UINT_MAX);
+}
+
+static void
+tc_probe(struct tc *t, unsigned int queues, const char *extra)
+{
+	tc_probe_profile(t, "fast", queues, extra);
 }
 
 /* Guest memory (1 GiB at GPA 0, sparse) and up to two guests sharing it. */
@@ -1251,6 +1257,87 @@ test_log_start_rings_every_running_queue(void **state)
 	fe_stop(t, 2, bases);
 	tc_disconnect(t);
 	vu_log_destroy(log);
+}
+
+/*
+ * A guest that resets its NIC while it migrates: DRIVER_OK comes with
+ * VHOST_F_LOG_ALL already negotiated and the log area set. Frames the
+ * guest posted before are sent and received at the queues' first
+ * doorbells: every page the device writes must be in the log, so the
+ * queues may not run before they log. Under cx6dx the log's
+ * registration takes its modelled time: queues made RDY first (as
+ * before) wrote the first frames' buffers unlogged.
+ */
+static void
+test_log_on_at_driver_ok_logs_before_any_queue_runs(void **state)
+{
+	struct tc *t = *state;
+	uint64_t missing = 0, first = 0;
+	uint32_t bases[2];
+	struct vu_log *log;
+	struct vu_guest *g;
+	int64_t pages;
+
+	tc_probe_profile(t, "cx6dx", 1, NULL);
+	g = tc_guest(t, 0, 1, 256, false);
+	tc_connect(t);
+	assert_int_equal(vu_device_init(t->c, NULL), 0);
+	assert_int_equal(vu_log_create(&log, vu_mem_gpa_end(t->mem)), 0);
+	assert_int_equal(vu_set_log(t->c, log), 0);
+	/* From here every page the device writes is recorded, to be found in the log. */
+	vu_guest_dirty_mark(g);
+	vu_guest_rx_refill(g);
+	assert_int_equal(vu_guest_tx(g, 0, 32), 32);
+	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
+	wait_running(t);
+	traffic(g, 0x1, 32);
+	fe_stop(t, 2, bases);
+	pages = vu_guest_dirty_check(g, log, &missing, &first);
+	assert_true(pages > 0);
+	if (missing != 0)
+		print_error("%" PRIu64 " of %" PRId64 " written pages not logged (first: gpa 0x%"
+			    PRIx64 ")\n", missing, pages, first);
+	assert_int_equal(missing, 0);
+	tc_disconnect(t);
+	vu_log_destroy(log);
+}
+
+/*
+ * vhost calls dev_conf whatever the application's new_device answered,
+ * but dev_close only for a device new_device accepted. A front end whose
+ * new_device failed, leaving, must leave nothing running on its rings and
+ * none of its fds with the driver, and the next front end is configured.
+ */
+static void
+test_front_end_gone_after_new_device_failed_leaves_nothing_running(void **state)
+{
+	struct tc *t = *state;
+	uint32_t bases[2];
+	struct vu_guest *g;
+	unsigned int i;
+
+	lmh_new_device_fails(true);
+	g = tc_start(t, 1, NULL);
+	traffic(g, 0x1, 32);
+	lmh_new_device_fails(false);
+	tc_disconnect(t);
+	assert_false(lmh_running(&t->d));
+	for (i = 0; i < 2; i++) {
+		assert_int_not_equal(vq_state(t, i), PRM_VIRTQ_STATE_RDY);
+		/* The guest's own copy of each eventfd is all that is left. */
+		assert_true(lmh_wait_fds_of_file(vu_guest_kickfd(g, i), 1));
+		assert_true(lmh_wait_fds_of_file(vu_guest_callfd(g, i), 1));
+	}
+	wait_restored(t);
+	check_live_as_probed(t);
+	/* The next front end's DRIVER_OK configures the device again. */
+	vu_guest_reset(g);
+	assert_int_equal(vu_guest_new_eventfds(g), 0);
+	tc_connect(t);
+	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
+	wait_running(t);
+	traffic(g, 0x1, 32);
+	fe_stop(t, 2, bases);
 }
 
 /* ---- 5. ERR recovery ---------------------------------------------------------- */
@@ -2449,6 +2536,11 @@ main(int argc, char **argv)
 						tc_setup, tc_teardown),
 		cmocka_unit_test_setup_teardown(test_log_start_rings_every_running_queue,
 						tc_setup, tc_teardown),
+		cmocka_unit_test_setup_teardown(test_log_on_at_driver_ok_logs_before_any_queue_runs,
+						tc_setup, tc_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_front_end_gone_after_new_device_failed_leaves_nothing_running,
+			tc_setup, tc_teardown),
 	};
 	int ret;
 

@@ -233,6 +233,7 @@ struct mlx5_lm_dev {
 	double last_conf_ms, last_conf_mr_ms, last_conf_vq_ms, last_close_ms;
 	uint64_t conf_count;             /* successful dev_conf calls since probe */
 	unsigned int stop_queries_skipped; /* last dev_close: idle split rings not queried */
+	uint8_t stop_handover;           /* the stop hands indices to vhost (0: front end gone) */
 	double mr_last_destroy_ms;       /* written by whoever destroyed a registration */
 };
 
@@ -405,6 +406,8 @@ void mlx5_lm_wait_configured(struct mlx5_lm_dev *dev);
 /* dev->lock held: the background restore, started now if still deferred, has finished. */
 void mlx5_lm_wait_restored(struct mlx5_lm_dev *dev);
 int mlx5_lm_dev_close(int vid);
+/* dev->lock held: stop a device still running for a front end that is gone (dev_cleanup). */
+void mlx5_lm_stop_orphaned(struct mlx5_lm_dev *dev);
 int mlx5_lm_set_vring_state(int vid, int vring, int state);
 
 /* vhost glue (mlx5_lm_ops.c) */
@@ -423,8 +426,15 @@ void mlx5_lm_notify_del_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq);
 int mlx5_lm_uplink_start(struct mlx5_lm_dev *dev);
 void mlx5_lm_uplink_stop(struct mlx5_lm_dev *dev);
 
-/* dirty-page logging (mlx5_lm_lm.c), dev->lock held */
-int mlx5_lm_log_start(struct mlx5_lm_dev *dev);
+/*
+ * dirty-page logging (mlx5_lm_lm.c), dev->lock held. vhost's log area is
+ * vhost's state: read it (mlx5_lm_log_area) on vhost's thread, in the
+ * callback that asks for logging, never from the device's worker (vhost
+ * may unmap it for a new SET_LOG_BASE meanwhile, with no callback).
+ */
+int mlx5_lm_log_area(struct mlx5_lm_dev *dev, int vid, uint64_t *base, uint64_t *size);
+/* Every configured queue (RDY or not yet) logs its writes into [base, base + size). */
+int mlx5_lm_log_start(struct mlx5_lm_dev *dev, uint64_t base, uint64_t size);
 void mlx5_lm_log_stop(struct mlx5_lm_dev *dev);
 
 /* DRV_LOG for a queue: names the device and the queue. */

@@ -92,19 +92,24 @@ dirty_log_all(struct mlx5_lm_dev *dev, int enable)
 	return ret;
 }
 
-/* VHOST_F_LOG_ALL on: register vhost's log area and let the device mark it. */
 int
-mlx5_lm_log_start(struct mlx5_lm_dev *dev)
+mlx5_lm_log_area(struct mlx5_lm_dev *dev, int vid, uint64_t *base, uint64_t *size)
 {
-	/* No file identity (file_ino 0): never taken back as guest memory. */
-	struct mlx5_lm_mem_region r = { .gpa = 0 };
-	uint64_t base = 0, size = 0;
-	int ret;
-
-	if (rte_vhost_get_log_base(dev->vid, &base, &size) < 0 || base == 0 || size == 0) {
+	if (rte_vhost_get_log_base(vid, base, size) < 0 || *base == 0 || *size == 0) {
 		DRV_LOG(ERR, dev, "logging requested without a log area (SET_LOG_BASE missing)");
 		return -EINVAL;
 	}
+	return 0;
+}
+
+/* VHOST_F_LOG_ALL on: register vhost's log area and let the device mark it. */
+int
+mlx5_lm_log_start(struct mlx5_lm_dev *dev, uint64_t base, uint64_t size)
+{
+	/* No file identity (file_ino 0): never taken back as guest memory. */
+	struct mlx5_lm_mem_region r = { .gpa = 0 };
+	int ret;
+
 	r.gpa = 0;
 	/* The log is mapped in whole pages; the device addresses it from 0. */
 	r.size = (size + 4095) & ~4095ull;

@@ -128,11 +128,15 @@ mlx5_lm_set_features(int vid)
 	rte_vhost_get_negotiated_features(vid, &dev->features);
 	if (dev->running) {
 		int want = !!(dev->features & (1ull << F_LOG_ALL));
+		uint64_t base, size;
 
-		if (want && dev->log_mr == NULL)
-			ret = mlx5_lm_log_start(dev);
-		else if (!want && dev->log_mr != NULL)
+		if (want && dev->log_mr == NULL) {
+			ret = mlx5_lm_log_area(dev, vid, &base, &size);
+			if (ret == 0)
+				ret = mlx5_lm_log_start(dev, base, size);
+		} else if (!want && dev->log_mr != NULL) {
 			mlx5_lm_log_stop(dev);
+		}
 	}
 out:
 	pthread_mutex_unlock(&dev->lock);
@@ -156,7 +160,9 @@ mlx5_lm_dev_cleanup(int vid)
 		pthread_mutex_unlock(&dev->lock);
 		return 0;
 	}
-	dev->vid = -1;
+	/* Its queues ran on its rings: nothing of them may stay in use. */
+	mlx5_lm_stop_orphaned(dev);
+	__atomic_store_n(&dev->vid, -1, __ATOMIC_RELEASE);
 	/* The next front end enables its own rings. */
 	for (uint16_t i = 0; i < dev->nr_vq; i++)
 		dev->vq[i].enabled = 0;
@@ -171,16 +177,22 @@ mlx5_lm_migration_done(int vid)
 	return 0;
 }
 
-/* The doorbell page rings the owner's queues: only the owner may map it. */
+/*
+ * The doorbell page rings the owner's queues: only the owner may map it.
+ * Read without dev->lock: vhost asks from dev_conf's host-notifier call
+ * while the device's worker may hold the lock for the whole configuration.
+ * The owner is whoever's DRIVER_OK queued it, claimed under the lock.
+ */
 static int
 owned_by(struct mlx5_lm_dev *dev, int vid, const char *what)
 {
-	int ret;
+	int owner = __atomic_load_n(&dev->vid, __ATOMIC_ACQUIRE);
 
-	pthread_mutex_lock(&dev->lock);
-	ret = mlx5_lm_owner(dev, vid, what);
-	pthread_mutex_unlock(&dev->lock);
-	return ret == 0;
+	if (owner == vid)
+		return 1;
+	DRV_LOG(ERR, dev, "%s from vhost device %d refused: the device is owned by vhost "
+		"device %d (one front end per device)", what, vid, owner);
+	return 0;
 }
 
 static int

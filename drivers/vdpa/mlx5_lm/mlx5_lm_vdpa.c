@@ -252,6 +252,7 @@ struct vq_plan {
 	struct mlx5_lm_vq_cfg cfg;
 	uint16_t size;
 	int ready;
+	int ready_later;             /* RDY once the queue logs (job->logging) */
 	int recreate;
 };
 
@@ -469,7 +470,8 @@ mlx5_lm_owner(struct mlx5_lm_dev *dev, int vid, const char *what)
 	if (dev->vid == vid)
 		return 0;
 	if (dev->vid < 0) {
-		dev->vid = vid;
+		/* Stored atomically: the host-notifier callbacks read it without the lock. */
+		__atomic_store_n(&dev->vid, vid, __ATOMIC_RELEASE);
 		DRV_LOG(INFO, dev, "vhost device %d owns the device", vid);
 		return 0;
 	}
@@ -489,6 +491,13 @@ struct mlx5_lm_conf_job {
 	int vid;
 	uint16_t nr;                         /* rings the front end set up */
 	uint16_t np;                         /* of which enabled: planned */
+	/*
+	 * VHOST_F_LOG_ALL at DRIVER_OK (a guest resetting its NIC while it
+	 * migrates): vhost's log area, read on vhost's thread. Queues log
+	 * before they run.
+	 */
+	int logging;
+	uint64_t log_base, log_size;
 	uint32_t nregions;
 	struct mlx5_lm_mem_region regions[MAX_REGIONS];
 	struct vq_plan plans[MLX5_LM_MAX_VIRTQS];
@@ -517,6 +526,31 @@ mlx5_lm_wait_configured(struct mlx5_lm_dev *dev)
 	dev->conf_waiters--;
 }
 
+static int
+task_ready(void *arg)
+{
+	struct vq_plan *p = arg;
+
+	return mlx5_lm_virtq_set_state(p->vq, PRM_VIRTQ_STATE_RDY);
+}
+
+/* The planned queues held back until they log: RDY now, in parallel. */
+static int
+set_ready_later(struct mlx5_lm_dev *dev, struct vq_plan *plans, uint16_t np)
+{
+	struct mlx5_lm_batch b;
+	uint16_t i;
+	int ret;
+
+	mlx5_lm_batch_init(&b, batch_limit(dev));
+	for (i = 0; i < np; i++)
+		if (plans[i].ready_later)
+			mlx5_lm_batch_submit(&b, task_ready, &plans[i]);
+	ret = mlx5_lm_batch_wait(&b);
+	mlx5_lm_batch_fini(&b);
+	return ret;
+}
+
 /*
  * The configuration itself, dev->lock held: memory, then per queue one
  * MODIFY (or a re-creation) in parallel, steering, notifications. On
@@ -537,8 +571,18 @@ conf_run(struct mlx5_lm_dev *dev, struct mlx5_lm_conf_job *job, const char **why
 		goto err_mem;
 	t1 = mlx5_lm_now_ms();
 	dev->last_conf_mr_ms = t1 - t0;
-	for (i = 0; i < np; i++)
+	for (i = 0; i < np; i++) {
 		plan_finish(dev, &plans[i]);
+		/*
+		 * With the log on, no queue runs before it logs: configured
+		 * without RDY, the dirty bitmap set, then RDY (three MODIFYs
+		 * instead of one, on a path a migrating guest's NIC reset takes).
+		 */
+		if (job->logging) {
+			plans[i].ready_later = plans[i].ready;
+			plans[i].ready = 0;
+		}
+	}
 	*why = "queue configuration failed";
 	prepare_recreate(dev, plans, np, &rebuild);
 	mlx5_lm_batch_init(&b, batch_limit(dev));
@@ -556,6 +600,16 @@ conf_run(struct mlx5_lm_dev *dev, struct mlx5_lm_conf_job *job, const char **why
 		dev->vq[i].configured = 1;
 		dev->vq[i].recoveries = 0;
 	}
+	if (job->logging) {
+		*why = "dirty-page logging could not start";
+		ret = mlx5_lm_log_start(dev, job->log_base, job->log_size);
+		if (ret < 0)
+			goto err_queues;
+		*why = "queue configuration failed";
+		ret = set_ready_later(dev, plans, np);
+		if (ret < 0)
+			goto err_queues;
+	}
 	*why = "receive steering update failed";
 	ret = mlx5_lm_steer_update(dev);
 	if (ret < 0)
@@ -571,8 +625,6 @@ conf_run(struct mlx5_lm_dev *dev, struct mlx5_lm_conf_job *job, const char **why
 	/* Queues now use the new registration: the previous one can go. */
 	release_prev_mr(dev);
 	dev->running = 1;
-	if ((dev->features & (1ull << F_LOG_ALL)) && dev->log_mr == NULL && mlx5_lm_log_start(dev) < 0)
-		DRV_LOG(ERR, dev, "running without dirty-page logging");
 	dev->last_conf_vq_ms = mlx5_lm_now_ms() - t1;
 	dev->last_conf_ms = mlx5_lm_now_ms() - t0;
 	__atomic_add_fetch(&dev->conf_count, 1, __ATOMIC_RELAXED);
@@ -589,6 +641,8 @@ err_queues:
 		dev->vq[i].configured = 0;
 		dev->vq[i].started = 0;
 	}
+	/* Not running: the log registration goes, the queues are reset below. */
+	mlx5_lm_log_stop(dev);
 	if (dev->args.precreate) {
 		restore_blank(dev, 0);
 	} else {
@@ -636,15 +690,6 @@ conf_worker(void *arg)
 			set_state(dev, RTE_PMD_MLX5_LM_STATE_FAILED, ret, why);
 		} else {
 			set_state(dev, RTE_PMD_MLX5_LM_STATE_RUNNING, 0, NULL);
-			/*
-			 * Without the lock: vhost asks the driver for the doorbell
-			 * page (get_vfio_device_fd, get_notify_area), which checks
-			 * ownership under it. conf_busy still holds every stop,
-			 * cleanup and removal off.
-			 */
-			pthread_mutex_unlock(&dev->lock);
-			host_notifiers_on(dev, job->vid);
-			pthread_mutex_lock(&dev->lock);
 		}
 		dev->conf_ret = ret;
 		dev->conf_job = NULL;
@@ -682,6 +727,7 @@ mlx5_lm_conf_worker_stop(struct mlx5_lm_dev *dev)
 	pthread_mutex_lock(&dev->lock);
 	/* A configuration queued or running finishes first (removal waits for it). */
 	dev->conf_hold = 0;
+	pthread_cond_broadcast(&dev->conf_cv);
 	mlx5_lm_wait_configured(dev);
 	dev->conf_stop = 1;
 	pthread_cond_broadcast(&dev->conf_cv);
@@ -706,8 +752,8 @@ mlx5_lm_dev_conf(int vid)
 	struct rte_vhost_memory *mem = NULL;
 	struct mlx5_lm_conf_job *job = NULL;
 	const char *why = "";
+	int ret, notifiers = 0;
 	uint16_t i;
-	int ret;
 
 	if (dev == NULL)
 		return -ENODEV;
@@ -747,6 +793,13 @@ mlx5_lm_dev_conf(int vid)
 	ret = mem_regions(dev, mem, job->regions, &job->nregions);
 	if (ret < 0)
 		goto err;
+	if (dev->features & (1ull << F_LOG_ALL)) {
+		why = "logging asked without a log area";
+		ret = mlx5_lm_log_area(dev, vid, &job->log_base, &job->log_size);
+		if (ret < 0)
+			goto err;
+		job->logging = 1;
+	}
 	/*
 	 * Rings the guest has not enabled (SET_VRING_ENABLE, reported through
 	 * set_vring_state) are configured at their enable, with one MODIFY:
@@ -777,15 +830,19 @@ mlx5_lm_dev_conf(int vid)
 	DRV_LOG(DEBUG, dev, "DRIVER_OK: configuration of %u rings handed to the device's worker",
 		job->np);
 	ret = 0;
-	if (!dev->args.parallel) {
+	notifiers = 1;
+	if (!dev->args.parallel || job->logging) {
 		/*
 		 * parallel=0 is the old driver, for comparison: vhost's thread
 		 * waits for the configuration (the same job, run by the worker)
 		 * and gets its result, so that it calls dev_conf again after a
-		 * failure.
+		 * failure. So does a DRIVER_OK with the log on: vhost's next
+		 * SET_LOG_BASE would unmap the log area the job registers,
+		 * without a callback; the device waits for nothing meanwhile.
 		 */
 		mlx5_lm_wait_configured(dev);
 		ret = dev->conf_ret;
+		notifiers = ret == 0;
 	}
 	goto out;
 err:
@@ -795,6 +852,16 @@ err:
 out:
 	free(mem);
 	pthread_mutex_unlock(&dev->lock);
+	/*
+	 * On vhost's thread, which alone may use the front end's channel
+	 * (vhost closes it at a new SET_SLAVE_REQ_FD, with no callback), and
+	 * without the lock: vhost asks the driver for the doorbell page
+	 * (get_vfio_device_fd, get_notify_area) meanwhile. A kick the guest
+	 * writes to the doorbell before its queue is RDY is covered by the
+	 * doorbell each queue gets once RDY (mlx5_lm_notify_add_ring).
+	 */
+	if (notifiers)
+		host_notifiers_on(dev, vid);
 	return ret;
 }
 
@@ -899,6 +966,9 @@ task_suspend_query(void *arg)
 		/* Never started: vhost's own base is right. */
 		return 0;
 	}
+	/* The front end is gone (dev_cleanup): stopped, nothing to hand over. */
+	if (!dev->stop_handover)
+		return 0;
 	if (suspended && idle_split_ring(vq, &used)) {
 		avail = used;
 		__atomic_add_fetch(&dev->stop_queries_skipped, 1, __ATOMIC_RELAXED);
@@ -978,9 +1048,11 @@ task_stop_pairs(void *arg)
  * ms instead of 20-27. A device needed sooner (DRIVER_OK, removal) starts
  * it at once.
  */
-static void
+/* Returns 1 when the restore was asked for before its deadline (needed now). */
+static int
 restore_defer(struct mlx5_lm_dev *dev, double deadline_ms)
 {
+	int urgent;
 	struct timespec ts;
 	uint64_t ns;
 
@@ -991,9 +1063,11 @@ restore_defer(struct mlx5_lm_dev *dev, double deadline_ms)
 	while (!dev->restore_now && mlx5_lm_now_ms() < deadline_ms)
 		if (pthread_cond_timedwait(&dev->restore_cv, &dev->lock, &ts) == ETIMEDOUT)
 			break;
+	urgent = dev->restore_now;
 	/* From here queue objects change without the lock: statistics stay away. */
 	dev->restore_swapping = 1;
 	pthread_mutex_unlock(&dev->lock);
+	return urgent;
 }
 
 /*
@@ -1009,16 +1083,27 @@ static void *
 restore_thread(void *arg)
 {
 	struct mlx5_lm_dev *dev = arg;
+	int urgent;
 	double t0;
 
-	restore_defer(dev, dev->restore_deadline_ms);
+	urgent = restore_defer(dev, dev->restore_deadline_ms);
 	t0 = mlx5_lm_now_ms();
 
-	/* Its own commands (steering) yield to any device starting or stopping, too. */
-	mlx5_lm_bg_thread(1);
-	restore_blank(dev, 1);
-	/* Never paused while holding the device lock. */
-	mlx5_lm_bg_thread(0);
+	if (urgent) {
+		/*
+		 * A DRIVER_OK (or a removal) waits for it: its start, not background
+		 * work that yields to every other device's.
+		 */
+		mlx5_lm_fg_enter();
+		restore_blank(dev, 0);
+		mlx5_lm_fg_exit();
+	} else {
+		/* Its own commands (steering) yield to any device starting or stopping, too. */
+		mlx5_lm_bg_thread(1);
+		restore_blank(dev, 1);
+		/* Never paused while holding the device lock. */
+		mlx5_lm_bg_thread(0);
+	}
 	pthread_mutex_lock(&dev->lock);
 	/* No queue references the registrations any more: deferred deletion, or reuse. */
 	mlx5_lm_log_stop(dev);
@@ -1032,26 +1117,21 @@ restore_thread(void *arg)
 	return NULL;
 }
 
-int
-mlx5_lm_dev_close(int vid)
+/*
+ * Stop a running device, dev->lock held: every ready queue suspended (and,
+ * with handover, queried and its indices handed to vhost, its used ring
+ * logged), the relay off every ring, and the queues put back to blank
+ * after the caller's return, in the background.
+ */
+static void
+stop_locked(struct mlx5_lm_dev *dev, int handover)
 {
-	struct mlx5_lm_dev *dev = dev_by_vid(vid);
 	struct stop_group groups[MAX_STOP_TASKS];
 	double t0 = mlx5_lm_now_ms();
 	struct mlx5_lm_batch b;
 	uint16_t i;
 	int ret;
 
-	if (dev == NULL)
-		return -ENODEV;
-	pthread_mutex_lock(&dev->lock);
-	/* A stop (or a memory-table change) sees the configuration DRIVER_OK asked for. */
-	mlx5_lm_wait_configured(dev);
-	/* Another connection's GET_VRING_BASE must not stop the owner's queues. */
-	if (!dev->running || mlx5_lm_owner(dev, vid, "stop (GET_VRING_BASE)") < 0) {
-		pthread_mutex_unlock(&dev->lock);
-		return 0;
-	}
 	/* Background work of every device waits until this stop has its reply. */
 	mlx5_lm_fg_enter();
 	for (i = 0; i < dev->nr_vq; i++)
@@ -1059,6 +1139,7 @@ mlx5_lm_dev_close(int vid)
 			mlx5_lm_notify_del_ring(dev, &dev->vq[i]);
 	/* Only what vhost's GET_VRING_BASE reply needs happens before we return. */
 	dev->stop_queries_skipped = 0;
+	dev->stop_handover = (uint8_t)handover;
 	mlx5_lm_batch_init(&b, batch_limit(dev));
 	if (dev->args.parallel && dev->nr_vq / 2 >= dev->args.workers &&
 	    dev->args.workers <= MAX_STOP_TASKS) {
@@ -1114,10 +1195,43 @@ mlx5_lm_dev_close(int vid)
 		mlx5_lm_mr_release(dev->mr);
 		dev->mr = NULL;
 	}
+}
+
+int
+mlx5_lm_dev_close(int vid)
+{
+	struct mlx5_lm_dev *dev = dev_by_vid(vid);
+
+	if (dev == NULL)
+		return -ENODEV;
+	pthread_mutex_lock(&dev->lock);
+	/* A stop (or a memory-table change) sees the configuration DRIVER_OK asked for. */
+	mlx5_lm_wait_configured(dev);
+	/* Another connection's GET_VRING_BASE must not stop the owner's queues. */
+	if (!dev->running || mlx5_lm_owner(dev, vid, "stop (GET_VRING_BASE)") < 0) {
+		pthread_mutex_unlock(&dev->lock);
+		return 0;
+	}
+	stop_locked(dev, 1);
 	DRV_LOG(INFO, dev, "stopped in %.1f ms (%u idle split rings needed no QUERY)",
 		dev->last_close_ms, dev->stop_queries_skipped);
 	pthread_mutex_unlock(&dev->lock);
 	return 0;
+}
+
+void
+mlx5_lm_stop_orphaned(struct mlx5_lm_dev *dev)
+{
+	if (!dev->running)
+		return;
+	/*
+	 * vhost calls dev_conf whatever new_device answered, but dev_close only
+	 * for a device new_device accepted: a front end whose new_device failed
+	 * leaves with its queues running on its rings and the relay on its fds.
+	 */
+	stop_locked(dev, 0);
+	DRV_LOG(INFO, dev, "front end gone while running (vhost never stopped the device): "
+		"stopped in %.1f ms", dev->last_close_ms);
 }
 
 /* ---- queue enable / disable ---------------------------------------------- */
