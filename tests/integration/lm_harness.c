@@ -525,7 +525,10 @@ lmh_probe_profile(struct lmh_dev *d, int sock, const char *profile, const char *
 	ret = rte_eal_hotplug_add("vdev", d->name, all);
 	if (ret != 0)
 		return ret;
-	d->dev = mlx5_lm_dev_by_name(d->name);
+	/* The harness removes the device itself: no reference kept past the lookup. */
+	d->dev = mlx5_lm_dev_get(d->name);
+	if (d->dev != NULL)
+		mlx5_lm_dev_put(d->dev);
 	if (d->dev == NULL)
 		return -ENODEV;
 	d->emu = use_rdma ? NULL : devx_emu_dev(d->dev->devx);

@@ -36,13 +36,18 @@ static unsigned int dev_seq;
 static struct mlx5_lm_dev *
 probe(char *name, size_t len, const char *extra)
 {
+	struct mlx5_lm_dev *dev;
 	char args[256];
 
 	snprintf(name, len, "vdpa_mlx5_lm%u", dev_seq++);
 	snprintf(args, sizeof(args), "emu=fast,queues=1,workers=4%s%s", extra ? "," : "",
 		 extra ? extra : "");
 	assert_int_equal(rte_eal_hotplug_add("vdev", name, args), 0);
-	return mlx5_lm_dev_by_name(name);
+	/* The test removes the device itself: no reference kept past the lookup. */
+	dev = mlx5_lm_dev_get(name);
+	if (dev != NULL)
+		mlx5_lm_dev_put(dev);
+	return dev;
 }
 
 static void

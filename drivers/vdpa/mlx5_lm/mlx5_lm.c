@@ -28,7 +28,10 @@ RTE_LOG_REGISTER(mlx5_lm_devx_logtype, pmd.vdpa.mlx5_lm.devx, NOTICE);
 RTE_LOG_REGISTER(mlx5_lm_emu_logtype, pmd.vdpa.mlx5_lm.emu, NOTICE);
 
 static TAILQ_HEAD(, mlx5_lm_dev) dev_list = TAILQ_HEAD_INITIALIZER(dev_list);
-static pthread_mutex_t dev_list_lock = PTHREAD_MUTEX_INITIALIZER; /* guards dev_list */
+/* guards dev_list and every device's refs */
+static pthread_mutex_t dev_list_lock = PTHREAD_MUTEX_INITIALIZER;
+/* A device's references dropped to 0 (its removal waits for that). */
+static pthread_cond_t dev_refs_cv = PTHREAD_COND_INITIALIZER;
 
 /* The lower layers log in syslog levels; DPDK's are the same plus one. */
 static void
@@ -337,8 +340,12 @@ mlx5_lm_remove(struct rte_vdev_device *vdev)
 
 	pthread_mutex_lock(&dev_list_lock);
 	dev = find_dev_by_name(name);
-	if (dev != NULL)
+	if (dev != NULL) {
 		TAILQ_REMOVE(&dev_list, dev, next);
+		/* A public call that found the device before finishes with it first. */
+		while (dev->refs > 0)
+			pthread_cond_wait(&dev_refs_cv, &dev_list_lock);
+	}
 	pthread_mutex_unlock(&dev_list_lock);
 	if (dev == NULL)
 		return -ENODEV;
@@ -364,14 +371,25 @@ mlx5_lm_remove(struct rte_vdev_device *vdev)
 }
 
 struct mlx5_lm_dev *
-mlx5_lm_dev_by_name(const char *name)
+mlx5_lm_dev_get(const char *name)
 {
 	struct mlx5_lm_dev *dev;
 
 	pthread_mutex_lock(&dev_list_lock);
 	dev = find_dev_by_name(name);
+	if (dev != NULL)
+		dev->refs++;
 	pthread_mutex_unlock(&dev_list_lock);
 	return dev;
+}
+
+void
+mlx5_lm_dev_put(struct mlx5_lm_dev *dev)
+{
+	pthread_mutex_lock(&dev_list_lock);
+	if (--dev->refs == 0)
+		pthread_cond_broadcast(&dev_refs_cv);
+	pthread_mutex_unlock(&dev_list_lock);
 }
 
 int
@@ -411,7 +429,7 @@ rte_pmd_mlx5_lm_get_timings(const char *name, struct rte_pmd_mlx5_lm_timings *t)
 	 * progress holds it for as long as it runs, and vhost's callbacks on
 	 * other devices need the list lock meanwhile.
 	 */
-	dev = mlx5_lm_dev_by_name(name);
+	dev = mlx5_lm_dev_get(name);
 	if (dev == NULL)
 		return -ENODEV;
 	pthread_mutex_lock(&dev->lock);
@@ -421,6 +439,7 @@ rte_pmd_mlx5_lm_get_timings(const char *name, struct rte_pmd_mlx5_lm_timings *t)
 	t->close_ms = dev->last_close_ms;
 	t->conf_count = dev->conf_count;
 	pthread_mutex_unlock(&dev->lock);
+	mlx5_lm_dev_put(dev);
 	return 0;
 }
 
@@ -444,10 +463,11 @@ rte_pmd_mlx5_lm_emu_model_stats(const char *name, struct rte_pmd_mlx5_lm_model_s
 	int ret;
 
 	/* Atomic counters in the emulator: no device lock, a dev_conf may be running. */
-	dev = mlx5_lm_dev_by_name(name);
+	dev = mlx5_lm_dev_get(name);
 	if (dev == NULL)
 		return -ENODEV;
 	ret = devx_emu_cost_stats(dev->devx, &cs);
+	mlx5_lm_dev_put(dev);
 	if (ret < 0)
 		return ret;
 	s->cmds = cs.cmds;

@@ -156,6 +156,7 @@ struct rte_vdpa_device;
 
 struct mlx5_lm_dev {
 	TAILQ_ENTRY(mlx5_lm_dev) next;
+	unsigned int refs;               /* mlx5_lm_dev_get references (list lock) */
 	char name[64];
 	struct rte_device *rte_dev;
 	struct rte_vdpa_device *vdpa;
@@ -339,8 +340,10 @@ int mlx5_lm_eventq_drain(struct mlx5_lm_virtq *vq, int arm);
  * A completion event of CQ cqn was read for vq: the CQ's arm was consumed,
  * the next arm carries the next arm sequence number (mod 4). Every
  * completion event read for a queue goes through here, in every event mode.
+ * Returns 1 when cqn is the queue's live event CQ (0: a CQ since destroyed,
+ * or none), with that CQ's number (0 when none) in *live_cqn.
  */
-void mlx5_lm_eventq_event(struct mlx5_lm_virtq *vq, uint32_t cqn);
+int mlx5_lm_eventq_event(struct mlx5_lm_virtq *vq, uint32_t cqn, uint32_t *live_cqn);
 /*
  * Ring queue `index`'s doorbell: the device reads that queue's avail
  * index (every queue shares one doorbell; the value names the queue).
@@ -383,8 +386,13 @@ int mlx5_lm_steer_forget(struct mlx5_lm_dev *dev, uint32_t id);
 
 struct rte_vdpa_device;
 struct mlx5_lm_dev *mlx5_lm_dev_by_vdpa(struct rte_vdpa_device *vdpa);
-/* The probed device of that vdev name, NULL when none. */
-struct mlx5_lm_dev *mlx5_lm_dev_by_name(const char *name);
+/*
+ * The probed device of that vdev name with a reference taken, NULL when
+ * none: the public calls that name a device use it until they drop the
+ * reference (mlx5_lm_dev_put); its removal waits for that.
+ */
+struct mlx5_lm_dev *mlx5_lm_dev_get(const char *name);
+void mlx5_lm_dev_put(struct mlx5_lm_dev *dev);
 /* The device behind a vhost device id, NULL when none. */
 struct mlx5_lm_dev *mlx5_lm_dev_by_vid(int vid);
 

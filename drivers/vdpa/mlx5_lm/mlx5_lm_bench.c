@@ -33,21 +33,17 @@ check_page(struct mlx5_lm_dev *dev, struct mlx5_lm_mr *mr,
 		res->verified_pages++;
 }
 
-int
-rte_pmd_mlx5_lm_mr_bench(const char *name, const struct rte_pmd_mlx5_lm_region *regions,
-			 unsigned int nregions, unsigned int sample,
-			 struct rte_pmd_mlx5_lm_mr_result *res)
+static int
+mr_bench(struct mlx5_lm_dev *dev, const struct rte_pmd_mlx5_lm_region *regions,
+	 unsigned int nregions, unsigned int sample, struct rte_pmd_mlx5_lm_mr_result *res)
 {
 	struct mlx5_lm_mem_region regs[8];
-	struct mlx5_lm_dev *dev = mlx5_lm_dev_by_name(name);
 	struct mlx5_lm_mr *mr;
 	uint64_t total = 0, step, off;
 	double t0;
 	unsigned int i;
 	int ret;
 
-	if (dev == NULL)
-		return -ENODEV;
 	if (nregions == 0 || nregions > RTE_DIM(regs))
 		return -EINVAL;
 	memset(res, 0, sizeof(*res));
@@ -93,5 +89,20 @@ rte_pmd_mlx5_lm_mr_bench(const char *name, const struct rte_pmd_mlx5_lm_region *
 	res->destroy_ms = mlx5_lm_mr_gc_last_destroy_ms(dev);
 out:
 	pthread_mutex_unlock(&dev->lock);
+	return ret;
+}
+
+int
+rte_pmd_mlx5_lm_mr_bench(const char *name, const struct rte_pmd_mlx5_lm_region *regions,
+			 unsigned int nregions, unsigned int sample,
+			 struct rte_pmd_mlx5_lm_mr_result *res)
+{
+	struct mlx5_lm_dev *dev = mlx5_lm_dev_get(name);
+	int ret;
+
+	if (dev == NULL)
+		return -ENODEV;
+	ret = mr_bench(dev, regions, nregions, sample, res);
+	mlx5_lm_dev_put(dev);
 	return ret;
 }

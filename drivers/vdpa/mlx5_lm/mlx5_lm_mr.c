@@ -501,7 +501,8 @@ destroy_timed(struct mlx5_lm_mr *mr, int background)
 		return -EBUSY;
 	}
 	ms = mlx5_lm_now_ms() - t0;
-	dev->mr_last_destroy_ms = ms;
+	/* Written by the GC thread or a caller, read by anyone: no lock in common. */
+	__atomic_store(&dev->mr_last_destroy_ms, &ms, __ATOMIC_RELAXED);
 	DRV_LOG(INFO, dev, "released registration of %u chunks destroyed in %.1f ms", chunks, ms);
 	return 0;
 }
@@ -692,5 +693,8 @@ mlx5_lm_mr_gc_wait(struct mlx5_lm_dev *dev, unsigned int timeout_ms)
 double
 mlx5_lm_mr_gc_last_destroy_ms(struct mlx5_lm_dev *dev)
 {
-	return dev->mr_last_destroy_ms;
+	double ms;
+
+	__atomic_load(&dev->mr_last_destroy_ms, &ms, __ATOMIC_RELAXED);
+	return ms;
 }

@@ -267,11 +267,14 @@ relay_events(struct mlx5_lm_notify *n)
 	while (devx_evch_read(dev->evch, &ev) > 0) {
 		uint16_t index = (uint16_t)ev.cookie;
 
+		uint32_t live_cqn = 0;
+		int ours = 0;
+
 		if (index >= MLX5_LM_MAX_VIRTQS)
 			continue;
 		/* The event consumed the CQ's arm: the next arm is a new request. */
 		if (ev.type == PRM_EVENT_COMPLETION && index < dev->nr_vq)
-			mlx5_lm_eventq_event(&dev->vq[index], ev.obj_id);
+			ours = mlx5_lm_eventq_event(&dev->vq[index], ev.obj_id, &live_cqn);
 		if (ev.type == PRM_EVENT_COMPLETION && n->timer) {
 			/* Traffic again: back to polling, from the first period. */
 			if (!n->polling) {
@@ -285,10 +288,9 @@ relay_events(struct mlx5_lm_notify *n)
 			 * notification arriving meanwhile raises the next event.
 			 */
 			/* The transport's reading of the event must name the queue's own CQ. */
-			if (index < dev->nr_vq && ev.obj_id != dev->vq[index].eq.cqn)
+			if (index < dev->nr_vq && !ours && live_cqn != 0)
 				DRV_LOG(ERR, dev, "queue %u: completion event names CQ 0x%x, "
-					"not its event CQ 0x%x", index, ev.obj_id,
-					dev->vq[index].eq.cqn);
+					"not its event CQ 0x%x", index, ev.obj_id, live_cqn);
 			if (index < dev->nr_vq)
 				mlx5_lm_eventq_drain(&dev->vq[index], 1);
 			call(n, index);

@@ -245,57 +245,58 @@ mlx5_lm_get_stats_names(struct rte_vdpa_device *vdpa, struct rte_vdpa_stat_name 
 }
 
 /*
- * Read queue qid's counters; with reset, make the current values the new
- * zero. Returns the device (vals filled) or NULL with *ret set.
+ * Read queue qid's counters, as counted since the last reset; with reset,
+ * make the current values the new zero. 0 (vals filled) or a negative errno.
+ * The base is read and written under dev->lock with the counters.
  */
-static struct mlx5_lm_dev *
-read_counters(struct rte_vdpa_device *vdpa, int qid, uint64_t vals[MLX5_LM_NB_STATS], int reset,
-	      int *ret)
+static int
+read_counters(struct rte_vdpa_device *vdpa, int qid, uint64_t vals[MLX5_LM_NB_STATS], int reset)
 {
+	uint64_t raw[MLX5_LM_NB_STATS];
+	int ret, i;
 	struct mlx5_lm_dev *dev = mlx5_lm_dev_by_vdpa(vdpa);
 
-	if (dev == NULL || qid < 0 || qid >= dev->nr_vq) {
-		*ret = dev == NULL ? -ENODEV : -EINVAL;
-		return NULL;
-	}
+	if (dev == NULL || qid < 0 || qid >= dev->nr_vq)
+		return dev == NULL ? -ENODEV : -EINVAL;
 	/*
 	 * No VIRTIO_Q_COUNTERS on this device (general_obj_types bit 28): the
 	 * names still describe what a virtio-net vDPA device counts, but there
 	 * are no values. -ENOTSUP, not zeroes, so that a caller of
 	 * rte_vdpa_get_stats() can tell "not counted" from "nothing happened".
 	 */
-	if (!mlx5_lm_has_counters(dev)) {
-		*ret = -ENOTSUP;
-		return NULL;
-	}
+	if (!mlx5_lm_has_counters(dev))
+		return -ENOTSUP;
 	pthread_mutex_lock(&dev->lock);
 	/*
 	 * The background restore swaps queue objects without the lock, once
 	 * its deferral (mr_gc_ms) is over; until then a stopped device's
 	 * counters are there to read, as they were before the stop.
 	 */
-	*ret = dev->restore_swapping ? -EBUSY : mlx5_lm_virtq_counters(&dev->vq[qid], vals);
-	if (*ret == 0 && reset)
-		memcpy(dev->vq[qid].stats_base, vals, sizeof(dev->vq[qid].stats_base));
+	ret = dev->restore_swapping ? -EBUSY : mlx5_lm_virtq_counters(&dev->vq[qid], raw);
+	if (ret == 0) {
+		for (i = 0; i < MLX5_LM_NB_STATS; i++)
+			vals[i] = raw[i] - dev->vq[qid].stats_base[i];
+		if (reset)
+			memcpy(dev->vq[qid].stats_base, raw, sizeof(dev->vq[qid].stats_base));
+	}
 	pthread_mutex_unlock(&dev->lock);
-	return *ret == 0 ? dev : NULL;
+	return ret;
 }
 
 static int
 mlx5_lm_get_stats(struct rte_vdpa_device *vdpa, int qid, struct rte_vdpa_stat *stats,
 		  unsigned int n)
 {
-	struct mlx5_lm_dev *dev;
 	uint64_t vals[MLX5_LM_NB_STATS];
 	unsigned int i;
 	int ret;
 
-	dev = read_counters(vdpa, qid, vals, 0, &ret);
-	if (dev == NULL)
+	ret = read_counters(vdpa, qid, vals, 0);
+	if (ret < 0)
 		return ret;
 	for (i = 0; i < n && i < RTE_DIM(stat_names); i++) {
 		stats[i].id = i;
-		stats[i].value = vals[i] - dev->vq[qid].stats_base[i];
+		stats[i].value = vals[i];
 	}
 	return i;
 }
@@ -304,10 +305,8 @@ static int
 mlx5_lm_reset_stats(struct rte_vdpa_device *vdpa, int qid)
 {
 	uint64_t vals[MLX5_LM_NB_STATS];
-	int ret;
 
-	read_counters(vdpa, qid, vals, 1, &ret);
-	return ret;
+	return read_counters(vdpa, qid, vals, 1);
 }
 
 /*

@@ -24,7 +24,7 @@ struct mlx5_lm_uplink {
 	uint16_t port;
 	struct rte_mempool *pool;
 	pthread_t rx_thread;
-	volatile int stop;
+	int stop;                  /* atomic: set by uplink_stop, read by the RX thread */
 	pthread_mutex_t tx_lock;   /* one TX queue, serialises the data path's sends */
 	uint64_t tx_drops;
 };
@@ -58,7 +58,7 @@ uplink_rx(void *arg)
 	struct rte_mbuf *pkts[UPLINK_BURST];
 	const struct timespec idle = { .tv_nsec = 200 * 1000 };
 
-	while (!u->stop) {
+	while (!__atomic_load_n(&u->stop, __ATOMIC_ACQUIRE)) {
 		uint16_t i, n = rte_eth_rx_burst(u->port, 0, pkts, UPLINK_BURST);
 
 		for (i = 0; i < n; i++) {
@@ -157,7 +157,7 @@ mlx5_lm_uplink_stop(struct mlx5_lm_dev *dev)
 		return;
 	/* The data path calls uplink_tx: detach it before the port goes. */
 	devx_emu_set_uplink(dev->devx, NULL, NULL);
-	u->stop = 1;
+	__atomic_store_n(&u->stop, 1, __ATOMIC_RELEASE);
 	pthread_join(u->rx_thread, NULL);
 	rte_eth_dev_stop(u->port);
 	rte_mempool_free(u->pool);

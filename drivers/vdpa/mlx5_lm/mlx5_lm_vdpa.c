@@ -868,9 +868,9 @@ out:
 int
 rte_pmd_mlx5_lm_get_state(const char *name, struct rte_pmd_mlx5_lm_state *st)
 {
-	struct mlx5_lm_dev *dev = mlx5_lm_dev_by_name(name);
+	struct mlx5_lm_dev *dev = st != NULL ? mlx5_lm_dev_get(name) : NULL;
 
-	if (dev == NULL || st == NULL)
+	if (dev == NULL)
 		return -ENODEV;
 	memset(st, 0, sizeof(*st));
 	pthread_mutex_lock(&dev->state_lock);
@@ -881,6 +881,7 @@ rte_pmd_mlx5_lm_get_state(const char *name, struct rte_pmd_mlx5_lm_state *st)
 	pthread_mutex_unlock(&dev->state_lock);
 	/* conf_count: written under dev->lock by the worker; a torn read is impossible (64-bit). */
 	st->conf_count = __atomic_load_n(&dev->conf_count, __ATOMIC_RELAXED);
+	mlx5_lm_dev_put(dev);
 	return 0;
 }
 

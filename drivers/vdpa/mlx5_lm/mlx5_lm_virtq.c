@@ -292,19 +292,23 @@ eventq_rearm(struct mlx5_lm_virtq *vq)
 	devx_uar_ring(vq->dev->event_uar, DEVX_UAR_CQ_DOORBELL, (uint64_t)arm << 32 | eq->cqn);
 }
 
-void
-mlx5_lm_eventq_event(struct mlx5_lm_virtq *vq, uint32_t cqn)
+int
+mlx5_lm_eventq_event(struct mlx5_lm_virtq *vq, uint32_t cqn, uint32_t *live_cqn)
 {
 	struct mlx5_lm_eventq *eq = &vq->eq;
+	int ours;
 
 	pthread_mutex_lock(&eq->lock);
 	/*
 	 * An event of a CQ since destroyed (the queue re-created, its new CQ
 	 * starting from 0) consumed no arm of the current one.
 	 */
-	if (eq->live && eq->cqn == cqn)
+	ours = eq->live && eq->cqn == cqn;
+	if (ours)
 		eq->arm_sn = (eq->arm_sn + 1) & 3;
+	*live_cqn = eq->live ? eq->cqn : 0;
 	pthread_mutex_unlock(&eq->lock);
+	return ours;
 }
 
 int
