@@ -19,8 +19,12 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <poll.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -181,6 +185,13 @@ static int
 teardown(void **state)
 {
 	(void)state;
+	/* A test that failed while holding the configuration lets it go. */
+	if (probed != NULL && probed->dev != NULL) {
+		pthread_mutex_lock(&probed->dev->lock);
+		probed->dev->conf_hold = 0;
+		pthread_cond_broadcast(&probed->dev->conf_cv);
+		pthread_mutex_unlock(&probed->dev->lock);
+	}
 	if (client != NULL) {
 		vu_disconnect(client);
 		client = NULL;
@@ -503,6 +514,195 @@ test_offered_host_notifier_is_handed_to_the_front_end(void **state)
 	assert_int_equal(lmh_remove(&d), 0);
 }
 
+/* Backend-channel requests and payload (vhost-user.rst, "Back-end message types"). */
+#define SET_SLAVE_REQ_FD 21
+#define BACKEND_VRING_HOST_NOTIFIER_MSG 3
+
+/*
+ * Read the back end's requests on our end of its channel for up to
+ * timeout_ms, answering each as QEMU does (REPLY_ACK 0) and closing the fd
+ * it carries; returns how many VRING_HOST_NOTIFIER_MSG came.
+ */
+static unsigned int
+serve_backend_channel(int fd, int timeout_ms)
+{
+	int64_t deadline = lmh_now_ms() + timeout_ms;
+	unsigned int notifiers = 0;
+
+	for (;;) {
+		char cbuf[CMSG_SPACE(sizeof(int) * 8)];
+		struct { uint32_t req, flags, size; uint8_t payload[64]; } __attribute__((packed)) m;
+		struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+				     .msg_controllen = sizeof(cbuf) };
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int64_t left = deadline - lmh_now_ms();
+		struct cmsghdr *cm;
+		ssize_t n;
+
+		if (left <= 0 || poll(&p, 1, (int)left) != 1)
+			return notifiers;
+		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+		if (n < 12)
+			return notifiers;
+		for (cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
+			int k, nfd = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+
+			for (k = 0; k < nfd; k++) {
+				int got;
+
+				memcpy(&got, CMSG_DATA(cm) + k * sizeof(int), sizeof(int));
+				close(got);
+			}
+		}
+		notifiers += m.req == BACKEND_VRING_HOST_NOTIFIER_MSG;
+		if (m.flags & VU_FLAG_NEED_REPLY) {
+			struct { uint32_t req, flags, size; uint64_t ok; } __attribute__((packed)) r = {
+				m.req, VU_FLAG_VERSION | VU_FLAG_REPLY, 8, 0 };
+
+			assert_int_equal(write(fd, &r, sizeof(r)), (ssize_t)sizeof(r));
+		}
+	}
+}
+
+/* SET_SLAVE_REQ_FD with one end of a new socket pair; returns our end. */
+static int
+new_backend_channel(struct vu_client *c)
+{
+	int sv[2];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	assert_int_equal(vu_send_raw(c, SET_SLAVE_REQ_FD, VU_FLAG_VERSION, NULL, 0, &sv[1], 1), 0);
+	close(sv[1]);
+	return sv[0];
+}
+
+/*
+ * The host notifiers go to the front end over vhost's channel to it, which
+ * vhost closes, with no callback, when the front end sends a new
+ * SET_SLAVE_REQ_FD. The device's configuration worker used that channel
+ * once the configuration was done, however many messages later: here the
+ * worker is held and the notifiers must come at once, from dev_conf on
+ * vhost's thread. A new channel sent while the configuration is held then
+ * carries nothing: the old one was used before vhost closed it, and the
+ * configuration itself never touches it.
+ */
+static void
+test_host_notifiers_go_out_on_vhosts_thread_before_a_held_configuration(void **state)
+{
+	struct vu_start_opts o = {
+		.protocol_features = VU_PROTO_EXPLICIT | VU_PROTO_DEFAULT | PF_SLAVE_REQ_BIT |
+				     PF_SLAVE_SEND_FD_BIT | PF_HOST_NOTIFIER_BIT,
+	};
+	uint32_t bases[NRINGS];
+	struct vu_client *c;
+	int mfd, chan, chan2;
+
+	(void)state;
+	mfd = memfd_create("test-caps-doorbell", 0);
+	assert_true(mfd >= 0);
+	assert_int_equal(ftruncate(mfd, 4096), 0);
+	probed = &d;
+	assert_int_equal(lmh_probe_profile(&d, 0, "fast", "queues=2,workers=2,mr_gc_ms=0"), 0);
+	d.dev->db->mmap_fd = mfd;
+	d.dev->db->mmap_offset = 0;
+	d.dev->db->mmap_size = 4096;
+	vu_guest_reset(guest);
+	assert_int_equal(vu_guest_new_eventfds(guest), 0);
+	assert_int_equal(vu_connect(&c, lmh_sock(0), 5000), 0);
+	client = c;
+	lmh_conn_opened(0);
+	vu_set_reply_timeout(c, LMH_DEADLINE_MS);
+	assert_int_equal(vu_device_init(c, &o), 0);
+	assert_true(vu_protocol_features(c) & PF_HOST_NOTIFIER_BIT);
+	chan = new_backend_channel(c);
+	pthread_mutex_lock(&d.dev->lock);
+	d.dev->conf_hold = 1;
+	pthread_mutex_unlock(&d.dev->lock);
+	assert_int_equal(vu_start_device(c, guest, &o), 0);
+	/* One notifier per ring, while the configuration has not even started. */
+	assert_int_equal(serve_backend_channel(chan, LMH_DEADLINE_MS / 4), NRINGS);
+	chan2 = new_backend_channel(c);
+	pthread_mutex_lock(&d.dev->lock);
+	d.dev->conf_hold = 0;
+	pthread_cond_broadcast(&d.dev->conf_cv);
+	pthread_mutex_unlock(&d.dev->lock);
+	assert_true(lmh_wait_running(&d, LMH_DEADLINE_MS));
+	assert_true(lmh_traffic(guest, 0x3, 200, LMH_DEADLINE_MS));
+	assert_int_equal(serve_backend_channel(chan, 100), 0);
+	assert_int_equal(serve_backend_channel(chan2, 100), 0);
+	assert_int_equal(vu_stop_device(c, bases, NRINGS), 0);
+	client = NULL;
+	vu_disconnect(c);
+	assert_true(lmh_wait_closed(0));
+	assert_true(lmh_wait_restored(&d));
+	close(chan);
+	close(chan2);
+	d.dev->db->mmap_fd = -1;
+	close(mfd);
+	probed = NULL;
+	assert_int_equal(lmh_remove(&d), 0);
+}
+
+/*
+ * A front end that opens a back-end channel and never answers on it: vhost
+ * reads the answer to each host notifier with a blocking read on its one
+ * thread. The vetting gives that read a timeout, so vhost's thread goes on
+ * (its next message answered), the driver says the notifiers were not
+ * taken, and kicks reach the device through the relay.
+ */
+static void
+test_front_end_silent_on_its_channel_holds_vhost_for_a_bounded_time(void **state)
+{
+	struct vu_start_opts o = {
+		.protocol_features = VU_PROTO_EXPLICIT | VU_PROTO_DEFAULT | PF_SLAVE_REQ_BIT |
+				     PF_SLAVE_SEND_FD_BIT | PF_HOST_NOTIFIER_BIT,
+	};
+	uint32_t bases[NRINGS];
+	struct vu_client *c;
+	int mfd, chan;
+	int64_t t0;
+	uint8_t status;
+	size_t lmark;
+
+	(void)state;
+	mfd = memfd_create("test-caps-doorbell", 0);
+	assert_true(mfd >= 0);
+	assert_int_equal(ftruncate(mfd, 4096), 0);
+	probed = &d;
+	assert_int_equal(lmh_probe_profile(&d, 0, "fast", "queues=2,workers=2,mr_gc_ms=0"), 0);
+	d.dev->db->mmap_fd = mfd;
+	d.dev->db->mmap_offset = 0;
+	d.dev->db->mmap_size = 4096;
+	vu_guest_reset(guest);
+	assert_int_equal(vu_guest_new_eventfds(guest), 0);
+	assert_int_equal(vu_connect(&c, lmh_sock(0), 5000), 0);
+	client = c;
+	lmh_conn_opened(0);
+	vu_set_reply_timeout(c, LMH_DEADLINE_MS);
+	assert_int_equal(vu_device_init(c, &o), 0);
+	chan = new_backend_channel(c);
+	lmark = lmh_log_mark();
+	t0 = lmh_now_ms();
+	assert_int_equal(vu_start_device(c, guest, &o), 0);
+	/* vhost's next answer: after its bounded waits on the silent channel. */
+	assert_int_equal(vu_get_status(c, &status), 0);
+	printf("  vhost answered again %" PRId64 " ms after DRIVER_OK\n", lmh_now_ms() - t0);
+	assert_true(lmh_wait_log(lmark, "did not take the host notifiers", LMH_DEADLINE_MS));
+	assert_true(lmh_wait_running(&d, LMH_DEADLINE_MS));
+	assert_true(lmh_traffic(guest, 0x3, 200, LMH_DEADLINE_MS));
+	assert_int_equal(vu_stop_device(c, bases, NRINGS), 0);
+	client = NULL;
+	vu_disconnect(c);
+	assert_true(lmh_wait_closed(0));
+	assert_true(lmh_wait_restored(&d));
+	close(chan);
+	d.dev->db->mmap_fd = -1;
+	close(mfd);
+	probed = NULL;
+	assert_int_equal(lmh_remove(&d), 0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -519,6 +719,8 @@ main(int argc, char **argv)
 		T(test_max_conf_threads_sizes_the_worker_pool),
 		T(test_host_notifier_is_offered_only_with_a_mappable_doorbell),
 		T(test_offered_host_notifier_is_handed_to_the_front_end),
+		T(test_host_notifiers_go_out_on_vhosts_thread_before_a_held_configuration),
+		T(test_front_end_silent_on_its_channel_holds_vhost_for_a_bounded_time),
 #undef T
 	};
 	int ret;

@@ -73,6 +73,7 @@ _Static_assert(offsetof(struct vet_msg, fd_num) == 676, "vhu_msg_context.fd_num 
 /* Front-end requests vetted here (vhost-user.rst, "Front-end message types"). */
 #define VET_SET_MEM_TABLE 5
 #define VET_SET_LOG_BASE 6
+#define VET_SET_SLAVE_REQ_FD 21
 #define VET_IOTLB_MSG 22
 #define VET_POSTCOPY_ADVISE 28
 #define VET_POSTCOPY_END 30
@@ -208,6 +209,39 @@ vet_log_base(int vid, const struct vet_msg *m)
 }
 
 /*
+ * How long vhost's thread waits for the front end's answer on the back-end
+ * channel: vhost 22.11 reads it with a blocking read (host notifiers,
+ * rte_vhost_host_notifier_ctrl, sent from dev_conf on vhost's thread: one
+ * message per ring, and on a failure one more per ring to take them back),
+ * and a front end that never answers would stop every socket's messages.
+ * QEMU answers from its main loop, and watches the channel while it waits
+ * for a reply of its own; an answer this late only leaves kicks on the
+ * driver's relay.
+ */
+#define VET_BACKEND_REPLY_MS 500
+
+/*
+ * SET_SLAVE_REQ_FD: the fd is vhost's end of the channel (the front end
+ * keeps the other end), so a receive timeout on it bounds vhost's wait for
+ * a reply and changes nothing for the front end.
+ */
+static int
+vet_backend_channel(int vid, const struct vet_msg *m)
+{
+	struct timeval tv = { .tv_sec = VET_BACKEND_REPLY_MS / 1000,
+			      .tv_usec = (VET_BACKEND_REPLY_MS % 1000) * 1000 };
+
+	if (m->fd_num < 1 || m->fds[0] < 0)
+		return 0;
+	/* Not a socket: vhost refuses to use it itself (its replies fail). */
+	if (setsockopt(m->fds[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 &&
+	    errno != ENOTSOCK)
+		vet_log(vid, "back-end channel fd %d: no reply timeout (%s): a front end that "
+			"never answers would hold vhost's thread", m->fds[0], strerror(errno));
+	return 0;
+}
+
+/*
  * vhost-user.rst: a request of a protocol feature may be sent only once it
  * is negotiated. DPDK 22.11 handles some regardless, and SET_INFLIGHT_FD
  * then writes into a mapping of the front end's size and fd (past both
@@ -273,6 +307,9 @@ rte_pmd_mlx5_lm_vhost_vet(int vid, void *msg)
 		break;
 	case VET_SET_LOG_BASE:
 		ret = vet_log_base(vid, m);
+		break;
+	case VET_SET_SLAVE_REQ_FD:
+		ret = vet_backend_channel(vid, m);
 		break;
 	default:
 		ret = 0;
