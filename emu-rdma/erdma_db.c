@@ -24,7 +24,7 @@
 
 struct erdma_watch {
 	pthread_t thread;
-	volatile int stop;
+	int stop;                       /* atomic */
 };
 
 static uint8_t *
@@ -92,7 +92,7 @@ watcher(void *arg)
 	struct erdma_ctx *c = arg;
 	long ns = POLL_MAX_NS;
 
-	while (!c->watch->stop) {
+	while (!__atomic_load_n(&c->watch->stop, __ATOMIC_ACQUIRE)) {
 		struct timespec ts;
 		bool hit = false;
 		unsigned int i;
@@ -153,7 +153,7 @@ erdma_db_fini(struct erdma_ctx *c)
 {
 	unsigned int i;
 
-	c->watch->stop = 1;
+	__atomic_store_n(&c->watch->stop, 1, __ATOMIC_RELEASE);
 	pthread_join(c->watch->thread, NULL);
 	/* Writes after the last scan are still doorbells. */
 	for (i = 0; i < ERDMA_PAGES; i++)

@@ -4,6 +4,9 @@
 #   tools/test.sh               the normal build (./build): every suite
 #   tools/test.sh --sanitize    an AddressSanitizer + UBSan build (./build-asan):
 #                               unit and integration suites
+#   tools/test.sh --tsan        a ThreadSanitizer build (./build-tsan): unit and
+#                               integration suites, DPDK's uninstrumented internals
+#                               suppressed (tools/sanitizers/tsan.supp)
 #   tools/test.sh --fuzz        the libFuzzer targets (./build-fuzz, clang), ~20 s each
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +32,18 @@ if [ "${1:-}" = "--sanitize" ]; then
 	export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 	# 'nosanitize': the PMD inside programs built elsewhere, and valgrind.
 	exec meson test -C build-asan --print-errorlogs --suite unit --suite integration \
+		--no-suite nosanitize "$@"
+fi
+if [ "${1:-}" = "--tsan" ]; then
+	shift
+	bash tools/setup.sh
+	if [ ! -f build-tsan/build.ninja ]; then
+		meson setup build-tsan -Db_sanitize=thread -Db_lundef=false >/dev/null
+	fi
+	ninja -C build-tsan >/dev/null
+	# halt_on_error: the first race fails its test (exit 66), with both stacks.
+	export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tools/sanitizers/tsan.supp"
+	exec meson test -C build-tsan --print-errorlogs --suite unit --suite integration \
 		--no-suite nosanitize "$@"
 fi
 bash tools/build.sh

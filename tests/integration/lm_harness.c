@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/kcmp.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -397,6 +398,45 @@ lmh_wait_closed(unsigned int sock)
 
 /* ---- process ---------------------------------------------------------------- */
 
+/*
+ * A watchdog for the whole test process (LMH_WATCHDOG_S, set by meson a
+ * little below the test's timeout): a wait inside the driver or DPDK that
+ * never ends otherwise shows as meson's bare timeout. When it fires, every
+ * thread's stack (gdb, where installed), the process's fds and sockets go to
+ * stderr, then the process aborts, so that the run's log says where it hung.
+ */
+static void *
+watchdog_main(void *arg)
+{
+	unsigned int secs = (unsigned int)(uintptr_t)arg;
+	char cmd[256];
+
+	sleep(secs);
+	fprintf(stderr, "\nlm_harness watchdog: still running after %u s: every thread's stack, "
+		"the open fds and unix sockets follow\n", secs);
+	/* gdb attaches to its parent only if the parent allows it (Yama ptrace_scope 1). */
+	prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+	snprintf(cmd, sizeof(cmd), "command -v gdb >/dev/null && gdb -p %d -batch -nx -ex "
+		 "'thread apply all bt' 1>&2; ls -l /proc/%d/fd 1>&2; cat /proc/%d/net/unix 1>&2",
+		 (int)getpid(), (int)getpid(), (int)getpid());
+	(void)!system(cmd);
+	abort();
+	return NULL;
+}
+
+static void
+watchdog_start(void)
+{
+	const char *v = getenv("LMH_WATCHDOG_S");
+	pthread_t th;
+	long secs;
+
+	if (v == NULL || (secs = strtol(v, NULL, 10)) <= 0)
+		return;
+	if (pthread_create(&th, NULL, watchdog_main, (void *)(uintptr_t)secs) == 0)
+		pthread_detach(th);
+}
+
 int
 lmh_init(const char *argv0, const char *name, unsigned int n)
 {
@@ -410,6 +450,7 @@ lmh_init(const char *argv0, const char *name, unsigned int n)
 
 	if (n > LMH_MAX_SOCKS || backend_init() < 0)
 		return -1;
+	watchdog_start();
 	snprintf(prefix, sizeof(prefix), "--file-prefix=%s-%d", name, (int)getpid());
 	/* A child process of a test works inside its parent's directory (removed with it). */
 	if (getenv("LMH_TMPDIR_PARENT") != NULL)
@@ -1119,7 +1160,7 @@ pump_main(void *arg)
 	struct lmh_pump *p = arg;
 	unsigned int q;
 
-	while (!p->stop) {
+	while (!__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) {
 		for (q = 0; q < MAX_QP; q++)
 			if ((p->mask & (1u << q)) && outstanding(p->g, p->mask) + 8 <= WINDOW)
 				vu_guest_tx(p->g, q, 8);
@@ -1155,7 +1196,7 @@ lmh_pump_stop(struct lmh_pump *p)
 
 	if (p->thread == NULL)
 		return false;
-	p->stop = true;
+	__atomic_store_n(&p->stop, true, __ATOMIC_RELEASE);
 	pthread_join(*(pthread_t *)p->thread, NULL);
 	free(p->thread);
 	p->thread = NULL;

@@ -217,7 +217,7 @@ bool lmh_traffic(struct vu_guest *g, uint32_t mask, unsigned int npp, int timeou
 struct lmh_pump {
 	struct vu_guest *g;
 	uint32_t mask;
-	volatile bool stop;
+	bool stop;              /* atomic */
 	void *thread;
 };
 int lmh_pump_start(struct lmh_pump *p, struct vu_guest *g, uint32_t mask);

@@ -116,27 +116,58 @@ wait_arm(struct lmh_trace *t, size_t from)
  * thread would have: the reading is refused, ci stays, and the rounds
  * after it go on.
  */
+/*
+ * The CQE is device memory the emulator writes a dword at a time: the test
+ * reads and rewrites it the same way (it stands in for the device), and
+ * reads the driver's consumer index under the event queue's lock.
+ */
+static void
+cqe_copy(uint8_t *dst, const uint8_t *src)
+{
+	size_t i;
+
+	for (i = 0; i < PRM_SIZE(cqe64); i += 4)
+		__atomic_store_n((uint32_t *)(dst + i),
+				 __atomic_load_n((const uint32_t *)(src + i), __ATOMIC_ACQUIRE),
+				 __ATOMIC_RELEASE);
+}
+
+static uint32_t
+eq_ci(struct mlx5_lm_eventq *eq)
+{
+	uint32_t ci;
+
+	pthread_mutex_lock(&eq->lock);
+	ci = eq->ci;
+	pthread_mutex_unlock(&eq->lock);
+	return ci;
+}
+
 static void
 torn_cqe_read(const char *args, unsigned int round)
 {
 	struct mlx5_lm_virtq *vq = &dev.dev->vq[0];
 	struct mlx5_lm_eventq *eq = &vq->eq;
-	uint8_t saved[PRM_SIZE(cqe64)];
-	uint32_t ci = eq->ci, ci_after;
+	uint8_t saved[PRM_SIZE(cqe64)], torn[PRM_SIZE(cqe64)];
+	uint32_t ci = eq_ci(eq), ci_after;
 	int n;
 
 	assert_true(ci >= 2);
-	assert_int_equal(PRM_GET(cqe64, eq->cqe, opcode), PRM_CQE_RESP_SEND);
-	memcpy(saved, eq->cqe, sizeof(saved));
-	PRM_SET(cqe64, eq->cqe, wqe_counter, 0);
+	cqe_copy(saved, eq->cqe);
+	assert_int_equal(PRM_GET(cqe64, saved, opcode), PRM_CQE_RESP_SEND);
+	memcpy(torn, saved, sizeof(torn));
+	PRM_SET(cqe64, torn, wqe_counter, 0);
+	cqe_copy(eq->cqe, torn);
 	/* Polled (no arm): no doorbell, so the storm cannot start whatever the outcome. */
 	n = mlx5_lm_eventq_drain(vq, 0);
-	ci_after = eq->ci;
+	ci_after = eq_ci(eq);
 	/* What the device wrote goes back; the next completion rewrites the entry anyway. */
-	memcpy(eq->cqe, saved, sizeof(saved));
+	cqe_copy(eq->cqe, saved);
 	if (ci_after != ci || n != 0) {
 		/* Put ci back too, so that the teardown is not caught in the storm. */
+		pthread_mutex_lock(&eq->lock);
 		eq->ci = ci;
+		pthread_mutex_unlock(&eq->lock);
 		print_error("%s: round %u: a torn CQE read (wqe_counter 0 after %u completions) "
 			    "was taken as %d completions (ci %u -> %u)\n", args, round, ci, n, ci,
 			    ci_after);

@@ -54,7 +54,7 @@ static struct rte_mempool *pool;
 static pthread_mutex_t be_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t be_cond = PTHREAD_COND_INITIALIZER;
 static struct backend be[MAX_BE];
-static volatile bool fwd_stop;
+static bool fwd_stop;            /* atomic */
 static volatile bool fwd_paused;
 static pthread_t fwd_thread;
 
@@ -165,7 +165,7 @@ static void *
 fwd_main(void *arg)
 {
 	(void)arg;
-	while (!fwd_stop) {
+	while (!__atomic_load_n(&fwd_stop, __ATOMIC_ACQUIRE)) {
 		unsigned int work = 0;
 
 		pthread_mutex_lock(&be_lock);
@@ -1110,7 +1110,7 @@ main(void)
 	if (pthread_create(&fwd_thread, NULL, fwd_main, NULL) != 0)
 		return 1;
 	ret = cmocka_run_group_tests(tests, NULL, NULL);
-	fwd_stop = true;
+	__atomic_store_n(&fwd_stop, true, __ATOMIC_RELEASE);
 	pthread_join(fwd_thread, NULL);
 	for (i = 0; i < MAX_BE; i++)
 		if (be[i].registered)

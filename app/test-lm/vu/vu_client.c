@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -151,6 +152,7 @@ vu_send_raw(struct vu_client *c, uint32_t request, uint32_t flags,
 	};
 	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = size ? 2 : 1 };
 	size_t total = sizeof(hdr) + size, sent = 0;
+	int64_t deadline;
 	ssize_t n;
 
 	if (c->dead)
@@ -169,12 +171,31 @@ vu_send_raw(struct vu_client *c, uint32_t request, uint32_t flags,
 		cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
 		memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
 	}
+	deadline = c->timeout_ms >= 0 ? vu_now_ms() + c->timeout_ms : INT64_MAX;
 	while (sent < total) {
-		/* NOSIGNAL: a vanished peer is an error code, not a SIGPIPE. */
-		n = sendmsg(c->sock, &mh, MSG_NOSIGNAL);
+		/*
+		 * NOSIGNAL: a vanished peer is an error code, not a SIGPIPE.
+		 * DONTWAIT and a poll bounded by the reply timeout: a back end
+		 * that stopped reading fails the request, named, instead of
+		 * blocking the caller for ever.
+		 */
+		n = sendmsg(c->sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
+			if (errno == EAGAIN) {
+				struct pollfd p = { .fd = c->sock, .events = POLLOUT };
+				int64_t left = deadline - vu_now_ms();
+
+				if (left <= 0 || poll(&p, 1, deadline == INT64_MAX ? -1 :
+						      (int)(left > INT32_MAX ? INT32_MAX : left)) == 0) {
+					fprintf(stderr, "vu: request %u: the back end has read nothing "
+						"for %d ms (its socket is full)\n", request,
+						c->timeout_ms);
+					return -ETIMEDOUT;
+				}
+				continue;
+			}
 			if (errno == EPIPE || errno == ECONNRESET || errno == ENOTCONN)
 				return vu_dead(c);
 			return -errno;

@@ -413,6 +413,20 @@ eventq_create(struct mlx5_lm_virtq *vq)
 	unsigned int i;
 	int ret = -EIO;
 
+	/*
+	 * A CQ or QP the device would not destroy (a failed DESTROY) still
+	 * owns this queue's slice of the event buffer: the device may read its
+	 * doorbell records and write its rings. Tried again; kept, the slice
+	 * is not the driver's to reuse.
+	 */
+	if (eq->cq != NULL || eq->fw_qp != NULL || eq->sw_qp != NULL) {
+		eventq_destroy(vq);
+		if (eq->cq != NULL || eq->fw_qp != NULL || eq->sw_qp != NULL) {
+			VQ_LOG(ERR, vq, "its old event CQ/QPs are still on the device: no new ones "
+			       "over their rings");
+			return -EBUSY;
+		}
+	}
 	eq->buf_off = (uint64_t)vq->index * event_slice_size(MLX5_LM_EVENTQ_SIZE);
 	slice = (uint8_t *)vq->dev->event_buf + eq->buf_off;
 	/* A fresh slice: no CQE yet (invalid, owned by software), zero records. */

@@ -375,9 +375,13 @@ rdma_db_ring(struct devx_ctx *ctx, struct devx_db *db, uint32_t offset, uint32_t
 	 */
 	uint32_t in_page = offset & (uint32_t)(db->mmap_size - 1);
 
-	/* The doorbell page is device memory: one 32-bit store, ordered after ring writes. */
+	/*
+	 * The doorbell page is device memory: one 32-bit store, ordered after
+	 * ring writes. Atomic, as several threads ring it (relay, worker).
+	 */
 	__atomic_thread_fence(__ATOMIC_RELEASE);
-	*(volatile uint32_t *)((volatile uint8_t *)db->mmio + in_page) = v;
+	__atomic_store_n((volatile uint32_t *)((volatile uint8_t *)db->mmio + in_page), v,
+			 __ATOMIC_RELAXED);
 }
 
 static int
@@ -413,7 +417,8 @@ rdma_uar_ring(struct devx_ctx *ctx, struct devx_uar *uar, uint32_t offset, uint6
 {
 	/* One 64-bit big-endian store, after the doorbell record it announces. */
 	__atomic_thread_fence(__ATOMIC_RELEASE);
-	*(volatile uint64_t *)(uar->base + offset) = htobe64(value);
+	__atomic_store_n((volatile uint64_t *)(uar->base + offset), htobe64(value),
+			 __ATOMIC_RELAXED);
 }
 
 static int
