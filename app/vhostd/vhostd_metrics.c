@@ -28,62 +28,102 @@ static struct vhostd_watch mhd_watch = { .fd = -1 };
 static int listen_fd = -1;
 static char unix_path[VHOSTD_SOCKET_MAX];
 
-static void
-counter(FILE *f, const char *vm, const char *dev, json_t *q, const char *name, json_t *v)
-{
-	char kind[64];
-	size_t i, n = strlen(name);
-	bool desc = n > 12 && strcmp(name + n - 12, "_descriptors") == 0;
-
-	/* DPDK's names ("bad descriptor errors") as label values: spaces become '_'. */
-	snprintf(kind, sizeof(kind), "%.*s", desc ? (int)(n - 12) : (int)n, name);
-	for (i = 0; kind[i] != '\0'; i++)
-		if (kind[i] == ' ')
-			kind[i] = '_';
-	fprintf(f, "mlx5_lm_vhostd_queue_%s_total{vm=\"%s\",device=\"%s\",queue=\"%d\","
-		"type=\"%s\",kind=\"%s\"} %lld\n", desc ? "descriptors" : "errors", vm, dev,
-		(int)json_integer_value(json_object_get(q, "queue")),
-		json_string_value(json_object_get(q, "type")), kind,
-		(long long)json_integer_value(v));
-}
-
-static void
-device_metrics(FILE *f, const char *vm, json_t *d)
-{
-	const char *dev = json_string_value(json_object_get(d, "name"));
-	json_t *st = json_object_get(d, "last_start"), *queues, *q, *v;
+/* One family of per-device gauges or counters: every device's sample, in one group. */
+struct family {
+	const char *name;
+	const char *type;
+	const char *help;
+	const char *obj;     /* member of the worker's device object, or NULL: top level */
 	const char *key;
+	const char *part;    /* label part="..." or NULL */
+};
+
+static const struct family families[] = {
+	{ "device_last_start_milliseconds", "gauge",
+	  "the last start (DRIVER_OK) of the device and its parts", "last_start", "total_ms",
+	  "total" },
+	{ "device_last_start_milliseconds", NULL, NULL, "last_start", "memory_ms", "memory" },
+	{ "device_last_start_milliseconds", NULL, NULL, "last_start", "queues_ms", "queues" },
+	{ "device_last_stop_milliseconds", "gauge",
+	  "the last stop (GET_VRING_BASE) of the device, until vhost may reply", "last_stop",
+	  "total_ms", NULL },
+	{ "device_configurations_total", "counter",
+	  "successful configurations (guest memory registrations) since the probe", NULL,
+	  "configurations", NULL },
+	{ "device_configuration_failures_total", "counter", "failed configurations", NULL,
+	  "configuration_failures", NULL },
+	{ "device_memory_registered_bytes", "gauge",
+	  "guest memory of the front end's last start", "memory", "bytes", NULL },
+	{ "device_frontend_connections_total", "counter", "front-end connections", "frontend",
+	  "connections", NULL },
+};
+
+static void
+family_samples(FILE *f, const struct family *fam)
+{
+	struct vhostd_vm *vm;
+	json_t *d;
 	size_t i;
 
-	if (dev == NULL)
-		return;
-	fprintf(f, "mlx5_lm_vhostd_device_last_start_milliseconds{vm=\"%s\",device=\"%s\","
-		"part=\"total\"} %.3f\n", vm, dev,
-		json_number_value(json_object_get(st, "total_ms")));
-	fprintf(f, "mlx5_lm_vhostd_device_last_start_milliseconds{vm=\"%s\",device=\"%s\","
-		"part=\"memory\"} %.3f\n", vm, dev,
-		json_number_value(json_object_get(st, "memory_ms")));
-	fprintf(f, "mlx5_lm_vhostd_device_last_start_milliseconds{vm=\"%s\",device=\"%s\","
-		"part=\"queues\"} %.3f\n", vm, dev,
-		json_number_value(json_object_get(st, "queues_ms")));
-	fprintf(f, "mlx5_lm_vhostd_device_last_stop_milliseconds{vm=\"%s\",device=\"%s\"} %.3f\n",
-		vm, dev, json_number_value(json_object_get(json_object_get(d, "last_stop"),
-							    "total_ms")));
-	fprintf(f, "mlx5_lm_vhostd_device_configurations_total{vm=\"%s\",device=\"%s\"} %lld\n",
-		vm, dev, (long long)json_integer_value(json_object_get(d, "configurations")));
-	fprintf(f, "mlx5_lm_vhostd_device_configuration_failures_total{vm=\"%s\",device=\"%s\"}"
-		" %lld\n", vm, dev,
-		(long long)json_integer_value(json_object_get(d, "configuration_failures")));
-	fprintf(f, "mlx5_lm_vhostd_device_memory_registered_bytes{vm=\"%s\",device=\"%s\"} "
-		"%lld\n", vm, dev, (long long)json_integer_value(
-			json_object_get(json_object_get(d, "memory"), "bytes")));
-	fprintf(f, "mlx5_lm_vhostd_device_frontend_connections_total{vm=\"%s\",device=\"%s\"} "
-		"%lld\n", vm, dev, (long long)json_integer_value(
-			json_object_get(json_object_get(d, "frontend"), "connections")));
-	queues = json_object_get(json_object_get(d, "stats"), "queues");
-	json_array_foreach(queues, i, q) {
-		json_object_foreach(json_object_get(q, "counters"), key, v)
-			counter(f, vm, dev, q, key, v);
+	if (fam->type != NULL)
+		fprintf(f, "# HELP mlx5_lm_vhostd_%s %s\n# TYPE mlx5_lm_vhostd_%s %s\n",
+			fam->name, fam->help, fam->name, fam->type);
+	TAILQ_FOREACH(vm, &vhostd.vms, next) {
+		json_array_foreach(vm->metrics, i, d) {
+			const char *dev = json_string_value(json_object_get(d, "name"));
+			json_t *o = fam->obj != NULL ? json_object_get(d, fam->obj) : d;
+
+			if (dev == NULL)
+				continue;
+			fprintf(f, "mlx5_lm_vhostd_%s{vm=\"%s\",device=\"%s\"%s%s%s} %.3f\n",
+				fam->name, vm->name, dev, fam->part ? ",part=\"" : "",
+				fam->part ? fam->part : "", fam->part ? "\"" : "",
+				json_number_value(json_object_get(o, fam->key)));
+		}
+	}
+}
+
+/*
+ * Queue counters under DPDK's names: *_descriptors into one family, the
+ * errors into another, the name a label (spaces become '_').
+ */
+static void
+queue_samples(FILE *f, bool descriptors)
+{
+	struct vhostd_vm *vm;
+	json_t *d, *q, *v;
+	const char *key;
+	size_t i, j;
+
+	TAILQ_FOREACH(vm, &vhostd.vms, next) {
+		json_array_foreach(vm->metrics, i, d) {
+			const char *dev = json_string_value(json_object_get(d, "name"));
+			json_t *queues = json_object_get(json_object_get(d, "stats"), "queues");
+
+			json_array_foreach(queues, j, q) {
+				json_object_foreach(json_object_get(q, "counters"), key, v) {
+					size_t n = strlen(key), k;
+					bool desc = n > 12 &&
+						    strcmp(key + n - 12, "_descriptors") == 0;
+					char kind[64];
+
+					if (desc != descriptors || dev == NULL)
+						continue;
+					snprintf(kind, sizeof(kind), "%.*s",
+						 desc ? (int)(n - 12) : (int)n, key);
+					for (k = 0; kind[k] != '\0'; k++)
+						if (kind[k] == ' ')
+							kind[k] = '_';
+					fprintf(f, "mlx5_lm_vhostd_queue_%s_total{vm=\"%s\","
+						"device=\"%s\",queue=\"%d\",type=\"%s\","
+						"kind=\"%s\"} %lld\n",
+						desc ? "descriptors" : "errors", vm->name, dev,
+						(int)json_integer_value(json_object_get(q, "queue")),
+						json_string_value(json_object_get(q, "type")), kind,
+						(long long)json_integer_value(v));
+				}
+			}
+		}
 	}
 }
 
@@ -94,7 +134,6 @@ render(size_t *len)
 	struct vhostd_dev *d;
 	struct vhostd_vm *vm;
 	char *text = NULL;
-	json_t *dj;
 	size_t i;
 	FILE *f = open_memstream(&text, len);
 
@@ -120,20 +159,14 @@ render(size_t *len)
 	TAILQ_FOREACH(d, &vhostd.devs, next)
 		fprintf(f, "mlx5_lm_vhostd_device_state{vm=\"%s\",device=\"%s\",state=\"%s\"} 1\n",
 			d->cfg.vm, d->cfg.name, d->state);
-	fprintf(f, "# TYPE mlx5_lm_vhostd_device_last_start_milliseconds gauge\n"
-		"# TYPE mlx5_lm_vhostd_device_last_stop_milliseconds gauge\n"
-		"# TYPE mlx5_lm_vhostd_device_configurations_total counter\n"
-		"# TYPE mlx5_lm_vhostd_device_configuration_failures_total counter\n"
-		"# TYPE mlx5_lm_vhostd_device_memory_registered_bytes gauge\n"
-		"# TYPE mlx5_lm_vhostd_device_frontend_connections_total counter\n"
-		"# HELP mlx5_lm_vhostd_queue_descriptors_total descriptors by queue (DPDK vdpa "
-		"counter names)\n"
-		"# TYPE mlx5_lm_vhostd_queue_descriptors_total counter\n"
-		"# HELP mlx5_lm_vhostd_queue_errors_total errors by queue (DPDK vdpa counter names)\n"
-		"# TYPE mlx5_lm_vhostd_queue_errors_total counter\n");
-	TAILQ_FOREACH(vm, &vhostd.vms, next)
-		json_array_foreach(vm->metrics, i, dj)
-			device_metrics(f, vm->name, dj);
+	for (i = 0; i < sizeof(families) / sizeof(families[0]); i++)
+		family_samples(f, &families[i]);
+	fprintf(f, "# HELP mlx5_lm_vhostd_queue_descriptors_total descriptors by queue (DPDK "
+		"vdpa counter names)\n# TYPE mlx5_lm_vhostd_queue_descriptors_total counter\n");
+	queue_samples(f, true);
+	fprintf(f, "# HELP mlx5_lm_vhostd_queue_errors_total errors by queue (DPDK vdpa "
+		"counter names)\n# TYPE mlx5_lm_vhostd_queue_errors_total counter\n");
+	queue_samples(f, false);
 	fclose(f);
 	return text;
 }

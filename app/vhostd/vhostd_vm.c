@@ -231,7 +231,8 @@ vhostd_vm_request(struct vhostd_vm *vm, const char *op, const char *dev,
 	}
 	json_object_set_new(r->msg, "id", json_integer((json_int_t)r->id));
 	json_object_set_new(r->msg, "op", json_string(op));
-	if (vm->ready)
+	/* A worker told to exit takes nothing more: its successor will. */
+	if (vm->ready && !vm->stopping)
 		wreq_send(vm, r);
 	else
 		TAILQ_INSERT_TAIL(&vm->queued, r, next);
@@ -399,10 +400,10 @@ vm_release_if_empty(struct vhostd_vm *vm)
 {
 	if (vm_devices(vm, NULL, 0) > 0 || vm->stopping || !TAILQ_EMPTY(&vm->queued))
 		return;
-	vm->stopping = true;
 	if (vm->pid > 0) {
 		vhostd_vm_request(vm, "exit", NULL, NULL, NULL);
 		VMLOG(vm, "no device left: worker %d stops", (int)vm->pid);
+		vm->stopping = true;
 	} else {
 		vm_free(vm);
 	}
@@ -664,12 +665,14 @@ vhostd_vm_shutdown_all(void)
 
 	for (vm = TAILQ_FIRST(&vhostd.vms); vm != NULL; vm = tmp) {
 		tmp = TAILQ_NEXT(vm, next);
-		vm->stopping = true;
 		if (vm->pid > 0) {
 			/* An exit request, and SIGTERM for a worker busy in a probe. */
-			vhostd_vm_request(vm, "exit", NULL, NULL, NULL);
+			if (!vm->stopping)
+				vhostd_vm_request(vm, "exit", NULL, NULL, NULL);
+			vm->stopping = true;
 			kill(vm->pid, SIGTERM);
 		} else {
+			vm->stopping = true;
 			vm_fail_requests(vm, &vm->queued, "the service is stopping");
 			vm_free(vm);
 		}

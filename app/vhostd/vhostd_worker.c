@@ -28,6 +28,7 @@
 #include <sys/un.h>
 
 #include <jansson.h>
+#include <rte_eal.h>
 #include <rte_log.h>
 #include <rte_vdpa.h>
 #include <rte_vhost.h>
@@ -252,6 +253,55 @@ static const struct rte_vhost_device_ops vhost_ops = {
 	.destroy_connection = on_destroy_connection,
 };
 
+/*
+ * DPDK 22.11's vhost thread polls the fds it had when its poll began, for
+ * up to 1 s, and a new listening socket does not wake it: a front end that
+ * connects at once (one reconnecting to a restarted worker) waits that
+ * second. Only a new connection wakes the thread (vhost's fdset pipe), so
+ * make one: a vhost-user client socket, in this process's own EAL runtime
+ * directory, connected to a listener that never answers, started (vhost
+ * adds the connection and wakes its thread) and unregistered at once.
+ */
+static int
+wake_nothing(int vid)
+{
+	return 0;
+}
+
+static void
+wake_nothing_void(int vid)
+{
+}
+
+static const struct rte_vhost_device_ops wake_ops = {
+	.new_device = wake_nothing,
+	.destroy_device = wake_nothing_void,
+};
+
+static void
+wake_vhost_thread(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/vhost-wake.sock",
+			     rte_eal_get_runtime_dir()) >= sizeof(sa.sun_path))
+		return;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	unlink(sa.sun_path);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(fd, 1) == 0 &&
+	    rte_vhost_driver_register(sa.sun_path, RTE_VHOST_USER_CLIENT |
+				      RTE_VHOST_USER_NO_RECONNECT) == 0) {
+		if (rte_vhost_driver_callback_register(sa.sun_path, &wake_ops) == 0)
+			rte_vhost_driver_start(sa.sun_path);
+		rte_vhost_driver_unregister(sa.sun_path);
+	}
+	close(fd);
+	unlink(sa.sun_path);
+}
+
 /* ---- the requests ---- */
 
 static json_t *
@@ -349,6 +399,8 @@ op_add(json_t *id, json_t *req)
 	pthread_mutex_unlock(&wlock);
 	if (lm_app_vhost_start(d->socket, d->vdpa, d->client, &vhost_ops, why, sizeof(why)) < 0)
 		goto err_unuse;
+	if (!d->client)
+		wake_vhost_thread();
 	snprintf(d->state, sizeof(d->state), "waiting");
 	DLOG(d, "%s on %s (%s), devargs %s", d->devname, d->socket,
 	     d->client ? "client" : "server", d->devargs);
@@ -423,6 +475,13 @@ dev_state(struct wdev *d, char *state, size_t slen, char *reason, size_t rlen)
 	}
 }
 
+/* Milliseconds to the microsecond: the timings' resolution, not float noise. */
+static double
+ms3(double ms)
+{
+	return (double)(int64_t)(ms * 1000.0 + 0.5) / 1000.0;
+}
+
 static json_t *
 dev_info(struct wdev *d)
 {
@@ -450,9 +509,9 @@ dev_info(struct wdev *d)
 		      "features", vhostd_features_json(d->features_known ? d->features : 0),
 		      "queues", "device_pairs", (int)pairs, "rings",
 		      d->features_known ? (int)d->rings : 0,
-		      "last_start", "total_ms", t.conf_ms, "memory_ms", t.conf_mr_ms,
-		      "queues_ms", t.conf_vq_ms, "count", (json_int_t)t.conf_count,
-		      "last_stop", "total_ms", t.close_ms,
+		      "last_start", "total_ms", ms3(t.conf_ms), "memory_ms", ms3(t.conf_mr_ms),
+		      "queues_ms", ms3(t.conf_vq_ms), "count", (json_int_t)t.conf_count,
+		      "last_stop", "total_ms", ms3(t.close_ms),
 		      "memory", "regions", (int)d->mem_regions, "bytes",
 		      (json_int_t)d->mem_bytes,
 		      "configurations", (json_int_t)st.conf_count,
