@@ -10,9 +10,17 @@
 static json_t *
 verror(json_t *id, int code, const char *fmt, va_list ap)
 {
-	char msg[512];
+	char msg[512], *p;
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
+	/*
+	 * Messages quote what the client sent (a method's name, jansson's view
+	 * of a bad token), cut to length: bytes that may not make valid UTF-8,
+	 * which a JSON string must be. Printable ASCII only.
+	 */
+	for (p = msg; *p != '\0'; p++)
+		if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e)
+			*p = '?';
 	return json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0",
 			 "id", id != NULL ? id : json_null(), "error", "code", code,
 			 "message", msg);

@@ -250,9 +250,7 @@ class Isolation(unittest.TestCase):
                 # The metrics say so too (the workers push every second).
                 deadline = time.monotonic() + 30
                 while True:
-                    page = subprocess.run(['curl', '-sf', '--unix-socket', metrics,
-                                           'http://localhost/metrics'],
-                                          capture_output=True, text=True).stdout
+                    page = http_get(metrics, '/metrics')
                     if re.search(r'queue_descriptors_total\{vm="vm2",device="vm2-net0",'
                                  r'queue="0",type="rx",kind="completed"\} [1-9]', page):
                         break
@@ -565,6 +563,35 @@ class BadInput(unittest.TestCase):
             os.chmod(self.srv.rpc, 0o600)
         self.srv.p.expect(r'uid 65534 refused', timeout=10)
         self.unchanged()
+
+
+def http_get(unix_path, url):
+    """The body of GET url on a unix-socket HTTP server (the metrics page)."""
+    c = connect(unix_path)
+    try:
+        c.sendall(f'GET {url} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n'
+                  .encode())
+        data = b''
+        while True:
+            chunk = c.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        c.close()
+    head, _, body = data.partition(b'\r\n\r\n')
+    if b' 200 ' not in head.split(b'\r\n')[0]:
+        raise AssertionError(f'GET {url}: {head[:200]!r}')
+    if b'chunked' in head.lower():
+        out, rest = b'', body
+        while rest:
+            n, _, rest = rest.partition(b'\r\n')
+            size = int(n, 16)
+            if size == 0:
+                break
+            out, rest = out + rest[:size], rest[size + 2:]
+        body = out
+    return body.decode()
 
 
 def vu_connect(path):
