@@ -652,6 +652,35 @@ class HostileFrontEnds(unittest.TestCase):
                 stopped_clean(self, srv)
 
 
+class Docs(unittest.TestCase):
+    """doc/vhostd.md's quick start, run verbatim (doc-test vhostd-quick-start)."""
+
+    def test_quick_start_block(self):
+        from lmtest import doc_block, socket_in_use
+        block = doc_block('vhostd-quick-start')
+        if os.geteuid() != 0:
+            self.skipTest('the block uses /run/mlx5-lm, which needs root')
+        for path in ('/run/mlx5-lm/vhostd.sock', '/run/mlx5-lm/vm1-net0.sock',
+                     '/run/mlx5-lm/metrics.sock'):
+            if socket_in_use(path):
+                self.skipTest(f'{path} is served by another process')
+        env = dict(os.environ, PATH=os.path.dirname(os.path.abspath(VHOSTD)) + ':' +
+                   os.path.dirname(os.path.abspath(CTL)) + ':' + os.environ['PATH'])
+        r = subprocess.run(['bash', '-e', '-c', block], env=env, capture_output=True,
+                           text=True, timeout=300)
+        out = r.stdout + r.stderr
+        self.assertEqual(r.returncode, 0, out[-3000:])
+        self.assertIn('added vm1-net0 (vm vm1', out)
+        self.assertRegex(out, r'vm1-net0\s+vm1\s+waiting')
+        self.assertRegex(out, r'backend\s+emu')
+        self.assertIn('"method": "device_add"', out)
+        self.assertIn('removed vm1-net0 (vm vm1, was waiting)', out)
+        self.assertIn('stopped: every worker gone, 0 device objects left alive', out)
+        for p in ('/run/mlx5-lm/vhostd.sock', '/run/mlx5-lm/vm1-net0.sock',
+                  '/run/mlx5-lm/metrics.sock'):
+            self.assertFalse(os.path.exists(p), p)
+
+
 class Systemd(unittest.TestCase):
     def test_unit_verifies(self):
         unit = os.environ.get('VHOSTD_UNIT')
