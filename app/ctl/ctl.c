@@ -123,6 +123,7 @@ add_params(const struct command *cmd, int argc, char **argv)
 			       "                       server=on) instead of listening\n"
 			       "  --devargs ARGS       emu=, ibdev=, pci= or sf=, and the keys of\n"
 			       "                       doc/devargs.md, e.g. emu=cx6dx,queues=4\n");
+			json_decref(p);
 			exit(EXIT_OK);
 		default:
 			cmd_usage(stderr, cmd);

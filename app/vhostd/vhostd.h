@@ -130,6 +130,8 @@ void vhostd_vm_reap(pid_t pid, int status);
 /* Restarts due, readiness deadlines; the next deadline (ms, -1 none). */
 int64_t vhostd_vm_timers(void);
 void vhostd_vm_shutdown_all(void);
+/* At exit, every worker gone: the devices' records. */
+void vhostd_devs_free(void);
 bool vhostd_vm_all_gone(void);
 void vhostd_check_ready(void);
 

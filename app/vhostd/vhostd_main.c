@@ -408,6 +408,10 @@ main(int argc, char **argv)
 	}
 	if (vhostd.metrics_addr != NULL)
 		vhostd_metrics_stop();
+	vhostd_devs_free();
+	vhostd_config_free(&vhostd.reload_next);
+	close(sigw.fd);
+	close(vhostd.epfd);
 	if (vhostd.leaked_total > 0) {
 		SLOG("stopped: %ld device objects were left alive in the workers",
 		     vhostd.leaked_total);

@@ -144,26 +144,28 @@ worker_up(struct vhostd_call *call, struct vhostd_dev *d)
 	return false;
 }
 
+/* A request about one device, answered by its VM's worker. */
 static void
-m_device_get(struct vhostd_call *call, json_t *params)
+ask_worker(struct vhostd_call *call, json_t *params, const char *op)
 {
 	struct vhostd_dev *d = named_device(call, params);
 
 	if (d == NULL || !worker_up(call, d))
 		return;
-	if (vhostd_vm_request(d->vm, "get", d->cfg.name, call, get_done) < 0)
+	if (vhostd_vm_request(d->vm, op, d->cfg.name, call, get_done) < 0)
 		vhostd_call_fail(call, VHOSTD_RPC_INTERNAL_ERROR, "out of memory");
+}
+
+static void
+m_device_get(struct vhostd_call *call, json_t *params)
+{
+	ask_worker(call, params, "get");
 }
 
 static void
 m_device_get_stats(struct vhostd_call *call, json_t *params)
 {
-	struct vhostd_dev *d = named_device(call, params);
-
-	if (d == NULL || !worker_up(call, d))
-		return;
-	if (vhostd_vm_request(d->vm, "stats", d->cfg.name, call, get_done) < 0)
-		vhostd_call_fail(call, VHOSTD_RPC_INTERNAL_ERROR, "out of memory");
+	ask_worker(call, params, "stats");
 }
 
 static void

@@ -684,3 +684,12 @@ vhostd_vm_all_gone(void)
 {
 	return TAILQ_EMPTY(&vhostd.vms);
 }
+
+void
+vhostd_devs_free(void)
+{
+	struct vhostd_dev *d;
+
+	while ((d = TAILQ_FIRST(&vhostd.devs)) != NULL)
+		dev_free(d);
+}

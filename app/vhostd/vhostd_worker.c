@@ -523,19 +523,9 @@ dev_info(struct wdev *d)
 	return j;
 }
 
+/* get and stats: what the main thread knows of one device. */
 static json_t *
-op_get(json_t *id, json_t *req)
-{
-	const char *name = json_string_value(json_object_get(req, "name"));
-	struct wdev *d = name != NULL ? find_by_name(name) : NULL;
-
-	if (d == NULL)
-		return error_reply(id, VHOSTD_RPC_NOT_FOUND, "no device '%s'", name ? name : "");
-	return json_pack("{s:O, s:o}", "id", id, "result", dev_info(d));
-}
-
-static json_t *
-op_stats(json_t *id, json_t *req)
+op_describe(json_t *id, json_t *req, bool stats)
 {
 	const char *name = json_string_value(json_object_get(req, "name"));
 	struct wdev *d = name != NULL ? find_by_name(name) : NULL;
@@ -543,7 +533,7 @@ op_stats(json_t *id, json_t *req)
 	if (d == NULL)
 		return error_reply(id, VHOSTD_RPC_NOT_FOUND, "no device '%s'", name ? name : "");
 	return json_pack("{s:O, s:o}", "id", id, "result",
-			 vhostd_worker_dev_stats(d->name, d->vdpa));
+			 stats ? vhostd_worker_dev_stats(d->name, d->vdpa) : dev_info(d));
 }
 
 static void
@@ -624,10 +614,8 @@ handle(json_t *req)
 		send_msg(op_add(id, req));
 	else if (strcmp(op, "remove") == 0)
 		send_msg(op_remove(id, req));
-	else if (strcmp(op, "get") == 0)
-		send_msg(op_get(id, req));
-	else if (strcmp(op, "stats") == 0)
-		send_msg(op_stats(id, req));
+	else if (strcmp(op, "get") == 0 || strcmp(op, "stats") == 0)
+		send_msg(op_describe(id, req, strcmp(op, "stats") == 0));
 	else if (strcmp(op, "exit") == 0)
 		return false;
 	else

@@ -45,15 +45,6 @@ def on_sigterm(signum, frame):
     raise Terminated(f'signal {signum}')
 
 
-def guest_cmd(sh, cmd, expect):
-    start = sh.mark()
-    sh.send(cmd)
-    _, _, m = sh.expect(expect + '|E2E-ERROR.*', STEP_TIMEOUT, since=start)
-    if m.group(0).startswith('E2E-ERROR'):
-        raise AssertionError(f'guest: {cmd}: {m.group(0)}')
-    return m
-
-
 def run():
     block = doc_block('qemu')
     vmlinuz, initrd = L.prepare()
@@ -76,7 +67,7 @@ def run():
         L.log(f'guest up: {m.group(0)}')
         # 198.51.100.0/24 (TEST-NET-2, RFC 5737): nobody answers; the ARP requests
         # return through the device's loopback wire.
-        m = guest_cmd(sh, 'ip addr add 198.51.100.1/24 dev eth0; '
+        m = L.guest_cmd(sh, 'ip addr add 198.51.100.1/24 dev eth0; '
                       'ping -c 3 -W 1 198.51.100.2 >/dev/null; '
                       'echo "RX=$(cat /sys/class/net/eth0/statistics/rx_packets)"',
                       r'^RX=(\d+)$')

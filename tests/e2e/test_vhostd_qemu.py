@@ -49,12 +49,7 @@ def ctl(rpc, *args, check=True):
 
 
 def guest_cmd(vm, cmd, expect):
-    start = vm.mark()
-    vm.send(cmd)
-    _, _, m = vm.expect(expect + '|E2E-ERROR.*', STEP, since=start)
-    if m.group(0).startswith('E2E-ERROR'):
-        raise AssertionError(f'{vm.name}: {cmd}: {m.group(0)}')
-    return m
+    return L.guest_cmd(vm, cmd, expect, STEP)
 
 
 def received(vm, addr):

@@ -21,8 +21,9 @@ import tempfile
 import time
 import unittest
 
-from vhostdlib import (CTL, TRAFFIC, VHOSTD, WORKER, RpcError, Service, Traffic, children,
-                       closed_by_peer, connect, read_reply)
+from lmtest import vu_send_region_past_its_file
+from vhostdlib import (CTL, VHOSTD, WORKER, RpcError, Service, Traffic, children,
+                       closed_by_peer, connect, read_reply, vu_connect)
 
 RDMA = os.environ.get('LM_BACKEND') == 'rdma'
 WRAPPER = os.environ.get('LM_WRAPPER')
@@ -522,43 +523,11 @@ class BadInput(unittest.TestCase):
             self.skipTest('needs root to act as another user')
         # The directory lets others reach the socket: its own mode and SO_PEERCRED decide.
         os.chmod(self.d, 0o711)
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                os.setgid(65534)
-                os.setuid(65534)
-                c = connect(self.srv.rpc)
-                c.sendall(b'{"jsonrpc":"2.0","id":1,"method":"device_list"}')
-                r = read_reply(c, 10)
-                code = 0 if r is None or 'error' in r else 1
-            except PermissionError:
-                code = 0  # the socket's mode (0600) already refused the connect
-            except BaseException:
-                code = 1
-            os._exit(code)
-        _, status = os.waitpid(pid, 0)
-        self.assertEqual(os.waitstatus_to_exitcode(status), 0)
+        self.assertTrue(as_nobody(lambda: refused_by_mode(self.srv.rpc)))
         # Even with the socket opened to everyone, SO_PEERCRED refuses the peer.
         os.chmod(self.srv.rpc, 0o666)
         try:
-            pid = os.fork()
-            if pid == 0:
-                code = 1
-                try:
-                    os.setgid(65534)
-                    os.setuid(65534)
-                    c = connect(self.srv.rpc)
-                    # The service answers at once and closes (what we would send
-                    # could reset the connection before we read that answer).
-                    r = read_reply(c, 10)
-                    code = 0 if r is not None and 'permission denied' in \
-                        r['error']['message'] else 1
-                except BaseException:
-                    code = 1
-                os._exit(code)
-            _, status = os.waitpid(pid, 0)
-            self.assertEqual(os.waitstatus_to_exitcode(status), 0)
+            self.assertTrue(as_nobody(lambda: refused_by_peercred(self.srv.rpc)))
         finally:
             os.chmod(self.srv.rpc, 0o600)
         self.srv.p.expect(r'uid 65534 refused', timeout=10)
@@ -594,10 +563,34 @@ def http_get(unix_path, url):
     return body.decode()
 
 
-def vu_connect(path):
-    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    c.connect(path)
-    return c
+def as_nobody(check):
+    """check() in a child running as nobody (uid and gid 65534): its verdict."""
+    pid = os.fork()
+    if pid == 0:
+        ok = False
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            ok = check()
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
+def refused_by_mode(path):
+    try:
+        connect(path)
+    except PermissionError:
+        return True
+    return False
+
+
+def refused_by_peercred(path):
+    # The service answers at once and closes (what we would send could reset the
+    # connection before we read that answer).
+    r = read_reply(connect(path), 10)
+    return r is not None and 'permission denied' in r['error']['message']
 
 
 class HostileFrontEnds(unittest.TestCase):
@@ -615,12 +608,7 @@ class HostileFrontEnds(unittest.TestCase):
                 w2 = srv.vm('vm2')['worker_pid']
                 t1 = Traffic(s1)
                 # SET_MEM_TABLE: a region of 2 MiB over a 1 MiB memfd.
-                fd = os.memfd_create('short')
-                os.ftruncate(fd, 1 << 20)
-                c = vu_connect(s2)
-                payload = struct.pack('<II4Q', 1, 0, 0, 2 << 20, 0x10000000, 0)
-                socket.send_fds(c, [struct.pack('<III', 5, 1, len(payload)) + payload], [fd])
-                os.close(fd)
+                c = vu_send_region_past_its_file(s2)
                 srv.p.expect(r'is past the end of its file', timeout=30)
                 self.assertTrue(closed_by_peer(c, 30))
                 # A header announcing a payload never sent.

@@ -10,7 +10,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'integration'))
-from lmtest import Proc  # noqa: E402
+from lmtest import Proc, closed_by_peer, vu_connect  # noqa: E402,F401
 
 VHOSTD = os.environ.get('VHOSTD', 'build/app/vhostd/mlx5-lm-vhostd')
 WORKER = os.environ.get('VHOSTD_WORKER', 'build/app/vhostd/mlx5-lm-vhostd-worker')
@@ -51,20 +51,6 @@ def read_reply(c, timeout=60.0):
         if not chunk:
             return None
         buf += chunk
-
-
-def closed_by_peer(c, timeout):
-    """True once the peer closed c (what it sent first is skipped)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        r, _, _ = select.select([c], [], [], max(deadline - time.monotonic(), 0))
-        if r:
-            try:
-                if not c.recv(65536):
-                    return True
-            except ConnectionResetError:
-                return True
-    return False
 
 
 class Service:
