@@ -3,7 +3,7 @@
  * What dpdk-test-lm and mlx5-lm-vhostd's workers share: EAL start-up with
  * defaults that need no hugepages, device hotplug, the checks made on a
  * vhost-user socket path before vhost sees it, and the vhost-user set-up
- * of one vDPA device (features, vetting of every message).
+ * of one vDPA device (the vetting of every message).
  */
 #ifndef LM_APP_H
 #define LM_APP_H
@@ -49,9 +49,9 @@ struct rte_vhost_device_ops;
 /*
  * Serve vDPA device vdpa on vhost-user socket path (client: connect to
  * the front end's socket and reconnect when it goes, instead of
- * listening): register, attach, offer every feature the device offers
- * (DPDK 22.11's vhost otherwise masks the device's features with its own
- * software list, which lacks VIRTIO_F_ORDER_PLATFORM), callbacks, start.
+ * listening): register, attach, callbacks, start. The features offered are
+ * the device's within vhost's own list (see lm_app_vhost.c for why not all
+ * of them). 
  * ops must call lm_app_vhost_vet() from new_connection. 0, or -1 with the
  * reason in msg and nothing left registered.
  */

@@ -68,9 +68,9 @@ def run():
         # 198.51.100.0/24 (TEST-NET-2, RFC 5737): nobody answers; the ARP requests
         # return through the device's loopback wire.
         m = L.guest_cmd(sh, 'ip addr add 198.51.100.1/24 dev eth0; '
-                      'ping -c 3 -W 1 198.51.100.2 >/dev/null; '
-                      'echo "RX=$(cat /sys/class/net/eth0/statistics/rx_packets)"',
-                      r'^RX=(\d+)$')
+                        'ping -c 3 -W 1 198.51.100.2 >/dev/null; '
+                        'echo "RX=$(cat /sys/class/net/eth0/statistics/rx_packets)"',
+                        r'^RX=(\d+)$', STEP_TIMEOUT)
         if int(m.group(1)) == 0:
             raise AssertionError('the guest received nothing through the device')
         L.log(f'guest received {m.group(1)} frames through the device')

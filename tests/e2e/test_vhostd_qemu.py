@@ -8,7 +8,7 @@ device's loopback wire, so each guest's rx_packets moves only through its own de
 Then VM2's worker is killed (-9): the service restarts it, the worker connects back
 to VM2's QEMU, the device runs again and VM2 receives again, while VM1's NIC and
 worker are untouched. device_remove of VM1's running NIC: the device is gone (list,
-get, socket, worker). SIGTERM: every worker down, every socket removed, 0 device
+get, socket, worker) and VM1's link is down. SIGTERM: every worker down, every socket removed, 0 device
 objects left alive.
 
 Exit 0 pass, 1 fail, 77 skip (a prerequisite cannot be had on this machine).
@@ -151,7 +151,10 @@ def run(d):
         m = guest_cmd(vm1, 'i=0; while [ "$(cat /sys/class/net/eth0/carrier)" != 0 ] && '
                       '[ $i -lt 100 ]; do usleep 100000; i=$((i + 1)); done; '
                       'echo "CARRIER=$(cat /sys/class/net/eth0/carrier)"', r'^CARRIER=(\d)')
-        L.log(f'VM1 after device_remove: carrier {m.group(1)}')
+        # QEMU takes its NIC's link down when the back end's socket closes.
+        if m.group(1) != '0':
+            raise AssertionError('VM1\'s link is still up after its NIC was removed')
+        L.log('VM1 after device_remove: link down')
         # SIGTERM: the remaining worker down, its socket (a client's: QEMU's) kept.
         rc = srv.stop(timeout=60)
         if rc != 0 or 'stopped: every worker gone, 0 device objects left alive' not in \
