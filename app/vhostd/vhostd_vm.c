@@ -499,6 +499,19 @@ vhostd_dev_add(const struct vhostd_devcfg *cfg, struct vhostd_call *call)
 	}
 }
 
+/* SIGHUP: one of its removals answered; after the last, its additions. */
+static void
+reload_removed(void)
+{
+	size_t i;
+
+	if (vhostd.reload_removes == 0 || --vhostd.reload_removes > 0)
+		return;
+	for (i = 0; i < vhostd.reload_next.n; i++)
+		vhostd_dev_add(&vhostd.reload_next.dev[i], NULL);
+	vhostd_config_free(&vhostd.reload_next);
+}
+
 static void
 remove_done(struct vhostd_wreq *r, json_t *result, int code, const char *msg)
 {
@@ -515,6 +528,8 @@ remove_done(struct vhostd_wreq *r, json_t *result, int code, const char *msg)
 		snprintf(d->reason, sizeof(d->reason), "remove failed: %s", msg);
 		if (r->call != NULL)
 			vhostd_call_fail(r->call, code, "%s", msg);
+		else
+			reload_removed();
 		return;
 	}
 	snprintf(was, sizeof(was), "%s", result != NULL &&
@@ -525,13 +540,8 @@ remove_done(struct vhostd_wreq *r, json_t *result, int code, const char *msg)
 		vhostd_call_reply(r->call, json_pack("{s:s, s:s, s:s}", "name", d->cfg.name,
 						     "vm", d->cfg.vm, "was", was));
 	dev_free(d);
-	if (vhostd.reload_removes > 0 && r->call == NULL && --vhostd.reload_removes == 0) {
-		size_t i;
-
-		for (i = 0; i < vhostd.reload_next.n; i++)
-			vhostd_dev_add(&vhostd.reload_next.dev[i], NULL);
-		vhostd_config_free(&vhostd.reload_next);
-	}
+	if (r->call == NULL)
+		reload_removed();
 	vm_release_if_empty(vm);
 }
 
