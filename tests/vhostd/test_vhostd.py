@@ -132,6 +132,59 @@ class Basics(unittest.TestCase):
                 stopped_clean(self, srv)
             self.assertFalse(os.path.exists(srv.rpc))
 
+    def test_metrics_on_loopback_tcp_only(self):
+        with socket.socket() as probe:
+            probe.bind(('127.0.0.1', 0))
+            port = probe.getsockname()[1]
+        with tempfile.TemporaryDirectory() as d:
+            srv = service(d, metrics=f'127.0.0.1:{port}')
+            try:
+                srv.add('m', 'vm1', os.path.join(d, 'm.sock'), devargs(0))
+                c = socket.create_connection(('127.0.0.1', port), timeout=10)
+                c.sendall(b'GET /metrics HTTP/1.0\r\n\r\n')
+                page = b''
+                while True:
+                    chunk = c.recv(65536)
+                    if not chunk:
+                        break
+                    page += chunk
+                c.close()
+                self.assertIn(b'200 OK', page.split(b'\r\n')[0])
+                self.assertIn(b'mlx5_lm_vhostd_device_state{vm="vm1",device="m",'
+                              b'state="waiting"} 1', page)
+            finally:
+                stopped_clean(self, srv)
+            r = subprocess.run([VHOSTD, '--rpc-socket', os.path.join(d, 'r.sock'), '--worker',
+                                WORKER, '--metrics', '0.0.0.0:9'], capture_output=True,
+                               text=True, timeout=30)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn('only a loopback address', r.stderr)
+            self.assertFalse(os.path.exists(os.path.join(d, 'r.sock')))
+
+    def test_rpc_group_members_may_use_the_socket(self):
+        if os.geteuid() != 0:
+            self.skipTest('needs root to act as another user')
+        import grp
+        try:
+            group = grp.getgrgid(65534).gr_name
+        except KeyError:
+            self.skipTest('no group 65534')
+        with tempfile.TemporaryDirectory() as d:
+            os.chmod(d, 0o711)
+            srv = service(d, extra=['--rpc-group', group])
+            try:
+                st = os.stat(srv.rpc)
+                self.assertEqual((stat.S_IMODE(st.st_mode), st.st_gid), (0o660, 65534))
+
+                def lists():
+                    c = connect(srv.rpc)
+                    c.sendall(b'{"jsonrpc":"2.0","id":1,"method":"device_list"}')
+                    r = read_reply(c, 10)
+                    return r is not None and r.get('result') == []
+                self.assertTrue(as_nobody(lists))
+            finally:
+                stopped_clean(self, srv)
+
     def test_ready_is_notified_once_the_configured_devices_exist(self):
         with tempfile.TemporaryDirectory() as d:
             cfg = os.path.join(d, 'cfg.json')
@@ -203,6 +256,27 @@ class Config(unittest.TestCase):
                 srv.p.expect(r'SIGHUP: .*nothing changed', timeout=30)
                 self.assertEqual(sorted(x['name'] for x in srv.call('device_list')),
                                  ['a', 'c', 'd'])
+            finally:
+                stopped_clean(self, srv)
+
+    def test_a_configured_device_that_cannot_probe_is_left_out(self):
+        with tempfile.TemporaryDirectory() as d:
+            cfg = os.path.join(d, 'cfg.json')
+            with open(cfg, 'w') as f:
+                json.dump({'config': [
+                    {'method': 'device_add', 'params': {
+                        'name': 'bad', 'vm': 'v1', 'socket': os.path.join(d, 'b.sock'),
+                        'devargs': devargs(0, 'queues=0')}},
+                    {'method': 'device_add', 'params': {
+                        'name': 'good', 'vm': 'v2', 'socket': os.path.join(d, 'g.sock'),
+                        'devargs': devargs(1)}}]}, f)
+            srv = service(d, config=cfg)
+            try:
+                self.assertIn('device bad: not added: ', srv.p.text())
+                self.assertIn('queues=0: out of range', srv.p.text())
+                self.assertEqual([x['name'] for x in srv.call('device_list')], ['good'])
+                self.assertRegex(srv.p.text(), r'ready: .*1 devices, some configured ones '
+                                 r'failed')
             finally:
                 stopped_clean(self, srv)
 
