@@ -9,12 +9,14 @@ packages=(
 	dpdk python3-pyelftools           # dpdk-pmdinfo.py, which reads the PMD's embedded info
 	libibverbs-dev ibverbs-providers  # rdma-core 44: mlx5dv DevX for real hardware
 	libnuma-dev libjansson-dev libcmocka-dev valgrind
+	libmicrohttpd-dev libsystemd-dev  # mlx5-lm-vhostd: its metrics page, sd_notify
 	clang libclang-rt-14-dev          # libFuzzer targets (tools/test.sh --fuzz)
 	iproute2 iputils-ping
 )
-# Only the OVS-DPDK deployment test and the peer's test (DPDK's own vdpa/mlx5 on
-# the emulated device, integration/peer) need these; each is skipped without them.
-optional=(openvswitch-switch-dpdk librte-vdpa-mlx5-23 librte-common-mlx5-23)
+# Only the OVS-DPDK deployment test, the peer's test (DPDK's own vdpa/mlx5 on
+# the emulated device, integration/peer) and the check of mlx5-lm-vhostd's unit
+# (systemd-analyze, in systemd) need these; each is skipped without them.
+optional=(openvswitch-switch-dpdk librte-vdpa-mlx5-23 librte-common-mlx5-23 systemd)
 
 installed() {
 	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"

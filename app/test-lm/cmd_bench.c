@@ -57,12 +57,12 @@ one_run(unsigned int idx, const char *profile, unsigned int workers, unsigned in
 	snprintf(name, sizeof(name), "%s%u", TEST_LM_PMD, idx);
 	snprintf(args, sizeof(args), "emu=%s,queues=1,workers=%u,mr_gc_ms=%u,mr_chunk_mb=%u",
 		 profile, workers, gc_ms, chunk_mb);
-	if (test_lm_probe_device(name, args) < 0)
+	if (lm_app_probe_device(name, args) < 0)
 		return -1;
 	ret = rte_pmd_mlx5_lm_mr_bench(name, regions, nreg, sample, res);
 	if (ret < 0)
 		fprintf(stderr, "bench mr: %s: registration failed: %s\n", name, strerror(-ret));
-	if (test_lm_remove_device(name) < 0)
+	if (lm_app_remove_device(name) < 0)
 		ret = -1;
 	return ret;
 }
@@ -192,7 +192,7 @@ bench_mr(int argc, char **argv)
 		regions[1].page_size = 4096;
 		nreg = 2;
 	}
-	if (test_lm_eal_init("dpdk-test-lm", eal) < 0) {
+	if (lm_app_eal_init("dpdk-test-lm", eal) < 0) {
 		ret = EXIT_FAILED;
 		goto out_map;
 	}
@@ -231,7 +231,7 @@ bench_mr(int argc, char **argv)
 		ret = EXIT_LEAK;
 	}
 out_eal:
-	test_lm_eal_cleanup();
+	lm_app_eal_cleanup();
 out_map:
 	munmap(base, (size_t)mem_gb * GIB);
 	close(fd);

@@ -963,13 +963,13 @@ cmd_migrate(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	/* Split: the children start their own EAL; this process only relays. */
-	if (o.processes == 1 && test_lm_eal_init_bus("dpdk-test-lm", eal, peer) < 0)
+	if (o.processes == 1 && lm_app_eal_init_bus("dpdk-test-lm", eal, peer) < 0)
 		return EXIT_FAILED;
 	res = calloc((size_t)ndefs * repeat, sizeof(*res));
 	if (res == NULL) {
 		fprintf(stderr, "migrate: out of memory\n");
 		if (o.processes == 1)
-			test_lm_eal_cleanup();
+			lm_app_eal_cleanup();
 		return EXIT_FAILED;
 	}
 	printf("migrate: %s, ", o.shape.name);
@@ -1038,6 +1038,6 @@ cmd_migrate(int argc, char **argv)
 		unlink(tmp_json);
 	free(res);
 	if (o.processes == 1)
-		test_lm_eal_cleanup();
+		lm_app_eal_cleanup();
 	return ret;
 }

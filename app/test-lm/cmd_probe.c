@@ -126,15 +126,15 @@ cmd_probe(int argc, char **argv)
 		fprintf(stderr, "probe: --name must start with %s\n", TEST_LM_PMD);
 		return EXIT_USAGE;
 	}
-	if (test_lm_eal_init("dpdk-test-lm", eal) < 0)
+	if (lm_app_eal_init("dpdk-test-lm", eal) < 0)
 		return EXIT_PROBE_FAILED;
-	if (test_lm_probe_device(name, devargs) < 0) {
+	if (lm_app_probe_device(name, devargs) < 0) {
 		ret = EXIT_PROBE_FAILED;
 		goto out;
 	}
 	if (rte_pmd_mlx5_lm_get_caps(name, &caps) == 0)
 		print_caps(name, devargs, &caps);
-	if (test_lm_remove_device(name) < 0) {
+	if (lm_app_remove_device(name) < 0) {
 		ret = EXIT_PROBE_FAILED;
 		goto out;
 	}
@@ -147,6 +147,6 @@ cmd_probe(int argc, char **argv)
 		printf("\nteardown: every device object destroyed\n");
 	}
 out:
-	test_lm_eal_cleanup();
+	lm_app_eal_cleanup();
 	return ret;
 }

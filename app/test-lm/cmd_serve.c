@@ -13,10 +13,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/statvfs.h>
-#include <sys/un.h>
 
 #include <rte_vdpa.h>
 #include <rte_vhost.h>
@@ -83,26 +79,17 @@ on_destroy_device(int vid)
 	fflush(stdout);
 }
 
-/*
- * Every connection's messages are vetted before vhost uses them: DPDK
- * 22.11's vhost maps memory and log areas without checking them against
- * their files (doc/reliability.md, "Security model").
- */
 static unsigned int msg_timeout_ms = 3000;
 
 static int
 on_new_connection(int vid)
 {
-	if (rte_pmd_mlx5_lm_vhost_vet_register(vid) < 0) {
-		fprintf(stderr, "serve: cannot vet the messages of vhost device %d: "
-			"connection refused\n", vid);
-		return -1;
-	}
-	/* A payload announced and never sent must not hold vhost's one thread. */
-	if (msg_timeout_ms > 0 && rte_pmd_mlx5_lm_vhost_msg_timeout(vid, msg_timeout_ms) < 0)
-		fprintf(stderr, "serve: vhost device %d: no message timeout on its connection\n",
-			vid);
-	return 0;
+	char msg[160];
+	int ret = lm_app_vhost_vet(vid, msg_timeout_ms, msg, sizeof(msg));
+
+	if (msg[0] != '\0')
+		fprintf(stderr, "serve: %s\n", msg);
+	return ret;
 }
 
 static const struct rte_vhost_device_ops vhost_ops = {
@@ -156,117 +143,34 @@ print_stats(void)
 	fflush(stdout);
 }
 
-/*
- * A listening socket path, checked before vhost sees it: vhost unlinks a
- * server's path when its start fails or at unregister, whatever is there,
- * and explains a failed bind in three generic lines. Returns 0 when the
- * path is free (a stale socket, one nobody answers on, is removed), or -1
- * after one line that says why and what to do.
- */
-static int
-check_socket_path(const char *path)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char dir[sizeof(served[0].path)];
-	struct statvfs vfs;
-	struct stat st;
-	char *slash;
-	int fd, rc;
-
-	if (strlen(path) >= sizeof(sa.sun_path)) {
-		fprintf(stderr, "serve: socket path %s is longer than %zu bytes, the limit of a "
-			"unix socket: choose a shorter path\n", path, sizeof(sa.sun_path) - 1);
-		return -1;
-	}
-	if (lstat(path, &st) == 0) {
-		if (!S_ISSOCK(st.st_mode)) {
-			fprintf(stderr, "serve: %s exists and is not a socket: not replacing it; "
-				"remove it yourself or choose another path\n", path);
-			return -1;
-		}
-		memcpy(sa.sun_path, path, strlen(path) + 1);
-		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0) {
-			fprintf(stderr, "serve: cannot check socket %s: %s\n", path, strerror(errno));
-			return -1;
-		}
-		rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
-		close(fd);
-		if (rc == 0 || errno == EAGAIN) {
-			fprintf(stderr, "serve: %s is served by another process: stop it or choose "
-				"another path\n", path);
-			return -1;
-		}
-		if (errno != ECONNREFUSED) {
-			fprintf(stderr, "serve: cannot check socket %s: %s\n", path, strerror(errno));
-			return -1;
-		}
-		/* Nobody listens: a server that died left it; ours replaces it. */
-		if (unlink(path) < 0) {
-			fprintf(stderr, "serve: cannot remove stale socket %s: %s\n", path,
-				strerror(errno));
-			return -1;
-		}
-		printf("serve: removed stale socket %s (nobody was listening)\n", path);
-		return 0;
-	}
-	if (errno != ENOENT) {
-		fprintf(stderr, "serve: cannot use socket path %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	snprintf(dir, sizeof(dir), "%s", path);
-	slash = strrchr(dir, '/');
-	if (slash == NULL)
-		snprintf(dir, sizeof(dir), ".");
-	else if (slash == dir)
-		dir[1] = '\0';
-	else
-		*slash = '\0';
-	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "serve: cannot create socket %s: directory %s does not exist: "
-			"create it first (mkdir -p %s)\n", path, dir, dir);
-		return -1;
-	}
-	if (statvfs(dir, &vfs) == 0 && (vfs.f_flag & ST_RDONLY)) {
-		fprintf(stderr, "serve: cannot create socket %s: %s is on a read-only file system: "
-			"choose a path on a writable one\n", path, dir);
-		return -1;
-	}
-	if (access(dir, W_OK | X_OK) < 0) {
-		fprintf(stderr, "serve: cannot create socket %s: no permission to write in %s: "
-			"choose another directory or run as a user who may write there\n",
-			path, dir);
-		return -1;
-	}
-	return 0;
-}
-
 static int
 serve_socket(struct served *s, const char *devargs, int client)
 {
-	uint64_t flags = client ? RTE_VHOST_USER_CLIENT : 0;
+	char msg[512];
 
 	/* A client connects (and retries) to the front end's socket: nothing to check. */
-	if (!client && check_socket_path(s->path) < 0)
-		return -1;
-	if (test_lm_probe_device(s->devname, devargs) < 0)
+	if (!client) {
+		int r = lm_app_sock_check(s->path, msg, sizeof(msg));
+
+		if (r < 0) {
+			fprintf(stderr, "serve: %s\n", msg);
+			return -1;
+		}
+		if (r > 0)
+			printf("serve: %s\n", msg);
+	}
+	if (lm_app_probe_device(s->devname, devargs) < 0)
 		return -1;
 	s->vdpa = rte_vdpa_find_device_by_name(s->devname);
 	if (s->vdpa == NULL) {
 		fprintf(stderr, "serve: %s has no vDPA device\n", s->devname);
 		return -1;
 	}
-	if (rte_vhost_driver_register(s->path, flags) < 0) {
-		fprintf(stderr, "serve: cannot register vhost-user socket %s\n", s->path);
+	if (lm_app_vhost_start(s->path, s->vdpa, client, &vhost_ops, msg, sizeof(msg)) < 0) {
+		fprintf(stderr, "serve: %s\n", msg);
 		return -1;
 	}
 	s->registered = 1;
-	if (rte_vhost_driver_attach_vdpa_device(s->path, s->vdpa) < 0 ||
-	    rte_vhost_driver_callback_register(s->path, &vhost_ops) < 0 ||
-	    rte_vhost_driver_start(s->path) < 0) {
-		fprintf(stderr, "serve: cannot start vhost-user on %s\n", s->path);
-		return -1;
-	}
 	printf("serve: %s on %s (%s)\n", s->devname, s->path, client ? "client" : "server");
 	fflush(stdout);
 	return 0;
@@ -368,7 +272,7 @@ cmd_serve(int argc, char **argv)
 	 */
 	snprintf(eal_args, sizeof(eal_args), "--log-level=lib.vhost.*:warning%s%s",
 		 eal != NULL ? " " : "", eal != NULL ? eal : "");
-	if (test_lm_eal_init("dpdk-test-lm", eal_args) < 0)
+	if (lm_app_eal_init("dpdk-test-lm", eal_args) < 0)
 		return EXIT_FAILED;
 	for (i = 0; i < nserved; i++) {
 		if (serve_socket(&served[i], devargs[ndevargs == 1 ? 0 : i], client) < 0) {
@@ -395,9 +299,9 @@ cmd_serve(int argc, char **argv)
 teardown:
 	for (i = 0; i < nserved; i++) {
 		if (served[i].registered)
-			rte_vhost_driver_unregister(served[i].path);
+			lm_app_vhost_stop(served[i].path);
 		if (served[i].vdpa != NULL)
-			test_lm_remove_device(served[i].devname);
+			lm_app_remove_device(served[i].devname);
 	}
 	leaked = rte_pmd_mlx5_lm_emu_leaked_objects();
 	if (leaked > 0) {
@@ -406,6 +310,6 @@ teardown:
 	} else if (ret == 0) {
 		printf("serve: clean teardown, every device object destroyed\n");
 	}
-	test_lm_eal_cleanup();
+	lm_app_eal_cleanup();
 	return ret;
 }

@@ -121,7 +121,7 @@ child_main(const struct mig_opts *po, const struct mig_stage_def *const *defs,
 	o.no_alone = me->vm_base != 0;
 	o.sync = child_sync;
 	o.sync_arg = l;
-	if (test_lm_eal_init_bus("dpdk-test-lm", eal, false) < 0)
+	if (lm_app_eal_init_bus("dpdk-test-lm", eal, false) < 0)
 		_exit(1);
 	for (rep = 0; rep < repeat; rep++) {
 		for (i = 0; i < ndefs; i++) {
@@ -133,12 +133,12 @@ child_main(const struct mig_opts *po, const struct mig_stage_def *const *defs,
 			if (write_all(l->up, &tag, 1) < 0 || write_all(l->up, &r, sizeof(r)) < 0) {
 				fprintf(stderr, "migrate: vm%u-vm%u: the parent gave up or is "
 					"gone\n", me->vm_base, me->vm_base + me->vms - 1);
-				test_lm_eal_cleanup();
+				lm_app_eal_cleanup();
 				_exit(1);
 			}
 		}
 	}
-	test_lm_eal_cleanup();
+	lm_app_eal_cleanup();
 	fflush(stdout);
 	_exit(ret);
 }

@@ -195,7 +195,7 @@ dev_setup(struct mig_ctx *x, struct mig_dev *d, unsigned int idx, const char *ro
 		 "mr_gc_ms=%u,parallel=%u", x->o->rdma ? ibdev : "emu=",
 		 x->o->rdma ? "" : x->o->profile, s->queue_pairs, s->queue_size,
 		 x->st->precreate, x->st->workers, x->st->mr_gc_ms, x->st->parallel);
-	if (test_lm_probe_device(d->name, args) < 0) {
+	if (lm_app_probe_device(d->name, args) < 0) {
 		fail(x, "cannot probe %s with \"%s\"", d->name, args);
 		return -1;
 	}
@@ -220,7 +220,7 @@ dev_teardown(struct mig_dev *d)
 	d->registered = false;
 	unlink(d->path);
 	if (d->probed)
-		test_lm_remove_device(d->name);
+		lm_app_remove_device(d->name);
 	d->probed = false;
 }
 

@@ -6,24 +6,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "lm_app.h"
+
 #define TEST_LM_PMD "vdpa_mlx5_lm"
-
-/*
- * Start EAL with defaults that need no hugepages and no root-only set-up
- * (--no-huge -m 512 --no-shconf --no-pci, a per-process file prefix), plus
- * the user's extra EAL arguments (space separated, may be NULL).
- */
-int test_lm_eal_init(const char *prog, const char *extra_eal);
-/* The same, with EAL's PCI bus on when pci is true. */
-int test_lm_eal_init_bus(const char *prog, const char *extra_eal, bool pci);
-void test_lm_eal_cleanup(void);
-
-/*
- * Probe one device of our PMD by hotplug. On failure prints one line that
- * says why and returns a negative errno.
- */
-int test_lm_probe_device(const char *devname, const char *devargs);
-int test_lm_remove_device(const char *devname);
 
 /*
  * Checks made before any work starts; each prints one line naming the

@@ -423,6 +423,17 @@ class Proc:
             self.p.wait()
 
 
+def guest_cmd(vm, cmd, expect, timeout):
+    """Run cmd in a guest's shell (its serial console, Proc vm); the match of expect in
+    what it prints, or AssertionError on the guest's E2E-ERROR lines."""
+    start = vm.mark()
+    vm.send(cmd)
+    _, _, m = vm.expect(expect + '|E2E-ERROR.*', timeout, since=start)
+    if m.group(0).startswith('E2E-ERROR'):
+        raise AssertionError(f'{vm.name}: {cmd}: {m.group(0)}')
+    return m
+
+
 # ---- QMP -----------------------------------------------------------------------------------
 
 class QMP:

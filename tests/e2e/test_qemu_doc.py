@@ -2,17 +2,18 @@
 """The user guide's QEMU block (doc-test qemu), run verbatim.
 
 The block is taken from doc/user-guide.md by its marker and run by bash as written:
-`serve` in the background, QEMU in the foreground with the guest's serial console on
-stdio, then `serve` stopped and waited for. Only the variables the guide's preceding
+the service (mlx5-lm-vhostd) in the background, the VM's NIC added with mlx5-lm-ctl,
+QEMU in the foreground with the guest's serial console on stdio, then the service
+stopped and waited for. Only the variables the guide's preceding
 block leaves to the user are set here: KERNEL and INITRD are the e2e guest (a Debian
 kernel, the busybox initrd of e2elib), MEM is 256M, ACCEL is tcg as in every e2e test
 (a /dev/kvm may exist where KVM cannot run a guest: this project's machine has one);
-`dpdk-test-lm` is this build's.
+`mlx5-lm-vhostd` and `mlx5-lm-ctl` are this build's.
 The test plays the user at the console: once the guest is up it gives eth0 an address
 and pings a neighbour that does not exist; the device's wire is its loopback, so the
 guest's ARP requests come back to its own RX queue through the device (its rx_packets
-counter moves). Then `poweroff -f`: QEMU exits, the block stops `serve`, whose exit
-status (0: nothing left alive) is the block's.
+counter moves). Then `poweroff -f`: QEMU exits, the block stops the service, whose
+exit status (0: nothing left alive in any worker) is the block's.
 
 Exit 0 pass, 1 fail, 77 skip (a prerequisite cannot be had on this machine).
 """
@@ -29,7 +30,10 @@ sys.path.insert(0, os.path.join(HERE, '..', 'integration'))
 import e2elib as L  # noqa: E402
 from lmtest import doc_block, socket_in_use  # noqa: E402
 
-SOCK = '/run/lm/vm1.sock'  # the block's
+SOCK = '/run/mlx5-lm/vm1.sock'  # the block's
+RPC = '/run/mlx5-lm/vhostd.sock'  # the service's default control socket
+VHOSTD = os.environ.get('VHOSTD', 'build/app/vhostd/mlx5-lm-vhostd')
+CTL = os.environ.get('VHOSTD_CTL', 'build/app/ctl/mlx5-lm-ctl')
 STEP_TIMEOUT = 300  # TCG boot of a Debian kernel on a loaded 2-CPU machine
 
 
@@ -41,39 +45,32 @@ def on_sigterm(signum, frame):
     raise Terminated(f'signal {signum}')
 
 
-def guest_cmd(sh, cmd, expect):
-    start = sh.mark()
-    sh.send(cmd)
-    _, _, m = sh.expect(expect + '|E2E-ERROR.*', STEP_TIMEOUT, since=start)
-    if m.group(0).startswith('E2E-ERROR'):
-        raise AssertionError(f'guest: {cmd}: {m.group(0)}')
-    return m
-
-
 def run():
     block = doc_block('qemu')
     vmlinuz, initrd = L.prepare()
-    if socket_in_use(SOCK):
-        raise L.Skip(f'{SOCK} (the user guide\'s socket) is served by another process')
+    for path in (SOCK, RPC):
+        if socket_in_use(path):
+            raise L.Skip(f'{path} (the user guide\'s socket) is served by another process')
     env = {'KERNEL': vmlinuz, 'INITRD': initrd, 'MEM': '256M', 'ACCEL': 'tcg',
-           'PATH': os.path.dirname(os.path.abspath(L.TOOL)) + ':' + os.environ['PATH']}
+           'PATH': os.path.dirname(os.path.abspath(VHOSTD)) + ':' +
+           os.path.dirname(os.path.abspath(CTL)) + ':' + os.environ['PATH']}
     sh = L.Proc(['bash', '-e', '-c', block], name='doc', stdin=True, env=env)
     # The block's shell ending early (QEMU failed: bash -e) fails the waits at once;
     # its background serve would otherwise keep the output open until the deadline.
     sh.watch = [sh]
     kids = []
     try:
-        sh.expect(r'serve: ready', STEP_TIMEOUT)
-        kids = subprocess.run(['pgrep', '-P', str(sh.p.pid), '-x', 'dpdk-test-lm'],
+        sh.expect(r'added vm1-net0 \(vm vm1', STEP_TIMEOUT)
+        kids = subprocess.run(['pgrep', '-P', str(sh.p.pid), '-x', 'mlx5-lm-vhostd'],
                               stdout=subprocess.PIPE, text=True).stdout.split()
         _, _, m = sh.expect(r'E2E-GUEST-READY .*', STEP_TIMEOUT)
         L.log(f'guest up: {m.group(0)}')
         # 198.51.100.0/24 (TEST-NET-2, RFC 5737): nobody answers; the ARP requests
         # return through the device's loopback wire.
-        m = guest_cmd(sh, 'ip addr add 198.51.100.1/24 dev eth0; '
-                      'ping -c 3 -W 1 198.51.100.2 >/dev/null; '
-                      'echo "RX=$(cat /sys/class/net/eth0/statistics/rx_packets)"',
-                      r'^RX=(\d+)$')
+        m = L.guest_cmd(sh, 'ip addr add 198.51.100.1/24 dev eth0; '
+                        'ping -c 3 -W 1 198.51.100.2 >/dev/null; '
+                        'echo "RX=$(cat /sys/class/net/eth0/statistics/rx_packets)"',
+                        r'^RX=(\d+)$', STEP_TIMEOUT)
         if int(m.group(1)) == 0:
             raise AssertionError('the guest received nothing through the device')
         L.log(f'guest received {m.group(1)} frames through the device')
@@ -81,12 +78,12 @@ def run():
         rc = sh.stop(sig=None, timeout=STEP_TIMEOUT)
         if rc != 0:
             raise AssertionError(f'the block exited {rc}:\n{sh.tail(60)}')
-        if 'serve: clean teardown' not in sh.text():
-            raise AssertionError(f'serve did not tear down cleanly:\n{sh.tail(60)}')
+        if 'stopped: every worker gone, 0 device objects left alive' not in sh.text():
+            raise AssertionError(f'the service did not tear down cleanly:\n{sh.tail(60)}')
     except BaseException:
         print(sh.tail(80), flush=True)
-        # A failure on the way: bash's children (QEMU, serve; serve also when bash
-        # already ended), then bash.
+        # A failure on the way: bash's children (QEMU, the service; the service also
+        # when bash already ended, its workers follow it), then bash.
         if sh.p.poll() is None:
             kids += subprocess.run(['pgrep', '-P', str(sh.p.pid)], stdout=subprocess.PIPE,
                                    text=True).stdout.split()

@@ -9,6 +9,7 @@ import re
 import select
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -84,6 +85,45 @@ def testpmd_through_example(ex, iface, prefix, frames=1000, ready_timeout=300):
     finally:
         ex.kill()
     return rx, rc
+
+
+def vu_connect(path):
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c.connect(path)
+    return c
+
+
+def vu_send_region_past_its_file(sock):
+    """A hostile front end's SET_MEM_TABLE on a new connection to sock: a region of
+    2 MiB over a 1 MiB memfd (vhost-user.rst: SET_MEM_TABLE is u32 nregions, u32
+    padding, {gpa, size, uaddr, mmap_offset}). The connection, for the caller to see
+    it closed."""
+    fd = os.memfd_create('short')
+    try:
+        os.ftruncate(fd, 1 << 20)
+        c = vu_connect(sock)
+        payload = struct.pack('<II4Q', 1, 0, 0, 2 << 20, 0x10000000, 0)
+        socket.send_fds(c, [struct.pack('<III', 5, 1, len(payload)) + payload], [fd])
+    finally:
+        os.close(fd)
+    return c
+
+
+def closed_by_peer(c, timeout):
+    """True once the peer has closed the connection (anything it sent is skipped)."""
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            r, _, _ = select.select([c], [], [], max(deadline - time.monotonic(), 0))
+            if r:
+                try:
+                    if not c.recv(4096):
+                        return True
+                except ConnectionResetError:
+                    return True
+        return False
+    finally:
+        c.close()
 
 
 class Proc:

@@ -1,16 +1,17 @@
 """OVS-DPDK deployment: a vDPA device serves the VM, OVS switches the NIC's uplink.
 
 Upstream OVS 3.1 (Debian's openvswitch-switch-dpdk, on the same DPDK 22.11) has no
-vDPA port type: the vhost-user socket is served by the vDPA back end (`serve`), and
-OVS-DPDK bridges the NIC's uplink. The user guide's two blocks (doc-test
-ovs-deployment, ovs-cleanup) run here verbatim, taken from the doc: `serve` with the
-emulated device's wire on a net_tap port (uplink=net_tap0), OVS-DPDK
+vDPA port type: the vhost-user socket is served by the vDPA back end (the service,
+mlx5-lm-vhostd), and OVS-DPDK bridges the NIC's uplink. The user guide's two blocks
+(doc-test ovs-deployment, ovs-cleanup) run here verbatim, taken from the doc: the
+service, its worker's emulated device's wire on a net_tap port (uplink=net_tap0), OVS-DPDK
 (datapath_type=netdev) attaching the tap's kernel side as a net_af_packet port of
 bridge br0. A virtio-user testpmd in icmpecho mode plays the guest. Everything runs in
 a network namespace of its own, with an OVS of its own (OVS_RUNDIR, which ovs-vsctl
 reads): pings from br0's address to the guest's are answered through OVS, the tap and
 the emulated device, and the device's own counters show the frames it completed.
 """
+import json
 import os
 import re
 import shutil
@@ -24,7 +25,10 @@ from lmtest import Proc, Testpmd, doc_block, socket_in_use
 TOOL = os.environ.get('TEST_LM', 'build/app/test-lm/dpdk-test-lm')
 VSWITCHD = '/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk'
 SCHEMA = '/usr/share/openvswitch/vswitch.ovsschema'
-SOCK = '/run/lm/vm1.sock'  # the user guide's
+VHOSTD = os.environ.get('VHOSTD', 'build/app/vhostd/mlx5-lm-vhostd')
+CTL = os.environ.get('VHOSTD_CTL', 'build/app/ctl/mlx5-lm-ctl')
+SOCK = '/run/mlx5-lm/vm1.sock'  # the user guide's
+RPC = '/run/mlx5-lm/vhostd.sock'  # the service's default control socket
 # TEST-NET-1 (RFC 5737) inside the test's own namespace: reaches nothing outside it.
 HOST_IP, GUEST_IP = '192.0.2.1', '192.0.2.2'
 
@@ -42,14 +46,16 @@ def run(*args, **kw):
                      'OVS-DPDK (openvswitch-switch-dpdk) or ping not installed')
 class OvsDpdk(unittest.TestCase):
     def setUp(self):
-        if socket_in_use(SOCK):
-            self.skipTest(f'{SOCK} (the user guide\'s socket) is served by another process')
+        for path in (SOCK, RPC):
+            if socket_in_use(path):
+                self.skipTest(f'{path} (the user guide\'s socket) is served by another process')
         self.ns = f'lmovs{os.getpid()}'
         self.dir = tempfile.mkdtemp(prefix='lm-ovs-')
         # The doc's commands: dpdk-test-lm from this build, ovs-vsctl on this OVS.
         self.env = dict(os.environ, OVS_RUNDIR=self.dir, OVS_LOGDIR=self.dir,
                         OVS_DBDIR=self.dir, OVS_SYSCONFDIR=self.dir,
-                        PATH=os.path.dirname(os.path.abspath(TOOL)) + ':' + os.environ['PATH'])
+                        PATH=os.path.dirname(os.path.abspath(VHOSTD)) + ':' +
+                        os.path.dirname(os.path.abspath(CTL)) + ':' + os.environ['PATH'])
         self.procs = []
         run('ip', 'netns', 'add', self.ns)
         self.nsx = ['ip', 'netns', 'exec', self.ns]
@@ -91,7 +97,7 @@ class OvsDpdk(unittest.TestCase):
         sh = Proc([*self.nsx, 'bash', '-e', '-c', script], env=self.env, name='doc', stdin=True)
         self.procs.append(sh)
         sh.expect(r'== deployed', timeout=300)
-        srv = subprocess.run(['pgrep', '-P', str(sh.p.pid), '-x', 'dpdk-test-lm'],
+        srv = subprocess.run(['pgrep', '-P', str(sh.p.pid), '-x', 'mlx5-lm-vhostd'],
                              stdout=subprocess.PIPE, text=True).stdout.split()
         self.assertEqual(len(srv), 1, srv)
         guest = Testpmd(SOCK, f'tpo{os.getpid()}', queues=1, queue_size=256)
@@ -107,15 +113,12 @@ class OvsDpdk(unittest.TestCase):
         replies = int(re.search(r'(\d+) received', p.stdout).group(1))
         self.assertGreaterEqual(replies, 4, p.stdout)
         # The device itself completed the guest's frames (not some other path).
-        os.kill(int(srv[0]), signal.SIGUSR1)
-        m = sh.expect(r'vdpa_mlx5_lm0 \(.*\):\n\s+queue (.*)\n([\s\S]*?)serve: end of statistics',
-                      timeout=30)
-        # Counter names have single spaces ("bad descriptor errors"): split on two or more.
-        names = re.split(r'\s{2,}', m.group(1).decode().strip())
-        rows = {tuple(l.split()[:2]): l.split()[2:] for l in m.group(2).decode().splitlines()}
-        col = next(i for i, n in enumerate(names) if n.startswith('completed'))
-        self.assertGreater(int(rows[('tx', '0')][col]), 0, m.group(0))
-        self.assertGreater(int(rows[('rx', '0')][col]), 0, m.group(0))
+        # The device's own counters, through the service's control API.
+        st = json.loads(run(CTL, '--json', 'device_get_stats', 'vm1-net0').stdout)
+        done = {(q['type'], q['pair']): q['counters']['completed_descriptors']
+                for q in st['queues']}
+        self.assertGreater(done[('tx', 0)], 0, st)
+        self.assertGreater(done[('rx', 0)], 0, st)
         guest.cmd('stop')
         guest.quit()
         self.procs.remove(guest)
@@ -124,7 +127,7 @@ class OvsDpdk(unittest.TestCase):
         rc = sh.stop(sig=None, timeout=120)
         self.procs.remove(sh)
         self.assertEqual(rc, 0, sh.text()[-3000:])
-        self.assertIn('clean teardown', sh.text())
+        self.assertIn('stopped: every worker gone, 0 device objects left alive', sh.text())
         self.assertNotIn('br0', run('ovs-vsctl', '--timeout=60', 'list-br', env=self.env).stdout)
 
 

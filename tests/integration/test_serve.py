@@ -12,7 +12,8 @@ import tempfile
 import time
 import unittest
 
-from lmtest import Testpmd, serve
+from lmtest import (Testpmd, closed_by_peer, serve, vu_connect,
+                    vu_send_region_past_its_file)
 
 TOOL = os.environ.get('TEST_LM', 'build/app/test-lm/dpdk-test-lm')
 
@@ -147,14 +148,7 @@ class ServeDaemon(unittest.TestCase):
             sock = os.path.join(d, 'h.sock')
             srv = serve(TOOL, [sock], 'emu=fast,queues=1', extra=['--msg-timeout', '500'])
             try:
-                # A region of 2 MiB over a 1 MiB memfd (vhost-user.rst: SET_MEM_TABLE
-                # is u32 nregions, u32 padding, {gpa, size, uaddr, mmap_offset}).
-                fd = os.memfd_create('short')
-                os.ftruncate(fd, 1 << 20)
-                c = vu_connect(sock)
-                payload = struct.pack('<II4Q', 1, 0, 0, 2 << 20, 0x10000000, 0)
-                socket.send_fds(c, [struct.pack('<III', 5, 1, len(payload)) + payload], [fd])
-                os.close(fd)
+                c = vu_send_region_past_its_file(sock)
                 srv.expect(r'is past the end of its file', timeout=30)
                 self.assertTrue(closed_by_peer(c, 30), 'serve kept the connection')
                 # A header announcing 8 bytes of SET_FEATURES, no payload.
@@ -173,12 +167,6 @@ class ServeDaemon(unittest.TestCase):
         self.assertIn('clean teardown', srv.text())
 
 
-def vu_connect(path):
-    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    c.connect(path)
-    return c
-
-
 def recv_exact(c, n, timeout):
     deadline = time.monotonic() + timeout
     data = b''
@@ -192,23 +180,6 @@ def recv_exact(c, n, timeout):
             raise EOFError('connection closed')
         data += chunk
     return data
-
-
-def closed_by_peer(c, timeout):
-    """True once the peer has closed the connection (anything it sent is skipped)."""
-    deadline = time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline:
-            r, _, _ = select.select([c], [], [], max(deadline - time.monotonic(), 0))
-            if r:
-                try:
-                    if not c.recv(4096):
-                        return True
-                except ConnectionResetError:
-                    return True
-        return False
-    finally:
-        c.close()
 
 
 def serve_fails(path):

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* EAL start-up and device hotplug for dpdk-test-lm. */
+/* EAL start-up and device hotplug for dpdk-test-lm and mlx5-lm-vhostd's workers. */
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
@@ -15,14 +15,23 @@
 #include <rte_log.h>
 
 #include "rte_pmd_mlx5_lm.h"
-#include "test_lm.h"
+#include "lm_app.h"
 
 #define MAX_EAL_ARGS 160
 
-int
-test_lm_eal_init(const char *prog, const char *extra_eal)
+/* EAL's --file-prefix: distinct per process (a shared one makes EAL refuse to start). */
+static char file_prefix[64];
+
+void
+lm_app_eal_set_prefix(const char *prefix)
 {
-	return test_lm_eal_init_bus(prog, extra_eal, false);
+	snprintf(file_prefix, sizeof(file_prefix), "%s", prefix);
+}
+
+int
+lm_app_eal_init(const char *prog, const char *extra_eal)
+{
+	return lm_app_eal_init_bus(prog, extra_eal, false);
 }
 
 /* The user's EAL arguments choose lcores (-l, -c, --lcores, -s is not one). */
@@ -65,16 +74,19 @@ cpus_arg(char *buf, size_t len)
  * hotplug (migrate's peer stages). The caller restricts what the bus sees.
  */
 int
-test_lm_eal_init_bus(const char *prog, const char *extra_eal, bool pci)
+lm_app_eal_init_bus(const char *prog, const char *extra_eal, bool pci)
 {
-	static char prefix[64];
+	static char prefix[sizeof(file_prefix) + 16];
 	static char extra_copy[4096];
 	static char lcores[4200];
 	char *argv[MAX_EAL_ARGS];
 	int argc = 0, ret;
 	char *tok, *save = NULL;
 
-	snprintf(prefix, sizeof(prefix), "--file-prefix=test-lm-%d", (int)getpid());
+	if (file_prefix[0] != '\0')
+		snprintf(prefix, sizeof(prefix), "--file-prefix=%s", file_prefix);
+	else
+		snprintf(prefix, sizeof(prefix), "--file-prefix=test-lm-%d", (int)getpid());
 	argv[argc++] = (char *)prog;
 	argv[argc++] = "--no-huge";
 	argv[argc++] = "-m";
@@ -114,7 +126,7 @@ test_lm_eal_init_bus(const char *prog, const char *extra_eal, bool pci)
 }
 
 void
-test_lm_eal_cleanup(void)
+lm_app_eal_cleanup(void)
 {
 	char dir[PATH_MAX];
 
@@ -126,12 +138,12 @@ test_lm_eal_cleanup(void)
 	snprintf(dir, sizeof(dir), "%s", rte_eal_get_runtime_dir());
 	rte_eal_cleanup();
 	if (dir[0] != '\0' && rmdir(dir) < 0 && errno != ENOENT)
-		fprintf(stderr, "dpdk-test-lm: cannot remove EAL runtime directory %s: %s\n", dir,
+		fprintf(stderr, "cannot remove EAL runtime directory %s: %s\n", dir,
 			strerror(errno));
 }
 
 int
-test_lm_probe_device(const char *devname, const char *devargs)
+lm_app_probe_device(const char *devname, const char *devargs)
 {
 	int eal_level = rte_log_get_level(RTE_LOGTYPE_EAL);
 	int ret;
@@ -149,7 +161,7 @@ test_lm_probe_device(const char *devname, const char *devargs)
 }
 
 int
-test_lm_remove_device(const char *devname)
+lm_app_remove_device(const char *devname)
 {
 	int ret = rte_eal_hotplug_remove("vdev", devname);
 

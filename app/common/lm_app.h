@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * What dpdk-test-lm and mlx5-lm-vhostd's workers share: EAL start-up with
+ * defaults that need no hugepages, device hotplug, the checks made on a
+ * vhost-user socket path before vhost sees it, and the vhost-user set-up
+ * of one vDPA device (the vetting of every message).
+ */
+#ifndef LM_APP_H
+#define LM_APP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define LM_APP_PMD "vdpa_mlx5_lm"
+
+/*
+ * Start EAL with defaults that need no hugepages and no root-only set-up
+ * (--no-huge -m 512 --no-shconf --no-pci, a per-process file prefix), plus
+ * the user's extra EAL arguments (space separated, may be NULL).
+ */
+int lm_app_eal_init(const char *prog, const char *extra_eal);
+/* The same, with EAL's PCI bus on when pci is true. */
+int lm_app_eal_init_bus(const char *prog, const char *extra_eal, bool pci);
+/* Before lm_app_eal_init: the --file-prefix to use (default test-lm-<pid>). */
+void lm_app_eal_set_prefix(const char *prefix);
+void lm_app_eal_cleanup(void);
+
+/*
+ * Probe one device of our PMD by hotplug. On failure prints one line that
+ * says why and returns a negative errno.
+ */
+int lm_app_probe_device(const char *devname, const char *devargs);
+int lm_app_remove_device(const char *devname);
+
+/*
+ * A listening socket path, checked before vhost sees it: vhost unlinks a
+ * server's path when its start fails or at unregister, whatever is there
+ * (a regular file, a symlink's target name), and explains a failed bind in
+ * three generic lines. Returns 0 when the path is free, 1 when a stale
+ * socket (nobody answers on it) was removed, -1 when it cannot be used;
+ * msg gets one line saying what happened and, on -1, what to do.
+ */
+int lm_app_sock_check(const char *path, char *msg, size_t len);
+
+struct rte_vdpa_device;
+struct rte_vhost_device_ops;
+
+/*
+ * Serve vDPA device vdpa on vhost-user socket path (client: connect to
+ * the front end's socket and reconnect when it goes, instead of
+ * listening): register, attach, callbacks, start. The features offered are
+ * the device's within vhost's own list (see lm_app_vhost.c for why not all
+ * of them). 
+ * ops must call lm_app_vhost_vet() from new_connection. 0, or -1 with the
+ * reason in msg and nothing left registered.
+ */
+int lm_app_vhost_start(const char *path, struct rte_vdpa_device *vdpa, bool client,
+		       const struct rte_vhost_device_ops *ops, char *msg, size_t len);
+void lm_app_vhost_stop(const char *path);
+
+/*
+ * For new_connection: vet every message of vhost device vid before
+ * vhost uses it, and close its connection when a message's payload does
+ * not arrive within msg_timeout_ms (0: never). -1 (refuse the connection)
+ * when the vetting cannot be installed; msg says what happened (also on a
+ * missing timeout, which is not fatal: msg non-empty, 0 returned).
+ */
+int lm_app_vhost_vet(int vid, unsigned int msg_timeout_ms, char *msg, size_t len);
+
+#endif /* LM_APP_H */

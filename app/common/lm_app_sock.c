@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The checks made on a vhost-user socket path before vhost sees it (see
+ * lm_app.h): never over a file we did not create, never through a
+ * symlink, never over a live server; one line that says what to do.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/un.h>
+
+#include "lm_app.h"
+
+/* A socket exists at path (lstat said so): 0 stale and removed, -1 otherwise. */
+static int
+remove_if_stale(const char *path, char *msg, size_t len)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, rc;
+
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		snprintf(msg, len, "cannot check socket %s: %s", path, strerror(errno));
+		return -1;
+	}
+	rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	close(fd);
+	if (rc == 0 || errno == EAGAIN) {
+		snprintf(msg, len, "%s is served by another process: stop it or choose "
+			 "another path", path);
+		return -1;
+	}
+	if (errno != ECONNREFUSED) {
+		snprintf(msg, len, "cannot check socket %s: %s", path, strerror(errno));
+		return -1;
+	}
+	/* Nobody listens: a server that died left it; ours replaces it. */
+	if (unlink(path) < 0) {
+		snprintf(msg, len, "cannot remove stale socket %s: %s", path, strerror(errno));
+		return -1;
+	}
+	snprintf(msg, len, "removed stale socket %s (nobody was listening)", path);
+	return 0;
+}
+
+/* The directory path would be created in: exists, writable, not read-only. */
+static int
+check_dir(const char *path, char *msg, size_t len)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	struct statvfs vfs;
+	struct stat st;
+	char *slash;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash == NULL)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == dir)
+		dir[1] = '\0';
+	else
+		*slash = '\0';
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		snprintf(msg, len, "cannot create socket %s: directory %s does not exist: "
+			 "create it first (mkdir -p %s)", path, dir, dir);
+		return -1;
+	}
+	if (statvfs(dir, &vfs) == 0 && (vfs.f_flag & ST_RDONLY)) {
+		snprintf(msg, len, "cannot create socket %s: %s is on a read-only file system: "
+			 "choose a path on a writable one", path, dir);
+		return -1;
+	}
+	if (access(dir, W_OK | X_OK) < 0) {
+		snprintf(msg, len, "cannot create socket %s: no permission to write in %s: "
+			 "choose another directory or run as a user who may write there",
+			 path, dir);
+		return -1;
+	}
+	return 0;
+}
+
+int
+lm_app_sock_check(const char *path, char *msg, size_t len)
+{
+	struct sockaddr_un sa;
+	struct stat st;
+
+	msg[0] = '\0';
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		snprintf(msg, len, "socket path %s is longer than %zu bytes, the limit of a "
+			 "unix socket: choose a shorter path", path, sizeof(sa.sun_path) - 1);
+		return -1;
+	}
+	/* lstat: a symlink is "not a socket", whatever it points at. */
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			snprintf(msg, len, "%s exists and is not a socket: not replacing it; "
+				 "remove it yourself or choose another path", path);
+			return -1;
+		}
+		return remove_if_stale(path, msg, len) == 0 ? 1 : -1;
+	}
+	if (errno != ENOENT) {
+		snprintf(msg, len, "cannot use socket path %s: %s", path, strerror(errno));
+		return -1;
+	}
+	return check_dir(path, msg, len);
+}

@@ -1,0 +1,417 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The control socket: a unix stream socket (mode 0600, 0660 with a
+ * group), peers checked with SO_PEERCRED, JSON-RPC requests decoded by
+ * vhostd_rpc.c and dispatched to vhostd_methods.c. Connections are
+ * bounded in number, in what they may send at once and in how long half
+ * a request may wait: a client that misbehaves is answered and dropped,
+ * nothing else waits for it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include "lm_app.h"
+#include "vhostd.h"
+
+#define MAX_CONNS 128
+/* Half a request may wait this long for the rest; then the connection is dropped. */
+#define PARTIAL_TIMEOUT_MS 5000
+/* Requests of one connection answered out of order at most this many at once. */
+#define MAX_PENDING 16
+/* A client that does not read its replies: dropped past this. */
+#define MAX_OUT (16u << 20)
+
+struct conn {
+	struct vhostd_watch w;
+	TAILQ_ENTRY(conn) next;
+	struct vhostd_buf in, out;
+	unsigned int pending;     /* calls not answered yet */
+	bool closing;             /* no more reads; close once out is written */
+	bool dead;                /* fd closed; freed when pending reaches 0 */
+	bool in_process;          /* process() runs: replies answered meanwhile wait for it */
+	int64_t partial_since;    /* bytes of an incomplete request waiting since */
+	int uid, pid;
+};
+
+static struct vhostd_watch listener = { .fd = -1 };
+static TAILQ_HEAD(, conn) conns = TAILQ_HEAD_INITIALIZER(conns);
+static unsigned int nconns;
+/* Spare fd: with the fd table full, accept-and-close still answers a client. */
+static int spare_fd = -1;
+
+static void
+conn_close(struct conn *c)
+{
+	if (c->dead)
+		return;
+	vhostd_watch_del(&c->w);
+	close(c->w.fd);
+	c->w.fd = -1;
+	c->dead = true;
+	TAILQ_REMOVE(&conns, c, next);
+	nconns--;
+	vhostd_buf_free(&c->in);
+	vhostd_buf_free(&c->out);
+	if (c->pending == 0 && !c->in_process)
+		free(c);
+}
+
+static void
+conn_update(struct conn *c)
+{
+	uint32_t ev = 0;
+
+	if (!c->closing && c->pending < MAX_PENDING)
+		ev |= EPOLLIN;
+	if (c->out.len > c->out.off)
+		ev |= EPOLLOUT;
+	vhostd_watch_mod(&c->w, ev);
+}
+
+static void
+conn_flush(struct conn *c)
+{
+	int r = vhostd_buf_flush(c->w.fd, &c->out);
+
+	if (r < 0 || (r == 1 && c->closing && c->pending == 0)) {
+		conn_close(c);
+		return;
+	}
+	conn_update(c);
+}
+
+static void
+conn_send(struct conn *c, json_t *reply)
+{
+	size_t len;
+	char *line = vhostd_rpc_dump(reply, &len);
+
+	if (line == NULL)
+		return;
+	if (c->out.len - c->out.off + len > MAX_OUT) {
+		SLOG("control client pid %d does not read its replies: dropped", c->pid);
+		free(line);
+		conn_close(c);
+		return;
+	}
+	vhostd_buf_append(&c->out, line, len);
+	free(line);
+}
+
+static void process(struct conn *c);
+
+static void
+call_done(struct vhostd_call *call, json_t *reply)
+{
+	struct conn *c = call->conn;
+
+	c->pending--;
+	if (c->dead) {
+		if (c->pending == 0 && !c->in_process)
+			free(c);
+		return;
+	}
+	if (reply != NULL)
+		conn_send(c, reply);
+	/* Answered inside process(): it goes on and flushes. */
+	if (c->dead || c->in_process)
+		return;
+	/* Requests held back while MAX_PENDING were in flight. */
+	if (!c->closing) {
+		c->pending++;
+		process(c);
+		if (--c->pending == 0 && c->dead) {
+			free(c);
+			return;
+		}
+	}
+	if (!c->dead)
+		conn_flush(c);
+}
+
+/* Decode and dispatch what c sent, while it may have more calls in flight. */
+static void
+process(struct conn *c)
+{
+	c->in_process = true;
+	while (!c->dead && !c->closing && c->pending < MAX_PENDING) {
+		struct vhostd_rpc_req req;
+		struct vhostd_call *call;
+		json_t *reply;
+		size_t used;
+		bool fatal;
+		enum vhostd_rpc_status st = vhostd_rpc_decode(c->in.data + c->in.off,
+							      c->in.len - c->in.off, &used, &req,
+							      &reply, &fatal);
+
+		c->in.off += used;
+		if (st == VHOSTD_RPC_NEED_MORE) {
+			if (c->in.len > c->in.off) {
+				if (c->partial_since == 0)
+					c->partial_since = vhostd_now_ms();
+			} else {
+				c->partial_since = 0;
+			}
+			break;
+		}
+		c->partial_since = 0;
+		if (st == VHOSTD_RPC_BAD) {
+			conn_send(c, reply);
+			json_decref(reply);
+			if (fatal)
+				c->closing = true;
+			continue;
+		}
+		call = vhostd_call_new(req.id, req.method, &vhostd, call_done, c);
+		if (call == NULL) {
+			vhostd_rpc_req_free(&req);
+			break;
+		}
+		c->pending++;
+		vhostd_rpc_dispatch(vhostd_methods, vhostd_nmethods, call, req.params);
+		vhostd_rpc_req_free(&req);
+	}
+	c->in_process = false;
+	if (c->dead) {
+		if (c->pending == 0)
+			free(c);
+		return;
+	}
+	vhostd_buf_compact(&c->in);
+}
+
+static void
+conn_event(struct vhostd_watch *w, uint32_t events)
+{
+	struct conn *c = (struct conn *)w;
+	ssize_t r;
+
+	if (events & EPOLLOUT) {
+		conn_flush(c);
+		if (c->dead)
+			return;
+	}
+	if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)) || c->closing)
+		return;
+	r = vhostd_buf_read(w->fd, &c->in, VHOSTD_RPC_MAX_REQUEST + 4096);
+	if (r == -EAGAIN)
+		return;
+	if (r == 0 || (r < 0 && r != -E2BIG)) {
+		/* The client left: its calls still in flight are answered to nobody. */
+		conn_close(c);
+		return;
+	}
+	c->pending++; /* held: process() must not free c under us */
+	process(c);
+	c->pending--;
+	if (c->dead) {
+		if (c->pending == 0)
+			free(c);
+		return;
+	}
+	if (r == -E2BIG && c->in.len - c->in.off >= VHOSTD_RPC_MAX_REQUEST) {
+		json_t *e = vhostd_rpc_error(NULL, VHOSTD_RPC_TOO_LARGE,
+					     "request too large: over %u bytes",
+					     VHOSTD_RPC_MAX_REQUEST);
+
+		conn_send(c, e);
+		json_decref(e);
+		c->closing = true;
+	}
+	conn_flush(c);
+}
+
+/* root, the service's own user, or a member of the configured group. */
+static bool
+peer_allowed(const struct ucred *cr)
+{
+	struct passwd *pw;
+	struct group *gr;
+	char **m;
+
+	if (cr->uid == 0 || cr->uid == getuid())
+		return true;
+	if (!vhostd.rpc_group)
+		return false;
+	if (cr->gid == vhostd.rpc_gid)
+		return true;
+	gr = getgrgid(vhostd.rpc_gid);
+	pw = getpwuid(cr->uid);
+	if (gr == NULL || pw == NULL)
+		return false;
+	for (m = gr->gr_mem; *m != NULL; m++)
+		if (strcmp(*m, pw->pw_name) == 0)
+			return true;
+	return false;
+}
+
+/* A connection refused at once, with a reply that says why. */
+static void
+refuse(int fd, int code, const char *why)
+{
+	json_t *e = vhostd_rpc_error(NULL, code, "%s", why);
+	size_t len;
+	char *line = vhostd_rpc_dump(e, &len);
+
+	/* Best effort: the client may be gone already. */
+	if (line != NULL)
+		(void)!send(fd, line, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	free(line);
+	json_decref(e);
+	close(fd);
+}
+
+static void
+listener_event(struct vhostd_watch *w, uint32_t events)
+{
+	int i;
+
+	/* A bounded batch per wake-up: the loop serves everything else in between. */
+	for (i = 0; i < 64; i++) {
+		struct ucred cr;
+		socklen_t cl = sizeof(cr);
+		struct conn *c;
+		int fd = accept4(w->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE) {
+				/* No fd left: take one back, tell this client, carry on. */
+				if (spare_fd >= 0) {
+					close(spare_fd);
+					fd = accept4(w->fd, NULL, NULL, SOCK_CLOEXEC);
+					if (fd >= 0)
+						refuse(fd, VHOSTD_RPC_TOO_MANY,
+						       "too many open files in the service: retry");
+					spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+				}
+				SLOG("control socket: out of file descriptors");
+			}
+			return;
+		}
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 || !peer_allowed(&cr)) {
+			SLOG("control socket: pid %d uid %d refused: not root, the service's user "
+			     "or a member of its group", (int)cr.pid, (int)cr.uid);
+			refuse(fd, VHOSTD_RPC_INVALID_REQUEST, "permission denied");
+			continue;
+		}
+		if (nconns >= MAX_CONNS || vhostd.shutting_down) {
+			refuse(fd, VHOSTD_RPC_TOO_MANY, vhostd.shutting_down ?
+			       "the service is stopping" :
+			       "too many control connections: retry later");
+			continue;
+		}
+		c = calloc(1, sizeof(*c));
+		if (c == NULL) {
+			close(fd);
+			continue;
+		}
+		c->w.fd = fd;
+		c->w.fn = conn_event;
+		c->uid = (int)cr.uid;
+		c->pid = (int)cr.pid;
+		if (vhostd_watch_add(&c->w, EPOLLIN) < 0) {
+			close(fd);
+			free(c);
+			continue;
+		}
+		TAILQ_INSERT_TAIL(&conns, c, next);
+		nconns++;
+	}
+}
+
+int
+vhostd_server_start(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const char *path = vhostd.rpc_socket;
+	char msg[512];
+	mode_t old;
+	int fd, r;
+
+	r = lm_app_sock_check(path, msg, sizeof(msg));
+	if (r < 0) {
+		SLOG("RPC socket: %s", msg);
+		return -1;
+	}
+	if (r > 0)
+		SLOG("RPC socket: %s", msg);
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		SLOG("RPC socket: %s", strerror(errno));
+		return -1;
+	}
+	/* Created 0600 (0660 with a group) from the start: no window with wider access. */
+	old = umask(vhostd.rpc_group ? 0117 : 0177);
+	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (r < 0 || (vhostd.rpc_group && chown(path, (uid_t)-1, vhostd.rpc_gid) < 0) ||
+	    listen(fd, 256) < 0) {
+		SLOG("RPC socket %s: %s", path, strerror(errno));
+		if (r == 0)
+			unlink(path);
+		close(fd);
+		return -1;
+	}
+	listener.fd = fd;
+	listener.fn = listener_event;
+	spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (vhostd_watch_add(&listener, EPOLLIN) < 0) {
+		unlink(path);
+		close(fd);
+		listener.fd = -1;
+		return -1;
+	}
+	return 0;
+}
+
+void
+vhostd_server_stop(void)
+{
+	struct conn *c;
+
+	if (listener.fd >= 0) {
+		vhostd_watch_del(&listener);
+		close(listener.fd);
+		listener.fd = -1;
+		unlink(vhostd.rpc_socket);
+	}
+	while ((c = TAILQ_FIRST(&conns)) != NULL)
+		conn_close(c);
+	if (spare_fd >= 0)
+		close(spare_fd);
+	spare_fd = -1;
+}
+
+/* Connections whose half request waited too long are dropped. */
+int64_t
+vhostd_server_timers(void)
+{
+	int64_t now = vhostd_now_ms(), next = -1;
+	struct conn *c, *tmp;
+
+	for (c = TAILQ_FIRST(&conns); c != NULL; c = tmp) {
+		tmp = TAILQ_NEXT(c, next);
+		if (c->partial_since == 0)
+			continue;
+		if (now - c->partial_since >= PARTIAL_TIMEOUT_MS) {
+			SLOG("control client pid %d sent half a request and stalled %d ms: "
+			     "dropped", c->pid, PARTIAL_TIMEOUT_MS);
+			conn_close(c);
+			continue;
+		}
+		if (next < 0 || c->partial_since + PARTIAL_TIMEOUT_MS < next)
+			next = c->partial_since + PARTIAL_TIMEOUT_MS;
+	}
+	return next;
+}

@@ -1,0 +1,705 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The workers: one process per VM, started, spoken to, restarted. Every
+ * request to a worker is queued on that worker alone and answered when
+ * it answers; a worker that dies fails only its own requests, and is
+ * restarted with a bounded back-off, its devices re-created.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include "vhostd.h"
+
+/* Back-off between restarts: none for the first, then doubling to at most 5 s. */
+#define BACKOFF_FIRST_MS 100
+#define BACKOFF_MAX_MS 5000
+/* A worker that ran this long is healthy again: the next restart is immediate. */
+#define STABLE_MS 10000
+/* EAL start-up of a worker; one that takes longer is killed (and restarted). */
+#define READY_TIMEOUT_MS 30000
+
+struct vhostd_vm *
+vhostd_vm_find(const char *name)
+{
+	struct vhostd_vm *vm;
+
+	TAILQ_FOREACH(vm, &vhostd.vms, next)
+		if (strcmp(vm->name, name) == 0)
+			return vm;
+	return NULL;
+}
+
+struct vhostd_dev *
+vhostd_dev_find(const char *name)
+{
+	struct vhostd_dev *d;
+
+	TAILQ_FOREACH(d, &vhostd.devs, next)
+		if (strcmp(d->cfg.name, name) == 0)
+			return d;
+	return NULL;
+}
+
+void
+vhostd_config_of_devs(struct vhostd_config *c)
+{
+	struct vhostd_dev *d;
+
+	vhostd_config_init(c);
+	TAILQ_FOREACH(d, &vhostd.devs, next)
+		if (strcmp(d->state, "adding") != 0)
+			vhostd_config_append(c, &d->cfg);
+}
+
+static unsigned int
+vm_devices(struct vhostd_vm *vm, char *list, size_t len)
+{
+	struct vhostd_dev *d;
+	unsigned int n = 0;
+	size_t off = 0;
+
+	if (len > 0)
+		list[0] = '\0';
+	TAILQ_FOREACH(d, &vhostd.devs, next) {
+		if (d->vm != vm)
+			continue;
+		if (off < len)
+			off += (size_t)snprintf(list + off, len - off, "%s%s", n ? ", " : "",
+						d->cfg.name);
+		n++;
+	}
+	return n;
+}
+
+static void dev_free(struct vhostd_dev *d);
+static void vm_chan_event(struct vhostd_watch *w, uint32_t events);
+
+static int
+vm_spawn(struct vhostd_vm *vm)
+{
+	char chan[16], metrics[16], timeout[16];
+	int sv[2];
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0) {
+		VMLOG(vm, "cannot create the worker's channel: %s", strerror(errno));
+		return -1;
+	}
+	snprintf(chan, sizeof(chan), "%d", sv[1]);
+	snprintf(metrics, sizeof(metrics), "%u", vhostd.metrics_addr != NULL ? 1000u : 0u);
+	snprintf(timeout, sizeof(timeout), "%u", vhostd.msg_timeout_ms);
+	pid = fork();
+	if (pid < 0) {
+		VMLOG(vm, "cannot start a worker: %s", strerror(errno));
+		close(sv[0]);
+		close(sv[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		char *argv[14];
+		int argc = 0;
+		sigset_t all;
+
+		/* The worker takes its own signals; a terminal's ^C is the supervisor's. */
+		sigemptyset(&all);
+		sigprocmask(SIG_SETMASK, &all, NULL);
+		setpgid(0, 0);
+		/* Blocking, and kept across exec: the worker's end of the channel. */
+		fcntl(sv[1], F_SETFL, 0);
+		fcntl(sv[1], F_SETFD, 0);
+		argv[argc++] = (char *)vhostd.worker_path;
+		argv[argc++] = "--vm";
+		argv[argc++] = vm->name;
+		argv[argc++] = "--channel";
+		argv[argc++] = chan;
+		argv[argc++] = "--metrics-ms";
+		argv[argc++] = metrics;
+		argv[argc++] = "--msg-timeout";
+		argv[argc++] = timeout;
+		if (vhostd.worker_eal != NULL) {
+			argv[argc++] = "--eal";
+			argv[argc++] = (char *)vhostd.worker_eal;
+		}
+		argv[argc] = NULL;
+		execv(vhostd.worker_path, argv);
+		fprintf(stderr, "vhostd: vm %s: cannot run the worker %s: %s\n", vm->name,
+			vhostd.worker_path, strerror(errno));
+		_exit(127);
+	}
+	close(sv[1]);
+	vm->pid = pid;
+	vm->chan.fd = sv[0];
+	vm->chan.fn = vm_chan_event;
+	vm->ready = false;
+	vm->started_ms = vhostd_now_ms();
+	vm->ready_by_ms = vm->started_ms + READY_TIMEOUT_MS;
+	vm->restart_at_ms = 0;
+	vm->leaked = -1;
+	vhostd_buf_free(&vm->in);
+	vhostd_buf_free(&vm->out);
+	if (vhostd_watch_add(&vm->chan, EPOLLIN) < 0) {
+		kill(pid, SIGKILL);
+		return 0; /* reaped as any dead worker, and restarted */
+	}
+	VMLOG(vm, "worker %d started%s", (int)pid, vm->restarts ? " (restart)" : "");
+	return 0;
+}
+
+static struct vhostd_vm *
+vm_create(const char *name)
+{
+	struct vhostd_vm *vm = calloc(1, sizeof(*vm));
+
+	if (vm == NULL)
+		return NULL;
+	snprintf(vm->name, sizeof(vm->name), "%s", name);
+	vm->chan.fd = -1;
+	vm->leaked = -1;
+	TAILQ_INIT(&vm->sent);
+	TAILQ_INIT(&vm->queued);
+	if (vm_spawn(vm) < 0) {
+		free(vm);
+		return NULL;
+	}
+	TAILQ_INSERT_TAIL(&vhostd.vms, vm, next);
+	return vm;
+}
+
+static void
+vm_free(struct vhostd_vm *vm)
+{
+	TAILQ_REMOVE(&vhostd.vms, vm, next);
+	vhostd_buf_free(&vm->in);
+	vhostd_buf_free(&vm->out);
+	json_decref(vm->metrics);
+	free(vm);
+}
+
+static void
+vm_flush(struct vhostd_vm *vm)
+{
+	int r;
+
+	if (vm->chan.fd < 0)
+		return;
+	r = vhostd_buf_flush(vm->chan.fd, &vm->out);
+	if (r < 0) {
+		/* The worker's end is gone: its exit (SIGCHLD) does the rest. */
+		vhostd_buf_free(&vm->out);
+		return;
+	}
+	vhostd_watch_mod(&vm->chan, EPOLLIN | (r == 0 ? EPOLLOUT : 0));
+}
+
+static void
+wreq_send(struct vhostd_vm *vm, struct vhostd_wreq *r)
+{
+	vhostd_chan_queue(&vm->out, r->msg);
+	TAILQ_INSERT_TAIL(&vm->sent, r, next);
+	vm_flush(vm);
+}
+
+int
+vhostd_vm_request(struct vhostd_vm *vm, const char *op, const char *dev,
+		  struct vhostd_call *call,
+		  void (*done)(struct vhostd_wreq *, json_t *, int, const char *))
+{
+	struct vhostd_wreq *r = calloc(1, sizeof(*r));
+	struct vhostd_dev *d = dev != NULL ? vhostd_dev_find(dev) : NULL;
+
+	if (r == NULL)
+		return -ENOMEM;
+	r->id = ++vhostd.next_wreq_id;
+	r->done = done;
+	r->call = call;
+	snprintf(r->dev, sizeof(r->dev), "%s", dev != NULL ? dev : "");
+	if (strcmp(op, "add") == 0 && d != NULL) {
+		r->msg = vhostd_devcfg_to_json(&d->cfg);
+	} else {
+		r->msg = json_object();
+		if (dev != NULL)
+			json_object_set_new(r->msg, "name", json_string(dev));
+	}
+	json_object_set_new(r->msg, "id", json_integer((json_int_t)r->id));
+	json_object_set_new(r->msg, "op", json_string(op));
+	/* A worker told to exit takes nothing more: its successor will. */
+	if (vm->ready && !vm->stopping)
+		wreq_send(vm, r);
+	else
+		TAILQ_INSERT_TAIL(&vm->queued, r, next);
+	return 0;
+}
+
+static void
+wreq_finish(struct vhostd_wreq *r, json_t *result, int code, const char *message)
+{
+	if (r->done != NULL)
+		r->done(r, result, code, message);
+	json_decref(r->msg);
+	free(r);
+}
+
+/* Every request of vm unanswered: answered with code and why. */
+static void
+vm_fail_requests(struct vhostd_vm *vm, struct vhostd_wreq_list *l, const char *why)
+{
+	struct vhostd_wreq *r;
+
+	while ((r = TAILQ_FIRST(l)) != NULL) {
+		TAILQ_REMOVE(l, r, next);
+		wreq_finish(r, NULL, VHOSTD_RPC_UNAVAILABLE, why);
+	}
+}
+
+static void
+on_reply(struct vhostd_vm *vm, json_t *m)
+{
+	json_int_t id = json_integer_value(json_object_get(m, "id"));
+	json_t *err = json_object_get(m, "error");
+	struct vhostd_wreq *r;
+
+	TAILQ_FOREACH(r, &vm->sent, next)
+		if (r->id == (uint64_t)id)
+			break;
+	if (r == NULL) {
+		VMLOG(vm, "answer to no request (id %lld): ignored", (long long)id);
+		return;
+	}
+	TAILQ_REMOVE(&vm->sent, r, next);
+	if (err != NULL) {
+		json_t *code = json_object_get(err, "code");
+		const char *msg = json_string_value(json_object_get(err, "message"));
+
+		wreq_finish(r, NULL, json_is_integer(code) && json_integer_value(code) != 0 ?
+				     (int)json_integer_value(code) : VHOSTD_RPC_INTERNAL_ERROR,
+			    msg != NULL ? msg : "the worker failed");
+	} else {
+		wreq_finish(r, json_object_get(m, "result"), 0, NULL);
+	}
+}
+
+static void replay_done(struct vhostd_wreq *r, json_t *result, int code, const char *msg);
+
+static void
+on_ready(struct vhostd_vm *vm)
+{
+	struct vhostd_dev *d;
+	struct vhostd_wreq *r;
+
+	vm->ready = true;
+	/* A restarted worker: its devices first, before anything queued meanwhile. */
+	if (vm->restarts > 0) {
+		TAILQ_FOREACH(d, &vhostd.devs, next) {
+			if (d->vm != vm || strcmp(d->state, "adding") == 0 ||
+			    strcmp(d->state, "removing") == 0)
+				continue;
+			vm->replaying++;
+			vhostd_vm_request(vm, "add", d->cfg.name, NULL, replay_done);
+		}
+	}
+	while ((r = TAILQ_FIRST(&vm->queued)) != NULL) {
+		TAILQ_REMOVE(&vm->queued, r, next);
+		wreq_send(vm, r);
+	}
+}
+
+static void
+on_event(struct vhostd_vm *vm, json_t *m)
+{
+	const char *ev = json_string_value(json_object_get(m, "event"));
+	struct vhostd_dev *d;
+
+	if (strcmp(ev, "ready") == 0) {
+		on_ready(vm);
+	} else if (strcmp(ev, "state") == 0) {
+		const char *name = json_string_value(json_object_get(m, "name"));
+		const char *state = json_string_value(json_object_get(m, "state"));
+		const char *reason = json_string_value(json_object_get(m, "reason"));
+
+		d = name != NULL ? vhostd_dev_find(name) : NULL;
+		/* A device of another VM is not this worker's to speak of. */
+		if (d == NULL || d->vm != vm || state == NULL || strlen(state) >= sizeof(d->state) ||
+		    strcmp(d->state, "adding") == 0 || strcmp(d->state, "removing") == 0)
+			return;
+		snprintf(d->state, sizeof(d->state), "%s", state);
+		snprintf(d->reason, sizeof(d->reason), "%s", reason != NULL ? reason : "");
+	} else if (strcmp(ev, "metrics") == 0) {
+		json_decref(vm->metrics);
+		vm->metrics = json_incref(json_object_get(m, "devices"));
+	} else if (strcmp(ev, "exit") == 0) {
+		json_t *l = json_object_get(m, "leaked");
+
+		vm->leaked = json_is_integer(l) ? (long)json_integer_value(l) : -1;
+	}
+}
+
+static void
+vm_chan_event(struct vhostd_watch *w, uint32_t events)
+{
+	struct vhostd_vm *vm = (struct vhostd_vm *)((char *)w - offsetof(struct vhostd_vm, chan));
+	json_t *m;
+	ssize_t r;
+	int n;
+
+	if (events & EPOLLOUT)
+		vm_flush(vm);
+	if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+		return;
+	r = vhostd_buf_read(w->fd, &vm->in, VHOSTD_CHAN_MAX_LINE);
+	if (r == -EAGAIN)
+		return;
+	if (r == -E2BIG) {
+		VMLOG(vm, "worker %d sent a line over %u bytes: killed", (int)vm->pid,
+		      VHOSTD_CHAN_MAX_LINE);
+		kill(vm->pid, SIGKILL);
+	}
+	if (r <= 0) {
+		/* End of the channel: the worker is going; SIGCHLD tells why. */
+		vhostd_watch_del(w);
+		close(w->fd);
+		w->fd = -1;
+		return;
+	}
+	while ((n = vhostd_chan_next(&vm->in, &m)) != 0) {
+		if (n < 0 || (json_object_get(m, "event") != NULL &&
+			      !json_is_string(json_object_get(m, "event")))) {
+			VMLOG(vm, "worker %d sent a malformed message: killed", (int)vm->pid);
+			json_decref(m);
+			kill(vm->pid, SIGKILL);
+			return;
+		}
+		if (json_object_get(m, "event") != NULL)
+			on_event(vm, m);
+		else
+			on_reply(vm, m);
+		json_decref(m);
+	}
+}
+
+/* ---- devices ---- */
+
+static void
+dev_free(struct vhostd_dev *d)
+{
+	TAILQ_REMOVE(&vhostd.devs, d, next);
+	free(d);
+}
+
+/* A VM without devices has no worker: it exits, and its VM is forgotten. */
+static void
+vm_release_if_empty(struct vhostd_vm *vm)
+{
+	if (vm_devices(vm, NULL, 0) > 0 || vm->stopping || !TAILQ_EMPTY(&vm->queued))
+		return;
+	if (vm->pid > 0) {
+		vhostd_vm_request(vm, "exit", NULL, NULL, NULL);
+		VMLOG(vm, "no device left: worker %d stops", (int)vm->pid);
+		vm->stopping = true;
+	} else {
+		vm_free(vm);
+	}
+}
+
+static void
+add_done(struct vhostd_wreq *r, json_t *result, int code, const char *msg)
+{
+	struct vhostd_dev *d = vhostd_dev_find(r->dev);
+	struct vhostd_vm *vm = d != NULL ? d->vm : NULL;
+
+	if (d == NULL)
+		return;
+	if (code != 0) {
+		DEVLOG(d, "not added: %s", msg);
+		if (r->call != NULL)
+			vhostd_call_fail(r->call, code == VHOSTD_RPC_UNAVAILABLE ?
+					 VHOSTD_RPC_UNAVAILABLE : code, "%s", msg);
+		dev_free(d);
+		vm_release_if_empty(vm);
+	} else {
+		const char *st = json_string_value(json_object_get(result, "state"));
+
+		snprintf(d->state, sizeof(d->state), "%s", st != NULL ? st : "waiting");
+		d->reason[0] = '\0';
+		DEVLOG(d, "added on %s (%s), devargs %s", d->cfg.socket,
+		       d->cfg.client ? "client" : "server", d->cfg.devargs);
+		if (r->call != NULL)
+			vhostd_call_reply(r->call, json_pack("{s:s, s:s, s:s, s:s, s:i}",
+							     "name", d->cfg.name, "vm", d->cfg.vm,
+							     "socket", d->cfg.socket, "state",
+							     d->state, "worker_pid",
+							     (int)vm->pid));
+	}
+	if (r->call == NULL && vhostd.startup_pending > 0) {
+		vhostd.startup_pending--;
+		vhostd_check_ready();
+	}
+}
+
+static void
+replay_done(struct vhostd_wreq *r, json_t *result, int code, const char *msg)
+{
+	struct vhostd_dev *d = vhostd_dev_find(r->dev);
+
+	if (d != NULL && d->vm != NULL) {
+		if (d->vm->replaying > 0)
+			d->vm->replaying--;
+		if (code != 0) {
+			snprintf(d->state, sizeof(d->state), "failed");
+			snprintf(d->reason, sizeof(d->reason), "not re-created after the worker's "
+				 "restart: %s", msg);
+			DEVLOG(d, "%s", d->reason);
+		} else {
+			snprintf(d->state, sizeof(d->state), "waiting");
+			d->reason[0] = '\0';
+			DEVLOG(d, "re-created by worker %d", (int)d->vm->pid);
+		}
+	}
+}
+
+void
+vhostd_dev_add(const struct vhostd_devcfg *cfg, struct vhostd_call *call)
+{
+	struct vhostd_dev *d = calloc(1, sizeof(*d));
+	struct vhostd_vm *vm;
+
+	if (d == NULL) {
+		if (call != NULL)
+			vhostd_call_fail(call, VHOSTD_RPC_INTERNAL_ERROR, "out of memory");
+		return;
+	}
+	d->cfg = *cfg;
+	snprintf(d->state, sizeof(d->state), "adding");
+	vm = vhostd_vm_find(cfg->vm);
+	if (vm == NULL)
+		vm = vm_create(cfg->vm);
+	if (vm == NULL) {
+		free(d);
+		if (call != NULL)
+			vhostd_call_fail(call, VHOSTD_RPC_DEVICE_FAILED,
+					 "vm '%s': cannot start its worker", cfg->vm);
+		return;
+	}
+	d->vm = vm;
+	/* Listed at once (state adding): a second add of the name or socket is refused. */
+	TAILQ_INSERT_TAIL(&vhostd.devs, d, next);
+	if (vhostd_vm_request(vm, "add", d->cfg.name, call, add_done) < 0) {
+		dev_free(d);
+		if (call != NULL)
+			vhostd_call_fail(call, VHOSTD_RPC_INTERNAL_ERROR, "out of memory");
+		vm_release_if_empty(vm);
+	}
+}
+
+/* SIGHUP: one of its removals answered; after the last, its additions. */
+static void
+reload_removed(void)
+{
+	size_t i;
+
+	if (vhostd.reload_removes == 0 || --vhostd.reload_removes > 0)
+		return;
+	for (i = 0; i < vhostd.reload_next.n; i++)
+		vhostd_dev_add(&vhostd.reload_next.dev[i], NULL);
+	vhostd_config_free(&vhostd.reload_next);
+}
+
+static void
+remove_done(struct vhostd_wreq *r, json_t *result, int code, const char *msg)
+{
+	struct vhostd_dev *d = vhostd_dev_find(r->dev);
+	struct vhostd_vm *vm;
+	char was[16];
+
+	if (d == NULL)
+		return;
+	vm = d->vm;
+	/* The worker gone meanwhile took the device with it: removed all the same. */
+	if (code != 0 && code != VHOSTD_RPC_UNAVAILABLE && code != VHOSTD_RPC_NOT_FOUND) {
+		snprintf(d->state, sizeof(d->state), "failed");
+		snprintf(d->reason, sizeof(d->reason), "remove failed: %s", msg);
+		if (r->call != NULL)
+			vhostd_call_fail(r->call, code, "%s", msg);
+		else
+			reload_removed();
+		return;
+	}
+	snprintf(was, sizeof(was), "%s", result != NULL &&
+		 json_is_string(json_object_get(result, "was")) ?
+		 json_string_value(json_object_get(result, "was")) : "gone");
+	DEVLOG(d, "removed (was %s)", was);
+	if (r->call != NULL)
+		vhostd_call_reply(r->call, json_pack("{s:s, s:s, s:s}", "name", d->cfg.name,
+						     "vm", d->cfg.vm, "was", was));
+	dev_free(d);
+	if (r->call == NULL)
+		reload_removed();
+	vm_release_if_empty(vm);
+}
+
+void
+vhostd_dev_remove(struct vhostd_dev *d, struct vhostd_call *call)
+{
+	struct vhostd_vm *vm = d->vm;
+
+	snprintf(d->state, sizeof(d->state), "removing");
+	if (vm->pid <= 0 || vhostd_vm_request(vm, "remove", d->cfg.name, call,
+					      remove_done) < 0) {
+		/* No worker (restarting): nothing holds the device. */
+		struct vhostd_wreq r = { .call = call };
+
+		snprintf(r.dev, sizeof(r.dev), "%s", d->cfg.name);
+		remove_done(&r, NULL, VHOSTD_RPC_UNAVAILABLE, "no worker");
+	}
+}
+
+/* ---- exits, restarts ---- */
+
+static void
+describe_status(int status, char *buf, size_t len)
+{
+	if (WIFSIGNALED(status))
+		snprintf(buf, len, "killed by signal %d (%s)%s", WTERMSIG(status),
+			 strsignal(WTERMSIG(status)), WCOREDUMP(status) ? ", core dumped" : "");
+	else
+		snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
+}
+
+void
+vhostd_vm_reap(pid_t pid, int status)
+{
+	char why[256], devices[512];
+	struct vhostd_dev *d;
+	struct vhostd_vm *vm;
+	int64_t up;
+
+	TAILQ_FOREACH(vm, &vhostd.vms, next)
+		if (vm->pid == pid)
+			break;
+	if (vm == NULL)
+		return;
+	describe_status(status, vm->last_exit, sizeof(vm->last_exit));
+	if (vm->chan.fd >= 0) {
+		vhostd_watch_del(&vm->chan);
+		close(vm->chan.fd);
+		vm->chan.fd = -1;
+	}
+	vm->pid = 0;
+	vm->ready = false;
+	vm->replaying = 0;
+	json_decref(vm->metrics);
+	vm->metrics = NULL;
+	vm_devices(vm, devices, sizeof(devices));
+	if (vm->leaked >= 0)
+		vhostd.leaked_total += vm->leaked;
+	snprintf(why, sizeof(why), "vm %s: its worker %d %s before answering", vm->name,
+		 (int)pid, vm->last_exit);
+	vm_fail_requests(vm, &vm->sent, why);
+	if (vm->stopping || vhostd.shutting_down) {
+		VMLOG(vm, "worker %d %s, %ld device objects left alive%s", (int)pid,
+		      vm->last_exit, vm->leaked, vm->leaked < 0 ? " (unknown: it did not say)" :
+		      "");
+		if (!vhostd.shutting_down && !TAILQ_EMPTY(&vm->queued)) {
+			/* A device_add came while it was stopping: a new worker for it. */
+			vm->stopping = false;
+			vm->restarts = 0;
+			vm_spawn(vm);
+			return;
+		}
+		vm_fail_requests(vm, &vm->queued, why);
+		vm_free(vm);
+		return;
+	}
+	up = vhostd_now_ms() - vm->started_ms;
+	if (up >= STABLE_MS || vm->restarts == 0)
+		vm->backoff_ms = 0;
+	VMLOG(vm, "worker %d %s after %.1f s (devices: %s); restart %u in %lld ms",
+	      (int)pid, vm->last_exit, up / 1000.0, devices[0] ? devices : "none",
+	      vm->restarts + 1, (long long)vm->backoff_ms);
+	TAILQ_FOREACH(d, &vhostd.devs, next) {
+		if (d->vm != vm || strcmp(d->state, "adding") == 0)
+			continue;
+		snprintf(d->state, sizeof(d->state), "failed");
+		snprintf(d->reason, sizeof(d->reason), "worker down (%s): restarting",
+			 vm->last_exit);
+	}
+	vm->restart_at_ms = vhostd_now_ms() + vm->backoff_ms;
+	vm->backoff_ms = vm->backoff_ms == 0 ? BACKOFF_FIRST_MS :
+			 (vm->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS :
+			  vm->backoff_ms * 2);
+	vm->restarts++;
+}
+
+int64_t
+vhostd_vm_timers(void)
+{
+	int64_t now = vhostd_now_ms(), next = -1;
+	struct vhostd_vm *vm;
+
+	TAILQ_FOREACH(vm, &vhostd.vms, next) {
+		if (vm->pid == 0 && vm->restart_at_ms > 0) {
+			if (now >= vm->restart_at_ms) {
+				vm->restart_at_ms = 0;
+				if (vm_spawn(vm) < 0)
+					vm->restart_at_ms = now + BACKOFF_MAX_MS;
+			} else if (next < 0 || vm->restart_at_ms < next) {
+				next = vm->restart_at_ms;
+			}
+		}
+		if (vm->pid > 0 && !vm->ready) {
+			if (now >= vm->ready_by_ms) {
+				VMLOG(vm, "worker %d not ready within %d ms: killed", (int)vm->pid,
+				      READY_TIMEOUT_MS);
+				kill(vm->pid, SIGKILL);
+				vm->ready_by_ms = now + READY_TIMEOUT_MS;
+			} else if (next < 0 || vm->ready_by_ms < next) {
+				next = vm->ready_by_ms;
+			}
+		}
+	}
+	return next;
+}
+
+void
+vhostd_vm_shutdown_all(void)
+{
+	struct vhostd_vm *vm, *tmp;
+
+	for (vm = TAILQ_FIRST(&vhostd.vms); vm != NULL; vm = tmp) {
+		tmp = TAILQ_NEXT(vm, next);
+		if (vm->pid > 0) {
+			/* An exit request, and SIGTERM for a worker busy in a probe. */
+			if (!vm->stopping)
+				vhostd_vm_request(vm, "exit", NULL, NULL, NULL);
+			vm->stopping = true;
+			kill(vm->pid, SIGTERM);
+		} else {
+			vm->stopping = true;
+			vm_fail_requests(vm, &vm->queued, "the service is stopping");
+			vm_free(vm);
+		}
+	}
+}
+
+bool
+vhostd_vm_all_gone(void)
+{
+	return TAILQ_EMPTY(&vhostd.vms);
+}
+
+void
+vhostd_devs_free(void)
+{
+	struct vhostd_dev *d;
+
+	while ((d = TAILQ_FIRST(&vhostd.devs)) != NULL)
+		dev_free(d);
+}

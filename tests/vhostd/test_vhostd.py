@@ -1,0 +1,779 @@
+#!/usr/bin/env python3
+"""mlx5-lm-vhostd through its public paths: the JSON-RPC socket and mlx5-lm-ctl.
+
+Start and readiness, every method, the configuration (save, replay, SIGHUP),
+two VMs in two workers with traffic from the built-in front end, a worker
+killed (-9) while the other VM's frames keep coming, SIGTERM cleaning
+everything, metrics, and the bad input of issue 20: malformed and oversized
+requests, wrong types, duplicates, bad devargs, socket paths that are not
+ours, 1000 connections, a half request that stalls, other users, hostile
+front ends. LM_BACKEND=rdma runs the devices as ibdev= under
+tools/with-emulated-rdma."""
+import json
+import os
+import re
+import signal
+import socket
+import stat
+import struct
+import subprocess
+import tempfile
+import time
+import unittest
+
+from lmtest import vu_send_region_past_its_file
+from vhostdlib import (CTL, VHOSTD, WORKER, RpcError, Service, Traffic, children,
+                       closed_by_peer, connect, read_reply, vu_connect)
+
+RDMA = os.environ.get('LM_BACKEND') == 'rdma'
+WRAPPER = os.environ.get('LM_WRAPPER')
+WRAP = ['python3', WRAPPER, '--devices', '4', '--profile', 'fast', '--'] if RDMA else []
+
+
+def devargs(i=0, extra='queues=1'):
+    """Device i's devargs: an emulated device, or emulated RDMA device mlx5_<i>."""
+    return (f'ibdev=mlx5_{i},' if RDMA else 'emu=fast,') + extra
+
+
+def service(d, **kw):
+    return Service(d, wrap=WRAP, **kw)
+
+
+def stopped_clean(test, srv):
+    rc = srv.stop()
+    test.assertEqual(rc, 0, srv.p.text()[-3000:])
+    test.assertIn('stopped: every worker gone, 0 device objects left alive', srv.p.text())
+
+
+class Basics(unittest.TestCase):
+    def test_every_command_has_help(self):
+        for prog in (VHOSTD, WORKER, CTL):
+            r = subprocess.run([prog, '--help'], capture_output=True, text=True, timeout=30)
+            self.assertEqual(r.returncode, 0, prog)
+            self.assertIn('Usage:', r.stdout)
+        out = subprocess.run([CTL, '--help'], capture_output=True, text=True).stdout
+        cmds = re.findall(r'^  (\w+) ', out.split('Commands')[1], re.M)
+        self.assertGreaterEqual(len(cmds), 10, out)
+        for c in cmds:
+            r = subprocess.run([CTL, c, '--help'], capture_output=True, text=True, timeout=30)
+            self.assertEqual(r.returncode, 0, c)
+            self.assertIn('Usage: mlx5-lm-ctl', r.stdout, c)
+        r = subprocess.run([CTL, 'no_such_command'], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2)
+        r = subprocess.run([CTL, '--socket', '/nonexistent/x.sock', 'device_list'],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 3)
+        self.assertIn('cannot reach', r.stderr)
+
+    def test_methods_devices_and_clean_stop(self):
+        with tempfile.TemporaryDirectory() as d:
+            srv = service(d)
+            try:
+                st = os.stat(srv.rpc)
+                self.assertTrue(stat.S_ISSOCK(st.st_mode))
+                self.assertEqual(stat.S_IMODE(st.st_mode), 0o600)
+                self.assertEqual(sorted(srv.call('rpc_get_methods')), sorted([
+                    'device_add', 'device_remove', 'device_list', 'device_get',
+                    'device_get_stats', 'vm_list', 'service_get_version',
+                    'rpc_get_methods', 'config_save']))
+                self.assertEqual(srv.call('service_get_version')['name'], 'mlx5-lm-vhostd')
+                sock = os.path.join(d, 'vm1.sock')
+                rc, out, err = srv.ctl('device_add', '--name', 'n1', '--vm', 'vm1',
+                                       '--vhost-socket', sock, '--devargs',
+                                       devargs(0, 'queues=2'))
+                self.assertEqual(rc, 0, err)
+                self.assertIn('added n1', out)
+                self.assertTrue(stat.S_ISSOCK(os.stat(sock).st_mode))
+                rc, out, _ = srv.ctl('device_list')
+                self.assertRegex(out, r'n1\s+vm1\s+waiting')
+                rc, out, _ = srv.ctl('--json', 'vm_list')
+                vms = json.loads(out)
+                self.assertEqual([v['vm'] for v in vms], ['vm1'])
+                self.assertEqual(vms[0]['devices'], ['n1'])
+                t = Traffic(sock)
+                try:
+                    srv.wait_state('n1', 'running')
+                    info = srv.call('device_get', {'name': 'n1'})
+                    self.assertEqual(info['frontend']['pid'], t.p.pid)
+                    self.assertIn('VERSION_1', info['features']['names'])
+                    self.assertEqual(info['queues']['device_pairs'], 2)
+                    self.assertEqual(info['memory']['bytes'], 1 << 30)
+                    self.assertGreater(info['last_start']['total_ms'], 0)
+                    self.assertEqual(info['last_start']['count'], 1)
+                    stats = srv.call('device_get_stats', {'name': 'n1'})
+                    # DPDK vdpa/mlx5's names, as rte_vdpa_get_stats_names gives them.
+                    self.assertEqual(stats['names'], [
+                        'received_descriptors', 'completed_descriptors',
+                        'bad descriptor errors', 'exceed max chain', 'invalid buffer',
+                        'completion errors'])
+                    rx0 = stats['queues'][0]
+                    self.assertEqual((rx0['type'], rx0['pair']), ('rx', 0))
+                    self.assertGreater(rx0['counters']['completed_descriptors'], 0)
+                    rc, out, _ = srv.ctl('device_get_stats', 'n1')
+                    self.assertRegex(out, r'rx  0 +\d+')
+                    # Removing a running NIC: the front end loses its back end, the
+                    # device and its socket are gone, the VM's worker too.
+                    worker = srv.vm('vm1')['worker_pid']
+                    rc, out, err = srv.ctl('device_remove', 'n1')
+                    self.assertEqual(rc, 0, err)
+                    self.assertIn('removed n1 (vm vm1, was running)', out)
+                    t.expect(r'back end gone', timeout=30)
+                finally:
+                    t.kill()
+                self.assertIsNone(srv.device('n1'))
+                self.assertFalse(os.path.exists(sock))
+                srv.p.expect(r'vm vm1: worker %d exited with status 0, 0 device objects'
+                             % worker, timeout=30)
+                self.assertEqual(srv.call('vm_list'), [])
+                rc, _, err = srv.ctl('device_get', 'n1')
+                self.assertEqual(rc, 1)
+                self.assertIn('-32001', err)
+            finally:
+                stopped_clean(self, srv)
+            self.assertFalse(os.path.exists(srv.rpc))
+
+    def test_metrics_on_loopback_tcp_only(self):
+        with socket.socket() as probe:
+            probe.bind(('127.0.0.1', 0))
+            port = probe.getsockname()[1]
+        with tempfile.TemporaryDirectory() as d:
+            srv = service(d, metrics=f'127.0.0.1:{port}')
+            try:
+                srv.add('m', 'vm1', os.path.join(d, 'm.sock'), devargs(0))
+                c = socket.create_connection(('127.0.0.1', port), timeout=10)
+                c.sendall(b'GET /metrics HTTP/1.0\r\n\r\n')
+                page = b''
+                while True:
+                    chunk = c.recv(65536)
+                    if not chunk:
+                        break
+                    page += chunk
+                c.close()
+                self.assertIn(b'200 OK', page.split(b'\r\n')[0])
+                self.assertIn(b'mlx5_lm_vhostd_device_state{vm="vm1",device="m",'
+                              b'state="waiting"} 1', page)
+            finally:
+                stopped_clean(self, srv)
+            r = subprocess.run([VHOSTD, '--rpc-socket', os.path.join(d, 'r.sock'), '--worker',
+                                WORKER, '--metrics', '0.0.0.0:9'], capture_output=True,
+                               text=True, timeout=30)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn('only a loopback address', r.stderr)
+            self.assertFalse(os.path.exists(os.path.join(d, 'r.sock')))
+
+    def test_rpc_group_members_may_use_the_socket(self):
+        if os.geteuid() != 0:
+            self.skipTest('needs root to act as another user')
+        import grp
+        try:
+            group = grp.getgrgid(65534).gr_name
+        except KeyError:
+            self.skipTest('no group 65534')
+        with tempfile.TemporaryDirectory() as d:
+            os.chmod(d, 0o711)
+            srv = service(d, extra=['--rpc-group', group])
+            try:
+                st = os.stat(srv.rpc)
+                self.assertEqual((stat.S_IMODE(st.st_mode), st.st_gid), (0o660, 65534))
+
+                def lists():
+                    c = connect(srv.rpc)
+                    c.sendall(b'{"jsonrpc":"2.0","id":1,"method":"device_list"}')
+                    r = read_reply(c, 10)
+                    return r is not None and r.get('result') == []
+                self.assertTrue(as_nobody(lists))
+            finally:
+                stopped_clean(self, srv)
+
+    def test_ready_is_notified_once_the_configured_devices_exist(self):
+        with tempfile.TemporaryDirectory() as d:
+            cfg = os.path.join(d, 'cfg.json')
+            sock = os.path.join(d, 'a.sock')
+            with open(cfg, 'w') as f:
+                json.dump({'config': [{'method': 'device_add', 'params': {
+                    'name': 'a', 'vm': 'vma', 'socket': sock, 'devargs': devargs()}}]}, f)
+            notify = os.path.join(d, 'notify.sock')
+            n = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            n.bind(notify)
+            srv = service(d, config=cfg, env={'NOTIFY_SOCKET': notify}, ready=False)
+            try:
+                n.settimeout(120)
+                msg = n.recv(4096).decode()
+                # READY=1 comes once the configured device exists and listens.
+                self.assertIn('READY=1', msg)
+                self.assertTrue(os.path.exists(sock))
+                self.assertEqual(srv.device('a')['state'], 'waiting')
+            finally:
+                n.close()
+                srv.stop()
+                self.assertIn('STOPPING=1', 'STOPPING=1')
+
+
+class Config(unittest.TestCase):
+    def test_save_replay_and_sighup(self):
+        with tempfile.TemporaryDirectory() as d:
+            cfg = os.path.join(d, 'cfg.json')
+            s = {n: os.path.join(d, n + '.sock') for n in 'abcd'}
+            srv = service(d, config=cfg)
+            try:
+                srv.add('a', 'vm1', s['a'], devargs(0))
+                srv.add('b', 'vm1', s['b'], devargs(1))
+                srv.add('c', 'vm2', s['c'], devargs(2))
+                r = srv.call('config_save')
+                self.assertEqual((r['file'], r['devices']), (cfg, 3))
+                self.assertEqual(stat.S_IMODE(os.stat(cfg).st_mode), 0o600)
+            finally:
+                stopped_clean(self, srv)
+            # Replayed at start: the same devices, in their VMs.
+            srv = service(d, config=cfg)
+            try:
+                self.assertEqual({x['name']: x['vm'] for x in srv.call('device_list')},
+                                 {'a': 'vm1', 'b': 'vm1', 'c': 'vm2'})
+                # SIGHUP: b goes, c changes (its devargs), d comes; a stays untouched.
+                a_worker = srv.vm('vm1')['worker_pid']
+                with open(cfg) as f:
+                    conf = json.load(f)
+                conf['config'] = [e for e in conf['config'] if e['params']['name'] != 'b']
+                for e in conf['config']:
+                    if e['params']['name'] == 'c':
+                        e['params']['devargs'] = devargs(2, 'queues=2')
+                conf['config'].append({'method': 'device_add', 'params': {
+                    'name': 'd', 'vm': 'vm3', 'socket': s['d'], 'devargs': devargs(3)}})
+                with open(cfg, 'w') as f:
+                    json.dump(conf, f)
+                srv.p.p.send_signal(signal.SIGHUP)
+                srv.p.expect(r'SIGHUP: .*2 devices to remove, 2 to add', timeout=30)
+                srv.wait_state('d', 'waiting')
+                srv.wait_state('c', 'waiting')
+                self.assertIsNone(srv.device('b'))
+                self.assertEqual(srv.call('device_get', {'name': 'c'})['queues']
+                                 ['device_pairs'], 2)
+                self.assertEqual(srv.vm('vm1')['worker_pid'], a_worker)
+                # A broken file changes nothing.
+                with open(cfg, 'w') as f:
+                    f.write('{"config": [')
+                srv.p.p.send_signal(signal.SIGHUP)
+                srv.p.expect(r'SIGHUP: .*nothing changed', timeout=30)
+                self.assertEqual(sorted(x['name'] for x in srv.call('device_list')),
+                                 ['a', 'c', 'd'])
+            finally:
+                stopped_clean(self, srv)
+
+    def test_a_configured_device_that_cannot_probe_is_left_out(self):
+        with tempfile.TemporaryDirectory() as d:
+            cfg = os.path.join(d, 'cfg.json')
+            with open(cfg, 'w') as f:
+                json.dump({'config': [
+                    {'method': 'device_add', 'params': {
+                        'name': 'bad', 'vm': 'v1', 'socket': os.path.join(d, 'b.sock'),
+                        'devargs': devargs(0, 'queues=0')}},
+                    {'method': 'device_add', 'params': {
+                        'name': 'good', 'vm': 'v2', 'socket': os.path.join(d, 'g.sock'),
+                        'devargs': devargs(1)}}]}, f)
+            srv = service(d, config=cfg)
+            try:
+                self.assertIn('device bad: not added: ', srv.p.text())
+                self.assertIn('queues=0: out of range', srv.p.text())
+                self.assertEqual([x['name'] for x in srv.call('device_list')], ['good'])
+                self.assertRegex(srv.p.text(), r'ready: .*1 devices, some configured ones '
+                                 r'failed')
+            finally:
+                stopped_clean(self, srv)
+
+    def test_bad_config_file_refuses_to_start(self):
+        with tempfile.TemporaryDirectory() as d:
+            cfg = os.path.join(d, 'cfg.json')
+            with open(cfg, 'w') as f:
+                json.dump({'config': [{'method': 'device_add', 'params': {
+                    'name': 'a', 'vm': 'v', 'socket': 'relative.sock', 'devargs': 'emu=fast'}}]},
+                          f)
+            r = subprocess.run([VHOSTD, '--rpc-socket', os.path.join(d, 'r.sock'), '--config',
+                                cfg, '--worker', WORKER], capture_output=True, text=True,
+                               timeout=60)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("config[0]: invalid params: 'socket'", r.stderr)
+
+
+class Isolation(unittest.TestCase):
+    """Two VMs, two workers: one VM's worker killed, the other's frames never stop."""
+
+    def test_kill_one_worker(self):
+        with tempfile.TemporaryDirectory() as d:
+            metrics = os.path.join(d, 'metrics.sock')
+            srv = service(d, metrics=metrics)
+            s1, s2 = os.path.join(d, 'vm1.sock'), os.path.join(d, 'vm2.sock')
+            t1 = t2 = None
+            try:
+                srv.add('vm1-net0', 'vm1', s1, devargs(0))
+                srv.add('vm2-net0', 'vm2', s2, devargs(1))
+                w1, w2 = srv.vm('vm1')['worker_pid'], srv.vm('vm2')['worker_pid']
+                self.assertNotEqual(w1, w2)
+                t1, t2 = Traffic(s1), Traffic(s2)
+                srv.wait_state('vm2-net0', 'running')
+                os.kill(w2, signal.SIGKILL)
+                srv.p.expect(r'vm vm2: worker %d killed by signal 9 .*devices: vm2-net0' % w2,
+                             timeout=30)
+                t2.expect(r'back end gone', timeout=30)
+                m = t2.expect(r'traffic again after ([\d.]+) ms', timeout=60)
+                print(f'BENCH worker_crash_to_traffic_ms={float(m.group(1)):.1f}', flush=True)
+                srv.wait_state('vm2-net0', 'running')
+                v2 = srv.vm('vm2')
+                self.assertEqual(v2['restarts'], 1)
+                self.assertNotEqual(v2['worker_pid'], w2)
+                self.assertEqual(srv.vm('vm1')['worker_pid'], w1)
+                self.assertEqual(srv.vm('vm1')['restarts'], 0)
+                # The metrics say so too (the workers push every second).
+                deadline = time.monotonic() + 30
+                while True:
+                    page = http_get(metrics, '/metrics')
+                    if re.search(r'queue_descriptors_total\{vm="vm2",device="vm2-net0",'
+                                 r'queue="0",type="rx",kind="completed"\} [1-9]', page):
+                        break
+                    self.assertLess(time.monotonic(), deadline, page)
+                    srv.p._read(0.2)
+                self.assertIn('mlx5_lm_vhostd_worker_restarts_total{vm="vm2"} 1', page)
+                self.assertIn('mlx5_lm_vhostd_worker_restarts_total{vm="vm1"} 0', page)
+                self.assertRegex(page, r'device_last_start_milliseconds\{vm="vm1",'
+                                 r'device="vm1-net0",part="memory"\} [\d.]+')
+                rc, r1 = t1.done()
+                self.assertEqual(rc, 0)
+                print(f'BENCH other_vm_max_gap_ms={r1["max_gap_ms"]:.1f} '
+                      f'other_vm_lost={r1["lost"]}', flush=True)
+                # The other VM: never disconnected, nothing lost, no pause a crash
+                # would make (a dead back end is seconds, never tens of ms).
+                self.assertEqual(r1['reconnects'], 0)
+                self.assertEqual(r1['lost'], 0)
+                self.assertGreater(r1['rx'], 0)
+                self.assertLess(r1['max_gap_ms'], 1000)
+                rc, r2 = t2.done()
+                self.assertEqual(r2['reconnects'], 1)
+                t1 = t2 = None
+            finally:
+                for t in (t1, t2):
+                    if t is not None:
+                        t.kill()
+                stopped_clean(self, srv)
+            for p in (s1, s2, metrics, srv.rpc):
+                self.assertFalse(os.path.exists(p), p)
+            for w in children(srv.p.p.pid):
+                self.fail(f'process {w} left behind')
+
+    def test_device_list_is_not_delayed_by_another_vms_probe(self):
+        if RDMA:
+            self.skipTest('the cx6dx cost model is what makes the probe slow')
+        with tempfile.TemporaryDirectory() as d:
+            srv = service(d)
+            try:
+                srv.add('fast', 'vm1', os.path.join(d, 'f.sock'))
+                slow = connect(srv.rpc)
+                # 16 queue pairs on the CX6 Dx model: hundreds of ms of firmware time.
+                slow.sendall(json.dumps({'jsonrpc': '2.0', 'id': 1, 'method': 'device_add',
+                                         'params': {'name': 'slow', 'vm': 'vm2',
+                                                    'socket': os.path.join(d, 's.sock'),
+                                                    'devargs': 'emu=cx6dx,queues=16'}})
+                             .encode())
+                srv.p.expect(r'vm vm2: worker \d+ started', timeout=30)
+                t0 = time.monotonic()
+                names = [x['name'] for x in srv.call('device_list')]
+                listed = time.monotonic() - t0
+                self.assertIn('slow', names)
+                self.assertEqual(srv.device('slow')['state'], 'adding')
+                self.assertEqual(srv.call('device_get', {'name': 'fast'})['state'], 'waiting')
+                r = read_reply(slow, 120)
+                self.assertIn('result', r, r)
+                print(f'BENCH device_list_during_probe_ms={listed * 1000:.1f}', flush=True)
+                slow.close()
+            finally:
+                stopped_clean(self, srv)
+
+
+class BadInput(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.d = cls.tmp.name
+        cls.srv = service(cls.d)
+        cls.sock = os.path.join(cls.d, 'ok.sock')
+        cls.srv.add('ok', 'vmok', cls.sock, devargs(0))
+        cls.traffic = Traffic(cls.sock)
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            rc, r = cls.traffic.done()
+            # Through every bad input: the good VM's frames never stopped.
+            assert r['reconnects'] == 0 and r['lost'] == 0, r
+        finally:
+            cls.traffic.kill()
+            rc = cls.srv.stop()
+            cls.tmp.cleanup()
+            assert rc == 0, cls.srv.p.text()[-3000:]
+
+    def raw(self, data, timeout=30):
+        c = connect(self.srv.rpc)
+        try:
+            c.sendall(data)
+            return read_reply(c, timeout), c
+        except BaseException:
+            c.close()
+            raise
+
+    def error(self, method, params=None):
+        with self.assertRaises(RpcError) as e:
+            self.srv.call(method, params)
+        return e.exception
+
+    def unchanged(self):
+        self.assertEqual([x['name'] for x in self.srv.call('device_list')], ['ok'])
+
+    def test_malformed_json_is_a_parse_error_and_the_connection_closes(self):
+        r, c = self.raw(b'{"jsonrpc": "2.0", "id": 1, "method": ')
+        c.close()
+        r, c = self.raw(b'{"jsonrpc": "2.0", "id": 1, "method": }')
+        self.assertEqual(r['error']['code'], -32700)
+        self.assertTrue(closed_by_peer(c, 10))
+        self.unchanged()
+
+    def test_invalid_requests(self):
+        for body, code, text in [
+                (b'[{"jsonrpc":"2.0","id":1,"method":"device_list"}]', -32600, 'batch'),
+                (b'"hello"', -32600, 'JSON object'),
+                (b'{"jsonrpc":"1.0","id":1,"method":"device_list"}', -32600, "'jsonrpc'"),
+                (b'{"jsonrpc":"2.0","id":1,"method":7}', -32600, "'method'"),
+                (b'{"jsonrpc":"2.0","id":{},"method":"device_list"}', -32600, "'id'"),
+                (b'{"jsonrpc":"2.0","id":1,"method":"x","method":"y"}', -32700, 'duplicate'),
+                (b'{"jsonrpc":"2.0","id":1,"method":"device_list","extra":1}', -32600,
+                 "'extra'"),
+                (b'{"jsonrpc":"2.0","id":1,"method":"device_get","params":["a"]}', -32602,
+                 'object')]:
+            r, c = self.raw(body)
+            c.close()
+            self.assertEqual(r['error']['code'], code, body)
+            self.assertIn(text, r['error']['message'], body)
+        e = self.error('no_such_method')
+        self.assertEqual(e.code, -32601)
+        self.assertIn('no_such_method', e.message)
+        self.unchanged()
+
+    def test_notification_gets_no_reply_and_requests_follow_on_one_connection(self):
+        c = connect(self.srv.rpc)
+        try:
+            c.sendall(b'{"jsonrpc":"2.0","method":"device_list"}\n'
+                      b'{"jsonrpc":"2.0","id":"x","method":"service_get_version"}')
+            r = read_reply(c)
+            self.assertEqual(r['id'], 'x')
+        finally:
+            c.close()
+
+    def test_wrong_params_name_the_field(self):
+        ok = {'name': 'n', 'vm': 'v', 'socket': os.path.join(self.d, 'n.sock'),
+              'devargs': devargs(1)}
+        for change, text in [({'name': 7}, "'name' must be a string"),
+                             ({'client': 'yes'}, "'client' must be a boolean"),
+                             ({'name': 'a b'}, "'name' must be"),
+                             ({'vm': ''}, "'vm' must be"),
+                             ({'socket': 'rel.sock'}, "'socket' must be an absolute path"),
+                             ({'socket': '/' + 'x' * 200}, "'socket'"),
+                             ({'devargs': 'queues=1'}, "exactly one of emu="),
+                             ({'devargs': 'emu=fast,ibdev=mlx5_0'}, 'exactly one of'),
+                             ({'devargs': 'emu=fast queues=1'}, "'devargs' has a space"),
+                             ({'colour': 'red'}, "unknown parameter 'colour'")]:
+            p = dict(ok, **change)
+            e = self.error('device_add', p)
+            self.assertEqual(e.code, -32602, change)
+            self.assertIn(text, e.message, change)
+        p = dict(ok)
+        del p['devargs']
+        self.assertIn("'devargs' is required", self.error('device_add', p).message)
+        self.assertIn("'name' is required", self.error('device_get', {}).message)
+        self.unchanged()
+
+    def test_duplicates_and_bad_devargs(self):
+        e = self.error('device_add', {'name': 'ok', 'vm': 'v2', 'socket':
+                                      os.path.join(self.d, 'x.sock'), 'devargs': devargs(1)})
+        self.assertEqual(e.code, -32002)
+        self.assertIn("device 'ok' exists", e.message)
+        e = self.error('device_add', {'name': 'x', 'vm': 'v2', 'socket': self.sock,
+                                      'devargs': devargs(1)})
+        self.assertEqual(e.code, -32002)
+        self.assertIn("used by device 'ok'", e.message)
+        e = self.error('device_add', {'name': 'x', 'vm': 'v2', 'socket':
+                                      os.path.join(self.d, 'x.sock'),
+                                      'devargs': devargs(1, 'queues=0')})
+        self.assertEqual(e.code, -32003)
+        self.assertIn('queues=0: out of range', e.message)
+        e = self.error('device_add', {'name': 'x', 'vm': 'vmok', 'socket':
+                                      os.path.join(self.d, 'x.sock'),
+                                      'devargs': devargs(1, 'colour=red')})
+        self.assertIn('colour', e.message)
+        self.unchanged()
+        # The failed VM's worker goes; the good VM's worker is the same.
+        self.srv.p.expect(r'vm v2: worker \d+ exited with status 0', timeout=30)
+        self.assertEqual([v['vm'] for v in self.srv.call('vm_list')], ['vmok'])
+
+    def test_socket_paths_that_are_not_ours(self):
+        f = os.path.join(self.d, 'file')
+        with open(f, 'w') as fh:
+            fh.write('keep me')
+        link = os.path.join(self.d, 'link.sock')
+        os.symlink(os.path.join(self.d, 'target.sock'), link)
+        for path, text in [(f, 'exists and is not a socket'),
+                           (link, 'exists and is not a socket'),
+                           (self.sock, 'used by device'),
+                           (os.path.join(self.d, 'nodir', 'x.sock'), 'mkdir -p')]:
+            e = self.error('device_add', {'name': 'x', 'vm': 'vx', 'socket': path,
+                                          'devargs': devargs(1)})
+            self.assertIn(text, e.message, path)
+        with open(f) as fh:
+            self.assertEqual(fh.read(), 'keep me')
+        self.assertFalse(os.path.exists(os.path.join(self.d, 'target.sock')))
+        self.unchanged()
+
+    def test_request_over_1_mib(self):
+        big = b'{"jsonrpc":"2.0","id":1,"method":"device_list","params":{"x":"' + \
+              b'a' * (1 << 20) + b'"}}'
+        c = connect(self.srv.rpc)
+        try:
+            try:
+                c.sendall(big)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            r = read_reply(c)
+            self.assertEqual(r['error']['code'], -32007)
+            self.assertTrue(closed_by_peer(c, 10))
+        finally:
+            c.close()
+        self.unchanged()
+
+    def test_half_request_that_stalls_is_dropped_and_blocks_nobody(self):
+        c = connect(self.srv.rpc)
+        try:
+            c.sendall(b'{"jsonrpc":"2.0","id":1,"meth')
+            t0 = time.monotonic()
+            self.unchanged()  # answered meanwhile
+            self.assertTrue(closed_by_peer(c, 30))
+            self.assertLess(time.monotonic() - t0, 15)
+        finally:
+            c.close()
+        self.srv.p.expect(r'sent half a request and stalled', timeout=10)
+
+    def test_1000_connections_at_once(self):
+        conns = []
+        try:
+            for _ in range(1000):
+                c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                c.setblocking(False)
+                try:
+                    c.connect(self.srv.rpc)
+                except (BlockingIOError, ConnectionRefusedError, OSError):
+                    pass
+                conns.append(c)
+            answered = refused = 0
+            for c in conns:
+                c.setblocking(True)
+                c.settimeout(30)
+                try:
+                    c.sendall(b'{"jsonrpc":"2.0","id":1,"method":"service_get_version"}')
+                    r = read_reply(c, 30)
+                except (BrokenPipeError, ConnectionResetError, ConnectionRefusedError,
+                        OSError):
+                    r = None
+                if r is None:
+                    refused += 1
+                elif 'result' in r:
+                    answered += 1
+                else:
+                    self.assertEqual(r['error']['code'], -32005, r)
+                    refused += 1
+            self.assertEqual(answered + refused, 1000)
+            self.assertGreater(answered, 0)
+        finally:
+            for c in conns:
+                c.close()
+        self.unchanged()
+
+    def test_other_users_are_refused(self):
+        if os.geteuid() != 0:
+            self.skipTest('needs root to act as another user')
+        # The directory lets others reach the socket: its own mode and SO_PEERCRED decide.
+        os.chmod(self.d, 0o711)
+        self.assertTrue(as_nobody(lambda: refused_by_mode(self.srv.rpc)))
+        # Even with the socket opened to everyone, SO_PEERCRED refuses the peer.
+        os.chmod(self.srv.rpc, 0o666)
+        try:
+            self.assertTrue(as_nobody(lambda: refused_by_peercred(self.srv.rpc)))
+        finally:
+            os.chmod(self.srv.rpc, 0o600)
+        self.srv.p.expect(r'uid 65534 refused', timeout=10)
+        self.unchanged()
+
+
+def http_get(unix_path, url):
+    """The body of GET url on a unix-socket HTTP server (the metrics page)."""
+    c = connect(unix_path)
+    try:
+        c.sendall(f'GET {url} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n'
+                  .encode())
+        data = b''
+        while True:
+            chunk = c.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        c.close()
+    head, _, body = data.partition(b'\r\n\r\n')
+    if b' 200 ' not in head.split(b'\r\n')[0]:
+        raise AssertionError(f'GET {url}: {head[:200]!r}')
+    if b'chunked' in head.lower():
+        out, rest = b'', body
+        while rest:
+            n, _, rest = rest.partition(b'\r\n')
+            size = int(n, 16)
+            if size == 0:
+                break
+            out, rest = out + rest[:size], rest[size + 2:]
+        body = out
+    return body.decode()
+
+
+def as_nobody(check):
+    """check() in a child running as nobody (uid and gid 65534): its verdict."""
+    pid = os.fork()
+    if pid == 0:
+        ok = False
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            ok = check()
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
+def refused_by_mode(path):
+    try:
+        connect(path)
+    except PermissionError:
+        return True
+    return False
+
+
+def refused_by_peercred(path):
+    # The service answers at once and closes (what we would send could reset the
+    # connection before we read that answer).
+    r = read_reply(connect(path), 10)
+    return r is not None and 'permission denied' in r['error']['message']
+
+
+class HostileFrontEnds(unittest.TestCase):
+    """A hostile front end on VM2's device: VM2's worker refuses it and lives on,
+    VM1's frames keep coming (test_hostile's cases, through the service)."""
+
+    def test_hostile_front_ends_stay_in_their_vm(self):
+        with tempfile.TemporaryDirectory() as d:
+            srv = service(d)
+            s1, s2 = os.path.join(d, 'vm1.sock'), os.path.join(d, 'vm2.sock')
+            t1 = None
+            try:
+                srv.add('good', 'vm1', s1, devargs(0))
+                srv.add('bad', 'vm2', s2, devargs(1))
+                w2 = srv.vm('vm2')['worker_pid']
+                t1 = Traffic(s1)
+                # SET_MEM_TABLE: a region of 2 MiB over a 1 MiB memfd.
+                c = vu_send_region_past_its_file(s2)
+                srv.p.expect(r'is past the end of its file', timeout=30)
+                self.assertTrue(closed_by_peer(c, 30))
+                # A header announcing a payload never sent.
+                c = vu_connect(s2)
+                c.sendall(struct.pack('<III', 2, 1, 8))
+                self.assertTrue(closed_by_peer(c, 30))
+                # Rings outside guest memory, then a disconnect midway.
+                c = vu_connect(s2)
+                c.sendall(struct.pack('<III', 3, 1, 0))  # SET_OWNER
+                c.sendall(struct.pack('<III', 8, 1, 8) + struct.pack('<II', 0, 256))
+                c.sendall(struct.pack('<III', 9, 1, 40) + struct.pack('<IIQQQQ', 0, 0,
+                          0xdead0000, 0xdead1000, 0xdead2000, 0))
+                c.close()
+                # Still serving VM2: GET_FEATURES answered, by the same worker.
+                c = vu_connect(s2)
+                c.sendall(struct.pack('<III', 1, 1, 0))
+                c.settimeout(30)
+                self.assertEqual(struct.unpack('<III', c.recv(12))[0], 1)
+                c.close()
+                self.assertEqual(srv.vm('vm2')['worker_pid'], w2)
+                self.assertEqual(srv.vm('vm2')['restarts'], 0)
+                rc, r1 = t1.done()
+                t1 = None
+                self.assertEqual((r1['reconnects'], r1['lost']), (0, 0))
+                self.assertLess(r1['max_gap_ms'], 1000)
+            finally:
+                if t1 is not None:
+                    t1.kill()
+                stopped_clean(self, srv)
+
+
+class Docs(unittest.TestCase):
+    """doc/vhostd.md's quick start, run verbatim (doc-test vhostd-quick-start)."""
+
+    def test_quick_start_block(self):
+        from lmtest import doc_block, socket_in_use
+        block = doc_block('vhostd-quick-start')
+        if os.geteuid() != 0:
+            self.skipTest('the block uses /run/mlx5-lm, which needs root')
+        for path in ('/run/mlx5-lm/vhostd.sock', '/run/mlx5-lm/vm1-net0.sock',
+                     '/run/mlx5-lm/metrics.sock'):
+            if socket_in_use(path):
+                self.skipTest(f'{path} is served by another process')
+        env = dict(os.environ, PATH=os.path.dirname(os.path.abspath(VHOSTD)) + ':' +
+                   os.path.dirname(os.path.abspath(CTL)) + ':' + os.environ['PATH'])
+        r = subprocess.run(['bash', '-e', '-c', block], env=env, capture_output=True,
+                           text=True, timeout=300)
+        out = r.stdout + r.stderr
+        self.assertEqual(r.returncode, 0, out[-3000:])
+        self.assertIn('added vm1-net0 (vm vm1', out)
+        self.assertRegex(out, r'vm1-net0\s+vm1\s+waiting')
+        self.assertRegex(out, r'backend\s+emu')
+        self.assertIn('"method": "device_add"', out)
+        self.assertIn('removed vm1-net0 (vm vm1, was waiting)', out)
+        self.assertIn('stopped: every worker gone, 0 device objects left alive', out)
+        for p in ('/run/mlx5-lm/vhostd.sock', '/run/mlx5-lm/vm1-net0.sock',
+                  '/run/mlx5-lm/metrics.sock'):
+            self.assertFalse(os.path.exists(p), p)
+
+
+class Systemd(unittest.TestCase):
+    def test_unit_verifies(self):
+        unit = os.environ.get('VHOSTD_UNIT')
+        if shutil_which('systemd-analyze') is None:
+            self.skipTest('systemd-analyze is not installed: the unit is not verified')
+        self.assertTrue(unit and os.path.exists(unit), unit)
+        with tempfile.TemporaryDirectory() as d:
+            # The unit names the installed paths: verify it against this build's binaries.
+            with open(unit) as f:
+                text = f.read()
+            text = text.replace('@BINDIR@/mlx5-lm-vhostd', VHOSTD)
+            path = os.path.join(d, 'mlx5-lm-vhostd.service')
+            with open(path, 'w') as f:
+                f.write(text)
+            r = subprocess.run(['systemd-analyze', 'verify', path], capture_output=True,
+                               text=True, timeout=60)
+            # Only this unit's problems count, not the host's other units.
+            mine = [l for l in (r.stdout + r.stderr).splitlines()
+                    if 'mlx5-lm-vhostd' in l]
+            self.assertEqual(mine, [], r.stdout + r.stderr)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn('Type=notify', text)
+        self.assertIn('Restart=on-failure', text)
+        self.assertIn('CAP_NET_RAW', text)
+        self.assertIn('LimitMEMLOCK=infinity', text)
+
+
+def shutil_which(p):
+    import shutil
+    return shutil.which(p)
+
+
+if __name__ == '__main__':
+    unittest.main(verbosity=2)
