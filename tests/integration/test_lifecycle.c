@@ -2407,6 +2407,41 @@ test_stop_waits_for_no_thread_to_start(void **state)
 	tc_remove(t);
 }
 
+/*
+ * A DRIVER_OK that needs the deferred restore makes it foreground work of
+ * its own start: background work pauses before each command while any
+ * device of the process is starting or stopping (mlx5_lm_fg_enter), and
+ * with other devices busy the restore, and so this start, waited for all
+ * of them. Another device's start is stood in for by holding the
+ * foreground from the test for the whole DRIVER_OK.
+ */
+static void
+test_driver_ok_waiting_for_the_restore_does_not_wait_for_other_devices(void **state)
+{
+	const unsigned int pairs = 2, nrings = 2 * pairs;
+	struct vu_start_opts o = { 0 };
+	uint32_t bases[MAX_RINGS];
+	struct tc *t = *state;
+	struct vu_guest *g;
+	bool running;
+
+	g = tc_start(t, pairs, "mr_gc_ms=600000");
+	traffic(g, 0x3, 50);
+	assert_int_equal(vu_stop_device(t->c, bases, nrings), 0);
+	assert_int_equal(vu_set_status(t->c, 0), 0);
+	mlx5_lm_fg_enter();
+	o.bases = bases;
+	assert_int_equal(vu_start_device(t->c, g, &o), 0);
+	running = lmh_wait_running(&t->d, DEADLINE_MS);
+	mlx5_lm_fg_exit();
+	if (!running)
+		print_error("DRIVER_OK waited for the restore behind another device's start\n");
+	assert_true(running);
+	traffic(g, 0x3, 50);
+	tc_disconnect(t);
+	tc_remove(t);
+}
+
 /* ---- main ------------------------------------------------------------------- */
 
 /*
@@ -2530,6 +2565,9 @@ main(int argc, char **argv)
 						tc_setup, tc_teardown),
 		cmocka_unit_test_setup_teardown(test_restore_deferred_until_the_device_is_needed,
 						tc_setup, tc_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_driver_ok_waiting_for_the_restore_does_not_wait_for_other_devices,
+			tc_setup, tc_teardown),
 		cmocka_unit_test_setup_teardown(test_driver_threads_stay_off_the_lcores,
 						tc_setup, tc_teardown),
 		cmocka_unit_test_setup_teardown(test_fd_table_sized_at_probe_for_every_ring,
