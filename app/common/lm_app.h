@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define LM_APP_PMD "vdpa_mlx5_lm"
 
@@ -67,5 +68,31 @@ void lm_app_vhost_stop(const char *path);
  * missing timeout, which is not fatal: msg non-empty, 0 returned).
  */
 int lm_app_vhost_vet(int vid, unsigned int msg_timeout_ms, char *msg, size_t len);
+
+/*
+ * A front end's guest memory, found from its process id (lm_app_fe_mem.c):
+ * one shared, writable, file-backed mapping (memfd, hugetlbfs, /dev/shm),
+ * its file re-opened here.
+ */
+struct lm_app_fe_region {
+	int fd;                 /* O_RDWR, the caller's (lm_app_fe_mem_close) */
+	uint64_t dev, ino;      /* the file's identity (st_dev, st_ino) */
+	uint64_t offset;        /* file offset of the mapping */
+	uint64_t size;
+	uint64_t addr;          /* where the front end maps it, for messages */
+	char name[64];          /* the file's name in /proc/<pid>/maps */
+};
+
+/*
+ * The shared, writable, file-backed mappings of process pid of at least
+ * min_size bytes whose file pid holds open (QEMU keeps each memory
+ * backend's fd to send it in SET_MEM_TABLE), each file re-opened through
+ * /proc/<pid>/fd. Needs the right to trace pid (same uid, or
+ * CAP_SYS_PTRACE). The count found (>= 0), or a negative errno with the
+ * reason in err and nothing left open.
+ */
+int lm_app_fe_mem_find(pid_t pid, uint64_t min_size, struct lm_app_fe_region *out,
+		       unsigned int max, char *err, size_t errlen);
+void lm_app_fe_mem_close(struct lm_app_fe_region *r, unsigned int n);
 
 #endif /* LM_APP_H */
