@@ -32,6 +32,7 @@
 #include "lm_harness.h"
 #include "rte_pmd_mlx5_lm.h"
 #include "mlx5_lm_mr.h"
+#include "mlx5_lm_test.h"
 
 
 #define MAX_QP 4
@@ -715,7 +716,7 @@ lmh_wait_running(struct lmh_dev *d, int timeout_ms)
 
 /*
  * Every vhost-facing operation of the driver holds dev->lock from start to
- * end; a configuration handed to the device's worker holds conf_busy.
+ * end; a configuration handed to the device's worker holds conf.busy.
  */
 void
 lmh_barrier(struct lmh_dev *d)
@@ -728,28 +729,15 @@ lmh_barrier(struct lmh_dev *d)
 bool
 lmh_wait_restored(struct lmh_dev *d)
 {
-	struct timespec ts;
-	int restoring;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += LMH_DEADLINE_MS / 1000;
-	pthread_mutex_lock(&d->dev->lock);
 	/* The restore is deferred (mr_gc_ms) until the device is needed: the test needs it now. */
-	if (d->dev->restoring) {
-		d->dev->restore_now = 1;
-		pthread_cond_broadcast(&d->dev->restore_cv);
-	}
-	while (d->dev->restoring)
-		if (pthread_cond_timedwait(&d->dev->restored, &d->dev->lock, &ts) != 0)
-			break;
-	restoring = d->dev->restoring;
-	pthread_mutex_unlock(&d->dev->lock);
+	int ret = mlx5_lm_restore_wait(d->dev, LMH_DEADLINE_MS);
+
 	/*
 	 * Released registrations the garbage thread retries (a destroy that
 	 * failed once) are part of "restored": wait for them too.
 	 */
 	mlx5_lm_mr_gc_wait(d->dev, 1000);
-	return restoring == 0;
+	return ret == 0;
 }
 
 /* +1 for an operation of the trace that makes a device object, -1 for one that ends it. */

@@ -34,6 +34,7 @@
 #include "prm.h"
 #include "devx_priv.h"
 #include "lm_harness.h"
+#include "mlx5_lm_test.h"
 
 #define PAIRS 2
 #define NRINGS (2 * PAIRS)
@@ -186,12 +187,8 @@ teardown(void **state)
 {
 	(void)state;
 	/* A test that failed while holding the configuration lets it go. */
-	if (probed != NULL && probed->dev != NULL) {
-		pthread_mutex_lock(&probed->dev->lock);
-		probed->dev->conf_hold = 0;
-		pthread_cond_broadcast(&probed->dev->conf_cv);
-		pthread_mutex_unlock(&probed->dev->lock);
-	}
+	if (probed != NULL && probed->dev != NULL)
+		mlx5_lm_worker_hold(probed->dev, 0);
 	if (client != NULL) {
 		vu_disconnect(client);
 		client = NULL;
@@ -616,17 +613,12 @@ test_host_notifiers_go_out_on_vhosts_thread_before_a_held_configuration(void **s
 	assert_int_equal(vu_device_init(c, &o), 0);
 	assert_true(vu_protocol_features(c) & PF_HOST_NOTIFIER_BIT);
 	chan = new_backend_channel(c);
-	pthread_mutex_lock(&d.dev->lock);
-	d.dev->conf_hold = 1;
-	pthread_mutex_unlock(&d.dev->lock);
+	mlx5_lm_worker_hold(d.dev, 1);
 	assert_int_equal(vu_start_device(c, guest, &o), 0);
 	/* One notifier per ring, while the configuration has not even started. */
 	assert_int_equal(serve_backend_channel(chan, LMH_DEADLINE_MS / 4), NRINGS);
 	chan2 = new_backend_channel(c);
-	pthread_mutex_lock(&d.dev->lock);
-	d.dev->conf_hold = 0;
-	pthread_cond_broadcast(&d.dev->conf_cv);
-	pthread_mutex_unlock(&d.dev->lock);
+	mlx5_lm_worker_hold(d.dev, 0);
 	assert_true(lmh_wait_running(&d, LMH_DEADLINE_MS));
 	assert_true(lmh_traffic(guest, 0x3, 200, LMH_DEADLINE_MS));
 	assert_int_equal(serve_backend_channel(chan, 100), 0);

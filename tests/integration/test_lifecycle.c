@@ -57,6 +57,7 @@
 #include "prm.h"
 #include "lm_harness.h"
 #include "mlx5_lm_pool.h"
+#include "mlx5_lm_test.h"
 #include "rte_pmd_mlx5_lm.h"
 
 #define DEADLINE_MS LMH_DEADLINE_MS
@@ -1629,17 +1630,11 @@ test_serial_driver_ok_retried_by_vhost_after_a_failure_succeeds(void **state)
 
 /* ---- 6b. the asynchronous configuration (issue 12 item 3) ------------------- */
 
-/*
- * Hold the device's configuration worker before its next job (the test
- * seam dev->conf_hold), or let it go.
- */
+/* Hold the device's worker before its next configuration (a test seam), or let it go. */
 static void
 conf_hold(struct tc *t, int on)
 {
-	pthread_mutex_lock(&t->d.dev->lock);
-	t->d.dev->conf_hold = on;
-	pthread_cond_broadcast(&t->d.dev->conf_cv);
-	pthread_mutex_unlock(&t->d.dev->lock);
+	mlx5_lm_worker_hold(t->d.dev, on);
 }
 
 /* rte_pmd_mlx5_lm_get_state() reports `state` (bounded). */
@@ -1669,9 +1664,7 @@ wait_conf_waiter(struct tc *t)
 	unsigned int n;
 
 	for (;;) {
-		pthread_mutex_lock(&t->d.dev->lock);
-		n = t->d.dev->conf_waiters;
-		pthread_mutex_unlock(&t->d.dev->lock);
+		n = mlx5_lm_conf_waiters(t->d.dev);
 		if (n > 0)
 			return;
 		if (lmh_now_ms() > deadline) {
@@ -2383,26 +2376,27 @@ test_fd_table_sized_at_probe_for_every_ring(void **state)
  * A stop runs in vhost's thread, inside the downtime of every VM whose
  * messages queue behind it: it must not wait for a thread to be scheduled
  * (rte_ctrl_thread_create polls until its new thread runs: 2.6 ms of each
- * stop measured with 8 VMs stopping at once on 2 CPUs). The restore thread
- * a stop starts is still a control thread: off the lcores, named.
+ * stop measured with 8 VMs stopping at once on 2 CPUs), nor make one at
+ * all: the deferred restore is the device's worker's job, and the worker
+ * is the one thread of the device it was before the stop.
  */
 static void
-test_stop_waits_for_no_thread_to_start(void **state)
+test_stop_makes_no_thread(void **state)
 {
 	const unsigned int pairs = 2, nrings = 2 * pairs;
 	struct tc *t = *state;
 	uint32_t bases[MAX_RINGS];
+	unsigned int before;
 	uint64_t made;
 
 	tc_start(t, pairs, "mr_gc_ms=600000");
+	before = wait_driver_threads("mlx5-lm-", 3);
 	made = mlx5_lm_ctrl_thread_creates();
 	assert_int_equal(vu_stop_device(t->c, bases, nrings), 0);
 	assert_int_equal(mlx5_lm_ctrl_thread_creates(), made);
-	/*
-	 * The deferred restore waits in its own thread (mr_gc_ms), a control
-	 * thread, named once it runs.
-	 */
-	assert_int_equal(wait_driver_threads("mlx5-lm-restore", 1), 1);
+	/* Deferred (ten minutes): the worker holds it, no thread waits for it. */
+	assert_int_equal(mlx5_lm_restore_pending(t->d.dev), 1);
+	assert_int_equal(driver_threads_off_the_lcore("mlx5-lm-"), before);
 	tc_disconnect(t);
 	tc_remove(t);
 }
@@ -2470,9 +2464,7 @@ test_restore_deferred_until_the_device_is_needed(void **state)
 	mark = trace_mark(&t->tr);
 	assert_int_equal(vu_stop_device(t->c, bases, nrings), 0);
 	/* Stopped: the restore waits (set before dev_close returned), nothing destroyed. */
-	pthread_mutex_lock(&t->d.dev->lock);
-	restoring = t->d.dev->restoring;
-	pthread_mutex_unlock(&t->d.dev->lock);
+	restoring = mlx5_lm_restore_pending(t->d.dev);
 	assert_int_equal(restoring, 1);
 	trace_sync(&t->tr);
 	assert_int_equal(trace_count(&t->tr, mark, p_vq_destroy, NULL), 0);
@@ -2572,8 +2564,7 @@ main(int argc, char **argv)
 						tc_setup, tc_teardown),
 		cmocka_unit_test_setup_teardown(test_fd_table_sized_at_probe_for_every_ring,
 						tc_setup, tc_teardown),
-		cmocka_unit_test_setup_teardown(test_stop_waits_for_no_thread_to_start,
-						tc_setup, tc_teardown),
+		cmocka_unit_test_setup_teardown(test_stop_makes_no_thread, tc_setup, tc_teardown),
 		cmocka_unit_test_setup_teardown(test_log_start_rings_every_running_queue,
 						tc_setup, tc_teardown),
 		cmocka_unit_test_setup_teardown(test_log_on_at_driver_ok_logs_before_any_queue_runs,

@@ -98,7 +98,6 @@ static int
 queues_setup(struct mlx5_lm_dev *dev)
 {
 	uint32_t pairs = dev->caps.max_num_virtio_queues / 2;
-	pthread_condattr_t cattr;
 	int ret;
 
 	if (dev->args.queues > pairs) {
@@ -111,14 +110,9 @@ queues_setup(struct mlx5_lm_dev *dev)
 	dev->nr_vq = (uint16_t)(dev->args.queues * 2);
 	dev->vid = -1;
 	pthread_mutex_init(&dev->lock, NULL);
-	pthread_cond_init(&dev->restored, NULL);
-	pthread_condattr_init(&cattr);
-	pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
-	pthread_cond_init(&dev->restore_cv, &cattr);
-	pthread_condattr_destroy(&cattr);
-	ret = mlx5_lm_conf_worker_start(dev);
+	ret = mlx5_lm_worker_start(dev);
 	if (ret < 0)
-		goto err_conf;
+		goto err_worker;
 	ret = mlx5_lm_pool_get(mlx5_lm_pool_threads(dev));
 	if (ret < 0) {
 		DRV_LOG(ERR, dev, "cannot start %u worker threads", dev->args.workers);
@@ -177,10 +171,8 @@ err_db:
 err_gc:
 	mlx5_lm_pool_put(mlx5_lm_pool_threads(dev));
 err_pool:
-	mlx5_lm_conf_worker_stop(dev);
-err_conf:
-	pthread_cond_destroy(&dev->restore_cv);
-	pthread_cond_destroy(&dev->restored);
+	mlx5_lm_worker_stop(dev);
+err_worker:
 	pthread_mutex_destroy(&dev->lock);
 	return ret;
 }
@@ -188,12 +180,8 @@ err_conf:
 static void
 queues_teardown(struct mlx5_lm_dev *dev)
 {
-	/* A configuration in progress ends first (removal waits for it)... */
-	mlx5_lm_conf_worker_stop(dev);
-	/* ...then background work on this device (restoring blank queues), not deferred. */
-	pthread_mutex_lock(&dev->lock);
-	mlx5_lm_wait_restored(dev);
-	pthread_mutex_unlock(&dev->lock);
+	/* The configuration in progress ends first, then a deferred restore runs now. */
+	mlx5_lm_worker_stop(dev);
 	mlx5_lm_notify_stop(dev);
 	mlx5_lm_virtqs_destroy(dev);
 	mlx5_lm_virtq_counters_release(dev);
@@ -205,8 +193,6 @@ queues_teardown(struct mlx5_lm_dev *dev)
 	dev->db = NULL;
 	mlx5_lm_mr_gc_put();
 	mlx5_lm_pool_put(mlx5_lm_pool_threads(dev));
-	pthread_cond_destroy(&dev->restore_cv);
-	pthread_cond_destroy(&dev->restored);
 	pthread_mutex_destroy(&dev->lock);
 }
 
@@ -433,11 +419,11 @@ rte_pmd_mlx5_lm_get_timings(const char *name, struct rte_pmd_mlx5_lm_timings *t)
 	if (dev == NULL)
 		return -ENODEV;
 	pthread_mutex_lock(&dev->lock);
-	t->conf_ms = dev->last_conf_ms;
-	t->conf_mr_ms = dev->last_conf_mr_ms;
-	t->conf_vq_ms = dev->last_conf_vq_ms;
-	t->close_ms = dev->last_close_ms;
-	t->conf_count = dev->conf_count;
+	t->conf_ms = dev->times.conf_ms;
+	t->conf_mr_ms = dev->times.conf_mr_ms;
+	t->conf_vq_ms = dev->times.conf_vq_ms;
+	t->close_ms = dev->times.close_ms;
+	t->conf_count = dev->times.conf_count;
 	pthread_mutex_unlock(&dev->lock);
 	mlx5_lm_dev_put(dev);
 	return 0;

@@ -152,7 +152,72 @@ struct mlx5_lm_mr;
 struct mlx5_lm_steer;
 struct mlx5_lm_notify;
 struct mlx5_lm_uplink;
+struct mlx5_lm_conf_job;
 struct rte_vdpa_device;
+
+/*
+ * The configuration DRIVER_OK asked for (mlx5_lm_conf.c), under dev->lock.
+ * busy is set from dev_conf's queueing of the job to its end: everything
+ * that must see a configured device waits for it to drop
+ * (mlx5_lm_wait_configured).
+ */
+struct mlx5_lm_conf {
+	int busy;
+	int ret;                         /* result of the last job (parallel=0 returns it) */
+	unsigned int waiters;            /* threads in mlx5_lm_wait_configured (tests) */
+	pthread_cond_t done;             /* busy dropped */
+};
+
+/*
+ * A stopped device's queues put back to blank (mlx5_lm_worker.c), under
+ * dev->lock. Deferred mr_gc_ms after the stop, like the registrations,
+ * unless the device is needed sooner (a DRIVER_OK, a removal).
+ */
+struct mlx5_lm_restore {
+	int pending;                     /* from the stop until the queues are blank again */
+	int swapping;                    /* past the deferral: objects change without dev->lock */
+	pthread_cond_t done;             /* pending dropped to 0 */
+};
+
+/*
+ * The device's own worker thread (mlx5_lm_worker.c) and what it is asked
+ * to do: the configuration of a DRIVER_OK, the deferred restore of a stop,
+ * the recovery of queues the relay saw go to ERR. lock guards the fields
+ * below it and is never held while taking another lock: the relay posts a
+ * recovery without waiting for a configuration that holds dev->lock.
+ */
+struct mlx5_lm_worker {
+	pthread_t thread;
+	int up;
+	pthread_mutex_t lock;
+	pthread_cond_t cv;               /* work posted, hold released, stop (CLOCK_MONOTONIC) */
+	struct mlx5_lm_conf_job *conf;   /* the DRIVER_OK to configure */
+	int restore;                     /* a stop's restore to run... */
+	int restore_now;                 /* ...at once, not at its deadline */
+	double restore_deadline_ms;      /* mlx5_lm_now_ms() clock */
+	uint8_t recover[MLX5_LM_MAX_VIRTQS]; /* queues to recover */
+	int recover_pending;
+	int hold;                        /* test seam: no configuration taken while set */
+	int stop;
+};
+
+/* What rte_pmd_mlx5_lm_get_state() reports: its own lock, so it answers during a configuration. */
+struct mlx5_lm_report {
+	pthread_mutex_t lock;
+	int state;                       /* RTE_PMD_MLX5_LM_STATE_* */
+	int last_err;
+	char last_err_msg[128];
+	uint64_t conf_failures;
+};
+
+/* What the driver measured of its last operations (ms), for benchmarks and logs. */
+struct mlx5_lm_times {
+	double conf_ms, conf_mr_ms, conf_vq_ms;  /* last configuration, dev->lock */
+	double close_ms;                 /* last stop, dev->lock */
+	uint64_t conf_count;             /* successful configurations since probe (atomic) */
+	unsigned int stop_queries_skipped; /* last stop: idle split rings not queried (atomic) */
+	double mr_last_destroy_ms;       /* whoever destroyed a registration last (atomic) */
+};
 
 struct mlx5_lm_dev {
 	TAILQ_ENTRY(mlx5_lm_dev) next;
@@ -194,48 +259,12 @@ struct mlx5_lm_dev {
 	struct mlx5_lm_mr *log_mr;       /* vhost's dirty log, while VHOST_F_LOG_ALL */
 	uint64_t log_size;
 	uint32_t instance;               /* N of vdpa_mlx5_lmN, for the MAC address */
-	int restoring;                   /* background restore in flight */
-	int restore_swapping;            /* ...past its deferral: queue objects being swapped */
-	pthread_cond_t restored;         /* signalled when restoring drops to 0 */
-	/*
-	 * The restore waits mr_gc_ms after the stop, like the registrations,
-	 * unless the device is needed sooner: restore_now, signalled on
-	 * restore_cv (CLOCK_MONOTONIC), starts it at once.
-	 */
-	int restore_now;
-	double restore_deadline_ms;      /* mlx5_lm_now_ms() clock (CLOCK_MONOTONIC) */
-	pthread_cond_t restore_cv;
-	/*
-	 * Asynchronous configuration (issue 12 item 3): dev_conf queues a
-	 * job and returns; the device's own worker (conf_thread) runs it
-	 * under the lock. conf_busy is set from the queueing to the end of
-	 * the job (host notifiers included): everything that must see a
-	 * configured device waits for it to drop (mlx5_lm_wait_configured).
-	 */
-	pthread_t conf_thread;
-	int conf_thread_up;
-	pthread_cond_t conf_cv;          /* job queued or finished, hold released, stop */
-	struct mlx5_lm_conf_job *conf_job;
-	int conf_busy;
-	int conf_ret;                    /* result of the last job (parallel=0 returns it) */
-	int conf_stop;
-	int conf_hold;                   /* test seam: the worker waits before a job */
-	unsigned int conf_waiters;       /* threads in mlx5_lm_wait_configured (tests) */
-	/*
-	 * What rte_pmd_mlx5_lm_get_state() reports: under state_lock, not
-	 * dev->lock, so that it answers while a configuration runs.
-	 */
-	pthread_mutex_t state_lock;
-	int state;                       /* RTE_PMD_MLX5_LM_STATE_* */
-	int last_err;
-	char last_err_msg[128];
-	uint64_t conf_failures;
-	/* Timings of the last operations (ms), for benchmarks and logs. */
-	double last_conf_ms, last_conf_mr_ms, last_conf_vq_ms, last_close_ms;
-	uint64_t conf_count;             /* successful dev_conf calls since probe */
-	unsigned int stop_queries_skipped; /* last dev_close: idle split rings not queried */
+	struct mlx5_lm_conf conf;        /* dev->lock */
+	struct mlx5_lm_restore restore;  /* dev->lock */
+	struct mlx5_lm_worker worker;    /* its own lock */
+	struct mlx5_lm_report report;    /* its own lock */
+	struct mlx5_lm_times times;
 	uint8_t stop_handover;           /* the stop hands indices to vhost (0: front end gone) */
-	double mr_last_destroy_ms;       /* written by whoever destroyed a registration */
 };
 
 /*
@@ -311,6 +340,15 @@ void mlx5_lm_virtq_orphans_release(struct mlx5_lm_virtq *vq, int closed);
 /* One MODIFY carrying the fields of cfg that differ, plus STATE=RDY when ready. */
 int mlx5_lm_virtq_modify(struct mlx5_lm_virtq *vq, const struct mlx5_lm_vq_cfg *cfg, int ready);
 int mlx5_lm_virtq_set_state(struct mlx5_lm_virtq *vq, uint8_t state);
+/*
+ * The one way a queue is re-created (another size, ERR, a restore): the
+ * object destroyed (-EBUSY when the device keeps it), a new one created
+ * blank and, with cfg, configured from it (made RDY with ready), by one
+ * MODIFY or, on a device that cannot MODIFY a blank queue, created whole.
+ * RX queues: the caller keeps the RQT off it (mlx5_lm_steer_detach).
+ */
+int mlx5_lm_virtq_recreate(struct mlx5_lm_virtq *vq, uint16_t size,
+			   const struct mlx5_lm_vq_cfg *cfg, int ready);
 /* QUERY: state, error_type and the hardware indices. */
 int mlx5_lm_virtq_query(struct mlx5_lm_virtq *vq, uint8_t *state, uint8_t *error_type,
 			uint16_t *avail, uint16_t *used);
@@ -396,27 +434,33 @@ void mlx5_lm_dev_put(struct mlx5_lm_dev *dev);
 /* The device behind a vhost device id, NULL when none. */
 struct mlx5_lm_dev *mlx5_lm_dev_by_vid(int vid);
 
-/* queue lifecycle (mlx5_lm_vdpa.c): the vDPA ops that change queue state */
 /*
  * One front end per device (issue 11): the first vhost device (vid) that
  * reaches the driver through a per-connection callback owns the device
  * until vhost cleans that connection up (dev_cleanup); every callback of
  * another vid is refused (-EBUSY, logged) and touches nothing. Under
  * dev->lock. 0 when vid owns the device (claimed now if it had no owner).
+ * (mlx5_lm_queues.c)
  */
 int mlx5_lm_owner(struct mlx5_lm_dev *dev, int vid, const char *what);
-int mlx5_lm_dev_conf(int vid);
-/* The device's configuration worker: started at probe, stopped (joined) at removal. */
-int mlx5_lm_conf_worker_start(struct mlx5_lm_dev *dev);
-void mlx5_lm_conf_worker_stop(struct mlx5_lm_dev *dev);
-/* Under dev->lock: wait until no configuration is queued or running. */
-void mlx5_lm_wait_configured(struct mlx5_lm_dev *dev);
-/* dev->lock held: the background restore, started now if still deferred, has finished. */
-void mlx5_lm_wait_restored(struct mlx5_lm_dev *dev);
-int mlx5_lm_dev_close(int vid);
+
+/* The vDPA ops that change queue state: DRIVER_OK, stop, ring enable. */
+int mlx5_lm_dev_conf(int vid);                       /* mlx5_lm_conf.c */
+int mlx5_lm_dev_close(int vid);                      /* mlx5_lm_stop.c */
 /* dev->lock held: stop a device still running for a front end that is gone (dev_cleanup). */
 void mlx5_lm_stop_orphaned(struct mlx5_lm_dev *dev);
-int mlx5_lm_set_vring_state(int vid, int vring, int state);
+int mlx5_lm_set_vring_state(int vid, int vring, int state); /* mlx5_lm_rings.c */
+
+/* The device's worker (mlx5_lm_worker.c): started at probe, stopped (joined) at removal. */
+int mlx5_lm_worker_start(struct mlx5_lm_dev *dev);
+/* Removal: the configuration and restore in flight finish first. */
+void mlx5_lm_worker_stop(struct mlx5_lm_dev *dev);
+/* Under dev->lock: wait until no configuration is queued or running. */
+void mlx5_lm_wait_configured(struct mlx5_lm_dev *dev);
+/* From the relay: queue index went to ERR (OBJECT_CHANGE); never waits for dev->lock. */
+void mlx5_lm_worker_recover(struct mlx5_lm_dev *dev, uint16_t index);
+/* What rte_pmd_mlx5_lm_get_state() reports from now on (mlx5_lm_caps.c). */
+void mlx5_lm_set_state(struct mlx5_lm_dev *dev, int state, int err, const char *why);
 
 /* vhost glue (mlx5_lm_ops.c) */
 int mlx5_lm_vdpa_register(struct mlx5_lm_dev *dev);

@@ -100,3 +100,39 @@ out:
 	free(out);
 	return ret;
 }
+
+/* ---- where the device stands with its front end --------------------------- */
+
+/* Under report.lock: what rte_pmd_mlx5_lm_get_state() reports. */
+void
+mlx5_lm_set_state(struct mlx5_lm_dev *dev, int state, int err, const char *why)
+{
+	pthread_mutex_lock(&dev->report.lock);
+	dev->report.state = state;
+	if (state == RTE_PMD_MLX5_LM_STATE_FAILED) {
+		dev->report.last_err = err;
+		snprintf(dev->report.last_err_msg, sizeof(dev->report.last_err_msg), "%s", why);
+		dev->report.conf_failures++;
+	}
+	pthread_mutex_unlock(&dev->report.lock);
+}
+
+int
+rte_pmd_mlx5_lm_get_state(const char *name, struct rte_pmd_mlx5_lm_state *st)
+{
+	struct mlx5_lm_dev *dev = st != NULL ? mlx5_lm_dev_get(name) : NULL;
+
+	if (dev == NULL)
+		return -ENODEV;
+	memset(st, 0, sizeof(*st));
+	pthread_mutex_lock(&dev->report.lock);
+	st->state = dev->report.state;
+	st->last_error = dev->report.last_err;
+	snprintf(st->last_error_msg, sizeof(st->last_error_msg), "%s", dev->report.last_err_msg);
+	st->conf_failures = dev->report.conf_failures;
+	pthread_mutex_unlock(&dev->report.lock);
+	/* conf_count: written under dev->lock by the worker; a torn read is impossible (64-bit). */
+	st->conf_count = __atomic_load_n(&dev->times.conf_count, __ATOMIC_RELAXED);
+	mlx5_lm_dev_put(dev);
+	return 0;
+}

@@ -502,7 +502,7 @@ destroy_timed(struct mlx5_lm_mr *mr, int background)
 	}
 	ms = mlx5_lm_now_ms() - t0;
 	/* Written by the GC thread or a caller, read by anyone: no lock in common. */
-	__atomic_store(&dev->mr_last_destroy_ms, &ms, __ATOMIC_RELAXED);
+	__atomic_store(&dev->times.mr_last_destroy_ms, &ms, __ATOMIC_RELAXED);
 	DRV_LOG(INFO, dev, "released registration of %u chunks destroyed in %.1f ms", chunks, ms);
 	return 0;
 }
@@ -695,6 +695,6 @@ mlx5_lm_mr_gc_last_destroy_ms(struct mlx5_lm_dev *dev)
 {
 	double ms;
 
-	__atomic_load(&dev->mr_last_destroy_ms, &ms, __ATOMIC_RELAXED);
+	__atomic_load(&dev->times.mr_last_destroy_ms, &ms, __ATOMIC_RELAXED);
 	return ms;
 }

@@ -72,8 +72,6 @@ struct mlx5_lm_notify {
 	uint32_t idle;                  /* empty polls in a row */
 };
 
-void mlx5_lm_recover_queue(struct mlx5_lm_dev *dev, uint16_t index);
-
 /*
  * Read a kick's count without blocking, whatever flags the front end gave
  * its fd: RWF_NOWAIT (eventfd and pipes support it); a kernel without it
@@ -295,7 +293,8 @@ relay_events(struct mlx5_lm_notify *n)
 				mlx5_lm_eventq_drain(&dev->vq[index], 1);
 			call(n, index);
 		} else if (ev.type == PRM_EVENT_OBJECT_CHANGE) {
-			mlx5_lm_recover_queue(dev, index);
+			/* The device's worker recovers it: no wait here for a configuration. */
+			mlx5_lm_worker_recover(dev, index);
 		}
 	}
 }

@@ -272,7 +272,7 @@ read_counters(struct rte_vdpa_device *vdpa, int qid, uint64_t vals[MLX5_LM_NB_ST
 	 * its deferral (mr_gc_ms) is over; until then a stopped device's
 	 * counters are there to read, as they were before the stop.
 	 */
-	ret = dev->restore_swapping ? -EBUSY : mlx5_lm_virtq_counters(&dev->vq[qid], raw);
+	ret = dev->restore.swapping ? -EBUSY : mlx5_lm_virtq_counters(&dev->vq[qid], raw);
 	if (ret == 0) {
 		for (i = 0; i < MLX5_LM_NB_STATS; i++)
 			vals[i] = raw[i] - dev->vq[qid].stats_base[i];

@@ -744,6 +744,32 @@ mlx5_lm_virtq_destroy(struct mlx5_lm_virtq *vq)
 	memset(&vq->cur, 0, sizeof(vq->cur));
 }
 
+int
+mlx5_lm_virtq_recreate(struct mlx5_lm_virtq *vq, uint16_t size, const struct mlx5_lm_vq_cfg *cfg,
+		       int ready)
+{
+	struct mlx5_lm_vq_cfg c;
+	int ret;
+
+	if (vq->obj != NULL) {
+		mlx5_lm_virtq_destroy(vq);
+		if (vq->obj != NULL)
+			return -EBUSY;
+	}
+	if (cfg == NULL)
+		return mlx5_lm_virtq_create(vq, size, NULL, 0);
+	/* No MODIFY of a blank queue's configuration on this device: create it whole. */
+	if (!mlx5_lm_can_modify_blank(vq->dev))
+		return mlx5_lm_virtq_create(vq, size, cfg, ready);
+	/* Blank first: its event QP exists only then, and the MODIFY names it. */
+	ret = mlx5_lm_virtq_create(vq, size, NULL, 0);
+	if (ret < 0)
+		return ret;
+	c = *cfg;
+	c.event_qpn = vq->cur.event_qpn;
+	return mlx5_lm_virtq_modify(vq, &c, ready);
+}
+
 static int
 virtq_modify(struct mlx5_lm_virtq *vq, uint64_t bits, const struct mlx5_lm_vq_cfg *cfg,
 	     uint8_t state)

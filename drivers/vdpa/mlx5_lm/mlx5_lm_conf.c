@@ -1,0 +1,580 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * DRIVER_OK. vhost's dev_conf runs on vhost's one thread after it has
+ * acknowledged the status: it reads what the configuration needs from
+ * vhost (features, the memory table and its files, every enabled ring),
+ * hands that job to the device's own worker (mlx5_lm_worker.c) and
+ * returns, so that vhost goes on with the next device and the next VM.
+ * The worker registers guest memory, then per queue sends one MODIFY
+ * carrying the fields that changed plus STATE=RDY, in parallel; a queue
+ * whose size differs is re-created, only that one.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include <rte_vhost.h>
+
+#include "mlx5_lm_dpdk.h"
+#include "prm.h"
+#include "mlx5_lm.h"
+#include "mlx5_lm_lifecycle.h"
+#include "mlx5_lm_mr.h"
+
+/* vdpa_driver.h's "every queue" for rte_vhost_host_notifier_ctrl (not installed by Debian). */
+#ifndef RTE_VHOST_QUEUE_ALL
+#define RTE_VHOST_QUEUE_ALL UINT16_MAX
+#endif
+
+/* ---- memory -------------------------------------------------------------- */
+
+static uint64_t
+region_page_size(const struct rte_vhost_mem_region *r)
+{
+	struct statfs fs;
+
+	/* hugetlbfs reports its page size as the block size; memfd/tmpfs use 4 KiB. */
+	if (r->fd >= 0 && fstatfs(r->fd, &fs) == 0 && fs.f_type == 0x958458f6)
+		return (uint64_t)fs.f_bsize;
+	return 4096;
+}
+
+/*
+ * The memory table as the registration needs it, read from vhost's copy
+ * on vhost's thread (fstat of the region fds: no device command).
+ */
+static int
+mem_regions(struct mlx5_lm_dev *dev, struct rte_vhost_memory *mem,
+	    struct mlx5_lm_mem_region *regions, uint32_t *nregions)
+{
+	uint32_t i, n = 0;
+
+	if (mem->nregions > MLX5_LM_MAX_REGIONS) {
+		DRV_LOG(ERR, dev, "memory table has %u regions, vhost-user allows 8", mem->nregions);
+		return -EINVAL;
+	}
+	memset(regions, 0, sizeof(*regions) * MLX5_LM_MAX_REGIONS);
+	for (i = 0; i < mem->nregions; i++) {
+		const struct rte_vhost_mem_region *r = &mem->regions[i];
+		struct stat st;
+
+		regions[n].gpa = r->guest_phys_addr;
+		regions[n].size = r->size;
+		regions[n].hva = r->host_user_addr;
+		regions[n].page_size = region_page_size(r);
+		/*
+		 * The memory's identity, for reuse: vhost maps each region's fd
+		 * from file offset 0, so gpa sits at host_user_addr - mmap_addr.
+		 */
+		if (r->fd >= 0 && fstat(r->fd, &st) == 0 && st.st_ino != 0) {
+			regions[n].file_dev = (uint64_t)st.st_dev;
+			regions[n].file_ino = (uint64_t)st.st_ino;
+			regions[n].file_off = r->host_user_addr -
+					      (uint64_t)(uintptr_t)r->mmap_addr;
+		}
+		n++;
+	}
+	*nregions = n;
+	return 0;
+}
+
+static int
+register_memory(struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_region *regions, uint32_t n)
+{
+	struct mlx5_lm_mr *mr;
+	int ret;
+
+	if (dev->mr != NULL && mlx5_lm_mr_same_table(dev->mr, regions, n)) {
+		DRV_LOG(INFO, dev, "memory table unchanged: keeping its registration");
+		return 0;
+	}
+	mr = mlx5_lm_mr_reclaim(dev, regions, n);
+	if (mr != NULL) {
+		DRV_LOG(INFO, dev, "memory table identical to a released registration: reusing it");
+	} else {
+		ret = mlx5_lm_mr_create(dev, regions, n, &mr);
+		if (ret < 0)
+			return ret;
+	}
+	dev->prev_mr = dev->mr;
+	dev->mr = mr;
+	return 0;
+}
+
+/* hva_to_gpa() of a pointer outside guest memory (GPA 0 is a valid ring address). */
+#define GPA_NONE UINT64_MAX
+
+/* Guest physical address of a host pointer into guest memory; GPA_NONE if none. */
+static uint64_t
+hva_to_gpa(struct rte_vhost_memory *mem, const void *p)
+{
+	uint64_t hva = (uintptr_t)p;
+	uint32_t i;
+
+	for (i = 0; i < mem->nregions; i++) {
+		const struct rte_vhost_mem_region *r = &mem->regions[i];
+
+		if (hva >= r->host_user_addr && hva < r->host_user_addr + r->size)
+			return hva - r->host_user_addr + r->guest_phys_addr;
+	}
+	return GPA_NONE;
+}
+
+/* ---- planning, on vhost's thread ---------------------------------------- */
+
+static uint16_t
+queue_features(uint64_t f)
+{
+	uint16_t q = 0;
+
+	/* The 12-byte header, and the offloads the device performs per queue. */
+	if (f & (1ull << F_MRG_RXBUF))
+		q |= 1u << PRM_VIRTQ_FEAT_MRG_RXBUF;
+	if (f & (1ull << F_CSUM))
+		q |= 1u << PRM_VIRTQ_FEAT_CSUM;
+	if (f & (1ull << F_GUEST_CSUM))
+		q |= 1u << PRM_VIRTQ_FEAT_GUEST_CSUM;
+	if (f & (1ull << F_HOST_TSO4))
+		q |= 1u << PRM_VIRTQ_FEAT_HOST_TSO4;
+	if (f & (1ull << F_HOST_TSO6))
+		q |= 1u << PRM_VIRTQ_FEAT_HOST_TSO6;
+	return q;
+}
+
+int
+mlx5_lm_plan_ring(struct mlx5_lm_dev *dev, struct rte_vhost_memory *mem, uint16_t i, struct mlx5_lm_vq_plan *p)
+{
+	struct mlx5_lm_virtq *vq = &dev->vq[i];
+	struct rte_vhost_vring vr;
+	uint16_t last_avail, last_used;
+
+	if (rte_vhost_get_vhost_vring(dev->vid, i, &vr) < 0 ||
+	    rte_vhost_get_vring_base(dev->vid, i, &last_avail, &last_used) < 0) {
+		VQ_LOG(ERR, vq, "vhost has no state for this ring");
+		return -EINVAL;
+	}
+	memset(p, 0, sizeof(*p));
+	p->vq = vq;
+	p->size = vr.size;
+	p->cfg.type = dev->features & (1ull << F_RING_PACKED) ? PRM_VIRTQ_TYPE_PACKED :
+		PRM_VIRTQ_TYPE_SPLIT;
+	p->cfg.version_1 = !!(dev->features & (1ull << F_VERSION_1));
+	p->cfg.features = queue_features(dev->features);
+	p->cfg.desc = hva_to_gpa(mem, vr.desc);
+	p->cfg.avail = hva_to_gpa(mem, vr.avail);
+	p->cfg.used = hva_to_gpa(mem, vr.used);
+	p->cfg.hw_available_index = last_avail;
+	p->cfg.hw_used_index = last_used;
+	/* cfg.mkey: set once the memory is registered (plan_finish). */
+	p->cfg.event_mode = PRM_VIRTQ_EVENT_MODE_QP;
+	/*
+	 * Virtio 1.1 alignment: descriptors 16 bytes; split avail 2 and used 4;
+	 * packed event suppression areas 4.
+	 */
+	if (p->cfg.desc != GPA_NONE && p->cfg.avail != GPA_NONE && p->cfg.used != GPA_NONE &&
+	    (p->cfg.desc % 16 || p->cfg.used % 4 ||
+	     p->cfg.avail % (p->cfg.type == PRM_VIRTQ_TYPE_PACKED ? 4 : 2))) {
+		VQ_LOG(ERR, vq, "ring addresses (desc 0x%" PRIx64 ", avail 0x%" PRIx64 ", used 0x%"
+		       PRIx64 ") are misaligned", p->cfg.desc, p->cfg.avail, p->cfg.used);
+		return -EINVAL;
+	}
+	if (vr.size == 0 || (vr.size & (vr.size - 1)) || p->cfg.desc == GPA_NONE ||
+	    p->cfg.avail == GPA_NONE || p->cfg.used == GPA_NONE) {
+		VQ_LOG(ERR, vq, "ring size %u or addresses (desc %p, avail %p, used %p) are not "
+		       "usable: outside guest memory?", vr.size, (void *)vr.desc,
+		       (void *)vr.avail, (void *)vr.used);
+		return -EINVAL;
+	}
+	vq->kickfd = vr.kickfd;
+	vq->callfd = vr.callfd;
+	p->ready = 1;
+	return 0;
+}
+
+/* What a plan needs from the device itself: its registration, its queue objects. */
+void
+mlx5_lm_plan_finish(struct mlx5_lm_dev *dev, struct mlx5_lm_vq_plan *p)
+{
+	struct mlx5_lm_virtq *vq = p->vq;
+
+	p->cfg.mkey = mlx5_lm_mr_mkey(dev->mr);
+	/* queue_size has no modify bit: a different size means a new object. */
+	p->recreate = vq->obj == NULL || vq->size != p->size || vq->hw_state == PRM_VIRTQ_STATE_ERR;
+}
+
+int
+mlx5_lm_task_configure(void *arg)
+{
+	struct mlx5_lm_vq_plan *p = arg;
+	struct mlx5_lm_virtq *vq = p->vq;
+	int ret;
+
+	if (p->recreate) {
+		ret = mlx5_lm_virtq_recreate(vq, p->size, &p->cfg, p->ready);
+	} else {
+		p->cfg.event_qpn = vq->cur.event_qpn;
+		ret = mlx5_lm_virtq_modify(vq, &p->cfg, p->ready);
+	}
+	if (ret < 0)
+		return ret == -EBUSY ? ret : -EIO;
+	vq->started = 1;
+	return 0;
+}
+
+void
+mlx5_lm_plans_detach(struct mlx5_lm_dev *dev, struct mlx5_lm_vq_plan *plans, uint16_t n,
+		     int *rebuild)
+{
+	uint16_t i;
+
+	*rebuild = 0;
+	for (i = 0; i < n; i++)
+		if (plans[i].recreate)
+			mlx5_lm_steer_detach(dev, plans[i].vq, rebuild);
+}
+
+/*
+ * vhost-user PROTOCOL_F_HOST_NOTIFIER is offered only where the doorbell
+ * page can be mapped (get_protocol_features). dev_conf hands it to the
+ * front end, which maps it into the guest: kicks then reach the device
+ * without our relay. If the front end declines, or did not negotiate the
+ * feature, the relay keeps serving the kickfds.
+ */
+static void
+host_notifiers_on(struct mlx5_lm_dev *dev, int vid)
+{
+	uint64_t pf = 0, off, size;
+	int fd, ret;
+
+	if (devx_db_mmap_info(dev->db, &fd, &off, &size) < 0 ||
+	    rte_vhost_get_negotiated_protocol_features(vid, &pf) < 0 ||
+	    !(pf & (1ull << PF_HOST_NOTIFIER)))
+		return;
+	ret = rte_vhost_host_notifier_ctrl(vid, RTE_VHOST_QUEUE_ALL, true);
+	if (ret != 0)
+		DRV_LOG(WARNING, dev, "front end did not take the host notifiers (%d): kicks go "
+			"through the relay", ret);
+	else
+		DRV_LOG(INFO, dev, "host notifiers mapped: the guest rings the doorbell itself");
+}
+
+/* The queues moved to dev->mr: the registration they used before is garbage. */
+static void
+release_prev_mr(struct mlx5_lm_dev *dev)
+{
+	mlx5_lm_mr_release(dev->prev_mr);
+	dev->prev_mr = NULL;
+}
+
+/* ---- the configuration, on the device's worker ---------------------------- */
+
+/*
+ * What dev_conf read from vhost on vhost's thread, for the worker: vhost's
+ * state of a device is not to be read from another thread while vhost may
+ * change it, and no command is needed to read it.
+ */
+struct mlx5_lm_conf_job {
+	int vid;
+	uint16_t nr;                         /* rings the front end set up */
+	uint16_t np;                         /* of which enabled: planned */
+	/*
+	 * VHOST_F_LOG_ALL at DRIVER_OK (a guest resetting its NIC while it
+	 * migrates): vhost's log area, read on vhost's thread. Queues log
+	 * before they run.
+	 */
+	int logging;
+	uint64_t log_base, log_size;
+	uint32_t nregions;
+	struct mlx5_lm_mem_region regions[MLX5_LM_MAX_REGIONS];
+	struct mlx5_lm_vq_plan plans[MLX5_LM_MAX_VIRTQS];
+};
+
+static int
+task_ready(void *arg)
+{
+	struct mlx5_lm_vq_plan *p = arg;
+
+	return mlx5_lm_virtq_set_state(p->vq, PRM_VIRTQ_STATE_RDY);
+}
+
+/* The planned queues held back until they log: RDY now, in parallel. */
+static int
+set_ready_later(struct mlx5_lm_dev *dev, struct mlx5_lm_vq_plan *plans, uint16_t np)
+{
+	struct mlx5_lm_batch b;
+	uint16_t i;
+	int ret;
+
+	mlx5_lm_batch_init(&b, mlx5_lm_batch_limit(dev));
+	for (i = 0; i < np; i++)
+		if (plans[i].ready_later)
+			mlx5_lm_batch_submit(&b, task_ready, &plans[i]);
+	ret = mlx5_lm_batch_wait(&b);
+	mlx5_lm_batch_fini(&b);
+	return ret;
+}
+
+/*
+ * The configuration itself, dev->lock held: memory, then per queue one
+ * MODIFY (or a re-creation) in parallel, steering, notifications. On
+ * failure nothing is left half-configured. *why names the failed step.
+ */
+static int
+conf_run(struct mlx5_lm_dev *dev, struct mlx5_lm_conf_job *job, const char **why)
+{
+	struct mlx5_lm_vq_plan *plans = job->plans;
+	struct mlx5_lm_batch b;
+	uint16_t nr = job->nr, np = job->np, i;
+	double t0 = mlx5_lm_now_ms(), t1;
+	int ret, rebuild = 0;
+
+	*why = "guest memory registration failed";
+	ret = register_memory(dev, job->regions, job->nregions);
+	if (ret < 0)
+		goto err_mem;
+	t1 = mlx5_lm_now_ms();
+	dev->times.conf_mr_ms = t1 - t0;
+	for (i = 0; i < np; i++) {
+		mlx5_lm_plan_finish(dev, &plans[i]);
+		/*
+		 * With the log on, no queue runs before it logs: configured
+		 * without RDY, the dirty bitmap set, then RDY (three MODIFYs
+		 * instead of one, on a path a migrating guest's NIC reset takes).
+		 */
+		if (job->logging) {
+			plans[i].ready_later = plans[i].ready;
+			plans[i].ready = 0;
+		}
+	}
+	*why = "queue configuration failed";
+	mlx5_lm_plans_detach(dev, plans, np, &rebuild);
+	mlx5_lm_batch_init(&b, mlx5_lm_batch_limit(dev));
+	for (i = 0; i < np; i++)
+		mlx5_lm_batch_submit(&b, mlx5_lm_task_configure, &plans[i]);
+	ret = mlx5_lm_batch_wait(&b);
+	mlx5_lm_batch_fini(&b);
+	if (ret == 0) {
+		*why = "receive steering creation failed";
+		ret = mlx5_lm_steer_reattach(dev, rebuild);
+	}
+	if (ret < 0)
+		goto err_queues;
+	for (i = 0; i < nr; i++) {
+		dev->vq[i].configured = 1;
+		dev->vq[i].recoveries = 0;
+	}
+	if (job->logging) {
+		*why = "dirty-page logging could not start";
+		ret = mlx5_lm_log_start(dev, job->log_base, job->log_size);
+		if (ret < 0)
+			goto err_queues;
+		*why = "queue configuration failed";
+		ret = set_ready_later(dev, plans, np);
+		if (ret < 0)
+			goto err_queues;
+	}
+	*why = "receive steering update failed";
+	ret = mlx5_lm_steer_update(dev);
+	if (ret < 0)
+		goto err_queues;
+	/*
+	 * Kicks the guest issued while the queue was being configured went to
+	 * its kickfd (or to a doorbell of a queue not yet RDY): adding the ring
+	 * rings its doorbell once, now that it is RDY, which makes the device
+	 * read the avail index and covers them all.
+	 */
+	for (i = 0; i < np; i++)
+		mlx5_lm_notify_add_ring(dev, plans[i].vq);
+	/* Queues now use the new registration: the previous one can go. */
+	release_prev_mr(dev);
+	dev->running = 1;
+	dev->times.conf_vq_ms = mlx5_lm_now_ms() - t1;
+	dev->times.conf_ms = mlx5_lm_now_ms() - t0;
+	__atomic_add_fetch(&dev->times.conf_count, 1, __ATOMIC_RELAXED);
+	DRV_LOG(INFO, dev, "DRIVER_OK: %u rings (%s) configured in %.1f ms (memory %.1f ms, "
+		"queues %.1f ms)", np, dev->features & (1ull << F_RING_PACKED) ? "packed" : "split",
+		dev->times.conf_ms, dev->times.conf_mr_ms, dev->times.conf_vq_ms);
+	return 0;
+err_queues:
+	/*
+	 * No half-configured device: every queue goes back to blank and the new
+	 * registration is released, so that the next DRIVER_OK starts clean.
+	 */
+	for (i = 0; i < nr; i++) {
+		dev->vq[i].configured = 0;
+		dev->vq[i].started = 0;
+	}
+	/* Not running: the log registration goes, the queues are reset below. */
+	mlx5_lm_log_stop(dev);
+	if (dev->args.precreate)
+		mlx5_lm_queues_restore_blank(dev, 0);
+	else
+		mlx5_lm_queues_destroy(dev);
+	if (dev->prev_mr != NULL) {
+		/* The registration made for this attempt goes; the older one stays. */
+		mlx5_lm_mr_release(dev->mr);
+		dev->mr = dev->prev_mr;
+		dev->prev_mr = NULL;
+	} else {
+		/* Every queue is blank again: nothing uses the registration. */
+		mlx5_lm_mr_release(dev->mr);
+		dev->mr = NULL;
+	}
+err_mem:
+	return ret < 0 ? ret : -EIO;
+}
+
+void
+mlx5_lm_conf_run_job(struct mlx5_lm_dev *dev, struct mlx5_lm_conf_job *job)
+{
+	const char *why = "";
+	int ret;
+
+	mlx5_lm_fg_enter();
+	ret = conf_run(dev, job, &why);
+	mlx5_lm_fg_exit();
+	if (ret < 0) {
+		DRV_LOG(ERR, dev, "DRIVER_OK failed (%s: %d): the device is not running, "
+			"every queue back to blank", why, ret);
+		mlx5_lm_set_state(dev, RTE_PMD_MLX5_LM_STATE_FAILED, ret, why);
+	} else {
+		mlx5_lm_set_state(dev, RTE_PMD_MLX5_LM_STATE_RUNNING, 0, NULL);
+	}
+	dev->conf.ret = ret;
+	dev->conf.busy = 0;
+	pthread_cond_broadcast(&dev->conf.done);
+	free(job);
+}
+
+/* ---- dev_conf, on vhost's thread -------------------------------------------- */
+
+/*
+ * vhost's dev_conf, after it acknowledged DRIVER_OK: read what the
+ * configuration needs from vhost, queue it for the device's worker and
+ * return, so that vhost's one thread goes on with the next device and the
+ * next VM. An error found here (vhost's state unusable) is returned to
+ * vhost, which calls dev_conf again after the front end's next message.
+ */
+int
+mlx5_lm_dev_conf(int vid)
+{
+	struct mlx5_lm_dev *dev = mlx5_lm_dev_by_vid(vid);
+	struct rte_vhost_memory *mem = NULL;
+	struct mlx5_lm_conf_job *job = NULL;
+	const char *why = "";
+	int ret, notifiers = 0;
+	uint16_t i;
+
+	if (dev == NULL)
+		return -ENODEV;
+	pthread_mutex_lock(&dev->lock);
+	ret = mlx5_lm_owner(dev, vid, "DRIVER_OK");
+	if (ret < 0)
+		goto out;
+	if (dev->running || dev->conf.busy) {
+		DRV_LOG(ERR, dev, "DRIVER_OK while already %s: ignored",
+			dev->running ? "running" : "being configured");
+		ret = 0;
+		goto out;
+	}
+	job = calloc(1, sizeof(*job));
+	if (job == NULL) {
+		why = "out of memory";
+		ret = -ENOMEM;
+		goto err;
+	}
+	job->vid = vid;
+	if (rte_vhost_get_negotiated_features(vid, &dev->features) < 0 ||
+	    rte_vhost_get_mem_table(vid, &mem) < 0) {
+		DRV_LOG(ERR, dev, "vhost device %d has no features or memory table", vid);
+		why = "vhost has no features or memory table";
+		ret = -EINVAL;
+		goto err;
+	}
+	job->nr = rte_vhost_get_vring_num(vid);
+	if (job->nr > dev->nr_vq) {
+		DRV_LOG(ERR, dev, "front end set up %u rings, the device has %u", job->nr,
+			dev->nr_vq);
+		why = "more rings than the device has";
+		ret = -EINVAL;
+		goto err;
+	}
+	why = "memory table refused";
+	ret = mem_regions(dev, mem, job->regions, &job->nregions);
+	if (ret < 0)
+		goto err;
+	if (dev->features & (1ull << F_LOG_ALL)) {
+		why = "logging asked without a log area";
+		ret = mlx5_lm_log_area(dev, vid, &job->log_base, &job->log_size);
+		if (ret < 0)
+			goto err;
+		job->logging = 1;
+	}
+	/*
+	 * Rings the guest has not enabled (SET_VRING_ENABLE, reported through
+	 * set_vring_state) are configured at their enable, with one MODIFY:
+	 * never made RDY before, and never modified twice.
+	 */
+	why = "a ring is not usable";
+	for (i = 0; i < job->nr; i++) {
+		if (!dev->vq[i].enabled) {
+			struct rte_vhost_vring vr;
+
+			/* vhost leaves a ring it cannot translate not ready: say why. */
+			if (rte_vhost_get_vhost_vring(vid, i, &vr) == 0 && vr.desc == NULL)
+				VQ_LOG(ERR, &dev->vq[i], "not started: its ring addresses are not "
+				       "in guest memory");
+			else
+				VQ_LOG(INFO, &dev->vq[i], "not enabled by the guest yet");
+			continue;
+		}
+		ret = mlx5_lm_plan_ring(dev, mem, i, &job->plans[job->np]);
+		if (ret < 0)
+			goto err;
+		job->np++;
+	}
+	dev->conf.busy = 1;
+	mlx5_lm_set_state(dev, RTE_PMD_MLX5_LM_STATE_CONFIGURING, 0, NULL);
+	mlx5_lm_worker_conf(dev, job);
+	DRV_LOG(DEBUG, dev, "DRIVER_OK: configuration of %u rings handed to the device's worker",
+		job->np);
+	ret = 0;
+	notifiers = 1;
+	if (!dev->args.parallel || job->logging) {
+		/*
+		 * parallel=0 is the old driver, for comparison: vhost's thread
+		 * waits for the configuration (the same job, run by the worker)
+		 * and gets its result, so that it calls dev_conf again after a
+		 * failure. So does a DRIVER_OK with the log on: vhost's next
+		 * SET_LOG_BASE would unmap the log area the job registers,
+		 * without a callback; the device waits for nothing meanwhile.
+		 */
+		mlx5_lm_wait_configured(dev);
+		ret = dev->conf.ret;
+		notifiers = ret == 0;
+	}
+	goto out;
+err:
+	DRV_LOG(ERR, dev, "DRIVER_OK failed (%s: %d)", why, ret);
+	mlx5_lm_set_state(dev, RTE_PMD_MLX5_LM_STATE_FAILED, ret, why);
+	free(job);
+out:
+	free(mem);
+	pthread_mutex_unlock(&dev->lock);
+	/*
+	 * On vhost's thread, which alone may use the front end's channel
+	 * (vhost closes it at a new SET_SLAVE_REQ_FD, with no callback), and
+	 * without the lock: vhost asks the driver for the doorbell page
+	 * (get_vfio_device_fd, get_notify_area) meanwhile. A kick the guest
+	 * writes to the doorbell before its queue is RDY is covered by the
+	 * doorbell each queue gets once RDY (mlx5_lm_notify_add_ring).
+	 */
+	if (notifiers)
+		host_notifiers_on(dev, vid);
+	return ret;
+}
+

@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * A ring of a running device enabled or disabled by the guest
+ * (SET_VRING_ENABLE, and vhost's disable-then-enable when the front end
+ * replaces a ring's fds), and a queue's recovery from ERR.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include <rte_vhost.h>
+
+#include "prm.h"
+#include "mlx5_lm.h"
+#include "mlx5_lm_lifecycle.h"
+#include "mlx5_lm_mr.h"
+
+/* A ring enabled after DRIVER_OK: plan it now and send its one MODIFY (or re-create it). */
+static int
+start_late_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq)
+{
+	struct rte_vhost_memory *mem = NULL;
+	struct mlx5_lm_vq_plan plan;
+	int ret, rebuild = 0;
+
+	if (rte_vhost_get_mem_table(dev->vid, &mem) < 0)
+		return -EINVAL;
+	ret = mlx5_lm_plan_ring(dev, mem, vq->index, &plan);
+	free(mem);
+	if (ret < 0)
+		return ret;
+	mlx5_lm_plan_finish(dev, &plan);
+	mlx5_lm_plans_detach(dev, &plan, 1, &rebuild);
+	ret = mlx5_lm_task_configure(&plan);
+	if (mlx5_lm_steer_reattach(dev, rebuild) < 0 && ret == 0)
+		ret = -EIO;
+	return ret;
+}
+
+/*
+ * A suspended ring enabled again. SUSPEND -> RDY needs freeze_to_rdy_supported
+ * (PRM); without it the queue is re-created from the indices it reached,
+ * with the RQT kept off an RX queue meanwhile.
+ */
+static int
+resume_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq)
+{
+	int ret, rebuild = 0;
+
+	if (mlx5_lm_can_resume(dev))
+		return mlx5_lm_virtq_set_state(vq, PRM_VIRTQ_STATE_RDY);
+	VQ_LOG(DEBUG, vq, "no freeze_to_rdy: re-creating the queue to resume it");
+	mlx5_lm_steer_detach(dev, vq, &rebuild);
+	ret = mlx5_lm_virtq_recreate_suspended(vq, dev->log_mr != NULL ?
+					       mlx5_lm_mr_mkey(dev->log_mr) : 0,
+					       (uint32_t)dev->log_size, dev->log_mr != NULL, 1);
+	if (mlx5_lm_steer_reattach(dev, rebuild) < 0 && ret == 0)
+		ret = -EIO;
+	return ret;
+}
+
+/* vhost's current kick and call fds of a ring (a running ring may get new ones). */
+static void
+refresh_fds(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq)
+{
+	struct rte_vhost_vring vr;
+
+	if (rte_vhost_get_vhost_vring(dev->vid, vq->index, &vr) == 0) {
+		vq->kickfd = vr.kickfd;
+		vq->callfd = vr.callfd;
+	}
+}
+
+int
+mlx5_lm_set_vring_state(int vid, int vring, int state)
+{
+	struct mlx5_lm_dev *dev = mlx5_lm_dev_by_vid(vid);
+	struct mlx5_lm_virtq *vq;
+	int ret = 0;
+
+	if (dev == NULL)
+		return -ENODEV;
+	if (vring < 0 || vring >= dev->nr_vq) {
+		DRV_LOG(ERR, dev, "ring %d does not exist (the device has %u)", vring, dev->nr_vq);
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&dev->lock);
+	/* An enable or disable applies to the configured device, not to one being configured. */
+	mlx5_lm_wait_configured(dev);
+	ret = mlx5_lm_owner(dev, vid, "SET_VRING_ENABLE");
+	if (ret < 0)
+		goto out;
+	vq = &dev->vq[vring];
+	vq->enabled = !!state;
+	VQ_LOG(DEBUG, vq, "guest %s the ring%s", state ? "enabled" : "disabled",
+	       dev->running ? "" : " (not running)");
+	if (!dev->running || !vq->configured)
+		goto out;
+	if (state) {
+		/*
+		 * vhost reports new kick/call fds of a running ring as a disable
+		 * then an enable: take them again.
+		 */
+		refresh_fds(dev, vq);
+		if (!vq->started)
+			ret = start_late_ring(dev, vq);
+		else if (vq->hw_state != PRM_VIRTQ_STATE_RDY)
+			ret = resume_ring(dev, vq);
+		if (ret == 0)
+			mlx5_lm_notify_add_ring(dev, vq);
+	} else {
+		mlx5_lm_notify_del_ring(dev, vq);
+		if (vq->obj != NULL && vq->hw_state == PRM_VIRTQ_STATE_RDY)
+			ret = mlx5_lm_virtq_set_state(vq, PRM_VIRTQ_STATE_SUSPEND);
+	}
+	if (ret == 0)
+		ret = mlx5_lm_steer_update(dev);
+	VQ_LOG(INFO, vq, "%s by the guest%s", state ? "enabled" : "disabled",
+	       ret < 0 ? ", but the device refused" : "");
+out:
+	pthread_mutex_unlock(&dev->lock);
+	return ret;
+}
+
+/* ---- ERR recovery (the device's worker, for the notification thread) -------- */
+
+/* Queue ERR recoveries allowed per DRIVER_OK before the queue is left in ERR. */
+#define MAX_RECOVERIES 3
+
+/*
+ * An OBJECT_CHANGE event said vq went to ERR: re-create it from what the
+ * device completed, at most MAX_RECOVERIES times per DRIVER_OK. On the
+ * device's worker, under dev->lock: the relay posted it and went on.
+ */
+void
+mlx5_lm_recover_locked(struct mlx5_lm_virtq *vq)
+{
+	struct mlx5_lm_dev *dev = vq->dev;
+	struct mlx5_lm_vq_cfg cfg;
+	uint16_t avail, used;
+	uint8_t state, err;
+	int ret, rebuild = 0;
+
+	if (!dev->running || !vq->configured || vq->obj == NULL ||
+	    mlx5_lm_virtq_query(vq, &state, &err, &avail, &used) < 0 ||
+	    state != PRM_VIRTQ_STATE_ERR)
+		return;
+	vq->hw_state = PRM_VIRTQ_STATE_ERR;
+	if (vq->recoveries >= MAX_RECOVERIES) {
+		VQ_LOG(ERR, vq, "in ERR (error_type %u) after %u recoveries: left stopped", err,
+		       vq->recoveries);
+		mlx5_lm_steer_update(dev);
+		return;
+	}
+	vq->recoveries++;
+	VQ_LOG(ERR, vq, "in ERR (error_type %u, avail %u used %u): re-creating it (recovery %u/%u)",
+	       err, avail, used, vq->recoveries, MAX_RECOVERIES);
+	cfg = vq->cur;
+	/* Restart from what the device completed: the rest is processed again. */
+	cfg.hw_available_index = used;
+	cfg.hw_used_index = used;
+	mlx5_lm_steer_detach(dev, vq, &rebuild);
+	ret = mlx5_lm_virtq_recreate(vq, vq->size ? vq->size : dev->args.queue_size, &cfg,
+				     vq->enabled);
+	mlx5_lm_steer_reattach(dev, rebuild);
+	mlx5_lm_steer_update(dev);
+	if (ret == 0 && vq->kickfd >= 0)
+		mlx5_lm_vq_doorbell(dev, vq->index);
+}

@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * GET_VRING_BASE. vhost's dev_close runs on vhost's one thread, inside the
+ * downtime of every VM whose messages queue behind it: only what the reply
+ * needs happens before it returns. Every ready queue is suspended and
+ * queried in parallel and its indices handed to vhost (the used ring
+ * logged while the device logs); putting used queues back to blank is the
+ * device's worker's job, after the reply, deferred (mlx5_lm_worker.c).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <rte_vhost.h>
+
+#include "prm.h"
+#include "mlx5_lm.h"
+#include "mlx5_lm_lifecycle.h"
+#include "mlx5_lm_mr.h"
+
+/*
+ * The indices of a split ring the device has just suspended, without a
+ * QUERY, when the guest's ring shows nothing outstanding. used->idx in
+ * guest memory is a value the device wrote, so at most its
+ * hw_used_index; hw_used_index <= hw_available_index <= the guest's
+ * avail->idx, read after the SUSPEND completed (the device fetches
+ * nothing once suspended). If the guest's two indices are equal, all four
+ * are. A paused guest's TX rings are in that state at every stop: half
+ * the QUERYs of a stop, one wave of 16 command slots (0.35 ms per device
+ * on cx6dx). Anything else (packed rings, RX rings with posted buffers,
+ * a guest still adding) is queried.
+ */
+/*
+ * A ring index from guest memory, read so that a page the front end took
+ * away is an error rather than a signal: vhost maps the front end's file,
+ * and a front end may shrink it after SET_MEM_TABLE (QEMU seals its
+ * memfds; nothing obliges a front end to). A plain load of a lost page is
+ * a SIGBUS that ends every VM of the process; process_vm_readv() on
+ * ourselves returns EFAULT instead. Two system calls per ring per stop,
+ * next to a SUSPEND of 0.8 ms.
+ */
+static int
+guest_index_read(const uint16_t *p, uint16_t *v)
+{
+	struct iovec local = { .iov_base = v, .iov_len = sizeof(*v) };
+	struct iovec remote = { .iov_base = (void *)(uintptr_t)p, .iov_len = sizeof(*v) };
+
+	return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == sizeof(*v) ? 0 : -errno;
+}
+
+static int
+idle_split_ring(struct mlx5_lm_virtq *vq, uint16_t *idx)
+{
+	struct mlx5_lm_dev *dev = vq->dev;
+	struct rte_vhost_vring vr;
+	uint16_t used, avail;
+	int ret;
+
+	if ((dev->features & (1ull << F_RING_PACKED)) ||
+	    rte_vhost_get_vhost_vring(dev->vid, vq->index, &vr) < 0 ||
+	    vr.used == NULL || vr.avail == NULL)
+		return 0;
+	/*
+	 * used first: avail only grows, so equal means nothing in between
+	 * (each read is a system call: ordered, and after the SUSPEND).
+	 */
+	ret = guest_index_read(&vr.used->idx, &used);
+	if (ret == 0)
+		ret = guest_index_read(&vr.avail->idx, &avail);
+	if (ret < 0) {
+		VQ_LOG(ERR, vq, "ring indices unreadable in guest memory (%s: the front end "
+		       "shrank or unmapped it?): asking the device", strerror(-ret));
+		return 0;
+	}
+	if (avail != used)
+		return 0;
+	*idx = used;
+	return 1;
+}
+
+static int
+task_suspend_query(void *arg)
+{
+	struct mlx5_lm_virtq *vq = arg;
+	struct mlx5_lm_dev *dev = vq->dev;
+	uint16_t avail, used;
+	uint8_t state;
+	int ret = 0, suspended = 0;
+
+	if (vq->hw_state == PRM_VIRTQ_STATE_RDY) {
+		ret = mlx5_lm_virtq_set_state(vq, PRM_VIRTQ_STATE_SUSPEND);
+		if (ret < 0)
+			return ret;
+		/* Only a queue this stop suspended: one in ERR is queried for its state. */
+		suspended = 1;
+	}
+	if (vq->hw_state == PRM_VIRTQ_STATE_INIT) {
+		/* Never started: vhost's own base is right. */
+		return 0;
+	}
+	/* The front end is gone (dev_cleanup): stopped, nothing to hand over. */
+	if (!dev->stop_handover)
+		return 0;
+	if (suspended && idle_split_ring(vq, &used)) {
+		avail = used;
+		__atomic_add_fetch(&dev->times.stop_queries_skipped, 1, __ATOMIC_RELAXED);
+		goto set_base;
+	}
+	ret = mlx5_lm_virtq_query(vq, &state, NULL, &avail, &used);
+	if (ret < 0)
+		return ret;
+	if (state == PRM_VIRTQ_STATE_ERR) {
+		/* The device completed up to used; let the guest see the rest again. */
+		avail = used;
+	}
+set_base:
+	if (rte_vhost_set_vring_base(dev->vid, vq->index, avail, used) < 0)
+		VQ_LOG(ERR, vq, "vhost refused vring base %u/%u", avail, used);
+	if (dev->log_mr != NULL) {
+		/*
+		 * The device's last used-ring writes happened while logging: mark
+		 * the whole ring for the destination (vhost logs relative to the
+		 * ring's log address). Only with log_mr: the device pinned the
+		 * whole log when it registered it, the proof that vhost's writes
+		 * there cannot fault (a log fd shorter than declared fails that
+		 * pin, issue 11).
+		 */
+		uint64_t len = dev->features & (1ull << F_RING_PACKED) ?
+			(uint64_t)vq->size * 16 : 4 + (uint64_t)vq->size * 8 + 2;
+
+		rte_vhost_log_used_vring(dev->vid, vq->index, 0, len);
+	}
+	return 0;
+}
+
+/*
+ * One task of a stop: the queue pairs first, first + stride, ... each RX
+ * then TX. With at least as many pairs as command slots, one task per
+ * slot keeps every slot busy with one thread each (RX SUSPEND, its QUERY,
+ * TX SUSPEND: 1.95 ms per pair on cx6dx, the least 16 pairs can take on
+ * 16 slots), where one task per queue woke twice as many threads and left
+ * half of them waiting for a slot: the dispatch of 32 tasks on the CPU
+ * took 0.6 ms of a 2.6 ms stop (seed-precreate trace).
+ */
+/* workers= is at most 64 (mlx5_lm_devargs.c). */
+#define MAX_STOP_TASKS 64
+
+struct stop_group {
+	struct mlx5_lm_dev *dev;
+	uint16_t first, stride;
+};
+
+static int
+task_stop_pairs(void *arg)
+{
+	struct stop_group *g = arg;
+	struct mlx5_lm_dev *dev = g->dev;
+	uint16_t p, q;
+	int ret = 0, r;
+
+	for (p = g->first; p < dev->nr_vq / 2; p += g->stride)
+		for (q = 2 * p; q < 2 * p + 2; q++) {
+			if (!dev->vq[q].configured || dev->vq[q].obj == NULL)
+				continue;
+			r = task_suspend_query(&dev->vq[q]);
+			if (r < 0 && ret == 0)
+				ret = r;
+		}
+	return ret;
+}
+
+/*
+ * Stop a running device, dev->lock held: every ready queue suspended (and,
+ * with handover, queried and its indices handed to vhost, its used ring
+ * logged), the relay off every ring, and the queues put back to blank
+ * after the caller's return, in the background.
+ */
+static void
+stop_locked(struct mlx5_lm_dev *dev, int handover)
+{
+	struct stop_group groups[MAX_STOP_TASKS];
+	double t0 = mlx5_lm_now_ms();
+	struct mlx5_lm_batch b;
+	uint16_t i;
+	int ret;
+
+	/* Background work of every device waits until this stop has its reply. */
+	mlx5_lm_fg_enter();
+	for (i = 0; i < dev->nr_vq; i++)
+		if (dev->vq[i].configured)
+			mlx5_lm_notify_del_ring(dev, &dev->vq[i]);
+	/* Only what vhost's GET_VRING_BASE reply needs happens before we return. */
+	dev->times.stop_queries_skipped = 0;
+	dev->stop_handover = (uint8_t)handover;
+	mlx5_lm_batch_init(&b, mlx5_lm_batch_limit(dev));
+	if (dev->args.parallel && dev->nr_vq / 2 >= dev->args.workers &&
+	    dev->args.workers <= MAX_STOP_TASKS) {
+		/* As many tasks as slots (workers=, 16 on a CX6 Dx), pairs spread over them. */
+		for (i = 0; i < dev->args.workers; i++) {
+			groups[i].dev = dev;
+			groups[i].first = i;
+			groups[i].stride = (uint16_t)dev->args.workers;
+			mlx5_lm_batch_submit(&b, task_stop_pairs, &groups[i]);
+		}
+	} else {
+		/* Fewer pairs than slots: one task per queue, every SUSPEND at once. */
+		for (i = 0; i < dev->nr_vq; i++)
+			if (dev->vq[i].configured && dev->vq[i].obj != NULL)
+				mlx5_lm_batch_submit(&b, task_suspend_query, &dev->vq[i]);
+	}
+	ret = mlx5_lm_batch_wait(&b);
+	mlx5_lm_batch_fini(&b);
+	if (ret < 0)
+		DRV_LOG(ERR, dev, "suspending queues failed: some vring bases may be stale");
+	for (i = 0; i < dev->nr_vq; i++) {
+		dev->vq[i].configured = 0;
+		dev->vq[i].started = 0;
+	}
+	dev->running = 0;
+	dev->times.close_ms = mlx5_lm_now_ms() - t0;
+	mlx5_lm_fg_exit();
+	mlx5_lm_set_state(dev, RTE_PMD_MLX5_LM_STATE_STOPPED, 0, NULL);
+	if (dev->args.precreate) {
+		/* Blank queues for the next DRIVER_OK, by the worker after vhost has its reply. */
+		dev->restore.pending = 1;
+		mlx5_lm_worker_restore(dev);
+	} else {
+		/* Old behaviour, for comparison: everything is destroyed in the caller. */
+		mlx5_lm_queues_destroy(dev);
+		mlx5_lm_log_stop(dev);
+		mlx5_lm_mr_release(dev->mr);
+		dev->mr = NULL;
+	}
+}
+
+int
+mlx5_lm_dev_close(int vid)
+{
+	struct mlx5_lm_dev *dev = mlx5_lm_dev_by_vid(vid);
+
+	if (dev == NULL)
+		return -ENODEV;
+	pthread_mutex_lock(&dev->lock);
+	/* A stop (or a memory-table change) sees the configuration DRIVER_OK asked for. */
+	mlx5_lm_wait_configured(dev);
+	/* Another connection's GET_VRING_BASE must not stop the owner's queues. */
+	if (!dev->running || mlx5_lm_owner(dev, vid, "stop (GET_VRING_BASE)") < 0) {
+		pthread_mutex_unlock(&dev->lock);
+		return 0;
+	}
+	stop_locked(dev, 1);
+	DRV_LOG(INFO, dev, "stopped in %.1f ms (%u idle split rings needed no QUERY)",
+		dev->times.close_ms, dev->times.stop_queries_skipped);
+	pthread_mutex_unlock(&dev->lock);
+	return 0;
+}
+
+void
+mlx5_lm_stop_orphaned(struct mlx5_lm_dev *dev)
+{
+	if (!dev->running)
+		return;
+	/*
+	 * vhost calls dev_conf whatever new_device answered, but dev_close only
+	 * for a device new_device accepted: a front end whose new_device failed
+	 * leaves with its queues running on its rings and the relay on its fds.
+	 */
+	stop_locked(dev, 0);
+	DRV_LOG(INFO, dev, "front end gone while running (vhost never stopped the device): "
+		"stopped in %.1f ms", dev->times.close_ms);
+}
+
