@@ -7,11 +7,22 @@
  * its cookie, and a subscription has at most one event queued (Linux
  * devx.c devx_async_event_read, dispatch_event_fd).
  *
+ * What a read returns is the kernel's: the 8-byte cookie and the whole
+ * 64-byte EQE the device wrote (deliver_event copies struct mlx5_eqe:
+ * type at byte 1, data at byte 32), or the cookie alone with OMIT_EV_DATA;
+ * a buffer shorter than that is EINVAL and the event stays queued.
+ * The kernel's list has no bound, but an event it cannot allocate is lost
+ * and the next read fails once with EOVERFLOW (is_overflow_err); here a
+ * test bounds the list and holds the reader back (erdma_evch_hold, the
+ * control socket's evch_hold) to make that happen when it chooses; the
+ * list also overflows when this library runs out of memory.
+ *
  * Here the fd is a blocking eventfd counting queued events (a semaphore:
  * one read, one event). A thread per channel waits on the emulator's
  * channel and moves its events into the channel's queue.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +32,6 @@
 #include "prm.h"
 #include "erdma.h"
 
-#define EV_DATA_LEN 32u
-
 struct erdma_evch {
 	struct mlx5dv_devx_event_channel pub;   /* pub.fd: the program's fd */
 	struct erdma_ctx *ctx;
@@ -31,9 +40,15 @@ struct erdma_evch {
 	int stopfd;
 	pthread_t thread;
 	struct erdma_handle h;
-	pthread_mutex_t lock;                   /* guards q, head, n */
+	struct erdma_evch *next;                /* ctx->evchs, under ctx->lock */
+	pthread_mutex_t lock;                   /* guards the rest */
 	struct emu_event *q;
 	size_t cap, head, n;
+	size_t depth;                           /* 0: unbounded (erdma_evch_hold) */
+	uint64_t unsignalled;                   /* queued while held */
+	bool held;
+	bool overflow;                          /* devx.c is_overflow_err */
+	unsigned long dropped;
 };
 
 /* With OMIT_EV_DATA a subscription's event is queued once until read. */
@@ -48,6 +63,18 @@ queued_cookie(struct erdma_evch *ch, uint64_t cookie)
 	return false;
 }
 
+/* An event the kernel could not queue: lost, and the next read says so once. */
+static void
+overflow(struct erdma_evch *ch, const struct emu_event *ev, const char *why)
+{
+	ch->overflow = true;
+	ch->dropped++;
+	erdma_log("%s: event channel: %s, event 0x%x of cookie 0x%llx dropped: the next read "
+		  "fails with EOVERFLOW (Linux devx.c deliver_event, is_overflow_err)",
+		  ch->ctx->vctx.context.device->name, why, ev->type,
+		  (unsigned long long)ev->cookie);
+}
+
 static void
 push(struct erdma_evch *ch, const struct emu_event *ev)
 {
@@ -58,14 +85,18 @@ push(struct erdma_evch *ch, const struct emu_event *ev)
 		pthread_mutex_unlock(&ch->lock);
 		return;
 	}
+	/* With OMIT_EV_DATA nothing is allocated per event: no overflow. */
+	if (!ch->omit && ch->depth != 0 && ch->n >= ch->depth) {
+		overflow(ch, ev, "list full (the test's bound)");
+		pthread_mutex_unlock(&ch->lock);
+		return;
+	}
 	if (ch->n == ch->cap) {
 		size_t ncap = ch->cap ? 2 * ch->cap : 64, i;
 		struct emu_event *nq = malloc(ncap * sizeof(*nq));
 
 		if (nq == NULL) {
-			/* The kernel marks the channel overflowed; we say so. */
-			erdma_log("event channel: out of memory, event of cookie 0x%llx dropped",
-				  (unsigned long long)ev->cookie);
+			overflow(ch, ev, "out of memory");
 			pthread_mutex_unlock(&ch->lock);
 			return;
 		}
@@ -78,6 +109,11 @@ push(struct erdma_evch *ch, const struct emu_event *ev)
 	}
 	ch->q[(ch->head + ch->n) % ch->cap] = *ev;
 	ch->n++;
+	if (ch->held) {
+		ch->unsignalled++;
+		pthread_mutex_unlock(&ch->lock);
+		return;
+	}
 	pthread_mutex_unlock(&ch->lock);
 	if (write(ch->pub.fd, &one, sizeof(one)) != sizeof(one))
 		erdma_log("event channel: cannot signal the channel fd: %s", strerror(errno));
@@ -94,13 +130,22 @@ forwarder(void *arg)
 
 	for (;;) {
 		struct emu_event ev;
+		int rc;
 
 		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
 			break;
 		if (pfd[1].revents)
 			break;
-		while (emu_evch_read(ch->emu, &ev) == 1)
-			push(ch, &ev);
+		while ((rc = emu_evch_read(ch->emu, &ev)) != 0) {
+			if (rc == 1) {
+				push(ch, &ev);
+				continue;
+			}
+			/* The device's own channel lost events (never held here): ours too. */
+			pthread_mutex_lock(&ch->lock);
+			ch->overflow = true;
+			pthread_mutex_unlock(&ch->lock);
+		}
 	}
 	return NULL;
 }
@@ -152,6 +197,10 @@ mlx5dv_devx_create_event_channel(struct ibv_context *context,
 		goto err_thread;
 	}
 	erdma_handle_add_release(c, &ch->h, ch, release_channel);
+	pthread_mutex_lock(&c->lock);
+	ch->next = c->evchs;
+	c->evchs = ch;
+	pthread_mutex_unlock(&c->lock);
 	return &ch->pub;
 err_thread:
 	emu_evch_destroy(ch->emu);
@@ -170,9 +219,15 @@ err_fd:
 ERDMA_VISIBLE void
 mlx5dv_devx_destroy_event_channel(struct mlx5dv_devx_event_channel *pub)
 {
-	struct erdma_evch *ch = (struct erdma_evch *)pub;
+	struct erdma_evch *ch = (struct erdma_evch *)pub, **pp;
 	uint64_t one = 1;
 
+	pthread_mutex_lock(&ch->ctx->lock);
+	for (pp = &ch->ctx->evchs; *pp != NULL && *pp != ch; pp = &(*pp)->next)
+		;
+	if (*pp == ch)
+		*pp = ch->next;
+	pthread_mutex_unlock(&ch->ctx->lock);
 	erdma_handle_del(ch->ctx, &ch->h);
 	if (write(ch->stopfd, &one, sizeof(one)) != sizeof(one))
 		erdma_log("event channel: cannot stop its thread: %s", strerror(errno));
@@ -238,31 +293,107 @@ mlx5dv_devx_get_event(struct mlx5dv_devx_event_channel *pub,
 		      struct mlx5dv_devx_async_event_hdr *event_data, size_t event_resp_len)
 {
 	struct erdma_evch *ch = (struct erdma_evch *)pub;
-	size_t need = sizeof(event_data->cookie) + (ch->omit ? 0 : EV_DATA_LEN);
+	/* devx_async_event_read: the cookie, then sizeof(struct mlx5_eqe) unless OMIT_EV_DATA. */
+	size_t need = sizeof(event_data->cookie) + (ch->omit ? 0 : PRM_SIZE(eqe));
 	struct emu_event ev;
-	uint64_t cnt;
+	uint64_t cnt = 1;
+	int fl;
 
-	if (event_resp_len < need) {
-		errno = ENOSPC;
+	_Static_assert(sizeof(ev.eqe) == PRM_SIZE(eqe), "the kernel copies a whole EQE");
+	pthread_mutex_lock(&ch->lock);
+	/* The overflow first, once, whatever is queued (devx_async_event_read). */
+	if (ch->overflow) {
+		ch->overflow = false;
+		pthread_mutex_unlock(&ch->lock);
+		errno = EOVERFLOW;
+		return -1;
+	}
+	/* A reader held back by the test sees nothing queued. */
+	fl = ch->held ? fcntl(pub->fd, F_GETFL) : 0;
+	pthread_mutex_unlock(&ch->lock);
+	if (fl > 0 && (fl & O_NONBLOCK)) {
+		errno = EAGAIN;
 		return -1;
 	}
 	/* Blocks, or EAGAIN when the program made the fd non-blocking. */
 	if (read(pub->fd, &cnt, sizeof(cnt)) != sizeof(cnt))
 		return -1;
 	pthread_mutex_lock(&ch->lock);
+	if (event_resp_len < need) {
+		/* The event stays queued: its count goes back on the fd. */
+		pthread_mutex_unlock(&ch->lock);
+		if (write(pub->fd, &cnt, sizeof(cnt)) != sizeof(cnt))
+			erdma_log("event channel: cannot signal the channel fd: %s",
+				  strerror(errno));
+		erdma_log("%s: mlx5dv_devx_get_event with %zu bytes, an event takes %zu: EINVAL "
+			  "(Linux devx.c devx_async_event_read)", ch->ctx->vctx.context.device->name,
+			  event_resp_len, need);
+		errno = EINVAL;
+		return -1;
+	}
 	ev = ch->q[ch->head];
 	ch->head = (ch->head + 1) % ch->cap;
 	ch->n--;
 	pthread_mutex_unlock(&ch->lock);
 	event_data->cookie = ev.cookie;
-	if (!ch->omit) {
-		memcpy(event_data->out_data, ev.data, EV_DATA_LEN);
-		/*
-		 * A completion event carries its EQE's data: the CQ number is the
-		 * last dword (Linux mlx5_eqe_comp.cqn, 24 bits), at byte 24.
-		 */
-		if (ev.type == PRM_EVENT_COMPLETION)
-			prm_set_bits(event_data->out_data, 0xc8, 24, ev.obj_id);
-	}
+	if (!ch->omit)
+		memcpy(event_data->out_data, ev.eqe, PRM_SIZE(eqe));
+	/* Traced as read (a test orders a CQ's arms and events): the object, the type. */
+	erdma_trace_op(ch->ctx, "get_event", "EVENT", erdma_now_us(), "obj_id", ev.obj_id,
+		       ev.type, need, 0);
 	return (ssize_t)need;
+}
+
+void
+erdma_evch_hold(struct erdma_ctx *c, unsigned int depth)
+{
+	struct erdma_evch *ch;
+
+	pthread_mutex_lock(&c->lock);
+	for (ch = c->evchs; ch != NULL; ch = ch->next) {
+		pthread_mutex_lock(&ch->lock);
+		ch->held = true;
+		ch->depth = depth;
+		pthread_mutex_unlock(&ch->lock);
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+void
+erdma_evch_release(struct erdma_ctx *c)
+{
+	struct erdma_evch *ch;
+
+	pthread_mutex_lock(&c->lock);
+	for (ch = c->evchs; ch != NULL; ch = ch->next) {
+		uint64_t cnt;
+
+		pthread_mutex_lock(&ch->lock);
+		cnt = ch->unsignalled;
+		ch->held = false;
+		ch->depth = 0;
+		ch->unsignalled = 0;
+		pthread_mutex_unlock(&ch->lock);
+		/* An overflow needs a full list (depth >= 1): the fd is readable for it. */
+		if (cnt != 0 && write(ch->pub.fd, &cnt, sizeof(cnt)) != sizeof(cnt))
+			erdma_log("event channel: cannot signal the channel fd: %s",
+				  strerror(errno));
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+unsigned long
+erdma_evch_overflows(struct erdma_ctx *c)
+{
+	struct erdma_evch *ch;
+	unsigned long n = 0;
+
+	pthread_mutex_lock(&c->lock);
+	for (ch = c->evchs; ch != NULL; ch = ch->next) {
+		pthread_mutex_lock(&ch->lock);
+		n += ch->dropped;
+		pthread_mutex_unlock(&ch->lock);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return n;
 }

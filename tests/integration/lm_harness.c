@@ -819,6 +819,43 @@ lmh_fault_inject(struct lmh_dev *d, uint16_t opcode, uint16_t obj_type, unsigned
 }
 
 int
+lmh_evch_hold(struct lmh_dev *d, unsigned int depth)
+{
+	char req[64], reply[256];
+
+	if (!use_rdma) {
+		emu_evch_hold(d->emu, depth);
+		return 0;
+	}
+	snprintf(req, sizeof(req), "evch_hold %u", depth);
+	return rdma_ctl(d, req, reply, sizeof(reply));
+}
+
+int
+lmh_evch_release(struct lmh_dev *d)
+{
+	char reply[256];
+
+	if (!use_rdma) {
+		emu_evch_release(d->emu);
+		return 0;
+	}
+	return rdma_ctl(d, "evch_release", reply, sizeof(reply));
+}
+
+long
+lmh_evch_overflows(struct lmh_dev *d)
+{
+	char reply[256];
+	int rc;
+
+	if (!use_rdma)
+		return (long)emu_evch_overflows(d->emu);
+	rc = rdma_ctl(d, "evch_overflows", reply, sizeof(reply));
+	return rc < 0 ? rc : strtol(reply + 2, NULL, 0);
+}
+
+int
 lmh_vq_force_error(struct lmh_dev *d, uint32_t virtq_id, uint8_t error_type)
 {
 	char req[128], reply[256];

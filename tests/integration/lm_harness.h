@@ -171,6 +171,15 @@ int lmh_fault_inject(struct lmh_dev *d, uint16_t opcode, uint16_t obj_type, unsi
 /* emu_virtq_force_error(). 0 or < 0. */
 int lmh_vq_force_error(struct lmh_dev *d, uint32_t virtq_id, uint8_t error_type);
 /*
+ * The device's event channels bounded to depth queued events and their
+ * reader held back (emu_evch_hold; rdma: the kernel's list, the control
+ * socket's evch_hold) until lmh_evch_release; lmh_evch_overflows: the
+ * events dropped so far (< 0: could not be asked).
+ */
+int lmh_evch_hold(struct lmh_dev *d, unsigned int depth);
+int lmh_evch_release(struct lmh_dev *d);
+long lmh_evch_overflows(struct lmh_dev *d);
+/*
  * The state the device holds for ring i's virtq (a QUERY through the test
  * hook, not traced); -1 when the ring has no object, < -1 when the query failed.
  */

@@ -1007,8 +1007,16 @@ test_force_error_posts_object_change_with_cookie(void **state)
 	assert_int_equal(ev.cookie, 0xc00c1e);
 	assert_int_equal(ev.type, PRM_EVENT_OBJECT_CHANGE);
 	assert_int_equal(ev.obj_id, vq);
-	assert_int_equal(prm_get_bits(ev.data, 0, 16), PRM_OBJ_VIRTIO_NET_Q);
-	assert_int_equal(prm_get_bits(ev.data, 0x20, 32), vq);
+	/*
+	 * The whole EQE, at the bytes of Linux include/linux/mlx5/device.h
+	 * struct mlx5_eqe (type at byte 1, data at 32) and mlx5_ifc.h
+	 * affiliated_event_header (obj_type at data byte 2, obj_id at 4).
+	 */
+	assert_int_equal(ev.eqe[1], PRM_EVENT_OBJECT_CHANGE);
+	assert_int_equal(ev.eqe[34] << 8 | ev.eqe[35], PRM_OBJ_VIRTIO_NET_Q);
+	assert_int_equal((uint32_t)ev.eqe[36] << 24 | ev.eqe[37] << 16 | ev.eqe[38] << 8 |
+			 ev.eqe[39], vq);
+	assert_int_equal(ev.eqe[32] | ev.eqe[33], 0);
 	assert_int_equal(emu_evch_read(ch, &ev), 0);
 	assert_int_equal(poll(&pfd, 1, 0), 0);
 	/* ERR is terminal: a second force_error has nothing to do. */

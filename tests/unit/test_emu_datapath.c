@@ -1774,8 +1774,10 @@ expect_error(struct ring *r, uint8_t error_type, int which)
 	assert_int_equal(emu_evch_read(w.ch, &ev), 1);
 	assert_int_equal(ev.type, PRM_EVENT_OBJECT_CHANGE);
 	assert_int_equal(ev.cookie, r->index);
-	assert_int_equal(prm_get_bits(ev.data, 0, 16), PRM_OBJ_VIRTIO_NET_Q);
-	assert_int_equal(prm_get_bits(ev.data, 0x20, 32), r->id);
+	/* mlx5_eqe: type at byte 1; affiliated_event_header at byte 32 (obj_type, obj_id). */
+	assert_int_equal(ev.eqe[1], PRM_EVENT_OBJECT_CHANGE);
+	assert_int_equal(prm_get_bits(ev.eqe, 0x110, 16), PRM_OBJ_VIRTIO_NET_Q);
+	assert_int_equal(prm_get_bits(ev.eqe, 0x120, 32), r->id);
 	assert_int_equal(emu_evch_read(w.ch, &ev), 0);
 }
 

@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -183,9 +185,9 @@ test_event_channel_fd_blocking_unless_nonblock(void **state)
 	errno = 0;
 	assert_int_equal(mlx5dv_devx_get_event(ch, &ev.hdr, sizeof(ev)), -1);
 	assert_int_equal(errno, EAGAIN);
-	/* With data, an event needs more than the cookie. */
+	/* The size is checked against a queued event only (devx_async_event_read). */
 	assert_int_equal(mlx5dv_devx_get_event(ch, &ev.hdr, sizeof(ev.hdr)), -1);
-	assert_int_equal(errno, ENOSPC);
+	assert_int_equal(errno, EAGAIN);
 	omit = mlx5dv_devx_create_event_channel(ctx,
 		MLX5DV_DEVX_CREATE_EVENT_CHANNEL_FLAGS_OMIT_EV_DATA);
 	assert_non_null(omit);
@@ -194,6 +196,106 @@ test_event_channel_fd_blocking_unless_nonblock(void **state)
 	assert_int_equal(errno, EAGAIN);
 	mlx5dv_devx_destroy_event_channel(omit);
 	mlx5dv_devx_destroy_event_channel(ch);
+	assert_int_equal(ibv_close_device(ctx), 0);
+}
+
+/* One request to the context's control socket (erdma_ctl.c); the reply in reply. */
+static char ctl_dir[] = "/tmp/test_erdma_ctl_XXXXXX";
+
+static void
+ctl(const char *req, char *reply, size_t len)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	ssize_t n;
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/mlx5_0", ctl_dir);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_true(send(fd, req, strlen(req), 0) > 0);
+	n = recv(fd, reply, len - 1, 0);
+	assert_true(n > 0);
+	reply[n] = '\0';
+	close(fd);
+	assert_memory_equal(reply, "ok", 2);
+}
+
+/*
+ * What a read of the event channel returns is the kernel's (Linux devx.c
+ * deliver_event, devx_async_event_read): the 8-byte cookie, then the whole
+ * 64-byte EQE (include/linux/mlx5/device.h struct mlx5_eqe: type at byte
+ * 1, data at byte 32; an OBJECT_CHANGE names its object in the
+ * affiliated_event_header, mlx5_ifc.h: obj_type at data byte 2, obj_id at
+ * 4): 72 bytes. A shorter buffer is EINVAL and the event stays queued.
+ * An event the list cannot take is lost, and the next read, only that
+ * one, fails with EOVERFLOW before any queued event.
+ */
+static void
+test_event_is_the_cookie_and_the_whole_eqe(void **state)
+{
+	struct ibv_context *ctx = open_dev(true);
+	uint8_t in[PRM_SIZE(virtq_counters_cmd)] = { 0 };
+	uint8_t out[PRM_SIZE(general_obj_out_cmd_hdr)] = { 0 };
+	void *hdr = PRM_ADDR(virtq_counters_cmd, in, hdr);
+	struct mlx5dv_devx_event_channel *ch = mlx5dv_devx_create_event_channel(ctx, 0);
+	uint16_t oc = PRM_EVENT_OBJECT_CHANGE;
+	union {
+		struct mlx5dv_devx_async_event_hdr hdr;
+		uint8_t raw[256];
+	} ev;
+	struct mlx5dv_devx_obj *obj;
+	char req[128], reply[128];
+	struct pollfd pfd;
+	uint32_t id;
+	int i;
+
+	assert_non_null(ch);
+	assert_int_equal(fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK), 0);
+	PRM_SET(general_obj_in_cmd_hdr, hdr, opcode, PRM_CMD_CREATE_GENERAL_OBJECT);
+	PRM_SET(general_obj_in_cmd_hdr, hdr, obj_type, PRM_OBJ_VIRTIO_Q_COUNTERS);
+	obj = mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out));
+	assert_non_null(obj);
+	id = (uint32_t)PRM_GET(general_obj_out_cmd_hdr, out, obj_id);
+	assert_int_equal(mlx5dv_devx_subscribe_devx_event(ch, obj, sizeof(oc), &oc, 0xc0ffee), 0);
+	snprintf(req, sizeof(req), "event %#x %#x %u %#x", PRM_CMD_CREATE_GENERAL_OBJECT,
+		 PRM_OBJ_VIRTIO_Q_COUNTERS, id, PRM_EVENT_OBJECT_CHANGE);
+	ctl(req, reply, sizeof(reply));
+	pfd = (struct pollfd){ .fd = ch->fd, .events = POLLIN };
+	assert_int_equal(poll(&pfd, 1, 5000), 1);
+	/* 71 bytes: one short of an event. */
+	errno = 0;
+	assert_int_equal(mlx5dv_devx_get_event(ch, &ev.hdr, 8 + 63), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(poll(&pfd, 1, 0), 1);
+	memset(ev.raw, 0xa5, sizeof(ev.raw));
+	assert_int_equal(mlx5dv_devx_get_event(ch, &ev.hdr, sizeof(ev)), 72);
+	assert_int_equal(ev.hdr.cookie, 0xc0ffee);
+	assert_int_equal(ev.raw[8 + 1], PRM_EVENT_OBJECT_CHANGE);
+	assert_int_equal(ev.raw[8 + 34] << 8 | ev.raw[8 + 35], PRM_OBJ_VIRTIO_Q_COUNTERS);
+	assert_int_equal((uint32_t)ev.raw[8 + 36] << 24 | ev.raw[8 + 37] << 16 |
+			 ev.raw[8 + 38] << 8 | ev.raw[8 + 39], id);
+	assert_int_equal(ev.raw[8 + 64], 0xa5);        /* nothing past the EQE */
+	assert_int_equal(mlx5dv_devx_get_event(ch, &ev.hdr, sizeof(ev)), -1);
+	assert_int_equal(errno, EAGAIN);
+	/* A list of 2 and a reader held back: the third event is lost. */
+	ctl("evch_hold 2", reply, sizeof(reply));
+	for (i = 0; i < 3; i++)
+		ctl(req, reply, sizeof(reply));
+	ctl("evch_overflows", reply, sizeof(reply));
+	assert_string_equal(reply, "ok 1");
+	assert_int_equal(poll(&pfd, 1, 0), 0);
+	ctl("evch_release", reply, sizeof(reply));
+	assert_int_equal(poll(&pfd, 1, 5000), 1);
+	assert_int_equal(mlx5dv_devx_get_event(ch, &ev.hdr, sizeof(ev)), -1);
+	assert_int_equal(errno, EOVERFLOW);
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(mlx5dv_devx_get_event(ch, &ev.hdr, sizeof(ev)), 72);
+		assert_int_equal(ev.hdr.cookie, 0xc0ffee);
+	}
+	assert_int_equal(mlx5dv_devx_get_event(ch, &ev.hdr, sizeof(ev)), -1);
+	assert_int_equal(errno, EAGAIN);
+	mlx5dv_devx_destroy_event_channel(ch);
+	assert_int_equal(mlx5dv_devx_obj_destroy(obj), 0);
 	assert_int_equal(ibv_close_device(ctx), 0);
 }
 
@@ -576,6 +678,7 @@ main(void)
 		cmocka_unit_test(test_pd_init_obj_and_null_mr),
 		cmocka_unit_test(test_event_channel_fd_blocking_unless_nonblock),
 		cmocka_unit_test(test_subscription_checks_the_event_type),
+		cmocka_unit_test(test_event_is_the_cookie_and_the_whole_eqe),
 		cmocka_unit_test(test_close_with_handles_still_open),
 		cmocka_unit_test(test_private_queries_cost_stats_and_left_alive),
 		cmocka_unit_test(test_var_page_doorbell_reaches_the_emulator),
@@ -593,7 +696,10 @@ main(void)
 	setenv("MLX5_LM_ERDMA_DEVICES", "1", 1);
 	setenv("MLX5_LM_ERDMA_PROFILE", "fast", 1);
 	unsetenv("MLX5_LM_ERDMA_SUMMARY");
+	assert_non_null(mkdtemp(ctl_dir));
+	setenv("MLX5_LM_ERDMA_CONTROL", ctl_dir, 1);
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	rmdir(ctl_dir);
 	unlink(trace_path);
 	return rc;
 }

@@ -290,6 +290,7 @@ eventq_rearm(struct mlx5_lm_virtq *vq)
 	eventq_credit(vq);
 	dbrec_store(eq->cq_dbrec, 1, arm);
 	devx_uar_ring(vq->dev->event_uar, DEVX_UAR_CQ_DOORBELL, (uint64_t)arm << 32 | eq->cqn);
+	eq->armed = 1;
 }
 
 void
@@ -302,13 +303,16 @@ mlx5_lm_eventq_event(struct mlx5_lm_virtq *vq, uint32_t cqn)
 	 * An event of a CQ since destroyed (the queue re-created, its new CQ
 	 * starting from 0) consumed no arm of the current one.
 	 */
-	if (eq->live && eq->cqn == cqn)
+	if (eq->live && eq->cqn == cqn) {
 		eq->arm_sn = (eq->arm_sn + 1) & 3;
+		eq->armed = 0;
+	}
 	pthread_mutex_unlock(&eq->lock);
 }
 
-int
-mlx5_lm_eventq_drain(struct mlx5_lm_virtq *vq, int arm)
+/* The new completions of vq's event CQ, counted into eq->ci. eq->lock held. */
+static int
+eventq_count(struct mlx5_lm_virtq *vq)
 {
 	struct mlx5_lm_eventq *eq = &vq->eq;
 	uint8_t seen[PRM_SIZE(cqe64)];
@@ -316,11 +320,6 @@ mlx5_lm_eventq_drain(struct mlx5_lm_virtq *vq, int arm)
 	uint8_t opcode;
 	int n = 0;
 
-	pthread_mutex_lock(&eq->lock);
-	if (!eq->live) {
-		pthread_mutex_unlock(&eq->lock);
-		return 0;
-	}
 	/*
 	 * wqe_counter, signature and op_own share the CQE's last dword, which
 	 * the device writes at once: one load gives an opcode and the
@@ -363,11 +362,58 @@ mlx5_lm_eventq_drain(struct mlx5_lm_virtq *vq, int arm)
 	} else if (opcode != PRM_CQE_INVALID) {
 		VQ_LOG(ERR, vq, "event CQ 0x%x: completion with opcode 0x%x", eq->cqn, opcode);
 	}
+	return n;
+}
+
+int
+mlx5_lm_eventq_drain(struct mlx5_lm_virtq *vq, int arm)
+{
+	struct mlx5_lm_eventq *eq = &vq->eq;
+	int n;
+
+	pthread_mutex_lock(&eq->lock);
+	if (!eq->live) {
+		pthread_mutex_unlock(&eq->lock);
+		return 0;
+	}
+	n = eventq_count(vq);
 	/*
 	 * Polled (timer event modes), a poll that found nothing leaves the
 	 * records alone; the CQ is armed only when the poller falls back to
 	 * interrupts.
 	 */
+	if (arm)
+		eventq_rearm(vq);
+	else if (n > 0)
+		eventq_credit(vq);
+	pthread_mutex_unlock(&eq->lock);
+	return n;
+}
+
+int
+mlx5_lm_eventq_recover(struct mlx5_lm_virtq *vq, int arm)
+{
+	struct mlx5_lm_eventq *eq = &vq->eq;
+	int n;
+
+	pthread_mutex_lock(&eq->lock);
+	if (!eq->live) {
+		pthread_mutex_unlock(&eq->lock);
+		return -1;
+	}
+	n = eventq_count(vq);
+	/*
+	 * An armed CQ that completed since raised its event, which may be
+	 * among the lost ones: that arm is consumed, the next carries the
+	 * next number (as if the event had been read). Should the event
+	 * still be queued, reading it moves the number once more: an arm
+	 * that differs from the one the device served is a new request
+	 * either way, whereas repeating the served one could be ignored.
+	 */
+	if (eq->armed && n > 0) {
+		eq->arm_sn = (eq->arm_sn + 1) & 3;
+		eq->armed = 0;
+	}
 	if (arm)
 		eventq_rearm(vq);
 	else if (n > 0)
@@ -420,6 +466,7 @@ eventq_create(struct mlx5_lm_virtq *vq)
 	PRM_SET(cqe64, eq->cqe, owner, 1);
 	eq->ci = 0;
 	eq->arm_sn = 0;
+	eq->armed = 0;
 	eq->bad_reads = 0;
 	eq->cq = create_cq(vq, qsize);
 	if (eq->cq == NULL)

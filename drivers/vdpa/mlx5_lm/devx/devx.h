@@ -223,13 +223,23 @@ void devx_uar_ring(struct devx_uar *uar, uint32_t offset, uint64_t value);
  */
 int devx_query_eqn(struct devx_ctx *ctx, uint32_t vector, uint32_t *eqn);
 
-/* Event channel: completions and OBJECT_CHANGE events, read from an fd. */
+/*
+ * Event channel: completions and OBJECT_CHANGE events, read from an fd.
+ * Both back ends read the EQE the device wrote (PRM eqe) and hand up the
+ * same reading of it (devx_event_from_eqe).
+ */
 struct devx_event {
 	uint64_t cookie;   /* the subscriber's cookie */
-	uint16_t type;     /* PRM_EVENT_* */
-	uint32_t obj_id;   /* object the event refers to */
-	uint8_t data[32];  /* event data (OBJECT_CHANGE: obj_type, state, error_type) */
+	uint16_t type;     /* PRM_EVENT_*: eqe.event_type */
+	/*
+	 * The object the EQE names: a completion's or CQ error's CQ number,
+	 * a QP error's QP number, an affiliated event's obj_id.
+	 */
+	uint32_t obj_id;
+	uint8_t data[32];  /* eqe.event_data (28 bytes: e.g. affiliated_event_header), zero-padded */
 };
+/* Fill ev from cookie and a whole EQE (PRM_SIZE(eqe) bytes at eqe). */
+void devx_event_from_eqe(struct devx_event *ev, uint64_t cookie, const void *eqe);
 struct devx_evch *devx_evch_create(struct devx_ctx *ctx);
 void devx_evch_destroy(struct devx_evch *ch);
 /* File descriptor that becomes readable when an event is pending. */
@@ -240,7 +250,12 @@ int devx_evch_fd(const struct devx_evch *ch);
  */
 int devx_evch_subscribe(struct devx_evch *ch, struct devx_obj *obj, uint16_t type,
 			uint64_t cookie);
-/* Read one pending event; returns 1 when one was read, 0 when none, <0 error. */
+/*
+ * Read one pending event; returns 1 when one was read, 0 when none, <0
+ * error. -EOVERFLOW (once) says that events were lost before this read
+ * (the kernel could not queue them: Linux devx.c is_overflow_err): any
+ * CQ may have fired unseen, the reader must look at every one.
+ */
 int devx_evch_read(struct devx_evch *ch, struct devx_event *ev);
 
 /*

@@ -257,12 +257,11 @@ emu_be_evch_read(struct devx_ctx *ctx, struct devx_evch *ch, struct devx_event *
 	struct emu_event e;
 	int rc = emu_evch_read(ch->be_handle, &e);
 
+	/* -EOVERFLOW as the kernel's event file says it (emu_evch_read). */
 	if (rc <= 0)
 		return rc;
-	ev->cookie = e.cookie;
-	ev->type = e.type;
-	ev->obj_id = e.obj_id;
-	memcpy(ev->data, e.data, sizeof(ev->data));
+	/* The EQE read as the rdma back end reads the kernel's copy of it. */
+	devx_event_from_eqe(ev, e.cookie, e.eqe);
 	return 1;
 }
 

@@ -471,26 +471,32 @@ rdma_evch_subscribe(struct devx_ctx *ctx, struct devx_evch *ch, struct devx_obj 
 static int
 rdma_evch_read(struct devx_ctx *ctx, struct devx_evch *ch, struct devx_event *ev)
 {
+	/*
+	 * The kernel hands over the cookie and the whole EQE (Linux devx.c
+	 * deliver_event, devx_async_event_read): 8 + 64 bytes, and EINVAL
+	 * for a shorter buffer. EOVERFLOW once after an event it could not
+	 * queue: passed up, the relay looks at every CQ.
+	 */
 	union {
 		struct mlx5dv_devx_async_event_hdr hdr;
-		uint8_t raw[sizeof(struct mlx5dv_devx_async_event_hdr) + 64];
+		uint8_t raw[sizeof(struct mlx5dv_devx_async_event_hdr) + PRM_SIZE(eqe)];
 	} buf;
 	ssize_t n = mlx5dv_devx_get_event(ch->be_handle, &buf.hdr, sizeof(buf));
-	size_t data_len;
+	uint16_t type;
 
 	if (n < 0)
 		return errno == EAGAIN ? 0 : -errno;
-	ev->cookie = buf.hdr.cookie >> COOKIE_TYPE_BITS;
-	ev->type = buf.hdr.cookie & 0xff;
-	data_len = (size_t)n - sizeof(buf.hdr);
-	memset(ev->data, 0, sizeof(ev->data));
-	memcpy(ev->data, buf.hdr.out_data, data_len < sizeof(ev->data) ? data_len : sizeof(ev->data));
-	/*
-	 * The kernel hands over the EQE's data: for a completion the CQ
-	 * number is its last dword, 24 bits (Linux mlx5_eqe_comp.cqn, byte 24).
-	 */
-	ev->obj_id = ev->type == PRM_EVENT_OBJECT_CHANGE ? (uint32_t)prm_get_bits(ev->data, 0x20, 32) :
-		(uint32_t)prm_get_bits(ev->data, 0xc8, 24);
+	if ((size_t)n != sizeof(buf)) {
+		devx_log(3, "%s: event of cookie 0x%llx: %zd bytes, not cookie + EQE (%zu)",
+			 ctx->name, (unsigned long long)buf.hdr.cookie, n, sizeof(buf));
+		return -EPROTO;
+	}
+	devx_event_from_eqe(ev, buf.hdr.cookie >> COOKIE_TYPE_BITS, buf.hdr.out_data);
+	/* The type the subscription was for, kept in the cookie, must be the EQE's. */
+	type = buf.hdr.cookie & 0xff;
+	if (ev->type != type)
+		devx_log(4, "%s: event of cookie 0x%llx: EQE type 0x%x, subscribed for 0x%x",
+			 ctx->name, (unsigned long long)buf.hdr.cookie, ev->type, type);
 	return 1;
 }
 

@@ -329,11 +329,18 @@ void emu_dev_wire_stats(struct emu_dev *dev, uint64_t *tx_frames, uint64_t *rx_f
 int emu_dev_dp_wait_idle(struct emu_dev *dev, unsigned int timeout_ms);
 
 /* ---- Events -------------------------------------------------------------- */
+/*
+ * An event as a channel holds it: the subscriber's cookie and the whole
+ * event queue entry the device wrote (PRM eqe: type at byte 1, the data
+ * at byte 32), which is what the kernel copies to a DevX event channel's
+ * reader (Linux devx.c deliver_event). type and obj_id repeat what the
+ * EQE says, for the emulator's own bookkeeping.
+ */
 struct emu_event {
 	uint64_t cookie;
-	uint16_t type;     /* PRM_EVENT_* */
-	uint32_t obj_id;
-	uint8_t data[32];  /* OBJECT_CHANGE: obj_type[16]@0, obj_id[32]@0x20 (PRM bits) */
+	uint16_t type;     /* PRM_EVENT_*, = eqe.event_type */
+	uint32_t obj_id;   /* the object the EQE names */
+	uint8_t eqe[64];   /* PRM eqe */
 };
 struct emu_evch *emu_evch_create(struct emu_dev *dev);
 void emu_evch_destroy(struct emu_evch *ch);
@@ -345,8 +352,34 @@ int emu_evch_fd(const struct emu_evch *ch);
  */
 int emu_evch_subscribe(struct emu_evch *ch, uint16_t create_opcode, uint16_t obj_type,
 		       uint32_t id, uint16_t type, uint64_t cookie);
-/* Returns 1 and fills ev when an event was pending, 0 when none. */
+/*
+ * Returns 1 and fills ev when an event was pending, 0 when none, and
+ * -EOVERFLOW once after the channel's bounded list had to drop an event
+ * (emu_evch_hold), as the kernel's event file returns it once after an
+ * event it could not queue (Linux devx.c deliver_event sets
+ * is_overflow_err, devx_async_event_read reports and clears it).
+ */
 int emu_evch_read(struct emu_evch *ch, struct emu_event *ev);
+/*
+ * Test hooks: a reader that falls behind. emu_evch_hold bounds every
+ * channel of dev to depth queued events (0: unbounded, the default) and
+ * keeps what is queued from the reader (the fd is not signalled, reads
+ * find nothing) until emu_evch_release, which signals it all and lifts
+ * the bound. An event past the bound is dropped and the channel
+ * overflows (-EOVERFLOW at its next read). emu_evch_overflows: the
+ * events dropped so far on dev's channels.
+ */
+void emu_evch_hold(struct emu_dev *dev, unsigned int depth);
+/*
+ * Test hook: raise event type on the object created by create_opcode
+ * (obj_type for general objects) numbered id, as the device would
+ * (affiliated events name it in their affiliated_event_header). 0, or
+ * -ENOENT when there is no such object.
+ */
+int emu_event_inject(struct emu_dev *dev, uint16_t create_opcode, uint16_t obj_type,
+		     uint32_t id, uint16_t type);
+void emu_evch_release(struct emu_dev *dev);
+unsigned long emu_evch_overflows(struct emu_dev *dev);
 
 /* ---- Test and benchmark hooks -------------------------------------------- */
 /*

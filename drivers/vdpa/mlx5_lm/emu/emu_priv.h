@@ -376,8 +376,14 @@ struct emu_ev_node {
 struct emu_evch {
 	struct emu_dev *dev;         /* NULL once the device is gone */
 	int fd;                      /* eventfd, EFD_SEMAPHORE: one count per event */
-	pthread_mutex_t lock;        /* guards head, tail */
+	pthread_mutex_t lock;        /* guards head, tail and the rest below */
 	struct emu_ev_node *head, *tail;
+	unsigned int n;              /* events queued */
+	unsigned int depth;          /* at most this many queued, 0: unbounded (emu_evch_hold) */
+	unsigned int unsignalled;    /* queued while held, not yet counted on fd */
+	bool held;                   /* the reader sees nothing (emu_evch_hold) */
+	bool overflow;               /* an event was dropped: -EOVERFLOW at the next read */
+	unsigned long dropped;       /* events dropped, ever */
 	struct emu_evch *next;       /* dev->evchs, guarded by dev->lock */
 };
 
@@ -390,9 +396,14 @@ struct emu_sub {
 	struct emu_sub *next;
 };
 
-/* Queue an event to every subscriber of (kind, id, type). dev->lock held. */
+/*
+ * Queue an event to every subscriber of (kind, id, type), as an EQE:
+ * completions, CQ and QP errors name id in their data as the PRM places
+ * it; other events carry data (PRM_SIZE(eqe_comp) bytes: the EQE's event
+ * data, e.g. affiliated_event_header) as given. dev->lock held.
+ */
 void emu_event_post(struct emu_dev *dev, enum emu_kind kind, uint32_t id, uint16_t type,
-		    const uint8_t data[32]);
+		    const uint8_t *data);
 /* Drop every subscription to an object (destroyed). dev->lock held. */
 void emu_event_drop_obj(struct emu_dev *dev, enum emu_kind kind, uint32_t id);
 /* Detach every channel from a device being destroyed. */

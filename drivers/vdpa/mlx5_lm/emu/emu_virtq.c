@@ -506,16 +506,16 @@ emu_virtq_destroy(struct emu_ctx *c)
 int
 emu_virtq_set_error(struct emu_dev *dev, struct emu_virtq *vq, uint8_t error_type)
 {
-	uint8_t data[32];
+	uint8_t data[PRM_SIZE(eqe_comp)];
 
 	if (vq->state != PRM_VIRTQ_STATE_RDY)
 		return -EINVAL;
 	vq->state = PRM_VIRTQ_STATE_ERR;
 	vq->error_type = error_type;
 	memset(data, 0, sizeof(data));
-	/* OBJECT_CHANGE data: obj_type[16]@0, obj_id[32]@0x20. */
-	prm_set_bits(data, 0x00, 16, PRM_OBJ_VIRTIO_NET_Q);
-	prm_set_bits(data, 0x20, 32, vq->obj.id);
+	/* OBJECT_CHANGE names its object in the affiliated event header (mlx5_ifc.h). */
+	PRM_SET(affiliated_event_header, data, obj_type, PRM_OBJ_VIRTIO_NET_Q);
+	PRM_SET(affiliated_event_header, data, obj_id, vq->obj.id);
 	emu_log(dev, 6, "virtq %u (index %u) -> ERR, error_type %u", vq->obj.id,
 		vq->queue_index, error_type);
 	emu_event_post(dev, EMU_KIND_VIRTQ, vq->obj.id, PRM_EVENT_OBJECT_CHANGE, data);
