@@ -68,7 +68,7 @@ struct erdma_ctx {
 	struct erdma_watch *watch; /* doorbell watcher (erdma_db.c) */
 	uint32_t db_page_base;     /* doorbell_bar_offset rounded down to its page */
 	uint32_t db_in_page;       /* doorbell_bar_offset & (page - 1) */
-	uint32_t db_area;          /* 1 << log_doorbell_bar_size */
+	uint32_t db_area;          /* (1 << log_doorbell_bar_size) * 4 KiB */
 	struct erdma_wire *wire;   /* a tap as the device's wire (erdma_wire.c), or NULL */
 	struct erdma_ctl *ctl;     /* the test's control socket (erdma_ctl.c), or NULL */
 	struct erdma_ctx *next_open; /* the open contexts (erdma_verbs.c, under its lock) */

@@ -248,7 +248,8 @@ read_doorbell_caps(struct erdma_ctx *c)
 	off = PRM_GET(virtio_emulation_cap, cap, doorbell_bar_offset);
 	c->db_page_base = (uint32_t)(off & ~(uint64_t)(page - 1));
 	c->db_in_page = (uint32_t)(off & (uint64_t)(page - 1));
-	c->db_area = 1u << PRM_GET(virtio_emulation_cap, cap, log_doorbell_bar_size);
+	/* In 4 KiB units (Linux main.c mlx5_ib_init_var_table: (1 << log) * 4096). */
+	c->db_area = (1u << PRM_GET(virtio_emulation_cap, cap, log_doorbell_bar_size)) * 4096u;
 	free(out);
 	return 0;
 }

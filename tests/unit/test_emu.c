@@ -210,6 +210,9 @@ vq_mailbox(uint8_t *in, size_t len, uint16_t opcode, uint32_t id)
 	PRM_SET(general_obj_in_cmd_hdr, in, obj_id, id);
 }
 
+/* doorbell_stride_index of the queues vq_create makes (0, as every driver). */
+static uint16_t vq_stride;
+
 /* A blank queue: size, umems, pd, counters only (what probe pre-creates). */
 static int
 vq_create(const struct vq_env *e, uint16_t index, uint16_t qs, uint32_t *id)
@@ -220,6 +223,7 @@ vq_create(const struct vq_env *e, uint16_t index, uint16_t qs, uint32_t *id)
 
 	vq_mailbox(in, sizeof(in), PRM_CMD_CREATE_GENERAL_OBJECT, 0);
 	PRM_SET(virtio_q, q, queue_index, index);
+	PRM_SET(virtio_q, q, doorbell_stride_index, vq_stride);
 	PRM_SET(virtio_q, q, queue_size, qs);
 	PRM_SET(virtio_q, q, umem_1_id, e->umem[0]);
 	PRM_SET(virtio_q, q, umem_1_size, UMEM_SZ(cap_a[0], cap_b[0], qs));
@@ -336,6 +340,44 @@ setup(void **state)
 	(void)state;
 	dev = emu_dev_create("test", "fast", err, sizeof(err));
 	return dev == NULL ? -1 : 0;
+}
+
+/* Emulator log lines kept while capturing (log_capture_start .. _stop). */
+static char captured[8192];
+static size_t captured_len;
+
+static void
+capture(int level, const char *line)
+{
+	size_t n = strlen(line);
+
+	(void)level;
+	if (captured_len + n + 1 < sizeof(captured)) {
+		memcpy(captured + captured_len, line, n);
+		captured_len += n;
+		captured[captured_len++] = '\n';
+		captured[captured_len] = '\0';
+	}
+}
+
+static void
+log_capture_start(void)
+{
+	captured_len = 0;
+	captured[0] = '\0';
+	emu_set_log(capture);
+}
+
+static bool
+log_capture_has(const char *needle)
+{
+	return strstr(captured, needle) != NULL;
+}
+
+static void
+log_capture_stop(void)
+{
+	emu_set_log(NULL);
 }
 
 static void
@@ -1531,7 +1573,8 @@ test_virtio_emulation_caps_describe_a_cx6dx(void **state)
 	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, event_mode), 3);
 	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, virtio_queue_type), 3);
 	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, log_doorbell_stride), 2);
-	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, log_doorbell_bar_size), 12);
+	/* 4 KiB units (Linux mlx5_ib_init_var_table): one page of doorbells. */
+	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, log_doorbell_bar_size), 0);
 	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, max_num_virtio_queues), 256);
 	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, desc_group_mkey_supported), 0);
 	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, vnet_modify_ext), 1);
@@ -1543,8 +1586,9 @@ test_virtio_emulation_caps_describe_a_cx6dx(void **state)
 /*
  * A5: doorbell_bar_offset is not page aligned (the in-page part is what a
  * driver writes at in the kernel's VAR mapping), and a write outside the
- * area [doorbell_bar_offset, + 1 << log_doorbell_bar_size) rings nothing
- * (PRM virtio_emulation_cap).
+ * area [doorbell_bar_offset, + (1 << log_doorbell_bar_size) * 4 KiB) rings
+ * nothing (PRM virtio_emulation_cap; the unit is Linux main.c
+ * mlx5_ib_init_var_table's).
  */
 static void
 test_doorbell_writes_must_land_on_the_doorbell_area(void **state)
@@ -1552,7 +1596,7 @@ test_doorbell_writes_must_land_on_the_doorbell_area(void **state)
 	uint8_t out[PRM_SIZE(query_hca_cap_out)];
 	void *cap = query_cap(PRM_CAP_VIRTIO_EMULATION, out);
 	uint32_t off = (uint32_t)PRM_GET(virtio_emulation_cap, cap, doorbell_bar_offset);
-	uint32_t area = 1u << PRM_GET(virtio_emulation_cap, cap, log_doorbell_bar_size);
+	uint32_t area = (1u << PRM_GET(virtio_emulation_cap, cap, log_doorbell_bar_size)) * 4096u;
 
 	(void)state;
 	assert_int_not_equal(off & 0xfff, 0);
@@ -1565,6 +1609,38 @@ test_doorbell_writes_must_land_on_the_doorbell_area(void **state)
 	assert_int_equal(emu_doorbell(dev, off + area, 0), -EINVAL);
 	assert_int_equal(emu_doorbell_merged(dev, 0, 0), -EINVAL);
 	emu_set_log(NULL);
+}
+
+/*
+ * A queue's doorbell is the stride it names: at most the doorbell area's
+ * strides, (1 << log_doorbell_bar_size) * 4 KiB / (1 << log_doorbell_stride)
+ * (Linux main.c mlx5_ib_init_var_table). A write at stride 0 naming a
+ * queue bound to stride 1 kicks nothing (every public driver writes every
+ * queue's index at stride 0 and leaves the index 0).
+ */
+static void
+test_virtq_doorbell_stride_is_within_the_area_and_binds(void **state)
+{
+	uint8_t out[PRM_SIZE(query_hca_cap_out)];
+	void *cap = query_cap(PRM_CAP_VIRTIO_EMULATION, out);
+	uint32_t off = (uint32_t)PRM_GET(virtio_emulation_cap, cap, doorbell_bar_offset);
+	uint32_t n = ((1u << PRM_GET(virtio_emulation_cap, cap, log_doorbell_bar_size)) * 4096u) >>
+		     PRM_GET(virtio_emulation_cap, cap, log_doorbell_stride);
+	struct vq_env e;
+
+	(void)state;
+	env_init(&e, 256);
+	vq_stride = (uint16_t)n;
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_VQ_BAD_STRIDE, vq_create(&e, 0, 256, NULL));
+	vq_stride = (uint16_t)(n - 1);
+	assert_int_equal(vq_create(&e, 1, 256, NULL), 0);
+	vq_stride = 1;
+	(void)vq_rdy(&e, 2);
+	vq_stride = 0;
+	log_capture_start();
+	assert_int_equal(emu_doorbell(dev, off, 2), 0);
+	assert_true(log_capture_has("not its doorbell, no kick"));
+	log_capture_stop();
 }
 
 static void
@@ -2041,6 +2117,7 @@ main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 		T(test_unknown_opcode_is_bad_op),
 		T(test_doorbell_writes_must_land_on_the_doorbell_area),
+		T(test_virtq_doorbell_stride_is_within_the_area_and_binds),
 		T(test_short_mailboxes_are_rejected_by_length),
 		T(test_unknown_general_obj_type_is_bad_param),
 		T(test_unknown_ids_are_bad_res),

@@ -704,12 +704,18 @@ mlx5_lm_virtq_create(struct mlx5_lm_virtq *vq, uint16_t size, const struct mlx5_
 	memset(out, 0, sizeof(out));
 	PRM_SET(general_obj_in_cmd_hdr, hdr, opcode, PRM_CMD_CREATE_GENERAL_OBJECT);
 	PRM_SET(general_obj_in_cmd_hdr, hdr, obj_type, PRM_OBJ_VIRTIO_NET_Q);
-	PRM_SET(virtio_net_q, obj, vhca_id, dev->caps.vhca_id);
+	/*
+	 * No vhca_id and doorbell_stride_index 0: neither is set for the
+	 * function's own queues by any public driver (Linux mlx5_vnet
+	 * create_virtqueue, DPDK mlx5_devx_cmd_create_virtq), all of which
+	 * write the queue index at stride 0 (mlx5_lm_vq_doorbell). Firmware
+	 * that binds a queue to the stride it names would drop the kicks of
+	 * every queue named at a stride it does not write.
+	 */
 	/* TX queues send through the TIS; RX queues are fed by the RQT. */
 	if (vq->index & 1)
 		PRM_SET(virtio_net_q, obj, tisn_or_qpn, devx_obj_id(dev->res.tis));
 	PRM_SET(virtio_q, q, queue_index, vq->index);
-	PRM_SET(virtio_q, q, doorbell_stride_index, vq->index);
 	PRM_SET(virtio_q, q, queue_size, size);
 	PRM_SET(virtio_q, q, pd, devx_pd_id(dev->res.pd));
 	if (vq->counters != NULL)

@@ -53,6 +53,8 @@ enum emu_syndrome {
 	EMU_SYND_QP_NO_LOOPBACK = 0x5e0c00e4,    /* status BAD_PARAM: INIT2RTR without ads.fl */
 	EMU_SYND_QP_BAD_REMOTE = 0x5e0c00e5,     /* status BAD_PARAM: remote_qpn names no QP */
 	EMU_SYND_QP_NO_RETRY = 0x5e0c00e6,       /* status BAD_PARAM: RTR2RTS without retries */
+	/* status BAD_PARAM: doorbell_stride_index past the doorbell area's strides */
+	EMU_SYND_VQ_BAD_STRIDE = 0x5e0c00e7,
 	EMU_SYND_INJECTED = 0x5e0cfa17,          /* default syndrome of an injected fault */
 };
 

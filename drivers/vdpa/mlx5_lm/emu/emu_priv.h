@@ -754,7 +754,13 @@ void emu_wire_cache_free(struct emu_dev *dev);
 			     (1u << PRM_VIRTQ_EVENT_MODE_QP))
 #define EMU_CAP_QUEUE_TYPES (1u | 2u)   /* split, packed */
 #define EMU_CAP_LOG_DOORBELL_STRIDE 2u
-#define EMU_CAP_LOG_DOORBELL_BAR_SIZE 12u
+/*
+ * log_doorbell_bar_size counts 4 KiB units (Linux main.c
+ * mlx5_ib_init_var_table: bar_size = (1 << log_doorbell_bar_size) * 4096):
+ * 0 is one 4 KiB page, 1024 doorbells of 4 bytes.
+ */
+#define EMU_CAP_LOG_DOORBELL_BAR_SIZE 0u
+#define EMU_DOORBELL_AREA_UNIT 4096ull
 /*
  * Where the doorbells sit in the BAR (a profile may move them). Not page
  * aligned on purpose: the kernel maps the doorbell page (VAR) from its

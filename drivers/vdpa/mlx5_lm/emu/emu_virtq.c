@@ -151,6 +151,14 @@ vq_encode(const struct emu_virtq *vq, void *obj, void *q)
 
 /* ---- Checks ------------------------------------------------------------------- */
 /* Creation-only checks: queue size and the three umems against the caps. */
+/* Doorbells in the doorbell area: its size over the stride (Linux mlx5_ib_init_var_table). */
+static uint64_t
+doorbell_strides(void)
+{
+	return ((1ull << EMU_CAP_LOG_DOORBELL_BAR_SIZE) * EMU_DOORBELL_AREA_UNIT) >>
+	       EMU_CAP_LOG_DOORBELL_STRIDE;
+}
+
 static int
 vq_check_create(struct emu_ctx *c, struct emu_virtq *vq)
 {
@@ -159,6 +167,23 @@ vq_check_create(struct emu_ctx *c, struct emu_virtq *vq)
 
 	if (qs == 0 || qs > 32768 || (qs & (qs - 1)) != 0)
 		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
+	/*
+	 * The queue's doorbell is the stride it names (virtio_q
+	 * doorbell_stride_index), one of the area's strides. Every public
+	 * driver leaves it 0 for its own function and writes the queue index
+	 * at stride 0 (Linux mlx5_vnet create_virtqueue, DPDK
+	 * mlx5_devx_cmd_create_virtq): the emulator binds a queue to its
+	 * stride (emu_doorbell), the stricter reading.
+	 * virtio_net_q.vhca_id: no public source says what the firmware does
+	 * with it (neither driver sets it); the emulator keeps it, unchecked.
+	 */
+	if (vq->doorbell_stride_index >= doorbell_strides()) {
+		emu_log(c->dev, 4, "CREATE VIRTIO_NET_Q refused: doorbell_stride_index %u past the "
+			"%" PRIu64 " doorbells of the area (log_doorbell_bar_size %u in 4 KiB units, "
+			"log_doorbell_stride %u)", vq->doorbell_stride_index, doorbell_strides(),
+			EMU_CAP_LOG_DOORBELL_BAR_SIZE, EMU_CAP_LOG_DOORBELL_STRIDE);
+		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_VQ_BAD_STRIDE);
+	}
 	/* Creating straight into RDY is accepted; SUSPEND/ERR are not creatable. */
 	if (vq->state != PRM_VIRTQ_STATE_INIT && vq->state != PRM_VIRTQ_STATE_RDY)
 		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
@@ -536,15 +561,16 @@ emu_virtq_force_error(struct emu_dev *dev, uint32_t virtq_id, uint8_t error_type
 }
 
 /*
- * The doorbell area the caps announce: log_doorbell_bar_size bytes from
- * doorbell_bar_offset (PRM virtio_emulation_cap). A write anywhere else in
- * the BAR rings nothing.
+ * The doorbell area the caps announce: from doorbell_bar_offset,
+ * (1 << log_doorbell_bar_size) 4 KiB units (PRM virtio_emulation_cap, as
+ * Linux mlx5_ib_init_var_table reads it). A write anywhere else in the BAR
+ * rings nothing.
  */
 static int
 doorbell_check(struct emu_dev *dev, uint32_t offset, uint32_t value)
 {
 	uint64_t base = dev->prof->caps.doorbell_bar_offset;
-	uint64_t area = 1ull << EMU_CAP_LOG_DOORBELL_BAR_SIZE;
+	uint64_t area = (1ull << EMU_CAP_LOG_DOORBELL_BAR_SIZE) * EMU_DOORBELL_AREA_UNIT;
 
 	if (offset >= base && offset - base < area)
 		return 0;
@@ -554,10 +580,17 @@ doorbell_check(struct emu_dev *dev, uint32_t offset, uint32_t value)
 	return -EINVAL;
 }
 
-/* dev->lock held. Kick the queue named by value; with others, every other RDY queue too. */
+/*
+ * dev->lock held. Kick the queue named by value; with others, every other
+ * RDY queue too: those whose doorbell is the stride written (the queue's
+ * doorbell_stride_index). A write at another queue's stride names it in
+ * vain: on firmware that binds a queue to its stride, that kick is lost.
+ */
 static void
-kick_queues(struct emu_dev *dev, uint32_t value, bool others)
+kick_queues(struct emu_dev *dev, uint32_t offset, uint32_t value, bool others)
 {
+	uint32_t stride = (offset - (uint32_t)dev->prof->caps.doorbell_bar_offset) >>
+			  EMU_CAP_LOG_DOORBELL_STRIDE;
 	struct emu_obj *o;
 
 	for (o = dev->all.next; o != &dev->all; o = o->next) {
@@ -565,6 +598,14 @@ kick_queues(struct emu_dev *dev, uint32_t value, bool others)
 
 		if (o->kind != EMU_KIND_VIRTQ || vq->state != PRM_VIRTQ_STATE_RDY)
 			continue;
+		if (vq->doorbell_stride_index != stride) {
+			if (vq->queue_index == value)
+				emu_log(dev, 4, "doorbell at stride %u names queue %u, whose "
+					"doorbell is stride %u (doorbell_stride_index): not its "
+					"doorbell, no kick", stride, value,
+					vq->doorbell_stride_index);
+			continue;
+		}
 		if (vq->queue_index == value) {
 			vq->doorbells++;
 			emu_dp_vq_kick(dev, vq);
@@ -580,7 +621,7 @@ emu_doorbell(struct emu_dev *dev, uint32_t offset, uint32_t value)
 	if (doorbell_check(dev, offset, value) < 0)
 		return -EINVAL;
 	pthread_mutex_lock(&dev->lock);
-	kick_queues(dev, value, false);
+	kick_queues(dev, offset, value, false);
 	pthread_mutex_unlock(&dev->lock);
 	return 0;
 }
@@ -591,7 +632,7 @@ emu_doorbell_merged(struct emu_dev *dev, uint32_t offset, uint32_t value)
 	if (doorbell_check(dev, offset, value) < 0)
 		return -EINVAL;
 	pthread_mutex_lock(&dev->lock);
-	kick_queues(dev, value, true);
+	kick_queues(dev, offset, value, true);
 	pthread_mutex_unlock(&dev->lock);
 	return 0;
 }
