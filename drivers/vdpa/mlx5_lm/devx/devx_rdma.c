@@ -18,6 +18,7 @@
 #include <infiniband/mlx5dv.h>
 
 #include "prm.h"
+#include "devx_mmio.h"
 #include "devx_priv.h"
 
 #define IBCTX(ctx) ((struct ibv_context *)(ctx)->be_priv)
@@ -375,8 +376,13 @@ rdma_db_ring(struct devx_ctx *ctx, struct devx_db *db, uint32_t offset, uint32_t
 	 */
 	uint32_t in_page = offset & (uint32_t)(db->mmap_size - 1);
 
-	/* The doorbell page is device memory: one 32-bit store, ordered after ring writes. */
-	__atomic_thread_fence(__ATOMIC_RELEASE);
+	/*
+	 * The VAR page is device memory mapped non-cached (Linux main.c maps
+	 * MLX5_IB_MMAP_TYPE_VAR with pgprot_noncached): one 32-bit store, after
+	 * the avail ring writes it announces, as DPDK vdpa/mlx5's rte_write32
+	 * (rte_io_wmb, then the store) and rdma-core's udma_to_device_barrier.
+	 */
+	devx_to_device_barrier();
 	*(volatile uint32_t *)((volatile uint8_t *)db->mmio + in_page) = v;
 }
 
@@ -411,9 +417,15 @@ rdma_uar_free(struct devx_ctx *ctx, struct devx_uar *uar)
 static void
 rdma_uar_ring(struct devx_ctx *ctx, struct devx_uar *uar, uint32_t offset, uint64_t value)
 {
-	/* One 64-bit big-endian store, after the doorbell record it announces. */
-	__atomic_thread_fence(__ATOMIC_RELEASE);
+	/*
+	 * One 64-bit big-endian store, bracketed as rdma-core's mlx5_arm_cq
+	 * brackets the CQ arm: the doorbell record first (mmio_wc_start: the
+	 * page may be write-combining, a BF page), then the store pushed out
+	 * (mmio_flush_writes) before anything that follows.
+	 */
+	devx_mmio_wc_start();
 	*(volatile uint64_t *)(uar->base + offset) = htobe64(value);
+	devx_mmio_flush_writes();
 }
 
 static int
