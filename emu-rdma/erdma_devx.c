@@ -132,10 +132,14 @@ mlx5dv_devx_obj_destroy(struct mlx5dv_devx_obj *obj)
 	return 0;
 }
 
-/* ib_check_mr_access() as devx.c devx_umem_get() applies it. */
+/*
+ * devx.c devx_umem_get(): uverbs_get_flags32() takes LOCAL_WRITE,
+ * REMOTE_WRITE and REMOTE_READ only (EINVAL for any other bit: no
+ * REMOTE_ATOMIC, RELAXED_ORDERING or ON_DEMAND on a DevX umem), then
+ * ib_check_mr_access() (remote write needs local write).
+ */
 #define UMEM_ACCESS_KNOWN (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
-			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | \
-			   IBV_ACCESS_RELAXED_ORDERING)
+			   IBV_ACCESS_REMOTE_READ)
 
 ERDMA_VISIBLE struct mlx5dv_devx_umem *
 mlx5dv_devx_umem_reg(struct ibv_context *context, void *addr, size_t size, uint32_t access)
@@ -149,8 +153,7 @@ mlx5dv_devx_umem_reg(struct ibv_context *context, void *addr, size_t size, uint3
 	if (c == NULL)
 		return NULL;
 	if (size == 0 || (access & ~(uint32_t)UMEM_ACCESS_KNOWN) ||
-	    ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
-	     !(access & IBV_ACCESS_LOCAL_WRITE))) {
+	    ((access & IBV_ACCESS_REMOTE_WRITE) && !(access & IBV_ACCESS_LOCAL_WRITE))) {
 		erdma_log("%s: mlx5dv_devx_umem_reg size %zu access 0x%x: EINVAL (Linux devx.c "
 			  "devx_umem_get, ib_check_mr_access)", context->device->name, size, access);
 		erdma_trace_op(c, "umem_reg", "UMEM_REG", t0, "umem_id", 0, (uintptr_t)addr, size,

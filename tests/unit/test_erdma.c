@@ -474,6 +474,16 @@ test_umem_rules(void **state)
 
 	assert_null(mlx5dv_devx_umem_reg(ctx, buf, sizeof(buf), IBV_ACCESS_REMOTE_WRITE));
 	assert_int_equal(errno, EINVAL);
+	/* Only the three flags devx_umem_get() passes to uverbs_get_flags32(). */
+	assert_null(mlx5dv_devx_umem_reg(ctx, buf, sizeof(buf),
+					 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC));
+	assert_int_equal(errno, EINVAL);
+	assert_null(mlx5dv_devx_umem_reg(ctx, buf, sizeof(buf),
+					 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_RELAXED_ORDERING));
+	assert_int_equal(errno, EINVAL);
+	assert_null(mlx5dv_devx_umem_reg(ctx, buf, sizeof(buf),
+					 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND));
+	assert_int_equal(errno, EINVAL);
 	assert_null(mlx5dv_devx_umem_reg(ctx, buf, 0, IBV_ACCESS_LOCAL_WRITE));
 	u = mlx5dv_devx_umem_reg_ex(ctx, &in);
 	assert_non_null(u);
