@@ -41,8 +41,11 @@ run(struct erdma_ctx *c, enum emu_kentry e, const struct emu_kobj *k, const void
 	uint64_t t0 = erdma_now_us();
 	int rc;
 
-	rc = emu_kernel_check(c->emu, e, in, inlen, k);
-	if (rc == 0 && emu_cmd(c->emu, in, inlen, out, outlen) < 0)
+	/* The kernel's checks, its amendments (devx_set_umem_valid), the firmware. */
+	rc = emu_kernel_cmd(c->emu, e, in, inlen, k, out, outlen);
+	if (rc > 0)
+		rc = 0;
+	else if (rc < 0 && rc != -EINVAL && rc != -ENOMEM)
 		rc = -EINVAL; /* output too short for the header: uverbs refuses it */
 	erdma_trace_cmd(c, emu_kentry_name(e), t0, in, inlen, out, outlen, rc);
 	if (rc < 0)

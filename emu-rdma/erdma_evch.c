@@ -269,6 +269,12 @@ mlx5dv_devx_subscribe_devx_event(struct mlx5dv_devx_event_channel *pub,
 				  EOPNOTSUPP);
 		return EOPNOTSUPP;
 	}
+	/* The kernel's rules (is_valid_events: the device's event caps), then ours below. */
+	if (emu_kernel_check_subscribe(ch->ctx->emu, &obj->k, events_num, n) < 0) {
+		erdma_trace_op(ch->ctx, "evch_subscribe", "EVCH_SUBSCRIBE", t0, "obj_id", obj->k.id,
+			       cookie, n, -1);
+		return EINVAL;
+	}
 	for (i = 0; i < n; i++) {
 		if (!valid_event(&obj->k, events_num[i])) {
 			erdma_log("%s: event 0x%x of object 0x%x (creator 0x%x): EINVAL (Linux devx.c "

@@ -1239,6 +1239,48 @@ test_create_cq_needs_a_completion_eq_and_a_uar_page(void **state)
 	assert_int_equal(emu_uar_free(dev, uar), 0);
 }
 
+/*
+ * The kernel sets the umem valid bits of a DevX CREATE_CQ itself (Linux
+ * devx.c devx_set_umem_valid: cq_umem_valid, cqc.dbr_umem_valid), whatever
+ * the caller wrote: through the kernel's entry point a CQ whose mailbox
+ * names its umems without the bits is created, straight to the firmware
+ * it is not. A CREATE_MKEY shorter than the mkey context is the kernel's
+ * EINVAL (devx_handle_mkey_create).
+ */
+static void
+test_kernel_sets_the_umem_valid_bits(void **state)
+{
+	uint8_t in[PRM_SIZE(create_cq_in)] = { 0 }, out[16] = { 0 };
+	uint8_t mk[PRM_SIZE(create_mkey_in)] = { 0 };
+	void *cqc = PRM_ADDR(create_cq_in, in, cq_context);
+	uint32_t eqn, uar, mem = umem(4096, NULL);
+
+	(void)state;
+	assert_int_equal(emu_eqn_query(dev, 0, &eqn), 0);
+	assert_int_equal(emu_uar_alloc(dev, &uar), 0);
+	PRM_SET(create_cq_in, in, opcode, PRM_CMD_CREATE_CQ);
+	PRM_SET(cqc, cqc, log_cq_size, 4);
+	PRM_SET(cqc, cqc, c_eqn, eqn);
+	PRM_SET(cqc, cqc, uar_page, uar);
+	PRM_SET(cqc, cqc, dbr_umem_id, mem);
+	PRM_SET(create_cq_in, in, cq_umem_id, mem);
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_CQ_NO_UMEM, run(in, sizeof(in), out,
+								       sizeof(out)));
+	assert_int_equal(emu_kernel_cmd(dev, EMU_KENTRY_CREATE, in, sizeof(in), NULL, out,
+					sizeof(out)), 0);
+	assert_int_equal(PRM_GET(cmd_out, out, status), PRM_STATUS_OK);
+	/* The caller's mailbox is the caller's: the kernel amended its own copy. */
+	assert_int_equal(PRM_GET(create_cq_in, in, cq_umem_valid), 0);
+	assert_int_equal(simple(PRM_CMD_DESTROY_CQ, (uint32_t)PRM_GET(create_cq_out, out, cqn),
+				NULL), 0);
+	assert_int_equal(emu_uar_free(dev, uar), 0);
+	PRM_SET(create_mkey_in, mk, opcode, PRM_CMD_CREATE_MKEY);
+	emu_set_log(quiet);
+	assert_int_equal(emu_kernel_cmd(dev, EMU_KENTRY_CREATE, mk, PRM_OFF(create_mkey_in, mkc) / 8,
+					NULL, out, sizeof(out)), -EINVAL);
+	emu_set_log(NULL);
+}
+
 static void
 test_steering_objects_hold_what_they_reference(void **state)
 {
@@ -2148,6 +2190,7 @@ main(void)
 		T(test_init2rtr_needs_force_loopback_and_an_existing_peer),
 		T(test_rtr2rts_needs_retry_rnr_retry_and_ack_timeout),
 		T(test_create_cq_needs_a_completion_eq_and_a_uar_page),
+		T(test_kernel_sets_the_umem_valid_bits),
 		T(test_steering_objects_hold_what_they_reference),
 		T(test_rqt_sizes_must_be_powers_of_two),
 		T(test_root_rule_holds_its_destination_and_is_leak_reported),

@@ -273,6 +273,23 @@ int emu_kernel_created_obj(const void *in, size_t inlen, const void *out, size_t
 int emu_kernel_check(struct emu_dev *dev, enum emu_kentry e, const void *in, size_t inlen,
 		     const struct emu_kobj *obj);
 /*
+ * Entry point e with the kernel's handling: emu_kernel_check, then the
+ * mailbox as the kernel copies it in and amends it before the firmware
+ * sees it (Linux devx.c devx_set_umem_valid, devx_handle_mkey_create: the
+ * *_umem_valid bits of a create or MODIFY_CQ set, whatever the caller
+ * wrote), then emu_cmd. -EINVAL when the kernel refuses, else emu_cmd's
+ * answer.
+ */
+int emu_kernel_cmd(struct emu_dev *dev, enum emu_kentry e, const void *in, size_t inlen,
+		   const struct emu_kobj *obj, void *out, size_t outlen);
+/*
+ * May the events ev[0..n) of obj be subscribed to (Linux devx.c
+ * MLX5_IB_METHOD_DEVX_SUBSCRIBE_EVENT, is_valid_events)? 0, or -EINVAL
+ * with a log line citing the rule.
+ */
+int emu_kernel_check_subscribe(struct emu_dev *dev, const struct emu_kobj *obj,
+			       const uint16_t *ev, size_t n);
+/*
  * The destroy mailbox the kernel derives at create (devx_obj_build_destroy_cmd)
  * into din (>= 64 bytes). 0, or -EINVAL for an object it cannot destroy.
  */

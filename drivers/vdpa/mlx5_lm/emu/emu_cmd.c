@@ -167,6 +167,13 @@ query_hca_cap(struct emu_ctx *c)
 	case PRM_CAP_NIC_FLOW_TABLE:
 		emu_net_flow_caps(cap);
 		return PRM_STATUS_OK;
+	case PRM_CAP_DEV_EVENT:
+		/* Only with event_cap (Linux mlx5_core queries it only then). */
+		if (!c->dev->prof->caps.event_cap)
+			return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
+		PRM_SET(device_event_cap, cap, user_affiliated_events,
+			c->dev->prof->caps.user_affiliated_events);
+		return PRM_STATUS_OK;
 	default:
 		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
 	}

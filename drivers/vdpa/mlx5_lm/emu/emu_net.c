@@ -866,6 +866,7 @@ void
 emu_net_general_caps(const struct emu_caps *caps, void *cap)
 {
 	PRM_SET(cmd_hca_cap, cap, vhca_id, EMU_CAP_VHCA_ID);
+	PRM_SET(cmd_hca_cap, cap, event_cap, caps->event_cap);
 	PRM_SET(cmd_hca_cap, cap, log_max_srq_sz, 15);
 	PRM_SET(cmd_hca_cap, cap, log_max_qp_sz, 15);
 	PRM_SET(cmd_hca_cap, cap, log_max_qp, 18);

@@ -69,6 +69,8 @@ struct emu_caps {
 	uint8_t event_mode;
 	uint64_t doorbell_bar_offset;
 	uint32_t max_num_virtio_queues;
+	uint8_t event_cap;                /* cmd_hca_cap.event_cap */
+	uint64_t user_affiliated_events;  /* device_event_cap, events 0..63 */
 };
 
 struct emu_profile {
@@ -769,6 +771,15 @@ void emu_wire_cache_free(struct emu_dev *dev);
  */
 #define EMU_CAP_DOORBELL_BAR_OFFSET 0x1808ull
 #define EMU_CAP_MAX_VIRTQS 256u
+/*
+ * Event caps: the affiliated events this device raises, which user space
+ * may then subscribe to (Linux devx.c is_valid_events): CQ error, QP
+ * error, OBJECT_CHANGE. Completions need no bit.
+ */
+#define EMU_CAP_EVENT_CAP 1u
+#define EMU_CAP_USER_AFFILIATED_EVENTS ((1ull << PRM_EVENT_CQ_ERROR) | \
+					(1ull << PRM_EVENT_WQ_CATAS_ERROR) | \
+					(1ull << PRM_EVENT_OBJECT_CHANGE))
 #define EMU_CAP_FREEZE_TO_RDY 1u
 #define EMU_CAP_VNET_MODIFY_EXT 1u
 #define EMU_CAP_VIRTIO_NET_Q_ADDR_MODIFY 1u

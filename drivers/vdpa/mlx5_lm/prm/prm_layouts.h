@@ -366,6 +366,7 @@ PRM_FIELD(create_mkey_in, opcode, 0x00, 16);
 PRM_FIELD(create_mkey_in, uid, 0x10, 16);
 PRM_FIELD(create_mkey_in, op_mod, 0x30, 16);
 PRM_FIELD(create_mkey_in, pg_access, 0x60, 1);
+PRM_FIELD(create_mkey_in, mkey_umem_valid, 0x61, 1);
 PRM_SUB(create_mkey_in, mkc, 0x80);
 PRM_FIELD(create_mkey_in, translations_octword_actual_size, 0x300, 32);
 PRM_FIELD(create_mkey_in, mkey_umem_id, 0x320, 32);

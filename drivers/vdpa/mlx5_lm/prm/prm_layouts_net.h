@@ -49,6 +49,8 @@ _Static_assert(PRM_GENERAL_OBJ_TYPES_CAP_VIRTIO_Q_COUNTERS == (1ull << 28), "cou
 PRM_FIELD(cmd_hca_cap, vhca_id, 0x030, 16);
 PRM_FIELD(cmd_hca_cap, log_max_srq_sz, 0x080, 8);
 PRM_FIELD(cmd_hca_cap, log_max_qp_sz, 0x088, 8);
+/* The device reports which events user space may subscribe to (device_event_cap). */
+PRM_FIELD(cmd_hca_cap, event_cap, 0x090, 1);
 PRM_FIELD(cmd_hca_cap, log_max_qp, 0x09b, 5);
 PRM_FIELD(cmd_hca_cap, log_max_cq_sz, 0x0c8, 8);
 PRM_FIELD(cmd_hca_cap, log_max_cq, 0x0db, 5);
@@ -89,6 +91,24 @@ PRM_LAYOUT(cmd_hca_cap, 0x800);
  * table type, the receive one first at 0x200.
  */
 enum { PRM_CAP_NIC_FLOW_TABLE = 0x07 };
+
+/*
+ * Event caps (QUERY_HCA_CAP cap_type 0x14, MLX5_CAP_DEV_EVENT, with
+ * cmd_hca_cap.event_cap): user_affiliated_events and
+ * user_unaffiliated_events are 4 big-endian 64-bit masks each, event n
+ * being bit n % 64 of mask n / 64 (Linux devx.c is_valid_events).
+ */
+enum { PRM_CAP_DEV_EVENT = 0x14 };
+PRM_FIELD(device_event_cap, user_affiliated_events, 0x000, 64);	/* [4] */
+PRM_FIELD(device_event_cap, user_unaffiliated_events, 0x100, 64);	/* [4] */
+PRM_LAYOUT(device_event_cap, 0x200);
+
+/* Is event n in the 4-mask array starting at field off of a device_event_cap? */
+static inline int
+prm_event_mask_has(const void *cap, uint32_t off, uint16_t n)
+{
+	return n < 256 && (prm_get_bits(cap, off + 64u * (n / 64u), 64) >> (n % 64u) & 1);
+}
 PRM_FIELD(flow_table_prop_layout, ft_support, 0x00, 1);
 PRM_FIELD(flow_table_prop_layout, log_max_ft_size, 0x22, 6);
 PRM_FIELD(flow_table_prop_layout, max_ft_level, 0x38, 8);
