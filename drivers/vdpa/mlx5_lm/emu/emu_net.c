@@ -738,6 +738,7 @@ emu_net_create_qp(struct emu_ctx *c)
 	struct emu_obj *pd, *cq[2] = { NULL, NULL };
 	struct emu_net_obj *o;
 	int status, i;
+	bool has_wq;
 
 	pd = emu_obj_find(c->dev, EMU_KIND_PD, pdn);
 	if (pd == NULL)
@@ -760,10 +761,19 @@ emu_net_create_qp(struct emu_ctx *c)
 	status = net_hold(c, o, pd);
 	for (i = 0; status == 0 && i < 2; i++)
 		status = net_hold(c, o, cq[i]);
-	if (status == 0 && PRM_GET(create_qp_in, c->in, wq_umem_valid))
+	/*
+	 * The kernel sets wq_umem_valid and qpc.dbr_umem_valid on every DevX
+	 * CREATE_QP (Linux devx.c devx_set_umem_valid): they say nothing of a
+	 * QP without a work queue (zero-size RQ and no SQ, the event path's
+	 * firmware QP, as DPDK vdpa/mlx5 creates it with no umem), which has
+	 * no buffer and no doorbell record to find. With a queue, they name
+	 * its umems.
+	 */
+	has_wq = o->rq_type != PRM_QPC_RQ_TYPE_ZERO_SIZE || !PRM_GET(qpc, qpc, no_sq);
+	if (status == 0 && has_wq && PRM_GET(create_qp_in, c->in, wq_umem_valid))
 		status = hold_umem(c, o, (uint32_t)PRM_GET(create_qp_in, c->in, wq_umem_id),
 				   PRM_GET(create_qp_in, c->in, wq_umem_offset), 1, NULL);
-	if (status == 0 && PRM_GET(qpc, qpc, dbr_umem_valid))
+	if (status == 0 && has_wq && PRM_GET(qpc, qpc, dbr_umem_valid))
 		status = hold_umem(c, o, (uint32_t)PRM_GET(qpc, qpc, dbr_umem_id),
 				   PRM_GET(qpc, qpc, dbr_addr), PRM_SIZE(qp_dbrec), &o->dbrec);
 	if (status != 0)
