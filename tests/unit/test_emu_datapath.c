@@ -203,6 +203,8 @@ create_qp(uint32_t cqn_rcv)
 		PRM_SET(qpc, qpc, rq_type, PRM_QPC_RQ_TYPE_ZERO_SIZE);
 	} else {
 		PRM_SET(qpc, qpc, rq_type, PRM_QPC_RQ_TYPE_REGULAR);
+		PRM_SET(qpc, qpc, uar_page, w.uar);
+		PRM_SET(qpc, qpc, ts_format, PRM_TS_FORMAT_DEFAULT);
 		PRM_SET(qpc, qpc, log_rq_size, EV_LOG_RQ);
 		PRM_SET(qpc, qpc, cqn_rcv, cqn_rcv);
 		PRM_SET(qpc, qpc, dbr_umem_valid, 1);

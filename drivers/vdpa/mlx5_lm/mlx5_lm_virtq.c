@@ -137,9 +137,12 @@ create_cq(struct mlx5_lm_virtq *vq, uint16_t qsize)
 	PRM_SET(create_cq_in, in, opcode, PRM_CMD_CREATE_CQ);
 	PRM_SET(cqc, cqc, cqe_sz, PRM_CQC_CQE_SZ_64);
 	PRM_SET(cqc, cqc, cc, 1);
-	PRM_SET(cqc, cqc, oi, 1);
+	/* Overrun ignore only where offered (cq_oi); collapsed, the CQ cannot overrun anyway. */
+	if (dev->caps.cq_oi)
+		PRM_SET(cqc, cqc, oi, 1);
 	PRM_SET(cqc, cqc, log_cq_size, log2_u32(qsize));
-	PRM_SET(cqc, cqc, c_eqn, dev->event_eqn);
+	/* All 32 bits, as the kernel reads them (mlx5_core_create_cq): EQNs may pass 255. */
+	PRM_SET(cqc, cqc, c_eqn_or_apu_element, dev->event_eqn);
 	PRM_SET(cqc, cqc, uar_page, devx_uar_page_id(dev->event_uar));
 	PRM_SET(cqc, cqc, dbr_umem_valid, 1);
 	PRM_SET(cqc, cqc, dbr_umem_id, devx_umem_id(dev->event_umem));
@@ -170,12 +173,22 @@ create_qp(struct mlx5_lm_virtq *vq, uint16_t qsize, int fw)
 	PRM_SET(qpc, qpc, pm_state, PRM_QPC_PM_STATE_MIGRATED);
 	PRM_SET(qpc, qpc, pd, devx_pd_id(dev->res.pd));
 	PRM_SET(qpc, qpc, no_sq, 1);
+	/*
+	 * The format the timestamp caps allow: free-running where only that
+	 * is offered, else the device's default (Linux mlx5_get_qp_default_ts,
+	 * DPDK vdpa/mlx5 mlx5_ts_format_conv, on both event QPs).
+	 */
+	PRM_SET(qpc, qpc, ts_format,
+		dev->caps.qp_ts_format == PRM_TS_FORMAT_CAP_FREE_RUNNING ?
+		PRM_TS_FORMAT_FREE_RUNNING : PRM_TS_FORMAT_DEFAULT);
 	if (fw) {
 		/* The firmware's side only sends: no receive queue at all. */
 		PRM_SET(qpc, qpc, rq_type, PRM_QPC_RQ_TYPE_ZERO_SIZE);
 	} else {
 		/* Our side receives one message per completion notification. */
 		PRM_SET(qpc, qpc, rq_type, PRM_QPC_RQ_TYPE_REGULAR);
+		/* Its UAR page, as Linux mlx5_vnet and DPDK vdpa/mlx5 name it. */
+		PRM_SET(qpc, qpc, uar_page, devx_uar_page_id(dev->event_uar));
 		PRM_SET(qpc, qpc, log_rq_size, log2_u32(qsize));
 		PRM_SET(qpc, qpc, log_rq_stride, log2_u32(RQ_STRIDE) - 4);
 		PRM_SET(qpc, qpc, cqn_rcv, devx_obj_id(vq->eq.cq));

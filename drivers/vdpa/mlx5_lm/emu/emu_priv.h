@@ -70,6 +70,11 @@ struct emu_caps {
 	uint64_t doorbell_bar_offset;
 	uint32_t max_num_virtio_queues;
 	uint8_t event_cap;                /* cmd_hca_cap.event_cap */
+	uint8_t roce;                     /* cmd_hca_cap.roce: the RoCE caps exist */
+	uint8_t cq_oi;                    /* cmd_hca_cap.cq_oi */
+	uint8_t qp_ts_format;             /* roce_cap.qp_ts_format (prm_ts_format_cap) */
+	uint8_t sq_ts_format;             /* cmd_hca_cap.sq_ts_format, also rq_ts_format */
+	uint32_t comp_eqn_base;           /* number of the first completion EQ (emu_uar.c) */
 	uint64_t user_affiliated_events;  /* device_event_cap, events 0..63 */
 };
 
@@ -777,6 +782,16 @@ void emu_wire_cache_free(struct emu_dev *dev);
  * error, OBJECT_CHANGE. Completions need no bit.
  */
 #define EMU_CAP_EVENT_CAP 1u
+/* A CX6 Dx: RoCE, overrun ignore, free-running and real-time timestamps. */
+#define EMU_CAP_ROCE 1u
+#define EMU_CAP_CQ_OI 1u
+#define EMU_CAP_TS_FORMAT PRM_TS_FORMAT_CAP_FREE_RUNNING_AND_REAL_TIME
+/*
+ * Completion EQ numbers: the kernel creates its async, command and page
+ * EQs first, so completion EQs do not start at 0 (and c_eqn 0 names
+ * none). A profile may number them past 255 (caps comp_eqn_base).
+ */
+#define EMU_CAP_COMP_EQN_BASE 0x10u
 #define EMU_CAP_USER_AFFILIATED_EVENTS ((1ull << PRM_EVENT_CQ_ERROR) | \
 					(1ull << PRM_EVENT_WQ_CATAS_ERROR) | \
 					(1ull << PRM_EVENT_OBJECT_CHANGE))

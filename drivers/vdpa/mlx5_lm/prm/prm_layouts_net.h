@@ -79,7 +79,13 @@ PRM_FIELD(cmd_hca_cap, log_max_rqt, 0x38b, 5);
 PRM_FIELD(cmd_hca_cap, log_max_rqt_size, 0x393, 5);
 PRM_FIELD(cmd_hca_cap, log_max_current_mc_list, 0x3f3, 5);
 PRM_FIELD(cmd_hca_cap, log_max_current_uc_list, 0x3fb, 5);
+PRM_FIELD(cmd_hca_cap, roce, 0x21d, 1);
+/* cqc.oi may be set only when the device offers it. */
+PRM_FIELD(cmd_hca_cap, cq_oi, 0x220, 1);
 PRM_FIELD(cmd_hca_cap, general_obj_types, 0x400, 64);
+/* Timestamp formats the SQs/RQs take (prm_ts_format_cap); a QP's without RoCE. */
+PRM_FIELD(cmd_hca_cap, sq_ts_format, 0x440, 2);
+PRM_FIELD(cmd_hca_cap, rq_ts_format, 0x442, 2);
 PRM_FIELD(cmd_hca_cap, max_num_eqs, 0x470, 16);
 PRM_FIELD(cmd_hca_cap, log_uar_page_sz, 0x490, 16);
 PRM_FIELD(cmd_hca_cap, device_frequency_khz, 0x4e0, 32);
@@ -91,6 +97,28 @@ PRM_LAYOUT(cmd_hca_cap, 0x800);
  * table type, the receive one first at 0x200.
  */
 enum { PRM_CAP_NIC_FLOW_TABLE = 0x07 };
+
+/*
+ * RoCE caps (QUERY_HCA_CAP cap_type 0x4, with cmd_hca_cap.roce): the
+ * timestamp formats a QP takes (Linux include/linux/mlx5/qp.h
+ * mlx5_get_qp_default_ts reads qp_ts_format with RoCE, sq_ts_format
+ * without; DPDK reads it for its event QPs, mlx5_ts_format_conv).
+ */
+enum { PRM_CAP_ROCE = 0x04 };
+PRM_FIELD(roce_cap, qp_ts_format, 0x01e, 2);
+PRM_LAYOUT(roce_cap, 0x800);
+/* What a *_ts_format cap says (DPDK mlx5_prm.h MLX5_HCA_CAP_TIMESTAMP_FORMAT_*). */
+enum prm_ts_format_cap {
+	PRM_TS_FORMAT_CAP_FREE_RUNNING = 0x0,
+	PRM_TS_FORMAT_CAP_REAL_TIME = 0x1,
+	PRM_TS_FORMAT_CAP_FREE_RUNNING_AND_REAL_TIME = 0x2,
+};
+/* qpc.ts_format (Linux MLX5_TIMESTAMP_FORMAT_*). */
+enum prm_ts_format {
+	PRM_TS_FORMAT_FREE_RUNNING = 0x0,
+	PRM_TS_FORMAT_DEFAULT = 0x1,
+	PRM_TS_FORMAT_REAL_TIME = 0x2,
+};
 
 /*
  * Event caps (QUERY_HCA_CAP cap_type 0x14, MLX5_CAP_DEV_EVENT, with
@@ -480,8 +508,10 @@ enum prm_cqc_cqe_sz {
 /*
  * CQ context, DevX era: the doorbell record may live in a umem
  * (dbr_umem_valid + dbr_umem_id, dbr_addr then being the offset in it).
- * c_eqn is the 8-bit field the DevX-era headers (DPDK) name; newer Linux
- * widens it to 32 bits at 0xa0 (c_eqn_or_apu_element), same low byte.
+ * c_eqn is the 8-bit field the DevX-era headers (DPDK) name; current
+ * Linux mlx5_ifc.h widens it to 32 bits at 0xa0 (c_eqn_or_apu_element),
+ * same low byte, and mlx5_core_create_cq reads the 32 bits: an EQ number
+ * above 255 needs the whole field.
  */
 PRM_FIELD(cqc, status, 0x000, 4);
 PRM_FIELD(cqc, dbr_umem_valid, 0x006, 1);
@@ -499,6 +529,7 @@ PRM_FIELD(cqc, log_cq_size, 0x063, 5);
 PRM_FIELD(cqc, uar_page, 0x068, 24);
 PRM_FIELD(cqc, cq_period, 0x084, 12);
 PRM_FIELD(cqc, cq_max_count, 0x090, 16);
+PRM_FIELD(cqc, c_eqn_or_apu_element, 0x0a0, 32);
 PRM_FIELD(cqc, c_eqn, 0x0b8, 8);
 PRM_FIELD(cqc, log_page_size, 0x0c3, 5);
 PRM_FIELD(cqc, last_notified_index, 0x108, 24);
