@@ -536,6 +536,18 @@ lmh_probe_profile(struct lmh_dev *d, int sock, const char *profile, const char *
 	return 0;
 }
 
+void
+lmh_reuse_ibdev(const struct lmh_dev *prev)
+{
+	unsigned int want;
+
+	if (!use_rdma || n_ibdev == 0 || sscanf(prev->ibdev, "mlx5_%u", &want) != 1)
+		return;
+	/* Forward only: names of devices still probed stay unique. */
+	while (dev_seq % n_ibdev != want)
+		dev_seq++;
+}
+
 static long
 file_size(const char *path)
 {

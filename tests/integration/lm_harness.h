@@ -128,6 +128,8 @@ int lmh_probe(struct lmh_dev *d, int sock, const char *args);
  * on rdma the profile the emulated rdma-core gives the device it opens next.
  */
 int lmh_probe_profile(struct lmh_dev *d, int sock, const char *profile, const char *args);
+/* rdma: the next probe takes prev's RDMA device again (a re-probe of the same function). */
+void lmh_reuse_ibdev(const struct lmh_dev *prev);
 /*
  * Detach and remove; returns the objects the emulator found alive (>= 0), or < 0
  * (rdma: the device's line in the library's summary; < 0 when there is none).

@@ -342,44 +342,6 @@ setup(void **state)
 	return dev == NULL ? -1 : 0;
 }
 
-/* Emulator log lines kept while capturing (log_capture_start .. _stop). */
-static char captured[8192];
-static size_t captured_len;
-
-static void
-capture(int level, const char *line)
-{
-	size_t n = strlen(line);
-
-	(void)level;
-	if (captured_len + n + 1 < sizeof(captured)) {
-		memcpy(captured + captured_len, line, n);
-		captured_len += n;
-		captured[captured_len++] = '\n';
-		captured[captured_len] = '\0';
-	}
-}
-
-static void
-log_capture_start(void)
-{
-	captured_len = 0;
-	captured[0] = '\0';
-	emu_set_log(capture);
-}
-
-static bool
-log_capture_has(const char *needle)
-{
-	return strstr(captured, needle) != NULL;
-}
-
-static void
-log_capture_stop(void)
-{
-	emu_set_log(NULL);
-}
-
 static void
 quiet(int level, const char *line)
 {
@@ -1618,7 +1580,8 @@ test_virtio_emulation_caps_describe_a_cx6dx(void **state)
 	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, device_features_bits_mask), 0x1fff);
 	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, event_mode), 3);
 	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, virtio_queue_type), 3);
-	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, log_doorbell_stride), 2);
+	/* One 4 KiB stride: one VAR per function (Linux mlx5_ib_init_var_table). */
+	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, log_doorbell_stride), 12);
 	/* 4 KiB units (Linux mlx5_ib_init_var_table): one page of doorbells. */
 	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, log_doorbell_bar_size), 0);
 	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, max_num_virtio_queues), 256);
@@ -1658,14 +1621,13 @@ test_doorbell_writes_must_land_on_the_doorbell_area(void **state)
 }
 
 /*
- * A queue's doorbell is the stride it names: at most the doorbell area's
+ * A queue's doorbell is the stride it names: one of the doorbell area's
  * strides, (1 << log_doorbell_bar_size) * 4 KiB / (1 << log_doorbell_stride)
- * (Linux main.c mlx5_ib_init_var_table). A write at stride 0 naming a
- * queue bound to stride 1 kicks nothing (every public driver writes every
- * queue's index at stride 0 and leaves the index 0).
+ * (Linux main.c mlx5_ib_init_var_table): here one, index 0, where every
+ * public driver writes every queue's index.
  */
 static void
-test_virtq_doorbell_stride_is_within_the_area_and_binds(void **state)
+test_virtq_doorbell_stride_is_within_the_area(void **state)
 {
 	uint8_t out[PRM_SIZE(query_hca_cap_out)];
 	void *cap = query_cap(PRM_CAP_VIRTIO_EMULATION, out);
@@ -1676,17 +1638,12 @@ test_virtq_doorbell_stride_is_within_the_area_and_binds(void **state)
 
 	(void)state;
 	env_init(&e, 256);
+	assert_int_equal(n, 1);
 	vq_stride = (uint16_t)n;
-	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_VQ_BAD_STRIDE, vq_create(&e, 0, 256, NULL));
-	vq_stride = (uint16_t)(n - 1);
-	assert_int_equal(vq_create(&e, 1, 256, NULL), 0);
-	vq_stride = 1;
-	(void)vq_rdy(&e, 2);
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_VQ_BAD_STRIDE, vq_create(&e, 1, 256, NULL));
 	vq_stride = 0;
-	log_capture_start();
-	assert_int_equal(emu_doorbell(dev, off, 2), 0);
-	assert_true(log_capture_has("not its doorbell, no kick"));
-	log_capture_stop();
+	(void)vq_rdy(&e, 1);
+	assert_int_equal(emu_doorbell(dev, off, 1), 0);
 }
 
 /*
@@ -2201,7 +2158,7 @@ main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 		T(test_unknown_opcode_is_bad_op),
 		T(test_doorbell_writes_must_land_on_the_doorbell_area),
-		T(test_virtq_doorbell_stride_is_within_the_area_and_binds),
+		T(test_virtq_doorbell_stride_is_within_the_area),
 		T(test_short_mailboxes_are_rejected_by_length),
 		T(test_unknown_general_obj_type_is_bad_param),
 		T(test_unknown_ids_are_bad_res),

@@ -473,9 +473,10 @@ test_var_page_doorbell_reaches_the_emulator(void **state)
 	*(volatile uint32_t *)(db + (off & (page - 1))) = 5;
 	/* Freeing the page forwards what was written before it: no waiting. */
 	mlx5dv_free_var(var);
+	/* The device's one VAR is free again once unmapped too (test_var_table_...). */
+	munmap((void *)db, page);
 	var = mlx5dv_alloc_var(ctx, 0);
 	assert_non_null(var);
-	munmap((void *)db, page);
 	db = mmap(NULL, var->length, PROT_READ | PROT_WRITE, MAP_SHARED, ctx->cmd_fd,
 		  var->mmap_off);
 	assert_true(db != MAP_FAILED);
@@ -492,6 +493,48 @@ test_var_page_doorbell_reaches_the_emulator(void **state)
 	while (n > 0)
 		json_decref(recs[--n]);
 	assert_int_equal(ibv_close_device(ctx), 0);
+}
+
+/*
+ * The device's VAR table as the kernel keeps it (Linux main.c
+ * mlx5_ib_init_var_table, alloc_var_entry, mlx5_ib_mmap_free): sized from
+ * log_doorbell_bar_size (4 KiB units) over log_doorbell_stride, one entry
+ * on the emulated CX6 Dx, shared by the device's contexts; full, ENOSPC;
+ * an entry freed (or its context closed) stays taken while any mapping of
+ * it is left, a front end's included.
+ */
+static void
+test_var_table_entries_live_while_mapped(void **state)
+{
+	struct ibv_context *ctx = open_dev(true), *ctx2;
+	long page = sysconf(_SC_PAGESIZE);
+	struct mlx5dv_var *var = mlx5dv_alloc_var(ctx, 0), *var2;
+	void *db;
+
+	assert_non_null(var);
+	assert_int_equal(var->page_id, 0);
+	errno = 0;
+	assert_null(mlx5dv_alloc_var(ctx, 0));
+	assert_int_equal(errno, ENOSPC);
+	/* "QEMU" maps the notifier page; the driver frees its VAR and closes. */
+	db = mmap(NULL, var->length, PROT_READ | PROT_WRITE, MAP_SHARED, ctx->cmd_fd,
+		  var->mmap_off);
+	assert_true(db != MAP_FAILED);
+	mlx5dv_free_var(var);
+	assert_null(mlx5dv_alloc_var(ctx, 0));
+	assert_int_equal(errno, ENOSPC);
+	assert_int_equal(ibv_close_device(ctx), 0);
+	/* A new context of the same device: still taken while the mapping is. */
+	ctx2 = open_dev(true);
+	errno = 0;
+	assert_null(mlx5dv_alloc_var(ctx2, 0));
+	assert_int_equal(errno, ENOSPC);
+	munmap(db, (size_t)page);
+	var2 = mlx5dv_alloc_var(ctx2, 0);
+	assert_non_null(var2);
+	assert_int_equal(var2->page_id, 0);
+	mlx5dv_free_var(var2);
+	assert_int_equal(ibv_close_device(ctx2), 0);
 }
 
 /*
@@ -762,6 +805,7 @@ main(void)
 		cmocka_unit_test(test_close_with_handles_still_open),
 		cmocka_unit_test(test_private_queries_cost_stats_and_left_alive),
 		cmocka_unit_test(test_var_page_doorbell_reaches_the_emulator),
+		cmocka_unit_test(test_var_table_entries_live_while_mapped),
 		cmocka_unit_test(test_uar_page_and_eqn),
 		cmocka_unit_test(test_umem_rules),
 		cmocka_unit_test(test_root_flow_rules_through_rdma_core),

@@ -258,7 +258,11 @@ dbrec_store(uint8_t *rec, uint32_t dword, uint32_t v)
 void
 mlx5_lm_vq_doorbell(struct mlx5_lm_dev *dev, uint16_t index)
 {
-	devx_db_ring(dev->db, (uint32_t)dev->caps.doorbell_bar_offset, index);
+	/* Our VAR's doorbell: doorbell_bar_offset + k * stride (VAR k, Linux alloc_var_entry). */
+	uint64_t off = dev->caps.doorbell_bar_offset +
+		       ((uint64_t)devx_db_index(dev->db) << dev->caps.log_doorbell_stride);
+
+	devx_db_ring(dev->db, (uint32_t)off, index);
 }
 
 /* Credits back and the consumer index published, without asking for an event. */
@@ -718,13 +722,14 @@ mlx5_lm_virtq_create(struct mlx5_lm_virtq *vq, uint16_t size, const struct mlx5_
 	PRM_SET(general_obj_in_cmd_hdr, hdr, opcode, PRM_CMD_CREATE_GENERAL_OBJECT);
 	PRM_SET(general_obj_in_cmd_hdr, hdr, obj_type, PRM_OBJ_VIRTIO_NET_Q);
 	/*
-	 * No vhca_id and doorbell_stride_index 0: neither is set for the
-	 * function's own queues by any public driver (Linux mlx5_vnet
-	 * create_virtqueue, DPDK mlx5_devx_cmd_create_virtq), all of which
-	 * write the queue index at stride 0 (mlx5_lm_vq_doorbell). Firmware
-	 * that binds a queue to the stride it names would drop the kicks of
-	 * every queue named at a stride it does not write.
+	 * No vhca_id, and the doorbell stride we write, our VAR's: 0 with the
+	 * function's first (or only) VAR, as every public driver leaves both
+	 * for its own function (Linux mlx5_vnet create_virtqueue, DPDK
+	 * mlx5_devx_cmd_create_virtq) and writes every queue's index there.
+	 * Firmware that binds a queue to the stride it names would drop the
+	 * kicks of every queue named at a stride it does not write.
 	 */
+	PRM_SET(virtio_q, q, doorbell_stride_index, devx_db_index(dev->db));
 	/* TX queues send through the TIS; RX queues are fed by the RQT. */
 	if (vq->index & 1)
 		PRM_SET(virtio_net_q, obj, tisn_or_qpn, devx_obj_id(dev->res.tis));

@@ -692,6 +692,12 @@ devx_db_mmap_info(const struct devx_db *db, int *fd, uint64_t *offset, uint64_t 
 	return 0;
 }
 
+uint32_t
+devx_db_index(const struct devx_db *db)
+{
+	return db->index;
+}
+
 struct devx_evch *
 devx_evch_create(struct devx_ctx *ctx)
 {

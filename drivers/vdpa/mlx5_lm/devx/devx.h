@@ -194,6 +194,12 @@ void devx_db_free(struct devx_db *db);
 void devx_db_ring(struct devx_db *db, uint32_t offset, uint32_t value);
 /* mmap-able file descriptor and page offset of the area (for the guest notifier); -1 if none. */
 int devx_db_mmap_info(const struct devx_db *db, int *fd, uint64_t *offset, uint64_t *size);
+/*
+ * Which doorbell of the area the page is: VAR k is the doorbell at
+ * doorbell_bar_offset + k * (1 << log_doorbell_stride) (Linux main.c
+ * alloc_var_entry). 0 on the emu back end and with a one-VAR device.
+ */
+uint32_t devx_db_index(const struct devx_db *db);
 
 /*
  * UAR page (rdma: mlx5dv_devx_alloc_uar): the page a CQ names in

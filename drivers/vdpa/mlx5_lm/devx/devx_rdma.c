@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -334,10 +335,57 @@ rdma_pd_free(struct devx_ctx *ctx, struct devx_pd *pd, uint8_t *status, uint32_t
 	return rc == 0 ? 0 : (rc > 0 ? -rc : -EIO);
 }
 
+/*
+ * VAR allocation attempts, as DPDK vdpa/mlx5 makes them
+ * (mlx5_vdpa_create_dev_resources: "wait for QEMU to release the VAR during
+ * a vdpa restart"): 7, 100 ms << attempt apart, 6.3 s of waiting in all
+ * (DPDK sleeps after its last attempt too: 12.7 s). The kernel keeps a VAR, freed or not, while any mapping of it lasts
+ * (Linux main.c mlx5_ib_mmap_free), and a front end maps the previous
+ * probe's doorbell page as its host notifier until it lets it go.
+ */
+#define VAR_ALLOC_TRIES 7
+#define VAR_ALLOC_FIRST_WAIT_MS 100u
+
+static struct mlx5dv_var *
+alloc_var_waiting(struct devx_ctx *ctx)
+{
+	unsigned int waited_ms = 0;
+	int attempt;
+
+	for (attempt = 0; attempt < VAR_ALLOC_TRIES; attempt++) {
+		struct mlx5dv_var *var = mlx5dv_alloc_var(IBCTX(ctx), 0);
+		unsigned int ms = VAR_ALLOC_FIRST_WAIT_MS << attempt;
+		struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
+
+		if (var != NULL) {
+			if (attempt > 0)
+				devx_log(5, "%s: VAR allocated after %u ms of waiting", ctx->name,
+					 waited_ms);
+			return var;
+		}
+		/* Only a full table is worth waiting for. */
+		if (errno != ENOSPC)
+			return NULL;
+		if (attempt == VAR_ALLOC_TRIES - 1)
+			break;
+		devx_log(4, "%s: no VAR free (mlx5dv_alloc_var: ENOSPC), attempt %d of %d: "
+			 "waiting %u ms for a front end to release the previous doorbell mapping",
+			 ctx->name, attempt + 1, VAR_ALLOC_TRIES, ms);
+		nanosleep(&ts, NULL);
+		waited_ms += ms;
+	}
+	devx_log(3, "%s: no VAR free after %d attempts over %u ms (mlx5dv_alloc_var: ENOSPC): "
+		 "the device's doorbell pages are all taken, a VAR lives while any mapping of it "
+		 "does; a front end (QEMU's host notifier) of a previous probe still maps it?",
+		 ctx->name, VAR_ALLOC_TRIES, waited_ms);
+	errno = ENOSPC;
+	return NULL;
+}
+
 static int
 rdma_db_alloc(struct devx_ctx *ctx, struct devx_db *db)
 {
-	struct mlx5dv_var *var = mlx5dv_alloc_var(IBCTX(ctx), 0);
+	struct mlx5dv_var *var = alloc_var_waiting(ctx);
 	void *page;
 
 	if (var == NULL)
@@ -355,6 +403,7 @@ rdma_db_alloc(struct devx_ctx *ctx, struct devx_db *db)
 	db->mmap_fd = IBCTX(ctx)->cmd_fd;
 	db->mmap_offset = var->mmap_off;
 	db->mmap_size = var->length;
+	db->index = var->page_id;
 	return 0;
 }
 
@@ -371,8 +420,9 @@ static void
 rdma_db_ring(struct devx_ctx *ctx, struct devx_db *db, uint32_t offset, uint32_t v)
 {
 	/*
-	 * offset is in the BAR (doorbell_bar_offset + ...), but the kernel's VAR
-	 * mapping starts at the doorbell page: only the in-page part applies.
+	 * offset is in the BAR (doorbell_bar_offset + k * stride for VAR k), but
+	 * the kernel's mapping of VAR k starts at the page holding it (Linux
+	 * main.c alloc_var_entry, mlx5_ib_mmap_offset): only the in-page part.
 	 */
 	uint32_t in_page = offset & (uint32_t)(db->mmap_size - 1);
 

@@ -760,7 +760,14 @@ void emu_wire_cache_free(struct emu_dev *dev);
 #define EMU_CAP_EVENT_MODES ((1u << PRM_VIRTQ_EVENT_MODE_NONE) | \
 			     (1u << PRM_VIRTQ_EVENT_MODE_QP))
 #define EMU_CAP_QUEUE_TYPES (1u | 2u)   /* split, packed */
-#define EMU_CAP_LOG_DOORBELL_STRIDE 2u
+/*
+ * One doorbell stride of 4 KiB, the whole area: one VAR per function
+ * (Linux mlx5_ib_init_var_table: area / stride entries). DPDK vdpa/mlx5
+ * waits for QEMU to release "the VAR" when it probes again (its retry
+ * loop in mlx5_vdpa_create_dev_resources), which a table of one entry
+ * explains; every queue's doorbell is then that stride.
+ */
+#define EMU_CAP_LOG_DOORBELL_STRIDE 12u
 /*
  * log_doorbell_bar_size counts 4 KiB units (Linux main.c
  * mlx5_ib_init_var_table: bar_size = (1 << log_doorbell_bar_size) * 4096):

@@ -172,8 +172,7 @@ vq_check_create(struct emu_ctx *c, struct emu_virtq *vq)
 	 * doorbell_stride_index), one of the area's strides. Every public
 	 * driver leaves it 0 for its own function and writes the queue index
 	 * at stride 0 (Linux mlx5_vnet create_virtqueue, DPDK
-	 * mlx5_devx_cmd_create_virtq): the emulator binds a queue to its
-	 * stride (emu_doorbell), the stricter reading.
+	 * mlx5_devx_cmd_create_virtq); the emulated area has one stride.
 	 * virtio_net_q.vhca_id: no public source says what the firmware does
 	 * with it (neither driver sets it); the emulator keeps it, unchecked.
 	 */
@@ -582,15 +581,12 @@ doorbell_check(struct emu_dev *dev, uint32_t offset, uint32_t value)
 
 /*
  * dev->lock held. Kick the queue named by value; with others, every other
- * RDY queue too: those whose doorbell is the stride written (the queue's
- * doorbell_stride_index). A write at another queue's stride names it in
- * vain: on firmware that binds a queue to its stride, that kick is lost.
+ * RDY queue too. The area is one stride (EMU_CAP_LOG_DOORBELL_STRIDE), the
+ * doorbell of every queue (doorbell_stride_index 0, vq_check_create).
  */
 static void
-kick_queues(struct emu_dev *dev, uint32_t offset, uint32_t value, bool others)
+kick_queues(struct emu_dev *dev, uint32_t value, bool others)
 {
-	uint32_t stride = (offset - (uint32_t)dev->prof->caps.doorbell_bar_offset) >>
-			  EMU_CAP_LOG_DOORBELL_STRIDE;
 	struct emu_obj *o;
 
 	for (o = dev->all.next; o != &dev->all; o = o->next) {
@@ -598,14 +594,6 @@ kick_queues(struct emu_dev *dev, uint32_t offset, uint32_t value, bool others)
 
 		if (o->kind != EMU_KIND_VIRTQ || vq->state != PRM_VIRTQ_STATE_RDY)
 			continue;
-		if (vq->doorbell_stride_index != stride) {
-			if (vq->queue_index == value)
-				emu_log(dev, 4, "doorbell at stride %u names queue %u, whose "
-					"doorbell is stride %u (doorbell_stride_index): not its "
-					"doorbell, no kick", stride, value,
-					vq->doorbell_stride_index);
-			continue;
-		}
 		if (vq->queue_index == value) {
 			vq->doorbells++;
 			emu_dp_vq_kick(dev, vq);
@@ -621,7 +609,7 @@ emu_doorbell(struct emu_dev *dev, uint32_t offset, uint32_t value)
 	if (doorbell_check(dev, offset, value) < 0)
 		return -EINVAL;
 	pthread_mutex_lock(&dev->lock);
-	kick_queues(dev, offset, value, false);
+	kick_queues(dev, value, false);
 	pthread_mutex_unlock(&dev->lock);
 	return 0;
 }
@@ -632,7 +620,7 @@ emu_doorbell_merged(struct emu_dev *dev, uint32_t offset, uint32_t value)
 	if (doorbell_check(dev, offset, value) < 0)
 		return -EINVAL;
 	pthread_mutex_lock(&dev->lock);
-	kick_queues(dev, offset, value, true);
+	kick_queues(dev, value, true);
 	pthread_mutex_unlock(&dev->lock);
 	return 0;
 }
