@@ -307,6 +307,13 @@ mlx5dv_devx_get_event(struct mlx5dv_devx_event_channel *pub,
 
 	_Static_assert(sizeof(ev.eqe) == PRM_SIZE(eqe), "the kernel copies a whole EQE");
 	pthread_mutex_lock(&ch->lock);
+	/* A reader held back by the test sees nothing, the overflow included. */
+	fl = ch->held ? fcntl(pub->fd, F_GETFL) : 0;
+	if (fl > 0 && (fl & O_NONBLOCK)) {
+		pthread_mutex_unlock(&ch->lock);
+		errno = EAGAIN;
+		return -1;
+	}
 	/* The overflow first, once, whatever is queued (devx_async_event_read). */
 	if (ch->overflow) {
 		ch->overflow = false;
@@ -314,13 +321,7 @@ mlx5dv_devx_get_event(struct mlx5dv_devx_event_channel *pub,
 		errno = EOVERFLOW;
 		return -1;
 	}
-	/* A reader held back by the test sees nothing queued. */
-	fl = ch->held ? fcntl(pub->fd, F_GETFL) : 0;
 	pthread_mutex_unlock(&ch->lock);
-	if (fl > 0 && (fl & O_NONBLOCK)) {
-		errno = EAGAIN;
-		return -1;
-	}
 	/* Blocks, or EAGAIN when the program made the fd non-blocking. */
 	if (read(pub->fd, &cnt, sizeof(cnt)) != sizeof(cnt))
 		return -1;
