@@ -74,7 +74,6 @@ struct erdma_ctx {
 	struct erdma_wire *wire;   /* a tap as the device's wire (erdma_wire.c), or NULL */
 	struct erdma_ctl *ctl;     /* the test's control socket (erdma_ctl.c), or NULL */
 	struct erdma_ctx *next_open; /* the open contexts (erdma_verbs.c, under its lock) */
-	struct erdma_evch *evchs;  /* the context's event channels (erdma_evch.c), under lock */
 };
 #define ERDMA_PAGES 64u
 
@@ -184,17 +183,6 @@ void erdma_wire_close(struct erdma_ctx *c);
  */
 int erdma_ctl_init(struct erdma_ctx *c);
 void erdma_ctl_fini(struct erdma_ctx *c);
-
-/*
- * erdma_evch.c, the control socket's evch_hold / evch_release /
- * evch_overflows: every event channel of the context bounded to depth
- * queued events (0: unbounded) and its reader held back (the fd not
- * signalled, a non-blocking read finds nothing) until released; the
- * events dropped so far (each one an EOVERFLOW the reader sees once).
- */
-void erdma_evch_hold(struct erdma_ctx *c, unsigned int depth);
-void erdma_evch_release(struct erdma_ctx *c);
-unsigned long erdma_evch_overflows(struct erdma_ctx *c);
 
 /* Forward what the context's UAR pages hold now (before a CQ goes). */
 void erdma_uar_flush(struct erdma_ctx *c);

@@ -12,17 +12,16 @@
  * type at byte 1, data at byte 32), or the cookie alone with OMIT_EV_DATA;
  * a buffer shorter than that is EINVAL and the event stays queued.
  * The kernel's list has no bound, but an event it cannot allocate is lost
- * and the next read fails once with EOVERFLOW (is_overflow_err); here a
- * test bounds the list and holds the reader back (erdma_evch_hold, the
- * control socket's evch_hold) to make that happen when it chooses; the
- * list also overflows when this library runs out of memory.
+ * and the next read fails once with EOVERFLOW (is_overflow_err): here when
+ * this library runs out of memory, or when the device's channel dropped
+ * the event (a test bounds it and holds it back, emu_evch_hold: the
+ * control socket's evch_hold), before it reached the list.
  *
  * Here the fd is a blocking eventfd counting queued events (a semaphore:
  * one read, one event). A thread per channel waits on the emulator's
  * channel and moves its events into the channel's queue.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,15 +39,10 @@ struct erdma_evch {
 	int stopfd;
 	pthread_t thread;
 	struct erdma_handle h;
-	struct erdma_evch *next;                /* ctx->evchs, under ctx->lock */
 	pthread_mutex_t lock;                   /* guards the rest */
 	struct emu_event *q;
 	size_t cap, head, n;
-	size_t depth;                           /* 0: unbounded (erdma_evch_hold) */
-	uint64_t unsignalled;                   /* queued while held */
-	bool held;
 	bool overflow;                          /* devx.c is_overflow_err */
-	unsigned long dropped;
 };
 
 /* With OMIT_EV_DATA a subscription's event is queued once until read. */
@@ -68,7 +62,6 @@ static void
 overflow(struct erdma_evch *ch, const struct emu_event *ev, const char *why)
 {
 	ch->overflow = true;
-	ch->dropped++;
 	erdma_log("%s: event channel: %s, event 0x%x of cookie 0x%llx dropped: the next read "
 		  "fails with EOVERFLOW (Linux devx.c deliver_event, is_overflow_err)",
 		  ch->ctx->vctx.context.device->name, why, ev->type,
@@ -82,12 +75,6 @@ push(struct erdma_evch *ch, const struct emu_event *ev)
 
 	pthread_mutex_lock(&ch->lock);
 	if (ch->omit && queued_cookie(ch, ev->cookie)) {
-		pthread_mutex_unlock(&ch->lock);
-		return;
-	}
-	/* With OMIT_EV_DATA nothing is allocated per event: no overflow. */
-	if (!ch->omit && ch->depth != 0 && ch->n >= ch->depth) {
-		overflow(ch, ev, "list full (the test's bound)");
 		pthread_mutex_unlock(&ch->lock);
 		return;
 	}
@@ -109,11 +96,6 @@ push(struct erdma_evch *ch, const struct emu_event *ev)
 	}
 	ch->q[(ch->head + ch->n) % ch->cap] = *ev;
 	ch->n++;
-	if (ch->held) {
-		ch->unsignalled++;
-		pthread_mutex_unlock(&ch->lock);
-		return;
-	}
 	pthread_mutex_unlock(&ch->lock);
 	if (write(ch->pub.fd, &one, sizeof(one)) != sizeof(one))
 		erdma_log("event channel: cannot signal the channel fd: %s", strerror(errno));
@@ -141,7 +123,10 @@ forwarder(void *arg)
 				push(ch, &ev);
 				continue;
 			}
-			/* The device's own channel lost events (never held here): ours too. */
+			/*
+			 * Events lost before they reached the list (the test's bound,
+			 * emu_evch_hold): the program learns it as from the kernel.
+			 */
 			pthread_mutex_lock(&ch->lock);
 			ch->overflow = true;
 			pthread_mutex_unlock(&ch->lock);
@@ -197,10 +182,6 @@ mlx5dv_devx_create_event_channel(struct ibv_context *context,
 		goto err_thread;
 	}
 	erdma_handle_add_release(c, &ch->h, ch, release_channel);
-	pthread_mutex_lock(&c->lock);
-	ch->next = c->evchs;
-	c->evchs = ch;
-	pthread_mutex_unlock(&c->lock);
 	return &ch->pub;
 err_thread:
 	emu_evch_destroy(ch->emu);
@@ -219,15 +200,9 @@ err_fd:
 ERDMA_VISIBLE void
 mlx5dv_devx_destroy_event_channel(struct mlx5dv_devx_event_channel *pub)
 {
-	struct erdma_evch *ch = (struct erdma_evch *)pub, **pp;
+	struct erdma_evch *ch = (struct erdma_evch *)pub;
 	uint64_t one = 1;
 
-	pthread_mutex_lock(&ch->ctx->lock);
-	for (pp = &ch->ctx->evchs; *pp != NULL && *pp != ch; pp = &(*pp)->next)
-		;
-	if (*pp == ch)
-		*pp = ch->next;
-	pthread_mutex_unlock(&ch->ctx->lock);
 	erdma_handle_del(ch->ctx, &ch->h);
 	if (write(ch->stopfd, &one, sizeof(one)) != sizeof(one))
 		erdma_log("event channel: cannot stop its thread: %s", strerror(errno));
@@ -303,17 +278,9 @@ mlx5dv_devx_get_event(struct mlx5dv_devx_event_channel *pub,
 	size_t need = sizeof(event_data->cookie) + (ch->omit ? 0 : PRM_SIZE(eqe));
 	struct emu_event ev;
 	uint64_t cnt = 1;
-	int fl;
 
 	_Static_assert(sizeof(ev.eqe) == PRM_SIZE(eqe), "the kernel copies a whole EQE");
 	pthread_mutex_lock(&ch->lock);
-	/* A reader held back by the test sees nothing, the overflow included. */
-	fl = ch->held ? fcntl(pub->fd, F_GETFL) : 0;
-	if (fl > 0 && (fl & O_NONBLOCK)) {
-		pthread_mutex_unlock(&ch->lock);
-		errno = EAGAIN;
-		return -1;
-	}
 	/* The overflow first, once, whatever is queued (devx_async_event_read). */
 	if (ch->overflow) {
 		ch->overflow = false;
@@ -349,58 +316,4 @@ mlx5dv_devx_get_event(struct mlx5dv_devx_event_channel *pub,
 	erdma_trace_op(ch->ctx, "get_event", "EVENT", erdma_now_us(), "obj_id", ev.obj_id,
 		       ev.type, need, 0);
 	return (ssize_t)need;
-}
-
-void
-erdma_evch_hold(struct erdma_ctx *c, unsigned int depth)
-{
-	struct erdma_evch *ch;
-
-	pthread_mutex_lock(&c->lock);
-	for (ch = c->evchs; ch != NULL; ch = ch->next) {
-		pthread_mutex_lock(&ch->lock);
-		ch->held = true;
-		ch->depth = depth;
-		pthread_mutex_unlock(&ch->lock);
-	}
-	pthread_mutex_unlock(&c->lock);
-}
-
-void
-erdma_evch_release(struct erdma_ctx *c)
-{
-	struct erdma_evch *ch;
-
-	pthread_mutex_lock(&c->lock);
-	for (ch = c->evchs; ch != NULL; ch = ch->next) {
-		uint64_t cnt;
-
-		pthread_mutex_lock(&ch->lock);
-		cnt = ch->unsignalled;
-		ch->held = false;
-		ch->depth = 0;
-		ch->unsignalled = 0;
-		pthread_mutex_unlock(&ch->lock);
-		/* An overflow needs a full list (depth >= 1): the fd is readable for it. */
-		if (cnt != 0 && write(ch->pub.fd, &cnt, sizeof(cnt)) != sizeof(cnt))
-			erdma_log("event channel: cannot signal the channel fd: %s",
-				  strerror(errno));
-	}
-	pthread_mutex_unlock(&c->lock);
-}
-
-unsigned long
-erdma_evch_overflows(struct erdma_ctx *c)
-{
-	struct erdma_evch *ch;
-	unsigned long n = 0;
-
-	pthread_mutex_lock(&c->lock);
-	for (ch = c->evchs; ch != NULL; ch = ch->next) {
-		pthread_mutex_lock(&ch->lock);
-		n += ch->dropped;
-		pthread_mutex_unlock(&ch->lock);
-	}
-	pthread_mutex_unlock(&c->lock);
-	return n;
 }

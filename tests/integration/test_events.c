@@ -292,6 +292,22 @@ test_torn_event_cqe_read_is_no_count(void **state)
 	assert_true(rounds("queues=1,mr_gc_ms=0", 0, 8) >= 2 * (ROUNDS - 1));
 }
 
+/* Stop the device's nrings rings, disconnect, remove the device, drop the guest. */
+static void
+stop_and_remove(struct vu_client *c, unsigned int nrings)
+{
+	uint32_t bases[4];
+
+	assert_true(nrings <= RTE_DIM(bases));
+	assert_int_equal(vu_stop_device(c, bases, nrings), 0);
+	vu_disconnect(c);
+	assert_true(lmh_wait_closed(0));
+	(void)lmh_wait_restored(&dev);
+	assert_int_equal(lmh_remove(&dev), 0);
+	vu_guest_destroy(g);
+	g = NULL;
+}
+
 /*
  * The arm sequence numbers of CQ cqn's arms (UAR_DOORBELL at the CQ
  * doorbell, value (sn << 28 | cmd << 24 | ci) << 32 | cqn) in the trace at
@@ -406,7 +422,7 @@ test_arm_sn_counts_events_not_arms(void **state)
 {
 	enum { IDLE_ONLY = 6, EVENT_ROUNDS = 5, MAX_ARMS = 256 };
 	struct vu_client *c;
-	uint32_t bases[4], cqn;
+	uint32_t cqn;
 	uint8_t sn[MAX_ARMS];
 	unsigned int i, n, steps = 0;
 
@@ -449,13 +465,7 @@ test_arm_sn_counts_events_not_arms(void **state)
 	assert_int_equal(steps, EVENT_ROUNDS);
 	assert_int_equal(sn[n - 1], EVENT_ROUNDS & 3);
 	assert_false(lmh_log_has(0, "completion event names CQ"));
-	assert_int_equal(vu_stop_device(c, bases, 4), 0);
-	vu_disconnect(c);
-	assert_true(lmh_wait_closed(0));
-	(void)lmh_wait_restored(&dev);
-	assert_int_equal(lmh_remove(&dev), 0);
-	vu_guest_destroy(g);
-	g = NULL;
+	stop_and_remove(c, 4);
 }
 
 /* Both pairs' counts: TX completed, RX received (whichever RX queue). */
@@ -506,7 +516,7 @@ static void
 test_event_overflow_loses_no_notification(void **state)
 {
 	struct vu_client *c;
-	uint32_t bases[4], cqn[4];
+	uint32_t cqn[4];
 	uint64_t tx0, rx0;
 	unsigned int arms[4], i;
 	uint8_t none[1];
@@ -586,13 +596,7 @@ test_event_overflow_loses_no_notification(void **state)
 	assert_false(lmh_log_has(0, "completion event names CQ"));
 	printf("  %ld events lost in the overflow, every ring called and every CQ armed again\n",
 	       lmh_evch_overflows(&dev));
-	assert_int_equal(vu_stop_device(c, bases, 4), 0);
-	vu_disconnect(c);
-	assert_true(lmh_wait_closed(0));
-	(void)lmh_wait_restored(&dev);
-	assert_int_equal(lmh_remove(&dev), 0);
-	vu_guest_destroy(g);
-	g = NULL;
+	stop_and_remove(c, 4);
 }
 
 static int

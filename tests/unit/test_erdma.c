@@ -28,6 +28,7 @@
 
 #include "prm.h"
 #include "mlx5_lm_erdma.h"
+#include "erdma_ctl_client.h"
 
 static char trace_path[] = "/tmp/test_erdma_trace_XXXXXX";
 
@@ -197,27 +198,6 @@ test_event_channel_fd_blocking_unless_nonblock(void **state)
 	mlx5dv_devx_destroy_event_channel(omit);
 	mlx5dv_devx_destroy_event_channel(ch);
 	assert_int_equal(ibv_close_device(ctx), 0);
-}
-
-/* One request to the context's control socket (erdma_ctl.c); the reply in reply. */
-static char ctl_dir[] = "/tmp/test_erdma_ctl_XXXXXX";
-
-static void
-ctl(const char *req, char *reply, size_t len)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	ssize_t n;
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-
-	assert_true(fd >= 0);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/mlx5_0", ctl_dir);
-	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_true(send(fd, req, strlen(req), 0) > 0);
-	n = recv(fd, reply, len - 1, 0);
-	assert_true(n > 0);
-	reply[n] = '\0';
-	close(fd);
-	assert_memory_equal(reply, "ok", 2);
 }
 
 /*

@@ -23,6 +23,7 @@
 
 #include "prm.h"
 #include "devx.h"
+#include "erdma_ctl_client.h"
 
 static char trace_path[] = "/tmp/test_rdma_backend_XXXXXX";
 
@@ -124,28 +125,7 @@ test_event_channel_is_nonblocking(void **state)
 	assert_int_equal(devx_close(ctx), 0);
 }
 
-static char ctl_dir[] = "/tmp/test_rdma_backend_ctl_XXXXXX";
-
 static char reply[128];
-
-/* One request to the emulated rdma-core's control socket of mlx5_0 (erdma_ctl.c). */
-static void
-ctl(const char *req)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	ssize_t n;
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-
-	assert_true(fd >= 0);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/mlx5_0", ctl_dir);
-	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_true(send(fd, req, strlen(req), 0) > 0);
-	n = recv(fd, reply, sizeof(reply) - 1, 0);
-	close(fd);
-	assert_true(n >= 2);
-	reply[n] = '\0';
-	assert_memory_equal(reply, "ok", 2);
-}
 
 /*
  * The back end reads what the kernel hands over: the cookie, then the
@@ -198,7 +178,7 @@ test_events_are_read_at_the_kernels_offsets(void **state)
 	assert_int_equal(devx_evch_subscribe(ch, obj, PRM_EVENT_OBJECT_CHANGE, 5), 0);
 	snprintf(req, sizeof(req), "event %#x %#x %u %#x", PRM_CMD_CREATE_GENERAL_OBJECT,
 		 PRM_OBJ_VIRTIO_Q_COUNTERS, devx_obj_id(obj), PRM_EVENT_OBJECT_CHANGE);
-	ctl(req);
+	ctl(req, reply, sizeof(reply));
 	for (i = 0; i < 5000 && devx_evch_read(ch, &ev) == 0; i++)
 		usleep(1000);
 	assert_int_equal(ev.type, PRM_EVENT_OBJECT_CHANGE);
@@ -207,18 +187,18 @@ test_events_are_read_at_the_kernels_offsets(void **state)
 	assert_int_equal(PRM_GET(affiliated_event_header, ev.data, obj_type),
 			 PRM_OBJ_VIRTIO_Q_COUNTERS);
 	assert_int_equal(devx_evch_read(ch, &ev), 0);
-	ctl("evch_hold 1");
-	ctl(req);
-	ctl(req);
+	ctl("evch_hold 1", reply, sizeof(reply));
+	ctl(req, reply, sizeof(reply));
+	ctl(req, reply, sizeof(reply));
 	/* The library's thread moves the events into the kernel's list: the second overflows. */
 	for (i = 0; i < 5000; i++) {
-		ctl("evch_overflows");
+		ctl("evch_overflows", reply, sizeof(reply));
 		if (strcmp(reply, "ok 1") == 0)
 			break;
 		usleep(1000);
 	}
 	assert_string_equal(reply, "ok 1");
-	ctl("evch_release");
+	ctl("evch_release", reply, sizeof(reply));
 	for (i = 0; i < 5000 && (rc_last = devx_evch_read(ch, &ev)) == 0; i++)
 		usleep(1000);
 	assert_int_equal(rc_last, -EOVERFLOW);

@@ -382,8 +382,13 @@ eventq_count(struct mlx5_lm_virtq *vq)
 	return n;
 }
 
-int
-mlx5_lm_eventq_drain(struct mlx5_lm_virtq *vq, int arm)
+/*
+ * Count the new completions and arm (or only credit) the CQ; after lost
+ * events (lost), also take an armed CQ that completed since as having
+ * fired. -1 (lost) or 0 when the queue has no live event CQ.
+ */
+static int
+eventq_poll(struct mlx5_lm_virtq *vq, int arm, bool lost)
 {
 	struct mlx5_lm_eventq *eq = &vq->eq;
 	int n;
@@ -391,9 +396,21 @@ mlx5_lm_eventq_drain(struct mlx5_lm_virtq *vq, int arm)
 	pthread_mutex_lock(&eq->lock);
 	if (!eq->live) {
 		pthread_mutex_unlock(&eq->lock);
-		return 0;
+		return lost ? -1 : 0;
 	}
 	n = eventq_count(vq);
+	/*
+	 * An armed CQ that completed since raised its event, which may be
+	 * among the lost ones: that arm is consumed, the next carries the
+	 * next number (as if the event had been read). Should the event
+	 * still be queued, reading it moves the number once more: an arm
+	 * that differs from the one the device served is a new request
+	 * either way, whereas repeating the served one could be ignored.
+	 */
+	if (lost && eq->armed && n > 0) {
+		eq->arm_sn = (eq->arm_sn + 1) & 3;
+		eq->armed = 0;
+	}
 	/*
 	 * Polled (timer event modes), a poll that found nothing leaves the
 	 * records alone; the CQ is armed only when the poller falls back to
@@ -408,35 +425,15 @@ mlx5_lm_eventq_drain(struct mlx5_lm_virtq *vq, int arm)
 }
 
 int
+mlx5_lm_eventq_drain(struct mlx5_lm_virtq *vq, int arm)
+{
+	return eventq_poll(vq, arm, false);
+}
+
+int
 mlx5_lm_eventq_recover(struct mlx5_lm_virtq *vq, int arm)
 {
-	struct mlx5_lm_eventq *eq = &vq->eq;
-	int n;
-
-	pthread_mutex_lock(&eq->lock);
-	if (!eq->live) {
-		pthread_mutex_unlock(&eq->lock);
-		return -1;
-	}
-	n = eventq_count(vq);
-	/*
-	 * An armed CQ that completed since raised its event, which may be
-	 * among the lost ones: that arm is consumed, the next carries the
-	 * next number (as if the event had been read). Should the event
-	 * still be queued, reading it moves the number once more: an arm
-	 * that differs from the one the device served is a new request
-	 * either way, whereas repeating the served one could be ignored.
-	 */
-	if (eq->armed && n > 0) {
-		eq->arm_sn = (eq->arm_sn + 1) & 3;
-		eq->armed = 0;
-	}
-	if (arm)
-		eventq_rearm(vq);
-	else if (n > 0)
-		eventq_credit(vq);
-	pthread_mutex_unlock(&eq->lock);
-	return n;
+	return eventq_poll(vq, arm, true);
 }
 
 static void
