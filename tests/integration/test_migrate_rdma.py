@@ -71,8 +71,12 @@ class MigrateOnRdma(unittest.TestCase):
         repeats the served number may be ignored by the device). A CQ starts
         at sn 0 with its CREATE_CQ. The library forwards the last of the
         writes between two looks at the UAR page (shared by the CQs), so not
-        every arm is traced; each traced pair with events between counts."""
-        state, checked = {}, 0
+        every arm is traced, and an arm the device took from its doorbell
+        record (another CQ's write forwarded meanwhile) may raise its event
+        before the arm's own write is traced: such an arm shows one event
+        fewer. That is allowed for a few; a driver that never advances the
+        number (every pair one or more behind) fails."""
+        state, checked, behind = {}, 0, 0
         for r in recs:
             op = r.get('op')
             if op == 'CREATE_CQ' and r.get('status') == 0:
@@ -87,13 +91,19 @@ class MigrateOnRdma(unittest.TestCase):
                 st = state.get(key)
                 if st is None:
                     continue
-                self.assertEqual(sn, (st[0] + st[1]) & 3,
-                                 'CQ 0x%x of %s: arm with sn %d after sn %d and %d completion '
-                                 'events' % (key[1], key[0], sn, st[0], st[1]))
-                checked += st[1] != 0
+                if st[1] != 0:
+                    checked += 1
+                    if sn != (st[0] + st[1]) & 3:
+                        self.assertEqual(sn, (st[0] + st[1] - 1) & 3,
+                                         'CQ 0x%x of %s: arm with sn %d after sn %d and %d '
+                                         'completion events' % (key[1], key[0], sn, st[0],
+                                                                st[1]))
+                        behind += 1
                 state[key] = [sn, 0]
         # The traffic raised events on the devices' CQs, with arms around them.
         self.assertGreater(checked, 8, 'arms with completion events between them')
+        self.assertLessEqual(behind * 10, checked, '%d of %d arms one event behind' %
+                             (behind, checked))
 
     def test_refused_without_enough_devices(self):
         rc, out = run(['--devices', '2', '--queue-pairs', '1', '--mem-gb', '1'])
