@@ -301,7 +301,8 @@ var_mapped(const struct var_entry *e)
 				   &maj, &min, &ino) != 7 || ino != (unsigned long)e->ino ||
 			    strstr(line, "emu-rdma-cmd_fd") == NULL)
 				continue;
-			if (moff >= (uint64_t)e->off + len || moff + (end - start) <= (uint64_t)e->off)
+			if (moff >= (uint64_t)e->off + len ||
+			    moff + (end - start) <= (uint64_t)e->off)
 				continue;
 			if (pid == self && own != 0 && start == own)
 				continue;

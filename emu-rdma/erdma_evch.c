@@ -300,7 +300,8 @@ mlx5dv_devx_get_event(struct mlx5dv_devx_event_channel *pub,
 			erdma_log("event channel: cannot signal the channel fd: %s",
 				  strerror(errno));
 		erdma_log("%s: mlx5dv_devx_get_event with %zu bytes, an event takes %zu: EINVAL "
-			  "(Linux devx.c devx_async_event_read)", ch->ctx->vctx.context.device->name,
+			  "(Linux devx.c devx_async_event_read)",
+			  ch->ctx->vctx.context.device->name,
 			  event_resp_len, need);
 		errno = EINVAL;
 		return -1;

@@ -2431,7 +2431,7 @@ test_reprobe_waits_for_the_front_end_to_release_the_notifier(void **state)
 
 	(void)state;
 	if (!lmh_rdma()) {
-		printf("  skipped on emu=: the emu back end maps no VAR (the rdma path tests it)\n");
+		printf("  skipped on emu=: the emu back end maps no VAR (lifecycle_rdma does)\n");
 		skip();
 	}
 	assert_int_equal(lmh_probe(&d1, -1, "queues=1,mr_gc_ms=0"), 0);

@@ -1242,8 +1242,9 @@ test_kernel_sets_the_umem_valid_bits(void **state)
 	assert_int_equal(emu_uar_free(dev, uar), 0);
 	PRM_SET(create_mkey_in, mk, opcode, PRM_CMD_CREATE_MKEY);
 	emu_set_log(quiet);
-	assert_int_equal(emu_kernel_cmd(dev, EMU_KENTRY_CREATE, mk, PRM_OFF(create_mkey_in, mkc) / 8,
-					NULL, out, sizeof(out)), -EINVAL);
+	assert_int_equal(emu_kernel_cmd(dev, EMU_KENTRY_CREATE, mk,
+					PRM_OFF(create_mkey_in, mkc) / 8, NULL, out, sizeof(out)),
+			 -EINVAL);
 	emu_set_log(NULL);
 }
 

@@ -62,8 +62,9 @@ mlx5_lm_caps_query(struct mlx5_lm_dev *dev)
 		DRV_LOG(INFO, dev, "device has no VIRTIO_Q_COUNTERS (general_obj_types 0x%" PRIx64
 			"): queue statistics are not available", c->general_obj_types);
 	if (!c->cq_oi)
-		DRV_LOG(INFO, dev, "device has no cq_oi: event CQs are created without overrun "
-			"ignore (collapsed, they cannot overrun), as DPDK vdpa/mlx5 creates its own");
+		DRV_LOG(INFO, dev, "device has no cq_oi: event CQs are created without "
+			"overrun ignore (collapsed, they cannot overrun), as DPDK vdpa/mlx5 "
+			"creates its own");
 
 	if (roce) {
 		/* With RoCE, the RoCE caps' qp_ts_format (Linux, DPDK vdpa/mlx5). */

@@ -39,7 +39,7 @@ struct rte_pmd_mlx5_lm_caps {
 	uint32_t umem_param_b[3];
 	/* general caps the event CQ/QP follow */
 	uint8_t cq_oi;                /* cqc.oi may be set */
-	uint8_t qp_ts_format;         /* QP timestamp formats: 0 free-running, 1 real time, 2 both */
+	uint8_t qp_ts_format;         /* QP timestamps: 0 free-running, 1 real time, 2 both */
 };
 
 /* Fill caps for the probed device `name`. Returns 0, or -ENODEV. */

@@ -242,7 +242,7 @@ struct devx_event {
 	 * a QP error's QP number, an affiliated event's obj_id.
 	 */
 	uint32_t obj_id;
-	uint8_t data[32];  /* eqe.event_data (28 bytes: e.g. affiliated_event_header), zero-padded */
+	uint8_t data[32];  /* eqe.event_data, 28 bytes (affiliated_event_header...), 0-padded */
 };
 /* Fill ev from cookie and a whole EQE (PRM_SIZE(eqe) bytes at eqe). */
 void devx_event_from_eqe(struct devx_event *ev, uint64_t cookie, const void *eqe);

@@ -339,9 +339,10 @@ rdma_pd_free(struct devx_ctx *ctx, struct devx_pd *pd, uint8_t *status, uint32_t
  * VAR allocation attempts, as DPDK vdpa/mlx5 makes them
  * (mlx5_vdpa_create_dev_resources: "wait for QEMU to release the VAR during
  * a vdpa restart"): 7, 100 ms << attempt apart, 6.3 s of waiting in all
- * (DPDK sleeps after its last attempt too: 12.7 s). The kernel keeps a VAR, freed or not, while any mapping of it lasts
- * (Linux main.c mlx5_ib_mmap_free), and a front end maps the previous
- * probe's doorbell page as its host notifier until it lets it go.
+ * (DPDK sleeps after its last attempt too: 12.7 s). The kernel keeps a
+ * VAR, freed or not, while any mapping of it lasts (Linux main.c
+ * mlx5_ib_mmap_free), and a front end maps the previous probe's doorbell
+ * page as its host notifier until it lets it go.
  */
 #define VAR_ALLOC_TRIES 7
 #define VAR_ALLOC_FIRST_WAIT_MS 100u
@@ -355,7 +356,8 @@ alloc_var_waiting(struct devx_ctx *ctx)
 	for (attempt = 0; attempt < VAR_ALLOC_TRIES; attempt++) {
 		struct mlx5dv_var *var = mlx5dv_alloc_var(IBCTX(ctx), 0);
 		unsigned int ms = VAR_ALLOC_FIRST_WAIT_MS << attempt;
-		struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
+		struct timespec ts = { .tv_sec = ms / 1000,
+				       .tv_nsec = (long)(ms % 1000) * 1000000 };
 
 		if (var != NULL) {
 			if (attempt > 0)

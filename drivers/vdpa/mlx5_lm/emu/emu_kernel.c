@@ -540,9 +540,9 @@ emu_kernel_check_subscribe(struct emu_dev *dev, const struct emu_kobj *obj, cons
 					     ev[i]))
 			why = "not in the device's user_affiliated_events";
 		if (why != NULL) {
-			emu_log(dev, 3, "kernel: subscription to event 0x%x of object 0x%x (creator "
-				"0x%x) refused (EINVAL): %s (Linux devx.c is_valid_events)", ev[i],
-				obj->id, obj->create_opcode, why);
+			emu_log(dev, 3, "kernel: subscription to event 0x%x of object 0x%x "
+				"(creator 0x%x) refused (EINVAL): %s (Linux devx.c "
+				"is_valid_events)", ev[i], obj->id, obj->create_opcode, why);
 			return -EINVAL;
 		}
 	}

@@ -490,7 +490,8 @@ emu_net_create_cq(struct emu_ctx *c)
 		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
 	if (!emu_eqn_is_completion(c->dev, eqn)) {
 		emu_log(c->dev, 4, "CREATE_CQ: c_eqn %u is not a completion EQ of the function "
-			"(cqc.c_eqn_or_apu_element, 32 bits; Linux mlx5_core_create_cq: ENOENT)", eqn);
+			"(cqc.c_eqn_or_apu_element, 32 bits; Linux mlx5_core_create_cq: ENOENT)",
+			eqn);
 		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_CQ_BAD_EQN);
 	}
 	uar = emu_obj_find(c->dev, EMU_KIND_UAR, uar_id);
@@ -778,7 +779,8 @@ emu_net_create_qp(struct emu_ctx *c)
 		if (cq[i] == NULL)
 			return emu_fail(c, PRM_STATUS_BAD_RES, EMU_SYND_BAD_REFERENCE);
 	}
-	has_wq = PRM_GET(qpc, qpc, rq_type) != PRM_QPC_RQ_TYPE_ZERO_SIZE || !PRM_GET(qpc, qpc, no_sq);
+	has_wq = PRM_GET(qpc, qpc, rq_type) != PRM_QPC_RQ_TYPE_ZERO_SIZE ||
+		 !PRM_GET(qpc, qpc, no_sq);
 	if (has_wq) {
 		const struct emu_caps *caps = &c->dev->prof->caps;
 		uint8_t cap = caps->roce ? caps->qp_ts_format : caps->sq_ts_format;

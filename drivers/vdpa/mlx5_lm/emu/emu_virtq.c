@@ -177,10 +177,11 @@ vq_check_create(struct emu_ctx *c, struct emu_virtq *vq)
 	 * with it (neither driver sets it); the emulator keeps it, unchecked.
 	 */
 	if (vq->doorbell_stride_index >= doorbell_strides()) {
-		emu_log(c->dev, 4, "CREATE VIRTIO_NET_Q refused: doorbell_stride_index %u past the "
-			"%" PRIu64 " doorbells of the area (log_doorbell_bar_size %u in 4 KiB units, "
-			"log_doorbell_stride %u)", vq->doorbell_stride_index, doorbell_strides(),
-			EMU_CAP_LOG_DOORBELL_BAR_SIZE, EMU_CAP_LOG_DOORBELL_STRIDE);
+		emu_log(c->dev, 4, "CREATE VIRTIO_NET_Q refused: doorbell_stride_index %u "
+			"past the %" PRIu64 " doorbells of the area (log_doorbell_bar_size %u "
+			"in 4 KiB units, log_doorbell_stride %u)", vq->doorbell_stride_index,
+			doorbell_strides(), EMU_CAP_LOG_DOORBELL_BAR_SIZE,
+			EMU_CAP_LOG_DOORBELL_STRIDE);
 		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_VQ_BAD_STRIDE);
 	}
 	/* Creating straight into RDY is accepted; SUSPEND/ERR are not creatable. */
