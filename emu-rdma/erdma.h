@@ -68,7 +68,9 @@ struct erdma_ctx {
 	struct erdma_watch *watch; /* doorbell watcher (erdma_db.c) */
 	uint32_t db_page_base;     /* doorbell_bar_offset rounded down to its page */
 	uint32_t db_in_page;       /* doorbell_bar_offset & (page - 1) */
-	uint32_t db_area;          /* 1 << log_doorbell_bar_size */
+	uint32_t db_area;          /* (1 << log_doorbell_bar_size) * 4 KiB */
+	uint32_t db_stride;        /* 1 << log_doorbell_stride */
+	unsigned int dev_index;    /* the device's index (its VAR table, erdma_devx.c) */
 	struct erdma_wire *wire;   /* a tap as the device's wire (erdma_wire.c), or NULL */
 	struct erdma_ctl *ctl;     /* the test's control socket (erdma_ctl.c), or NULL */
 	struct erdma_ctx *next_open; /* the open contexts (erdma_verbs.c, under its lock) */
@@ -108,8 +110,16 @@ struct erdma_var {
 	struct mlx5dv_var pub;
 	struct erdma_ctx *ctx;
 	unsigned int slot;
+	unsigned int entry;        /* k: the device's VAR table entry (pub.page_id) */
 	struct erdma_handle h;
 };
+
+/*
+ * erdma_devx.c: the context closes; its VARs still mapped elsewhere stay
+ * allocated in the device's table (Linux keeps the entry, and the uverbs
+ * context, while a mapping exists).
+ */
+void erdma_var_ctx_closed(struct erdma_ctx *c);
 
 struct erdma_uar {
 	struct mlx5dv_devx_uar pub;

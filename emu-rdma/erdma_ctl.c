@@ -16,6 +16,15 @@
  *                         state (as the emulator's test hook emu_cmd() would:
  *                         not a DevX call, not traced)
  *   live                  emu_dev_live_objects()
+ *   evch_hold DEPTH       emu_evch_hold(): the device's event channels (one
+ *                         under each of the library's) bounded to DEPTH
+ *                         queued events and held back until evch_release;
+ *                         what they drop reaches the program as EOVERFLOW
+ *   evch_release          emu_evch_release()
+ *   evch_overflows        emu_evch_overflows(): events dropped so far
+ *   event OPCODE OBJ_TYPE ID TYPE
+ *                         emu_event_inject(): event TYPE of the object
+ *                         OPCODE (OBJ_TYPE) created, numbered ID
  *   dp_idle MS            the doorbells written so far forwarded, then
  *                         emu_dev_dp_wait_idle(): every kick and
  *                         deliverable frame handled, within MS ms
@@ -104,6 +113,23 @@ serve(struct erdma_ctx *c, char *req, char *reply, size_t len)
 		/* Doorbells are seen by polling: those written so far count too. */
 		erdma_db_flush(c);
 		rc = emu_dev_dp_wait_idle(c->emu, (unsigned int)v[0]);
+	} else if (sscanf(req, "evch_hold %li", (long *)&v[0]) == 1) {
+		if (v[0] > 1000000)
+			goto bad;
+		emu_evch_hold(c->emu, (unsigned int)v[0]);
+		rc = 0;
+	} else if (sscanf(req, "event %li %li %li %li", (long *)&v[0], (long *)&v[1],
+			  (long *)&v[2], (long *)&v[3]) == 4) {
+		if (v[0] > 0xffff || v[1] > 0xffff || v[2] > 0xffffffffu || v[3] > 0xff)
+			goto bad;
+		rc = emu_event_inject(c->emu, (uint16_t)v[0], (uint16_t)v[1], (uint32_t)v[2],
+				      (uint16_t)v[3]);
+	} else if (strcmp(req, "evch_release") == 0) {
+		emu_evch_release(c->emu);
+		rc = 0;
+	} else if (strcmp(req, "evch_overflows") == 0) {
+		snprintf(reply, len, "ok %lu", emu_evch_overflows(c->emu));
+		return;
 	} else if (strcmp(req, "live") == 0) {
 		snprintf(reply, len, "ok %u", emu_dev_live_objects(c->emu));
 		return;

@@ -33,12 +33,18 @@ page_addr(struct erdma_ctx *c, unsigned int slot)
 	return (uint8_t *)c->window + (size_t)slot * erdma_page_size();
 }
 
-/* A VAR page: 32-bit doorbell writes, named by their offset in the BAR. */
+/*
+ * A VAR page: 32-bit doorbell writes, named by their offset in the BAR.
+ * VAR k (page_id) is the doorbell at doorbell_bar_offset + k * stride; its
+ * page is the BAR page holding it (Linux main.c alloc_var_entry).
+ */
 static bool
 scan_var(struct erdma_ctx *c, unsigned int slot)
 {
 	uint32_t *w = (uint32_t *)page_addr(c, slot);
 	size_t i, n = (size_t)erdma_page_size() / sizeof(*w);
+	uint32_t base = (c->db_page_base + c->db_in_page + c->pages[slot].page_id * c->db_stride) &
+			~(uint32_t)(erdma_page_size() - 1);
 	bool hit = false;
 	int rc;
 
@@ -57,9 +63,9 @@ scan_var(struct erdma_ctx *c, unsigned int slot)
 		 * kick of the queue it names, and the emulator also looks at
 		 * every ready queue when told the value may hide others.
 		 */
-		rc = emu_doorbell_merged(c->emu, c->db_page_base + (uint32_t)(i * sizeof(*w)), v);
+		rc = emu_doorbell_merged(c->emu, base + (uint32_t)(i * sizeof(*w)), v);
 		erdma_trace_op(c, "var_write", "DOORBELL", erdma_now_us(), "value", v,
-			       c->db_page_base + i * sizeof(*w), sizeof(*w), rc < 0 ? -1 : 0);
+			       base + i * sizeof(*w), sizeof(*w), rc < 0 ? -1 : 0);
 	}
 	return hit;
 }

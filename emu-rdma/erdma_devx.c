@@ -6,10 +6,14 @@
  * for a refused mailbox, EREMOTEIO with the output filled when the
  * firmware answered with a non-zero status.
  */
+#include <dirent.h>
 #include <endian.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "prm.h"
 #include "erdma.h"
@@ -41,8 +45,11 @@ run(struct erdma_ctx *c, enum emu_kentry e, const struct emu_kobj *k, const void
 	uint64_t t0 = erdma_now_us();
 	int rc;
 
-	rc = emu_kernel_check(c->emu, e, in, inlen, k);
-	if (rc == 0 && emu_cmd(c->emu, in, inlen, out, outlen) < 0)
+	/* The kernel's checks, its amendments (devx_set_umem_valid), the firmware. */
+	rc = emu_kernel_cmd(c->emu, e, in, inlen, k, out, outlen);
+	if (rc > 0)
+		rc = 0;
+	else if (rc < 0 && rc != -EINVAL && rc != -ENOMEM)
 		rc = -EINVAL; /* output too short for the header: uverbs refuses it */
 	erdma_trace_cmd(c, emu_kentry_name(e), t0, in, inlen, out, outlen, rc);
 	if (rc < 0)
@@ -132,10 +139,14 @@ mlx5dv_devx_obj_destroy(struct mlx5dv_devx_obj *obj)
 	return 0;
 }
 
-/* ib_check_mr_access() as devx.c devx_umem_get() applies it. */
+/*
+ * devx.c devx_umem_get(): uverbs_get_flags32() takes LOCAL_WRITE,
+ * REMOTE_WRITE and REMOTE_READ only (EINVAL for any other bit: no
+ * REMOTE_ATOMIC, RELAXED_ORDERING or ON_DEMAND on a DevX umem), then
+ * ib_check_mr_access() (remote write needs local write).
+ */
 #define UMEM_ACCESS_KNOWN (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
-			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | \
-			   IBV_ACCESS_RELAXED_ORDERING)
+			   IBV_ACCESS_REMOTE_READ)
 
 ERDMA_VISIBLE struct mlx5dv_devx_umem *
 mlx5dv_devx_umem_reg(struct ibv_context *context, void *addr, size_t size, uint32_t access)
@@ -149,8 +160,7 @@ mlx5dv_devx_umem_reg(struct ibv_context *context, void *addr, size_t size, uint3
 	if (c == NULL)
 		return NULL;
 	if (size == 0 || (access & ~(uint32_t)UMEM_ACCESS_KNOWN) ||
-	    ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
-	     !(access & IBV_ACCESS_LOCAL_WRITE))) {
+	    ((access & IBV_ACCESS_REMOTE_WRITE) && !(access & IBV_ACCESS_LOCAL_WRITE))) {
 		erdma_log("%s: mlx5dv_devx_umem_reg size %zu access 0x%x: EINVAL (Linux devx.c "
 			  "devx_umem_get, ib_check_mr_access)", context->device->name, size, access);
 		erdma_trace_op(c, "umem_reg", "UMEM_REG", t0, "umem_id", 0, (uintptr_t)addr, size,
@@ -229,12 +239,126 @@ mlx5dv_devx_umem_dereg(struct mlx5dv_devx_umem *pub)
  * Virtio doorbell pages (VAR): one page of cmd_fd, mmap-able at mmap_off;
  * the watcher forwards what is written there to the emulator.
  */
+/*
+ * The device's VAR table, as the kernel keeps it (Linux main.c
+ * mlx5_ib_init_var_table, alloc_var_entry, mlx5_ib_mmap_free): one table
+ * per device, shared by its contexts, of (1 << log_doorbell_bar_size) *
+ * 4 KiB / (1 << log_doorbell_stride) entries; VAR k is the doorbell at
+ * doorbell_bar_offset + k * stride, its mapping the page holding it; a
+ * full table is ENOSPC. An entry is free again only once freed (or its
+ * context closed) AND no mapping of it is left: the kernel's mmap entry
+ * lives while a VMA maps it (QEMU's host-notifier mapping included), and
+ * the uverbs context with it. Mappings of a cmd_fd page are found in
+ * /proc/<pid>/maps (the memfd's inode and the page's offset), the
+ * library's own view of the pages (the context's window) excepted.
+ */
+struct var_entry {
+	bool used;
+	bool released;             /* freed by the program, or its context closed */
+	struct erdma_ctx *ctx;     /* NULL once the context closed */
+	uintptr_t window;          /* the library's own mapping of the memfd, 0 once gone */
+	ino_t ino;                 /* the cmd_fd memfd the page is in */
+	off_t off;                 /* the page's offset in it */
+};
+
+static struct var_table {
+	unsigned int n;
+	struct var_entry *e;
+} var_tables[ERDMA_MAX_DEVICES];
+static pthread_mutex_t var_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Does any process map [off, off + page) of memfd ino, but ctx's own window? */
+static bool
+var_mapped(const struct var_entry *e)
+{
+	uintptr_t own = e->window;
+	uint64_t len = (uint64_t)erdma_page_size();
+	pid_t self = getpid();
+	struct dirent *de;
+	bool found = false;
+	DIR *d = opendir("/proc");
+
+	if (d == NULL)
+		return true; /* cannot tell: kept, as the kernel would while unsure */
+	while (!found && (de = readdir(d)) != NULL) {
+		char path[64], line[512];
+		FILE *f;
+		long pid = strtol(de->d_name, NULL, 10);
+
+		if (pid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/maps", pid);
+		f = fopen(path, "r");
+		if (f == NULL)
+			continue;
+		while (!found && fgets(line, sizeof(line), f) != NULL) {
+			unsigned long start, end, ino;
+			unsigned long long moff;
+			unsigned int maj, min;
+			char perms[8];
+
+			if (sscanf(line, "%lx-%lx %7s %llx %x:%x %lu", &start, &end, perms, &moff,
+				   &maj, &min, &ino) != 7 || ino != (unsigned long)e->ino ||
+			    strstr(line, "emu-rdma-cmd_fd") == NULL)
+				continue;
+			if (moff >= (uint64_t)e->off + len ||
+			    moff + (end - start) <= (uint64_t)e->off)
+				continue;
+			if (pid == self && own != 0 && start == own)
+				continue;
+			found = true;
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return found;
+}
+
+/* Entries freed and no longer mapped become free (var_lock held). */
+static unsigned int
+var_reclaim(struct var_table *t)
+{
+	unsigned int k, held = 0;
+
+	for (k = 0; k < t->n; k++) {
+		struct var_entry *e = &t->e[k];
+
+		if (!e->used || !e->released)
+			continue;
+		if (var_mapped(e)) {
+			held++;
+			continue;
+		}
+		e->used = false;
+	}
+	return held;
+}
+
+void
+erdma_var_ctx_closed(struct erdma_ctx *c)
+{
+	struct var_table *t = &var_tables[c->dev_index];
+	unsigned int k;
+
+	pthread_mutex_lock(&var_lock);
+	for (k = 0; k < t->n; k++) {
+		if (t->e[k].used && t->e[k].ctx == c) {
+			t->e[k].ctx = NULL;
+			t->e[k].window = 0;  /* unmapped by erdma_db_fini, next */
+			t->e[k].released = true;
+		}
+	}
+	pthread_mutex_unlock(&var_lock);
+}
+
 ERDMA_VISIBLE struct mlx5dv_var *
 mlx5dv_alloc_var(struct ibv_context *context, uint32_t flags)
 {
 	struct erdma_ctx *c = devx_ctx(context, "mlx5dv_alloc_var");
+	struct var_table *t;
 	struct erdma_var *v;
-	unsigned int slot;
+	unsigned int slot, k, held;
+	struct stat st;
 	int rc;
 
 	if (c == NULL)
@@ -244,12 +368,46 @@ mlx5dv_alloc_var(struct ibv_context *context, uint32_t flags)
 		return NULL;
 	}
 	v = calloc(1, sizeof(*v));
-	if (v == NULL) {
+	if (v == NULL || fstat(c->vctx.context.cmd_fd, &st) < 0) {
+		free(v);
 		errno = ENOMEM;
 		return NULL;
 	}
-	rc = erdma_page_get(c, ERDMA_PAGE_VAR, 0, &slot);
-	erdma_trace_op(c, "var_alloc", "VAR_ALLOC", erdma_now_us(), "page_id", slot, 0,
+	t = &var_tables[c->dev_index];
+	pthread_mutex_lock(&var_lock);
+	if (t->n == 0) {
+		t->n = c->db_area / c->db_stride;
+		t->e = calloc(t->n ? t->n : 1, sizeof(*t->e));
+		if (t->n == 0 || t->e == NULL) {
+			t->n = 0;
+			pthread_mutex_unlock(&var_lock);
+			free(v);
+			errno = ENOMEM;
+			return NULL;
+		}
+	}
+	held = var_reclaim(t);
+	for (k = 0; k < t->n && t->e[k].used; k++)
+		;
+	if (k == t->n) {
+		pthread_mutex_unlock(&var_lock);
+		erdma_log("%s: mlx5dv_alloc_var: ENOSPC: all %u VARs of the device are taken, %u "
+			  "of them freed but still mapped (Linux main.c alloc_var_entry; an entry "
+			  "lives while any mapping of it does, mlx5_ib_mmap_free)",
+			  context->device->name, t->n, held);
+		erdma_trace_op(c, "var_alloc", "VAR_ALLOC", erdma_now_us(), "page_id", 0, 0,
+			       (uint64_t)erdma_page_size(), -1);
+		free(v);
+		errno = ENOSPC;
+		return NULL;
+	}
+	rc = erdma_page_get(c, ERDMA_PAGE_VAR, k, &slot);
+	if (rc == 0)
+		t->e[k] = (struct var_entry){ .used = true, .ctx = c,
+					      .window = (uintptr_t)c->window, .ino = st.st_ino,
+					      .off = (off_t)slot * erdma_page_size() };
+	pthread_mutex_unlock(&var_lock);
+	erdma_trace_op(c, "var_alloc", "VAR_ALLOC", erdma_now_us(), "page_id", k, 0,
 		       (uint64_t)erdma_page_size(), rc < 0 ? -1 : 0);
 	if (rc < 0) {
 		free(v);
@@ -258,7 +416,9 @@ mlx5dv_alloc_var(struct ibv_context *context, uint32_t flags)
 	}
 	v->ctx = c;
 	v->slot = slot;
-	v->pub.page_id = slot;
+	v->entry = k;
+	/* The kernel's answer: the entry's index, a page mapping it, its mmap offset. */
+	v->pub.page_id = k;
 	v->pub.length = (uint32_t)erdma_page_size();
 	v->pub.mmap_off = (off_t)slot * erdma_page_size();
 	erdma_handle_add(c, &v->h, v);
@@ -269,8 +429,14 @@ ERDMA_VISIBLE void
 mlx5dv_free_var(struct mlx5dv_var *pub)
 {
 	struct erdma_var *v = (struct erdma_var *)pub;
+	struct var_table *t = &var_tables[v->ctx->dev_index];
 
 	erdma_page_put(v->ctx, v->slot);
+	pthread_mutex_lock(&var_lock);
+	/* Free again once no mapping is left (var_reclaim, at the next allocation). */
+	if (v->entry < t->n && t->e[v->entry].ctx == v->ctx)
+		t->e[v->entry].released = true;
+	pthread_mutex_unlock(&var_lock);
 	erdma_handle_del(v->ctx, &v->h);
 	free(v);
 }

@@ -7,6 +7,16 @@
  * its cookie, and a subscription has at most one event queued (Linux
  * devx.c devx_async_event_read, dispatch_event_fd).
  *
+ * What a read returns is the kernel's: the 8-byte cookie and the whole
+ * 64-byte EQE the device wrote (deliver_event copies struct mlx5_eqe:
+ * type at byte 1, data at byte 32), or the cookie alone with OMIT_EV_DATA;
+ * a buffer shorter than that is EINVAL and the event stays queued.
+ * The kernel's list has no bound, but an event it cannot allocate is lost
+ * and the next read fails once with EOVERFLOW (is_overflow_err): here when
+ * this library runs out of memory, or when the device's channel dropped
+ * the event (a test bounds it and holds it back, emu_evch_hold: the
+ * control socket's evch_hold), before it reached the list.
+ *
  * Here the fd is a blocking eventfd counting queued events (a semaphore:
  * one read, one event). A thread per channel waits on the emulator's
  * channel and moves its events into the channel's queue.
@@ -21,8 +31,6 @@
 #include "prm.h"
 #include "erdma.h"
 
-#define EV_DATA_LEN 32u
-
 struct erdma_evch {
 	struct mlx5dv_devx_event_channel pub;   /* pub.fd: the program's fd */
 	struct erdma_ctx *ctx;
@@ -31,9 +39,10 @@ struct erdma_evch {
 	int stopfd;
 	pthread_t thread;
 	struct erdma_handle h;
-	pthread_mutex_t lock;                   /* guards q, head, n */
+	pthread_mutex_t lock;                   /* guards the rest */
 	struct emu_event *q;
 	size_t cap, head, n;
+	bool overflow;                          /* devx.c is_overflow_err */
 };
 
 /* With OMIT_EV_DATA a subscription's event is queued once until read. */
@@ -46,6 +55,17 @@ queued_cookie(struct erdma_evch *ch, uint64_t cookie)
 		if (ch->q[(ch->head + i) % ch->cap].cookie == cookie)
 			return true;
 	return false;
+}
+
+/* An event the kernel could not queue: lost, and the next read says so once. */
+static void
+overflow(struct erdma_evch *ch, const struct emu_event *ev, const char *why)
+{
+	ch->overflow = true;
+	erdma_log("%s: event channel: %s, event 0x%x of cookie 0x%llx dropped: the next read "
+		  "fails with EOVERFLOW (Linux devx.c deliver_event, is_overflow_err)",
+		  ch->ctx->vctx.context.device->name, why, ev->type,
+		  (unsigned long long)ev->cookie);
 }
 
 static void
@@ -63,9 +83,7 @@ push(struct erdma_evch *ch, const struct emu_event *ev)
 		struct emu_event *nq = malloc(ncap * sizeof(*nq));
 
 		if (nq == NULL) {
-			/* The kernel marks the channel overflowed; we say so. */
-			erdma_log("event channel: out of memory, event of cookie 0x%llx dropped",
-				  (unsigned long long)ev->cookie);
+			overflow(ch, ev, "out of memory");
 			pthread_mutex_unlock(&ch->lock);
 			return;
 		}
@@ -94,13 +112,25 @@ forwarder(void *arg)
 
 	for (;;) {
 		struct emu_event ev;
+		int rc;
 
 		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
 			break;
 		if (pfd[1].revents)
 			break;
-		while (emu_evch_read(ch->emu, &ev) == 1)
-			push(ch, &ev);
+		while ((rc = emu_evch_read(ch->emu, &ev)) != 0) {
+			if (rc == 1) {
+				push(ch, &ev);
+				continue;
+			}
+			/*
+			 * Events lost before they reached the list (the test's bound,
+			 * emu_evch_hold): the program learns it as from the kernel.
+			 */
+			pthread_mutex_lock(&ch->lock);
+			ch->overflow = true;
+			pthread_mutex_unlock(&ch->lock);
+		}
 	}
 	return NULL;
 }
@@ -214,6 +244,12 @@ mlx5dv_devx_subscribe_devx_event(struct mlx5dv_devx_event_channel *pub,
 				  EOPNOTSUPP);
 		return EOPNOTSUPP;
 	}
+	/* The kernel's rules (is_valid_events: the device's event caps), then ours below. */
+	if (emu_kernel_check_subscribe(ch->ctx->emu, &obj->k, events_num, n) < 0) {
+		erdma_trace_op(ch->ctx, "evch_subscribe", "EVCH_SUBSCRIBE", t0, "obj_id", obj->k.id,
+			       cookie, n, -1);
+		return EINVAL;
+	}
 	for (i = 0; i < n; i++) {
 		if (!valid_event(&obj->k, events_num[i])) {
 			erdma_log("%s: event 0x%x of object 0x%x (creator 0x%x): EINVAL (Linux devx.c "
@@ -238,31 +274,47 @@ mlx5dv_devx_get_event(struct mlx5dv_devx_event_channel *pub,
 		      struct mlx5dv_devx_async_event_hdr *event_data, size_t event_resp_len)
 {
 	struct erdma_evch *ch = (struct erdma_evch *)pub;
-	size_t need = sizeof(event_data->cookie) + (ch->omit ? 0 : EV_DATA_LEN);
+	/* devx_async_event_read: the cookie, then sizeof(struct mlx5_eqe) unless OMIT_EV_DATA. */
+	size_t need = sizeof(event_data->cookie) + (ch->omit ? 0 : PRM_SIZE(eqe));
 	struct emu_event ev;
-	uint64_t cnt;
+	uint64_t cnt = 1;
 
-	if (event_resp_len < need) {
-		errno = ENOSPC;
+	_Static_assert(sizeof(ev.eqe) == PRM_SIZE(eqe), "the kernel copies a whole EQE");
+	pthread_mutex_lock(&ch->lock);
+	/* The overflow first, once, whatever is queued (devx_async_event_read). */
+	if (ch->overflow) {
+		ch->overflow = false;
+		pthread_mutex_unlock(&ch->lock);
+		errno = EOVERFLOW;
 		return -1;
 	}
+	pthread_mutex_unlock(&ch->lock);
 	/* Blocks, or EAGAIN when the program made the fd non-blocking. */
 	if (read(pub->fd, &cnt, sizeof(cnt)) != sizeof(cnt))
 		return -1;
 	pthread_mutex_lock(&ch->lock);
+	if (event_resp_len < need) {
+		/* The event stays queued: its count goes back on the fd. */
+		pthread_mutex_unlock(&ch->lock);
+		if (write(pub->fd, &cnt, sizeof(cnt)) != sizeof(cnt))
+			erdma_log("event channel: cannot signal the channel fd: %s",
+				  strerror(errno));
+		erdma_log("%s: mlx5dv_devx_get_event with %zu bytes, an event takes %zu: EINVAL "
+			  "(Linux devx.c devx_async_event_read)",
+			  ch->ctx->vctx.context.device->name,
+			  event_resp_len, need);
+		errno = EINVAL;
+		return -1;
+	}
 	ev = ch->q[ch->head];
 	ch->head = (ch->head + 1) % ch->cap;
 	ch->n--;
 	pthread_mutex_unlock(&ch->lock);
 	event_data->cookie = ev.cookie;
-	if (!ch->omit) {
-		memcpy(event_data->out_data, ev.data, EV_DATA_LEN);
-		/*
-		 * A completion event carries its EQE's data: the CQ number is the
-		 * last dword (Linux mlx5_eqe_comp.cqn, 24 bits), at byte 24.
-		 */
-		if (ev.type == PRM_EVENT_COMPLETION)
-			prm_set_bits(event_data->out_data, 0xc8, 24, ev.obj_id);
-	}
+	if (!ch->omit)
+		memcpy(event_data->out_data, ev.eqe, PRM_SIZE(eqe));
+	/* Traced as read (a test orders a CQ's arms and events): the object, the type. */
+	erdma_trace_op(ch->ctx, "get_event", "EVENT", erdma_now_us(), "obj_id", ev.obj_id,
+		       ev.type, need, 0);
 	return (ssize_t)need;
 }

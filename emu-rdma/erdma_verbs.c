@@ -248,7 +248,9 @@ read_doorbell_caps(struct erdma_ctx *c)
 	off = PRM_GET(virtio_emulation_cap, cap, doorbell_bar_offset);
 	c->db_page_base = (uint32_t)(off & ~(uint64_t)(page - 1));
 	c->db_in_page = (uint32_t)(off & (uint64_t)(page - 1));
-	c->db_area = 1u << PRM_GET(virtio_emulation_cap, cap, log_doorbell_bar_size);
+	/* In 4 KiB units (Linux main.c mlx5_ib_init_var_table: (1 << log) * 4096). */
+	c->db_area = (1u << PRM_GET(virtio_emulation_cap, cap, log_doorbell_bar_size)) * 4096u;
+	c->db_stride = 1u << PRM_GET(virtio_emulation_cap, cap, log_doorbell_stride);
 	free(out);
 	return 0;
 }
@@ -273,6 +275,7 @@ open_context(struct ibv_device *device, bool devx)
 	}
 	c->magic = ERDMA_MAGIC;
 	c->devx = devx;
+	c->dev_index = d->index;
 	pthread_mutex_init(&c->lock, NULL);
 	c->handles.next = c->handles.prev = &c->handles;
 	fill_ops(c);
@@ -365,6 +368,7 @@ ibv_close_device(struct ibv_context *context)
 		h->release(h->base);
 	}
 	erdma_ctl_fini(c);
+	erdma_var_ctx_closed(c);
 	erdma_db_fini(c);
 	erdma_wire_close(c);
 	/* Off the open list before the device goes: the stats query reads it. */

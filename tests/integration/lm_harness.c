@@ -591,6 +591,18 @@ lmh_probe_profile(struct lmh_dev *d, int sock, const char *profile, const char *
 	return 0;
 }
 
+void
+lmh_reuse_ibdev(const struct lmh_dev *prev)
+{
+	unsigned int want;
+
+	if (!use_rdma || n_ibdev == 0 || sscanf(prev->ibdev, "mlx5_%u", &want) != 1)
+		return;
+	/* Forward only: names of devices still probed stay unique. */
+	while (dev_seq % n_ibdev != want)
+		dev_seq++;
+}
+
 static long
 file_size(const char *path)
 {
@@ -858,6 +870,43 @@ lmh_fault_inject(struct lmh_dev *d, uint16_t opcode, uint16_t obj_type, unsigned
 	snprintf(req, sizeof(req), "fault %#x %#x %u %#x %#x", opcode, obj_type, nth, status,
 		 syndrome);
 	return rdma_ctl(d, req, reply, sizeof(reply));
+}
+
+int
+lmh_evch_hold(struct lmh_dev *d, unsigned int depth)
+{
+	char req[64], reply[256];
+
+	if (!use_rdma) {
+		emu_evch_hold(d->emu, depth);
+		return 0;
+	}
+	snprintf(req, sizeof(req), "evch_hold %u", depth);
+	return rdma_ctl(d, req, reply, sizeof(reply));
+}
+
+int
+lmh_evch_release(struct lmh_dev *d)
+{
+	char reply[256];
+
+	if (!use_rdma) {
+		emu_evch_release(d->emu);
+		return 0;
+	}
+	return rdma_ctl(d, "evch_release", reply, sizeof(reply));
+}
+
+long
+lmh_evch_overflows(struct lmh_dev *d)
+{
+	char reply[256];
+	int rc;
+
+	if (!use_rdma)
+		return (long)emu_evch_overflows(d->emu);
+	rc = rdma_ctl(d, "evch_overflows", reply, sizeof(reply));
+	return rc < 0 ? rc : strtol(reply + 2, NULL, 0);
 }
 
 int

@@ -133,6 +133,8 @@ int lmh_probe(struct lmh_dev *d, int sock, const char *args);
  * on rdma the profile the emulated rdma-core gives the device it opens next.
  */
 int lmh_probe_profile(struct lmh_dev *d, int sock, const char *profile, const char *args);
+/* rdma: the next probe takes prev's RDMA device again (a re-probe of the same function). */
+void lmh_reuse_ibdev(const struct lmh_dev *prev);
 /*
  * Detach and remove; returns the objects the emulator found alive (>= 0), or < 0
  * (rdma: the device's line in the library's summary; < 0 when there is none).
@@ -175,6 +177,15 @@ int lmh_fault_inject(struct lmh_dev *d, uint16_t opcode, uint16_t obj_type, unsi
 		     uint8_t status, uint32_t syndrome);
 /* emu_virtq_force_error(). 0 or < 0. */
 int lmh_vq_force_error(struct lmh_dev *d, uint32_t virtq_id, uint8_t error_type);
+/*
+ * The device's event channels bounded to depth queued events and their
+ * reader held back (emu_evch_hold; rdma: the kernel's list, the control
+ * socket's evch_hold) until lmh_evch_release; lmh_evch_overflows: the
+ * events dropped so far (< 0: could not be asked).
+ */
+int lmh_evch_hold(struct lmh_dev *d, unsigned int depth);
+int lmh_evch_release(struct lmh_dev *d);
+long lmh_evch_overflows(struct lmh_dev *d);
 /*
  * The state the device holds for ring i's virtq (a QUERY through the test
  * hook, not traced); -1 when the ring has no object, < -1 when the query failed.

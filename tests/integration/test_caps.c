@@ -215,6 +215,22 @@ test_all_caps_forward_reenable_and_log(void **state)
 }
 
 /*
+ * Issue 19 item 9: completion EQs past 255 (the CQ's c_eqn written as the
+ * kernel reads it, 32 bits: mlx5_core_create_cq), a device with real-time
+ * timestamps only (the event QPs ask for the format the caps allow:
+ * Linux mlx5_get_qp_default_ts, DPDK mlx5_ts_format_conv) and no cq_oi
+ * (no overrun ignore asked for): the same steps as the control.
+ */
+static void
+test_eqns_past_255_real_time_only_and_no_cq_oi(void **state)
+{
+	(void)state;
+	forward_reenable_log(profile("caps-eqn-rt.json"), &d, &t, NULL);
+	lmh_trace_free(&t);
+	traced = NULL;
+}
+
+/*
  * A8: without freeze_to_rdy_supported a suspended queue cannot go back to
  * RDY (PRM state machine); re-enabling a ring and starting the dirty log
  * re-create the queue from its queried indices instead.
@@ -701,6 +717,7 @@ main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_teardown(f, teardown)
 		T(test_all_caps_forward_reenable_and_log),
+		T(test_eqns_past_255_real_time_only_and_no_cq_oi),
 		T(test_without_freeze_to_rdy_queues_are_recreated_not_resumed),
 		T(test_without_modify_caps_queues_are_created_at_driver_ok),
 		T(test_without_counters_stats_say_not_supported),

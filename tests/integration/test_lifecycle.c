@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -2492,10 +2493,95 @@ test_restore_deferred_until_the_device_is_needed(void **state)
 	tc_remove(t);
 }
 
+struct unmapper {
+	void *addr;
+	size_t len;
+	size_t mark;
+	bool seen;
+};
+
+/* The front end lets the old notifier go once the new probe waits for it. */
+static void *
+unmap_when_waited_for(void *arg)
+{
+	struct unmapper *u = arg;
+
+	u->seen = lmh_wait_log(u->mark, "no VAR free (mlx5dv_alloc_var: ENOSPC), attempt",
+			       LMH_DEADLINE_MS);
+	munmap(u->addr, u->len);
+	return NULL;
+}
+
+/* The front end's host-notifier mapping of d's doorbell page (QEMU mmaps what vhost sends). */
+static void *
+map_notifier(struct lmh_dev *d, size_t *len)
+{
+	uint64_t off, size;
+	void *p;
+	int fd;
+
+	assert_int_equal(devx_db_mmap_info(d->dev->db, &fd, &off, &size), 0);
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
+	assert_true(p != MAP_FAILED);
+	*len = size;
+	return p;
+}
+
+/*
+ * Issue 19 item 5: the kernel keeps a VAR (and its context) while any
+ * mapping of it lasts, QEMU's host notifier included (Linux main.c
+ * mlx5_ib_mmap_free), and the device has one: a re-probe of the function
+ * while the front end still maps the previous probe's doorbell page finds
+ * none free (ENOSPC). The driver waits for it as DPDK vdpa/mlx5 does (7
+ * attempts, 100 ms << n apart): released meanwhile, the probe succeeds;
+ * never released, it fails with an error naming the cause, leaving
+ * nothing behind; released then, the next probe succeeds.
+ */
+static void
+test_reprobe_waits_for_the_front_end_to_release_the_notifier(void **state)
+{
+	struct lmh_dev d1, d2, d3;
+	struct unmapper u = { 0 };
+	pthread_t th;
+	size_t mark, len;
+	void *map;
+
+	(void)state;
+	if (!lmh_rdma()) {
+		printf("  skipped on emu=: the emu back end maps no VAR (lifecycle_rdma does)\n");
+		skip();
+	}
+	assert_int_equal(lmh_probe(&d1, -1, "queues=1,mr_gc_ms=0"), 0);
+	u.addr = map_notifier(&d1, &u.len);
+	assert_int_equal(lmh_remove(&d1), 0);
+	lmh_reuse_ibdev(&d1);
+	u.mark = lmh_log_mark();
+	assert_int_equal(pthread_create(&th, NULL, unmap_when_waited_for, &u), 0);
+	assert_int_equal(lmh_probe(&d2, -1, "queues=1,mr_gc_ms=0"), 0);
+	pthread_join(th, NULL);
+	assert_true(u.seen);
+	assert_true(lmh_log_has(u.mark, "VAR allocated after"));
+
+	/* Never released: the probe gives up, saying why. */
+	map = map_notifier(&d2, &len);
+	assert_int_equal(lmh_remove(&d2), 0);
+	lmh_reuse_ibdev(&d2);
+	mark = lmh_log_mark();
+	assert_int_not_equal(lmh_probe(&d3, -1, "queues=1,mr_gc_ms=0"), 0);
+	assert_true(lmh_log_has(mark, "no VAR free after 7 attempts"));
+	assert_true(lmh_log_has(mark, "still maps it"));
+	assert_int_equal(lmh_failed_probe_left(&d3), 0);
+	munmap(map, len);
+	lmh_reuse_ibdev(&d2);
+	assert_int_equal(lmh_probe(&d3, -1, "queues=1,mr_gc_ms=0"), 0);
+	assert_int_equal(lmh_remove(&d3), 0);
+}
+
 int
 main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_reprobe_waits_for_the_front_end_to_release_the_notifier),
 		cmocka_unit_test_setup_teardown(
 			test_driver_ok_modifies_each_queue_once_and_close_suspends_and_queries,
 			tc_setup, tc_teardown),

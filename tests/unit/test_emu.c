@@ -210,6 +210,9 @@ vq_mailbox(uint8_t *in, size_t len, uint16_t opcode, uint32_t id)
 	PRM_SET(general_obj_in_cmd_hdr, in, obj_id, id);
 }
 
+/* doorbell_stride_index of the queues vq_create makes (0, as every driver). */
+static uint16_t vq_stride;
+
 /* A blank queue: size, umems, pd, counters only (what probe pre-creates). */
 static int
 vq_create(const struct vq_env *e, uint16_t index, uint16_t qs, uint32_t *id)
@@ -220,6 +223,7 @@ vq_create(const struct vq_env *e, uint16_t index, uint16_t qs, uint32_t *id)
 
 	vq_mailbox(in, sizeof(in), PRM_CMD_CREATE_GENERAL_OBJECT, 0);
 	PRM_SET(virtio_q, q, queue_index, index);
+	PRM_SET(virtio_q, q, doorbell_stride_index, vq_stride);
 	PRM_SET(virtio_q, q, queue_size, qs);
 	PRM_SET(virtio_q, q, umem_1_id, e->umem[0]);
 	PRM_SET(virtio_q, q, umem_1_size, UMEM_SZ(cap_a[0], cap_b[0], qs));
@@ -1007,8 +1011,16 @@ test_force_error_posts_object_change_with_cookie(void **state)
 	assert_int_equal(ev.cookie, 0xc00c1e);
 	assert_int_equal(ev.type, PRM_EVENT_OBJECT_CHANGE);
 	assert_int_equal(ev.obj_id, vq);
-	assert_int_equal(prm_get_bits(ev.data, 0, 16), PRM_OBJ_VIRTIO_NET_Q);
-	assert_int_equal(prm_get_bits(ev.data, 0x20, 32), vq);
+	/*
+	 * The whole EQE, at the bytes of Linux include/linux/mlx5/device.h
+	 * struct mlx5_eqe (type at byte 1, data at 32) and mlx5_ifc.h
+	 * affiliated_event_header (obj_type at data byte 2, obj_id at 4).
+	 */
+	assert_int_equal(ev.eqe[1], PRM_EVENT_OBJECT_CHANGE);
+	assert_int_equal(ev.eqe[34] << 8 | ev.eqe[35], PRM_OBJ_VIRTIO_NET_Q);
+	assert_int_equal((uint32_t)ev.eqe[36] << 24 | ev.eqe[37] << 16 | ev.eqe[38] << 8 |
+			 ev.eqe[39], vq);
+	assert_int_equal(ev.eqe[32] | ev.eqe[33], 0);
 	assert_int_equal(emu_evch_read(ch, &ev), 0);
 	assert_int_equal(poll(&pfd, 1, 0), 0);
 	/* ERR is terminal: a second force_error has nothing to do. */
@@ -1046,13 +1058,17 @@ qp_cmd(uint16_t opcode, uint32_t qpn, uint32_t remote)
 	return qp_cmd_ex(opcode, qpn, remote, true, 7, 7, 14);
 }
 
+/* A QP with no work queue (zero-size RQ, no SQ): the state machine's subject only. */
 static uint32_t
 plain_qp(uint32_t pd)
 {
 	uint8_t in[PRM_SIZE(create_qp_in)] = { 0 }, out[16];
+	void *qpc = PRM_ADDR(create_qp_in, in, qpc);
 
 	PRM_SET(create_qp_in, in, opcode, PRM_CMD_CREATE_QP);
-	PRM_SET(qpc, PRM_ADDR(create_qp_in, in, qpc), pd, pd);
+	PRM_SET(qpc, qpc, pd, pd);
+	PRM_SET(qpc, qpc, rq_type, PRM_QPC_RQ_TYPE_ZERO_SIZE);
+	PRM_SET(qpc, qpc, no_sq, 1);
 	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
 	return (uint32_t)PRM_GET(create_qp_out, out, qpn);
 }
@@ -1187,6 +1203,49 @@ test_create_cq_needs_a_completion_eq_and_a_uar_page(void **state)
 	assert_int_equal(emu_uar_free(dev, uar), -EBUSY);
 	assert_int_equal(simple(PRM_CMD_DESTROY_CQ, cqn, NULL), 0);
 	assert_int_equal(emu_uar_free(dev, uar), 0);
+}
+
+/*
+ * The kernel sets the umem valid bits of a DevX CREATE_CQ itself (Linux
+ * devx.c devx_set_umem_valid: cq_umem_valid, cqc.dbr_umem_valid), whatever
+ * the caller wrote: through the kernel's entry point a CQ whose mailbox
+ * names its umems without the bits is created, straight to the firmware
+ * it is not. A CREATE_MKEY shorter than the mkey context is the kernel's
+ * EINVAL (devx_handle_mkey_create).
+ */
+static void
+test_kernel_sets_the_umem_valid_bits(void **state)
+{
+	uint8_t in[PRM_SIZE(create_cq_in)] = { 0 }, out[16] = { 0 };
+	uint8_t mk[PRM_SIZE(create_mkey_in)] = { 0 };
+	void *cqc = PRM_ADDR(create_cq_in, in, cq_context);
+	uint32_t eqn, uar, mem = umem(4096, NULL);
+
+	(void)state;
+	assert_int_equal(emu_eqn_query(dev, 0, &eqn), 0);
+	assert_int_equal(emu_uar_alloc(dev, &uar), 0);
+	PRM_SET(create_cq_in, in, opcode, PRM_CMD_CREATE_CQ);
+	PRM_SET(cqc, cqc, log_cq_size, 4);
+	PRM_SET(cqc, cqc, c_eqn, eqn);
+	PRM_SET(cqc, cqc, uar_page, uar);
+	PRM_SET(cqc, cqc, dbr_umem_id, mem);
+	PRM_SET(create_cq_in, in, cq_umem_id, mem);
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_CQ_NO_UMEM, run(in, sizeof(in), out,
+								       sizeof(out)));
+	assert_int_equal(emu_kernel_cmd(dev, EMU_KENTRY_CREATE, in, sizeof(in), NULL, out,
+					sizeof(out)), 0);
+	assert_int_equal(PRM_GET(cmd_out, out, status), PRM_STATUS_OK);
+	/* The caller's mailbox is the caller's: the kernel amended its own copy. */
+	assert_int_equal(PRM_GET(create_cq_in, in, cq_umem_valid), 0);
+	assert_int_equal(simple(PRM_CMD_DESTROY_CQ, (uint32_t)PRM_GET(create_cq_out, out, cqn),
+				NULL), 0);
+	assert_int_equal(emu_uar_free(dev, uar), 0);
+	PRM_SET(create_mkey_in, mk, opcode, PRM_CMD_CREATE_MKEY);
+	emu_set_log(quiet);
+	assert_int_equal(emu_kernel_cmd(dev, EMU_KENTRY_CREATE, mk,
+					PRM_OFF(create_mkey_in, mkc) / 8, NULL, out, sizeof(out)),
+			 -EINVAL);
+	emu_set_log(NULL);
 }
 
 static void
@@ -1522,8 +1581,10 @@ test_virtio_emulation_caps_describe_a_cx6dx(void **state)
 	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, device_features_bits_mask), 0x1fff);
 	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, event_mode), 3);
 	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, virtio_queue_type), 3);
-	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, log_doorbell_stride), 2);
-	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, log_doorbell_bar_size), 12);
+	/* One 4 KiB stride: one VAR per function (Linux mlx5_ib_init_var_table). */
+	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, log_doorbell_stride), 12);
+	/* 4 KiB units (Linux mlx5_ib_init_var_table): one page of doorbells. */
+	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, log_doorbell_bar_size), 0);
 	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, max_num_virtio_queues), 256);
 	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, desc_group_mkey_supported), 0);
 	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, vnet_modify_ext), 1);
@@ -1535,8 +1596,9 @@ test_virtio_emulation_caps_describe_a_cx6dx(void **state)
 /*
  * A5: doorbell_bar_offset is not page aligned (the in-page part is what a
  * driver writes at in the kernel's VAR mapping), and a write outside the
- * area [doorbell_bar_offset, + 1 << log_doorbell_bar_size) rings nothing
- * (PRM virtio_emulation_cap).
+ * area [doorbell_bar_offset, + (1 << log_doorbell_bar_size) * 4 KiB) rings
+ * nothing (PRM virtio_emulation_cap; the unit is Linux main.c
+ * mlx5_ib_init_var_table's).
  */
 static void
 test_doorbell_writes_must_land_on_the_doorbell_area(void **state)
@@ -1544,7 +1606,7 @@ test_doorbell_writes_must_land_on_the_doorbell_area(void **state)
 	uint8_t out[PRM_SIZE(query_hca_cap_out)];
 	void *cap = query_cap(PRM_CAP_VIRTIO_EMULATION, out);
 	uint32_t off = (uint32_t)PRM_GET(virtio_emulation_cap, cap, doorbell_bar_offset);
-	uint32_t area = 1u << PRM_GET(virtio_emulation_cap, cap, log_doorbell_bar_size);
+	uint32_t area = (1u << PRM_GET(virtio_emulation_cap, cap, log_doorbell_bar_size)) * 4096u;
 
 	(void)state;
 	assert_int_not_equal(off & 0xfff, 0);
@@ -1557,6 +1619,70 @@ test_doorbell_writes_must_land_on_the_doorbell_area(void **state)
 	assert_int_equal(emu_doorbell(dev, off + area, 0), -EINVAL);
 	assert_int_equal(emu_doorbell_merged(dev, 0, 0), -EINVAL);
 	emu_set_log(NULL);
+}
+
+/*
+ * A queue's doorbell is the stride it names: one of the doorbell area's
+ * strides, (1 << log_doorbell_bar_size) * 4 KiB / (1 << log_doorbell_stride)
+ * (Linux main.c mlx5_ib_init_var_table): here one, index 0, where every
+ * public driver writes every queue's index.
+ */
+static void
+test_virtq_doorbell_stride_is_within_the_area(void **state)
+{
+	uint8_t out[PRM_SIZE(query_hca_cap_out)];
+	void *cap = query_cap(PRM_CAP_VIRTIO_EMULATION, out);
+	uint32_t off = (uint32_t)PRM_GET(virtio_emulation_cap, cap, doorbell_bar_offset);
+	uint32_t n = ((1u << PRM_GET(virtio_emulation_cap, cap, log_doorbell_bar_size)) * 4096u) >>
+		     PRM_GET(virtio_emulation_cap, cap, log_doorbell_stride);
+	struct vq_env e;
+
+	(void)state;
+	env_init(&e, 256);
+	assert_int_equal(n, 1);
+	vq_stride = (uint16_t)n;
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_VQ_BAD_STRIDE, vq_create(&e, 1, 256, NULL));
+	vq_stride = 0;
+	(void)vq_rdy(&e, 1);
+	assert_int_equal(emu_doorbell(dev, off, 1), 0);
+}
+
+/*
+ * A QP with a work queue names a UAR page of the function (qpc.uar_page,
+ * as Linux mlx5_vnet and DPDK vdpa/mlx5 set it on their driver-side event
+ * QP) and a timestamp format its caps allow (the emulated CX6 Dx offers
+ * free-running and real time: formats 0-2; 3 is none). A CQ asks for
+ * overrun ignore only with cq_oi (offered here: the profile caps-eqn-rt
+ * takes it away, integration/test_caps.c).
+ */
+static void
+test_qp_fields_follow_the_caps(void **state)
+{
+	uint8_t in[PRM_SIZE(create_qp_in)] = { 0 }, out[16];
+	void *qpc = PRM_ADDR(create_qp_in, in, qpc);
+	uint8_t cap_out[PRM_SIZE(query_hca_cap_out)];
+	struct vq_env e;
+	uint32_t uar;
+
+	(void)state;
+	env_init(&e, 256);
+	assert_int_equal(PRM_GET(cmd_hca_cap, query_cap(PRM_CAP_GENERAL, cap_out), cq_oi), 1);
+	assert_int_equal(emu_uar_alloc(dev, &uar), 0);
+	PRM_SET(create_qp_in, in, opcode, PRM_CMD_CREATE_QP);
+	PRM_SET(qpc, qpc, pd, e.pd);
+	PRM_SET(qpc, qpc, no_sq, 1);
+	PRM_SET(qpc, qpc, rq_type, PRM_QPC_RQ_TYPE_REGULAR);
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_QP_BAD_UAR,
+		      run(in, sizeof(in), out, sizeof(out)));
+	PRM_SET(qpc, qpc, uar_page, uar);
+	PRM_SET(qpc, qpc, ts_format, 3);
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_QP_BAD_TS_FORMAT,
+		      run(in, sizeof(in), out, sizeof(out)));
+	PRM_SET(qpc, qpc, ts_format, PRM_TS_FORMAT_DEFAULT);
+	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
+	assert_int_equal(simple(PRM_CMD_DESTROY_QP, (uint32_t)PRM_GET(create_qp_out, out, qpn),
+				NULL), 0);
+	assert_int_equal(emu_uar_free(dev, uar), 0);
 }
 
 static void
@@ -2033,6 +2159,7 @@ main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 		T(test_unknown_opcode_is_bad_op),
 		T(test_doorbell_writes_must_land_on_the_doorbell_area),
+		T(test_virtq_doorbell_stride_is_within_the_area),
 		T(test_short_mailboxes_are_rejected_by_length),
 		T(test_unknown_general_obj_type_is_bad_param),
 		T(test_unknown_ids_are_bad_res),
@@ -2063,6 +2190,8 @@ main(void)
 		T(test_init2rtr_needs_force_loopback_and_an_existing_peer),
 		T(test_rtr2rts_needs_retry_rnr_retry_and_ack_timeout),
 		T(test_create_cq_needs_a_completion_eq_and_a_uar_page),
+		T(test_kernel_sets_the_umem_valid_bits),
+		T(test_qp_fields_follow_the_caps),
 		T(test_steering_objects_hold_what_they_reference),
 		T(test_rqt_sizes_must_be_powers_of_two),
 		T(test_root_rule_holds_its_destination_and_is_leak_reported),

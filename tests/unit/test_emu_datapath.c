@@ -203,6 +203,8 @@ create_qp(uint32_t cqn_rcv)
 		PRM_SET(qpc, qpc, rq_type, PRM_QPC_RQ_TYPE_ZERO_SIZE);
 	} else {
 		PRM_SET(qpc, qpc, rq_type, PRM_QPC_RQ_TYPE_REGULAR);
+		PRM_SET(qpc, qpc, uar_page, w.uar);
+		PRM_SET(qpc, qpc, ts_format, PRM_TS_FORMAT_DEFAULT);
 		PRM_SET(qpc, qpc, log_rq_size, EV_LOG_RQ);
 		PRM_SET(qpc, qpc, cqn_rcv, cqn_rcv);
 		PRM_SET(qpc, qpc, dbr_umem_valid, 1);
@@ -1774,8 +1776,10 @@ expect_error(struct ring *r, uint8_t error_type, int which)
 	assert_int_equal(emu_evch_read(w.ch, &ev), 1);
 	assert_int_equal(ev.type, PRM_EVENT_OBJECT_CHANGE);
 	assert_int_equal(ev.cookie, r->index);
-	assert_int_equal(prm_get_bits(ev.data, 0, 16), PRM_OBJ_VIRTIO_NET_Q);
-	assert_int_equal(prm_get_bits(ev.data, 0x20, 32), r->id);
+	/* mlx5_eqe: type at byte 1; affiliated_event_header at byte 32 (obj_type, obj_id). */
+	assert_int_equal(ev.eqe[1], PRM_EVENT_OBJECT_CHANGE);
+	assert_int_equal(prm_get_bits(ev.eqe, 0x110, 16), PRM_OBJ_VIRTIO_NET_Q);
+	assert_int_equal(prm_get_bits(ev.eqe, 0x120, 32), r->id);
 	assert_int_equal(emu_evch_read(w.ch, &ev), 0);
 }
 

@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -26,6 +28,7 @@
 
 #include "prm.h"
 #include "mlx5_lm_erdma.h"
+#include "erdma_ctl_client.h"
 
 static char trace_path[] = "/tmp/test_erdma_trace_XXXXXX";
 
@@ -183,9 +186,9 @@ test_event_channel_fd_blocking_unless_nonblock(void **state)
 	errno = 0;
 	assert_int_equal(mlx5dv_devx_get_event(ch, &ev.hdr, sizeof(ev)), -1);
 	assert_int_equal(errno, EAGAIN);
-	/* With data, an event needs more than the cookie. */
+	/* The size is checked against a queued event only (devx_async_event_read). */
 	assert_int_equal(mlx5dv_devx_get_event(ch, &ev.hdr, sizeof(ev.hdr)), -1);
-	assert_int_equal(errno, ENOSPC);
+	assert_int_equal(errno, EAGAIN);
 	omit = mlx5dv_devx_create_event_channel(ctx,
 		MLX5DV_DEVX_CREATE_EVENT_CHANNEL_FLAGS_OMIT_EV_DATA);
 	assert_non_null(omit);
@@ -195,6 +198,154 @@ test_event_channel_fd_blocking_unless_nonblock(void **state)
 	mlx5dv_devx_destroy_event_channel(omit);
 	mlx5dv_devx_destroy_event_channel(ch);
 	assert_int_equal(ibv_close_device(ctx), 0);
+}
+
+/*
+ * What a read of the event channel returns is the kernel's (Linux devx.c
+ * deliver_event, devx_async_event_read): the 8-byte cookie, then the whole
+ * 64-byte EQE (include/linux/mlx5/device.h struct mlx5_eqe: type at byte
+ * 1, data at byte 32; an OBJECT_CHANGE names its object in the
+ * affiliated_event_header, mlx5_ifc.h: obj_type at data byte 2, obj_id at
+ * 4): 72 bytes. A shorter buffer is EINVAL and the event stays queued.
+ * An event the list cannot take is lost, and the next read, only that
+ * one, fails with EOVERFLOW before any queued event.
+ */
+static void
+test_event_is_the_cookie_and_the_whole_eqe(void **state)
+{
+	struct ibv_context *ctx = open_dev(true);
+	uint8_t in[PRM_SIZE(virtq_counters_cmd)] = { 0 };
+	uint8_t out[PRM_SIZE(general_obj_out_cmd_hdr)] = { 0 };
+	void *hdr = PRM_ADDR(virtq_counters_cmd, in, hdr);
+	struct mlx5dv_devx_event_channel *ch = mlx5dv_devx_create_event_channel(ctx, 0);
+	uint16_t oc = PRM_EVENT_OBJECT_CHANGE;
+	union {
+		struct mlx5dv_devx_async_event_hdr hdr;
+		uint8_t raw[256];
+	} ev;
+	struct mlx5dv_devx_obj *obj;
+	char req[128], reply[128];
+	struct pollfd pfd;
+	uint32_t id;
+	int i;
+
+	assert_non_null(ch);
+	assert_int_equal(fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK), 0);
+	PRM_SET(general_obj_in_cmd_hdr, hdr, opcode, PRM_CMD_CREATE_GENERAL_OBJECT);
+	PRM_SET(general_obj_in_cmd_hdr, hdr, obj_type, PRM_OBJ_VIRTIO_Q_COUNTERS);
+	obj = mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out));
+	assert_non_null(obj);
+	id = (uint32_t)PRM_GET(general_obj_out_cmd_hdr, out, obj_id);
+	assert_int_equal(mlx5dv_devx_subscribe_devx_event(ch, obj, sizeof(oc), &oc, 0xc0ffee), 0);
+	snprintf(req, sizeof(req), "event %#x %#x %u %#x", PRM_CMD_CREATE_GENERAL_OBJECT,
+		 PRM_OBJ_VIRTIO_Q_COUNTERS, id, PRM_EVENT_OBJECT_CHANGE);
+	ctl(req, reply, sizeof(reply));
+	pfd = (struct pollfd){ .fd = ch->fd, .events = POLLIN };
+	assert_int_equal(poll(&pfd, 1, 5000), 1);
+	/* 71 bytes: one short of an event. */
+	errno = 0;
+	assert_int_equal(mlx5dv_devx_get_event(ch, &ev.hdr, 8 + 63), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(poll(&pfd, 1, 0), 1);
+	memset(ev.raw, 0xa5, sizeof(ev.raw));
+	assert_int_equal(mlx5dv_devx_get_event(ch, &ev.hdr, sizeof(ev)), 72);
+	assert_int_equal(ev.hdr.cookie, 0xc0ffee);
+	assert_int_equal(ev.raw[8 + 1], PRM_EVENT_OBJECT_CHANGE);
+	assert_int_equal(ev.raw[8 + 34] << 8 | ev.raw[8 + 35], PRM_OBJ_VIRTIO_Q_COUNTERS);
+	assert_int_equal((uint32_t)ev.raw[8 + 36] << 24 | ev.raw[8 + 37] << 16 |
+			 ev.raw[8 + 38] << 8 | ev.raw[8 + 39], id);
+	assert_int_equal(ev.raw[8 + 64], 0xa5);        /* nothing past the EQE */
+	assert_int_equal(mlx5dv_devx_get_event(ch, &ev.hdr, sizeof(ev)), -1);
+	assert_int_equal(errno, EAGAIN);
+	/* A list of 2 and a reader held back: the third event is lost. */
+	ctl("evch_hold 2", reply, sizeof(reply));
+	for (i = 0; i < 3; i++)
+		ctl(req, reply, sizeof(reply));
+	/* The library moves the device's events into its list on a thread of its own. */
+	for (i = 0; i < 5000; i++) {
+		ctl("evch_overflows", reply, sizeof(reply));
+		if (strcmp(reply, "ok 0") != 0)
+			break;
+		usleep(1000);
+	}
+	assert_string_equal(reply, "ok 1");
+	assert_int_equal(poll(&pfd, 1, 0), 0);
+	ctl("evch_release", reply, sizeof(reply));
+	assert_int_equal(poll(&pfd, 1, 5000), 1);
+	assert_int_equal(mlx5dv_devx_get_event(ch, &ev.hdr, sizeof(ev)), -1);
+	assert_int_equal(errno, EOVERFLOW);
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(mlx5dv_devx_get_event(ch, &ev.hdr, sizeof(ev)), 72);
+		assert_int_equal(ev.hdr.cookie, 0xc0ffee);
+	}
+	assert_int_equal(mlx5dv_devx_get_event(ch, &ev.hdr, sizeof(ev)), -1);
+	assert_int_equal(errno, EAGAIN);
+	mlx5dv_devx_destroy_event_channel(ch);
+	assert_int_equal(mlx5dv_devx_obj_destroy(obj), 0);
+	assert_int_equal(ibv_close_device(ctx), 0);
+}
+
+/* A VIRTIO_Q_COUNTERS object: a general object with nothing to set. */
+static struct mlx5dv_devx_obj *
+counters_obj(struct ibv_context *ctx)
+{
+	uint8_t in[PRM_SIZE(virtq_counters_cmd)] = { 0 };
+	uint8_t out[PRM_SIZE(general_obj_out_cmd_hdr)] = { 0 };
+	void *hdr = PRM_ADDR(virtq_counters_cmd, in, hdr);
+
+	PRM_SET(general_obj_in_cmd_hdr, hdr, opcode, PRM_CMD_CREATE_GENERAL_OBJECT);
+	PRM_SET(general_obj_in_cmd_hdr, hdr, obj_type, PRM_OBJ_VIRTIO_Q_COUNTERS);
+	return mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out));
+}
+
+/*
+ * Linux devx.c is_valid_events: with cmd_hca_cap.event_cap, an object's
+ * events other than completions must be in the device's
+ * user_affiliated_events (device_event_cap); without it only the legacy
+ * object events are (OBJECT_CHANGE is none of them); at most 16 events
+ * per subscription (MAX_NUM_EVENTS), none past 255.
+ */
+static void
+test_subscription_follows_the_event_caps(void **state)
+{
+	char path[] = "/tmp/test_erdma_profile_XXXXXX";
+	struct ibv_context *ctx = open_dev(true);
+	struct mlx5dv_devx_event_channel *ch = mlx5dv_devx_create_event_channel(ctx, 0);
+	struct mlx5dv_devx_obj *obj = counters_obj(ctx);
+	uint16_t oc = PRM_EVENT_OBJECT_CHANGE, tracer = 0x26, big = 0x127, many[17];
+	FILE *f;
+	int fd, i;
+
+	assert_non_null(obj);
+	assert_int_equal(mlx5dv_devx_subscribe_devx_event(ch, obj, sizeof(oc), &oc, 1), 0);
+	assert_int_equal(mlx5dv_devx_subscribe_devx_event(ch, obj, sizeof(tracer), &tracer, 1),
+			 EINVAL);
+	assert_int_equal(mlx5dv_devx_subscribe_devx_event(ch, obj, sizeof(big), &big, 1), EINVAL);
+	for (i = 0; i < 17; i++)
+		many[i] = oc;
+	assert_int_equal(mlx5dv_devx_subscribe_devx_event(ch, obj, sizeof(many), many, 1), EINVAL);
+	mlx5dv_devx_destroy_event_channel(ch);
+	assert_int_equal(mlx5dv_devx_obj_destroy(obj), 0);
+	assert_int_equal(ibv_close_device(ctx), 0);
+
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	fputs("{ \"name\": \"no-event-cap\", \"about\": \"test: no event_cap\", "
+	      "\"cmd_slots\": 16, \"host_pin_parallel\": 32, \"commands\": {}, "
+	      "\"caps\": { \"event_cap\": 0 } }\n", f);
+	fclose(f);
+	setenv("MLX5_LM_ERDMA_PROFILE", path, 1);
+	ctx = open_dev(true);
+	ch = mlx5dv_devx_create_event_channel(ctx, 0);
+	obj = counters_obj(ctx);
+	assert_non_null(obj);
+	assert_int_equal(mlx5dv_devx_subscribe_devx_event(ch, obj, sizeof(oc), &oc, 1), EINVAL);
+	mlx5dv_devx_destroy_event_channel(ch);
+	assert_int_equal(mlx5dv_devx_obj_destroy(obj), 0);
+	assert_int_equal(ibv_close_device(ctx), 0);
+	setenv("MLX5_LM_ERDMA_PROFILE", "fast", 1);
+	unlink(path);
 }
 
 /*
@@ -302,9 +453,10 @@ test_var_page_doorbell_reaches_the_emulator(void **state)
 	*(volatile uint32_t *)(db + (off & (page - 1))) = 5;
 	/* Freeing the page forwards what was written before it: no waiting. */
 	mlx5dv_free_var(var);
+	/* The device's one VAR is free again once unmapped too (test_var_table_...). */
+	munmap((void *)db, page);
 	var = mlx5dv_alloc_var(ctx, 0);
 	assert_non_null(var);
-	munmap((void *)db, page);
 	db = mmap(NULL, var->length, PROT_READ | PROT_WRITE, MAP_SHARED, ctx->cmd_fd,
 		  var->mmap_off);
 	assert_true(db != MAP_FAILED);
@@ -321,6 +473,48 @@ test_var_page_doorbell_reaches_the_emulator(void **state)
 	while (n > 0)
 		json_decref(recs[--n]);
 	assert_int_equal(ibv_close_device(ctx), 0);
+}
+
+/*
+ * The device's VAR table as the kernel keeps it (Linux main.c
+ * mlx5_ib_init_var_table, alloc_var_entry, mlx5_ib_mmap_free): sized from
+ * log_doorbell_bar_size (4 KiB units) over log_doorbell_stride, one entry
+ * on the emulated CX6 Dx, shared by the device's contexts; full, ENOSPC;
+ * an entry freed (or its context closed) stays taken while any mapping of
+ * it is left, a front end's included.
+ */
+static void
+test_var_table_entries_live_while_mapped(void **state)
+{
+	struct ibv_context *ctx = open_dev(true), *ctx2;
+	long page = sysconf(_SC_PAGESIZE);
+	struct mlx5dv_var *var = mlx5dv_alloc_var(ctx, 0), *var2;
+	void *db;
+
+	assert_non_null(var);
+	assert_int_equal(var->page_id, 0);
+	errno = 0;
+	assert_null(mlx5dv_alloc_var(ctx, 0));
+	assert_int_equal(errno, ENOSPC);
+	/* "QEMU" maps the notifier page; the driver frees its VAR and closes. */
+	db = mmap(NULL, var->length, PROT_READ | PROT_WRITE, MAP_SHARED, ctx->cmd_fd,
+		  var->mmap_off);
+	assert_true(db != MAP_FAILED);
+	mlx5dv_free_var(var);
+	assert_null(mlx5dv_alloc_var(ctx, 0));
+	assert_int_equal(errno, ENOSPC);
+	assert_int_equal(ibv_close_device(ctx), 0);
+	/* A new context of the same device: still taken while the mapping is. */
+	ctx2 = open_dev(true);
+	errno = 0;
+	assert_null(mlx5dv_alloc_var(ctx2, 0));
+	assert_int_equal(errno, ENOSPC);
+	munmap(db, (size_t)page);
+	var2 = mlx5dv_alloc_var(ctx2, 0);
+	assert_non_null(var2);
+	assert_int_equal(var2->page_id, 0);
+	mlx5dv_free_var(var2);
+	assert_int_equal(ibv_close_device(ctx2), 0);
 }
 
 /*
@@ -371,6 +565,16 @@ test_umem_rules(void **state)
 	struct mlx5dv_devx_umem *u;
 
 	assert_null(mlx5dv_devx_umem_reg(ctx, buf, sizeof(buf), IBV_ACCESS_REMOTE_WRITE));
+	assert_int_equal(errno, EINVAL);
+	/* Only the three flags devx_umem_get() passes to uverbs_get_flags32(). */
+	assert_null(mlx5dv_devx_umem_reg(ctx, buf, sizeof(buf),
+					 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC));
+	assert_int_equal(errno, EINVAL);
+	assert_null(mlx5dv_devx_umem_reg(ctx, buf, sizeof(buf),
+					 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_RELAXED_ORDERING));
+	assert_int_equal(errno, EINVAL);
+	assert_null(mlx5dv_devx_umem_reg(ctx, buf, sizeof(buf),
+					 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND));
 	assert_int_equal(errno, EINVAL);
 	assert_null(mlx5dv_devx_umem_reg(ctx, buf, 0, IBV_ACCESS_LOCAL_WRITE));
 	u = mlx5dv_devx_umem_reg_ex(ctx, &in);
@@ -576,9 +780,12 @@ main(void)
 		cmocka_unit_test(test_pd_init_obj_and_null_mr),
 		cmocka_unit_test(test_event_channel_fd_blocking_unless_nonblock),
 		cmocka_unit_test(test_subscription_checks_the_event_type),
+		cmocka_unit_test(test_event_is_the_cookie_and_the_whole_eqe),
+		cmocka_unit_test(test_subscription_follows_the_event_caps),
 		cmocka_unit_test(test_close_with_handles_still_open),
 		cmocka_unit_test(test_private_queries_cost_stats_and_left_alive),
 		cmocka_unit_test(test_var_page_doorbell_reaches_the_emulator),
+		cmocka_unit_test(test_var_table_entries_live_while_mapped),
 		cmocka_unit_test(test_uar_page_and_eqn),
 		cmocka_unit_test(test_umem_rules),
 		cmocka_unit_test(test_root_flow_rules_through_rdma_core),
@@ -593,7 +800,10 @@ main(void)
 	setenv("MLX5_LM_ERDMA_DEVICES", "1", 1);
 	setenv("MLX5_LM_ERDMA_PROFILE", "fast", 1);
 	unsetenv("MLX5_LM_ERDMA_SUMMARY");
+	assert_non_null(mkdtemp(ctl_dir));
+	setenv("MLX5_LM_ERDMA_CONTROL", ctl_dir, 1);
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	rmdir(ctl_dir);
 	unlink(trace_path);
 	return rc;
 }

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -21,6 +23,7 @@
 
 #include "prm.h"
 #include "devx.h"
+#include "erdma_ctl_client.h"
 
 static char trace_path[] = "/tmp/test_rdma_backend_XXXXXX";
 
@@ -122,6 +125,91 @@ test_event_channel_is_nonblocking(void **state)
 	assert_int_equal(devx_close(ctx), 0);
 }
 
+static char reply[128];
+
+/*
+ * The back end reads what the kernel hands over: the cookie, then the
+ * whole EQE (Linux devx.c deliver_event; include/linux/mlx5/device.h
+ * struct mlx5_eqe, mlx5_eqe_comp; mlx5_ifc.h affiliated_event_header).
+ * A completion's CQ number is EQE bytes 57-59 (the low 24 bits of the
+ * dword at 56), an OBJECT_CHANGE's object the dword at 36: built by hand
+ * here, then an OBJECT_CHANGE through the emulated rdma-core, read back
+ * by the back end with its queue cookie and the object's number. An
+ * overflow of the kernel's list comes up once as -EOVERFLOW.
+ */
+static void
+test_events_are_read_at_the_kernels_offsets(void **state)
+{
+	struct devx_ctx *ctx = open_rdma();
+	struct devx_evch *ch = devx_evch_create(ctx);
+	uint8_t in[PRM_SIZE(virtq_counters_cmd)] = { 0 };
+	uint8_t out[PRM_SIZE(general_obj_out_cmd_hdr)] = { 0 };
+	void *hdr = PRM_ADDR(virtq_counters_cmd, in, hdr);
+	uint8_t eqe[64] = { 0 };
+	struct devx_event ev;
+	struct devx_obj *obj;
+	char req[128];
+	int i, rc_last = 0;
+
+	eqe[1] = PRM_EVENT_COMPLETION;
+	eqe[56] = 0xff;          /* not the CQ number: 24 bits */
+	eqe[57] = 0x12;
+	eqe[58] = 0x34;
+	eqe[59] = 0x56;
+	devx_event_from_eqe(&ev, 7, eqe);
+	assert_int_equal(ev.type, PRM_EVENT_COMPLETION);
+	assert_int_equal(ev.obj_id, 0x123456);
+	assert_int_equal(ev.cookie, 7);
+	memset(eqe, 0, sizeof(eqe));
+	eqe[1] = PRM_EVENT_OBJECT_CHANGE;
+	eqe[35] = PRM_OBJ_VIRTIO_NET_Q;
+	eqe[36] = 0x01;
+	eqe[39] = 0x02;
+	devx_event_from_eqe(&ev, 8, eqe);
+	assert_int_equal(ev.type, PRM_EVENT_OBJECT_CHANGE);
+	assert_int_equal(ev.obj_id, 0x01000002);
+	assert_int_equal(PRM_GET(affiliated_event_header, ev.data, obj_type), PRM_OBJ_VIRTIO_NET_Q);
+
+	assert_non_null(ch);
+	PRM_SET(general_obj_in_cmd_hdr, hdr, opcode, PRM_CMD_CREATE_GENERAL_OBJECT);
+	PRM_SET(general_obj_in_cmd_hdr, hdr, obj_type, PRM_OBJ_VIRTIO_Q_COUNTERS);
+	obj = devx_obj_create(ctx, in, sizeof(in), out, sizeof(out));
+	assert_non_null(obj);
+	assert_int_equal(devx_evch_subscribe(ch, obj, PRM_EVENT_OBJECT_CHANGE, 5), 0);
+	snprintf(req, sizeof(req), "event %#x %#x %u %#x", PRM_CMD_CREATE_GENERAL_OBJECT,
+		 PRM_OBJ_VIRTIO_Q_COUNTERS, devx_obj_id(obj), PRM_EVENT_OBJECT_CHANGE);
+	ctl(req, reply, sizeof(reply));
+	for (i = 0; i < 5000 && devx_evch_read(ch, &ev) == 0; i++)
+		usleep(1000);
+	assert_int_equal(ev.type, PRM_EVENT_OBJECT_CHANGE);
+	assert_int_equal(ev.cookie, 5);
+	assert_int_equal(ev.obj_id, devx_obj_id(obj));
+	assert_int_equal(PRM_GET(affiliated_event_header, ev.data, obj_type),
+			 PRM_OBJ_VIRTIO_Q_COUNTERS);
+	assert_int_equal(devx_evch_read(ch, &ev), 0);
+	ctl("evch_hold 1", reply, sizeof(reply));
+	ctl(req, reply, sizeof(reply));
+	ctl(req, reply, sizeof(reply));
+	/* The library's thread moves the events into the kernel's list: the second overflows. */
+	for (i = 0; i < 5000; i++) {
+		ctl("evch_overflows", reply, sizeof(reply));
+		if (strcmp(reply, "ok 1") == 0)
+			break;
+		usleep(1000);
+	}
+	assert_string_equal(reply, "ok 1");
+	ctl("evch_release", reply, sizeof(reply));
+	for (i = 0; i < 5000 && (rc_last = devx_evch_read(ch, &ev)) == 0; i++)
+		usleep(1000);
+	assert_int_equal(rc_last, -EOVERFLOW);
+	assert_int_equal(devx_evch_read(ch, &ev), 1);
+	assert_int_equal(ev.obj_id, devx_obj_id(obj));
+	assert_int_equal(devx_evch_read(ch, &ev), 0);
+	devx_evch_destroy(ch);
+	assert_int_equal(devx_obj_destroy(obj), 0);
+	assert_int_equal(devx_close(ctx), 0);
+}
+
 /*
  * A umem the kernel cannot pin (a shared mapping past the end of its file:
  * ib_umem_get fails with EFAULT before any firmware command) is a failed
@@ -178,6 +266,7 @@ main(void)
 		cmocka_unit_test(test_pd_and_null_mkey),
 		cmocka_unit_test(test_doorbell_lands_on_the_doorbell),
 		cmocka_unit_test(test_event_channel_is_nonblocking),
+		cmocka_unit_test(test_events_are_read_at_the_kernels_offsets),
 		cmocka_unit_test(test_unpinnable_umem_is_traced_as_failed),
 	};
 	int fd = mkstemp(trace_path), rc;
@@ -186,7 +275,10 @@ main(void)
 	close(fd);
 	setenv("MLX5_LM_ERDMA_TRACE", trace_path, 1);
 	setenv("MLX5_LM_ERDMA_PROFILE", "fast", 1);
+	assert_non_null(mkdtemp(ctl_dir));
+	setenv("MLX5_LM_ERDMA_CONTROL", ctl_dir, 1);
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	rmdir(ctl_dir);
 	unlink(trace_path);
 	return rc;
 }

@@ -95,6 +95,7 @@ struct mlx5_lm_eventq {
 	uint32_t cqn;
 	uint32_t ci;                 /* completions consumed (CQ consumer counter) */
 	uint8_t arm_sn;              /* 2-bit arm sequence number: events read, mod 4 */
+	uint8_t armed;               /* an arm was sent and no event read for it since */
 	uint8_t *cqe;                /* the collapsed CQ's one entry */
 	uint8_t *cq_dbrec;           /* cq_dbrec: consumer index, arm request */
 	uint8_t *qp_dbrec;           /* qp_dbrec of our QP: receive counter (credits) */
@@ -382,6 +383,14 @@ int mlx5_lm_eventq_drain(struct mlx5_lm_virtq *vq, int arm);
  * or none), with that CQ's number (0 when none) in *live_cqn.
  */
 int mlx5_lm_eventq_event(struct mlx5_lm_virtq *vq, uint32_t cqn, uint32_t *live_cqn);
+/*
+ * After events were lost (the event channel's EOVERFLOW): count vq's new
+ * completions, take a CQ that was armed and completed since as having
+ * fired (its arm consumed), then arm it again (arm) or only hand the
+ * credits back (a poller). Returns the completions, or -1 when the queue
+ * has no live event CQ.
+ */
+int mlx5_lm_eventq_recover(struct mlx5_lm_virtq *vq, int arm);
 /*
  * Ring queue `index`'s doorbell: the device reads that queue's avail
  * index (every queue shares one doorbell; the value names the queue).

@@ -31,7 +31,7 @@ mlx5_lm_caps_query(struct mlx5_lm_dev *dev)
 	size_t outlen = PRM_SIZE(query_hca_cap_out);
 	uint8_t *out = calloc(1, outlen);
 	const void *cap;
-	int ret;
+	int ret, roce;
 
 	if (out == NULL)
 		return -ENOMEM;
@@ -47,6 +47,10 @@ mlx5_lm_caps_query(struct mlx5_lm_dev *dev)
 	c->vhca_id = PRM_GET(cmd_hca_cap, cap, vhca_id);
 	c->general_obj_types = PRM_GET(cmd_hca_cap, cap, general_obj_types);
 	c->log_max_klm_list_size = PRM_GET(cmd_hca_cap, cap, log_max_klm_list_size);
+	c->cq_oi = PRM_GET(cmd_hca_cap, cap, cq_oi);
+	/* Without RoCE the QP's formats are the SQ's (Linux mlx5_get_qp_default_ts). */
+	c->qp_ts_format = PRM_GET(cmd_hca_cap, cap, sq_ts_format);
+	roce = PRM_GET(cmd_hca_cap, cap, roce);
 	if (!(c->general_obj_types & PRM_GENERAL_OBJ_TYPES_CAP_VIRTQ_NET_Q)) {
 		DRV_LOG(ERR, dev, "device has no virtio-net queue objects (general_obj_types 0x%"
 			PRIx64 "): not a vDPA-capable function", c->general_obj_types);
@@ -57,6 +61,21 @@ mlx5_lm_caps_query(struct mlx5_lm_dev *dev)
 	if (!(c->general_obj_types & PRM_GENERAL_OBJ_TYPES_CAP_VIRTIO_Q_COUNTERS))
 		DRV_LOG(INFO, dev, "device has no VIRTIO_Q_COUNTERS (general_obj_types 0x%" PRIx64
 			"): queue statistics are not available", c->general_obj_types);
+	if (!c->cq_oi)
+		DRV_LOG(INFO, dev, "device has no cq_oi: event CQs are created without "
+			"overrun ignore (collapsed, they cannot overrun), as DPDK vdpa/mlx5 "
+			"creates its own");
+
+	if (roce) {
+		/* With RoCE, the RoCE caps' qp_ts_format (Linux, DPDK vdpa/mlx5). */
+		memset(out, 0, outlen);
+		ret = query_cap(dev, PRM_CAP_ROCE, out, outlen);
+		if (ret < 0) {
+			DRV_LOG(ERR, dev, "cannot query RoCE caps");
+			goto out;
+		}
+		c->qp_ts_format = PRM_GET(roce_cap, cap, qp_ts_format);
+	}
 
 	memset(out, 0, outlen);
 	ret = query_cap(dev, PRM_CAP_VIRTIO_EMULATION, out, outlen);

@@ -256,13 +256,58 @@ poll_done(struct mlx5_lm_notify *n, uint32_t max)
 		n->delay_us /= max;
 }
 
+/*
+ * The event channel lost events (EOVERFLOW: the kernel could not queue
+ * them, Linux devx.c deliver_event): any CQ may have fired unseen, and
+ * its arm is then used up. Every queue's CQ is read and armed again (or,
+ * polling, read), every call eventfd written once so that the guest looks
+ * at its used ring, and every running queue kicked once, so that a kick
+ * whose work a lost event was to report is looked at again. A lost
+ * OBJECT_CHANGE is found by the next query of its queue's state.
+ */
+static void
+relay_overflow(struct mlx5_lm_notify *n)
+{
+	struct mlx5_lm_dev *dev = n->dev;
+	unsigned int fired = 0;
+	uint16_t i;
+
+	for (i = 0; i < dev->nr_vq; i++) {
+		struct mlx5_lm_virtq *vq = &dev->vq[i];
+		int c = mlx5_lm_eventq_recover(vq, !n->polling);
+
+		if (c < 0)
+			continue;
+		fired += c > 0;
+		call(n, i);
+		/*
+		 * Every queue with an event path: the device ignores the doorbell
+		 * of a queue that is not RDY, and the queue's state is the
+		 * lifecycle's, under dev->lock, which this thread never takes.
+		 */
+		mlx5_lm_vq_doorbell(dev, i);
+	}
+	DRV_LOG(WARNING, dev, "event channel overflowed (EOVERFLOW: events lost): every CQ read "
+		"and %s, %u with new completions, every queue called and every running queue "
+		"kicked once", n->polling ? "left to the poller" : "armed again", fired);
+}
+
 static void
 relay_events(struct mlx5_lm_notify *n)
 {
 	struct mlx5_lm_dev *dev = n->dev;
 	struct devx_event ev;
+	int rc;
 
-	while (devx_evch_read(dev->evch, &ev) > 0) {
+	while ((rc = devx_evch_read(dev->evch, &ev)) != 0) {
+		if (rc == -EOVERFLOW) {
+			relay_overflow(n);
+			continue;
+		}
+		if (rc < 0) {
+			DRV_LOG(ERR, dev, "event channel read: %s", strerror(-rc));
+			break;
+		}
 		uint16_t index = (uint16_t)ev.cookie;
 
 		uint32_t live_cqn = 0;

@@ -137,9 +137,12 @@ create_cq(struct mlx5_lm_virtq *vq, uint16_t qsize)
 	PRM_SET(create_cq_in, in, opcode, PRM_CMD_CREATE_CQ);
 	PRM_SET(cqc, cqc, cqe_sz, PRM_CQC_CQE_SZ_64);
 	PRM_SET(cqc, cqc, cc, 1);
-	PRM_SET(cqc, cqc, oi, 1);
+	/* Overrun ignore only where offered (cq_oi); collapsed, the CQ cannot overrun anyway. */
+	if (dev->caps.cq_oi)
+		PRM_SET(cqc, cqc, oi, 1);
 	PRM_SET(cqc, cqc, log_cq_size, log2_u32(qsize));
-	PRM_SET(cqc, cqc, c_eqn, dev->event_eqn);
+	/* All 32 bits, as the kernel reads them (mlx5_core_create_cq): EQNs may pass 255. */
+	PRM_SET(cqc, cqc, c_eqn_or_apu_element, dev->event_eqn);
 	PRM_SET(cqc, cqc, uar_page, devx_uar_page_id(dev->event_uar));
 	PRM_SET(cqc, cqc, dbr_umem_valid, 1);
 	PRM_SET(cqc, cqc, dbr_umem_id, devx_umem_id(dev->event_umem));
@@ -170,12 +173,22 @@ create_qp(struct mlx5_lm_virtq *vq, uint16_t qsize, int fw)
 	PRM_SET(qpc, qpc, pm_state, PRM_QPC_PM_STATE_MIGRATED);
 	PRM_SET(qpc, qpc, pd, devx_pd_id(dev->res.pd));
 	PRM_SET(qpc, qpc, no_sq, 1);
+	/*
+	 * The format the timestamp caps allow: free-running where only that
+	 * is offered, else the device's default (Linux mlx5_get_qp_default_ts,
+	 * DPDK vdpa/mlx5 mlx5_ts_format_conv, on both event QPs).
+	 */
+	PRM_SET(qpc, qpc, ts_format,
+		dev->caps.qp_ts_format == PRM_TS_FORMAT_CAP_FREE_RUNNING ?
+		PRM_TS_FORMAT_FREE_RUNNING : PRM_TS_FORMAT_DEFAULT);
 	if (fw) {
 		/* The firmware's side only sends: no receive queue at all. */
 		PRM_SET(qpc, qpc, rq_type, PRM_QPC_RQ_TYPE_ZERO_SIZE);
 	} else {
 		/* Our side receives one message per completion notification. */
 		PRM_SET(qpc, qpc, rq_type, PRM_QPC_RQ_TYPE_REGULAR);
+		/* Its UAR page, as Linux mlx5_vnet and DPDK vdpa/mlx5 name it. */
+		PRM_SET(qpc, qpc, uar_page, devx_uar_page_id(dev->event_uar));
 		PRM_SET(qpc, qpc, log_rq_size, log2_u32(qsize));
 		PRM_SET(qpc, qpc, log_rq_stride, log2_u32(RQ_STRIDE) - 4);
 		PRM_SET(qpc, qpc, cqn_rcv, devx_obj_id(vq->eq.cq));
@@ -245,7 +258,11 @@ dbrec_store(uint8_t *rec, uint32_t dword, uint32_t v)
 void
 mlx5_lm_vq_doorbell(struct mlx5_lm_dev *dev, uint16_t index)
 {
-	devx_db_ring(dev->db, (uint32_t)dev->caps.doorbell_bar_offset, index);
+	/* Our VAR's doorbell: doorbell_bar_offset + k * stride (VAR k, Linux alloc_var_entry). */
+	uint64_t off = dev->caps.doorbell_bar_offset +
+		       ((uint64_t)devx_db_index(dev->db) << dev->caps.log_doorbell_stride);
+
+	devx_db_ring(dev->db, (uint32_t)off, index);
 }
 
 /* Credits back and the consumer index published, without asking for an event. */
@@ -290,6 +307,7 @@ eventq_rearm(struct mlx5_lm_virtq *vq)
 	eventq_credit(vq);
 	dbrec_store(eq->cq_dbrec, 1, arm);
 	devx_uar_ring(vq->dev->event_uar, DEVX_UAR_CQ_DOORBELL, (uint64_t)arm << 32 | eq->cqn);
+	eq->armed = 1;
 }
 
 int
@@ -304,15 +322,18 @@ mlx5_lm_eventq_event(struct mlx5_lm_virtq *vq, uint32_t cqn, uint32_t *live_cqn)
 	 * starting from 0) consumed no arm of the current one.
 	 */
 	ours = eq->live && eq->cqn == cqn;
-	if (ours)
+	if (ours) {
 		eq->arm_sn = (eq->arm_sn + 1) & 3;
+		eq->armed = 0;
+	}
 	*live_cqn = eq->live ? eq->cqn : 0;
 	pthread_mutex_unlock(&eq->lock);
 	return ours;
 }
 
-int
-mlx5_lm_eventq_drain(struct mlx5_lm_virtq *vq, int arm)
+/* The new completions of vq's event CQ, counted into eq->ci. eq->lock held. */
+static int
+eventq_count(struct mlx5_lm_virtq *vq)
 {
 	struct mlx5_lm_eventq *eq = &vq->eq;
 	uint8_t seen[PRM_SIZE(cqe64)];
@@ -320,11 +341,6 @@ mlx5_lm_eventq_drain(struct mlx5_lm_virtq *vq, int arm)
 	uint8_t opcode;
 	int n = 0;
 
-	pthread_mutex_lock(&eq->lock);
-	if (!eq->live) {
-		pthread_mutex_unlock(&eq->lock);
-		return 0;
-	}
 	/*
 	 * wqe_counter, signature and op_own share the CQE's last dword, which
 	 * the device writes at once: one load gives an opcode and the
@@ -367,6 +383,38 @@ mlx5_lm_eventq_drain(struct mlx5_lm_virtq *vq, int arm)
 	} else if (opcode != PRM_CQE_INVALID) {
 		VQ_LOG(ERR, vq, "event CQ 0x%x: completion with opcode 0x%x", eq->cqn, opcode);
 	}
+	return n;
+}
+
+/*
+ * Count the new completions and arm (or only credit) the CQ; after lost
+ * events (lost), also take an armed CQ that completed since as having
+ * fired. -1 (lost) or 0 when the queue has no live event CQ.
+ */
+static int
+eventq_poll(struct mlx5_lm_virtq *vq, int arm, bool lost)
+{
+	struct mlx5_lm_eventq *eq = &vq->eq;
+	int n;
+
+	pthread_mutex_lock(&eq->lock);
+	if (!eq->live) {
+		pthread_mutex_unlock(&eq->lock);
+		return lost ? -1 : 0;
+	}
+	n = eventq_count(vq);
+	/*
+	 * An armed CQ that completed since raised its event, which may be
+	 * among the lost ones: that arm is consumed, the next carries the
+	 * next number (as if the event had been read). Should the event
+	 * still be queued, reading it moves the number once more: an arm
+	 * that differs from the one the device served is a new request
+	 * either way, whereas repeating the served one could be ignored.
+	 */
+	if (lost && eq->armed && n > 0) {
+		eq->arm_sn = (eq->arm_sn + 1) & 3;
+		eq->armed = 0;
+	}
 	/*
 	 * Polled (timer event modes), a poll that found nothing leaves the
 	 * records alone; the CQ is armed only when the poller falls back to
@@ -378,6 +426,18 @@ mlx5_lm_eventq_drain(struct mlx5_lm_virtq *vq, int arm)
 		eventq_credit(vq);
 	pthread_mutex_unlock(&eq->lock);
 	return n;
+}
+
+int
+mlx5_lm_eventq_drain(struct mlx5_lm_virtq *vq, int arm)
+{
+	return eventq_poll(vq, arm, false);
+}
+
+int
+mlx5_lm_eventq_recover(struct mlx5_lm_virtq *vq, int arm)
+{
+	return eventq_poll(vq, arm, true);
 }
 
 static void
@@ -438,6 +498,7 @@ eventq_create(struct mlx5_lm_virtq *vq)
 	PRM_SET(cqe64, eq->cqe, owner, 1);
 	eq->ci = 0;
 	eq->arm_sn = 0;
+	eq->armed = 0;
 	eq->bad_reads = 0;
 	eq->cq = create_cq(vq, qsize);
 	if (eq->cq == NULL)
@@ -675,12 +736,19 @@ mlx5_lm_virtq_create(struct mlx5_lm_virtq *vq, uint16_t size, const struct mlx5_
 	memset(out, 0, sizeof(out));
 	PRM_SET(general_obj_in_cmd_hdr, hdr, opcode, PRM_CMD_CREATE_GENERAL_OBJECT);
 	PRM_SET(general_obj_in_cmd_hdr, hdr, obj_type, PRM_OBJ_VIRTIO_NET_Q);
-	PRM_SET(virtio_net_q, obj, vhca_id, dev->caps.vhca_id);
+	/*
+	 * No vhca_id, and the doorbell stride we write, our VAR's: 0 with the
+	 * function's first (or only) VAR, as every public driver leaves both
+	 * for its own function (Linux mlx5_vnet create_virtqueue, DPDK
+	 * mlx5_devx_cmd_create_virtq) and writes every queue's index there.
+	 * Firmware that binds a queue to the stride it names would drop the
+	 * kicks of every queue named at a stride it does not write.
+	 */
+	PRM_SET(virtio_q, q, doorbell_stride_index, devx_db_index(dev->db));
 	/* TX queues send through the TIS; RX queues are fed by the RQT. */
 	if (vq->index & 1)
 		PRM_SET(virtio_net_q, obj, tisn_or_qpn, devx_obj_id(dev->res.tis));
 	PRM_SET(virtio_q, q, queue_index, vq->index);
-	PRM_SET(virtio_q, q, doorbell_stride_index, vq->index);
 	PRM_SET(virtio_q, q, queue_size, size);
 	PRM_SET(virtio_q, q, pd, devx_pd_id(dev->res.pd));
 	if (vq->counters != NULL)

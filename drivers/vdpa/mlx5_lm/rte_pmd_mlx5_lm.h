@@ -37,6 +37,9 @@ struct rte_pmd_mlx5_lm_caps {
 	uint64_t doorbell_bar_offset;
 	uint32_t umem_param_a[3];     /* umem i size = a[i] * queue_size + b[i] */
 	uint32_t umem_param_b[3];
+	/* general caps the event CQ/QP follow */
+	uint8_t cq_oi;                /* cqc.oi may be set */
+	uint8_t qp_ts_format;         /* QP timestamps: 0 free-running, 1 real time, 2 both */
 };
 
 /* Fill caps for the probed device `name`. Returns 0, or -ENODEV. */

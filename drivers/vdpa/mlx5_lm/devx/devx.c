@@ -692,6 +692,12 @@ devx_db_mmap_info(const struct devx_db *db, int *fd, uint64_t *offset, uint64_t 
 	return 0;
 }
 
+uint32_t
+devx_db_index(const struct devx_db *db)
+{
+	return db->index;
+}
+
 struct devx_evch *
 devx_evch_create(struct devx_ctx *ctx)
 {
@@ -738,6 +744,33 @@ devx_evch_subscribe(struct devx_evch *ch, struct devx_obj *obj, uint16_t type, u
 		devx_log(3, "%s: subscribing to event 0x%x of object 0x%x failed: %s",
 			 ch->ctx->name, type, obj->id, strerror(-rc));
 	return rc;
+}
+
+void
+devx_event_from_eqe(struct devx_event *ev, uint64_t cookie, const void *eqe)
+{
+	const void *d = PRM_CADDR(eqe, eqe, event_data);
+
+	_Static_assert(sizeof(ev->data) >= PRM_SIZE(eqe_comp), "room for the EQE's data");
+	ev->cookie = cookie;
+	ev->type = (uint16_t)PRM_GET(eqe, eqe, event_type);
+	memset(ev->data, 0, sizeof(ev->data));
+	memcpy(ev->data, d, PRM_SIZE(eqe_comp));
+	/* Where the object is, by event type: Linux devx.c devx_get_obj_id_from_event. */
+	switch (ev->type) {
+	case PRM_EVENT_COMPLETION:
+		ev->obj_id = (uint32_t)PRM_GET(eqe_comp, d, cqn);
+		break;
+	case PRM_EVENT_CQ_ERROR:
+		ev->obj_id = (uint32_t)PRM_GET(eqe_cq_err, d, cqn);
+		break;
+	case PRM_EVENT_WQ_CATAS_ERROR:
+		ev->obj_id = (uint32_t)PRM_GET(eqe_qp_srq, d, qp_srq_n);
+		break;
+	default:
+		ev->obj_id = (uint32_t)PRM_GET(affiliated_event_header, d, obj_id);
+		break;
+	}
 }
 
 int

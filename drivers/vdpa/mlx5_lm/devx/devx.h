@@ -194,6 +194,12 @@ void devx_db_free(struct devx_db *db);
 void devx_db_ring(struct devx_db *db, uint32_t offset, uint32_t value);
 /* mmap-able file descriptor and page offset of the area (for the guest notifier); -1 if none. */
 int devx_db_mmap_info(const struct devx_db *db, int *fd, uint64_t *offset, uint64_t *size);
+/*
+ * Which doorbell of the area the page is: VAR k is the doorbell at
+ * doorbell_bar_offset + k * (1 << log_doorbell_stride) (Linux main.c
+ * alloc_var_entry). 0 on the emu back end and with a one-VAR device.
+ */
+uint32_t devx_db_index(const struct devx_db *db);
 
 /*
  * UAR page (rdma: mlx5dv_devx_alloc_uar): the page a CQ names in
@@ -223,13 +229,23 @@ void devx_uar_ring(struct devx_uar *uar, uint32_t offset, uint64_t value);
  */
 int devx_query_eqn(struct devx_ctx *ctx, uint32_t vector, uint32_t *eqn);
 
-/* Event channel: completions and OBJECT_CHANGE events, read from an fd. */
+/*
+ * Event channel: completions and OBJECT_CHANGE events, read from an fd.
+ * Both back ends read the EQE the device wrote (PRM eqe) and hand up the
+ * same reading of it (devx_event_from_eqe).
+ */
 struct devx_event {
 	uint64_t cookie;   /* the subscriber's cookie */
-	uint16_t type;     /* PRM_EVENT_* */
-	uint32_t obj_id;   /* object the event refers to */
-	uint8_t data[32];  /* event data (OBJECT_CHANGE: obj_type, state, error_type) */
+	uint16_t type;     /* PRM_EVENT_*: eqe.event_type */
+	/*
+	 * The object the EQE names: a completion's or CQ error's CQ number,
+	 * a QP error's QP number, an affiliated event's obj_id.
+	 */
+	uint32_t obj_id;
+	uint8_t data[32];  /* eqe.event_data, 28 bytes (affiliated_event_header...), 0-padded */
 };
+/* Fill ev from cookie and a whole EQE (PRM_SIZE(eqe) bytes at eqe). */
+void devx_event_from_eqe(struct devx_event *ev, uint64_t cookie, const void *eqe);
 struct devx_evch *devx_evch_create(struct devx_ctx *ctx);
 void devx_evch_destroy(struct devx_evch *ch);
 /* File descriptor that becomes readable when an event is pending. */
@@ -240,7 +256,12 @@ int devx_evch_fd(const struct devx_evch *ch);
  */
 int devx_evch_subscribe(struct devx_evch *ch, struct devx_obj *obj, uint16_t type,
 			uint64_t cookie);
-/* Read one pending event; returns 1 when one was read, 0 when none, <0 error. */
+/*
+ * Read one pending event; returns 1 when one was read, 0 when none, <0
+ * error. -EOVERFLOW (once) says that events were lost before this read
+ * (the kernel could not queue them: Linux devx.c is_overflow_err): any
+ * CQ may have fired unseen, the reader must look at every one.
+ */
 int devx_evch_read(struct devx_evch *ch, struct devx_event *ev);
 
 /*

@@ -48,9 +48,7 @@ static int
 emu_be_obj_create(struct devx_ctx *ctx, struct devx_obj *obj, const void *in, size_t inlen,
 		  void *out, size_t outlen)
 {
-	int rc = emu_kernel_check(EMU(ctx), EMU_KENTRY_CREATE, in, inlen, NULL);
-
-	return rc < 0 ? rc : emu_cmd(EMU(ctx), in, inlen, out, outlen);
+	return emu_kernel_cmd(EMU(ctx), EMU_KENTRY_CREATE, in, inlen, NULL, out, outlen);
 }
 
 static void
@@ -66,12 +64,10 @@ emu_be_obj_cmd(struct devx_ctx *ctx, struct devx_obj *obj, bool query, const voi
 	       size_t inlen, void *out, size_t outlen)
 {
 	struct emu_kobj k;
-	int rc;
 
 	kobj_of(obj, &k);
-	rc = emu_kernel_check(EMU(ctx), query ? EMU_KENTRY_QUERY : EMU_KENTRY_MODIFY, in, inlen,
-			      &k);
-	return rc < 0 ? rc : emu_cmd(EMU(ctx), in, inlen, out, outlen);
+	return emu_kernel_cmd(EMU(ctx), query ? EMU_KENTRY_QUERY : EMU_KENTRY_MODIFY, in, inlen,
+			      &k, out, outlen);
 }
 
 static int
@@ -247,6 +243,14 @@ static int
 emu_be_evch_subscribe(struct devx_ctx *ctx, struct devx_evch *ch, struct devx_obj *obj,
 		      uint16_t type, uint64_t cookie)
 {
+	struct emu_kobj k;
+	int rc;
+
+	/* What the kernel lets a DevX subscription carry (Linux devx.c is_valid_events). */
+	kobj_of(obj, &k);
+	rc = emu_kernel_check_subscribe(EMU(ctx), &k, &type, 1);
+	if (rc < 0)
+		return rc;
 	return emu_evch_subscribe(ch->be_handle, obj->create_opcode, obj->obj_type, obj->id,
 				  type, cookie);
 }
@@ -257,12 +261,11 @@ emu_be_evch_read(struct devx_ctx *ctx, struct devx_evch *ch, struct devx_event *
 	struct emu_event e;
 	int rc = emu_evch_read(ch->be_handle, &e);
 
+	/* -EOVERFLOW as the kernel's event file says it (emu_evch_read). */
 	if (rc <= 0)
 		return rc;
-	ev->cookie = e.cookie;
-	ev->type = e.type;
-	ev->obj_id = e.obj_id;
-	memcpy(ev->data, e.data, sizeof(ev->data));
+	/* The EQE read as the rdma back end reads the kernel's copy of it. */
+	devx_event_from_eqe(ev, e.cookie, e.eqe);
 	return 1;
 }
 

@@ -132,6 +132,7 @@ struct devx_db {
 	int mmap_fd;
 	uint64_t mmap_offset;
 	uint64_t mmap_size;
+	uint32_t index;            /* the VAR's entry k (mlx5dv_var.page_id); 0 on emu */
 };
 
 struct devx_uar {

@@ -12,12 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
 #include <infiniband/mlx5dv.h>
 
 #include "prm.h"
+#include "devx_mmio.h"
 #include "devx_priv.h"
 
 #define IBCTX(ctx) ((struct ibv_context *)(ctx)->be_priv)
@@ -333,10 +335,59 @@ rdma_pd_free(struct devx_ctx *ctx, struct devx_pd *pd, uint8_t *status, uint32_t
 	return rc == 0 ? 0 : (rc > 0 ? -rc : -EIO);
 }
 
+/*
+ * VAR allocation attempts, as DPDK vdpa/mlx5 makes them
+ * (mlx5_vdpa_create_dev_resources: "wait for QEMU to release the VAR during
+ * a vdpa restart"): 7, 100 ms << attempt apart, 6.3 s of waiting in all
+ * (DPDK sleeps after its last attempt too: 12.7 s). The kernel keeps a
+ * VAR, freed or not, while any mapping of it lasts (Linux main.c
+ * mlx5_ib_mmap_free), and a front end maps the previous probe's doorbell
+ * page as its host notifier until it lets it go.
+ */
+#define VAR_ALLOC_TRIES 7
+#define VAR_ALLOC_FIRST_WAIT_MS 100u
+
+static struct mlx5dv_var *
+alloc_var_waiting(struct devx_ctx *ctx)
+{
+	unsigned int waited_ms = 0;
+	int attempt;
+
+	for (attempt = 0; attempt < VAR_ALLOC_TRIES; attempt++) {
+		struct mlx5dv_var *var = mlx5dv_alloc_var(IBCTX(ctx), 0);
+		unsigned int ms = VAR_ALLOC_FIRST_WAIT_MS << attempt;
+		struct timespec ts = { .tv_sec = ms / 1000,
+				       .tv_nsec = (long)(ms % 1000) * 1000000 };
+
+		if (var != NULL) {
+			if (attempt > 0)
+				devx_log(5, "%s: VAR allocated after %u ms of waiting", ctx->name,
+					 waited_ms);
+			return var;
+		}
+		/* Only a full table is worth waiting for. */
+		if (errno != ENOSPC)
+			return NULL;
+		if (attempt == VAR_ALLOC_TRIES - 1)
+			break;
+		devx_log(4, "%s: no VAR free (mlx5dv_alloc_var: ENOSPC), attempt %d of %d: "
+			 "waiting %u ms for a front end to release the previous doorbell mapping",
+			 ctx->name, attempt + 1, VAR_ALLOC_TRIES, ms);
+		nanosleep(&ts, NULL);
+		waited_ms += ms;
+	}
+	devx_log(3, "%s: no VAR free after %d attempts over %u ms (mlx5dv_alloc_var: ENOSPC): "
+		 "the device's doorbell pages are all taken, a VAR lives while any mapping of it "
+		 "does; a front end (QEMU's host notifier) of a previous probe still maps it?",
+		 ctx->name, VAR_ALLOC_TRIES, waited_ms);
+	errno = ENOSPC;
+	return NULL;
+}
+
 static int
 rdma_db_alloc(struct devx_ctx *ctx, struct devx_db *db)
 {
-	struct mlx5dv_var *var = mlx5dv_alloc_var(IBCTX(ctx), 0);
+	struct mlx5dv_var *var = alloc_var_waiting(ctx);
 	void *page;
 
 	if (var == NULL)
@@ -354,6 +405,7 @@ rdma_db_alloc(struct devx_ctx *ctx, struct devx_db *db)
 	db->mmap_fd = IBCTX(ctx)->cmd_fd;
 	db->mmap_offset = var->mmap_off;
 	db->mmap_size = var->length;
+	db->index = var->page_id;
 	return 0;
 }
 
@@ -370,16 +422,20 @@ static void
 rdma_db_ring(struct devx_ctx *ctx, struct devx_db *db, uint32_t offset, uint32_t v)
 {
 	/*
-	 * offset is in the BAR (doorbell_bar_offset + ...), but the kernel's VAR
-	 * mapping starts at the doorbell page: only the in-page part applies.
+	 * offset is in the BAR (doorbell_bar_offset + k * stride for VAR k), but
+	 * the kernel's mapping of VAR k starts at the page holding it (Linux
+	 * main.c alloc_var_entry, mlx5_ib_mmap_offset): only the in-page part.
 	 */
 	uint32_t in_page = offset & (uint32_t)(db->mmap_size - 1);
 
 	/*
-	 * The doorbell page is device memory: one 32-bit store, ordered after
-	 * ring writes. Atomic, as several threads ring it (relay, worker).
+	 * The VAR page is device memory mapped non-cached (Linux main.c maps
+	 * MLX5_IB_MMAP_TYPE_VAR with pgprot_noncached): one 32-bit store, after
+	 * the avail ring writes it announces, as DPDK vdpa/mlx5's rte_write32
+	 * (rte_io_wmb, then the store) and rdma-core's udma_to_device_barrier.
+	 * An atomic store: several threads ring it (relay, worker).
 	 */
-	__atomic_thread_fence(__ATOMIC_RELEASE);
+	devx_to_device_barrier();
 	__atomic_store_n((volatile uint32_t *)((volatile uint8_t *)db->mmio + in_page), v,
 			 __ATOMIC_RELAXED);
 }
@@ -415,10 +471,17 @@ rdma_uar_free(struct devx_ctx *ctx, struct devx_uar *uar)
 static void
 rdma_uar_ring(struct devx_ctx *ctx, struct devx_uar *uar, uint32_t offset, uint64_t value)
 {
-	/* One 64-bit big-endian store, after the doorbell record it announces. */
-	__atomic_thread_fence(__ATOMIC_RELEASE);
+	/*
+	 * One 64-bit big-endian store, bracketed as rdma-core's mlx5_arm_cq
+	 * brackets the CQ arm: the doorbell record first (mmio_wc_start: the
+	 * page may be write-combining, a BF page), then the store pushed out
+	 * (mmio_flush_writes) before anything that follows. Atomic: CQs of
+	 * several queues share the page, armed from several threads.
+	 */
+	devx_mmio_wc_start();
 	__atomic_store_n((volatile uint64_t *)(uar->base + offset), htobe64(value),
 			 __ATOMIC_RELAXED);
+	devx_mmio_flush_writes();
 }
 
 static int
@@ -476,26 +539,32 @@ rdma_evch_subscribe(struct devx_ctx *ctx, struct devx_evch *ch, struct devx_obj 
 static int
 rdma_evch_read(struct devx_ctx *ctx, struct devx_evch *ch, struct devx_event *ev)
 {
+	/*
+	 * The kernel hands over the cookie and the whole EQE (Linux devx.c
+	 * deliver_event, devx_async_event_read): 8 + 64 bytes, and EINVAL
+	 * for a shorter buffer. EOVERFLOW once after an event it could not
+	 * queue: passed up, the relay looks at every CQ.
+	 */
 	union {
 		struct mlx5dv_devx_async_event_hdr hdr;
-		uint8_t raw[sizeof(struct mlx5dv_devx_async_event_hdr) + 64];
+		uint8_t raw[sizeof(struct mlx5dv_devx_async_event_hdr) + PRM_SIZE(eqe)];
 	} buf;
 	ssize_t n = mlx5dv_devx_get_event(ch->be_handle, &buf.hdr, sizeof(buf));
-	size_t data_len;
+	uint16_t type;
 
 	if (n < 0)
 		return errno == EAGAIN ? 0 : -errno;
-	ev->cookie = buf.hdr.cookie >> COOKIE_TYPE_BITS;
-	ev->type = buf.hdr.cookie & 0xff;
-	data_len = (size_t)n - sizeof(buf.hdr);
-	memset(ev->data, 0, sizeof(ev->data));
-	memcpy(ev->data, buf.hdr.out_data, data_len < sizeof(ev->data) ? data_len : sizeof(ev->data));
-	/*
-	 * The kernel hands over the EQE's data: for a completion the CQ
-	 * number is its last dword, 24 bits (Linux mlx5_eqe_comp.cqn, byte 24).
-	 */
-	ev->obj_id = ev->type == PRM_EVENT_OBJECT_CHANGE ? (uint32_t)prm_get_bits(ev->data, 0x20, 32) :
-		(uint32_t)prm_get_bits(ev->data, 0xc8, 24);
+	if ((size_t)n != sizeof(buf)) {
+		devx_log(3, "%s: event of cookie 0x%llx: %zd bytes, not cookie + EQE (%zu)",
+			 ctx->name, (unsigned long long)buf.hdr.cookie, n, sizeof(buf));
+		return -EPROTO;
+	}
+	devx_event_from_eqe(ev, buf.hdr.cookie >> COOKIE_TYPE_BITS, buf.hdr.out_data);
+	/* The type the subscription was for, kept in the cookie, must be the EQE's. */
+	type = buf.hdr.cookie & 0xff;
+	if (ev->type != type)
+		devx_log(4, "%s: event of cookie 0x%llx: EQE type 0x%x, subscribed for 0x%x",
+			 ctx->name, (unsigned long long)buf.hdr.cookie, ev->type, type);
 	return 1;
 }
 

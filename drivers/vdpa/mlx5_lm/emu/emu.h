@@ -53,6 +53,10 @@ enum emu_syndrome {
 	EMU_SYND_QP_NO_LOOPBACK = 0x5e0c00e4,    /* status BAD_PARAM: INIT2RTR without ads.fl */
 	EMU_SYND_QP_BAD_REMOTE = 0x5e0c00e5,     /* status BAD_PARAM: remote_qpn names no QP */
 	EMU_SYND_QP_NO_RETRY = 0x5e0c00e6,       /* status BAD_PARAM: RTR2RTS without retries */
+	/* status BAD_PARAM: doorbell_stride_index past the doorbell area's strides */
+	EMU_SYND_VQ_BAD_STRIDE = 0x5e0c00e7,
+	EMU_SYND_QP_BAD_UAR = 0x5e0c00e8,        /* status BAD_PARAM: QP uar_page not allocated */
+	EMU_SYND_QP_BAD_TS_FORMAT = 0x5e0c00e9,  /* status BAD_PARAM: ts_format the caps refuse */
 	EMU_SYND_INJECTED = 0x5e0cfa17,          /* default syndrome of an injected fault */
 };
 
@@ -271,6 +275,23 @@ int emu_kernel_created_obj(const void *in, size_t inlen, const void *out, size_t
 int emu_kernel_check(struct emu_dev *dev, enum emu_kentry e, const void *in, size_t inlen,
 		     const struct emu_kobj *obj);
 /*
+ * Entry point e with the kernel's handling: emu_kernel_check, then the
+ * mailbox as the kernel copies it in and amends it before the firmware
+ * sees it (Linux devx.c devx_set_umem_valid, devx_handle_mkey_create: the
+ * *_umem_valid bits of a create or MODIFY_CQ set, whatever the caller
+ * wrote), then emu_cmd. -EINVAL when the kernel refuses, else emu_cmd's
+ * answer.
+ */
+int emu_kernel_cmd(struct emu_dev *dev, enum emu_kentry e, const void *in, size_t inlen,
+		   const struct emu_kobj *obj, void *out, size_t outlen);
+/*
+ * May the events ev[0..n) of obj be subscribed to (Linux devx.c
+ * MLX5_IB_METHOD_DEVX_SUBSCRIBE_EVENT, is_valid_events)? 0, or -EINVAL
+ * with a log line citing the rule.
+ */
+int emu_kernel_check_subscribe(struct emu_dev *dev, const struct emu_kobj *obj,
+			       const uint16_t *ev, size_t n);
+/*
  * The destroy mailbox the kernel derives at create (devx_obj_build_destroy_cmd)
  * into din (>= 64 bytes). 0, or -EINVAL for an object it cannot destroy.
  */
@@ -329,11 +350,18 @@ void emu_dev_wire_stats(struct emu_dev *dev, uint64_t *tx_frames, uint64_t *rx_f
 int emu_dev_dp_wait_idle(struct emu_dev *dev, unsigned int timeout_ms);
 
 /* ---- Events -------------------------------------------------------------- */
+/*
+ * An event as a channel holds it: the subscriber's cookie and the whole
+ * event queue entry the device wrote (PRM eqe: type at byte 1, the data
+ * at byte 32), which is what the kernel copies to a DevX event channel's
+ * reader (Linux devx.c deliver_event). type and obj_id repeat what the
+ * EQE says, for the emulator's own bookkeeping.
+ */
 struct emu_event {
 	uint64_t cookie;
-	uint16_t type;     /* PRM_EVENT_* */
-	uint32_t obj_id;
-	uint8_t data[32];  /* OBJECT_CHANGE: obj_type[16]@0, obj_id[32]@0x20 (PRM bits) */
+	uint16_t type;     /* PRM_EVENT_*, = eqe.event_type */
+	uint32_t obj_id;   /* the object the EQE names */
+	uint8_t eqe[64];   /* PRM eqe */
 };
 struct emu_evch *emu_evch_create(struct emu_dev *dev);
 void emu_evch_destroy(struct emu_evch *ch);
@@ -345,8 +373,34 @@ int emu_evch_fd(const struct emu_evch *ch);
  */
 int emu_evch_subscribe(struct emu_evch *ch, uint16_t create_opcode, uint16_t obj_type,
 		       uint32_t id, uint16_t type, uint64_t cookie);
-/* Returns 1 and fills ev when an event was pending, 0 when none. */
+/*
+ * Returns 1 and fills ev when an event was pending, 0 when none, and
+ * -EOVERFLOW once after the channel's bounded list had to drop an event
+ * (emu_evch_hold), as the kernel's event file returns it once after an
+ * event it could not queue (Linux devx.c deliver_event sets
+ * is_overflow_err, devx_async_event_read reports and clears it).
+ */
 int emu_evch_read(struct emu_evch *ch, struct emu_event *ev);
+/*
+ * Test hooks: a reader that falls behind. emu_evch_hold bounds every
+ * channel of dev to depth queued events (0: unbounded, the default) and
+ * keeps what is queued from the reader (the fd is not signalled, reads
+ * find nothing) until emu_evch_release, which signals it all and lifts
+ * the bound. An event past the bound is dropped and the channel
+ * overflows (-EOVERFLOW at its next read). emu_evch_overflows: the
+ * events dropped so far on dev's channels.
+ */
+void emu_evch_hold(struct emu_dev *dev, unsigned int depth);
+/*
+ * Test hook: raise event type on the object created by create_opcode
+ * (obj_type for general objects) numbered id, as the device would
+ * (affiliated events name it in their affiliated_event_header). 0, or
+ * -ENOENT when there is no such object.
+ */
+int emu_event_inject(struct emu_dev *dev, uint16_t create_opcode, uint16_t obj_type,
+		     uint32_t id, uint16_t type);
+void emu_evch_release(struct emu_dev *dev);
+unsigned long emu_evch_overflows(struct emu_dev *dev);
 
 /* ---- Test and benchmark hooks -------------------------------------------- */
 /*

@@ -167,6 +167,19 @@ query_hca_cap(struct emu_ctx *c)
 	case PRM_CAP_NIC_FLOW_TABLE:
 		emu_net_flow_caps(cap);
 		return PRM_STATUS_OK;
+	case PRM_CAP_ROCE:
+		/* Only with cmd_hca_cap.roce. */
+		if (!c->dev->prof->caps.roce)
+			return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
+		PRM_SET(roce_cap, cap, qp_ts_format, c->dev->prof->caps.qp_ts_format);
+		return PRM_STATUS_OK;
+	case PRM_CAP_DEV_EVENT:
+		/* Only with event_cap (Linux mlx5_core queries it only then). */
+		if (!c->dev->prof->caps.event_cap)
+			return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
+		PRM_SET(device_event_cap, cap, user_affiliated_events,
+			c->dev->prof->caps.user_affiliated_events);
+		return PRM_STATUS_OK;
 	default:
 		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
 	}

@@ -109,6 +109,13 @@ static const struct cap_desc {
 	CAP(event_mode, CAP_U8, 0x7),                       /* none, QP, MSIX */
 	CAP(doorbell_bar_offset, CAP_U64, INT64_MAX),
 	CAP(max_num_virtio_queues, CAP_U32, 0xffffff),      /* 24 bits */
+	CAP(event_cap, CAP_U8, 1),
+	CAP(user_affiliated_events, CAP_U64, INT64_MAX),
+	CAP(roce, CAP_U8, 1),
+	CAP(cq_oi, CAP_U8, 1),
+	CAP(qp_ts_format, CAP_U8, 2),
+	CAP(sq_ts_format, CAP_U8, 2),
+	CAP(comp_eqn_base, CAP_U32, 0xffff00),
 #undef CAP
 };
 
@@ -124,6 +131,13 @@ caps_default(struct emu_caps *c)
 	c->event_mode = EMU_CAP_EVENT_MODES;
 	c->doorbell_bar_offset = EMU_CAP_DOORBELL_BAR_OFFSET;
 	c->max_num_virtio_queues = EMU_CAP_MAX_VIRTQS;
+	c->event_cap = EMU_CAP_EVENT_CAP;
+	c->user_affiliated_events = EMU_CAP_USER_AFFILIATED_EVENTS;
+	c->roce = EMU_CAP_ROCE;
+	c->cq_oi = EMU_CAP_CQ_OI;
+	c->qp_ts_format = EMU_CAP_TS_FORMAT;
+	c->sq_ts_format = EMU_CAP_TS_FORMAT;
+	c->comp_eqn_base = EMU_CAP_COMP_EQN_BASE;
 }
 
 /* The "caps" object: unknown names and out-of-range values refuse the profile. */

@@ -13,6 +13,8 @@
  * the creator's opcode (with obj_type for general objects) and the id.
  */
 #include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "emu_priv.h"
@@ -400,6 +402,151 @@ emu_kernel_check(struct emu_dev *dev, enum emu_kentry e, const void *in, size_t 
 		return 0;
 	}
 	return refuse(dev, e, op, "(entry points)", "unknown entry point");
+}
+
+/*
+ * devx.c devx_set_umem_valid (and devx_handle_mkey_create for CREATE_MKEY):
+ * the kernel sets the umem valid bits itself, so that a DevX object's
+ * buffers are always umems (the firmware never takes a PAS list from user
+ * space). Of the commands it amends, those the device models: CREATE_CQ
+ * (cq_umem_valid, cqc.dbr_umem_valid), CREATE_QP (qpc.dbr_umem_valid,
+ * wq_umem_valid), CREATE_MKEY unless KLM/KSM (mkey_umem_valid). A field
+ * the mailbox is too short to hold is left to the firmware's length check.
+ */
+static int
+set_umem_valid(void *in, size_t inlen)
+{
+	uint16_t op = (uint16_t)PRM_GET(cmd_in, in, opcode);
+	size_t bits = inlen * 8;
+
+	switch (op) {
+	case PRM_CMD_CREATE_CQ: {
+		void *cqc = PRM_ADDR(create_cq_in, in, cq_context);
+
+		if (bits > PRM_OFF(create_cq_in, cq_umem_valid))
+			PRM_SET(create_cq_in, in, cq_umem_valid, 1);
+		if (bits > PRM_OFF(create_cq_in, cq_context) + PRM_OFF(cqc, dbr_umem_valid))
+			PRM_SET(cqc, cqc, dbr_umem_valid, 1);
+		break;
+	}
+	case PRM_CMD_CREATE_QP: {
+		void *qpc = PRM_ADDR(create_qp_in, in, qpc);
+
+		if (bits > PRM_OFF(create_qp_in, qpc) + PRM_OFF(qpc, dbr_umem_valid))
+			PRM_SET(qpc, qpc, dbr_umem_valid, 1);
+		if (bits > PRM_OFF(create_qp_in, wq_umem_valid))
+			PRM_SET(create_qp_in, in, wq_umem_valid, 1);
+		break;
+	}
+	case PRM_CMD_CREATE_MKEY: {
+		void *mkc = PRM_ADDR(create_mkey_in, in, mkc);
+		unsigned int mode;
+
+		/* devx_handle_mkey_create: the whole mkey context, else EINVAL. */
+		if (inlen < PRM_OFF(create_mkey_in, mkc) / 8 + PRM_SIZE(mkc))
+			return -EINVAL;
+		mode = (unsigned int)(PRM_GET(mkc, mkc, access_mode_1_0) |
+				      PRM_GET(mkc, mkc, access_mode_4_2) << 2);
+		if (mode != PRM_MKC_ACCESS_MODE_KLM && mode != PRM_MKC_ACCESS_MODE_KSM)
+			PRM_SET(create_mkey_in, in, mkey_umem_valid, 1);
+		break;
+	}
+	default:
+		break;
+	}
+	return 0;
+}
+
+int
+emu_kernel_cmd(struct emu_dev *dev, enum emu_kentry e, const void *in, size_t inlen,
+	       const struct emu_kobj *obj, void *out, size_t outlen)
+{
+	uint8_t small[1024];
+	void *copy;
+	int rc = emu_kernel_check(dev, e, in, inlen, obj);
+
+	if (rc < 0)
+		return rc;
+	if (e != EMU_KENTRY_CREATE && e != EMU_KENTRY_MODIFY)
+		return emu_cmd(dev, in, inlen, out, outlen);
+	/* uverbs copies the mailbox in (UA_ALLOC_AND_COPY); the kernel amends its copy. */
+	copy = inlen <= sizeof(small) ? small : malloc(inlen);
+	if (copy == NULL)
+		return -ENOMEM;
+	memcpy(copy, in, inlen);
+	rc = set_umem_valid(copy, inlen);
+	if (rc < 0)
+		(void)refuse(dev, e, (uint16_t)PRM_GET(cmd_in, in, opcode),
+			     "devx_handle_mkey_create()", "mailbox shorter than the mkey context");
+	else
+		rc = emu_cmd(dev, copy, inlen, out, outlen);
+	if (copy != small)
+		free(copy);
+	return rc;
+}
+
+/* devx.c is_legacy_obj_event_num(): what a device without event_cap offers per object. */
+static bool
+is_legacy_obj_event(uint16_t ev)
+{
+	switch (ev) {
+	case 0x00: /* COMP */
+	case 0x01: /* PATH_MIG */
+	case 0x02: /* COMM_EST */
+	case 0x03: /* SQ_DRAINED */
+	case 0x04: /* CQ_ERROR */
+	case 0x05: /* WQ_CATAS_ERROR */
+	case 0x07: /* PATH_MIG_FAILED */
+	case 0x10: /* WQ_INVAL_REQ_ERROR */
+	case 0x11: /* WQ_ACCESS_ERROR */
+	case 0x12: /* SRQ_CATAS_ERROR */
+	case 0x13: /* SRQ_LAST_WQE */
+	case 0x14: /* SRQ_RQ_LIMIT */
+	case 0x18: /* XRQ_ERROR */
+	case 0x1c: /* DCT_DRAINED */
+	case 0x1d: /* DCT_KEY_VIOLATION */
+		return true;
+	default:
+		return false;
+	}
+}
+
+int
+emu_kernel_check_subscribe(struct emu_dev *dev, const struct emu_kobj *obj, const uint16_t *ev,
+			   size_t n)
+{
+	uint8_t cap[PRM_SIZE(device_event_cap)];
+	const struct emu_caps *caps = &dev->prof->caps;
+	size_t i;
+
+	/* MAX_NUM_EVENTS in one subscription. */
+	if (n == 0 || n > 16) {
+		emu_log(dev, 3, "kernel: subscription of %zu events refused (EINVAL): 1 to 16 "
+			"(Linux devx.c MLX5_IB_METHOD_DEVX_SUBSCRIBE_EVENT, MAX_NUM_EVENTS)", n);
+		return -EINVAL;
+	}
+	memset(cap, 0, sizeof(cap));
+	PRM_SET(device_event_cap, cap, user_affiliated_events, caps->user_affiliated_events);
+	for (i = 0; i < n; i++) {
+		const char *why = NULL;
+
+		if (ev[i] > 255)
+			why = "past MAX_SUPP_EVENT_NUM (255)";
+		else if (!caps->event_cap && !is_legacy_obj_event(ev[i]))
+			why = "the device has no event_cap and it is not a legacy object event "
+			      "(is_valid_events_legacy)";
+		else if (caps->event_cap && ev[i] != PRM_EVENT_COMPLETION &&
+			 !prm_event_mask_has(cap, PRM_OFF(device_event_cap, user_affiliated_events),
+					     ev[i]))
+			why = "not in the device's user_affiliated_events";
+		if (why != NULL) {
+			emu_log(dev, 3, "kernel: subscription to event 0x%x of object 0x%x "
+				"(creator 0x%x) refused (EINVAL): %s (Linux devx.c "
+				"is_valid_events)", ev[i], obj->id, obj->create_opcode, why);
+			return -EINVAL;
+		}
+	}
+	return 0;
 }
 
 /*

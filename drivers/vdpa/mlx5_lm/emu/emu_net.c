@@ -479,7 +479,8 @@ emu_net_create_cq(struct emu_ctx *c)
 	const void *cqc = PRM_CADDR(create_cq_in, c->in, cq_context);
 	uint32_t log_size = (uint32_t)PRM_GET(cqc, cqc, log_cq_size);
 	uint64_t cqe = PRM_GET(cqc, cqc, cqe_sz) == PRM_CQC_CQE_SZ_128 ? 128 : 64;
-	uint32_t eqn = (uint32_t)PRM_GET(cqc, cqc, c_eqn);
+	/* The kernel reads all 32 bits (mlx5_core_create_cq: c_eqn_or_apu_element). */
+	uint32_t eqn = (uint32_t)PRM_GET(cqc, cqc, c_eqn_or_apu_element);
 	uint32_t uar_id = (uint32_t)PRM_GET(cqc, cqc, uar_page);
 	struct emu_obj *uar;
 	struct emu_net_obj *o;
@@ -489,7 +490,8 @@ emu_net_create_cq(struct emu_ctx *c)
 		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
 	if (!emu_eqn_is_completion(c->dev, eqn)) {
 		emu_log(c->dev, 4, "CREATE_CQ: c_eqn %u is not a completion EQ of the function "
-			"(cqc.c_eqn; Linux devx.c: ENOENT)", eqn);
+			"(cqc.c_eqn_or_apu_element, 32 bits; Linux mlx5_core_create_cq: ENOENT)",
+			eqn);
 		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_CQ_BAD_EQN);
 	}
 	uar = emu_obj_find(c->dev, EMU_KIND_UAR, uar_id);
@@ -497,6 +499,11 @@ emu_net_create_cq(struct emu_ctx *c)
 		emu_log(c->dev, 4, "CREATE_CQ: uar_page %u is not a UAR page of this device "
 			"(cqc.uar_page)", uar_id);
 		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_CQ_BAD_UAR);
+	}
+	/* Overrun ignore is a capability (cmd_hca_cap.cq_oi). */
+	if (PRM_GET(cqc, cqc, oi) && !c->dev->prof->caps.cq_oi) {
+		emu_log(c->dev, 4, "CREATE_CQ: cqc.oi without the cq_oi capability");
+		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_CAP_NOT_SUPPORTED);
 	}
 	if (!PRM_GET(create_cq_in, c->in, cq_umem_valid) || !PRM_GET(cqc, cqc, dbr_umem_valid)) {
 		emu_log(c->dev, 4, "CREATE_CQ: CQE ring and doorbell record must be in umems "
@@ -727,6 +734,28 @@ emu_net_destroy_cq(struct emu_ctx *c)
 	return net_destroy(c, EMU_KIND_CQ);
 }
 
+/*
+ * May a QP carry timestamp format fmt, the device's cap being cap
+ * (prm_ts_format_cap)? Free-running only with free-running timestamps,
+ * real time only with real-time ones, the device's default with either
+ * but not on a free-running-only device, where Linux and DPDK both ask for
+ * free-running (mlx5_get_qp_default_ts, mlx5_ts_format_conv): the
+ * stricter reading.
+ */
+static bool
+ts_format_allowed(uint8_t cap, uint8_t fmt)
+{
+	switch (fmt) {
+	case PRM_TS_FORMAT_FREE_RUNNING:
+		return cap != PRM_TS_FORMAT_CAP_REAL_TIME;
+	case PRM_TS_FORMAT_DEFAULT:
+	case PRM_TS_FORMAT_REAL_TIME:
+		return cap != PRM_TS_FORMAT_CAP_FREE_RUNNING;
+	default:
+		return false;
+	}
+}
+
 int
 emu_net_create_qp(struct emu_ctx *c)
 {
@@ -738,6 +767,7 @@ emu_net_create_qp(struct emu_ctx *c)
 	struct emu_obj *pd, *cq[2] = { NULL, NULL };
 	struct emu_net_obj *o;
 	int status, i;
+	bool has_wq;
 
 	pd = emu_obj_find(c->dev, EMU_KIND_PD, pdn);
 	if (pd == NULL)
@@ -748,6 +778,31 @@ emu_net_create_qp(struct emu_ctx *c)
 		cq[i] = emu_obj_find(c->dev, EMU_KIND_CQ, cqs[i]);
 		if (cq[i] == NULL)
 			return emu_fail(c, PRM_STATUS_BAD_RES, EMU_SYND_BAD_REFERENCE);
+	}
+	has_wq = PRM_GET(qpc, qpc, rq_type) != PRM_QPC_RQ_TYPE_ZERO_SIZE ||
+		 !PRM_GET(qpc, qpc, no_sq);
+	if (has_wq) {
+		const struct emu_caps *caps = &c->dev->prof->caps;
+		uint8_t cap = caps->roce ? caps->qp_ts_format : caps->sq_ts_format;
+		uint8_t fmt = (uint8_t)PRM_GET(qpc, qpc, ts_format);
+		uint32_t uar = (uint32_t)PRM_GET(qpc, qpc, uar_page);
+
+		/*
+		 * A QP with a work queue names its UAR page, as Linux mlx5_vnet
+		 * and DPDK vdpa/mlx5 name theirs for the driver-side event QP
+		 * (the firmware-side one, with neither queue, needs none).
+		 */
+		if (emu_obj_find(c->dev, EMU_KIND_UAR, uar) == NULL) {
+			emu_log(c->dev, 4, "CREATE_QP: uar_page %u is not a UAR page of this "
+				"device (qpc.uar_page)", uar);
+			return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_QP_BAD_UAR);
+		}
+		if (!ts_format_allowed(cap, fmt)) {
+			emu_log(c->dev, 4, "CREATE_QP: qpc.ts_format %u refused: the device's %s "
+				"is %u (Linux mlx5_get_qp_default_ts)", fmt,
+				caps->roce ? "roce_cap.qp_ts_format" : "sq_ts_format", cap);
+			return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_QP_BAD_TS_FORMAT);
+		}
 	}
 	o = net_new(c, EMU_KIND_QP);
 	if (o == NULL)
@@ -760,10 +815,18 @@ emu_net_create_qp(struct emu_ctx *c)
 	status = net_hold(c, o, pd);
 	for (i = 0; status == 0 && i < 2; i++)
 		status = net_hold(c, o, cq[i]);
-	if (status == 0 && PRM_GET(create_qp_in, c->in, wq_umem_valid))
+	/*
+	 * The kernel sets wq_umem_valid and qpc.dbr_umem_valid on every DevX
+	 * CREATE_QP (Linux devx.c devx_set_umem_valid): they say nothing of a
+	 * QP without a work queue (zero-size RQ and no SQ, the event path's
+	 * firmware QP, as DPDK vdpa/mlx5 creates it with no umem), which has
+	 * no buffer and no doorbell record to find. With a queue, they name
+	 * its umems.
+	 */
+	if (status == 0 && has_wq && PRM_GET(create_qp_in, c->in, wq_umem_valid))
 		status = hold_umem(c, o, (uint32_t)PRM_GET(create_qp_in, c->in, wq_umem_id),
 				   PRM_GET(create_qp_in, c->in, wq_umem_offset), 1, NULL);
-	if (status == 0 && PRM_GET(qpc, qpc, dbr_umem_valid))
+	if (status == 0 && has_wq && PRM_GET(qpc, qpc, dbr_umem_valid))
 		status = hold_umem(c, o, (uint32_t)PRM_GET(qpc, qpc, dbr_umem_id),
 				   PRM_GET(qpc, qpc, dbr_addr), PRM_SIZE(qp_dbrec), &o->dbrec);
 	if (status != 0)
@@ -866,6 +929,11 @@ void
 emu_net_general_caps(const struct emu_caps *caps, void *cap)
 {
 	PRM_SET(cmd_hca_cap, cap, vhca_id, EMU_CAP_VHCA_ID);
+	PRM_SET(cmd_hca_cap, cap, event_cap, caps->event_cap);
+	PRM_SET(cmd_hca_cap, cap, roce, caps->roce);
+	PRM_SET(cmd_hca_cap, cap, cq_oi, caps->cq_oi);
+	PRM_SET(cmd_hca_cap, cap, sq_ts_format, caps->sq_ts_format);
+	PRM_SET(cmd_hca_cap, cap, rq_ts_format, caps->sq_ts_format);
 	PRM_SET(cmd_hca_cap, cap, log_max_srq_sz, 15);
 	PRM_SET(cmd_hca_cap, cap, log_max_qp_sz, 15);
 	PRM_SET(cmd_hca_cap, cap, log_max_qp, 18);
@@ -873,7 +941,10 @@ emu_net_general_caps(const struct emu_caps *caps, void *cap)
 	PRM_SET(cmd_hca_cap, cap, log_max_cq, 18);
 	PRM_SET(cmd_hca_cap, cap, log_max_eq_sz, 22);
 	PRM_SET(cmd_hca_cap, cap, log_max_mkey, 24);
-	PRM_SET(cmd_hca_cap, cap, log_max_eq, 7);
+	/* Room for the completion EQs' numbers (comp_eqn_base may put them past 127). */
+	PRM_SET(cmd_hca_cap, cap, log_max_eq,
+		caps->comp_eqn_base + EMU_NUM_COMP_EQS <= 128 ? 7 :
+		32 - __builtin_clz(caps->comp_eqn_base + EMU_NUM_COMP_EQS - 1));
 	PRM_SET(cmd_hca_cap, cap, max_indirection, 4);
 	PRM_SET(cmd_hca_cap, cap, log_max_mrw_sz, 64);
 	PRM_SET(cmd_hca_cap, cap, null_mkey, 1);

@@ -69,6 +69,13 @@ struct emu_caps {
 	uint8_t event_mode;
 	uint64_t doorbell_bar_offset;
 	uint32_t max_num_virtio_queues;
+	uint8_t event_cap;                /* cmd_hca_cap.event_cap */
+	uint8_t roce;                     /* cmd_hca_cap.roce: the RoCE caps exist */
+	uint8_t cq_oi;                    /* cmd_hca_cap.cq_oi */
+	uint8_t qp_ts_format;             /* roce_cap.qp_ts_format (prm_ts_format_cap) */
+	uint8_t sq_ts_format;             /* cmd_hca_cap.sq_ts_format, also rq_ts_format */
+	uint32_t comp_eqn_base;           /* number of the first completion EQ (emu_uar.c) */
+	uint64_t user_affiliated_events;  /* device_event_cap, events 0..63 */
 };
 
 struct emu_profile {
@@ -376,8 +383,14 @@ struct emu_ev_node {
 struct emu_evch {
 	struct emu_dev *dev;         /* NULL once the device is gone */
 	int fd;                      /* eventfd, EFD_SEMAPHORE: one count per event */
-	pthread_mutex_t lock;        /* guards head, tail */
+	pthread_mutex_t lock;        /* guards head, tail and the rest below */
 	struct emu_ev_node *head, *tail;
+	unsigned int n;              /* events queued */
+	unsigned int depth;          /* at most this many queued, 0: unbounded (emu_evch_hold) */
+	unsigned int unsignalled;    /* queued while held, not yet counted on fd */
+	bool held;                   /* the reader sees nothing (emu_evch_hold) */
+	bool overflow;               /* an event was dropped: -EOVERFLOW at the next read */
+	unsigned long dropped;       /* events dropped, ever */
 	struct emu_evch *next;       /* dev->evchs, guarded by dev->lock */
 };
 
@@ -390,9 +403,14 @@ struct emu_sub {
 	struct emu_sub *next;
 };
 
-/* Queue an event to every subscriber of (kind, id, type). dev->lock held. */
+/*
+ * Queue an event to every subscriber of (kind, id, type), as an EQE:
+ * completions, CQ and QP errors name id in their data as the PRM places
+ * it; other events carry data (PRM_SIZE(eqe_comp) bytes: the EQE's event
+ * data, e.g. affiliated_event_header) as given. dev->lock held.
+ */
 void emu_event_post(struct emu_dev *dev, enum emu_kind kind, uint32_t id, uint16_t type,
-		    const uint8_t data[32]);
+		    const uint8_t *data);
 /* Drop every subscription to an object (destroyed). dev->lock held. */
 void emu_event_drop_obj(struct emu_dev *dev, enum emu_kind kind, uint32_t id);
 /* Detach every channel from a device being destroyed. */
@@ -742,8 +760,21 @@ void emu_wire_cache_free(struct emu_dev *dev);
 #define EMU_CAP_EVENT_MODES ((1u << PRM_VIRTQ_EVENT_MODE_NONE) | \
 			     (1u << PRM_VIRTQ_EVENT_MODE_QP))
 #define EMU_CAP_QUEUE_TYPES (1u | 2u)   /* split, packed */
-#define EMU_CAP_LOG_DOORBELL_STRIDE 2u
-#define EMU_CAP_LOG_DOORBELL_BAR_SIZE 12u
+/*
+ * One doorbell stride of 4 KiB, the whole area: one VAR per function
+ * (Linux mlx5_ib_init_var_table: area / stride entries). DPDK vdpa/mlx5
+ * waits for QEMU to release "the VAR" when it probes again (its retry
+ * loop in mlx5_vdpa_create_dev_resources), which a table of one entry
+ * explains; every queue's doorbell is then that stride.
+ */
+#define EMU_CAP_LOG_DOORBELL_STRIDE 12u
+/*
+ * log_doorbell_bar_size counts 4 KiB units (Linux main.c
+ * mlx5_ib_init_var_table: bar_size = (1 << log_doorbell_bar_size) * 4096):
+ * 0 is one 4 KiB page, 1024 doorbells of 4 bytes.
+ */
+#define EMU_CAP_LOG_DOORBELL_BAR_SIZE 0u
+#define EMU_DOORBELL_AREA_UNIT 4096ull
 /*
  * Where the doorbells sit in the BAR (a profile may move them). Not page
  * aligned on purpose: the kernel maps the doorbell page (VAR) from its
@@ -752,6 +783,25 @@ void emu_wire_cache_free(struct emu_dev *dev);
  */
 #define EMU_CAP_DOORBELL_BAR_OFFSET 0x1808ull
 #define EMU_CAP_MAX_VIRTQS 256u
+/*
+ * Event caps: the affiliated events this device raises, which user space
+ * may then subscribe to (Linux devx.c is_valid_events): CQ error, QP
+ * error, OBJECT_CHANGE. Completions need no bit.
+ */
+#define EMU_CAP_EVENT_CAP 1u
+/* A CX6 Dx: RoCE, overrun ignore, free-running and real-time timestamps. */
+#define EMU_CAP_ROCE 1u
+#define EMU_CAP_CQ_OI 1u
+#define EMU_CAP_TS_FORMAT PRM_TS_FORMAT_CAP_FREE_RUNNING_AND_REAL_TIME
+/*
+ * Completion EQ numbers: the kernel creates its async, command and page
+ * EQs first, so completion EQs do not start at 0 (and c_eqn 0 names
+ * none). A profile may number them past 255 (caps comp_eqn_base).
+ */
+#define EMU_CAP_COMP_EQN_BASE 0x10u
+#define EMU_CAP_USER_AFFILIATED_EVENTS ((1ull << PRM_EVENT_CQ_ERROR) | \
+					(1ull << PRM_EVENT_WQ_CATAS_ERROR) | \
+					(1ull << PRM_EVENT_OBJECT_CHANGE))
 #define EMU_CAP_FREEZE_TO_RDY 1u
 #define EMU_CAP_VNET_MODIFY_EXT 1u
 #define EMU_CAP_VIRTIO_NET_Q_ADDR_MODIFY 1u

@@ -12,12 +12,6 @@
 
 #include "emu_priv.h"
 
-/*
- * Completion EQ numbers: the kernel creates its async, command and page
- * EQs first, so completion EQs do not start at 0 (and c_eqn 0 names
- * none; Linux's CREATE_CQ path looks c_eqn up among completion EQs).
- */
-#define EMU_COMP_EQN_BASE 0x10u
 
 int
 emu_uar_alloc(struct emu_dev *dev, uint32_t *page_id)
@@ -97,12 +91,15 @@ emu_eqn_query(struct emu_dev *dev, uint32_t vector, uint32_t *eqn)
 	/* mlx5dv_devx_query_eqn: EINVAL for a vector the function does not have. */
 	if (vector >= EMU_NUM_COMP_EQS)
 		return -EINVAL;
-	*eqn = EMU_COMP_EQN_BASE + vector;
+	/* Numbered from the profile's comp_eqn_base (EMU_CAP_COMP_EQN_BASE). */
+	*eqn = dev->prof->caps.comp_eqn_base + vector;
 	return 0;
 }
 
 bool
 emu_eqn_is_completion(const struct emu_dev *dev, uint32_t eqn)
 {
-	return eqn >= EMU_COMP_EQN_BASE && eqn < EMU_COMP_EQN_BASE + EMU_NUM_COMP_EQS;
+	uint32_t base = dev->prof->caps.comp_eqn_base;
+
+	return eqn >= base && eqn < base + EMU_NUM_COMP_EQS;
 }

@@ -151,6 +151,14 @@ vq_encode(const struct emu_virtq *vq, void *obj, void *q)
 
 /* ---- Checks ------------------------------------------------------------------- */
 /* Creation-only checks: queue size and the three umems against the caps. */
+/* Doorbells in the doorbell area: its size over the stride (Linux mlx5_ib_init_var_table). */
+static uint64_t
+doorbell_strides(void)
+{
+	return ((1ull << EMU_CAP_LOG_DOORBELL_BAR_SIZE) * EMU_DOORBELL_AREA_UNIT) >>
+	       EMU_CAP_LOG_DOORBELL_STRIDE;
+}
+
 static int
 vq_check_create(struct emu_ctx *c, struct emu_virtq *vq)
 {
@@ -159,6 +167,23 @@ vq_check_create(struct emu_ctx *c, struct emu_virtq *vq)
 
 	if (qs == 0 || qs > 32768 || (qs & (qs - 1)) != 0)
 		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
+	/*
+	 * The queue's doorbell is the stride it names (virtio_q
+	 * doorbell_stride_index), one of the area's strides. Every public
+	 * driver leaves it 0 for its own function and writes the queue index
+	 * at stride 0 (Linux mlx5_vnet create_virtqueue, DPDK
+	 * mlx5_devx_cmd_create_virtq); the emulated area has one stride.
+	 * virtio_net_q.vhca_id: no public source says what the firmware does
+	 * with it (neither driver sets it); the emulator keeps it, unchecked.
+	 */
+	if (vq->doorbell_stride_index >= doorbell_strides()) {
+		emu_log(c->dev, 4, "CREATE VIRTIO_NET_Q refused: doorbell_stride_index %u "
+			"past the %" PRIu64 " doorbells of the area (log_doorbell_bar_size %u "
+			"in 4 KiB units, log_doorbell_stride %u)", vq->doorbell_stride_index,
+			doorbell_strides(), EMU_CAP_LOG_DOORBELL_BAR_SIZE,
+			EMU_CAP_LOG_DOORBELL_STRIDE);
+		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_VQ_BAD_STRIDE);
+	}
 	/* Creating straight into RDY is accepted; SUSPEND/ERR are not creatable. */
 	if (vq->state != PRM_VIRTQ_STATE_INIT && vq->state != PRM_VIRTQ_STATE_RDY)
 		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
@@ -506,16 +531,16 @@ emu_virtq_destroy(struct emu_ctx *c)
 int
 emu_virtq_set_error(struct emu_dev *dev, struct emu_virtq *vq, uint8_t error_type)
 {
-	uint8_t data[32];
+	uint8_t data[PRM_SIZE(eqe_comp)];
 
 	if (vq->state != PRM_VIRTQ_STATE_RDY)
 		return -EINVAL;
 	vq->state = PRM_VIRTQ_STATE_ERR;
 	vq->error_type = error_type;
 	memset(data, 0, sizeof(data));
-	/* OBJECT_CHANGE data: obj_type[16]@0, obj_id[32]@0x20. */
-	prm_set_bits(data, 0x00, 16, PRM_OBJ_VIRTIO_NET_Q);
-	prm_set_bits(data, 0x20, 32, vq->obj.id);
+	/* OBJECT_CHANGE names its object in the affiliated event header (mlx5_ifc.h). */
+	PRM_SET(affiliated_event_header, data, obj_type, PRM_OBJ_VIRTIO_NET_Q);
+	PRM_SET(affiliated_event_header, data, obj_id, vq->obj.id);
 	emu_log(dev, 6, "virtq %u (index %u) -> ERR, error_type %u", vq->obj.id,
 		vq->queue_index, error_type);
 	emu_event_post(dev, EMU_KIND_VIRTQ, vq->obj.id, PRM_EVENT_OBJECT_CHANGE, data);
@@ -536,15 +561,16 @@ emu_virtq_force_error(struct emu_dev *dev, uint32_t virtq_id, uint8_t error_type
 }
 
 /*
- * The doorbell area the caps announce: log_doorbell_bar_size bytes from
- * doorbell_bar_offset (PRM virtio_emulation_cap). A write anywhere else in
- * the BAR rings nothing.
+ * The doorbell area the caps announce: from doorbell_bar_offset,
+ * (1 << log_doorbell_bar_size) 4 KiB units (PRM virtio_emulation_cap, as
+ * Linux mlx5_ib_init_var_table reads it). A write anywhere else in the BAR
+ * rings nothing.
  */
 static int
 doorbell_check(struct emu_dev *dev, uint32_t offset, uint32_t value)
 {
 	uint64_t base = dev->prof->caps.doorbell_bar_offset;
-	uint64_t area = 1ull << EMU_CAP_LOG_DOORBELL_BAR_SIZE;
+	uint64_t area = (1ull << EMU_CAP_LOG_DOORBELL_BAR_SIZE) * EMU_DOORBELL_AREA_UNIT;
 
 	if (offset >= base && offset - base < area)
 		return 0;
@@ -554,7 +580,11 @@ doorbell_check(struct emu_dev *dev, uint32_t offset, uint32_t value)
 	return -EINVAL;
 }
 
-/* dev->lock held. Kick the queue named by value; with others, every other RDY queue too. */
+/*
+ * dev->lock held. Kick the queue named by value; with others, every other
+ * RDY queue too. The area is one stride (EMU_CAP_LOG_DOORBELL_STRIDE), the
+ * doorbell of every queue (doorbell_stride_index 0, vq_check_create).
+ */
 static void
 kick_queues(struct emu_dev *dev, uint32_t value, bool others)
 {

@@ -98,6 +98,49 @@ enum prm_event_type {
 	PRM_EVENT_OBJECT_CHANGE = 0x27,
 };
 
+/*
+ * An event queue entry as the device writes it and as the kernel hands it
+ * to a DevX event channel's reader, after the 8-byte cookie (Linux devx.c
+ * deliver_event copies the whole struct mlx5_eqe; devx_async_event_read
+ * returns cookie + sizeof(struct mlx5_eqe), include/linux/mlx5/device.h):
+ * type at byte 1, sub_type at byte 3, the event data (union ev_data,
+ * 7 dwords) at byte 32, signature and owner in the last dword.
+ */
+PRM_FIELD(eqe, event_type, 0x008, 8);
+PRM_FIELD(eqe, event_sub_type, 0x018, 8);
+PRM_SUB(eqe, event_data, 0x100);			/* eqe_comp, affiliated_event_header */
+PRM_FIELD(eqe, signature, 0x1f0, 8);
+PRM_FIELD(eqe, owner, 0x1f8, 8);
+PRM_LAYOUT(eqe, 0x200);
+_Static_assert(PRM_OFF(eqe, event_data) / 8 == 32, "EQE data at byte 32");
+
+/* A completion's data (struct mlx5_eqe_comp): the CQ number in its 7th dword, 24 bits. */
+PRM_FIELD(eqe_comp, cqn, 0x0c8, 24);
+PRM_LAYOUT(eqe_comp, 0x0e0);
+
+/* A CQ error's data (struct mlx5_eqe_cq_err): the CQ number first, the syndrome at byte 11. */
+PRM_FIELD(eqe_cq_err, cqn, 0x008, 24);
+PRM_FIELD(eqe_cq_err, syndrome, 0x058, 8);
+PRM_LAYOUT(eqe_cq_err, 0x0e0);
+
+/* eqe_qp_srq.type (Linux MLX5_EVENT_QUEUE_TYPE_*). */
+enum prm_event_queue_type {
+	PRM_EVENT_QUEUE_TYPE_QP = 0,
+};
+
+/* A QP/SRQ event's data (struct mlx5_eqe_qp_srq): type at byte 20, the number in dword 6. */
+PRM_FIELD(eqe_qp_srq, type, 0x0a0, 8);
+PRM_FIELD(eqe_qp_srq, qp_srq_n, 0x0c8, 24);
+PRM_LAYOUT(eqe_qp_srq, 0x0e0);
+
+/*
+ * The data of an affiliated event such as OBJECT_CHANGE (mlx5_ifc.h
+ * affiliated_event_header; devx.c get_event_obj_type, devx_get_obj_id_from_event).
+ */
+PRM_FIELD(affiliated_event_header, obj_type, 0x10, 16);
+PRM_FIELD(affiliated_event_header, obj_id, 0x20, 32);
+PRM_LAYOUT(affiliated_event_header, 0x40);
+
 /* ---- Command envelope --------------------------------------------------- */
 /* Every command input starts with this header. */
 PRM_FIELD(cmd_in, opcode, 0x00, 16);
@@ -323,6 +366,7 @@ PRM_FIELD(create_mkey_in, opcode, 0x00, 16);
 PRM_FIELD(create_mkey_in, uid, 0x10, 16);
 PRM_FIELD(create_mkey_in, op_mod, 0x30, 16);
 PRM_FIELD(create_mkey_in, pg_access, 0x60, 1);
+PRM_FIELD(create_mkey_in, mkey_umem_valid, 0x61, 1);
 PRM_SUB(create_mkey_in, mkc, 0x80);
 PRM_FIELD(create_mkey_in, translations_octword_actual_size, 0x300, 32);
 PRM_FIELD(create_mkey_in, mkey_umem_id, 0x320, 32);

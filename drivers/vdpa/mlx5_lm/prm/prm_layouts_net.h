@@ -49,6 +49,8 @@ _Static_assert(PRM_GENERAL_OBJ_TYPES_CAP_VIRTIO_Q_COUNTERS == (1ull << 28), "cou
 PRM_FIELD(cmd_hca_cap, vhca_id, 0x030, 16);
 PRM_FIELD(cmd_hca_cap, log_max_srq_sz, 0x080, 8);
 PRM_FIELD(cmd_hca_cap, log_max_qp_sz, 0x088, 8);
+/* The device reports which events user space may subscribe to (device_event_cap). */
+PRM_FIELD(cmd_hca_cap, event_cap, 0x090, 1);
 PRM_FIELD(cmd_hca_cap, log_max_qp, 0x09b, 5);
 PRM_FIELD(cmd_hca_cap, log_max_cq_sz, 0x0c8, 8);
 PRM_FIELD(cmd_hca_cap, log_max_cq, 0x0db, 5);
@@ -77,7 +79,13 @@ PRM_FIELD(cmd_hca_cap, log_max_rqt, 0x38b, 5);
 PRM_FIELD(cmd_hca_cap, log_max_rqt_size, 0x393, 5);
 PRM_FIELD(cmd_hca_cap, log_max_current_mc_list, 0x3f3, 5);
 PRM_FIELD(cmd_hca_cap, log_max_current_uc_list, 0x3fb, 5);
+PRM_FIELD(cmd_hca_cap, roce, 0x21d, 1);
+/* cqc.oi may be set only when the device offers it. */
+PRM_FIELD(cmd_hca_cap, cq_oi, 0x220, 1);
 PRM_FIELD(cmd_hca_cap, general_obj_types, 0x400, 64);
+/* Timestamp formats the SQs/RQs take (prm_ts_format_cap); a QP's without RoCE. */
+PRM_FIELD(cmd_hca_cap, sq_ts_format, 0x440, 2);
+PRM_FIELD(cmd_hca_cap, rq_ts_format, 0x442, 2);
 PRM_FIELD(cmd_hca_cap, max_num_eqs, 0x470, 16);
 PRM_FIELD(cmd_hca_cap, log_uar_page_sz, 0x490, 16);
 PRM_FIELD(cmd_hca_cap, device_frequency_khz, 0x4e0, 32);
@@ -89,6 +97,46 @@ PRM_LAYOUT(cmd_hca_cap, 0x800);
  * table type, the receive one first at 0x200.
  */
 enum { PRM_CAP_NIC_FLOW_TABLE = 0x07 };
+
+/*
+ * RoCE caps (QUERY_HCA_CAP cap_type 0x4, with cmd_hca_cap.roce): the
+ * timestamp formats a QP takes (Linux include/linux/mlx5/qp.h
+ * mlx5_get_qp_default_ts reads qp_ts_format with RoCE, sq_ts_format
+ * without; DPDK reads it for its event QPs, mlx5_ts_format_conv).
+ */
+enum { PRM_CAP_ROCE = 0x04 };
+PRM_FIELD(roce_cap, qp_ts_format, 0x01e, 2);
+PRM_LAYOUT(roce_cap, 0x800);
+/* What a *_ts_format cap says (DPDK mlx5_prm.h MLX5_HCA_CAP_TIMESTAMP_FORMAT_*). */
+enum prm_ts_format_cap {
+	PRM_TS_FORMAT_CAP_FREE_RUNNING = 0x0,
+	PRM_TS_FORMAT_CAP_REAL_TIME = 0x1,
+	PRM_TS_FORMAT_CAP_FREE_RUNNING_AND_REAL_TIME = 0x2,
+};
+/* qpc.ts_format (Linux MLX5_TIMESTAMP_FORMAT_*). */
+enum prm_ts_format {
+	PRM_TS_FORMAT_FREE_RUNNING = 0x0,
+	PRM_TS_FORMAT_DEFAULT = 0x1,
+	PRM_TS_FORMAT_REAL_TIME = 0x2,
+};
+
+/*
+ * Event caps (QUERY_HCA_CAP cap_type 0x14, MLX5_CAP_DEV_EVENT, with
+ * cmd_hca_cap.event_cap): user_affiliated_events and
+ * user_unaffiliated_events are 4 big-endian 64-bit masks each, event n
+ * being bit n % 64 of mask n / 64 (Linux devx.c is_valid_events).
+ */
+enum { PRM_CAP_DEV_EVENT = 0x14 };
+PRM_FIELD(device_event_cap, user_affiliated_events, 0x000, 64);	/* [4] */
+PRM_FIELD(device_event_cap, user_unaffiliated_events, 0x100, 64);	/* [4] */
+PRM_LAYOUT(device_event_cap, 0x200);
+
+/* Is event n in the 4-mask array starting at field off of a device_event_cap? */
+static inline int
+prm_event_mask_has(const void *cap, uint32_t off, uint16_t n)
+{
+	return n < 256 && (prm_get_bits(cap, off + 64u * (n / 64u), 64) >> (n % 64u) & 1);
+}
 PRM_FIELD(flow_table_prop_layout, ft_support, 0x00, 1);
 PRM_FIELD(flow_table_prop_layout, log_max_ft_size, 0x22, 6);
 PRM_FIELD(flow_table_prop_layout, max_ft_level, 0x38, 8);
@@ -460,8 +508,10 @@ enum prm_cqc_cqe_sz {
 /*
  * CQ context, DevX era: the doorbell record may live in a umem
  * (dbr_umem_valid + dbr_umem_id, dbr_addr then being the offset in it).
- * c_eqn is the 8-bit field the DevX-era headers (DPDK) name; newer Linux
- * widens it to 32 bits at 0xa0 (c_eqn_or_apu_element), same low byte.
+ * c_eqn is the 8-bit field the DevX-era headers (DPDK) name; current
+ * Linux mlx5_ifc.h widens it to 32 bits at 0xa0 (c_eqn_or_apu_element),
+ * same low byte, and mlx5_core_create_cq reads the 32 bits: an EQ number
+ * above 255 needs the whole field.
  */
 PRM_FIELD(cqc, status, 0x000, 4);
 PRM_FIELD(cqc, dbr_umem_valid, 0x006, 1);
@@ -479,6 +529,7 @@ PRM_FIELD(cqc, log_cq_size, 0x063, 5);
 PRM_FIELD(cqc, uar_page, 0x068, 24);
 PRM_FIELD(cqc, cq_period, 0x084, 12);
 PRM_FIELD(cqc, cq_max_count, 0x090, 16);
+PRM_FIELD(cqc, c_eqn_or_apu_element, 0x0a0, 32);
 PRM_FIELD(cqc, c_eqn, 0x0b8, 8);
 PRM_FIELD(cqc, log_page_size, 0x0c3, 5);
 PRM_FIELD(cqc, last_notified_index, 0x108, 24);
