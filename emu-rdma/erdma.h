@@ -99,8 +99,7 @@ struct erdma_pd {
 
 struct erdma_mr {
 	struct ibv_mr pub;
-	uint32_t umem_id;          /* 0 for the null mr */
-	uint32_t mkey_index;
+	bool registered;           /* false for the null mr */
 	struct erdma_handle h;
 };
 

@@ -550,26 +550,26 @@ erdma_alloc_null_mr(struct ibv_pd *pd)
 }
 
 /*
- * The kernel registers an MR by pinning the pages (a umem, charged by the
- * cost model as GUEST_UMEM_PIN + GUEST_UMEM_REG) and creating an MTT mkey
- * over them in the PD (CREATE_MKEY); the emulator sees the same two steps.
+ * The kernel registers an MR (Linux mlx5_ib mr.c mlx5_ib_reg_user_mr) by
+ * pinning the pages (ib_umem_get), choosing the page size for the iova
+ * (mlx5_umem_find_best_pgsz) and creating an MTT mkey over its own page
+ * list in the PD, with a fresh variant byte: emu_kernel_reg_mr, no DevX
+ * umem (the cost model charges the pin, the upload and the mkey as
+ * before). ib_check_mr_access refuses REMOTE_WRITE/ATOMIC without
+ * LOCAL_WRITE.
  */
 static struct ibv_mr *
 reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned int access)
 {
 	struct erdma_ctx *c = erdma_ctx(pd->context);
-	uint8_t in[PRM_SIZE(create_mkey_in)];
-	uint8_t out[PRM_SIZE(create_mkey_out)];
-	void *mkc = PRM_ADDR(create_mkey_in, in, mkc);
-	long page = erdma_page_size();
-	uint64_t first = (uintptr_t)addr & ~(uint64_t)(page - 1);
-	uint64_t pages = ((uintptr_t)addr + length - first + page - 1) / page;
 	uint64_t t0 = erdma_now_us();
 	struct erdma_mr *mr;
-	uint32_t synd = 0;
+	uint32_t synd = 0, lkey = 0;
 	int st;
 
-	if (c == NULL || length == 0) {
+	if (c == NULL || length == 0 ||
+	    ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	     !(access & IBV_ACCESS_LOCAL_WRITE))) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -578,47 +578,24 @@ reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned int
 		errno = ENOMEM;
 		return NULL;
 	}
-	st = emu_umem_reg(c->emu, addr, length, access, &mr->umem_id, &synd);
-	erdma_trace_op(c, "reg_mr", "UMEM_REG", t0, "umem_id", mr->umem_id, (uintptr_t)addr,
-		       length, st);
-	if (st != 0)
-		goto err_umem;
-	memset(in, 0, sizeof(in));
-	PRM_SET(create_mkey_in, in, opcode, PRM_CMD_CREATE_MKEY);
-	PRM_SET(create_mkey_in, in, pg_access, 1);
-	PRM_SET(create_mkey_in, in, mkey_umem_id, mr->umem_id);
-	PRM_SET(mkc, mkc, access_mode_1_0, PRM_MKC_ACCESS_MODE_MTT);
-	PRM_SET(mkc, mkc, lr, 1);
-	PRM_SET(mkc, mkc, lw, !!(access & IBV_ACCESS_LOCAL_WRITE));
-	PRM_SET(mkc, mkc, rr, !!(access & IBV_ACCESS_REMOTE_READ));
-	PRM_SET(mkc, mkc, rw, !!(access & IBV_ACCESS_REMOTE_WRITE));
-	PRM_SET(mkc, mkc, qpn, 0xffffff);
-	PRM_SET(mkc, mkc, pd, pd->handle);
-	PRM_SET(mkc, mkc, start_addr, iova);
-	PRM_SET(mkc, mkc, len, length);
-	PRM_SET(mkc, mkc, translations_octword_size, (pages + 1) / 2);
-	PRM_SET(mkc, mkc, log_page_size, __builtin_ctzl((unsigned long)page));
-	t0 = erdma_now_us();
-	emu_cmd(c->emu, in, sizeof(in), out, sizeof(out));
-	erdma_trace_cmd(c, "reg_mr", t0, in, sizeof(in), out, sizeof(out), 0);
-	if (PRM_GET(cmd_out, out, status) != PRM_STATUS_OK)
-		goto err_mkey;
-	mr->mkey_index = (uint32_t)PRM_GET(create_mkey_out, out, mkey_index);
+	st = emu_kernel_reg_mr(c->emu, pd->handle, addr, length, iova, access, &lkey, &synd);
+	erdma_trace_op(c, "reg_mr", "MR_REG", t0, "lkey", lkey, (uintptr_t)addr, length, st);
+	if (st != 0) {
+		free(mr);
+		/* A pin that fails is the kernel's EFAULT; a firmware refusal EREMOTEIO. */
+		errno = synd == EMU_SYND_UMEM_NOT_BACKED ? EFAULT : EREMOTEIO;
+		return NULL;
+	}
+	mr->registered = true;
 	mr->pub.context = pd->context;
 	mr->pub.pd = pd;
 	mr->pub.addr = addr;
 	mr->pub.length = length;
-	mr->pub.handle = mr->mkey_index;
-	mr->pub.lkey = mr->mkey_index << 8;
-	mr->pub.rkey = mr->pub.lkey;
+	mr->pub.handle = lkey >> 8;
+	mr->pub.lkey = lkey;
+	mr->pub.rkey = lkey;
 	erdma_handle_add(c, &mr->h, mr);
 	return &mr->pub;
-err_mkey:
-	emu_umem_dereg(c->emu, mr->umem_id, &synd);
-err_umem:
-	free(mr);
-	errno = EINVAL;
-	return NULL;
 }
 
 ERDMA_VISIBLE struct ibv_mr *
@@ -647,31 +624,23 @@ ibv_dereg_mr(struct ibv_mr *pub)
 {
 	struct erdma_mr *mr = (struct erdma_mr *)pub;
 	struct erdma_ctx *c = erdma_ctx(pub->context);
-	uint8_t in[PRM_SIZE(destroy_mkey_in)];
-	uint8_t out[PRM_SIZE(destroy_out)];
 	uint32_t synd = 0;
 	uint64_t t0 = erdma_now_us();
 	int st;
 
-	if (mr->umem_id == 0) { /* the null mr: nothing in the device */
+	if (!mr->registered) { /* the null mr: nothing in the device */
 		erdma_handle_del(c, &mr->h);
 		free(mr);
 		return 0;
 	}
-	memset(in, 0, sizeof(in));
-	PRM_SET(destroy_mkey_in, in, opcode, PRM_CMD_DESTROY_MKEY);
-	PRM_SET(destroy_mkey_in, in, mkey_index, mr->mkey_index);
-	emu_cmd(c->emu, in, sizeof(in), out, sizeof(out));
-	erdma_trace_cmd(c, "dereg_mr", t0, in, sizeof(in), out, sizeof(out), 0);
-	if (PRM_GET(cmd_out, out, status) != PRM_STATUS_OK)
-		return EBUSY;
-	t0 = erdma_now_us();
-	st = emu_umem_dereg(c->emu, mr->umem_id, &synd);
-	erdma_trace_op(c, "dereg_mr", "UMEM_DEREG", t0, "umem_id", mr->umem_id,
-		       (uintptr_t)pub->addr, pub->length, st);
+	st = emu_kernel_dereg_mr(c->emu, pub->lkey, &synd);
+	erdma_trace_op(c, "dereg_mr", "MR_DEREG", t0, "lkey", pub->lkey, (uintptr_t)pub->addr,
+		       pub->length, st);
+	if (st != 0)
+		return EINVAL;
 	erdma_handle_del(c, &mr->h);
 	free(mr);
-	return st == 0 ? 0 : EBUSY;
+	return 0;
 }
 
 ERDMA_VISIBLE int

@@ -18,6 +18,7 @@
 #include <sys/prctl.h>
 #include <fcntl.h>
 #include <semaphore.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -109,6 +110,7 @@ static const struct cap_desc {
 	CAP(event_mode, CAP_U8, 0x7),                       /* none, QP, MSIX */
 	CAP(doorbell_bar_offset, CAP_U64, INT64_MAX),
 	CAP(max_num_virtio_queues, CAP_U32, 0xffffff),      /* 24 bits */
+	CAP(dirty_bitmap_in_rdy, CAP_U8, 1),                /* firmware behaviour, not PRM */
 #undef CAP
 };
 
@@ -124,6 +126,7 @@ caps_default(struct emu_caps *c)
 	c->event_mode = EMU_CAP_EVENT_MODES;
 	c->doorbell_bar_offset = EMU_CAP_DOORBELL_BAR_OFFSET;
 	c->max_num_virtio_queues = EMU_CAP_MAX_VIRTQS;
+	c->dirty_bitmap_in_rdy = 1;
 }
 
 /* The "caps" object: unknown names and out-of-range values refuse the profile. */
@@ -184,7 +187,7 @@ profile_parse(json_t *root, const char *origin, char *err, size_t errlen)
 	struct emu_profile *p;
 	json_t *cmds, *name, *val;
 	const char *key;
-	double slots, pins;
+	double slots, pins, page;
 	size_t i;
 	int id;
 
@@ -198,6 +201,16 @@ profile_parse(json_t *root, const char *origin, char *err, size_t errlen)
 	if (slots < 1 || slots > 4096 || pins < 1 || pins > 4096) {
 		set_err(err, errlen, "profile %s: cmd_slots and host_pin_parallel must be 1..4096",
 			origin);
+		return NULL;
+	}
+	/* A power of two from 4 KiB (x86) to 64 KiB (aarch64 with 64K pages) and beyond. */
+	if (get_number(root, "host_page_size", false, &page, origin, err, errlen) < 0)
+		return NULL;
+	if (page == 0)
+		page = (double)sysconf(_SC_PAGESIZE);
+	if (page < 4096 || page > (1 << 21) || ((uint64_t)page & ((uint64_t)page - 1)) != 0) {
+		set_err(err, errlen, "profile %s: host_page_size must be a power of two in "
+			"4096..2097152", origin);
 		return NULL;
 	}
 	cmds = json_object_get(root, "commands");
@@ -218,6 +231,7 @@ profile_parse(json_t *root, const char *origin, char *err, size_t errlen)
 		goto err;
 	p->cmd_slots = (unsigned int)slots;
 	p->host_pin_parallel = (unsigned int)pins;
+	p->host_page_size = (uint64_t)page;
 	p->zero_cost = true;
 	json_object_foreach(cmds, key, val) {
 		struct emu_cost_entry *e = &p->entries[p->n_entries];
@@ -281,7 +295,7 @@ emu_profile_load(const char *name_or_path, struct emu_profile **out, char *err,
 			int e = errno;
 
 			set_err(err, errlen,
-				"profile %s: not a built-in profile (cx6dx, fast) and cannot open "
+				"profile %s: not a built-in profile (cx6dx, fast, page64k) and cannot open "
 				"it as a file: %s", name_or_path, strerror(e));
 			return -e;
 		}
