@@ -4,6 +4,7 @@
  * mailbox derivation, tracing and logging common to both back ends.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +76,7 @@ devx_open(const struct devx_open_params *p, struct devx_ctx **out, char *err, si
 	TAILQ_INIT(&ctx->umems);
 	TAILQ_INIT(&ctx->flows);
 	TAILQ_INIT(&ctx->pds);
+	TAILQ_INIT(&ctx->mrs);
 	ctx->be = p->emu_profile != NULL ? &devx_backend_emu : &devx_backend_rdma;
 	if (p->trace_path != NULL) {
 		ret = devx_trace_open(ctx, p->trace_path, err, errlen);
@@ -103,6 +105,7 @@ devx_close(struct devx_ctx *ctx)
 	struct devx_flow *flow;
 	struct devx_obj *obj;
 	struct devx_pd *pd;
+	struct devx_mr *mr;
 
 	if (ctx == NULL)
 		return 0;
@@ -119,6 +122,10 @@ devx_close(struct devx_ctx *ctx)
 	while ((umem = TAILQ_FIRST(&ctx->umems)) != NULL) {
 		TAILQ_REMOVE(&ctx->umems, umem, next);
 		free(umem);
+	}
+	while ((mr = TAILQ_FIRST(&ctx->mrs)) != NULL) {
+		TAILQ_REMOVE(&ctx->mrs, mr, next);
+		free(mr);
 	}
 	while ((pd = TAILQ_FIRST(&ctx->pds)) != NULL) {
 		TAILQ_REMOVE(&ctx->pds, pd, next);
@@ -470,8 +477,97 @@ trace_status(int rc, uint8_t status)
 	return rc == -EIO ? status : rc < 0 ? -1 : 0;
 }
 
+struct devx_mr *
+devx_mr_reg(struct devx_pd *pd, void *addr, size_t len, uint64_t iova, uint32_t access)
+{
+	struct devx_ctx *ctx = pd->ctx;
+	struct devx_mr *mr;
+	uint8_t status = 0;
+	uint32_t syndrome = 0;
+	uint64_t t0;
+	int rc;
+
+	mr = calloc(1, sizeof(*mr));
+	if (mr == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	mr->ctx = ctx;
+	mr->pd = pd;
+	mr->addr = addr;
+	mr->len = len;
+	mr->iova = iova;
+	mr->access = access;
+	t0 = cmd_begin();
+	rc = ctx->be->mr_reg(ctx, mr, &status, &syndrome);
+	devx_trace_mr(ctx, t0, devx_trace_now_us(), "MR_REG", mr, trace_status(rc, status),
+		      syndrome);
+	if (rc < 0) {
+		if (rc == -EIO)
+			devx_log(3, "%s: MR_REG addr %p size %zu iova 0x%" PRIx64 " failed: status "
+				 "0x%x (%s), syndrome 0x%08x", ctx->name, addr, len, iova, status,
+				 prm_status_name(status), syndrome);
+		else
+			devx_log(3, "%s: MR_REG addr %p size %zu iova 0x%" PRIx64 " failed: %s",
+				 ctx->name, addr, len, iova, strerror(-rc));
+		free(mr);
+		errno = -rc;
+		return NULL;
+	}
+	pthread_mutex_lock(&ctx->lock);
+	TAILQ_INSERT_TAIL(&ctx->mrs, mr, next);
+	pthread_mutex_unlock(&ctx->lock);
+	return mr;
+}
+
+int
+devx_mr_dereg(struct devx_mr *mr)
+{
+	struct devx_ctx *ctx;
+	uint8_t status = 0;
+	uint32_t syndrome = 0;
+	uint64_t t0;
+	int rc;
+
+	if (mr == NULL)
+		return 0;
+	ctx = mr->ctx;
+	t0 = cmd_begin();
+	rc = ctx->be->mr_dereg(ctx, mr, &status, &syndrome);
+	devx_trace_mr(ctx, t0, devx_trace_now_us(), "MR_DEREG", mr, trace_status(rc, status),
+		      syndrome);
+	if (rc < 0) {
+		if (rc == -EIO)
+			devx_log(3, "%s: MR_DEREG lkey 0x%x failed: status 0x%x (%s), syndrome "
+				 "0x%08x", ctx->name, mr->lkey, status, prm_status_name(status),
+				 syndrome);
+		else
+			devx_log(3, "%s: MR_DEREG lkey 0x%x failed: %s", ctx->name, mr->lkey,
+				 strerror(-rc));
+		return rc;
+	}
+	pthread_mutex_lock(&ctx->lock);
+	TAILQ_REMOVE(&ctx->mrs, mr, next);
+	pthread_mutex_unlock(&ctx->lock);
+	free(mr);
+	return 0;
+}
+
+uint32_t
+devx_mr_lkey(const struct devx_mr *mr)
+{
+	return mr->lkey;
+}
+
 struct devx_umem *
 devx_umem_reg(struct devx_ctx *ctx, void *addr, size_t size, uint32_t access)
+{
+	return devx_umem_reg_pgsz(ctx, addr, size, access, 0);
+}
+
+struct devx_umem *
+devx_umem_reg_pgsz(struct devx_ctx *ctx, void *addr, size_t size, uint32_t access,
+		   uint64_t pgsz_bitmap)
 {
 	struct devx_umem *umem;
 	uint8_t status = 0;
@@ -488,6 +584,7 @@ devx_umem_reg(struct devx_ctx *ctx, void *addr, size_t size, uint32_t access)
 	umem->addr = addr;
 	umem->size = size;
 	umem->access = access;
+	umem->pgsz_bitmap = pgsz_bitmap;
 	t0 = cmd_begin();
 	rc = ctx->be->umem_reg(ctx, umem, &status, &syndrome);
 	devx_trace_op(ctx, t0, devx_trace_now_us(), "UMEM_REG", (uintptr_t)addr, size,
