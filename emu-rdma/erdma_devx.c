@@ -169,10 +169,19 @@ umem_reg(struct ibv_context *context, void *addr, size_t size, uint32_t access,
 		errno = ENOMEM;
 		return NULL;
 	}
+	/* devx_umem_get pins through ib_umem_get: RLIMIT_MEMLOCK unless CAP_IPC_LOCK. */
+	if (erdma_pin(c, addr, size, &u->pinned) != 0) {
+		erdma_trace_op(c, "umem_reg", "UMEM_REG", t0, "umem_id", 0, (uintptr_t)addr, size,
+			       -1);
+		free(u);
+		errno = ENOMEM;
+		return NULL;
+	}
 	st = emu_umem_reg_ex(c->emu, addr, size, access, pgsz_bitmap, &u->pub.umem_id, &synd);
 	erdma_trace_op(c, "umem_reg", "UMEM_REG", t0, "umem_id", u->pub.umem_id, (uintptr_t)addr,
 		       size, st);
 	if (st != 0) {
+		erdma_unpin(u->pinned);
 		free(u);
 		/*
 		 * Pages that cannot be pinned fail in the kernel (ib_umem_get:
@@ -231,6 +240,7 @@ mlx5dv_devx_umem_dereg(struct mlx5dv_devx_umem *pub)
 		       (uintptr_t)u->addr, u->size, st);
 	if (st != 0)
 		return st == PRM_STATUS_RES_BUSY ? EBUSY : EINVAL;
+	erdma_unpin(u->pinned);
 	erdma_handle_del(u->ctx, &u->h);
 	free(u);
 	return 0;

@@ -10,7 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <inttypes.h>
+#include <stdatomic.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <linux/capability.h>
 #include <unistd.h>
 
 #include "prm.h"
@@ -51,6 +56,57 @@ long
 erdma_page_size(void)
 {
 	return sysconf(_SC_PAGESIZE);
+}
+
+bool
+erdma_capable(int cap)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+
+	memset(data, 0, sizeof(data));
+	if (syscall(SYS_capget, &hdr, data) != 0)
+		return false;
+	return (data[cap / 32].effective >> (cap % 32)) & 1;
+}
+
+/* mm->pinned_vm of this process: host pages pinned by every context (ib_umem_get). */
+static _Atomic uint64_t pinned_vm;
+
+int
+erdma_pin(struct erdma_ctx *c, const void *addr, size_t len, uint64_t *pages)
+{
+	uint64_t page = emu_dev_host_page_size(c->emu);
+	uint64_t first = (uintptr_t)addr & ~(page - 1);
+	uint64_t n = ((uintptr_t)addr + len - first + page - 1) / page, now;
+	struct rlimit rl;
+
+	*pages = 0;
+	now = atomic_fetch_add(&pinned_vm, n) + n;
+	/*
+	 * Linux drivers/infiniband/core/umem.c ib_umem_get(): lock_limit =
+	 * rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT; new_pinned = pinned_vm +
+	 * npages; over the limit without CAP_IPC_LOCK: -ENOMEM. ibv_reg_mr and
+	 * mlx5dv_devx_umem_reg both pin through it.
+	 */
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    now > rl.rlim_cur / page && !erdma_capable(CAP_IPC_LOCK)) {
+		atomic_fetch_sub(&pinned_vm, n);
+		erdma_log("%s: pinning %" PRIu64 " more pages of %" PRIu64 " bytes (%" PRIu64
+			  " pinned by the process) exceeds RLIMIT_MEMLOCK (%" PRIu64 " bytes) "
+			  "without CAP_IPC_LOCK: ENOMEM (Linux core/umem.c ib_umem_get)",
+			  c->vctx.context.device->name, n, page, now - n, (uint64_t)rl.rlim_cur);
+		errno = ENOMEM;
+		return ENOMEM;
+	}
+	*pages = n;
+	return 0;
+}
+
+void
+erdma_unpin(uint64_t pages)
+{
+	atomic_fetch_sub(&pinned_vm, pages);
 }
 
 /* The leak lines of the device this thread is closing (ibv_close_device). */
@@ -341,6 +397,19 @@ mlx5dv_open_device(struct ibv_device *device, struct mlx5dv_context_attr *attr)
 				  "MLX5DV_CONTEXT_FLAGS_DEVX", EOPNOTSUPP);
 		return NULL;
 	}
+	/*
+	 * A DevX context is a user context object the kernel creates for the
+	 * process (devx.c mlx5_ib_devx_create): "if (!capable(CAP_NET_RAW))
+	 * return -EPERM" where it is a UCTX general object; newer kernels drop
+	 * the check but grant RAW_TX only with it. The stricter reading.
+	 */
+	if (attr != NULL && (attr->flags & MLX5DV_CONTEXT_FLAGS_DEVX) &&
+	    !erdma_capable(CAP_NET_RAW)) {
+		erdma_log("%s: mlx5dv_open_device with DevX without CAP_NET_RAW: EPERM (Linux "
+			  "devx.c mlx5_ib_devx_create)", device->name);
+		errno = EPERM;
+		return NULL;
+	}
 	return open_context(device, attr != NULL && (attr->flags & MLX5DV_CONTEXT_FLAGS_DEVX));
 }
 
@@ -578,9 +647,16 @@ reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned int
 		errno = ENOMEM;
 		return NULL;
 	}
+	if (erdma_pin(c, addr, length, &mr->pinned) != 0) {
+		erdma_trace_op(c, "reg_mr", "MR_REG", t0, "lkey", 0, (uintptr_t)addr, length, -1);
+		free(mr);
+		errno = ENOMEM;
+		return NULL;
+	}
 	st = emu_kernel_reg_mr(c->emu, pd->handle, addr, length, iova, access, &lkey, &synd);
 	erdma_trace_op(c, "reg_mr", "MR_REG", t0, "lkey", lkey, (uintptr_t)addr, length, st);
 	if (st != 0) {
+		erdma_unpin(mr->pinned);
 		free(mr);
 		/* A pin that fails is the kernel's EFAULT; a firmware refusal EREMOTEIO. */
 		errno = synd == EMU_SYND_UMEM_NOT_BACKED ? EFAULT : EREMOTEIO;
@@ -638,6 +714,7 @@ ibv_dereg_mr(struct ibv_mr *pub)
 		       pub->length, st);
 	if (st != 0)
 		return EINVAL;
+	erdma_unpin(mr->pinned);
 	erdma_handle_del(c, &mr->h);
 	free(mr);
 	return 0;

@@ -84,8 +84,9 @@ chunk_create(void *arg)
 		c->err = -errno;
 		DRV_LOG(ERR, dev, "memory region %u chunk gpa 0x%" PRIx64 "+0x%" PRIx64
 			": registration failed: %s%s", c->region, c->gpa, c->size,
-			strerror(errno), errno == ENOMEM ? " (pinned memory beyond RLIMIT_MEMLOCK "
-			"without CAP_IPC_LOCK? see doc/hardware.md)" : "");
+			strerror(-c->err), c->err == -ENOMEM ? " (pinning guest memory beyond "
+			"RLIMIT_MEMLOCK needs CAP_IPC_LOCK or a larger memlock limit: "
+			"doc/hardware.md)" : "");
 		return c->err;
 	}
 	return 0;

@@ -420,8 +420,10 @@ devx_root_flow_create(struct devx_ctx *ctx, const struct devx_flow_attr *attr,
 				 "status 0x%x (%s), syndrome 0x%08x", ctx->name, attr->priority,
 				 kind, dest->id, status, prm_status_name(status), syndrome);
 		else
-			devx_log(3, "%s: ROOT_FLOW_CREATE (priority %u) to %s 0x%x failed: %s",
-				 ctx->name, attr->priority, kind, dest->id, strerror(-rc));
+			devx_log(3, "%s: ROOT_FLOW_CREATE (priority %u) to %s 0x%x failed: %s%s",
+				 ctx->name, attr->priority, kind, dest->id, strerror(-rc),
+				 rc == -EPERM ? " (creating a flow needs CAP_NET_RAW: "
+				 "doc/hardware.md, What the host needs)" : "");
 		free(flow);
 		errno = -rc;
 		return NULL;
@@ -467,6 +469,14 @@ devx_root_flow_destroy(struct devx_flow *flow)
 }
 
 /*
+ * ENOMEM from a registration is the kernel's pin accounting (Linux
+ * core/umem.c ib_umem_get): beyond RLIMIT_MEMLOCK without CAP_IPC_LOCK.
+ */
+#define MEMLOCK_HINT(rc) ((rc) == -ENOMEM ? " (pinned memory beyond RLIMIT_MEMLOCK: the " \
+	"process needs CAP_IPC_LOCK or a memlock limit covering guest memory, " \
+	"doc/hardware.md, What the host needs)" : "")
+
+/*
  * Trace status of an operation: the device's status when it answered
  * (-EIO), -1 when it failed before reaching the device (doc/devx-trace.md:
  * e.g. the kernel refusing to pin a umem's pages, EFAULT).
@@ -508,8 +518,8 @@ devx_mr_reg(struct devx_pd *pd, void *addr, size_t len, uint64_t iova, uint32_t 
 				 "0x%x (%s), syndrome 0x%08x", ctx->name, addr, len, iova, status,
 				 prm_status_name(status), syndrome);
 		else
-			devx_log(3, "%s: MR_REG addr %p size %zu iova 0x%" PRIx64 " failed: %s",
-				 ctx->name, addr, len, iova, strerror(-rc));
+			devx_log(3, "%s: MR_REG addr %p size %zu iova 0x%" PRIx64 " failed: %s%s",
+				 ctx->name, addr, len, iova, strerror(-rc), MEMLOCK_HINT(rc));
 		free(mr);
 		errno = -rc;
 		return NULL;
@@ -594,8 +604,8 @@ devx_umem_reg_pgsz(struct devx_ctx *ctx, void *addr, size_t size, uint32_t acces
 			devx_log(3, "%s: UMEM_REG addr %p size %zu failed: status 0x%x (%s), syndrome 0x%08x",
 				 ctx->name, addr, size, status, prm_status_name(status), syndrome);
 		else
-			devx_log(3, "%s: UMEM_REG addr %p size %zu failed: %s", ctx->name, addr,
-				 size, strerror(-rc));
+			devx_log(3, "%s: UMEM_REG addr %p size %zu failed: %s%s", ctx->name, addr,
+				 size, strerror(-rc), MEMLOCK_HINT(rc));
 		free(umem);
 		errno = -rc;
 		return NULL;

@@ -103,8 +103,9 @@ rdma_open(struct devx_ctx *ctx, const struct devx_open_params *p, char *err, siz
 	if (ibctx == NULL) {
 		int e = errno;
 
-		snprintf(err, errlen, "%s: cannot open %s with DevX: %s", want,
-			 ibv_get_device_name(found), strerror(e));
+		snprintf(err, errlen, "%s: cannot open %s with DevX: %s%s", want,
+			 ibv_get_device_name(found), strerror(e), e == EPERM ?
+			 " (a DevX context needs CAP_NET_RAW: doc/hardware.md)" : "");
 		ibv_free_device_list(list);
 		return e ? -e : -ENODEV;
 	}
