@@ -1142,8 +1142,12 @@ test_rtr2rts_needs_retry_rnr_retry_and_ack_timeout(void **state)
 	assert_int_equal(simple(PRM_CMD_DESTROY_QP, peer, NULL), 0);
 }
 
+static void use_profile(const char *file);
+
+/* A CQ whose ring is at off of umem cq_umem (0: none), page_offset po (page/64 quanta). */
 static int
-create_cq(uint32_t eqn, uint32_t uar, uint32_t cq_umem, uint32_t dbr_umem, uint32_t *cqn)
+create_cq_at(uint32_t eqn, uint32_t uar, uint32_t cq_umem, uint64_t off, uint32_t po,
+	     uint32_t dbr_umem, uint64_t dbr_off, uint32_t *cqn)
 {
 	uint8_t in[PRM_SIZE(create_cq_in)] = { 0 }, out[16];
 	void *cqc = PRM_ADDR(create_cq_in, in, cq_context);
@@ -1153,18 +1157,27 @@ create_cq(uint32_t eqn, uint32_t uar, uint32_t cq_umem, uint32_t dbr_umem, uint3
 	PRM_SET(cqc, cqc, log_cq_size, 4);
 	PRM_SET(cqc, cqc, c_eqn, eqn);
 	PRM_SET(cqc, cqc, uar_page, uar);
+	PRM_SET(cqc, cqc, page_offset, po);
 	if (dbr_umem != 0) {
 		PRM_SET(cqc, cqc, dbr_umem_valid, 1);
 		PRM_SET(cqc, cqc, dbr_umem_id, dbr_umem);
+		PRM_SET(cqc, cqc, dbr_addr, dbr_off);
 	}
 	if (cq_umem != 0) {
 		PRM_SET(create_cq_in, in, cq_umem_valid, 1);
 		PRM_SET(create_cq_in, in, cq_umem_id, cq_umem);
+		PRM_SET(create_cq_in, in, cq_umem_offset, off);
 	}
 	st = run(in, sizeof(in), out, sizeof(out));
 	if (cqn != NULL)
 		*cqn = (uint32_t)PRM_GET(create_cq_out, out, cqn);
 	return st;
+}
+
+static int
+create_cq(uint32_t eqn, uint32_t uar, uint32_t cq_umem, uint32_t dbr_umem, uint32_t *cqn)
+{
+	return create_cq_at(eqn, uar, cq_umem, 0, 0, dbr_umem, 0, cqn);
 }
 
 /*
@@ -1202,34 +1215,6 @@ test_create_cq_needs_a_completion_eq_and_a_uar_page(void **state)
 	assert_int_equal(emu_uar_free(dev, uar), -EBUSY);
 	assert_int_equal(simple(PRM_CMD_DESTROY_CQ, cqn, NULL), 0);
 	assert_int_equal(emu_uar_free(dev, uar), 0);
-}
-
-static void use_profile(const char *file);
-
-/* A CQ whose ring is at off of umem cq_umem, page_offset po (cqc, page/64 quanta). */
-static int
-create_cq_at(uint32_t eqn, uint32_t uar, uint32_t cq_umem, uint64_t off, uint32_t po,
-	     uint32_t dbr_umem, uint64_t dbr_off, uint32_t *cqn)
-{
-	uint8_t in[PRM_SIZE(create_cq_in)] = { 0 }, out[16];
-	void *cqc = PRM_ADDR(create_cq_in, in, cq_context);
-	int st;
-
-	PRM_SET(create_cq_in, in, opcode, PRM_CMD_CREATE_CQ);
-	PRM_SET(cqc, cqc, log_cq_size, 4);
-	PRM_SET(cqc, cqc, c_eqn, eqn);
-	PRM_SET(cqc, cqc, uar_page, uar);
-	PRM_SET(cqc, cqc, page_offset, po);
-	PRM_SET(cqc, cqc, dbr_umem_valid, 1);
-	PRM_SET(cqc, cqc, dbr_umem_id, dbr_umem);
-	PRM_SET(cqc, cqc, dbr_addr, dbr_off);
-	PRM_SET(create_cq_in, in, cq_umem_valid, 1);
-	PRM_SET(create_cq_in, in, cq_umem_id, cq_umem);
-	PRM_SET(create_cq_in, in, cq_umem_offset, off);
-	st = run(in, sizeof(in), out, sizeof(out));
-	if (cqn != NULL)
-		*cqn = (uint32_t)PRM_GET(create_cq_out, out, cqn);
-	return st;
 }
 
 /*

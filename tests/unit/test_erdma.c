@@ -431,6 +431,34 @@ outer(struct mlx5dv_flow_match_parameters *p)
 	return PRM_ADDR(fte_match_param, p->match_buf, outer_headers);
 }
 
+/* A matcher attribute of the outer headers with mask, priority 2, table type ft. */
+static struct mlx5dv_flow_matcher_attr
+matcher_attr(struct mlx5dv_flow_match_parameters *mask, enum mlx5dv_flow_table_type ft)
+{
+	struct mlx5dv_flow_matcher_attr a = {
+		.type = IBV_FLOW_ATTR_NORMAL,
+		.priority = 2,
+		.match_criteria_enable = PRM_MATCH_CRITERIA_ENABLE_OUTER_HEADERS,
+		.match_mask = mask,
+		.comp_mask = MLX5DV_FLOW_MATCHER_MASK_FT_TYPE,
+		.ft_type = ft,
+	};
+
+	return a;
+}
+
+/* A NIC RX flow table made through DevX. */
+static struct mlx5dv_devx_obj *
+nic_rx_table(struct ibv_context *ctx)
+{
+	uint8_t in[PRM_SIZE(create_flow_table_in)] = { 0 };
+	uint8_t out[PRM_SIZE(create_out)] = { 0 };
+
+	PRM_SET(create_flow_table_in, in, opcode, PRM_CMD_CREATE_FLOW_TABLE);
+	PRM_SET(create_flow_table_in, in, table_type, PRM_FLOW_TABLE_TYPE_NIC_RX);
+	return mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out));
+}
+
 /*
  * The NIC RX root through mlx5_ib's flow methods (Linux drivers/infiniband/
  * hw/mlx5/fs.c), the only way into it (devx.c allows no SET_FLOW_TABLE_ROOT):
@@ -446,14 +474,7 @@ test_root_flow_rules_through_rdma_core(void **state)
 {
 	struct ibv_context *ctx = open_dev(true);
 	struct mlx5dv_flow_match_parameters *mask = match_params(), *value = match_params();
-	struct mlx5dv_flow_matcher_attr mattr = {
-		.type = IBV_FLOW_ATTR_NORMAL,
-		.priority = 2,
-		.match_criteria_enable = PRM_MATCH_CRITERIA_ENABLE_OUTER_HEADERS,
-		.match_mask = mask,
-		.comp_mask = MLX5DV_FLOW_MATCHER_MASK_FT_TYPE,
-		.ft_type = MLX5DV_FLOW_TABLE_TYPE_NIC_TX,
-	};
+	struct mlx5dv_flow_matcher_attr mattr = matcher_attr(mask, MLX5DV_FLOW_TABLE_TYPE_NIC_TX);
 	uint8_t in[PRM_SIZE(create_flow_table_in)] = { 0 };
 	uint8_t out[PRM_SIZE(create_out)] = { 0 };
 	struct mlx5dv_flow_action_attr act = { .type = MLX5DV_FLOW_ACTION_DEST_DEVX };
@@ -472,11 +493,8 @@ test_root_flow_rules_through_rdma_core(void **state)
 	m = mlx5dv_create_flow_matcher(ctx, &mattr);
 	assert_non_null(m);
 
-	PRM_SET(create_flow_table_in, in, opcode, PRM_CMD_CREATE_FLOW_TABLE);
-	PRM_SET(create_flow_table_in, in, table_type, PRM_FLOW_TABLE_TYPE_NIC_RX);
-	ft = mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out));
+	ft = nic_rx_table(ctx);
 	assert_non_null(ft);
-	memset(in, 0, sizeof(in));
 	PRM_SET(alloc_transport_domain_in, in, opcode, PRM_CMD_ALLOC_TRANSPORT_DOMAIN);
 	td = mlx5dv_devx_obj_create(ctx, in, PRM_SIZE(alloc_transport_domain_in), out,
 				    sizeof(out));
@@ -538,17 +556,8 @@ test_privileges_of_devx_flows_and_pinning(void **state)
 {
 	struct ibv_context *ctx;
 	struct mlx5dv_flow_match_parameters *mask = match_params(), *value = match_params();
-	struct mlx5dv_flow_matcher_attr mattr = {
-		.type = IBV_FLOW_ATTR_NORMAL,
-		.priority = 2,
-		.match_criteria_enable = PRM_MATCH_CRITERIA_ENABLE_OUTER_HEADERS,
-		.match_mask = mask,
-		.comp_mask = MLX5DV_FLOW_MATCHER_MASK_FT_TYPE,
-		.ft_type = MLX5DV_FLOW_TABLE_TYPE_NIC_RX,
-	};
+	struct mlx5dv_flow_matcher_attr mattr = matcher_attr(mask, MLX5DV_FLOW_TABLE_TYPE_NIC_RX);
 	struct mlx5dv_flow_action_attr act = { .type = MLX5DV_FLOW_ACTION_DEST_DEVX };
-	uint8_t in[PRM_SIZE(create_flow_table_in)] = { 0 };
-	uint8_t out[PRM_SIZE(create_out)] = { 0 };
 	struct mlx5dv_flow_matcher *m;
 	struct mlx5dv_devx_umem *u, *small;
 	struct mlx5dv_devx_obj *ft;
@@ -580,9 +589,7 @@ test_privileges_of_devx_flows_and_pinning(void **state)
 	ctx = open_dev(true);
 	m = mlx5dv_create_flow_matcher(ctx, &mattr);
 	assert_non_null(m);
-	PRM_SET(create_flow_table_in, in, opcode, PRM_CMD_CREATE_FLOW_TABLE);
-	PRM_SET(create_flow_table_in, in, table_type, PRM_FLOW_TABLE_TYPE_NIC_RX);
-	ft = mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out));
+	ft = nic_rx_table(ctx);
 	assert_non_null(ft);
 	act.obj = ft;
 	cap_effective(CAP_NET_RAW, false);

@@ -487,6 +487,18 @@ trace_status(int rc, uint8_t status)
 	return rc == -EIO ? status : rc < 0 ? -1 : 0;
 }
 
+/* A failed operation: the device's status and syndrome, or the errno (and a hint). */
+static void
+log_op_failure(struct devx_ctx *ctx, const char *what, int rc, uint8_t status, uint32_t syndrome,
+	       const char *hint)
+{
+	if (rc == -EIO)
+		devx_log(3, "%s: %s failed: status 0x%x (%s), syndrome 0x%08x", ctx->name, what,
+			 status, prm_status_name(status), syndrome);
+	else
+		devx_log(3, "%s: %s failed: %s%s", ctx->name, what, strerror(-rc), hint);
+}
+
 struct devx_mr *
 devx_mr_reg(struct devx_pd *pd, void *addr, size_t len, uint64_t iova, uint32_t access)
 {
@@ -513,13 +525,11 @@ devx_mr_reg(struct devx_pd *pd, void *addr, size_t len, uint64_t iova, uint32_t 
 	devx_trace_mr(ctx, t0, devx_trace_now_us(), "MR_REG", mr, trace_status(rc, status),
 		      syndrome);
 	if (rc < 0) {
-		if (rc == -EIO)
-			devx_log(3, "%s: MR_REG addr %p size %zu iova 0x%" PRIx64 " failed: status "
-				 "0x%x (%s), syndrome 0x%08x", ctx->name, addr, len, iova, status,
-				 prm_status_name(status), syndrome);
-		else
-			devx_log(3, "%s: MR_REG addr %p size %zu iova 0x%" PRIx64 " failed: %s%s",
-				 ctx->name, addr, len, iova, strerror(-rc), MEMLOCK_HINT(rc));
+		char what[96];
+
+		snprintf(what, sizeof(what), "MR_REG addr %p size %zu iova 0x%" PRIx64, addr, len,
+			 iova);
+		log_op_failure(ctx, what, rc, status, syndrome, MEMLOCK_HINT(rc));
 		free(mr);
 		errno = -rc;
 		return NULL;
@@ -547,13 +557,10 @@ devx_mr_dereg(struct devx_mr *mr)
 	devx_trace_mr(ctx, t0, devx_trace_now_us(), "MR_DEREG", mr, trace_status(rc, status),
 		      syndrome);
 	if (rc < 0) {
-		if (rc == -EIO)
-			devx_log(3, "%s: MR_DEREG lkey 0x%x failed: status 0x%x (%s), syndrome "
-				 "0x%08x", ctx->name, mr->lkey, status, prm_status_name(status),
-				 syndrome);
-		else
-			devx_log(3, "%s: MR_DEREG lkey 0x%x failed: %s", ctx->name, mr->lkey,
-				 strerror(-rc));
+		char what[48];
+
+		snprintf(what, sizeof(what), "MR_DEREG lkey 0x%x", mr->lkey);
+		log_op_failure(ctx, what, rc, status, syndrome, "");
 		return rc;
 	}
 	pthread_mutex_lock(&ctx->lock);
@@ -656,16 +663,6 @@ devx_umem_id(const struct devx_umem *umem)
 	return umem->id;
 }
 
-static void
-log_op_failure(struct devx_ctx *ctx, const char *what, int rc, uint8_t status, uint32_t syndrome)
-{
-	if (rc == -EIO)
-		devx_log(3, "%s: %s failed: status 0x%x (%s), syndrome 0x%08x", ctx->name, what,
-			 status, prm_status_name(status), syndrome);
-	else
-		devx_log(3, "%s: %s failed: %s", ctx->name, what, strerror(-rc));
-}
-
 struct devx_pd *
 devx_pd_alloc(struct devx_ctx *ctx)
 {
@@ -687,7 +684,7 @@ devx_pd_alloc(struct devx_ctx *ctx)
 	if (rc < 0) {
 		/* Named with the opcode the kernel runs for ibv_alloc_pd. */
 		log_op_failure(ctx, "PD_ALLOC (0x800) (protection domain, null mkey)", rc, status,
-			       syndrome);
+			       syndrome, "");
 		free(pd);
 		errno = -rc;
 		return NULL;
@@ -719,7 +716,7 @@ devx_pd_free(struct devx_pd *pd)
 		char what[64];
 
 		snprintf(what, sizeof(what), "PD_FREE (0x801) pd 0x%x", pd->pdn);
-		log_op_failure(ctx, what, rc, status, syndrome);
+		log_op_failure(ctx, what, rc, status, syndrome, "");
 		return rc;
 	}
 	pthread_mutex_lock(&ctx->lock);
