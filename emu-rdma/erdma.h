@@ -91,6 +91,7 @@ struct erdma_umem {
 	struct erdma_ctx *ctx;
 	void *addr;
 	size_t size;
+	uint64_t pinned;           /* host pages charged (erdma_pin) */
 	struct erdma_handle h;
 };
 
@@ -101,8 +102,8 @@ struct erdma_pd {
 
 struct erdma_mr {
 	struct ibv_mr pub;
-	uint32_t umem_id;          /* 0 for the null mr */
-	uint32_t mkey_index;
+	bool registered;           /* false for the null mr */
+	uint64_t pinned;           /* host pages charged (erdma_pin) */
 	struct erdma_handle h;
 };
 
@@ -146,6 +147,16 @@ void erdma_handle_del(struct erdma_ctx *c, struct erdma_handle *h);
 void erdma_unsupported(const char *fn, int err);
 void erdma_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 long erdma_page_size(void);
+/* The kernel's capable(cap) for this process: cap in its effective set. */
+bool erdma_capable(int cap);
+/*
+ * ib_umem_get's accounting of pinned pages against RLIMIT_MEMLOCK (per
+ * process, as mm->pinned_vm) unless CAP_IPC_LOCK: the host pages covering
+ * [addr, addr+len) of device c are charged; 0 and *pages, or ENOMEM (the
+ * kernel's errno, logged). erdma_unpin gives them back.
+ */
+int erdma_pin(struct erdma_ctx *c, const void *addr, size_t len, uint64_t *pages);
+void erdma_unpin(uint64_t pages);
 
 /* erdma_flow.c: the verbs_context op behind ibv_destroy_flow. */
 int erdma_destroy_flow(struct ibv_flow *flow);

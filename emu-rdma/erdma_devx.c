@@ -148,8 +148,14 @@ mlx5dv_devx_obj_destroy(struct mlx5dv_devx_obj *obj)
 #define UMEM_ACCESS_KNOWN (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
 			   IBV_ACCESS_REMOTE_READ)
 
-ERDMA_VISIBLE struct mlx5dv_devx_umem *
-mlx5dv_devx_umem_reg(struct ibv_context *context, void *addr, size_t size, uint32_t access)
+/*
+ * rdma-core 44's plain call sends the bitmap of every size from 4 KiB
+ * (_mlx5dv_devx_umem_reg); the kernel picks the page size from it and the
+ * host's pages (emu_umem_reg_ex), objects then start at its pages.
+ */
+static struct mlx5dv_devx_umem *
+umem_reg(struct ibv_context *context, void *addr, size_t size, uint32_t access,
+	 uint64_t pgsz_bitmap)
 {
 	struct erdma_ctx *c = devx_ctx(context, "mlx5dv_devx_umem_reg");
 	struct erdma_umem *u;
@@ -173,16 +179,26 @@ mlx5dv_devx_umem_reg(struct ibv_context *context, void *addr, size_t size, uint3
 		errno = ENOMEM;
 		return NULL;
 	}
-	st = emu_umem_reg(c->emu, addr, size, access, &u->pub.umem_id, &synd);
+	/* devx_umem_get pins through ib_umem_get: RLIMIT_MEMLOCK unless CAP_IPC_LOCK. */
+	if (erdma_pin(c, addr, size, &u->pinned) != 0) {
+		erdma_trace_op(c, "umem_reg", "UMEM_REG", t0, "umem_id", 0, (uintptr_t)addr, size,
+			       -1);
+		free(u);
+		errno = ENOMEM;
+		return NULL;
+	}
+	st = emu_umem_reg_ex(c->emu, addr, size, access, pgsz_bitmap, &u->pub.umem_id, &synd);
 	erdma_trace_op(c, "umem_reg", "UMEM_REG", t0, "umem_id", u->pub.umem_id, (uintptr_t)addr,
 		       size, st);
 	if (st != 0) {
+		erdma_unpin(u->pinned);
 		free(u);
 		/*
 		 * Pages that cannot be pinned fail in the kernel (ib_umem_get:
 		 * EFAULT), before the firmware sees a command.
 		 */
-		errno = synd == EMU_SYND_UMEM_NOT_BACKED ? EFAULT : EREMOTEIO;
+		errno = synd == EMU_SYND_UMEM_NOT_BACKED ? EFAULT :
+			synd == EMU_SYND_UMEM_BAD_PGSZ ? EINVAL : EREMOTEIO;
 		return NULL;
 	}
 	u->ctx = c;
@@ -192,11 +208,17 @@ mlx5dv_devx_umem_reg(struct ibv_context *context, void *addr, size_t size, uint3
 	return &u->pub;
 }
 
+ERDMA_VISIBLE struct mlx5dv_devx_umem *
+mlx5dv_devx_umem_reg(struct ibv_context *context, void *addr, size_t size, uint32_t access)
+{
+	return umem_reg(context, addr, size, access, EMU_UMEM_PGSZ_DEFAULT);
+}
+
 /*
- * The page sizes the device may use for the umem: the kernel picks the
- * best one in pgsz_bitmap (mlx5_umem_find_best_pgsz), EINVAL when none
- * fits; the emulator maps umems by host address, so the choice changes
- * nothing else. dma-buf umems are not modelled.
+ * The page sizes the device may describe the umem with: the kernel picks
+ * the best one of pgsz_bitmap for the host's pages (devx.c
+ * devx_umem_find_best_pgsize, EINVAL when none fits: emu_umem_reg_ex).
+ * dma-buf umems are not modelled.
  */
 ERDMA_VISIBLE struct mlx5dv_devx_umem *
 mlx5dv_devx_umem_reg_ex(struct ibv_context *ctx, struct mlx5dv_devx_umem_in *in)
@@ -206,15 +228,13 @@ mlx5dv_devx_umem_reg_ex(struct ibv_context *ctx, struct mlx5dv_devx_umem_in *in)
 				  EOPNOTSUPP);
 		return NULL;
 	}
-	if ((in->pgsz_bitmap & (uint64_t)erdma_page_size()) == 0 &&
-	    (in->pgsz_bitmap & ~((uint64_t)erdma_page_size() - 1)) == 0) {
-		erdma_log("%s: mlx5dv_devx_umem_reg_ex page size bitmap 0x%llx has no size of "
-			  "a page or more: EINVAL (mlx5_umem_find_best_pgsz)", ctx->device->name,
-			  (unsigned long long)in->pgsz_bitmap);
+	if (in->pgsz_bitmap == 0) {
+		erdma_log("%s: mlx5dv_devx_umem_reg_ex with an empty page size bitmap: EINVAL "
+			  "(devx.c devx_umem_find_best_pgsize)", ctx->device->name);
 		errno = EINVAL;
 		return NULL;
 	}
-	return mlx5dv_devx_umem_reg(ctx, in->addr, in->size, in->access);
+	return umem_reg(ctx, in->addr, in->size, in->access, in->pgsz_bitmap);
 }
 
 ERDMA_VISIBLE int
@@ -230,6 +250,7 @@ mlx5dv_devx_umem_dereg(struct mlx5dv_devx_umem *pub)
 		       (uintptr_t)u->addr, u->size, st);
 	if (st != 0)
 		return st == PRM_STATUS_RES_BUSY ? EBUSY : EINVAL;
+	erdma_unpin(u->pinned);
 	erdma_handle_del(u->ctx, &u->h);
 	free(u);
 	return 0;

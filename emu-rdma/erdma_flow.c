@@ -8,6 +8,7 @@
  * only: the firmware sees the rule.
  */
 #include <errno.h>
+#include <linux/capability.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,6 +96,13 @@ mlx5dv_create_flow(struct mlx5dv_flow_matcher *m, struct mlx5dv_flow_match_param
 	uint32_t synd = 0;
 	int st;
 
+	/* Linux mlx5 fs.c MLX5_IB_METHOD_CREATE_FLOW: "if (!capable(CAP_NET_RAW)) return -EPERM". */
+	if (!erdma_capable(CAP_NET_RAW)) {
+		erdma_log("%s: mlx5dv_create_flow without CAP_NET_RAW: EPERM (Linux mlx5 fs.c "
+			  "MLX5_IB_METHOD_CREATE_FLOW)", c->vctx.context.device->name);
+		errno = EPERM;
+		return NULL;
+	}
 	if (num_actions != 1 || actions_attr[0].type != MLX5DV_FLOW_ACTION_DEST_DEVX) {
 		erdma_unsupported("mlx5dv_create_flow with actions other than one DEST_DEVX",
 				  EOPNOTSUPP);

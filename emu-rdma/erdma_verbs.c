@@ -10,7 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <inttypes.h>
+#include <stdatomic.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <linux/capability.h>
 #include <unistd.h>
 
 #include "prm.h"
@@ -51,6 +56,57 @@ long
 erdma_page_size(void)
 {
 	return sysconf(_SC_PAGESIZE);
+}
+
+bool
+erdma_capable(int cap)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+
+	memset(data, 0, sizeof(data));
+	if (syscall(SYS_capget, &hdr, data) != 0)
+		return false;
+	return (data[cap / 32].effective >> (cap % 32)) & 1;
+}
+
+/* mm->pinned_vm of this process: host pages pinned by every context (ib_umem_get). */
+static _Atomic uint64_t pinned_vm;
+
+int
+erdma_pin(struct erdma_ctx *c, const void *addr, size_t len, uint64_t *pages)
+{
+	uint64_t page = emu_dev_host_page_size(c->emu);
+	uint64_t first = (uintptr_t)addr & ~(page - 1);
+	uint64_t n = ((uintptr_t)addr + len - first + page - 1) / page, now;
+	struct rlimit rl;
+
+	*pages = 0;
+	now = atomic_fetch_add(&pinned_vm, n) + n;
+	/*
+	 * Linux drivers/infiniband/core/umem.c ib_umem_get(): lock_limit =
+	 * rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT; new_pinned = pinned_vm +
+	 * npages; over the limit without CAP_IPC_LOCK: -ENOMEM. ibv_reg_mr and
+	 * mlx5dv_devx_umem_reg both pin through it.
+	 */
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    now > rl.rlim_cur / page && !erdma_capable(CAP_IPC_LOCK)) {
+		atomic_fetch_sub(&pinned_vm, n);
+		erdma_log("%s: pinning %" PRIu64 " more pages of %" PRIu64 " bytes (%" PRIu64
+			  " pinned by the process) exceeds RLIMIT_MEMLOCK (%" PRIu64 " bytes) "
+			  "without CAP_IPC_LOCK: ENOMEM (Linux core/umem.c ib_umem_get)",
+			  c->vctx.context.device->name, n, page, now - n, (uint64_t)rl.rlim_cur);
+		errno = ENOMEM;
+		return ENOMEM;
+	}
+	*pages = n;
+	return 0;
+}
+
+void
+erdma_unpin(uint64_t pages)
+{
+	atomic_fetch_sub(&pinned_vm, pages);
 }
 
 /* The leak lines of the device this thread is closing (ibv_close_device). */
@@ -344,6 +400,19 @@ mlx5dv_open_device(struct ibv_device *device, struct mlx5dv_context_attr *attr)
 				  "MLX5DV_CONTEXT_FLAGS_DEVX", EOPNOTSUPP);
 		return NULL;
 	}
+	/*
+	 * A DevX context is a user context object the kernel creates for the
+	 * process (devx.c mlx5_ib_devx_create): "if (!capable(CAP_NET_RAW))
+	 * return -EPERM" where it is a UCTX general object; newer kernels drop
+	 * the check but grant RAW_TX only with it. The stricter reading.
+	 */
+	if (attr != NULL && (attr->flags & MLX5DV_CONTEXT_FLAGS_DEVX) &&
+	    !erdma_capable(CAP_NET_RAW)) {
+		erdma_log("%s: mlx5dv_open_device with DevX without CAP_NET_RAW: EPERM (Linux "
+			  "devx.c mlx5_ib_devx_create)", device->name);
+		errno = EPERM;
+		return NULL;
+	}
 	return open_context(device, attr != NULL && (attr->flags & MLX5DV_CONTEXT_FLAGS_DEVX));
 }
 
@@ -554,26 +623,26 @@ erdma_alloc_null_mr(struct ibv_pd *pd)
 }
 
 /*
- * The kernel registers an MR by pinning the pages (a umem, charged by the
- * cost model as GUEST_UMEM_PIN + GUEST_UMEM_REG) and creating an MTT mkey
- * over them in the PD (CREATE_MKEY); the emulator sees the same two steps.
+ * The kernel registers an MR (Linux mlx5_ib mr.c mlx5_ib_reg_user_mr) by
+ * pinning the pages (ib_umem_get), choosing the page size for the iova
+ * (mlx5_umem_find_best_pgsz) and creating an MTT mkey over its own page
+ * list in the PD, with a fresh variant byte: emu_kernel_reg_mr, no DevX
+ * umem (the cost model charges the pin, the upload and the mkey as
+ * before). ib_check_mr_access refuses REMOTE_WRITE/ATOMIC without
+ * LOCAL_WRITE.
  */
 static struct ibv_mr *
 reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned int access)
 {
 	struct erdma_ctx *c = erdma_ctx(pd->context);
-	uint8_t in[PRM_SIZE(create_mkey_in)];
-	uint8_t out[PRM_SIZE(create_mkey_out)];
-	void *mkc = PRM_ADDR(create_mkey_in, in, mkc);
-	long page = erdma_page_size();
-	uint64_t first = (uintptr_t)addr & ~(uint64_t)(page - 1);
-	uint64_t pages = ((uintptr_t)addr + length - first + page - 1) / page;
 	uint64_t t0 = erdma_now_us();
 	struct erdma_mr *mr;
-	uint32_t synd = 0;
+	uint32_t synd = 0, lkey = 0;
 	int st;
 
-	if (c == NULL || length == 0) {
+	if (c == NULL || length == 0 ||
+	    ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	     !(access & IBV_ACCESS_LOCAL_WRITE))) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -582,47 +651,31 @@ reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned int
 		errno = ENOMEM;
 		return NULL;
 	}
-	st = emu_umem_reg(c->emu, addr, length, access, &mr->umem_id, &synd);
-	erdma_trace_op(c, "reg_mr", "UMEM_REG", t0, "umem_id", mr->umem_id, (uintptr_t)addr,
-		       length, st);
-	if (st != 0)
-		goto err_umem;
-	memset(in, 0, sizeof(in));
-	PRM_SET(create_mkey_in, in, opcode, PRM_CMD_CREATE_MKEY);
-	PRM_SET(create_mkey_in, in, pg_access, 1);
-	PRM_SET(create_mkey_in, in, mkey_umem_id, mr->umem_id);
-	PRM_SET(mkc, mkc, access_mode_1_0, PRM_MKC_ACCESS_MODE_MTT);
-	PRM_SET(mkc, mkc, lr, 1);
-	PRM_SET(mkc, mkc, lw, !!(access & IBV_ACCESS_LOCAL_WRITE));
-	PRM_SET(mkc, mkc, rr, !!(access & IBV_ACCESS_REMOTE_READ));
-	PRM_SET(mkc, mkc, rw, !!(access & IBV_ACCESS_REMOTE_WRITE));
-	PRM_SET(mkc, mkc, qpn, 0xffffff);
-	PRM_SET(mkc, mkc, pd, pd->handle);
-	PRM_SET(mkc, mkc, start_addr, iova);
-	PRM_SET(mkc, mkc, len, length);
-	PRM_SET(mkc, mkc, translations_octword_size, (pages + 1) / 2);
-	PRM_SET(mkc, mkc, log_page_size, __builtin_ctzl((unsigned long)page));
-	t0 = erdma_now_us();
-	emu_cmd(c->emu, in, sizeof(in), out, sizeof(out));
-	erdma_trace_cmd(c, "reg_mr", t0, in, sizeof(in), out, sizeof(out), 0);
-	if (PRM_GET(cmd_out, out, status) != PRM_STATUS_OK)
-		goto err_mkey;
-	mr->mkey_index = (uint32_t)PRM_GET(create_mkey_out, out, mkey_index);
+	if (erdma_pin(c, addr, length, &mr->pinned) != 0) {
+		erdma_trace_op(c, "reg_mr", "MR_REG", t0, "lkey", 0, (uintptr_t)addr, length, -1);
+		free(mr);
+		errno = ENOMEM;
+		return NULL;
+	}
+	st = emu_kernel_reg_mr(c->emu, pd->handle, addr, length, iova, access, &lkey, &synd);
+	erdma_trace_op(c, "reg_mr", "MR_REG", t0, "lkey", lkey, (uintptr_t)addr, length, st);
+	if (st != 0) {
+		erdma_unpin(mr->pinned);
+		free(mr);
+		/* A pin that fails is the kernel's EFAULT; a firmware refusal EREMOTEIO. */
+		errno = synd == EMU_SYND_UMEM_NOT_BACKED ? EFAULT : EREMOTEIO;
+		return NULL;
+	}
+	mr->registered = true;
 	mr->pub.context = pd->context;
 	mr->pub.pd = pd;
 	mr->pub.addr = addr;
 	mr->pub.length = length;
-	mr->pub.handle = mr->mkey_index;
-	mr->pub.lkey = mr->mkey_index << 8;
-	mr->pub.rkey = mr->pub.lkey;
+	mr->pub.handle = lkey >> 8;
+	mr->pub.lkey = lkey;
+	mr->pub.rkey = lkey;
 	erdma_handle_add(c, &mr->h, mr);
 	return &mr->pub;
-err_mkey:
-	emu_umem_dereg(c->emu, mr->umem_id, &synd);
-err_umem:
-	free(mr);
-	errno = EINVAL;
-	return NULL;
 }
 
 ERDMA_VISIBLE struct ibv_mr *
@@ -651,31 +704,24 @@ ibv_dereg_mr(struct ibv_mr *pub)
 {
 	struct erdma_mr *mr = (struct erdma_mr *)pub;
 	struct erdma_ctx *c = erdma_ctx(pub->context);
-	uint8_t in[PRM_SIZE(destroy_mkey_in)];
-	uint8_t out[PRM_SIZE(destroy_out)];
 	uint32_t synd = 0;
 	uint64_t t0 = erdma_now_us();
 	int st;
 
-	if (mr->umem_id == 0) { /* the null mr: nothing in the device */
+	if (!mr->registered) { /* the null mr: nothing in the device */
 		erdma_handle_del(c, &mr->h);
 		free(mr);
 		return 0;
 	}
-	memset(in, 0, sizeof(in));
-	PRM_SET(destroy_mkey_in, in, opcode, PRM_CMD_DESTROY_MKEY);
-	PRM_SET(destroy_mkey_in, in, mkey_index, mr->mkey_index);
-	emu_cmd(c->emu, in, sizeof(in), out, sizeof(out));
-	erdma_trace_cmd(c, "dereg_mr", t0, in, sizeof(in), out, sizeof(out), 0);
-	if (PRM_GET(cmd_out, out, status) != PRM_STATUS_OK)
-		return EBUSY;
-	t0 = erdma_now_us();
-	st = emu_umem_dereg(c->emu, mr->umem_id, &synd);
-	erdma_trace_op(c, "dereg_mr", "UMEM_DEREG", t0, "umem_id", mr->umem_id,
-		       (uintptr_t)pub->addr, pub->length, st);
+	st = emu_kernel_dereg_mr(c->emu, pub->lkey, &synd);
+	erdma_trace_op(c, "dereg_mr", "MR_DEREG", t0, "lkey", pub->lkey, (uintptr_t)pub->addr,
+		       pub->length, st);
+	if (st != 0)
+		return EINVAL;
+	erdma_unpin(mr->pinned);
 	erdma_handle_del(c, &mr->h);
 	free(mr);
-	return st == 0 ? 0 : EBUSY;
+	return 0;
 }
 
 ERDMA_VISIBLE int

@@ -382,10 +382,14 @@ wait_conf(struct mig_ctx *x, struct mig_dev *d, struct rte_pmd_mlx5_lm_timings *
 		.tv_nsec = x->o->shape.vms > 0 ? POLL_EVAC_CONF_NS : POLL_CONF_NS,
 	};
 
+	struct rte_pmd_mlx5_lm_state st;
+	uint64_t failures;
+
 	if (d->peer) {
 		memset(t, 0, sizeof(*t));
 		return peer_wait_conf(x, d);
 	}
+	failures = rte_pmd_mlx5_lm_get_state(d->name, &st) == 0 ? st.conf_failures : 0;
 	for (;;) {
 		if (rte_pmd_mlx5_lm_get_timings(d->name, t) < 0) {
 			fail(x, "%s is gone", d->name);
@@ -394,6 +398,12 @@ wait_conf(struct mig_ctx *x, struct mig_dev *d, struct rte_pmd_mlx5_lm_timings *
 		if (t->conf_count != d->conf_count) {
 			d->conf_count = t->conf_count;
 			return 0;
+		}
+		/* A configuration that failed says so at once: no need to wait it out. */
+		if (rte_pmd_mlx5_lm_get_state(d->name, &st) == 0 && st.conf_failures != failures) {
+			fail(x, "%s: DRIVER_OK configuration failed: %s (%s)", d->name,
+			     st.last_error_msg, strerror(-st.last_error));
+			return -1;
 		}
 		if (mig_now_ms() > deadline) {
 			fail(x, "%s: no DRIVER_OK configuration within %d s (see the PMD's log)",

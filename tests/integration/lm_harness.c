@@ -518,7 +518,10 @@ lmh_fini(void)
 int
 lmh_probe(struct lmh_dev *d, int sock, const char *args)
 {
-	return lmh_probe_profile(d, sock, "fast", args);
+	/* LM_PROFILE: the suites run again on another profile (meson: *_page64k). */
+	const char *p = getenv("LM_PROFILE");
+
+	return lmh_probe_profile(d, sock, p != NULL && *p != '\0' ? p : "fast", args);
 }
 
 /*
@@ -757,9 +760,9 @@ static int
 trace_live_delta(const char *op)
 {
 	static const char *const made[] = { "CREATE_", "ALLOC_", "UMEM_REG", "UAR_ALLOC",
-		"PD_ALLOC", "ROOT_FLOW_CREATE", "SET_FLOW_TABLE_ENTRY" };
+		"PD_ALLOC", "ROOT_FLOW_CREATE", "SET_FLOW_TABLE_ENTRY", "MR_REG" };
 	static const char *const ended[] = { "DESTROY_", "DEALLOC_", "UMEM_DEREG", "UAR_FREE",
-		"PD_FREE", "ROOT_FLOW_DESTROY", "DELETE_FLOW_TABLE_ENTRY" };
+		"PD_FREE", "ROOT_FLOW_DESTROY", "DELETE_FLOW_TABLE_ENTRY", "MR_DEREG" };
 	size_t i;
 
 	for (i = 0; i < RTE_DIM(made); i++)
@@ -1020,6 +1023,15 @@ trace_add(struct lmh_trace *t, const char *line)
 		c.is_cmd = true;
 		c.opcode = c.op[5] == 'R' ? PRM_CMD_CREATE_UMEM : PRM_CMD_DESTROY_UMEM;
 		c.obj_id = (uint32_t)json_integer_value(json_object_get(j, "umem_id"));
+	} else if (strcmp(c.op, "MR_REG") == 0 || strcmp(c.op, "MR_DEREG") == 0) {
+		/*
+		 * The kernel's MR (ibv_reg_mr_iova): the firmware sees the
+		 * CREATE_MKEY / DESTROY_MKEY the kernel sends, which the
+		 * emulator counts and fault-injects under those opcodes.
+		 */
+		c.is_cmd = true;
+		c.opcode = c.op[3] == 'R' ? PRM_CMD_CREATE_MKEY : PRM_CMD_DESTROY_MKEY;
+		c.obj_id = (uint32_t)json_integer_value(json_object_get(j, "lkey")) >> 8;
 	} else if (strcmp(c.op, "ROOT_FLOW_CREATE") == 0 ||
 		   strcmp(c.op, "ROOT_FLOW_DESTROY") == 0) {
 		/*

@@ -47,6 +47,13 @@ class MigrateOnRdma(unittest.TestCase):
                 recs = [json.loads(line) for line in f]
             devs = {r['dev'] for r in recs}
         self.check_arm_sn_moves_per_event(recs)
+        # Guest memory and the dirty log are the kernel's MRs (issue 19 item 2):
+        # ibv_reg_mr per chunk, every umem a ring buffer (< 1 MiB), every
+        # CREATE_MKEY the indirect one over MRs (an mkey naming a umem would
+        # have been refused, and the run with it).
+        self.assertTrue(any(r['op'] == 'MR_REG' and r['entry'] == 'reg_mr' for r in recs))
+        self.assertEqual([r for r in recs if r['op'] == 'UMEM_REG' and r['size'] >= 1 << 20], [])
+        self.assertEqual([r for r in recs if r['op'] == 'CREATE_MKEY' and r['status'] != 0], [])
         # Two sources and two destinations, each its own RDMA device.
         self.assertEqual(devs, {'mlx5_0', 'mlx5_1', 'mlx5_2', 'mlx5_3'})
         self.assertEqual([s['name'] for s in doc['stages']], ['baseline', 'all'])

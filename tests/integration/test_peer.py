@@ -67,6 +67,7 @@ class Peer(unittest.TestCase):
                            ('CREATE_TIS', 'DESTROY_TIS'), ('CREATE_MKEY', 'DESTROY_MKEY'),
                            ('CREATE_GENERAL_OBJECT', 'DESTROY_GENERAL_OBJECT'),
                            ('UMEM_REG', 'UMEM_DEREG'), ('ALLOC_PD', 'DEALLOC_PD'),
+                           ('MR_REG', 'MR_DEREG'),
                            ('ROOT_FLOW_CREATE', 'ROOT_FLOW_DESTROY'),
                            ('UAR_ALLOC', 'UAR_FREE')):
             self.assertEqual(ops[made], ops[gone], f'{made} / {gone}')
@@ -131,9 +132,10 @@ class Peer(unittest.TestCase):
         ops = self.assert_all_gone(recs)
         self.assertGreater(ops['DOORBELL'], 0)
         self.assertEqual({r['entry'] for r in recs if r['op'] == 'DOORBELL'}, {'var_write'})
-        # Its guest memory: one ibv_reg_mr per region, one indirect mkey over them.
-        self.assertEqual({r['entry'] for r in recs if r['op'] == 'CREATE_MKEY'},
-                         {'reg_mr', 'create'})
+        # Its guest memory: one ibv_reg_mr per region (the kernel's MR, no DevX
+        # umem), one indirect mkey over them through DevX.
+        self.assertEqual({r['entry'] for r in recs if r['op'] == 'MR_REG'}, {'reg_mr'})
+        self.assertEqual({r['entry'] for r in recs if r['op'] == 'CREATE_MKEY'}, {'create'})
 
     def test_peer_call_path_signals_every_used_buffer(self):
         # peer_frontend sends one frame at a time and waits for the call
@@ -244,6 +246,7 @@ class PeerMigrate(unittest.TestCase):
         self.assertEqual([r for r in recs if r['status'] != 0], [])
         ops = collections.Counter(r['op'] for r in recs)
         for made, gone in (('CREATE_MKEY', 'DESTROY_MKEY'), ('UMEM_REG', 'UMEM_DEREG'),
+                           ('MR_REG', 'MR_DEREG'),
                            ('CREATE_GENERAL_OBJECT', 'DESTROY_GENERAL_OBJECT'),
                            ('CREATE_QP', 'DESTROY_QP'), ('CREATE_CQ', 'DESTROY_CQ')):
             self.assertEqual(ops[made], ops[gone], f'{made} / {gone}')

@@ -423,22 +423,31 @@ test_unknown_ids_are_bad_res(void **state)
 }
 
 /* ---- References ----------------------------------------------------------------- */
+/*
+ * Issue 19 item 7: DESTROY_MKEY has no RES_BUSY (the firmware keeps no
+ * count of who names a key): the mkey of a RDY queue goes, the queue keeps
+ * running until its next access faults (test_emu_datapath.c), and the key
+ * never comes back. Counters a queue holds still cannot go.
+ */
 static void
-test_mkey_used_by_virtq_cannot_be_destroyed(void **state)
+test_mkey_used_by_virtq_is_destroyed_all_the_same(void **state)
 {
 	struct vq_env e;
+	void *host;
 	uint32_t vq;
 
 	(void)state;
 	env_init(&e, 256);
 	vq = vq_rdy(&e, 0);
-	assert_status(PRM_STATUS_RES_BUSY, EMU_SYND_OBJ_IN_USE, destroy_mkey(e.mkey));
+	assert_int_equal(destroy_mkey(e.mkey), 0);
+	assert_int_equal(emu_mkey_translate(dev, e.mkey, GUEST_BASE, 8, &host), -EFAULT);
+	assert_status(PRM_STATUS_BAD_RES, EMU_SYND_UNKNOWN_OBJ, destroy_mkey(e.mkey));
 	assert_status(PRM_STATUS_RES_BUSY, EMU_SYND_OBJ_IN_USE,
 		      general(PRM_CMD_DESTROY_GENERAL_OBJECT, PRM_OBJ_VIRTIO_Q_COUNTERS,
 			      e.counters, NULL));
 	assert_int_equal(general(PRM_CMD_DESTROY_GENERAL_OBJECT, PRM_OBJ_VIRTIO_NET_Q, vq,
 				 NULL), 0);
-	assert_int_equal(destroy_mkey(e.mkey), 0);
+	e.mkey = 0;
 }
 
 static void
@@ -835,10 +844,16 @@ test_klm_translation_covers_two_mkeys_and_faults_in_the_hole(void **state)
 	assert_int_equal(emu_mkey_translate(dev, kind, 0xfff8, 16, &host), -EFAULT);
 	assert_int_equal(emu_mkey_translate(dev, kind, 0x40000, 1, &host), -EFAULT);
 	assert_int_equal(emu_mkey_translate(dev, 0x100, 0, 1, &host), -EFAULT);
-	/* Directs are referenced by the indirect one. */
-	assert_status(PRM_STATUS_RES_BUSY, EMU_SYND_OBJ_IN_USE, destroy_mkey(ka));
-	assert_int_equal(destroy_mkey(kind), 0);
+	/*
+	 * A direct mkey the indirect one leads to can be destroyed all the
+	 * same (no RES_BUSY for DESTROY_MKEY): what led to it is a bad
+	 * translation from then on, never a stale mapping.
+	 */
 	assert_int_equal(destroy_mkey(ka), 0);
+	assert_int_equal(emu_mkey_translate(dev, kind, 0x10, 16, &host), -EFAULT);
+	assert_int_equal(emu_mkey_translate(dev, kind, 0x20000 + 0x30, 64, &host), 0);
+	assert_int_equal(destroy_mkey(kind), 0);
+	assert_int_equal(destroy_mkey(kb), 0);
 }
 
 /*
@@ -1143,8 +1158,12 @@ test_rtr2rts_needs_retry_rnr_retry_and_ack_timeout(void **state)
 	assert_int_equal(simple(PRM_CMD_DESTROY_QP, peer, NULL), 0);
 }
 
+static void use_profile(const char *file);
+
+/* A CQ whose ring is at off of umem cq_umem (0: none), page_offset po (page/64 quanta). */
 static int
-create_cq(uint32_t eqn, uint32_t uar, uint32_t cq_umem, uint32_t dbr_umem, uint32_t *cqn)
+create_cq_at(uint32_t eqn, uint32_t uar, uint32_t cq_umem, uint64_t off, uint32_t po,
+	     uint32_t dbr_umem, uint64_t dbr_off, uint32_t *cqn)
 {
 	uint8_t in[PRM_SIZE(create_cq_in)] = { 0 }, out[16];
 	void *cqc = PRM_ADDR(create_cq_in, in, cq_context);
@@ -1154,18 +1173,27 @@ create_cq(uint32_t eqn, uint32_t uar, uint32_t cq_umem, uint32_t dbr_umem, uint3
 	PRM_SET(cqc, cqc, log_cq_size, 4);
 	PRM_SET(cqc, cqc, c_eqn, eqn);
 	PRM_SET(cqc, cqc, uar_page, uar);
+	PRM_SET(cqc, cqc, page_offset, po);
 	if (dbr_umem != 0) {
 		PRM_SET(cqc, cqc, dbr_umem_valid, 1);
 		PRM_SET(cqc, cqc, dbr_umem_id, dbr_umem);
+		PRM_SET(cqc, cqc, dbr_addr, dbr_off);
 	}
 	if (cq_umem != 0) {
 		PRM_SET(create_cq_in, in, cq_umem_valid, 1);
 		PRM_SET(create_cq_in, in, cq_umem_id, cq_umem);
+		PRM_SET(create_cq_in, in, cq_umem_offset, off);
 	}
 	st = run(in, sizeof(in), out, sizeof(out));
 	if (cqn != NULL)
 		*cqn = (uint32_t)PRM_GET(create_cq_out, out, cqn);
 	return st;
+}
+
+static int
+create_cq(uint32_t eqn, uint32_t uar, uint32_t cq_umem, uint32_t dbr_umem, uint32_t *cqn)
+{
+	return create_cq_at(eqn, uar, cq_umem, 0, 0, dbr_umem, 0, cqn);
 }
 
 /*
@@ -1246,6 +1274,61 @@ test_kernel_sets_the_umem_valid_bits(void **state)
 					PRM_OFF(create_mkey_in, mkc) / 8, NULL, out, sizeof(out)),
 			 -EINVAL);
 	emu_set_log(NULL);
+}
+
+/*
+ * Issue 19 item 3: the kernel describes a umem in the page size it picks
+ * (devx.c devx_umem_find_best_pgsize: from the bitmap, at least the host's
+ * page unless the bitmap asks for smaller), and an object on it starts at
+ * one of its pages, plus its page_offset in page/64 quanta; without a
+ * bitmap the caller promised offset 0 (devx_umem_reg_cmd_alloc). On a
+ * host with 64 KiB pages (profile page64k) the plain registration (rdma-core
+ * 44's bitmap: every size from 4 KiB) is described in 64 KiB pages, so a
+ * ring at 32 KiB needs page_offset 32; with a 4 KiB bitmap it needs none.
+ */
+static void
+test_umem_objects_start_where_the_kernels_page_list_can_say(void **state)
+{
+	const size_t len = 1 << 20;
+	uint8_t *buf = aligned_alloc(1 << 16, 3 * len);
+	uint32_t eqn, uar, plain, small, none, synd, cqn[4];
+
+	(void)state;
+	use_profile("page64k");
+	assert_non_null(buf);
+	assert_int_equal(emu_dev_host_page_size(dev), 65536);
+	assert_int_equal(emu_eqn_query(dev, 0, &eqn), 0);
+	assert_int_equal(emu_uar_alloc(dev, &uar), 0);
+	assert_int_equal(emu_umem_reg(dev, buf, len, 7, &plain, &synd), 0);
+	assert_int_equal(emu_umem_reg_ex(dev, buf + len, len, 7, 4096, &small, &synd), 0);
+	/* A bitmap of sizes above the host's page only: no page size fits (EINVAL). */
+	assert_int_equal(emu_umem_reg_ex(dev, buf, len, 7, 1u << 21, &none, &synd),
+			 PRM_STATUS_BAD_PARAM);
+	assert_int_equal(synd, EMU_SYND_UMEM_BAD_PGSZ);
+	assert_int_equal(emu_umem_reg_ex(dev, buf + 2 * len, len, 7, 0, &none, &synd), 0);
+	/* 64 KiB pages: 32 KiB into one is page_offset 32 (quanta of 1 KiB), not 0. */
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_UMEM_BAD_OFFSET,
+		      create_cq_at(eqn, uar, plain, 32768, 0, plain, 0, NULL));
+	assert_int_equal(create_cq_at(eqn, uar, plain, 32768, 32, plain, 0, &cqn[0]), 0);
+	/* 4 KiB pages even on this host: every 4 KiB offset is a page. */
+	assert_int_equal(create_cq_at(eqn, uar, small, 36864, 0, small, 36864 + 1024, &cqn[1]),
+			 0);
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_UMEM_BAD_OFFSET,
+		      create_cq_at(eqn, uar, small, 32896, 0, small, 0, NULL));
+	assert_int_equal(create_cq_at(eqn, uar, small, 32896, 2, small, 0, &cqn[2]), 0);
+	/* Without a bitmap: offset 0 only, even for a doorbell record. */
+	assert_int_equal(create_cq_at(eqn, uar, none, 0, 0, plain, 64, &cqn[3]), 0);
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_UMEM_BAD_OFFSET,
+		      create_cq_at(eqn, uar, plain, 0, 0, none, 64, NULL));
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_UMEM_BAD_OFFSET,
+		      create_cq_at(eqn, uar, none, 65536, 0, plain, 0, NULL));
+	for (unsigned int i = 0; i < 4; i++)
+		assert_int_equal(simple(PRM_CMD_DESTROY_CQ, cqn[i], NULL), 0);
+	assert_int_equal(emu_umem_dereg(dev, plain, &synd), 0);
+	assert_int_equal(emu_umem_dereg(dev, small, &synd), 0);
+	assert_int_equal(emu_umem_dereg(dev, none, &synd), 0);
+	assert_int_equal(emu_uar_free(dev, uar), 0);
+	free(buf);
 }
 
 static void
@@ -2163,7 +2246,7 @@ main(void)
 		T(test_short_mailboxes_are_rejected_by_length),
 		T(test_unknown_general_obj_type_is_bad_param),
 		T(test_unknown_ids_are_bad_res),
-		T(test_mkey_used_by_virtq_cannot_be_destroyed),
+		T(test_mkey_used_by_virtq_is_destroyed_all_the_same),
 		T(test_umem_used_by_mkey_cannot_be_deregistered),
 		T(test_umem_pages_past_their_file_cannot_be_pinned),
 		T(test_create_naming_missing_objects_is_bad_reference),
@@ -2192,6 +2275,7 @@ main(void)
 		T(test_create_cq_needs_a_completion_eq_and_a_uar_page),
 		T(test_kernel_sets_the_umem_valid_bits),
 		T(test_qp_fields_follow_the_caps),
+		T(test_umem_objects_start_where_the_kernels_page_list_can_say),
 		T(test_steering_objects_hold_what_they_reference),
 		T(test_rqt_sizes_must_be_powers_of_two),
 		T(test_root_rule_holds_its_destination_and_is_leak_reported),

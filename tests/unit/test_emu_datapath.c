@@ -213,6 +213,8 @@ create_qp(uint32_t cqn_rcv)
 		PRM_SET(create_qp_in, in, wq_umem_valid, 1);
 		PRM_SET(create_qp_in, in, wq_umem_id, w.evumem);
 		PRM_SET(create_qp_in, in, wq_umem_offset, EV_RQ);
+		/* The ring starts EV_RQ into the umem's 4 KiB page: page/64 quanta. */
+		PRM_SET(qpc, qpc, page_offset, (EV_RQ % 4096) / 64);
 	}
 	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
 	return (uint32_t)PRM_GET(create_qp_out, out, qpn);
@@ -512,7 +514,8 @@ teardown(void **state)
 	simple(PRM_CMD_DESTROY_CQ, w.cq);
 	assert_int_equal(emu_uar_free(dev, w.uar), 0);
 	assert_int_equal(emu_umem_dereg(dev, w.evumem, &synd), 0);
-	simple(PRM_CMD_DESTROY_MKEY, w.imkey >> 8);
+	if (w.imkey != 0)  /* a test may have destroyed it */
+		simple(PRM_CMD_DESTROY_MKEY, w.imkey >> 8);
 	simple(PRM_CMD_DESTROY_MKEY, w.dmkey >> 8);
 	simple(PRM_CMD_DESTROY_MKEY, w.logmkey >> 8);
 	assert_int_equal(emu_umem_dereg(dev, w.gumem, &synd), 0);
@@ -1840,6 +1843,41 @@ test_bad_descriptors_put_the_queue_in_err(void **state)
 	emu_set_log(NULL);
 }
 
+/*
+ * Issue 19 item 7: DESTROY_MKEY of the key a RDY queue runs on is taken
+ * (the firmware counts no users), and the queue's next access is a bad
+ * translation: ERR with its OBJECT_CHANGE event, and not one byte of the
+ * frame lands in guest memory through the destroyed key.
+ */
+static void
+test_a_destroyed_mkey_never_reaches_guest_memory(void **state)
+{
+	struct vq_opts o = { 0 };
+	struct ring *rx;
+	uint8_t din[PRM_SIZE(destroy_mkey_in)] = { 0 }, dout[16], f[80], before[2048];
+	uint64_t g;
+	void *host;
+
+	(void)state;
+	emu_set_log(quiet);
+	rx = vq_watched(0, &o);
+	steering(&rx, 1, false);
+	g = post_rx(rx, 0);
+	memcpy(before, gm + (g - GBASE), sizeof(before));
+	PRM_SET(destroy_mkey_in, din, opcode, PRM_CMD_DESTROY_MKEY);
+	PRM_SET(destroy_mkey_in, din, mkey_index, w.imkey >> 8);
+	assert_int_equal(emu_cmd(dev, din, sizeof(din), dout, sizeof(dout)), 0);
+	assert_int_equal(PRM_GET(cmd_out, dout, status), 0);
+	assert_int_equal(emu_mkey_translate(dev, w.imkey, g, 8, &host), -EFAULT);
+	make_frame(f, 80, 1, 1, 0);
+	assert_int_equal(emu_dev_wire_rx(dev, f, 80), 0);
+	expect_error(rx, EMU_VQ_ERROR_BAD_DESC, C_INVALID);
+	/* The posted buffer is as the guest left it: nothing was written through the key. */
+	assert_memory_equal(gm + (g - GBASE), before, sizeof(before));
+	w.imkey = 0;
+	emu_set_log(NULL);
+}
+
 static void
 test_rx_backlog_is_delivered_after_a_kick(void **state)
 {
@@ -2171,6 +2209,8 @@ test_merged_cq_doorbells_arm_every_requested_cq(void **state)
 	PRM_SET(create_cq_in, in, cq_umem_valid, 1);
 	PRM_SET(create_cq_in, in, cq_umem_id, w.evumem);
 	PRM_SET(create_cq_in, in, cq_umem_offset, cqe_off);
+	/* Not at a page of the umem: page/64 quanta into one. */
+	PRM_SET(cqc, cqc, page_offset, (cqe_off % 4096) / 64);
 	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
 	cq2 = (uint32_t)PRM_GET(create_cq_out, out, cqn);
 	/*
@@ -2296,6 +2336,7 @@ main(void)
 		T(test_completion_event_unless_no_interrupt),
 		T(test_suspend_stops_processing_and_query_reports_indices),
 		T(test_bad_descriptors_put_the_queue_in_err),
+		T(test_a_destroyed_mkey_never_reaches_guest_memory),
 		T(test_rx_backlog_is_delivered_after_a_kick),
 		T(test_split_dirty_bitmap_marks_written_pages),
 		T(test_packed_dirty_bitmap_marks_written_pages),

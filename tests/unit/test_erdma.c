@@ -19,6 +19,9 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <linux/capability.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -31,6 +34,18 @@
 #include "erdma_ctl_client.h"
 
 static char trace_path[] = "/tmp/test_erdma_trace_XXXXXX";
+
+/* Whether this process may turn cap on (a test that drops it must get it back). */
+static bool
+erdma_cap_is_permitted(int cap)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+
+	if (syscall(SYS_capget, &hdr, data) != 0)
+		return false;
+	return (data[cap / 32].permitted >> (cap % 32)) & 1;
+}
 
 static struct ibv_context *
 open_dev(bool devx)
@@ -620,6 +635,34 @@ outer(struct mlx5dv_flow_match_parameters *p)
 	return PRM_ADDR(fte_match_param, p->match_buf, outer_headers);
 }
 
+/* A matcher attribute of the outer headers with mask, priority 2, table type ft. */
+static struct mlx5dv_flow_matcher_attr
+matcher_attr(struct mlx5dv_flow_match_parameters *mask, enum mlx5dv_flow_table_type ft)
+{
+	struct mlx5dv_flow_matcher_attr a = {
+		.type = IBV_FLOW_ATTR_NORMAL,
+		.priority = 2,
+		.match_criteria_enable = PRM_MATCH_CRITERIA_ENABLE_OUTER_HEADERS,
+		.match_mask = mask,
+		.comp_mask = MLX5DV_FLOW_MATCHER_MASK_FT_TYPE,
+		.ft_type = ft,
+	};
+
+	return a;
+}
+
+/* A NIC RX flow table made through DevX. */
+static struct mlx5dv_devx_obj *
+nic_rx_table(struct ibv_context *ctx)
+{
+	uint8_t in[PRM_SIZE(create_flow_table_in)] = { 0 };
+	uint8_t out[PRM_SIZE(create_out)] = { 0 };
+
+	PRM_SET(create_flow_table_in, in, opcode, PRM_CMD_CREATE_FLOW_TABLE);
+	PRM_SET(create_flow_table_in, in, table_type, PRM_FLOW_TABLE_TYPE_NIC_RX);
+	return mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out));
+}
+
 /*
  * The NIC RX root through mlx5_ib's flow methods (Linux drivers/infiniband/
  * hw/mlx5/fs.c), the only way into it (devx.c allows no SET_FLOW_TABLE_ROOT):
@@ -635,14 +678,7 @@ test_root_flow_rules_through_rdma_core(void **state)
 {
 	struct ibv_context *ctx = open_dev(true);
 	struct mlx5dv_flow_match_parameters *mask = match_params(), *value = match_params();
-	struct mlx5dv_flow_matcher_attr mattr = {
-		.type = IBV_FLOW_ATTR_NORMAL,
-		.priority = 2,
-		.match_criteria_enable = PRM_MATCH_CRITERIA_ENABLE_OUTER_HEADERS,
-		.match_mask = mask,
-		.comp_mask = MLX5DV_FLOW_MATCHER_MASK_FT_TYPE,
-		.ft_type = MLX5DV_FLOW_TABLE_TYPE_NIC_TX,
-	};
+	struct mlx5dv_flow_matcher_attr mattr = matcher_attr(mask, MLX5DV_FLOW_TABLE_TYPE_NIC_TX);
 	uint8_t in[PRM_SIZE(create_flow_table_in)] = { 0 };
 	uint8_t out[PRM_SIZE(create_out)] = { 0 };
 	struct mlx5dv_flow_action_attr act = { .type = MLX5DV_FLOW_ACTION_DEST_DEVX };
@@ -661,11 +697,8 @@ test_root_flow_rules_through_rdma_core(void **state)
 	m = mlx5dv_create_flow_matcher(ctx, &mattr);
 	assert_non_null(m);
 
-	PRM_SET(create_flow_table_in, in, opcode, PRM_CMD_CREATE_FLOW_TABLE);
-	PRM_SET(create_flow_table_in, in, table_type, PRM_FLOW_TABLE_TYPE_NIC_RX);
-	ft = mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out));
+	ft = nic_rx_table(ctx);
 	assert_non_null(ft);
-	memset(in, 0, sizeof(in));
 	PRM_SET(alloc_transport_domain_in, in, opcode, PRM_CMD_ALLOC_TRANSPORT_DOMAIN);
 	td = mlx5dv_devx_obj_create(ctx, in, PRM_SIZE(alloc_transport_domain_in), out,
 				    sizeof(out));
@@ -698,6 +731,115 @@ test_root_flow_rules_through_rdma_core(void **state)
 	assert_int_equal(n, 1);
 	assert_int_equal(json_integer_value(json_object_get(recs[0], "status")), 0);
 	json_decref(recs[0]);
+}
+
+/* Turn capability cap on or off in the effective set (it stays permitted). */
+static void
+cap_effective(int cap, bool on)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+
+	assert_int_equal(syscall(SYS_capget, &hdr, data), 0);
+	if (on)
+		data[cap / 32].effective |= 1u << (cap % 32);
+	else
+		data[cap / 32].effective &= ~(1u << (cap % 32));
+	assert_int_equal(syscall(SYS_capset, &hdr, data), 0);
+}
+
+/*
+ * Issue 19 item 6, the kernel's privilege checks: a DevX context and a
+ * flow need CAP_NET_RAW (devx.c mlx5_ib_devx_create, fs.c
+ * MLX5_IB_METHOD_CREATE_FLOW: EPERM); pinned pages of umems and MRs count
+ * against RLIMIT_MEMLOCK per process unless CAP_IPC_LOCK (core/umem.c
+ * ib_umem_get: ENOMEM), and are given back at deregistration.
+ */
+static void
+test_privileges_of_devx_flows_and_pinning(void **state)
+{
+	struct ibv_context *ctx;
+	struct mlx5dv_flow_match_parameters *mask = match_params(), *value = match_params();
+	struct mlx5dv_flow_matcher_attr mattr = matcher_attr(mask, MLX5DV_FLOW_TABLE_TYPE_NIC_RX);
+	struct mlx5dv_flow_action_attr act = { .type = MLX5DV_FLOW_ACTION_DEST_DEVX };
+	struct mlx5dv_flow_matcher *m;
+	struct mlx5dv_devx_umem *u, *small;
+	struct mlx5dv_devx_obj *ft;
+	struct ibv_device **list;
+	struct rlimit saved, rl;
+	struct ibv_flow *flow;
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	size_t len = 1 << 20;
+	char *buf = aligned_alloc(4096, len);
+	int n;
+
+	(void)state;
+	if (!erdma_cap_is_permitted(CAP_NET_RAW) || !erdma_cap_is_permitted(CAP_IPC_LOCK))
+		skip();
+	assert_non_null(buf);
+	/* DevX without CAP_NET_RAW. */
+	cap_effective(CAP_NET_RAW, false);
+	list = ibv_get_device_list(&n);
+	assert_non_null(list);
+	errno = 0;
+	assert_null(mlx5dv_open_device(list[0], &(struct mlx5dv_context_attr){
+		.flags = MLX5DV_CONTEXT_FLAGS_DEVX }));
+	assert_int_equal(errno, EPERM);
+	ibv_free_device_list(list);
+	cap_effective(CAP_NET_RAW, true);
+
+	/* A flow without CAP_NET_RAW. */
+	ctx = open_dev(true);
+	m = mlx5dv_create_flow_matcher(ctx, &mattr);
+	assert_non_null(m);
+	ft = nic_rx_table(ctx);
+	assert_non_null(ft);
+	act.obj = ft;
+	cap_effective(CAP_NET_RAW, false);
+	errno = 0;
+	assert_null(mlx5dv_create_flow(m, value, 1, &act));
+	assert_int_equal(errno, EPERM);
+	cap_effective(CAP_NET_RAW, true);
+	flow = mlx5dv_create_flow(m, value, 1, &act);
+	assert_non_null(flow);
+	assert_int_equal(ibv_destroy_flow(flow), 0);
+	assert_int_equal(mlx5dv_destroy_flow_matcher(m), 0);
+	assert_int_equal(mlx5dv_devx_obj_destroy(ft), 0);
+
+	/* Pinning beyond a 256 KiB memlock limit without CAP_IPC_LOCK. */
+	pd = ibv_alloc_pd(ctx);
+	assert_non_null(pd);
+	assert_int_equal(getrlimit(RLIMIT_MEMLOCK, &saved), 0);
+	rl = saved;
+	rl.rlim_cur = 256 * 1024;
+	assert_int_equal(setrlimit(RLIMIT_MEMLOCK, &rl), 0);
+	cap_effective(CAP_IPC_LOCK, false);
+	errno = 0;
+	assert_null(mlx5dv_devx_umem_reg(ctx, buf, len, IBV_ACCESS_LOCAL_WRITE));
+	assert_int_equal(errno, ENOMEM);
+	errno = 0;
+	assert_null(ibv_reg_mr_iova(pd, buf, len, 0, IBV_ACCESS_LOCAL_WRITE));
+	assert_int_equal(errno, ENOMEM);
+	/* What fits is pinned and counted: a second one no longer fits, until it goes. */
+	small = mlx5dv_devx_umem_reg(ctx, buf, 192 * 1024, IBV_ACCESS_LOCAL_WRITE);
+	assert_non_null(small);
+	assert_null(ibv_reg_mr_iova(pd, buf, 128 * 1024, 0, IBV_ACCESS_LOCAL_WRITE));
+	assert_int_equal(mlx5dv_devx_umem_dereg(small), 0);
+	mr = ibv_reg_mr_iova(pd, buf, 128 * 1024, 0, IBV_ACCESS_LOCAL_WRITE);
+	assert_non_null(mr);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	/* CAP_IPC_LOCK: no limit. */
+	cap_effective(CAP_IPC_LOCK, true);
+	u = mlx5dv_devx_umem_reg(ctx, buf, len, IBV_ACCESS_LOCAL_WRITE);
+	assert_non_null(u);
+	assert_int_equal(mlx5dv_devx_umem_dereg(u), 0);
+	assert_int_equal(setrlimit(RLIMIT_MEMLOCK, &saved), 0);
+	assert_int_equal(ibv_dealloc_pd(pd), 0);
+	assert_int_equal(ibv_close_device(ctx), 0);
+	free(mask);
+	free(value);
+	free(buf);
 }
 
 /* What the library does not implement names itself and fails. */
@@ -790,6 +932,7 @@ main(void)
 		cmocka_unit_test(test_umem_rules),
 		cmocka_unit_test(test_root_flow_rules_through_rdma_core),
 		cmocka_unit_test(test_dr_root_nic_rx_as_rdma_core_without_sw_steering),
+		cmocka_unit_test(test_privileges_of_devx_flows_and_pinning),
 		cmocka_unit_test(test_unimplemented_functions_fail_loudly),
 	};
 	int fd = mkstemp(trace_path), rc;

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -185,6 +186,76 @@ test_kernel_pd_and_null_mkey(void **state)
 	assert_int_equal(emu_dev_destroy(dev), 0);
 }
 
+/*
+ * Issue 19 item 2: devx.c devx_umem_reg_cmd_alloc(): "mkeys are not
+ * supported on umem". A CREATE_MKEY naming a DevX umem is refused on the
+ * create entry point; the same mkey without one (KLM over MRs) passes.
+ */
+static void
+test_mkey_over_a_devx_umem_is_refused(void **state)
+{
+	uint8_t in[PRM_SIZE(create_mkey_in)];
+
+	(void)state;
+	memset(in, 0, sizeof(in));
+	PRM_SET(create_mkey_in, in, opcode, PRM_CMD_CREATE_MKEY);
+	PRM_SET(mkc, PRM_ADDR(create_mkey_in, in, mkc), access_mode_1_0, PRM_MKC_ACCESS_MODE_MTT);
+	assert_int_equal(emu_kernel_check(NULL, EMU_KENTRY_CREATE, in, sizeof(in), NULL), 0);
+	PRM_SET(create_mkey_in, in, mkey_umem_id, 7);
+	assert_int_equal(emu_kernel_check(NULL, EMU_KENTRY_CREATE, in, sizeof(in), NULL),
+			 -EINVAL);
+}
+
+/*
+ * ibv_reg_mr_iova as mlx5_ib_reg_user_mr: the kernel's own mkey in the PD,
+ * addressed by the iova, translating through its page list to the
+ * registrant's bytes; a fresh variant byte per MR (assign_mkey_variant);
+ * a destroyed MR's key never translates again; DESTROY_MKEY from DevX
+ * cannot reach it (the kernel owns it).
+ */
+static void
+test_kernel_reg_mr_translates_at_its_iova(void **state)
+{
+	char err[256];
+	struct emu_dev *dev = emu_dev_create("k1", "fast", err, sizeof(err));
+	size_t len = 4 * 1024 * 1024;
+	uint8_t *mem = aligned_alloc(1 << 21, len);
+	uint8_t din[PRM_SIZE(destroy_mkey_in)], dout[16];
+	uint32_t pdn = 0, k1 = 0, k2 = 0, synd = 0;
+	void *host;
+
+	(void)state;
+	assert_non_null(dev);
+	assert_non_null(mem);
+	assert_int_equal(emu_kernel_alloc_pd(dev, &pdn, &synd), 0);
+	/* iova 0x40001000 for mem + 0x1000: they agree below 4 KiB only. */
+	assert_int_equal(emu_kernel_reg_mr(dev, pdn, mem + 0x1000, len - 0x1000, 0x40001000, 7,
+					   &k1, &synd), 0);
+	assert_int_equal(emu_mkey_translate(dev, k1, 0x40001000 + 0x12345, 64, &host), 0);
+	assert_ptr_equal(host, mem + 0x1000 + 0x12345);
+	assert_int_equal(emu_mkey_translate(dev, k1, 0x40000000, 8, &host), -EFAULT);
+	assert_int_equal(emu_mkey_translate(dev, k1, 0x40001000 + len - 0x1000, 1, &host),
+			 -EFAULT);
+	assert_int_equal(emu_kernel_reg_mr(dev, pdn, mem, len, 0, 7, &k2, &synd), 0);
+	assert_int_not_equal(k1 & 0xff, k2 & 0xff);
+	assert_int_equal(emu_dev_cmd_count(dev, PRM_CMD_CREATE_MKEY), 2);
+	/* The kernel's mkey is not a DevX object: DESTROY_MKEY does not reach it. */
+	memset(din, 0, sizeof(din));
+	PRM_SET(destroy_mkey_in, din, opcode, PRM_CMD_DESTROY_MKEY);
+	PRM_SET(destroy_mkey_in, din, mkey_index, k1 >> 8);
+	assert_int_equal(emu_cmd(dev, din, sizeof(din), dout, sizeof(dout)), 0);
+	assert_int_equal(PRM_GET(cmd_out, dout, status), PRM_STATUS_BAD_RES);
+	assert_int_equal(emu_kernel_dereg_mr(dev, k1, &synd), 0);
+	assert_int_equal(emu_mkey_translate(dev, k1, 0x40001000, 8, &host), -EFAULT);
+	assert_int_equal(emu_kernel_dereg_mr(dev, k1, &synd), PRM_STATUS_BAD_RES);
+	/* The PD is held by the MR that is left. */
+	assert_int_equal(emu_kernel_dealloc_pd(dev, pdn, &synd), PRM_STATUS_RES_BUSY);
+	assert_int_equal(emu_kernel_dereg_mr(dev, k2, &synd), 0);
+	assert_int_equal(emu_kernel_dealloc_pd(dev, pdn, &synd), 0);
+	assert_int_equal(emu_dev_destroy(dev), 0);
+	free(mem);
+}
+
 int
 main(void)
 {
@@ -196,6 +267,8 @@ main(void)
 		cmocka_unit_test(test_destroy_is_the_handles_own),
 		cmocka_unit_test(test_created_obj_identity),
 		cmocka_unit_test(test_kernel_pd_and_null_mkey),
+		cmocka_unit_test(test_mkey_over_a_devx_umem_is_refused),
+		cmocka_unit_test(test_kernel_reg_mr_translates_at_its_iova),
 	};
 
 	emu_set_log(quiet);

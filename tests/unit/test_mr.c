@@ -6,6 +6,7 @@
  * released registration, and garbage collection at device removal.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -303,6 +304,84 @@ test_garbage_thread_destroys_after_delay(void **state)
 	remove_dev(name);
 }
 
+/*
+ * Issue 19 item 2: guest memory goes through the kernel's memory regions
+ * (ibv_reg_mr_iova, one per chunk, in parallel), not DevX umems with
+ * mkeys on them: no CREATE_UMEM reaches the device for it, one
+ * CREATE_MKEY per chunk (the kernel's) plus the indirect one.
+ */
+static void
+test_guest_memory_is_registered_as_memory_regions(void **state)
+{
+	struct mlx5_lm_mem_region regs[] = {
+		{ .gpa = 0, .size = 4 * GIB, .hva = (uintptr_t)guest, .page_size = 4096 },
+	};
+	struct mlx5_lm_dev *dev;
+	struct mlx5_lm_mr *mr;
+	struct emu_dev *e;
+	unsigned long umems, mkeys;
+	char name[32];
+
+	(void)state;
+	dev = probe(name, sizeof(name), "mr_chunk_mb=1024,mr_gc_ms=0");
+	e = devx_emu_dev(dev->devx);
+	umems = emu_dev_cmd_count(e, PRM_CMD_CREATE_UMEM);
+	mkeys = emu_dev_cmd_count(e, PRM_CMD_CREATE_MKEY);
+	assert_int_equal(mlx5_lm_mr_create(dev, regs, 1, &mr), 0);
+	assert_int_equal(mr->nchunks, 4);
+	assert_int_equal(emu_dev_cmd_count(e, PRM_CMD_CREATE_UMEM), umems);
+	assert_int_equal(emu_dev_cmd_count(e, PRM_CMD_CREATE_MKEY), mkeys + 4 + 1);
+	mlx5_lm_mr_release(mr);
+	remove_dev(name);
+}
+
+/*
+ * Issue 19 item 7: the firmware destroys an mkey whoever names it (no
+ * RES_BUSY), so the driver keeps a released registration while a queue
+ * object of its device names the key, and destroys it once none does:
+ * its key keeps translating meanwhile, never a stale key under a queue.
+ */
+static void
+test_registration_outlives_the_queue_objects_naming_it(void **state)
+{
+	struct mlx5_lm_mem_region regs[] = {
+		{ .gpa = 0, .size = GIB, .hva = (uintptr_t)guest, .page_size = 4096 },
+	};
+	struct mlx5_lm_dev *dev;
+	struct mlx5_lm_virtq *vq;
+	struct mlx5_lm_vq_cfg cfg;
+	struct mlx5_lm_mr *mr;
+	uint32_t key;
+	void *host;
+	char name[32];
+
+	(void)state;
+	dev = probe(name, sizeof(name), "mr_gc_ms=0");
+	vq = &dev->vq[0];
+	assert_non_null(vq->obj);  /* pre-created blank */
+	assert_int_equal(mlx5_lm_mr_create(dev, regs, 1, &mr), 0);
+	key = mlx5_lm_mr_mkey(mr);
+	pthread_mutex_lock(&dev->lock);
+	cfg = vq->cur;
+	cfg.mkey = key;
+	assert_int_equal(mlx5_lm_virtq_modify(vq, &cfg, 0), 0);
+	pthread_mutex_unlock(&dev->lock);
+	/* Released while the queue names it: kept (the garbage thread retries). */
+	mlx5_lm_mr_release(mr);
+	assert_int_equal(devx_emu_translate(dev->devx, key, 0x1000, 8, &host), 0);
+	assert_ptr_equal(host, guest + 0x1000);
+	assert_int_equal(mlx5_lm_mr_gc_wait(dev, 300), -ETIMEDOUT);
+	assert_int_equal(devx_emu_translate(dev->devx, key, 0x1000, 8, &host), 0);
+	/* The queue lets go of it: destroyed at the next retry. */
+	pthread_mutex_lock(&dev->lock);
+	cfg.mkey = 0;
+	assert_int_equal(mlx5_lm_virtq_modify(vq, &cfg, 0), 0);
+	pthread_mutex_unlock(&dev->lock);
+	assert_int_equal(mlx5_lm_mr_gc_wait(dev, 10000), 0);
+	assert_int_equal(devx_emu_translate(dev->devx, key, 0x1000, 8, &host), -EFAULT);
+	remove_dev(name);
+}
+
 int
 main(void)
 {
@@ -317,6 +396,8 @@ main(void)
 		cmocka_unit_test(test_released_registration_is_reused),
 		cmocka_unit_test(test_garbage_destroyed_at_removal),
 		cmocka_unit_test(test_garbage_thread_destroys_after_delay),
+		cmocka_unit_test(test_guest_memory_is_registered_as_memory_regions),
+		cmocka_unit_test(test_registration_outlives_the_queue_objects_naming_it),
 	};
 	char prefix[64];
 	char *eal[] = { "test_mr", "--no-huge", "-m", "256", "--no-shconf", "--no-pci",

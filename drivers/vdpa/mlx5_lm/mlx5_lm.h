@@ -129,6 +129,7 @@ struct mlx5_lm_virtq {
 	uint8_t hw_state;            /* PRM_VIRTQ_STATE_* as last set or queried */
 	uint8_t used;                /* left INIT since creation: needs a reset */
 	struct mlx5_lm_vq_cfg cur;   /* what the object holds */
+	uint32_t log_mkey;           /* the object's dirty_bitmap_mkey while logging, else 0 */
 	uint8_t started;             /* configured for the current DRIVER_OK */
 	/* Guest side (from vhost). */
 	uint8_t enabled;             /* guest enabled the ring (set_vring_state) */
@@ -235,6 +236,9 @@ struct mlx5_lm_dev {
 	struct devx_umem *event_umem;    /* CQ/QP rings and doorbell records of every queue */
 	struct devx_uar *event_uar;      /* UAR page of the event CQs (their arm doorbell) */
 	uint32_t event_eqn;              /* completion EQ the event CQs report to */
+	uint8_t mkey_variant;            /* mkey_7_0 of the next mkey it creates (mkc_init) */
+	/* The device refused the dirty bitmap on a RDY queue: SUSPEND or re-create instead. */
+	int dirty_log_rdy_refused;
 	void *event_buf;
 	size_t event_buf_size;
 	struct mlx5_lm_steer *steer;
@@ -359,6 +363,11 @@ int mlx5_lm_virtq_counters(struct mlx5_lm_virtq *vq, uint64_t vals[MLX5_LM_NB_ST
 void mlx5_lm_virtq_counters_release(struct mlx5_lm_dev *dev);
 int mlx5_lm_virtq_set_dirty_log(struct mlx5_lm_virtq *vq, uint32_t mkey, uint64_t addr,
 				uint32_t size, int enable);
+/*
+ * 1 when the queue's object names key (virtio_q_mkey or dirty_bitmap_mkey):
+ * the registration behind it must outlive the object (mlx5_lm_mr.c).
+ */
+int mlx5_lm_virtq_names_mkey(const struct mlx5_lm_virtq *vq, uint32_t key);
 /*
  * No freeze_to_rdy: re-create a queue from the indices it reached (suspended
  * first if RDY), with the dirty log if log_enable, RDY if ready. RX queues:

@@ -32,7 +32,7 @@ struct arg_spec {
 	{ k, kind, lo, hi, offsetof(struct mlx5_lm_devargs, field), 0, h }
 
 static const struct arg_spec specs[] = {
-	STR_ARG("emu", emu, "emulated device: profile name (cx6dx, fast) or JSON path"),
+	STR_ARG("emu", emu, "emulated device: profile name (cx6dx, fast, page64k) or JSON path"),
 	STR_ARG("ibdev", ibdev, "RDMA device of a real ConnectX"),
 	STR_ARG("pci", pci, "PCI address of a real ConnectX function, [dddd:]bb:dd.f"),
 	STR_ARG("sf", sf, "auxiliary device of a ConnectX sub-function, e.g. mlx5_core.sf.2"),

@@ -20,21 +20,35 @@ struct log_task {
 	uint32_t mkey;
 	uint32_t size;
 	int enable;
+	int recreate;   /* the device refused it on the running queue, no freeze_to_rdy */
 };
 
 static int
 task_dirty_log(void *arg)
 {
 	struct log_task *t = arg;
+	int ret;
 
 	/*
-	 * A running queue takes the dirty-bitmap fields only through SUSPEND
-	 * and back to RDY; without freeze_to_rdy_supported it is re-created
-	 * with them instead (the steering is off meanwhile, see dirty_log_all).
+	 * A running queue takes the dirty-bitmap fields as it runs
+	 * (mlx5_lm_virtq_set_dirty_log); where the device refuses that, through
+	 * SUSPEND and back to RDY, or without freeze_to_rdy_supported it is
+	 * re-created with them (below, with the steering off meanwhile).
 	 */
-	if (t->vq->hw_state == PRM_VIRTQ_STATE_RDY && !mlx5_lm_can_resume(t->vq->dev))
-		return mlx5_lm_virtq_recreate_suspended(t->vq, t->mkey, t->size, t->enable, 1);
-	return mlx5_lm_virtq_set_dirty_log(t->vq, t->mkey, 0, t->size, t->enable);
+	ret = mlx5_lm_virtq_set_dirty_log(t->vq, t->mkey, 0, t->size, t->enable);
+	if (ret == -ENOTSUP) {
+		t->recreate = 1;
+		return 0;
+	}
+	return ret;
+}
+
+static int
+task_recreate(void *arg)
+{
+	struct log_task *t = arg;
+
+	return mlx5_lm_virtq_recreate_suspended(t->vq, t->mkey, t->size, t->enable, 1);
 }
 
 /* Point every configured queue's dirty bitmap at vhost's log (or stop), in parallel. */
@@ -43,17 +57,10 @@ dirty_log_all(struct mlx5_lm_dev *dev, int enable)
 {
 	struct log_task tasks[MLX5_LM_MAX_VIRTQS];
 	struct mlx5_lm_batch b;
-	uint16_t i, n = 0;
-	int ret, rebuild = 0;
+	uint16_t i, n = 0, nre = 0;
+	int ret, r;
 
-	/*
-	 * Queues re-created in parallel (no freeze_to_rdy) change ids under the
-	 * RQT: the steering goes away first and comes back around them.
-	 */
-	if (!mlx5_lm_can_resume(dev)) {
-		mlx5_lm_steer_destroy(dev);
-		rebuild = 1;
-	}
+	memset(tasks, 0, sizeof(tasks));
 	mlx5_lm_batch_init(&b, (dev->args.parallel ? dev->args.workers : 1));
 	for (i = 0; i < dev->nr_vq; i++) {
 		struct mlx5_lm_virtq *vq = &dev->vq[i];
@@ -69,9 +76,23 @@ dirty_log_all(struct mlx5_lm_dev *dev, int enable)
 	}
 	ret = mlx5_lm_batch_wait(&b);
 	mlx5_lm_batch_fini(&b);
-	if (rebuild) {
-		int r = mlx5_lm_steer_create(dev);
-
+	for (i = 0; i < n; i++)
+		nre += tasks[i].recreate;
+	if (nre > 0) {
+		/*
+		 * Queues re-created in parallel (no freeze_to_rdy) change ids under
+		 * the RQT: the steering goes away first and comes back around them.
+		 */
+		mlx5_lm_steer_destroy(dev);
+		mlx5_lm_batch_init(&b, (dev->args.parallel ? dev->args.workers : 1));
+		for (i = 0; i < n; i++)
+			if (tasks[i].recreate)
+				mlx5_lm_batch_submit(&b, task_recreate, &tasks[i]);
+		r = mlx5_lm_batch_wait(&b);
+		mlx5_lm_batch_fini(&b);
+		if (ret == 0)
+			ret = r;
+		r = mlx5_lm_steer_create(dev);
 		if (r == 0)
 			r = mlx5_lm_steer_update(dev);
 		if (r < 0) {
@@ -81,10 +102,12 @@ dirty_log_all(struct mlx5_lm_dev *dev, int enable)
 		}
 	}
 	/*
-	 * Each running queue went through SUSPEND (or a re-creation) and back
-	 * to RDY: the device fetches at doorbells, and one the guest rang
-	 * meanwhile reached a queue that was not RDY. Ring each once, as at
-	 * DRIVER_OK, once the steering is back (a looped frame needs its RX queue).
+	 * The device fetches at doorbells: one the guest rang while a queue
+	 * went through SUSPEND (or a re-creation) reached a queue that was not
+	 * RDY, and a chain posted without a kick (the device had asked not to
+	 * be notified) waits for one. Ring each running queue once, as at
+	 * DRIVER_OK, once the steering is back (a looped frame needs its RX
+	 * queue): a doorbell write, nothing for a queue that missed nothing.
 	 */
 	for (i = 0; i < n; i++)
 		if (tasks[i].vq->hw_state == PRM_VIRTQ_STATE_RDY)

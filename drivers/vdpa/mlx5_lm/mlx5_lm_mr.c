@@ -13,7 +13,7 @@
 #include "mlx5_lm_pool.h"
 
 /* IBV_ACCESS_LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ: the device reads and writes rings. */
-#define UMEM_ACCESS 0x7
+#define MR_ACCESS 0x7
 /* mkc.qpn for mkeys not bound to a QP. */
 #define MKC_QPN_NONE 0xffffff
 
@@ -57,45 +57,36 @@ mkc_init(void *mkc, uint32_t access_mode, struct mlx5_lm_dev *dev, uint64_t star
 	PRM_SET(mkc, mkc, pd, devx_pd_id(dev->res.pd));
 	PRM_SET(mkc, mkc, start_addr, start);
 	PRM_SET(mkc, mkc, len, len);
+	/*
+	 * A fresh variant byte for every mkey this device creates, as the
+	 * kernel does for its own (mlx5_ib mr.c assign_mkey_variant): a
+	 * recycled index then never makes an old key valid again.
+	 */
+	PRM_SET(mkc, mkc, mkey_7_0, __atomic_add_fetch(&dev->mkey_variant, 1, __ATOMIC_RELAXED));
 }
 
-/* Task: a umem over the chunk's host range, then a direct mkey with guest addresses. */
+/*
+ * Task: the chunk's host range registered as a memory region at its guest
+ * addresses (ibv_reg_mr_iova, as DPDK vdpa/mlx5 registers guest memory:
+ * mlx5_vdpa_mem.c). The kernel pins it and builds the mkey for the iova;
+ * an MTT mkey over a DevX umem is not something the kernel supports
+ * (devx.c devx_umem_reg_cmd_alloc: "mkeys are not supported on umem").
+ */
 static int
 chunk_create(void *arg)
 {
 	struct mlx5_lm_mr_chunk *c = arg;
 	struct mlx5_lm_dev *dev = c->mr->dev;
-	uint8_t in[PRM_SIZE(create_mkey_in)];
-	uint8_t out[PRM_SIZE(create_mkey_out)];
-	void *mkc = PRM_ADDR(create_mkey_in, in, mkc);
-	uint64_t pages = c->size >> c->log_page_size;
 
-	c->umem = devx_umem_reg(dev->devx, (void *)(uintptr_t)c->hva, c->size, UMEM_ACCESS);
-	if (c->umem == NULL) {
+	c->mr_reg = devx_mr_reg(dev->res.pd, (void *)(uintptr_t)c->hva, c->size, c->gpa,
+				MR_ACCESS);
+	if (c->mr_reg == NULL) {
 		c->err = -errno;
 		DRV_LOG(ERR, dev, "memory region %u chunk gpa 0x%" PRIx64 "+0x%" PRIx64
-			": umem registration failed", c->region, c->gpa, c->size);
-		return c->err;
-	}
-	memset(in, 0, sizeof(in));
-	memset(out, 0, sizeof(out));
-	PRM_SET(create_mkey_in, in, opcode, PRM_CMD_CREATE_MKEY);
-	PRM_SET(create_mkey_in, in, pg_access, 1);
-	PRM_SET(create_mkey_in, in, mkey_umem_id, devx_umem_id(c->umem));
-	PRM_SET(create_mkey_in, in, mkey_umem_offset, 0);
-	mkc_init(mkc, PRM_MKC_ACCESS_MODE_MTT, dev, c->gpa, c->size);
-	/* MTT entries are 8 bytes: two per octword. */
-	PRM_SET(mkc, mkc, translations_octword_size, (pages + 1) / 2);
-	PRM_SET(mkc, mkc, log_page_size, c->log_page_size);
-	c->mkey = devx_obj_create(dev->devx, in, sizeof(in), out, sizeof(out));
-	if (c->mkey == NULL) {
-		c->err = -errno;
-		DRV_LOG(ERR, dev, "memory region %u chunk gpa 0x%" PRIx64 "+0x%" PRIx64
-			": direct mkey creation failed (status 0x%x, syndrome 0x%08x)", c->region,
-			c->gpa, c->size, (unsigned int)PRM_GET(create_mkey_out, out, status),
-			(uint32_t)PRM_GET(create_mkey_out, out, syndrome));
-		devx_umem_dereg(c->umem);
-		c->umem = NULL;
+			": registration failed: %s%s", c->region, c->gpa, c->size,
+			strerror(-c->err), c->err == -ENOMEM ? " (pinning guest memory beyond "
+			"RLIMIT_MEMLOCK needs CAP_IPC_LOCK or a larger memlock limit: "
+			"doc/hardware.md)" : "");
 		return c->err;
 	}
 	return 0;
@@ -106,19 +97,13 @@ static int
 chunk_destroy(void *arg)
 {
 	struct mlx5_lm_mr_chunk *c = arg;
-	int ret = 0;
+	int ret;
 
-	if (c->mkey != NULL) {
-		ret = devx_obj_destroy(c->mkey);
+	if (c->mr_reg != NULL) {
+		ret = devx_mr_dereg(c->mr_reg);
 		if (ret < 0)
 			return ret;
-		c->mkey = NULL;
-	}
-	if (c->umem != NULL) {
-		ret = devx_umem_dereg(c->umem);
-		if (ret < 0)
-			return ret;
-		c->umem = NULL;
+		c->mr_reg = NULL;
 	}
 	return 0;
 }
@@ -228,7 +213,7 @@ fill_klm(const struct mlx5_lm_mr *mr, uint8_t *klm)
 			uint8_t *e = klm + n * PRM_SIZE(klm);
 
 			PRM_SET(klm, e, byte_count, mr->chunks[i].size);
-			PRM_SET(klm, e, mkey, devx_obj_mkey(mr->chunks[i].mkey));
+			PRM_SET(klm, e, mkey, devx_mr_lkey(mr->chunks[i].mr_reg));
 			PRM_SET(klm, e, address, mr->chunks[i].gpa);
 		}
 		n++;
@@ -487,14 +472,50 @@ static struct {
 	.list = TAILQ_HEAD_INITIALIZER(gc.list),
 };
 
+/*
+ * The index of a queue object of dev that still names mr's key (as its
+ * virtio_q_mkey or dirty_bitmap_mkey), or -1. The firmware destroys an
+ * mkey whoever names it (the next access of such a queue faults), so the
+ * driver keeps a registration until no queue object of its device names
+ * it. A released registration only loses users (nothing is pointed at a
+ * key on the garbage list), so a "no" stays true once read.
+ */
 static int
-destroy_timed(struct mlx5_lm_mr *mr, int background)
+mr_user(const struct mlx5_lm_mr *mr)
+{
+	const struct mlx5_lm_dev *dev = mr->dev;
+	uint32_t key;
+	uint16_t i;
+
+	if (mr->indirect == NULL)
+		return -1;
+	key = devx_obj_mkey(mr->indirect);
+	for (i = 0; i < dev->nr_vq; i++)
+		if (mlx5_lm_virtq_names_mkey(&dev->vq[i], key))
+			return i;
+	return -1;
+}
+
+static int
+destroy_timed(struct mlx5_lm_mr *mr, int background, int force)
 {
 	struct mlx5_lm_dev *dev = mr->dev;
 	double t0 = mlx5_lm_now_ms();
 	uint32_t chunks = mr->nchunks;
+	int user = mr_user(mr);
 	double ms;
 
+	if (user >= 0 && !force) {
+		if (!mr->gc_user_logged)
+			DRV_LOG(INFO, dev, "released registration of %u chunks still named by queue "
+				"%d: destroyed once no queue object names it", chunks, user);
+		mr->gc_user_logged = 1;
+		return -EBUSY;
+	}
+	if (user >= 0)
+		DRV_LOG(WARNING, dev, "registration of %u chunks destroyed while queue %d's "
+			"object (whose destroy failed) still names it: that queue must not run",
+			chunks, user);
 	if (mr_destroy(mr, background) < 0) {
 		DRV_LOG(ERR, dev, "cannot destroy a released memory registration (%u chunks)",
 			chunks);
@@ -552,10 +573,10 @@ gc_thread(void *arg)
 		TAILQ_REMOVE(&gc.list, mr, gc_next);
 		gc.busy++;
 		pthread_mutex_unlock(&gc.lock);
-		ret = destroy_timed(mr, 1);
+		ret = destroy_timed(mr, 1, 0);
 		pthread_mutex_lock(&gc.lock);
 		if (ret < 0) {
-			/* Still in use: try again later; removal of its device forces it. */
+			/* A queue still names it: try again later; removal of its device forces it. */
 			mr->gc_deadline_ms = mlx5_lm_now_ms() + GC_RETRY_MS;
 			gc_insert(mr);
 		}
@@ -603,7 +624,7 @@ mlx5_lm_mr_release(struct mlx5_lm_mr *mr)
 	if (mr == NULL)
 		return;
 	if (mr->dev->args.mr_gc_ms == 0) {
-		if (destroy_timed(mr, 0) == 0)
+		if (destroy_timed(mr, 0, 0) == 0)
 			return;
 		/* Something still uses it: the garbage thread retries. */
 		mr->gc_deadline_ms = mlx5_lm_now_ms() + GC_RETRY_MS;
@@ -652,9 +673,10 @@ mlx5_lm_mr_gc_flush(struct mlx5_lm_dev *dev)
 		}
 	}
 	pthread_mutex_unlock(&gc.lock);
+	/* The device goes: its queue objects are gone, or leaked by a failed destroy. */
 	while ((mr = TAILQ_FIRST(&mine)) != NULL) {
 		TAILQ_REMOVE(&mine, mr, gc_next);
-		destroy_timed(mr, 0);
+		destroy_timed(mr, 0, 1);
 	}
 }
 

@@ -3,8 +3,8 @@
  * Guest memory registration.
  *
  * Each region of the vhost memory table is split into chunks of at most
- * mr_chunk_mb; a chunk is one umem over its host range plus one direct
- * mkey whose addresses are guest-physical. One indirect (KLM) mkey then
+ * mr_chunk_mb; a chunk is one memory region (the kernel's pin and mkey,
+ * ibv_reg_mr_iova) whose addresses are guest-physical. One indirect (KLM) mkey then
  * covers the guest physical space, holes pointing at the null mkey; the
  * virtqs use that one. Chunks are created and destroyed in parallel on
  * the worker pool, because a large VM has few regions (QEMU sends 2) and
@@ -19,6 +19,7 @@
 
 struct mlx5_lm_dev;
 struct devx_obj;
+struct devx_mr;
 
 /* One region of guest memory as vhost reports it. */
 struct mlx5_lm_mem_region {
@@ -47,8 +48,7 @@ struct mlx5_lm_mr_chunk {
 	uint64_t hva;
 	uint32_t region;     /* index in the table, for messages */
 	uint32_t log_page_size;
-	struct devx_umem *umem;
-	struct devx_obj *mkey;
+	struct devx_mr *mr_reg; /* the memory region (ibv_reg_mr_iova) */
 	int err;
 };
 
@@ -66,6 +66,7 @@ struct mlx5_lm_mr {
 	/* Garbage list linkage (see mlx5_lm_mr_release), guarded by the GC lock. */
 	TAILQ_ENTRY(mlx5_lm_mr) gc_next;
 	double gc_deadline_ms;
+	int gc_user_logged;          /* "still named by a queue" was logged */
 };
 
 /*

@@ -35,17 +35,35 @@ log2_u32(uint32_t v)
 	return l;
 }
 
+/*
+ * The event umem is described in 4 KiB pages whatever the host's page size
+ * (registered with that pgsz_bitmap, see below), so every ring starts at a
+ * page of it: each slice is a whole number of 4 KiB pages, the CQ ring at
+ * its start and the RQ ring after it (qsize * 64 bytes, a multiple of
+ * 4 KiB for the sizes we use), the doorbell records last.
+ */
+#define EVENT_PAGE 4096u
+
 static size_t
 event_slice_size(uint16_t qsize)
 {
-	return (size_t)qsize * CQE_SIZE + (size_t)qsize * RQ_STRIDE + 2 * DBREC_SIZE;
+	size_t n = (size_t)qsize * CQE_SIZE + (size_t)qsize * RQ_STRIDE + 2 * DBREC_SIZE;
+
+	return (n + EVENT_PAGE - 1) & ~(size_t)(EVENT_PAGE - 1);
 }
 
 /*
  * One umem for the event rings of every queue: registering it per queue
  * would cost a firmware command per queue at probe for 64 bytes of
- * doorbell record each. The event CQs also share one UAR page (their arm
- * doorbell) and report to completion EQ 0 of the function.
+ * doorbell record each (UMEM_REG_SMALL, twice per queue). The rings sit at
+ * non-zero offsets of it, which the kernel allows only for a umem
+ * registered with a page size bitmap (devx.c devx_umem_reg_cmd_alloc:
+ * without one the caller promises umem_offset 0), and only where its page
+ * list can place them: with 4 KiB pages allowed, the kernel describes the
+ * umem in 4 KiB pages even on a 64 KiB-page host (devx_umem_find_best_pgsize),
+ * so each ring starts at a page (page_offset 0). The event CQs also share
+ * one UAR page (their arm doorbell) and report to completion EQ 0 of the
+ * function.
  */
 int
 mlx5_lm_event_buf_create(struct mlx5_lm_dev *dev)
@@ -55,12 +73,12 @@ mlx5_lm_event_buf_create(struct mlx5_lm_dev *dev)
 	int ret;
 
 	dev->event_buf_size = slice * dev->nr_vq;
-	dev->event_buf = aligned_alloc(4096, (dev->event_buf_size + 4095) & ~(size_t)4095);
+	dev->event_buf = aligned_alloc(EVENT_PAGE, dev->event_buf_size);
 	if (dev->event_buf == NULL)
 		return -ENOMEM;
 	memset(dev->event_buf, 0, dev->event_buf_size);
-	dev->event_umem = devx_umem_reg(dev->devx, dev->event_buf, dev->event_buf_size,
-					UMEM_ACCESS);
+	dev->event_umem = devx_umem_reg_pgsz(dev->devx, dev->event_buf, dev->event_buf_size,
+					     UMEM_ACCESS, EVENT_PAGE);
 	if (dev->event_umem == NULL) {
 		DRV_LOG(ERR, dev, "cannot register the event ring buffer (%zu bytes)",
 			dev->event_buf_size);
@@ -782,6 +800,8 @@ mlx5_lm_virtq_create(struct mlx5_lm_virtq *vq, uint16_t size, const struct mlx5_
 err_subscribe:
 	if (devx_obj_destroy(vq->obj) == 0)
 		vq->obj = NULL;
+	else
+		vq->cur = *cfg;  /* what the object that stays names (mlx5_lm_virtq_names_mkey) */
 err_obj:
 	eventq_destroy(vq);
 err_eventq:
@@ -809,7 +829,21 @@ mlx5_lm_virtq_destroy(struct mlx5_lm_virtq *vq)
 	vq->size = 0;
 	vq->hw_state = PRM_VIRTQ_STATE_INIT;
 	vq->used = 0;
-	memset(&vq->cur, 0, sizeof(vq->cur));
+	/* An object whose destroy failed still names its keys: they are kept for it. */
+	if (vq->obj == NULL) {
+		memset(&vq->cur, 0, sizeof(vq->cur));
+		__atomic_store_n(&vq->log_mkey, 0, __ATOMIC_RELEASE);
+	}
+}
+
+int
+mlx5_lm_virtq_names_mkey(const struct mlx5_lm_virtq *vq, uint32_t key)
+{
+	/* Read by the garbage thread without the device lock: see mlx5_lm_mr.c mr_user. */
+	if (key == 0 || __atomic_load_n(&vq->obj, __ATOMIC_ACQUIRE) == NULL)
+		return 0;
+	return __atomic_load_n(&vq->cur.mkey, __ATOMIC_ACQUIRE) == key ||
+	       __atomic_load_n(&vq->log_mkey, __ATOMIC_ACQUIRE) == key;
 }
 
 int
@@ -977,35 +1011,18 @@ mlx5_lm_virtq_counters(struct mlx5_lm_virtq *vq, uint64_t vals[MLX5_LM_NB_STATS]
 	return 0;
 }
 
-/*
- * Start or stop the device's dirty-page logging on a queue. The PRM lets
- * only STATE change while RDY, so a running queue is suspended first and
- * the fields go with STATE=RDY in the same MODIFY (freeze_to_rdy). Without
- * freeze_to_rdy_supported a running queue is re-created instead
- * (mlx5_lm_virtq_recreate_suspended): this function then refuses it.
- */
-int
-mlx5_lm_virtq_set_dirty_log(struct mlx5_lm_virtq *vq, uint32_t mkey, uint64_t addr,
-			    uint32_t size, int enable)
+/* One MODIFY of the dirty-bitmap fields (with STATE=to when state_too). */
+static int
+dirty_log_modify(struct mlx5_lm_virtq *vq, uint32_t mkey, uint64_t addr, uint32_t size,
+		 int enable, int state_too, uint8_t to, uint8_t *status)
 {
 	uint8_t in[PRM_SIZE(virtq_cmd)];
 	uint8_t out[PRM_SIZE(general_obj_out_cmd_hdr)];
 	void *hdr = PRM_ADDR(virtq_cmd, in, hdr);
 	void *obj = PRM_ADDR(virtq_cmd, in, obj);
 	uint64_t bits = PRM_VIRTQ_MODIFY_DIRTY_BITMAP_DUMP_ENABLE;
-	int was_ready = vq->hw_state == PRM_VIRTQ_STATE_RDY;
 	int ret;
 
-	if (was_ready && !mlx5_lm_can_resume(vq->dev)) {
-		VQ_LOG(ERR, vq, "dirty log on a running queue needs freeze_to_rdy_supported");
-		return -ENOTSUP;
-	}
-	if (was_ready) {
-		ret = mlx5_lm_virtq_set_state(vq, PRM_VIRTQ_STATE_SUSPEND);
-		if (ret < 0)
-			return ret;
-		bits |= PRM_VIRTQ_MODIFY_STATE;
-	}
 	memset(in, 0, sizeof(in));
 	memset(out, 0, sizeof(out));
 	PRM_SET(general_obj_in_cmd_hdr, hdr, opcode, PRM_CMD_MODIFY_GENERAL_OBJECT);
@@ -1019,16 +1036,71 @@ mlx5_lm_virtq_set_dirty_log(struct mlx5_lm_virtq *vq, uint32_t mkey, uint64_t ad
 		/* vhost logs 4 KiB pages: log2(page) - 12 = 0. */
 		PRM_SET(virtio_net_q, obj, vhost_log_page, 0);
 	}
+	if (state_too) {
+		bits |= PRM_VIRTQ_MODIFY_STATE;
+		PRM_SET(virtio_net_q, obj, state, to);
+	}
 	PRM_SET(virtio_net_q, obj, dirty_bitmap_dump_enable, !!enable);
 	PRM_SET(virtio_net_q, obj, modify_field_select, bits);
-	PRM_SET(virtio_net_q, obj, state, was_ready ? PRM_VIRTQ_STATE_RDY : vq->hw_state);
 	ret = devx_obj_modify(vq->obj, in, sizeof(in), out, sizeof(out));
+	*status = (uint8_t)PRM_GET(cmd_out, out, status);
+	return ret;
+}
+
+/*
+ * Start or stop the device's dirty-page logging on a queue. A running
+ * queue takes the dirty-bitmap fields as they are, without leaving RDY:
+ * the vendor's driver starts and stops logging that way on running queues
+ * (DPDK vdpa/mlx5 mlx5_vdpa_lm.c mlx5_vdpa_dirty_bitmap_set and
+ * mlx5_vdpa_logging_enable, no capability gating it), so the guest never
+ * stops and never runs unlogged. Firmware that takes only STATE while RDY
+ * (BAD_RES_STATE, the strict reading of the PRM's INIT/SUSPEND rule) is
+ * remembered per device and logged once; then the fields go through
+ * SUSPEND and back to RDY in one MODIFY (freeze_to_rdy), and without
+ * freeze_to_rdy_supported this function refuses a running queue (-ENOTSUP)
+ * and the caller re-creates it (mlx5_lm_virtq_recreate_suspended).
+ */
+int
+mlx5_lm_virtq_set_dirty_log(struct mlx5_lm_virtq *vq, uint32_t mkey, uint64_t addr,
+			    uint32_t size, int enable)
+{
+	struct mlx5_lm_dev *dev = vq->dev;
+	int was_ready = vq->hw_state == PRM_VIRTQ_STATE_RDY;
+	uint8_t status = 0;
+	int ret;
+
+	if (was_ready && !__atomic_load_n(&dev->dirty_log_rdy_refused, __ATOMIC_ACQUIRE)) {
+		ret = dirty_log_modify(vq, mkey, addr, size, enable, 0, 0, &status);
+		if (ret == 0)
+			goto done;
+		if (ret != -EIO || status != PRM_STATUS_BAD_RES_STATE) {
+			VQ_LOG(ERR, vq, "cannot %s dirty-page logging on the running queue",
+			       enable ? "start" : "stop");
+			return ret;
+		}
+		if (!__atomic_exchange_n(&dev->dirty_log_rdy_refused, 1, __ATOMIC_ACQ_REL))
+			DRV_LOG(WARNING, dev, "the device does not take the dirty bitmap on a "
+				"running queue (BAD_RES_STATE): dirty logging falls back to %s",
+				mlx5_lm_can_resume(dev) ? "SUSPEND and resume of every running "
+				"queue" : "re-creating every running queue (no freeze_to_rdy)");
+	}
+	if (was_ready && !mlx5_lm_can_resume(dev))
+		return -ENOTSUP;
+	if (was_ready) {
+		ret = mlx5_lm_virtq_set_state(vq, PRM_VIRTQ_STATE_SUSPEND);
+		if (ret < 0)
+			return ret;
+	}
+	ret = dirty_log_modify(vq, mkey, addr, size, enable, was_ready, PRM_VIRTQ_STATE_RDY,
+			       &status);
 	if (ret < 0) {
 		VQ_LOG(ERR, vq, "cannot %s dirty-page logging", enable ? "start" : "stop");
 		return ret;
 	}
 	if (was_ready)
 		vq->hw_state = PRM_VIRTQ_STATE_RDY;
+done:
+	__atomic_store_n(&vq->log_mkey, enable ? mkey : 0, __ATOMIC_RELEASE);
 	return 0;
 }
 

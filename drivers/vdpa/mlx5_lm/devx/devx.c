@@ -4,6 +4,7 @@
  * mailbox derivation, tracing and logging common to both back ends.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +76,7 @@ devx_open(const struct devx_open_params *p, struct devx_ctx **out, char *err, si
 	TAILQ_INIT(&ctx->umems);
 	TAILQ_INIT(&ctx->flows);
 	TAILQ_INIT(&ctx->pds);
+	TAILQ_INIT(&ctx->mrs);
 	ctx->be = p->emu_profile != NULL ? &devx_backend_emu : &devx_backend_rdma;
 	if (p->trace_path != NULL) {
 		ret = devx_trace_open(ctx, p->trace_path, err, errlen);
@@ -103,6 +105,7 @@ devx_close(struct devx_ctx *ctx)
 	struct devx_flow *flow;
 	struct devx_obj *obj;
 	struct devx_pd *pd;
+	struct devx_mr *mr;
 
 	if (ctx == NULL)
 		return 0;
@@ -119,6 +122,10 @@ devx_close(struct devx_ctx *ctx)
 	while ((umem = TAILQ_FIRST(&ctx->umems)) != NULL) {
 		TAILQ_REMOVE(&ctx->umems, umem, next);
 		free(umem);
+	}
+	while ((mr = TAILQ_FIRST(&ctx->mrs)) != NULL) {
+		TAILQ_REMOVE(&ctx->mrs, mr, next);
+		free(mr);
 	}
 	while ((pd = TAILQ_FIRST(&ctx->pds)) != NULL) {
 		TAILQ_REMOVE(&ctx->pds, pd, next);
@@ -413,8 +420,10 @@ devx_root_flow_create(struct devx_ctx *ctx, const struct devx_flow_attr *attr,
 				 "status 0x%x (%s), syndrome 0x%08x", ctx->name, attr->priority,
 				 kind, dest->id, status, prm_status_name(status), syndrome);
 		else
-			devx_log(3, "%s: ROOT_FLOW_CREATE (priority %u) to %s 0x%x failed: %s",
-				 ctx->name, attr->priority, kind, dest->id, strerror(-rc));
+			devx_log(3, "%s: ROOT_FLOW_CREATE (priority %u) to %s 0x%x failed: %s%s",
+				 ctx->name, attr->priority, kind, dest->id, strerror(-rc),
+				 rc == -EPERM ? " (creating a flow needs CAP_NET_RAW: "
+				 "doc/hardware.md, What the host needs)" : "");
 		free(flow);
 		errno = -rc;
 		return NULL;
@@ -460,6 +469,14 @@ devx_root_flow_destroy(struct devx_flow *flow)
 }
 
 /*
+ * ENOMEM from a registration is the kernel's pin accounting (Linux
+ * core/umem.c ib_umem_get): beyond RLIMIT_MEMLOCK without CAP_IPC_LOCK.
+ */
+#define MEMLOCK_HINT(rc) ((rc) == -ENOMEM ? " (pinned memory beyond RLIMIT_MEMLOCK: the " \
+	"process needs CAP_IPC_LOCK or a memlock limit covering guest memory, " \
+	"doc/hardware.md, What the host needs)" : "")
+
+/*
  * Trace status of an operation: the device's status when it answered
  * (-EIO), -1 when it failed before reaching the device (doc/devx-trace.md:
  * e.g. the kernel refusing to pin a umem's pages, EFAULT).
@@ -470,8 +487,104 @@ trace_status(int rc, uint8_t status)
 	return rc == -EIO ? status : rc < 0 ? -1 : 0;
 }
 
+/* A failed operation: the device's status and syndrome, or the errno (and a hint). */
+static void
+log_op_failure(struct devx_ctx *ctx, const char *what, int rc, uint8_t status, uint32_t syndrome,
+	       const char *hint)
+{
+	if (rc == -EIO)
+		devx_log(3, "%s: %s failed: status 0x%x (%s), syndrome 0x%08x", ctx->name, what,
+			 status, prm_status_name(status), syndrome);
+	else
+		devx_log(3, "%s: %s failed: %s%s", ctx->name, what, strerror(-rc), hint);
+}
+
+struct devx_mr *
+devx_mr_reg(struct devx_pd *pd, void *addr, size_t len, uint64_t iova, uint32_t access)
+{
+	struct devx_ctx *ctx = pd->ctx;
+	struct devx_mr *mr;
+	uint8_t status = 0;
+	uint32_t syndrome = 0;
+	uint64_t t0;
+	int rc;
+
+	mr = calloc(1, sizeof(*mr));
+	if (mr == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	mr->ctx = ctx;
+	mr->pd = pd;
+	mr->addr = addr;
+	mr->len = len;
+	mr->iova = iova;
+	mr->access = access;
+	t0 = cmd_begin();
+	rc = ctx->be->mr_reg(ctx, mr, &status, &syndrome);
+	devx_trace_mr(ctx, t0, devx_trace_now_us(), "MR_REG", mr, trace_status(rc, status),
+		      syndrome);
+	if (rc < 0) {
+		char what[96];
+
+		snprintf(what, sizeof(what), "MR_REG addr %p size %zu iova 0x%" PRIx64, addr, len,
+			 iova);
+		log_op_failure(ctx, what, rc, status, syndrome, MEMLOCK_HINT(rc));
+		free(mr);
+		errno = -rc;
+		return NULL;
+	}
+	pthread_mutex_lock(&ctx->lock);
+	TAILQ_INSERT_TAIL(&ctx->mrs, mr, next);
+	pthread_mutex_unlock(&ctx->lock);
+	return mr;
+}
+
+int
+devx_mr_dereg(struct devx_mr *mr)
+{
+	struct devx_ctx *ctx;
+	uint8_t status = 0;
+	uint32_t syndrome = 0;
+	uint64_t t0;
+	int rc;
+
+	if (mr == NULL)
+		return 0;
+	ctx = mr->ctx;
+	t0 = cmd_begin();
+	rc = ctx->be->mr_dereg(ctx, mr, &status, &syndrome);
+	devx_trace_mr(ctx, t0, devx_trace_now_us(), "MR_DEREG", mr, trace_status(rc, status),
+		      syndrome);
+	if (rc < 0) {
+		char what[48];
+
+		snprintf(what, sizeof(what), "MR_DEREG lkey 0x%x", mr->lkey);
+		log_op_failure(ctx, what, rc, status, syndrome, "");
+		return rc;
+	}
+	pthread_mutex_lock(&ctx->lock);
+	TAILQ_REMOVE(&ctx->mrs, mr, next);
+	pthread_mutex_unlock(&ctx->lock);
+	free(mr);
+	return 0;
+}
+
+uint32_t
+devx_mr_lkey(const struct devx_mr *mr)
+{
+	return mr->lkey;
+}
+
 struct devx_umem *
 devx_umem_reg(struct devx_ctx *ctx, void *addr, size_t size, uint32_t access)
+{
+	return devx_umem_reg_pgsz(ctx, addr, size, access, 0);
+}
+
+struct devx_umem *
+devx_umem_reg_pgsz(struct devx_ctx *ctx, void *addr, size_t size, uint32_t access,
+		   uint64_t pgsz_bitmap)
 {
 	struct devx_umem *umem;
 	uint8_t status = 0;
@@ -488,6 +601,7 @@ devx_umem_reg(struct devx_ctx *ctx, void *addr, size_t size, uint32_t access)
 	umem->addr = addr;
 	umem->size = size;
 	umem->access = access;
+	umem->pgsz_bitmap = pgsz_bitmap;
 	t0 = cmd_begin();
 	rc = ctx->be->umem_reg(ctx, umem, &status, &syndrome);
 	devx_trace_op(ctx, t0, devx_trace_now_us(), "UMEM_REG", (uintptr_t)addr, size,
@@ -497,8 +611,8 @@ devx_umem_reg(struct devx_ctx *ctx, void *addr, size_t size, uint32_t access)
 			devx_log(3, "%s: UMEM_REG addr %p size %zu failed: status 0x%x (%s), syndrome 0x%08x",
 				 ctx->name, addr, size, status, prm_status_name(status), syndrome);
 		else
-			devx_log(3, "%s: UMEM_REG addr %p size %zu failed: %s", ctx->name, addr,
-				 size, strerror(-rc));
+			devx_log(3, "%s: UMEM_REG addr %p size %zu failed: %s%s", ctx->name, addr,
+				 size, strerror(-rc), MEMLOCK_HINT(rc));
 		free(umem);
 		errno = -rc;
 		return NULL;
@@ -549,16 +663,6 @@ devx_umem_id(const struct devx_umem *umem)
 	return umem->id;
 }
 
-static void
-log_op_failure(struct devx_ctx *ctx, const char *what, int rc, uint8_t status, uint32_t syndrome)
-{
-	if (rc == -EIO)
-		devx_log(3, "%s: %s failed: status 0x%x (%s), syndrome 0x%08x", ctx->name, what,
-			 status, prm_status_name(status), syndrome);
-	else
-		devx_log(3, "%s: %s failed: %s", ctx->name, what, strerror(-rc));
-}
-
 struct devx_pd *
 devx_pd_alloc(struct devx_ctx *ctx)
 {
@@ -580,7 +684,7 @@ devx_pd_alloc(struct devx_ctx *ctx)
 	if (rc < 0) {
 		/* Named with the opcode the kernel runs for ibv_alloc_pd. */
 		log_op_failure(ctx, "PD_ALLOC (0x800) (protection domain, null mkey)", rc, status,
-			       syndrome);
+			       syndrome, "");
 		free(pd);
 		errno = -rc;
 		return NULL;
@@ -612,7 +716,7 @@ devx_pd_free(struct devx_pd *pd)
 		char what[64];
 
 		snprintf(what, sizeof(what), "PD_FREE (0x801) pd 0x%x", pd->pdn);
-		log_op_failure(ctx, what, rc, status, syndrome);
+		log_op_failure(ctx, what, rc, status, syndrome, "");
 		return rc;
 	}
 	pthread_mutex_lock(&ctx->lock);

@@ -28,6 +28,7 @@ struct devx_evch;
 struct devx_flow;
 struct devx_uar;
 struct devx_pd;
+struct devx_mr;
 
 struct devx_open_params {
 	const char *name;        /* device name for logs and trace ("vdpa_mlx5_lm0") */
@@ -179,9 +180,35 @@ int devx_pd_free(struct devx_pd *pd);
 uint32_t devx_pd_id(const struct devx_pd *pd);
 uint32_t devx_pd_null_mkey(const struct devx_pd *pd);
 
+/*
+ * A memory region: [addr, addr+len) of this process, reached by the device
+ * at [iova, iova+len) through the returned key, in the PD pd, the way the
+ * kernel supports it (rdma: ibv_reg_mr_iova, Linux mlx5_ib_reg_user_mr:
+ * the kernel pins the pages, picks the page size for the iova and builds
+ * the mkey; emu: the same, modelled). access is IBV_ACCESS_* flags.
+ * Guest memory goes through this: an mkey over a DevX umem is not
+ * supported by the kernel (devx.c devx_umem_reg_cmd_alloc). Returns the
+ * region or NULL with errno set (EIO: the device refused it, logged).
+ */
+struct devx_mr *devx_mr_reg(struct devx_pd *pd, void *addr, size_t len, uint64_t iova,
+			    uint32_t access);
+/* Deregister; on failure the region stays valid and a negative errno is returned. */
+int devx_mr_dereg(struct devx_mr *mr);
+/* The key (lkey) that goes into virtq and KLM fields. */
+uint32_t devx_mr_lkey(const struct devx_mr *mr);
+
 /* Register host memory for device access (rdma: mlx5dv_devx_umem_reg). */
 struct devx_umem *devx_umem_reg(struct devx_ctx *ctx, void *addr, size_t size,
 				uint32_t access);
+/*
+ * The same with the page sizes the device may describe it with (rdma:
+ * mlx5dv_devx_umem_reg_ex's pgsz_bitmap). Objects at a non-zero offset of
+ * a umem need it (Linux devx.c devx_umem_reg_cmd_alloc: without one the
+ * caller promises umem_offset 0), and their buffers must start at one of
+ * its pages (or at a page/64 quantum, for CQ and QP page_offset).
+ */
+struct devx_umem *devx_umem_reg_pgsz(struct devx_ctx *ctx, void *addr, size_t size,
+				     uint32_t access, uint64_t pgsz_bitmap);
 int devx_umem_dereg(struct devx_umem *umem);
 uint32_t devx_umem_id(const struct devx_umem *umem);
 

@@ -86,8 +86,10 @@ static int
 emu_be_umem_reg(struct devx_ctx *ctx, struct devx_umem *umem, uint8_t *status,
 		uint32_t *syndrome)
 {
-	int st = emu_umem_reg(EMU(ctx), umem->addr, umem->size, umem->access, &umem->id,
-			      syndrome);
+	/* The plain registration sends rdma-core 44's bitmap (devx_rdma.c). */
+	int st = emu_umem_reg_ex(EMU(ctx), umem->addr, umem->size, umem->access,
+				 umem->pgsz_bitmap ? umem->pgsz_bitmap : EMU_UMEM_PGSZ_DEFAULT,
+				 &umem->id, syndrome);
 
 	if (st != 0) {
 		*status = (uint8_t)st;
@@ -101,6 +103,32 @@ emu_be_umem_dereg(struct devx_ctx *ctx, struct devx_umem *umem, uint8_t *status,
 		  uint32_t *syndrome)
 {
 	int st = emu_umem_dereg(EMU(ctx), umem->id, syndrome);
+
+	if (st != 0) {
+		*status = (uint8_t)st;
+		return -EIO;
+	}
+	return 0;
+}
+
+/* What the kernel does for ibv_reg_mr_iova / ibv_dereg_mr (mlx5_ib mr.c). */
+static int
+emu_be_mr_reg(struct devx_ctx *ctx, struct devx_mr *mr, uint8_t *status, uint32_t *syndrome)
+{
+	int st = emu_kernel_reg_mr(EMU(ctx), mr->pd->pdn, mr->addr, mr->len, mr->iova,
+				   mr->access, &mr->lkey, syndrome);
+
+	if (st != 0) {
+		*status = (uint8_t)st;
+		return -EIO;
+	}
+	return 0;
+}
+
+static int
+emu_be_mr_dereg(struct devx_ctx *ctx, struct devx_mr *mr, uint8_t *status, uint32_t *syndrome)
+{
+	int st = emu_kernel_dereg_mr(EMU(ctx), mr->lkey, syndrome);
 
 	if (st != 0) {
 		*status = (uint8_t)st;
@@ -370,6 +398,8 @@ const struct devx_backend devx_backend_emu = {
 	.obj_destroy = emu_be_obj_destroy,
 	.umem_reg = emu_be_umem_reg,
 	.umem_dereg = emu_be_umem_dereg,
+	.mr_reg = emu_be_mr_reg,
+	.mr_dereg = emu_be_mr_dereg,
 	.flow_create = emu_be_flow_create,
 	.flow_destroy = emu_be_flow_destroy,
 	.pd_alloc = emu_be_pd_alloc,

@@ -35,6 +35,11 @@ struct devx_backend {
 			uint32_t *syndrome);
 	int (*umem_dereg)(struct devx_ctx *ctx, struct devx_umem *umem, uint8_t *status,
 			  uint32_t *syndrome);
+	/* Memory regions (ibv_reg_mr_iova); returns like umem_reg, sets mr->lkey. */
+	int (*mr_reg)(struct devx_ctx *ctx, struct devx_mr *mr, uint8_t *status,
+		      uint32_t *syndrome);
+	int (*mr_dereg)(struct devx_ctx *ctx, struct devx_mr *mr, uint8_t *status,
+			uint32_t *syndrome);
 	/* Root flow rules; 0, -EIO with status and syndrome set, or another errno. */
 	int (*flow_create)(struct devx_ctx *ctx, struct devx_flow *flow,
 			   const struct devx_flow_attr *attr, struct devx_obj *dest,
@@ -78,12 +83,13 @@ struct devx_ctx {
 	 * Handles still open, so that closing the context frees those whose
 	 * destroy failed (the device reports the objects themselves).
 	 */
-	pthread_mutex_t lock;      /* guards objs, umems, flows, flow_seq and pds */
+	pthread_mutex_t lock;      /* guards objs, umems, flows, flow_seq, pds and mrs */
 	TAILQ_HEAD(, devx_obj) objs;
 	TAILQ_HEAD(, devx_umem) umems;
 	TAILQ_HEAD(, devx_flow) flows;
 	uint32_t flow_seq;         /* rdma: numbers for rules in the trace */
 	TAILQ_HEAD(, devx_pd) pds;
+	TAILQ_HEAD(, devx_mr) mrs;
 };
 
 struct devx_obj {
@@ -105,7 +111,20 @@ struct devx_umem {
 	void *addr;
 	size_t size;
 	uint32_t access;
+	uint64_t pgsz_bitmap;      /* 0: the plain registration */
 	uint32_t id;
+};
+
+struct devx_mr {
+	TAILQ_ENTRY(devx_mr) next;
+	struct devx_ctx *ctx;
+	struct devx_pd *pd;
+	void *be_handle;           /* rdma: struct ibv_mr * */
+	void *addr;
+	size_t len;
+	uint64_t iova;
+	uint32_t access;
+	uint32_t lkey;
 };
 
 struct devx_flow {
@@ -162,6 +181,10 @@ void devx_trace_cmd(struct devx_ctx *ctx, uint64_t t_start, uint64_t t_end,
  */
 void devx_trace_op(struct devx_ctx *ctx, uint64_t t_start, uint64_t t_end, const char *op,
 		   uint64_t addr, uint64_t size, uint32_t id, int status, uint32_t syndrome);
+
+/* Memory regions: "MR_REG" and "MR_DEREG" with their address, length, iova and lkey. */
+void devx_trace_mr(struct devx_ctx *ctx, uint64_t t_start, uint64_t t_end, const char *op,
+		   const struct devx_mr *mr, int status, uint32_t syndrome);
 
 /* Root flow rules: "ROOT_FLOW_CREATE" (attr and dest set) and "ROOT_FLOW_DESTROY". */
 void devx_trace_flow(struct devx_ctx *ctx, uint64_t t_start, uint64_t t_end, const char *op,

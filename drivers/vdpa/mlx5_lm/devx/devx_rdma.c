@@ -105,8 +105,9 @@ rdma_open(struct devx_ctx *ctx, const struct devx_open_params *p, char *err, siz
 	if (ibctx == NULL) {
 		int e = errno;
 
-		snprintf(err, errlen, "%s: cannot open %s with DevX: %s", want,
-			 ibv_get_device_name(found), strerror(e));
+		snprintf(err, errlen, "%s: cannot open %s with DevX: %s%s", want,
+			 ibv_get_device_name(found), strerror(e), e == EPERM ?
+			 " (a DevX context needs CAP_NET_RAW: doc/hardware.md)" : "");
 		ibv_free_device_list(list);
 		return e ? -e : -ENODEV;
 	}
@@ -182,8 +183,20 @@ rdma_obj_destroy(struct devx_ctx *ctx, struct devx_obj *obj, const void *din, si
 static int
 rdma_umem_reg(struct devx_ctx *ctx, struct devx_umem *umem, uint8_t *status, uint32_t *syndrome)
 {
-	struct mlx5dv_devx_umem *u = mlx5dv_devx_umem_reg(IBCTX(ctx), umem->addr, umem->size,
-							  umem->access);
+	struct mlx5dv_devx_umem_in in = {
+		.addr = umem->addr,
+		.size = umem->size,
+		.access = umem->access,
+		.pgsz_bitmap = umem->pgsz_bitmap,
+	};
+	/*
+	 * With a bitmap, mlx5dv_devx_umem_reg_ex: the kernel must honour it
+	 * (the plain call sends one the kernel may drop: rdma-core 44 marks it
+	 * optional), which an object at a non-zero offset relies on.
+	 */
+	struct mlx5dv_devx_umem *u = umem->pgsz_bitmap != 0 ?
+		mlx5dv_devx_umem_reg_ex(IBCTX(ctx), &in) :
+		mlx5dv_devx_umem_reg(IBCTX(ctx), umem->addr, umem->size, umem->access);
 
 	if (u == NULL)
 		return errno ? -errno : -EIO;
@@ -202,6 +215,37 @@ rdma_umem_dereg(struct devx_ctx *ctx, struct devx_umem *umem, uint8_t *status,
 	 */
 	int rc = mlx5dv_devx_umem_dereg(umem->be_handle);
 
+	return rc == 0 ? 0 : rc > 0 ? -rc : -EIO;
+}
+
+/*
+ * Memory regions as DPDK vdpa/mlx5 registers guest memory
+ * (mlx5_vdpa_mem.c: ibv_reg_mr_iova per region): the kernel pins the
+ * pages and builds an mkey for the iova.
+ */
+static int
+rdma_mr_reg(struct devx_ctx *ctx, struct devx_mr *mr, uint8_t *status, uint32_t *syndrome)
+{
+	struct ibv_mr *m = ibv_reg_mr_iova(mr->pd->be_handle, mr->addr, mr->len, mr->iova,
+					   (int)mr->access);
+
+	(void)status;
+	(void)syndrome;
+	if (m == NULL)
+		return errno ? -errno : -EIO;
+	mr->be_handle = m;
+	mr->lkey = m->lkey;
+	return 0;
+}
+
+static int
+rdma_mr_dereg(struct devx_ctx *ctx, struct devx_mr *mr, uint8_t *status, uint32_t *syndrome)
+{
+	int rc = ibv_dereg_mr(mr->be_handle);
+
+	(void)ctx;
+	(void)status;
+	(void)syndrome;
 	return rc == 0 ? 0 : rc > 0 ? -rc : -EIO;
 }
 
@@ -578,6 +622,8 @@ const struct devx_backend devx_backend_rdma = {
 	.obj_destroy = rdma_obj_destroy,
 	.umem_reg = rdma_umem_reg,
 	.umem_dereg = rdma_umem_dereg,
+	.mr_reg = rdma_mr_reg,
+	.mr_dereg = rdma_mr_dereg,
 	.flow_create = rdma_flow_create,
 	.flow_destroy = rdma_flow_destroy,
 	.pd_alloc = rdma_pd_alloc,

@@ -196,6 +196,25 @@ devx_trace_op(struct devx_ctx *ctx, uint64_t t_start, uint64_t t_end, const char
 }
 
 void
+devx_trace_mr(struct devx_ctx *ctx, uint64_t t_start, uint64_t t_end, const char *op,
+	      const struct devx_mr *mr, int status, uint32_t syndrome)
+{
+	struct devx_trace *t = ctx->trace;
+
+	if (t == NULL)
+		return;
+	pthread_mutex_lock(&t->lock);
+	fprintf(t->f, "{\"dev\":\"%s\",\"seq\":%" PRIu64 ",\"t_start_us\":%" PRIu64
+		",\"t_end_us\":%" PRIu64 ",\"op\":\"%s\",\"addr\":%" PRIu64 ",\"size\":%zu"
+		",\"iova\":%" PRIu64 ",\"access\":%u,\"pdn\":%u,\"lkey\":%u,\"status\":%d"
+		",\"syndrome\":%u}\n", ctx->name, t->seq++, t_start, t_end, op,
+		(uint64_t)(uintptr_t)mr->addr, mr->len, mr->iova, mr->access, devx_pd_id(mr->pd),
+		mr->lkey, status, syndrome);
+	fflush(t->f);
+	pthread_mutex_unlock(&t->lock);
+}
+
+void
 devx_trace_uar_ring(struct devx_ctx *ctx, uint64_t t_start, uint64_t t_end, uint32_t page_id,
 		    uint32_t offset, uint64_t value)
 {

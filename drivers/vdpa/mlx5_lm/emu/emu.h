@@ -39,6 +39,9 @@ enum emu_syndrome {
 	EMU_SYND_TOO_MANY_ENTRIES = 0x5e0c000e,  /* status EXCEED_LIM: mkey entry list too long */
 	EMU_SYND_QP_BAD_TRANSITION = 0x5e0c000f, /* status BAD_RES_STATE */
 	EMU_SYND_UMEM_NOT_BACKED = 0x5e0c00b5,   /* status BAD_PARAM: umem pages past their file (pin EFAULT) */
+	EMU_SYND_UMEM_BAD_PGSZ = 0x5e0c00b6,     /* status BAD_PARAM: no page size of the bitmap fits */
+	EMU_SYND_UMEM_BAD_OFFSET = 0x5e0c00b7,   /* status BAD_PARAM: object at an offset the umem cannot place */
+	EMU_SYND_MR_MEMLOCK = 0x5e0c00b8,        /* pinning beyond RLIMIT_MEMLOCK (ib_umem_get: ENOMEM) */
 	/* Root steering and RQT rules (issue 10: A7, B3). */
 	EMU_SYND_RQT_SIZE_NOT_POW2 = 0x5e0c0050, /* status BAD_PARAM: RQT sizes are powers of 2 */
 	EMU_SYND_ROOT_BAD_MATCH = 0x5e0c0051,    /* status BAD_PARAM: match mask/value refused */
@@ -148,13 +151,27 @@ void emu_dev_cost_stats(struct emu_dev *dev, struct emu_cost_stats *s);
 int emu_cmd(struct emu_dev *dev, const void *in, size_t inlen, void *out, size_t outlen);
 
 /*
- * Register host memory (what the kernel does for mlx5dv_devx_umem_reg).
- * Returns 0 and sets *id, or a PRM status (> 0) with *syndrome set.
+ * Register host memory (what the kernel does for mlx5dv_devx_umem_reg,
+ * whose rdma-core 44 sends the bitmap EMU_UMEM_PGSZ_DEFAULT). Returns 0
+ * and sets *id, or a PRM status (> 0) with *syndrome set.
  */
 int emu_umem_reg(struct emu_dev *dev, void *addr, size_t size, uint32_t access,
 		 uint32_t *id, uint32_t *syndrome);
+/*
+ * The same with the page sizes the device may describe it with
+ * (mlx5dv_devx_umem_reg_ex's pgsz_bitmap; 0: none passed, as the plain
+ * call, whose bitmap the kernel may drop: then every object built on the
+ * umem must be at offset 0). The kernel picks the page size (devx.c
+ * devx_umem_find_best_pgsize) from the bitmap and the host's page size.
+ */
+int emu_umem_reg_ex(struct emu_dev *dev, void *addr, size_t size, uint32_t access,
+		    uint64_t pgsz_bitmap, uint32_t *id, uint32_t *syndrome);
+/* Every page size from 4 KiB: what rdma-core 44's plain mlx5dv_devx_umem_reg sends. */
+#define EMU_UMEM_PGSZ_DEFAULT (~(uint64_t)4095)
 /* Returns 0, or a PRM status (RES_BUSY when an mkey or virtq still uses it). */
 int emu_umem_dereg(struct emu_dev *dev, uint32_t id, uint32_t *syndrome);
+/* The host page size of the device's profile ("host_page_size"). */
+uint64_t emu_dev_host_page_size(const struct emu_dev *dev);
 
 /*
  * Doorbell write (a kick) at offset in the device's BAR: the value is the
@@ -306,6 +323,20 @@ int emu_kernel_alloc_pd(struct emu_dev *dev, uint32_t *pdn, uint32_t *syndrome);
 int emu_kernel_dealloc_pd(struct emu_dev *dev, uint32_t pdn, uint32_t *syndrome);
 /* ibv_alloc_null_mr: the context's dump-fill mkey (QUERY_SPECIAL_CONTEXTS, by the kernel). */
 int emu_kernel_null_mkey(struct emu_dev *dev, uint32_t *mkey, uint32_t *syndrome);
+/*
+ * ibv_reg_mr_iova (Linux mlx5_ib mr.c mlx5_ib_reg_user_mr): the kernel
+ * pins [addr, addr+len) (ib_umem_get), picks the page size for the iova
+ * (mlx5_umem_find_best_pgsz), uploads the page list and creates an MTT
+ * mkey in PD pdn whose addresses are iova, with a fresh variant byte
+ * (assign_mkey_variant). The firmware sees CREATE_MKEY (counted, charged
+ * and fault-injected under that opcode); the cost model charges the pin,
+ * the page list upload and the mkey as for a umem + mkey. *lkey gets the
+ * key. Returns 0 or a PRM status with *syndrome set.
+ */
+int emu_kernel_reg_mr(struct emu_dev *dev, uint32_t pdn, void *addr, size_t len, uint64_t iova,
+		      uint32_t access, uint32_t *lkey, uint32_t *syndrome);
+/* ibv_dereg_mr: DESTROY_MKEY and the unpin. 0 or a PRM status. */
+int emu_kernel_dereg_mr(struct emu_dev *dev, uint32_t lkey, uint32_t *syndrome);
 
 /* ---- Data path and wire ---------------------------------------------------- */
 /*

@@ -18,6 +18,7 @@
 #include <sys/prctl.h>
 #include <fcntl.h>
 #include <semaphore.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -116,6 +117,7 @@ static const struct cap_desc {
 	CAP(qp_ts_format, CAP_U8, 2),
 	CAP(sq_ts_format, CAP_U8, 2),
 	CAP(comp_eqn_base, CAP_U32, 0xffff00),
+	CAP(dirty_bitmap_in_rdy, CAP_U8, 1),                /* firmware behaviour, not PRM */
 #undef CAP
 };
 
@@ -138,6 +140,7 @@ caps_default(struct emu_caps *c)
 	c->qp_ts_format = EMU_CAP_TS_FORMAT;
 	c->sq_ts_format = EMU_CAP_TS_FORMAT;
 	c->comp_eqn_base = EMU_CAP_COMP_EQN_BASE;
+	c->dirty_bitmap_in_rdy = 1;
 }
 
 /* The "caps" object: unknown names and out-of-range values refuse the profile. */
@@ -198,7 +201,7 @@ profile_parse(json_t *root, const char *origin, char *err, size_t errlen)
 	struct emu_profile *p;
 	json_t *cmds, *name, *val;
 	const char *key;
-	double slots, pins;
+	double slots, pins, page;
 	size_t i;
 	int id;
 
@@ -212,6 +215,16 @@ profile_parse(json_t *root, const char *origin, char *err, size_t errlen)
 	if (slots < 1 || slots > 4096 || pins < 1 || pins > 4096) {
 		set_err(err, errlen, "profile %s: cmd_slots and host_pin_parallel must be 1..4096",
 			origin);
+		return NULL;
+	}
+	/* A power of two from 4 KiB (x86) to 64 KiB (aarch64 with 64K pages) and beyond. */
+	if (get_number(root, "host_page_size", false, &page, origin, err, errlen) < 0)
+		return NULL;
+	if (page == 0)
+		page = (double)sysconf(_SC_PAGESIZE);
+	if (page < 4096 || page > (1 << 21) || ((uint64_t)page & ((uint64_t)page - 1)) != 0) {
+		set_err(err, errlen, "profile %s: host_page_size must be a power of two in "
+			"4096..2097152", origin);
 		return NULL;
 	}
 	cmds = json_object_get(root, "commands");
@@ -232,6 +245,7 @@ profile_parse(json_t *root, const char *origin, char *err, size_t errlen)
 		goto err;
 	p->cmd_slots = (unsigned int)slots;
 	p->host_pin_parallel = (unsigned int)pins;
+	p->host_page_size = (uint64_t)page;
 	p->zero_cost = true;
 	json_object_foreach(cmds, key, val) {
 		struct emu_cost_entry *e = &p->entries[p->n_entries];
@@ -295,7 +309,7 @@ emu_profile_load(const char *name_or_path, struct emu_profile **out, char *err,
 			int e = errno;
 
 			set_err(err, errlen,
-				"profile %s: not a built-in profile (cx6dx, fast) and cannot open "
+				"profile %s: not a built-in profile (cx6dx, fast, page64k) and cannot open "
 				"it as a file: %s", name_or_path, strerror(e));
 			return -e;
 		}

@@ -501,7 +501,7 @@ dp_run(struct emu_dev *dev, struct emu_dp_vq *dq)
 	struct emu_dp_batch b;
 	bool notify;
 
-	if (vq->state != PRM_VIRTQ_STATE_RDY || vq->mkey == NULL || vq->queue_size == 0)
+	if (vq->state != PRM_VIRTQ_STATE_RDY || vq->queue_size == 0)
 		return false;
 	memset(&b, 0, sizeof(b));
 	b.rx = (vq->queue_index & 1) == 0;
@@ -525,6 +525,19 @@ dp_run(struct emu_dev *dev, struct emu_dp_vq *dq)
 	b.mk = vq->mkey;
 	if (vq->dirty_bitmap_dump_enable && vq->dirty_bitmap_mkey != 0)
 		b.log_mk = emu_mkey_find_key(dev, vq->dirty_bitmap_mkey);
+	/*
+	 * The queue's mkey (or its dirty bitmap's while logging) was destroyed
+	 * under it (DESTROY_MKEY has no RES_BUSY: emu_mkey.c mkey_detach_users):
+	 * its next access is a bad translation, never a DMA through a stale key.
+	 */
+	if (b.mk == NULL || (vq->dirty_bitmap_dump_enable && vq->dirty_bitmap_mkey != 0 &&
+			     b.log_mk == NULL)) {
+		emu_log(dev, 3, "virtq %u: %s mkey 0x%x does not exist: a bad translation",
+			vq->obj.id, b.mk == NULL ? "its" : "its dirty bitmap's",
+			b.mk == NULL ? vq->virtio_q_mkey : vq->dirty_bitmap_mkey);
+		emu_dp_fail(&b, EMU_VQ_ERROR_BAD_DESC, EMU_DP_CNT_INVALID_BUFFER);
+		return false;
+	}
 	/* virtio 1.1, 5.1.6: num_buffers is there with VERSION_1 or MRG_RXBUF. */
 	b.hdr_len = vq->virtio_version_1_0 || (vq->queue_features & (1u << 2)) ? 12 : 10;
 	b.segs = dp->segs;

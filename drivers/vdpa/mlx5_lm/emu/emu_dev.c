@@ -197,6 +197,10 @@ obj_free_body(struct emu_obj *o)
 
 		free(mk->pages);
 		free(mk->klm);
+		if (mk->mr_pin != NULL) {
+			emu_umem_unpin(mk->mr_pin);
+			free(mk->mr_pin);
+		}
 	}
 	if (o->kind == EMU_KIND_UMEM)
 		emu_umem_unpin((struct emu_umem *)o);

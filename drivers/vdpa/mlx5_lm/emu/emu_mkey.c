@@ -8,6 +8,7 @@
  * does per descriptor, so indirect entries are kept sorted and searched.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -84,12 +85,51 @@ emu_umem_unpin(struct emu_umem *u)
 	u->pin_base = NULL;
 }
 
+/*
+ * The page size the kernel describes a umem with (Linux devx.c
+ * devx_umem_find_best_pgsize over ib_umem_find_best_pgoff): the largest
+ * size of the bitmap (without one: every size from 4 KiB) that is at most
+ * max(order_base_2(length), PAGE_SHIFT) and that the pinned pages are
+ * physically contiguous and aligned for. The emulator's host memory is
+ * contiguous within a host page only (ordinary pages, no hugepage
+ * guarantee), so that is the largest size it can give: a 64 KiB-page host
+ * describes umems in 64 KiB pages unless the bitmap asks for smaller ones
+ * ("if the page_size is less than the CPU page size then we can use the
+ * offset"). 0 when the bitmap allows no usable size (EINVAL).
+ */
+static uint64_t
+umem_best_pgsz(const struct emu_dev *dev, size_t size, uint64_t bitmap)
+{
+	uint64_t host = dev->prof->host_page_size, pg;
+	unsigned int top = 12;
+
+	while (top < 63 && (1ull << top) < size)
+		top++;
+	if ((1ull << top) < host)
+		top = (unsigned int)__builtin_ctzll(host);
+	for (pg = 1ull << top; pg >= 4096; pg >>= 1)
+		if ((bitmap & pg) && pg <= host)
+			return pg;
+	return 0;
+}
+
+/* The plain call: rdma-core 44's _mlx5dv_devx_umem_reg sends every size from 4 KiB. */
 int
 emu_umem_reg(struct emu_dev *dev, void *addr, size_t size, uint32_t access, uint32_t *id,
 	     uint32_t *syndrome)
 {
+	return emu_umem_reg_ex(dev, addr, size, access, EMU_UMEM_PGSZ_DEFAULT, id, syndrome);
+}
+
+int
+emu_umem_reg_ex(struct emu_dev *dev, void *addr, size_t size, uint32_t access,
+		uint64_t pgsz_bitmap, uint32_t *id, uint32_t *syndrome)
+{
 	const struct emu_profile *p = dev->prof;
 	double gib = (double)size / GIB;
+	/* devx_umem_reg_cmd_alloc(): without a bitmap, every page size from 4 KiB. */
+	uint64_t pgsz = umem_best_pgsz(dev, size, pgsz_bitmap != 0 ? pgsz_bitmap :
+				       EMU_UMEM_PGSZ_DEFAULT);
 	struct emu_umem *u;
 	int status;
 
@@ -103,6 +143,14 @@ emu_umem_reg(struct emu_dev *dev, void *addr, size_t size, uint32_t access, uint
 		return status;
 	if (addr == NULL || size == 0) {
 		*syndrome = EMU_SYND_BAD_PARAM;
+		return PRM_STATUS_BAD_PARAM;
+	}
+	if (pgsz == 0) {
+		emu_log(dev, 3, "umem %p+0x%zx: page size bitmap 0x%" PRIx64 " allows no page "
+			"size the kernel can describe it with (host pages of %" PRIu64 " bytes; "
+			"Linux devx.c devx_umem_reg_cmd_alloc: EINVAL)", addr, size, pgsz_bitmap,
+			p->host_page_size);
+		*syndrome = EMU_SYND_UMEM_BAD_PGSZ;
 		return PRM_STATUS_BAD_PARAM;
 	}
 	if (size < EMU_UMEM_SMALL) {
@@ -121,6 +169,8 @@ emu_umem_reg(struct emu_dev *dev, void *addr, size_t size, uint32_t access, uint
 		u->va = addr;
 		u->size = size;
 		u->access = access;
+		u->page_size = pgsz;
+		u->pgsz_bitmap = pgsz_bitmap != 0;
 		emu_umem_pin(u);
 		if (!emu_umem_backed(u)) {
 			emu_log(dev, 3, "umem %p+0x%zx: pages beyond the end of their file "
@@ -176,6 +226,51 @@ emu_umem_dereg(struct emu_dev *dev, uint32_t id, uint32_t *syndrome)
 	emu_slot_hold(dev, status == 0 ? emu_cost_us(dev->prof, cost, gib, 0) :
 				      emu_cost_base_us(dev->prof, cost));
 	return status;
+}
+
+/*
+ * An object built on a umem at offset off. Linux devx.c
+ * devx_umem_reg_cmd_alloc(): "If the user does not pass in pgsz_bitmap
+ * then the user promises not to use umem_offset!=0 in any commands that
+ * allocate on top of the umem" (rdma-core's plain mlx5dv_devx_umem_reg
+ * sends its bitmap as an optional attribute, which a kernel may drop: only
+ * mlx5dv_devx_umem_reg_ex makes it part of the call). The kernel
+ * describes the umem in pages of u->page_size (its start at the umem's
+ * own page_offset), and an object's buffer must start where its page list
+ * can say: at a page of the umem (offset a multiple of the page size),
+ * or, for objects with a page_offset field (cqc, qpc: in page/64 quanta),
+ * that many quanta into one.
+ */
+bool
+emu_umem_offset_ok(struct emu_dev *dev, const struct emu_umem *u, uint64_t off, int page_offset,
+		   const char *what)
+{
+	uint64_t pg = u->page_size ? u->page_size : 4096;
+	/* The umem's own start in its first page is the kernel's (umem page_offset). */
+	uint64_t start = off & (pg - 1);
+
+	if (off != 0 && !u->pgsz_bitmap) {
+		emu_log(dev, 3, "%s at offset 0x%" PRIx64 " of umem %u registered without a page "
+			"size bitmap: refused (Linux devx.c devx_umem_reg_cmd_alloc: without "
+			"pgsz_bitmap the caller promises umem_offset 0)", what, off, u->obj.id);
+		return false;
+	}
+	if (page_offset == EMU_UMEM_ANY_IN_PAGE) {
+		if (off % 8 == 0)
+			return true;
+		emu_log(dev, 3, "%s at offset 0x%" PRIx64 " of umem %u: not 8-byte aligned: "
+			"refused (PRM dbr_addr)", what, off, u->obj.id);
+		return false;
+	}
+	if (page_offset < 0 ? start != 0 : start != (uint64_t)page_offset * (pg / 64)) {
+		emu_log(dev, 3, "%s at offset 0x%" PRIx64 " of umem %u: starts 0x%" PRIx64 " into "
+			"a %" PRIu64 "-byte page of the umem, page_offset says 0x%" PRIx64 ": refused "
+			"(PRM: a buffer starts at a umem page, plus page_offset in page/64 quanta)",
+			what, off, u->obj.id, start, pg,
+			page_offset < 0 ? 0 : (uint64_t)page_offset * (pg / 64));
+		return false;
+	}
+	return true;
 }
 
 /* ---- mkey translation -------------------------------------------------------- */
@@ -240,7 +335,16 @@ xlate(const struct emu_mkey *mk, uint64_t addr, uint64_t len, uint8_t **host,
 		uint64_t idx = o >> mk->log_page_size, in_pg = o & (pg - 1);
 		uint64_t got = pg - in_pg;
 
-		*host = (uint8_t *)(uintptr_t)(mk->pages[idx] + in_pg);
+		if (idx >= mk->n_pages)
+			return -EFAULT;
+		if (mk->pages == NULL) {
+			/* An MR's list: page k at pages_base + k * page size (one pin). */
+			*host = (uint8_t *)(uintptr_t)(mk->pages_base + idx * pg + in_pg);
+			*contig = len;
+			got = len;
+		} else {
+			*host = (uint8_t *)(uintptr_t)(mk->pages[idx] + in_pg);
+		}
 		/* Extend over pages that happen to be host-contiguous. */
 		while (got < len && idx + 1 < mk->n_pages &&
 		       mk->pages[idx + 1] == mk->pages[idx] + pg) {
@@ -248,6 +352,9 @@ xlate(const struct emu_mkey *mk, uint64_t addr, uint64_t len, uint8_t **host,
 			got += pg;
 		}
 		*contig = got < len ? got : len;
+		/* An MR's pages are the kernel's pin of the registrant's range. */
+		if (caller_view && mk->mr_pin != NULL)
+			*host = mk->mr_va + (*host - mk->mr_pin->addr);
 		return 0;
 	}
 	case EMU_MKEY_KLM:
@@ -488,6 +595,65 @@ err:
 	return status;
 }
 
+/* Drop every reference holder has on target (the held list keeps the others). */
+static void
+drop_held(struct emu_obj *holder, struct emu_obj *target)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < holder->nheld; i++) {
+		if (holder->held[i] == target) {
+			target->refs--;
+			continue;
+		}
+		holder->held[n++] = holder->held[i];
+	}
+	holder->nheld = n;
+}
+
+/*
+ * DESTROY_MKEY destroys the mkey whoever still points at it: the firmware
+ * keeps no count of the virtqs and indirect mkeys that name a key (the
+ * PRM has no RES_BUSY for DESTROY_MKEY; Linux mlx5_ib and DPDK order
+ * their own destroys). What named it faults on its next access: a virtq
+ * whose virtio_q_mkey is gone goes to ERR with an OBJECT_CHANGE event at
+ * its next descriptor (emu_datapath.c), a KLM entry that led to it is a
+ * bad translation, and the key itself (index and variant) never
+ * translates again. dev->lock held.
+ */
+static void
+mkey_detach_users(struct emu_dev *dev, struct emu_mkey *mk)
+{
+	struct emu_obj *o;
+	uint32_t i;
+
+	for (o = dev->all.next; o != &dev->all && mk->obj.refs > 0; o = o->next) {
+		bool holds = false;
+
+		for (i = 0; i < o->nheld && !holds; i++)
+			holds = o->held[i] == &mk->obj;
+		if (!holds)
+			continue;
+		if (o->kind == EMU_KIND_VIRTQ) {
+			struct emu_virtq *vq = (struct emu_virtq *)o;
+
+			if (vq->mkey == mk)
+				vq->mkey = NULL;
+			emu_log(dev, 4, "virtq %u: its mkey 0x%x was destroyed while it names it: "
+				"its next access faults", o->id, mk->key);
+		} else if (o->kind == EMU_KIND_MKEY) {
+			struct emu_mkey *ind = (struct emu_mkey *)o;
+
+			for (i = 0; i < ind->n_klm; i++)
+				if (ind->klm[i].target == mk) {
+					ind->klm[i].target = NULL;
+					ind->klm[i].dead = true;
+				}
+		}
+		drop_held(o, &mk->obj);
+	}
+}
+
 int
 emu_mkey_destroy(struct emu_ctx *c)
 {
@@ -496,12 +662,167 @@ emu_mkey_destroy(struct emu_ctx *c)
 
 	if (mk == NULL)
 		return emu_fail(c, PRM_STATUS_BAD_RES, EMU_SYND_UNKNOWN_OBJ);
+	/* The kernel's MRs go through ibv_dereg_mr, never a DevX DESTROY_MKEY. */
+	if (mk->mr_pin != NULL)
+		return emu_fail(c, PRM_STATUS_BAD_RES, EMU_SYND_UNKNOWN_OBJ);
 	c->gib = (double)mk->len / GIB;
 	/* Tearing down an uploaded page list costs per GiB. */
 	if (mk->type == EMU_MKEY_MTT_LIST)
 		c->cost[0] = EMU_COST_DESTROY_MKEY_DIRECT_MTT_LIST;
-	/* RES_BUSY while a virtq or an indirect mkey still uses it. */
+	mkey_detach_users(c->dev, mk);
 	return emu_obj_destroy(c->dev, &mk->obj, &c->syndrome);
+}
+
+/* ---- the kernel's MRs (ibv_reg_mr) ------------------------------------------------ */
+/*
+ * The page size mlx5_ib gives an MR's mkey (mr.c: mlx5_umem_find_best_pgsz
+ * over ib_umem_find_best_pgsz with the MR's iova): the largest the mkey
+ * takes (mkc.log_page_size: 2^31 here, as emu_mkey_create takes it), no
+ * larger than the power of two covering [iova, iova + len), and such that
+ * the pinned address and the iova agree below it (the device reaches
+ * address + k through iova + k); down to the device's 4 KiB, below the
+ * host's page if need be (a 64 KiB-page kernel gives 4 KiB device pages to
+ * a range whose iova disagrees with its address within a host page). The
+ * emulator's pin of the range is one contiguous mapping, so physical
+ * contiguity bounds nothing more.
+ */
+static uint64_t
+mr_best_pgsz(uintptr_t va, size_t len, uint64_t iova)
+{
+	uint64_t diff = va ^ iova;
+	uint64_t span = (iova + len - 1) ^ iova;
+	uint64_t pg = 1ull << 31;
+
+	while (pg > 4096 && ((diff & (pg - 1)) != 0 || (pg >> 1) > span))
+		pg >>= 1;
+	return pg;
+}
+
+int
+emu_kernel_reg_mr(struct emu_dev *dev, uint32_t pdn, void *addr, size_t len, uint64_t iova,
+		  uint32_t access, uint32_t *lkey, uint32_t *syndrome)
+{
+	const struct emu_profile *p = dev->prof;
+	double gib = (double)len / GIB;
+	uint64_t pg, first;
+	struct emu_umem *pin = NULL;
+	struct emu_mkey *mk = NULL;
+	struct emu_obj *pd;
+	int status;
+
+	*syndrome = 0;
+	*lkey = 0;
+	atomic_fetch_add(&dev->cmd_count[PRM_CMD_CREATE_MKEY], 1);
+	if (addr == NULL || len == 0 || iova + len < iova) {
+		*syndrome = EMU_SYND_BAD_PARAM;
+		return PRM_STATUS_BAD_PARAM;
+	}
+	/* ib_umem_get: the pin, host work (a pin token), then the page list upload. */
+	if (len < EMU_UMEM_SMALL) {
+		emu_slot_hold(dev, emu_cost_us(p, EMU_COST_UMEM_REG_SMALL, gib, 0));
+	} else {
+		emu_pin_hold(dev, emu_cost_us(p, EMU_COST_GUEST_UMEM_PIN, gib, 0));
+		emu_slot_hold(dev, emu_cost_us(p, EMU_COST_GUEST_UMEM_REG, gib, 0));
+	}
+	pthread_mutex_lock(&dev->lock);
+	status = emu_fault_check(dev, PRM_CMD_CREATE_MKEY, 0, false, syndrome);
+	if (status != 0)
+		goto out;
+	pd = emu_obj_find(dev, EMU_KIND_PD, pdn);
+	if (pd == NULL) {
+		*syndrome = EMU_SYND_BAD_REFERENCE;
+		status = PRM_STATUS_BAD_RES;
+		goto out;
+	}
+	pin = calloc(1, sizeof(*pin));
+	mk = (struct emu_mkey *)emu_obj_new(dev, EMU_KIND_MKEY, sizeof(*mk));
+	if (pin == NULL || mk == NULL) {
+		*syndrome = EMU_SYND_BAD_PARAM;
+		status = PRM_STATUS_NO_RESOURCES;
+		goto out;
+	}
+	pin->obj.kind = EMU_KIND_UMEM;
+	pin->addr = addr;
+	pin->va = addr;
+	pin->size = len;
+	pin->access = access;
+	emu_umem_pin(pin);
+	mk->mr_pin = pin;
+	mk->mr_va = addr;
+	if (!emu_umem_backed(pin)) {
+		emu_log(dev, 3, "MR %p+0x%zx: pages beyond the end of their file cannot be "
+			"pinned (ib_umem_get: EFAULT): registration refused", addr, len);
+		*syndrome = EMU_SYND_UMEM_NOT_BACKED;
+		status = PRM_STATUS_BAD_PARAM;
+		goto out;
+	}
+	pg = mr_best_pgsz((uintptr_t)addr, len, iova);
+	mk->type = EMU_MKEY_MTT_LIST;
+	mk->key = mk->obj.id << 8 | ++dev->mr_variant;
+	mk->pd = pd->id;
+	mk->start_addr = iova;
+	mk->len = len;
+	mk->log_page_size = (uint8_t)__builtin_ctzll(pg);
+	first = iova & ~(pg - 1);
+	mk->n_pages = (uint32_t)((iova + len - first + pg - 1) / pg);
+	if (emu_obj_hold(&mk->obj, pd) < 0) {
+		*syndrome = EMU_SYND_BAD_PARAM;
+		status = PRM_STATUS_NO_RESOURCES;
+		goto out;
+	}
+	/*
+	 * The page list the kernel uploads: page k holds iova page first + k.
+	 * The emulator's pin is one contiguous mapping, so the list is that
+	 * arithmetic (pages_base + k * page size) rather than an array.
+	 */
+	mk->pages_base = (uint64_t)(uintptr_t)pin->addr - (iova - first);
+	*lkey = mk->key;
+out:
+	if (status != 0 && mk != NULL)
+		emu_obj_free(dev, &mk->obj);
+	else if (status != 0)
+		free(pin);
+	pthread_mutex_unlock(&dev->lock);
+	if (status == 0)
+		emu_slot_hold(dev, emu_cost_us(p, EMU_COST_CREATE_MKEY_DIRECT, gib, 0));
+	return status;
+}
+
+int
+emu_kernel_dereg_mr(struct emu_dev *dev, uint32_t lkey, uint32_t *syndrome)
+{
+	struct emu_mkey *mk;
+	double gib = 0;
+	int status = 0;
+
+	*syndrome = 0;
+	atomic_fetch_add(&dev->cmd_count[PRM_CMD_DESTROY_MKEY], 1);
+	pthread_mutex_lock(&dev->lock);
+	status = emu_fault_check(dev, PRM_CMD_DESTROY_MKEY, 0, false, syndrome);
+	mk = status == 0 ? emu_mkey_find_key(dev, lkey) : NULL;
+	if (status == 0 && (mk == NULL || mk->mr_pin == NULL)) {
+		*syndrome = EMU_SYND_UNKNOWN_OBJ;
+		status = PRM_STATUS_BAD_RES;
+	}
+	if (status == 0) {
+		gib = (double)mk->len / GIB;
+		mkey_detach_users(dev, mk);
+		status = emu_obj_destroy(dev, &mk->obj, syndrome);
+	}
+	pthread_mutex_unlock(&dev->lock);
+	/* DESTROY_MKEY, then the unpin and the page list, as a umem's deregistration. */
+	emu_slot_hold(dev, emu_cost_us(dev->prof, EMU_COST_DESTROY_MKEY, gib, 0));
+	if (status == 0)
+		emu_slot_hold(dev, gib * GIB >= EMU_UMEM_SMALL ?
+			      emu_cost_us(dev->prof, EMU_COST_GUEST_UMEM_DEREG, gib, 0) :
+			      emu_cost_us(dev->prof, EMU_COST_UMEM_DEREG_SMALL, 0, 0));
+	return status;
+}
+
+uint64_t
+emu_dev_host_page_size(const struct emu_dev *dev)
+{
+	return dev->prof->host_page_size;
 }
 
 int

@@ -443,7 +443,7 @@ emu_net_delete_fte(struct emu_ctx *c)
  */
 static int
 hold_umem(struct emu_ctx *c, struct emu_net_obj *o, uint32_t id, uint64_t off, uint64_t need,
-	  uint8_t **host)
+	  int page_offset, const char *what, uint8_t **host)
 {
 	struct emu_umem *u = (struct emu_umem *)emu_obj_find(c->dev, EMU_KIND_UMEM, id);
 
@@ -451,6 +451,9 @@ hold_umem(struct emu_ctx *c, struct emu_net_obj *o, uint32_t id, uint64_t off, u
 		return emu_fail(c, PRM_STATUS_BAD_RES, EMU_SYND_BAD_REFERENCE);
 	if (off > u->size || need > u->size - off)
 		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_UMEM_TOO_SMALL);
+	/* Where the kernel's description of the umem can place it (emu_umem_offset_ok). */
+	if (!emu_umem_offset_ok(c->dev, u, off, page_offset, what))
+		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_UMEM_BAD_OFFSET);
 	if (host != NULL)
 		*host = u->addr + off;
 	return net_hold(c, o, &u->obj);
@@ -523,10 +526,12 @@ emu_net_create_cq(struct emu_ctx *c)
 	if (status == 0)
 		status = hold_umem(c, o, (uint32_t)PRM_GET(create_cq_in, c->in, cq_umem_id),
 				   PRM_GET(create_cq_in, c->in, cq_umem_offset),
-				   cqe << log_size, &o->cqes);
+				   cqe << log_size, (int)PRM_GET(cqc, cqc, page_offset), "CQ ring",
+				   &o->cqes);
 	if (status == 0)
 		status = hold_umem(c, o, (uint32_t)PRM_GET(cqc, cqc, dbr_umem_id),
-				   PRM_GET(cqc, cqc, dbr_addr), PRM_SIZE(cq_dbrec), &o->dbrec);
+				   PRM_GET(cqc, cqc, dbr_addr), PRM_SIZE(cq_dbrec),
+				   EMU_UMEM_ANY_IN_PAGE, "CQ doorbell record", &o->dbrec);
 	if (status != 0)
 		return net_create_failed(c, o, status);
 	/* What the record holds now is no arm request (merged doorbells). */
@@ -825,10 +830,12 @@ emu_net_create_qp(struct emu_ctx *c)
 	 */
 	if (status == 0 && has_wq && PRM_GET(create_qp_in, c->in, wq_umem_valid))
 		status = hold_umem(c, o, (uint32_t)PRM_GET(create_qp_in, c->in, wq_umem_id),
-				   PRM_GET(create_qp_in, c->in, wq_umem_offset), 1, NULL);
+				   PRM_GET(create_qp_in, c->in, wq_umem_offset), 1,
+				   (int)PRM_GET(qpc, qpc, page_offset), "QP ring", NULL);
 	if (status == 0 && has_wq && PRM_GET(qpc, qpc, dbr_umem_valid))
 		status = hold_umem(c, o, (uint32_t)PRM_GET(qpc, qpc, dbr_umem_id),
-				   PRM_GET(qpc, qpc, dbr_addr), PRM_SIZE(qp_dbrec), &o->dbrec);
+				   PRM_GET(qpc, qpc, dbr_addr), PRM_SIZE(qp_dbrec),
+				   EMU_UMEM_ANY_IN_PAGE, "QP doorbell record", &o->dbrec);
 	if (status != 0)
 		return net_create_failed(c, o, status);
 	return net_created(c, o);

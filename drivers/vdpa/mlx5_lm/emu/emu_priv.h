@@ -76,6 +76,14 @@ struct emu_caps {
 	uint8_t sq_ts_format;             /* cmd_hca_cap.sq_ts_format, also rq_ts_format */
 	uint32_t comp_eqn_base;           /* number of the first completion EQ (emu_uar.c) */
 	uint64_t user_affiliated_events;  /* device_event_cap, events 0..63 */
+	/*
+	 * Not a PRM capability: whether the firmware takes the dirty-bitmap
+	 * fields on a RDY queue, as the vendor's DPDK vdpa/mlx5 relies on
+	 * (mlx5_vdpa_lm.c). 0 models firmware that takes only STATE while RDY
+	 * (the strict reading of Linux mlx5_vnet's INIT/SUSPEND rule), for
+	 * the driver's fallback (tests/profiles/caps-no-rdy-dirty-log.json).
+	 */
+	uint8_t dirty_bitmap_in_rdy;
 };
 
 struct emu_profile {
@@ -83,6 +91,14 @@ struct emu_profile {
 	struct emu_caps caps;
 	unsigned int cmd_slots;
 	unsigned int host_pin_parallel;
+	/*
+	 * The page size of the host the device is attached to (PAGE_SIZE of
+	 * its kernel): what ib_umem_get pins and the smallest page the kernel
+	 * describes a umem or an MR with. "host_page_size" in the profile
+	 * (64 KiB models an aarch64 BlueField/Grace host); default: this
+	 * machine's page size.
+	 */
+	uint64_t host_page_size;
 	struct emu_cost_entry *entries;   /* every entry of the JSON */
 	size_t n_entries;
 	/* Entries the emulator charges, by id; NULL when absent (cost 0). */
@@ -181,6 +197,14 @@ struct emu_umem {
 	size_t size;
 	uint32_t access;
 	/*
+	 * Page size the kernel described the umem with (devx_umem_reg_cmd_alloc:
+	 * devx_umem_find_best_pgsize), and whether the registrant passed a
+	 * pgsz_bitmap: without one it promised umem_offset 0 for every object
+	 * built on the umem.
+	 */
+	uint64_t page_size;
+	bool pgsz_bitmap;
+	/*
 	 * The device's own mapping of shared memory (see emu_umem_pin): what
 	 * the registering process maps or unmaps afterwards does not move it,
 	 * as pinned pages do not move under a real device. NULL when the
@@ -194,7 +218,8 @@ struct emu_klm {
 	uint64_t start;              /* offset of this entry from mkey start_addr */
 	uint64_t len;
 	uint64_t addr;               /* address in the target mkey's space */
-	struct emu_mkey *target;     /* NULL: the null mkey (a hole) */
+	struct emu_mkey *target;     /* NULL: the null mkey (a hole), or dead */
+	bool dead;                   /* its target was destroyed: a bad translation */
 };
 
 enum emu_mkey_type {
@@ -218,6 +243,14 @@ struct emu_mkey {
 	/* EMU_MKEY_MTT_LIST: host addresses of pages of 1 << log_page_size */
 	uint64_t *pages;
 	uint32_t n_pages;
+	/*
+	 * An MR the kernel registered (ibv_reg_mr: emu_kernel_reg_mr): its
+	 * pinned pages (a kernel umem, no DevX object) and the registrant's
+	 * address of the first byte, for the caller's view of a translation.
+	 */
+	struct emu_umem *mr_pin;
+	uint8_t *mr_va;
+	uint64_t pages_base;         /* MR: its page list is pages_base + k << log_page_size */
 	/* EMU_MKEY_KLM / KSM, sorted by start (KSM: entry i at i << log_page_size) */
 	struct emu_klm *klm;
 	uint32_t n_klm;
@@ -476,6 +509,8 @@ struct emu_dev {
 	struct emu_dp *dp;
 	/* Bumped on every object creation/destruction (steering cache). lock */
 	uint64_t obj_gen;
+	/* The kernel's mkey variant counter for the MRs it creates (mr.c assign_mkey_variant). lock */
+	uint8_t mr_variant;
 };
 
 void emu_log(const struct emu_dev *dev, int level, const char *fmt, ...)
@@ -588,6 +623,18 @@ bool emu_eqn_is_completion(const struct emu_dev *dev, uint32_t eqn);
 
 /* emu_mkey.c */
 void emu_umem_unpin(struct emu_umem *u);
+/*
+ * A umem object is used by a command at offset off (CQ ring, QP ring,
+ * doorbell record, virtq umem): whether the kernel's description of the
+ * umem allows it (see emu_umem_offset_ok in emu_mkey.c). page_offset is
+ * the object's own sub-page offset field in page/64 quanta (cqc, qpc
+ * page_offset), or -1 for an object that has none. true, or false with a
+ * log line naming the rule.
+ */
+bool emu_umem_offset_ok(struct emu_dev *dev, const struct emu_umem *u, uint64_t off,
+			int page_offset, const char *what);
+/* page_offset of a doorbell record: an address in the umem, no page rule (8-byte aligned). */
+#define EMU_UMEM_ANY_IN_PAGE (-2)
 int emu_mkey_create(struct emu_ctx *c);
 int emu_mkey_destroy(struct emu_ctx *c);
 int emu_query_special_contexts(struct emu_ctx *c);

@@ -198,6 +198,9 @@ vq_check_create(struct emu_ctx *c, struct emu_virtq *vq)
 		if ((uint64_t)r->size < (uint64_t)umem_a[i] * qs + umem_b[i] ||
 		    r->offset > u->size || r->size > u->size - r->offset)
 			return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_UMEM_TOO_SMALL);
+		/* A virtq umem has no page_offset: it starts at a page of the umem. */
+		if (!emu_umem_offset_ok(c->dev, u, r->offset, -1, "virtq umem"))
+			return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_UMEM_BAD_OFFSET);
 		r->umem = u;
 	}
 	vq->pd_obj = emu_obj_find(c->dev, EMU_KIND_PD, vq->pd);
@@ -455,8 +458,8 @@ emu_virtq_modify(struct emu_ctx *c)
 	 * with them (mlx5_vdpa_lm.c), the only way a live migration logs while
 	 * the guest runs (doc/emulator.md, "The peer").
 	 */
-	if ((fields & ~VQ_MODIFY_WHILE_RDY) != 0 && vq->state != PRM_VIRTQ_STATE_INIT &&
-	    vq->state != PRM_VIRTQ_STATE_SUSPEND) {
+	if ((fields & ~(c->dev->prof->caps.dirty_bitmap_in_rdy ? VQ_MODIFY_WHILE_RDY : 0)) != 0 &&
+	    vq->state != PRM_VIRTQ_STATE_INIT && vq->state != PRM_VIRTQ_STATE_SUSPEND) {
 		emu_log(c->dev, 4, "virtq %u: MODIFY fields 0x%" PRIx64 " refused in state %u: "
 			"only INIT or SUSPEND take them (but the dirty bitmap's)", vq->obj.id,
 			fields, vq->state);
