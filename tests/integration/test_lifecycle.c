@@ -1350,6 +1350,101 @@ test_front_end_gone_after_new_device_failed_leaves_nothing_running(void **state)
 	fe_stop(t, 2, bases);
 }
 
+/* Pages the device wrote since vu_guest_dirty_mark that log does not show (0 expected). */
+static uint64_t
+pages_missing(struct vu_guest *g, const struct vu_log *log)
+{
+	uint64_t missing = 0, first = 0;
+	int64_t pages = vu_guest_dirty_check(g, log, &missing, &first);
+
+	assert_true(pages > 0);
+	if (missing != 0)
+		print_error("%" PRIu64 " of %" PRId64 " written pages not in the log (first: gpa 0x%"
+			    PRIx64 ")\n", missing, pages, first);
+	return missing;
+}
+
+/*
+ * A new SET_LOG_BASE while the device logs (QEMU resizes the log when the
+ * guest's memory grows during a migration): vhost maps the new log and
+ * unmaps the old one, with no callback, and the front end reads and frees
+ * the old one once vhost replied. Every page written from then on must be
+ * in the new log: the device moves to it before vhost handles the message.
+ */
+static void
+test_new_log_base_while_logging_is_the_log_the_device_marks(void **state)
+{
+	struct tc *t = *state;
+	struct vu_log *log1, *log2;
+	struct vu_guest *g;
+	uint32_t bases[2];
+	size_t lmark;
+
+	g = tc_start(t, 1, NULL);
+	traffic(g, 0x1, 32);
+	assert_int_equal(vu_log_create(&log1, vu_mem_gpa_end(t->mem)), 0);
+	assert_int_equal(vu_log_create(&log2, vu_mem_gpa_end(t->mem)), 0);
+	lmark = lmh_log_mark();
+	assert_int_equal(vu_set_log(t->c, log1), 0);
+	assert_true(wait_log(lmark, "dirty-page logging on"));
+	/* Answered once vhost mapped it: from here the device must mark log2. */
+	assert_int_equal(vu_set_log_base(t->c, log2->fd, log2->size, 0), 0);
+	vu_guest_dirty_mark(g);
+	traffic(g, 0x1, 64);
+	fe_stop(t, 2, bases);
+	assert_int_equal(pages_missing(g, log2), 0);
+	assert_true(lmh_log_has(lmark, "dirty-page logging moved to a new log"));
+	tc_disconnect(t);
+	vu_log_destroy(log1);
+	vu_log_destroy(log2);
+}
+
+/*
+ * The same while a DRIVER_OK that comes with the log on is being
+ * configured (held): the SET_LOG_BASE waits for the configuration, which
+ * logs into the first log, then moves the device to the latest.
+ */
+static void
+test_new_log_base_during_a_held_configuration_is_the_log_registered(void **state)
+{
+	uint64_t payload[2], reply = 0;
+	struct tc *t = *state;
+	struct vu_log *log1, *log2;
+	struct vu_msg_hdr hdr;
+	struct vu_guest *g;
+	uint32_t bases[2];
+	size_t lmark;
+
+	tc_probe(t, 1, NULL);
+	g = tc_guest(t, 0, 1, 256, false);
+	tc_connect(t);
+	assert_int_equal(vu_device_init(t->c, NULL), 0);
+	assert_int_equal(vu_log_create(&log1, vu_mem_gpa_end(t->mem)), 0);
+	assert_int_equal(vu_log_create(&log2, vu_mem_gpa_end(t->mem)), 0);
+	assert_int_equal(vu_set_log(t->c, log1), 0);
+	lmark = lmh_log_mark();
+	mlx5_lm_worker_hold(t->d.dev, 1);
+	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
+	/* Sent now, answered once vhost's thread is past the held DRIVER_OK. */
+	payload[0] = log2->size;
+	payload[1] = 0;
+	assert_int_equal(vu_send_raw(t->c, VU_SET_LOG_BASE, VU_FLAG_VERSION, payload,
+				     sizeof(payload), &log2->fd, 1), 0);
+	mlx5_lm_worker_hold(t->d.dev, 0);
+	wait_running(t);
+	assert_true(vu_recv_raw(t->c, &hdr, &reply, sizeof(reply), DEADLINE_MS) >= 0);
+	assert_int_equal(hdr.request, VU_SET_LOG_BASE);
+	assert_int_equal(reply, 0);
+	vu_guest_dirty_mark(g);
+	traffic(g, 0x1, 64);
+	fe_stop(t, 2, bases);
+	assert_int_equal(pages_missing(g, log2), 0);
+	assert_true(lmh_log_has(lmark, "dirty-page logging moved to a new log"));
+	tc_disconnect(t);
+	vu_log_destroy(log1);
+	vu_log_destroy(log2);
+}
+
 /* ---- 5. ERR recovery ---------------------------------------------------------- */
 
 static bool
@@ -2661,6 +2756,12 @@ main(int argc, char **argv)
 						tc_setup, tc_teardown),
 		cmocka_unit_test_setup_teardown(test_log_on_at_driver_ok_logs_before_any_queue_runs,
 						tc_setup, tc_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_new_log_base_while_logging_is_the_log_the_device_marks,
+			tc_setup, tc_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_new_log_base_during_a_held_configuration_is_the_log_registered,
+			tc_setup, tc_teardown),
 		cmocka_unit_test_setup_teardown(
 			test_front_end_gone_after_new_device_failed_leaves_nothing_running,
 			tc_setup, tc_teardown),

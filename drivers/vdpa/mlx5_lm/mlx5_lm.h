@@ -506,6 +506,12 @@ int mlx5_lm_log_area(struct mlx5_lm_dev *dev, int vid, uint64_t *base, uint64_t 
 /* Every configured queue (RDY or not yet) logs its writes into [base, base + size). */
 int mlx5_lm_log_start(struct mlx5_lm_dev *dev, uint64_t base, uint64_t size);
 void mlx5_lm_log_stop(struct mlx5_lm_dev *dev);
+/*
+ * Before vhost handles a SET_LOG_BASE of vhost device vid (the vetting,
+ * on vhost's thread): a device that logs moves to the new log (fd, size)
+ * now. 0, or a negative errno (the message must be refused).
+ */
+int mlx5_lm_log_rebase(int vid, int fd, uint64_t size);
 
 /* DRV_LOG for a queue: names the device and the queue. */
 #define VQ_LOG(level, vq, fmt, ...) \

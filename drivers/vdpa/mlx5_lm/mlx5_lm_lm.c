@@ -2,11 +2,14 @@
 /*
  * Live-migration support: the device's dirty-page logging into vhost's
  * log area while VHOST_F_LOG_ALL is negotiated. The log is registered
- * like guest memory (umem + mkey) and every queue's dirty bitmap points
- * at it, so the device marks each guest page it writes.
+ * like guest memory (memory regions under an indirect mkey) and every
+ * queue's dirty bitmap points at it, so the device marks each guest page
+ * it writes.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <string.h>
+#include <sys/mman.h>
 
 #include <rte_vhost.h>
 
@@ -151,6 +154,82 @@ mlx5_lm_log_start(struct mlx5_lm_dev *dev, uint64_t base, uint64_t size)
 	}
 	DRV_LOG(INFO, dev, "dirty-page logging on: %" PRIu64 " bytes of log", size);
 	return 0;
+}
+
+/*
+ * A SET_LOG_BASE while the device logs: QEMU sends one when the guest's
+ * memory grows during a migration (a larger log), and one may come while a
+ * DRIVER_OK with the log on is being configured. vhost maps the new area
+ * and unmaps the old one with no callback to the driver, replies, and the
+ * front end then reads the old log into its own bitmap and frees it: every
+ * bit the device sets after that is lost. So before vhost handles the
+ * message (the vetting's pre_msg_handle, on vhost's thread) the device
+ * moves to the new log, mapped by the driver itself from the message's fd:
+ * from the reply on, the front end's new log is the one the device marks.
+ * Called for every SET_LOG_BASE; 0 when the device does not log (nothing
+ * to move), a negative errno when the move failed (the message is then
+ * refused: better a failed migration than a destination missing pages).
+ */
+int
+mlx5_lm_log_rebase(int vid, int fd, uint64_t size)
+{
+	struct mlx5_lm_dev *dev = mlx5_lm_dev_by_vid(vid);
+	struct mlx5_lm_mem_region r = { .gpa = 0 };
+	struct mlx5_lm_mr *old, *mr = NULL;
+	size_t len = (size + 4095) & ~(size_t)4095;
+	uint64_t old_size;
+	void *map;
+	int ret = 0;
+
+	if (dev == NULL)
+		return 0;
+	pthread_mutex_lock(&dev->lock);
+	/*
+	 * A configuration in progress does not log: one that logs keeps
+	 * vhost's thread in dev_conf until it is done, so no message of this
+	 * front end is handled meanwhile. Nothing to wait for.
+	 */
+	if (dev->conf.busy || !dev->running || dev->log_mr == NULL || dev->vid != vid)
+		goto out;
+	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED) {
+		ret = -errno;
+		DRV_LOG(ERR, dev, "new log of %" PRIu64 " bytes (SET_LOG_BASE): cannot map it: %s",
+			size, strerror(errno));
+		goto out;
+	}
+	r.size = len;
+	r.hva = (uint64_t)(uintptr_t)map;
+	r.page_size = 4096;
+	ret = mlx5_lm_mr_create(dev, &r, 1, &mr);
+	if (ret < 0) {
+		munmap(map, len);
+		DRV_LOG(ERR, dev, "new log of %" PRIu64 " bytes (SET_LOG_BASE): cannot register it",
+			size);
+		goto out;
+	}
+	mr->own_map = map;
+	mr->own_map_len = len;
+	old = dev->log_mr;
+	old_size = dev->log_size;
+	dev->log_mr = mr;
+	dev->log_size = size;
+	ret = dirty_log_all(dev, 1);
+	if (ret < 0) {
+		/* Back to the old log on every queue: this SET_LOG_BASE is refused. */
+		dev->log_mr = old;
+		dev->log_size = old_size;
+		dirty_log_all(dev, 1);
+		mlx5_lm_mr_release(mr);
+		DRV_LOG(ERR, dev, "new log of %" PRIu64 " bytes (SET_LOG_BASE): the queues would "
+			"not move to it", size);
+		goto out;
+	}
+	mlx5_lm_mr_release(old);
+	DRV_LOG(INFO, dev, "dirty-page logging moved to a new log: %" PRIu64 " bytes", size);
+out:
+	pthread_mutex_unlock(&dev->lock);
+	return ret;
 }
 
 void

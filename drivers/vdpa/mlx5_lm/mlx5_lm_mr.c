@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "prm.h"
@@ -411,6 +412,9 @@ mr_destroy(struct mlx5_lm_mr *mr, int background)
 	ret = for_each_chunk(mr, chunk_destroy, background);
 	if (ret < 0)
 		return ret;
+	/* The device lets go of the pages before the mapping goes. */
+	if (mr->own_map != NULL)
+		munmap(mr->own_map, mr->own_map_len);
 	free(mr->chunks);
 	free(mr->regions);
 	free(mr);

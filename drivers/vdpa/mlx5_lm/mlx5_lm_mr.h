@@ -63,6 +63,9 @@ struct mlx5_lm_mr {
 	uint64_t gpa_end;            /* indirect covers [0, gpa_end) */
 	double create_ms;
 	double destroy_ms;           /* measured by whoever destroyed it */
+	/* A mapping the driver made for it (a log it mapped itself): unmapped with it. */
+	void *own_map;
+	size_t own_map_len;
 	/* Garbage list linkage (see mlx5_lm_mr_release), guarded by the GC lock. */
 	TAILQ_ENTRY(mlx5_lm_mr) gc_next;
 	double gc_deadline_ms;

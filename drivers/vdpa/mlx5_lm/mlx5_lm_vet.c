@@ -307,6 +307,12 @@ rte_pmd_mlx5_lm_vhost_vet(int vid, void *msg)
 		break;
 	case VET_SET_LOG_BASE:
 		ret = vet_log_base(vid, m);
+		if (ret == 0 && m->size == 16 && m->fd_num >= 1) {
+			uint64_t size;
+
+			memcpy(&size, m->payload, sizeof(size));
+			ret = mlx5_lm_log_rebase(vid, m->fds[0], size);
+		}
 		break;
 	case VET_SET_SLAVE_REQ_FD:
 		ret = vet_backend_channel(vid, m);
