@@ -1111,7 +1111,7 @@ trap_session(const struct fd_trap *tr, struct vu_client *cc, struct vu_guest *gc
 	     struct lmh_dev *dc, double alone_ms)
 {
 	struct vu_client *c = connect_a();
-	uint32_t idx = 0, bases[NRINGS];
+	uint32_t ring0[2] = { 0, 0 }, bases[NRINGS];   /* vhost_vring_state: index, num */
 	int kick = -1, pipe_fds[2] = { -1, -1 };
 	uint64_t one = 1, mark;
 	struct vu_msg_hdr hdr;
@@ -1160,7 +1160,7 @@ trap_session(const struct fd_trap *tr, struct vu_client *cc, struct vu_guest *gc
 	/* The relay took the kick: the frames came back (the device saw the doorbell). */
 	assert_true(wait_rx(g_a, mark + 32, LMH_DEADLINE_MS));
 	/* GET_VRING_BASE of A, its reply read later: vhost's thread stops A now. */
-	assert_int_equal(vu_send_raw(c, VU_GET_VRING_BASE, VU_FLAG_VERSION, &idx, sizeof(idx) * 2,
+	assert_int_equal(vu_send_raw(c, VU_GET_VRING_BASE, VU_FLAG_VERSION, ring0, sizeof(ring0),
 				     NULL, 0), 0);
 	with_ms = migrate_c(cc, gc, dc);
 	assert_true(vu_recv_raw(c, &hdr, reply, sizeof(reply), LMH_DEADLINE_MS) >= 0);
