@@ -81,8 +81,9 @@ class MigrateOnRdma(unittest.TestCase):
         every arm is traced, and an arm the device took from its doorbell
         record (another CQ's write forwarded meanwhile) may raise its event
         before the arm's own write is traced: such an arm shows one event
-        fewer. That is allowed for a few; a driver that never advances the
-        number (every pair one or more behind) fails."""
+        fewer, or, the event of an arm traced late, one more (seen once in a
+        loaded ThreadSanitizer run). That is allowed for a few; a driver that
+        never advances the number (every pair one or more behind) fails."""
         state, checked, behind = {}, 0, 0
         for r in recs:
             op = r.get('op')
@@ -101,15 +102,15 @@ class MigrateOnRdma(unittest.TestCase):
                 if st[1] != 0:
                     checked += 1
                     if sn != (st[0] + st[1]) & 3:
-                        self.assertEqual(sn, (st[0] + st[1] - 1) & 3,
-                                         'CQ 0x%x of %s: arm with sn %d after sn %d and %d '
-                                         'completion events' % (key[1], key[0], sn, st[0],
-                                                                st[1]))
+                        self.assertIn(sn, ((st[0] + st[1] - 1) & 3, (st[0] + st[1] + 1) & 3),
+                                      'CQ 0x%x of %s: arm with sn %d after sn %d and %d '
+                                      'completion events' % (key[1], key[0], sn, st[0],
+                                                             st[1]))
                         behind += 1
                 state[key] = [sn, 0]
         # The traffic raised events on the devices' CQs, with arms around them.
         self.assertGreater(checked, 8, 'arms with completion events between them')
-        self.assertLessEqual(behind * 10, checked, '%d of %d arms one event behind' %
+        self.assertLessEqual(behind * 10, checked, '%d of %d arms one event off' %
                              (behind, checked))
 
     def test_refused_without_enough_devices(self):
