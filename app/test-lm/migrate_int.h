@@ -7,6 +7,7 @@
 #ifndef MIGRATE_INT_H
 #define MIGRATE_INT_H
 
+#include <semaphore.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -174,6 +175,23 @@ int mig_run_evacuate(const struct mig_opts *o, const struct mig_stage_def *st,
 int mig_procs_run(const struct mig_opts *o, const struct mig_stage_def *const *defs,
 		  unsigned int ndefs, unsigned int repeat, const char *eal,
 		  struct mig_result *res);
+
+/*
+ * The host's pinning tokens (the profile's host_pin_parallel) in a POSIX
+ * named semaphore, which every emulated device of the processes this one
+ * starts takes them from: EMU_HOST_ENV (emu.h) is set in this process's
+ * environment until mig_host_destroy. The tokens model the host's CPUs,
+ * which processes share; one counter per process would multiply them.
+ * who: what shares them, for the progress line. 0, or -1 after saying why.
+ */
+struct mig_host {
+	sem_t *sem;
+	char host[64];
+	char name[96];
+};
+
+int mig_host_create(struct mig_host *h, const char *profile, const char *who);
+void mig_host_destroy(struct mig_host *h);
 
 /* ---- traffic generator (migrate_traffic.c) ---- */
 struct mig_gen;
