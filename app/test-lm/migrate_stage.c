@@ -339,6 +339,8 @@ peer_wait_conf(struct mig_ctx *x, struct mig_dev *d)
 static int
 connect_all(struct mig_ctx *x)
 {
+	/* vu's default is an ack for every request (the tests'); --acks qemu is QEMU's. */
+	const enum vu_ack_policy acks = x->o->acks_every ? VU_ACK_EVERY : VU_ACK_QEMU;
 	unsigned int k;
 	int ret;
 
@@ -351,6 +353,8 @@ connect_all(struct mig_ctx *x)
 			     strerror(-ret));
 			return -1;
 		}
+		vu_set_ack_policy(x->src[k].c, acks);
+		vu_set_ack_policy(x->dst[k].c, acks);
 	}
 	return 0;
 }
