@@ -10,6 +10,7 @@
 #include <semaphore.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "vu_guest.h"
 
@@ -103,6 +104,65 @@ struct mig_opts {
 	int (*sync)(void *arg, enum mig_sync point, int ret);
 	void *sync_arg;
 };
+
+/* ---- CPU time by part (migrate_cpu.c) ---- */
+
+/* What a thread of a VM is: its front end (ours), or in its workers by thread name. */
+enum mig_cpu_part {
+	MIG_CPU_FRONT_END,         /* the VM's front-end thread in this process */
+	MIG_CPU_VHOST,             /* vhost-events of its workers */
+	MIG_CPU_DRIVER,            /* mlx5-lm-* threads of its workers */
+	MIG_CPU_EMULATOR,          /* emu-* threads of its workers */
+	MIG_CPU_OTHER,             /* the rest of its workers: main thread (control), EAL's */
+	MIG_CPU_NPARTS,
+};
+
+/* One VM's CPU in a window, by part (ms). */
+struct mig_cpu_use {
+	double cpu_ms[MIG_CPU_NPARTS];   /* on a CPU */
+	double wait_ms[MIG_CPU_NPARTS];  /* runnable, waiting for a CPU */
+};
+
+/* A window's account over every process of the run (ms). */
+struct mig_cpu_window {
+	double window_ms;          /* the front ends released -> the last one done */
+	double total_ms;           /* every process: this one, the services, the workers */
+	double bench_ms;           /* this process, the VMs' front-end threads included */
+	double services_ms;        /* the supervisors */
+	double unattributed_ms;    /* workers' CPU beyond their threads read at both ends */
+	double wait_ms;            /* the workers' threads, runnable and waiting for a CPU */
+	unsigned int threads_ended;/* workers' threads gone by the window's end */
+};
+
+enum mig_cpu_kind {
+	MIG_CPU_SELF,              /* this process: its clock only (front ends apart) */
+	MIG_CPU_SERVICE,           /* a supervisor: its clock only */
+	MIG_CPU_WORKER,            /* a VM's worker: every thread, by part */
+};
+
+struct mig_cpu_proc {
+	pid_t pid;
+	int vm;                    /* a worker's VM, -1 for the others */
+	enum mig_cpu_kind kind;
+};
+
+struct mig_cpu_snap;
+
+/*
+ * What the processes spent so far (every thread of the workers), read in
+ * the list's order or backwards. NULL after saying why.
+ */
+struct mig_cpu_snap *mig_cpu_snap_take(const struct mig_cpu_proc *procs, unsigned int n,
+				       bool backwards);
+void mig_cpu_snap_free(struct mig_cpu_snap *s);
+/*
+ * b - a (the same process list): use[0..nvm-1] the workers' parts of each
+ * VM (front ends left at 0: the caller has them); w all but window_ms.
+ */
+void mig_cpu_snap_diff(const struct mig_cpu_snap *a, const struct mig_cpu_snap *b,
+		       struct mig_cpu_use *use, unsigned int nvm, struct mig_cpu_window *w);
+/* The calling thread's CPU so far and its wait for one (ms). 0, or -1. */
+int mig_cpu_thread_now(double *run_ms, double *wait_ms);
 
 struct mig_result {
 	char name[32];
