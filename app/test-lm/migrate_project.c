@@ -4,7 +4,9 @@
  * evacuation's windows, and what the at-once window can become on a host
  * with more CPUs than this one.
  *
- * On a host with C CPUs, the slowest VM at once takes at least
+ * On a host with C CPUs, the at-once window (the front ends released to
+ * the last VM forwarding again, which holds the slowest VM's downtime)
+ * lasts at least
  *
  *   max(M, A, D / C, S)
  *
@@ -64,11 +66,14 @@ struct proj_row {
 
 struct proj {
 	double model_ms, alone_ms, demand_ms, serial_ms;
+	double window_ms, waited_ms;     /* measured: the window, its threads' waits */
 	unsigned int serial_vm;
 	struct proj_row row[PROJ_MAX_ROWS];
 	unsigned int nrows;
 	unsigned int here_cpus;
-	double measured_ratio;
+	double measured_ratio;           /* the slowest VM at once / A */
+	double window_ratio;             /* the window / A */
+	double runnable_mean;            /* threads on or waiting for a CPU, on average */
 	double part_ms[MIG_CPU_NPARTS];  /* summed over the VMs, at once */
 	double outside_ms;               /* D beyond the VMs' parts */
 	enum mig_cpu_part dominant;
@@ -156,6 +161,9 @@ proj_compute(const struct mig_result *r, double model_ms, struct proj *p)
 	p->demand_ms = r->win_at_once.total_ms;
 	p->here_cpus = cpus_here();
 	p->measured_ratio = p->alone_ms > 0 ? max_at_once(r) / p->alone_ms : 0;
+	p->window_ms = r->win_at_once.window_ms;
+	p->window_ratio = p->alone_ms > 0 ? p->window_ms / p->alone_ms : 0;
+	p->waited_ms = r->win_at_once.wait_ms;
 	for (i = 0; i < r->vms; i++) {
 		const struct mig_cpu_use *u = &r->cpu_at_once[i];
 		double serial = u->cpu_ms[MIG_CPU_FRONT_END] + u->cpu_ms[MIG_CPU_VHOST];
@@ -167,8 +175,12 @@ proj_compute(const struct mig_result *r, double model_ms, struct proj *p)
 		for (part = 0; part < MIG_CPU_NPARTS; part++)
 			p->part_ms[part] += u->cpu_ms[part];
 		vms += use_total(u);
+		/* The workers' waits are in the window's; the front ends' are the VMs'. */
+		p->waited_ms += u->wait_ms[MIG_CPU_FRONT_END];
 	}
 	p->outside_ms = p->demand_ms - vms;
+	/* Little's law: (time on a CPU + time waiting for one) / the window. */
+	p->runnable_mean = p->window_ms > 0 ? (p->demand_ms + p->waited_ms) / p->window_ms : 0;
 	p->dominant = MIG_CPU_FRONT_END;
 	for (part = 0; part < MIG_CPU_NPARTS; part++)
 		if (p->part_ms[part] > p->part_ms[p->dominant])
@@ -272,27 +284,32 @@ mig_proj_print(const struct mig_result *r, double model_ms)
 		return;
 	print_cpu_table(r);
 	proj_compute(r, model_ms, &p);
-	printf("\nprojection: on a host of C CPUs the slowest VM at once takes at least "
-	       "max(M, A, D / C, S):\n"
+	printf("\nprojection: on a host of C CPUs the at-once window (the front ends released "
+	       "to the last VM\nforwarding again; it holds the slowest VM's downtime) lasts at "
+	       "least max(M, A, D / C, S):\n"
 	       "  M = %.2f ms, the cost model's floor of all %u VMs at once%s;\n"
 	       "  A = %.2f ms, vm0 alone; D = %.2f ms, every process's CPU in the at-once window;\n"
 	       "  S = %.2f ms, vm%u's front end and vhost threads at once (its serial path)\n\n",
 	       p.model_ms, r->vms, p.model_ms > 0 ? "" : " (the profile charges nothing)",
 	       p.alone_ms, p.demand_ms, p.serial_ms, p.serial_vm);
-	printf("| CPUs      | D / C ms | at least ms | max/alone at least | bound by | "
-	       "measured max/alone |\n");
-	printf("|-----------|----------|-------------|--------------------|----------|"
-	       "--------------------|\n");
+	printf("| CPUs      | D / C ms | at least ms | at least / A | bound by | "
+	       "measured / A                 |\n");
+	printf("|-----------|----------|-------------|--------------|----------|"
+	       "------------------------------|\n");
 	for (k = 0; k < p.nrows; k++) {
-		char cpus[24], measured[24] = "-";
+		char cpus[24], measured[48] = "-";
 
 		snprintf(cpus, sizeof(cpus), "%u%s", p.row[k].cpus, p.row[k].here ? " (here)" : "");
 		if (p.row[k].here)
-			snprintf(measured, sizeof(measured), "%.2f", p.measured_ratio);
-		printf("| %-9s | %8.2f | %11.2f | %18.2f | %-8s | %18s |\n", cpus,
+			snprintf(measured, sizeof(measured), "window %.2f, slowest VM %.2f",
+				 p.window_ratio, p.measured_ratio);
+		printf("| %-9s | %8.2f | %11.2f | %12.2f | %-8s | %-28s |\n", cpus,
 		       p.row[k].cpu_ms, p.row[k].at_least_ms, p.row[k].ratio,
 		       bound_name[p.row[k].bound], measured);
 	}
+	printf("\nmeasured here: the window %.2f ms, the slowest VM %.2f ms; threads on or waiting "
+	       "for a CPU in\nthe window, on average: (D + their waits %.2f ms) / window = %.1f\n",
+	       p.window_ms, max_at_once(r), p.waited_ms, p.runnable_mean);
 	printf("\nthe at-once window's CPU (D) by part:");
 	for (part = 0; part < MIG_CPU_NPARTS; part++)
 		printf(" %s %.0f%%,", part_name[part],
@@ -363,14 +380,16 @@ mig_proj_json(json_t *evacuate, const struct mig_result *r, double model_ms)
 		json_array_append_new(rows, json_pack("{s:I, s:f, s:f, s:f, s:s, s:b}",
 			"cpus", (json_int_t)p.row[k].cpus, "window_cpu_per_cpus_ms", p.row[k].cpu_ms,
 			"at_least_ms", p.row[k].at_least_ms,
-			"max_over_alone_at_least", p.row[k].ratio,
+			"over_alone_at_least", p.row[k].ratio,
 			"bound", bound_name[p.row[k].bound], "this_machine", p.row[k].here));
 	json_object_set_new(evacuate, "projection", json_pack(
-		"{s:s, s:f, s:f, s:f, s:f, s:I, s:o, s:{s:I, s:f}, s:o, s:s}",
+		"{s:s, s:f, s:f, s:f, s:f, s:I, s:o, s:{s:I, s:f, s:f, s:f, s:f, s:f}, s:o, s:s}",
 		"formula", "max(model_bound, alone, window_cpu / cpus, serial_cpu)",
 		"model_bound_ms", p.model_ms, "alone_ms", p.alone_ms,
 		"window_cpu_ms", p.demand_ms, "serial_cpu_ms", p.serial_ms,
 		"serial_vm", (json_int_t)p.serial_vm, "rows", rows,
 		"measured", "cpus", (json_int_t)p.here_cpus, "max_over_alone", p.measured_ratio,
+		"window_ms", p.window_ms, "window_over_alone", p.window_ratio,
+		"waited_ms", p.waited_ms, "runnable_mean", p.runnable_mean,
 		"cpu_share", share, "dominant_part", part_id[p.dominant]));
 }
