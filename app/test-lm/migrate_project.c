@@ -308,8 +308,9 @@ mig_proj_print(const struct mig_result *r, double model_ms)
 		       bound_name[p.row[k].bound], measured);
 	}
 	printf("\nmeasured here: the window %.2f ms, the slowest VM %.2f ms; threads on or waiting "
-	       "for a CPU in\nthe window, on average: (D + their waits %.2f ms) / window = %.1f\n",
-	       p.window_ms, max_at_once(r), p.waited_ms, p.runnable_mean);
+	       "for a CPU in\nthe window, on average: (D + the workers' and front ends' waits "
+	       "%.2f ms) / window = %.1f\n", p.window_ms, max_at_once(r), p.waited_ms,
+	       p.runnable_mean);
 	printf("\nthe at-once window's CPU (D) by part:");
 	for (part = 0; part < MIG_CPU_NPARTS; part++)
 		printf(" %s %.0f%%,", part_name[part],
