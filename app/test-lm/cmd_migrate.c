@@ -116,7 +116,8 @@ migrate_usage(FILE *f)
 		"  --service          evacuation: every VM's devices in mlx5-lm-vhostd workers\n"
 		"                     (one per VM and host) of a source and a destination\n"
 		"                     service, started on private sockets for each run; every\n"
-		"                     VM also migrated alone, one after another; each VM's\n"
+		"                     VM also migrated alone, one after another (\"alone\": their\n"
+		"                     median); each VM's\n"
 		"                     CPU time by part (front end, vhost thread, driver and\n"
 		"                     emulator threads) in each window, and the at-once\n"
 		"                     window projected to hosts of 2, 16 and 64 CPUs (emu back\n"
@@ -598,6 +599,9 @@ run_json(const struct mig_result *r, const struct mig_stage_def *d, const struct
 			"max_over_alone", r->alone.downtime_ms > 0 ?
 				json_real(max / r->alone.downtime_ms) : json_null(),
 			"vm", vms));
+		if (r->service)
+			json_object_set_new(json_object_get(o, "evacuate"), "alone_vm",
+					    json_integer((json_int_t)r->alone_vm));
 		mig_proj_json(json_object_get(o, "evacuate"), r, fl);
 	}
 	if (r->service) {

@@ -235,11 +235,13 @@ struct mig_result {
 	} vm[MIG_MAX_VMS], alone;  /* each VM at once; VM 0 with the others idle */
 	/*
 	 * --service: every VM was also migrated alone (one after another, the
-	 * others idle), and each window's CPU was read by part. No model
+	 * others idle; alone above is the median VM's), and each window's CPU
+	 * was read by part. No model
 	 * account (its counters are in the workers, which do not report it).
 	 */
 	bool service;
 	struct mig_vm_time vm_alone[MIG_MAX_VMS];
+	unsigned int alone_vm;     /* the VM whose time alone is "alone": their median */
 	struct mig_cpu_use cpu_at_once[MIG_MAX_VMS], cpu_alone[MIG_MAX_VMS];
 	struct mig_cpu_window win_at_once, win_alone[MIG_MAX_VMS];
 };

@@ -13,8 +13,8 @@
  *   M  the cost model's bound: the floor of all K VMs at once, each
  *      device with its own command slots, the host's pinning tokens
  *      shared (migrate_floor.c: floor.py's method, from the profile)
- *   A  VM 0 alone, measured: at once a VM does the same work, with the
- *      others beside it
+ *   A  a VM alone, measured (the median of every VM alone): at once a VM
+ *      does the same work, with the others beside it
  *   D  the CPU every process spent in the at-once window, measured: the
  *      window cannot be shorter than D spread over C CPUs
  *   S  the longest serial CPU path of one VM at once, measured: its
@@ -288,10 +288,11 @@ mig_proj_print(const struct mig_result *r, double model_ms)
 	       "to the last VM\nforwarding again; it holds the slowest VM's downtime) lasts at "
 	       "least max(M, A, D / C, S):\n"
 	       "  M = %.2f ms, the cost model's floor of all %u VMs at once%s;\n"
-	       "  A = %.2f ms, vm0 alone; D = %.2f ms, every process's CPU in the at-once window;\n"
+	       "  A = %.2f ms, a VM alone (vm%u, the median); D = %.2f ms, every process's CPU in "
+	       "the at-once\n  window;\n"
 	       "  S = %.2f ms, vm%u's front end and vhost threads at once (its serial path)\n\n",
 	       p.model_ms, r->vms, p.model_ms > 0 ? "" : " (the profile charges nothing)",
-	       p.alone_ms, p.demand_ms, p.serial_ms, p.serial_vm);
+	       p.alone_ms, r->alone_vm, p.demand_ms, p.serial_ms, p.serial_vm);
 	printf("| CPUs      | D / C ms | at least ms | at least / A | bound by | "
 	       "measured / A                 |\n");
 	printf("|-----------|----------|-------------|--------------|----------|"

@@ -1427,6 +1427,21 @@ vm_time(const struct mig_result *r)
 	return t;
 }
 
+/* The VM of the median downtime (the lower middle one for an even count). */
+static unsigned int
+median_vm(const struct mig_vm_time *t, unsigned int n)
+{
+	unsigned int idx[MIG_MAX_VMS], i, j, k;
+
+	for (i = 0; i < n; i++) {
+		k = i;
+		for (j = i; j > 0 && t[idx[j - 1]].downtime_ms > t[k].downtime_ms; j--)
+			idx[j] = idx[j - 1];
+		idx[j] = k;
+	}
+	return n > 0 ? idx[(n - 1) / 2] : 0;
+}
+
 /* Packets, dirty log and leaks of VMs 0..nvm-1 (migrated: nmig) into r. */
 static void
 evac_sum(struct mig_result *r, const struct evac_vm *v, unsigned int nvm, unsigned int nmig)
@@ -1476,7 +1491,9 @@ mig_run_evacuate(const struct mig_opts *o, const struct mig_stage_def *st, struc
 			r->cpu_alone[i] = v[i].cpu;
 			r->win_alone[i] = v[i].win;
 		}
-		r->alone = r->vm_alone[0];
+		/* A VM alone is their median: one VM's noise does not move every ratio. */
+		r->alone_vm = median_vm(r->vm_alone, nvm);
+		r->alone = r->vm_alone[r->alone_vm];
 	} else if (!o->no_alone) {
 		printf(" vm%u alone (the other %u VMs%s idle on their sources)\n", o->vm_base,
 		       nvm - 1, o->processes > 1 ? " of this process" : "");
