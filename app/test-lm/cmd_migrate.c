@@ -710,21 +710,9 @@ static char plot_script[2 * PATH_MAX];
 static int
 check_plot_script(void)
 {
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	char *slash;
-
-	if (n > 0) {
-		exe[n] = '\0';
-		slash = strrchr(exe, '/');
-		if (slash != NULL) {
-			*slash = '\0';
-			snprintf(plot_script, sizeof(plot_script), "%s/%s/plot_migrate.py", exe,
-				 TEST_LM_DATA_FROM_BIN);
-			if (access(plot_script, R_OK) == 0)
-				return 0;
-		}
-	}
+	if (test_lm_exe_path(TEST_LM_DATA_FROM_BIN "/plot_migrate.py", plot_script,
+			     sizeof(plot_script)) == 0 && access(plot_script, R_OK) == 0)
+		return 0;
 	snprintf(plot_script, sizeof(plot_script), "%s/plot_migrate.py", TEST_LM_TOOLS_DIR);
 	if (access(plot_script, R_OK) == 0)
 		return 0;

@@ -79,25 +79,15 @@ struct proj {
 	enum mig_cpu_part dominant;
 };
 
+/* The parts of one account (cpu_ms or wait_ms), summed. */
 static double
-use_total(const struct mig_cpu_use *u)
+parts_sum(const double *ms)
 {
 	double t = 0;
 	int p;
 
 	for (p = 0; p < MIG_CPU_NPARTS; p++)
-		t += u->cpu_ms[p];
-	return t;
-}
-
-static double
-use_waited(const struct mig_cpu_use *u)
-{
-	double t = 0;
-	int p;
-
-	for (p = 0; p < MIG_CPU_NPARTS; p++)
-		t += u->wait_ms[p];
+		t += ms[p];
 	return t;
 }
 
@@ -174,7 +164,7 @@ proj_compute(const struct mig_result *r, double model_ms, struct proj *p)
 		}
 		for (part = 0; part < MIG_CPU_NPARTS; part++)
 			p->part_ms[part] += u->cpu_ms[part];
-		vms += use_total(u);
+		vms += parts_sum(u->cpu_ms);
 		/* The workers' waits are in the window's; the front ends' are the VMs'. */
 		p->waited_ms += u->wait_ms[MIG_CPU_FRONT_END];
 	}
@@ -211,7 +201,7 @@ print_use_row(const char *vm, const char *round, double downtime, const struct m
 	printf("| %-6s | %-7s | %11.1f |", vm, round, downtime);
 	for (part = 0; part < MIG_CPU_NPARTS; part++)
 		printf(" %*.2f |", (int)strlen(part_name[part]), u->cpu_ms[part]);
-	printf(" %6.2f | %9.2f |\n", use_total(u), use_waited(u));
+	printf(" %6.2f | %9.2f |\n", parts_sum(u->cpu_ms), parts_sum(u->wait_ms));
 }
 
 static void
@@ -267,7 +257,7 @@ print_cpu_table(const struct mig_result *r)
 	       "process's other threads %.2f; the supervisors %.2f; the workers' CPU in no thread "
 	       "read at both ends %.2f, %u threads ended); the workers' threads waited %.2f ms "
 	       "for a CPU\n", r->win_at_once.window_ms, r->win_at_once.total_ms,
-	       use_total(&at_once),
+	       parts_sum(at_once.cpu_ms),
 	       r->win_at_once.bench_ms - at_once.cpu_ms[MIG_CPU_FRONT_END],
 	       r->win_at_once.services_ms, shown(r->win_at_once.unattributed_ms),
 	       r->win_at_once.threads_ended, r->win_at_once.wait_ms);
@@ -331,7 +321,7 @@ use_json(const struct mig_cpu_use *u)
 		json_object_set_new(o, part_key[part], json_real(u->cpu_ms[part]));
 		json_object_set_new(w, part_key[part], json_real(u->wait_ms[part]));
 	}
-	json_object_set_new(o, "total_ms", json_real(use_total(u)));
+	json_object_set_new(o, "total_ms", json_real(parts_sum(u->cpu_ms)));
 	json_object_set_new(o, "waited", w);
 	return o;
 }

@@ -49,6 +49,7 @@
 
 #include "lm_app_rpc.h"
 #include "rte_pmd_mlx5_lm.h"
+#include "test_lm.h"
 #include "migrate_int.h"
 
 /* The build tree's service, for a dpdk-test-lm run from the build tree. */
@@ -100,20 +101,8 @@ pidfd_open(pid_t pid)
 static int
 vhostd_path(char *buf, size_t len)
 {
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	char *slash;
-
-	if (n > 0) {
-		exe[n] = '\0';
-		slash = strrchr(exe, '/');
-		if (slash != NULL) {
-			*slash = '\0';
-			snprintf(buf, len, "%s/mlx5-lm-vhostd", exe);
-			if (access(buf, X_OK) == 0)
-				return 0;
-		}
-	}
+	if (test_lm_exe_path("mlx5-lm-vhostd", buf, len) == 0 && access(buf, X_OK) == 0)
+		return 0;
 	snprintf(buf, len, "%s", TEST_LM_VHOSTD_BUILD);
 	if (access(buf, X_OK) == 0)
 		return 0;
