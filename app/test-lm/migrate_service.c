@@ -363,6 +363,12 @@ svc_start(const struct mig_opts *o)
 		free(s);
 		return NULL;
 	}
+	/*
+	 * A reader of our output that goes away (| head) must not kill us before
+	 * the services stop and the host's semaphore is unlinked (as for
+	 * --processes); the control sockets are written with MSG_NOSIGNAL.
+	 */
+	signal(SIGPIPE, SIG_IGN);
 	/* Set before the services start: their workers inherit it. */
 	if (mig_host_create(&s->tokens, o->profile, "the workers of both services") < 0)
 		goto err;
