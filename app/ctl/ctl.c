@@ -5,19 +5,15 @@
  * result as JSON with --json. Exit status: 0 done, 1 the service
  * answered an error, 2 usage, 3 the service cannot be reached.
  */
-#include <errno.h>
 #include <getopt.h>
-#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 
 #include <jansson.h>
+
+#include "lm_app_rpc.h"
 
 #define DEFAULT_SOCKET "/run/mlx5-lm/vhostd.sock"
 
@@ -346,96 +342,20 @@ usage(FILE *f)
 		"3 the service cannot be reached.\n");
 }
 
-static int
-connect_service(void)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd;
-
-	if (strlen(rpc_socket) >= sizeof(sa.sun_path)) {
-		fprintf(stderr, "mlx5-lm-ctl: socket path too long: %s\n", rpc_socket);
-		return -1;
-	}
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", rpc_socket);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		fprintf(stderr, "mlx5-lm-ctl: cannot reach mlx5-lm-vhostd at %s: %s\n",
-			rpc_socket, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-/* One request, one reply (a JSON object), within timeout_s. */
+/* One request, one reply (the whole reply object), within timeout_s. */
 static json_t *
 rpc(const char *method, json_t *params)
 {
-	json_t *req = json_pack("{s:s, s:i, s:s, s:O}", "jsonrpc", "2.0", "id", 1, "method",
-				method, "params", params);
-	char *text = json_dumps(req, JSON_COMPACT);
-	size_t len = text != NULL ? strlen(text) : 0, off = 0, cap = 0, have = 0;
-	struct timespec t0;
-	char *buf = NULL;
+	struct lm_app_rpc c;
 	json_t *reply = NULL;
-	int fd = connect_service();
+	char err[512];
 
-	json_decref(req);
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (fd < 0 || text == NULL)
-		goto out;
-	while (off < len) {
-		ssize_t w = send(fd, text + off, len - off, MSG_NOSIGNAL);
-
-		if (w < 0) {
-			fprintf(stderr, "mlx5-lm-ctl: cannot send to %s: %s\n", rpc_socket,
-				strerror(errno));
-			goto out;
-		}
-		off += (size_t)w;
-	}
-	for (;;) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		struct timespec t;
-		json_error_t e;
-		long left;
-		ssize_t r;
-
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		left = timeout_s * 1000L - ((t.tv_sec - t0.tv_sec) * 1000L +
-					    (t.tv_nsec - t0.tv_nsec) / 1000000L);
-		if (left <= 0 || poll(&p, 1, (int)left) <= 0) {
-			fprintf(stderr, "mlx5-lm-ctl: no reply from %s within %d s\n", rpc_socket,
-				timeout_s);
-			goto out;
-		}
-		if (have + 65536 > cap) {
-			cap = cap ? cap * 2 : 65536;
-			buf = realloc(buf, cap);
-			if (buf == NULL)
-				goto out;
-		}
-		r = read(fd, buf + have, cap - have);
-		if (r <= 0) {
-			fprintf(stderr, "mlx5-lm-ctl: %s closed the connection without a reply\n",
-				rpc_socket);
-			goto out;
-		}
-		have += (size_t)r;
-		reply = json_loadb(buf, have, JSON_DISABLE_EOF_CHECK, &e);
-		if (reply != NULL)
-			break;
-		if (json_error_code(&e) != json_error_premature_end_of_input) {
-			fprintf(stderr, "mlx5-lm-ctl: unreadable reply: %s\n", e.text);
-			goto out;
-		}
-	}
-out:
-	free(buf);
-	free(text);
-	if (fd >= 0)
-		close(fd);
+	if (lm_app_rpc_open(&c, rpc_socket, err, sizeof(err)) == 0 &&
+	    lm_app_rpc_send(&c, method, params, 1, err, sizeof(err)) == 0)
+		reply = lm_app_rpc_recv(&c, timeout_s * 1000, err, sizeof(err));
+	if (reply == NULL)
+		fprintf(stderr, "mlx5-lm-ctl: %s\n", err);
+	lm_app_rpc_close(&c);
 	return reply;
 }
 

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -42,4 +43,23 @@ test_lm_check_output(const char *cmd, const char *opt, const char *path)
 	}
 	fprintf(stderr, "%s: %s: cannot write %s: %s\n", cmd, opt, path, strerror(errno));
 	return -1;
+}
+
+int
+test_lm_exe_path(const char *name, char *buf, size_t len)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char *slash;
+
+	if (n <= 0)
+		return -1;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (slash == NULL)
+		return -1;
+	*slash = '\0';
+	if ((size_t)snprintf(buf, len, "%s/%s", exe, name) >= len)
+		return -1;
+	return 0;
 }

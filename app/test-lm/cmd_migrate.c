@@ -113,9 +113,17 @@ migrate_usage(FILE *f)
 		"                     EAL, vhost thread and devices, as one serve per VM (or\n"
 		"                     per few VMs) would run; all stop at the same moment; VM 0\n"
 		"                     alone is measured in the first process, the others idle\n"
+		"  --service          evacuation: every VM's devices in mlx5-lm-vhostd workers\n"
+		"                     (one per VM and host) of a source and a destination\n"
+		"                     service, started on private sockets for each run; every\n"
+		"                     VM also migrated alone, one after another (\"alone\": their\n"
+		"                     median); each VM's CPU time by part (front end, vhost\n"
+		"                     thread, driver and emulator threads) in each window, and\n"
+		"                     the at-once window projected to hosts of 2, 16 and 64\n"
+		"                     CPUs (emu back end; not with --processes)\n"
 		"  --json FILE        write the results as JSON (design.md)\n"
 		"  --plot FILE        write the per-stage breakdown as an SVG chart\n"
-		"  --eal ARGS         extra EAL arguments\n"
+		"  --eal ARGS         extra EAL arguments (--service: of the workers)\n"
 		"  -h, --help         this text\n\n"
 		"Downtime: from the first GET_VRING_BASE sent to a source device to the moment\n"
 		"every destination device has completed a guest packet posted after the restart\n"
@@ -438,7 +446,7 @@ print_table_evac(const struct mig_opts *o, const struct stage_sum *ss, unsigned 
 	       "------|-----|----------|\n");
 	for (i = 0; i < n; i++) {
 		const struct mig_result *r = &ss[i].med;
-		char spread[32], xf[16];
+		char spread[32], xf[16], busy[24], over[24];
 		double med, max;
 
 		if (!ss[i].ok) {
@@ -453,14 +461,23 @@ print_table_evac(const struct mig_opts *o, const struct stage_sum *ss, unsigned 
 		/* The process split: "all, 8 procs" (one process: the stage's name). */
 		if (o->processes > 1)
 			snprintf(label, sizeof(label), "%s, %u procs", r->name, o->processes);
+		else if (o->service)
+			snprintf(label, sizeof(label), "%s, service", r->name);
 		else
 			snprintf(label, sizeof(label), "%s", r->name);
-		printf("| %-15s | %3u | %8.1f | %14.1f | %14.1f | %15s | %9.2f | %7s | %13.1f | "
-		       "%12.1f | %4lu | %3lu | %8s |\n", label, r->vms, r->alone.downtime_ms,
+		/* The service's workers do not report the model's account. */
+		if (r->service) {
+			snprintf(busy, sizeof(busy), "-");
+			snprintf(over, sizeof(over), "-");
+		} else {
+			snprintf(busy, sizeof(busy), "%.1f", r->model_busy_ms + r->model_pin_ms);
+			snprintf(over, sizeof(over), "%.1f", overshoot_us(r));
+		}
+		printf("| %-15s | %3u | %8.1f | %14.1f | %14.1f | %15s | %9.2f | %7s | %13s | "
+		       "%12s | %4lu | %3lu | %8s |\n", label, r->vms, r->alone.downtime_ms,
 		       med, max, spread, r->alone.downtime_ms > 0 ? max / r->alone.downtime_ms : 0,
-		       xf, r->model_busy_ms + r->model_pin_ms, overshoot_us(r),
-		       (unsigned long)r->lost_packets, (unsigned long)r->duplicated_packets,
-		       dirty_ok(r) ? "yes" : "NO");
+		       xf, busy, over, (unsigned long)r->lost_packets,
+		       (unsigned long)r->duplicated_packets, dirty_ok(r) ? "yes" : "NO");
 	}
 }
 
@@ -471,12 +488,15 @@ print_table(const struct mig_opts *o, const struct stage_sum *ss, unsigned int n
 	const struct mig_result *b = find_result(ss, n, "baseline");
 	const struct mig_result *a = find_result(ss, n, "all");
 	const struct mig_shape *s = &o->shape;
+	unsigned int i;
 
 	printf("\n%s: ", s->name);
 	if (s->vms > 0)
 		printf("%u VMs of ", s->vms);
 	if (o->processes > 1)
 		printf("(in %u back-end processes) ", o->processes);
+	if (o->service)
+		printf("(in mlx5-lm-vhostd workers, a source and a destination service) ");
 	printf("%u device%s x %u queue pairs, %u GiB, queue size %u (%s), model %s", s->devices,
 	       s->devices > 1 ? "s" : "", s->queue_pairs, s->mem_gb, s->queue_size,
 	       s->packed ? "packed" : "split", o->profile);
@@ -488,6 +508,9 @@ print_table(const struct mig_opts *o, const struct stage_sum *ss, unsigned int n
 	else
 		print_table_vm(o, ss, n, f);
 	print_floor_line(o, f);
+	for (i = 0; i < n && o->service; i++)
+		if (ss[i].ok)
+			mig_proj_print(&ss[i].med, f->have ? f->all.floor_overlapped_ms : 0);
 	if (s->vms == 0 && b != NULL && a != NULL && a->downtime_ms > 0 && a->dst_vq_ms > 0)
 		printf("baseline/all: downtime %.1fx, destination queues %.1fx\n",
 		       b->downtime_ms / a->downtime_ms, b->dst_vq_ms / a->dst_vq_ms);
@@ -559,8 +582,14 @@ run_json(const struct mig_result *r, const struct mig_stage_def *d, const struct
 		unsigned int i;
 
 		vm_stats(r, &med, &max);
-		for (i = 0; i < r->vms; i++)
-			json_array_append_new(vms, vm_time_json(&r->vm[i]));
+		for (i = 0; i < r->vms; i++) {
+			json_t *vj = vm_time_json(&r->vm[i]);
+
+			/* --service: every VM was migrated alone too. */
+			if (r->service)
+				json_object_set_new(vj, "alone", vm_time_json(&r->vm_alone[i]));
+			json_array_append_new(vms, vj);
+		}
 		json_object_set_new(o, "evacuate", json_pack("{s:I,s:o,s:f,s:o,s:f,s:f,s:o,s:o}",
 			"vms", (json_int_t)r->vms, "alone", vm_time_json(&r->alone),
 			"floor_alone_ms", fa,
@@ -569,6 +598,22 @@ run_json(const struct mig_result *r, const struct mig_stage_def *d, const struct
 			"max_over_alone", r->alone.downtime_ms > 0 ?
 				json_real(max / r->alone.downtime_ms) : json_null(),
 			"vm", vms));
+		if (r->service)
+			json_object_set_new(json_object_get(o, "evacuate"), "alone_vm",
+					    json_integer((json_int_t)r->alone_vm));
+		mig_proj_json(json_object_get(o, "evacuate"), r, fl);
+	}
+	if (r->service) {
+		/* The service's workers do not report the model's account: absent, not 0. */
+		static const char *const model_keys[] = {
+			"model_busy_ms", "model_pin_ms", "model_actual_ms", "model_charges",
+			"model_src_ms", "model_dst_ms", "overshoot_mean_us",
+		};
+
+		size_t k;
+
+		for (k = 0; k < sizeof(model_keys) / sizeof(model_keys[0]); k++)
+			json_object_set_new(o, model_keys[k], json_null());
 	}
 	return o;
 }
@@ -628,6 +673,9 @@ write_json(const char *path, const struct mig_opts *o, const struct stage_sum *s
 			    json_integer((json_int_t)o->processes));
 	json_object_set_new(json_object_get(root, "scenario"), "acks",
 			    json_string(o->acks_every ? "every" : "qemu"));
+	/* The devices in mlx5-lm-vhostd's workers (a source and a destination service). */
+	json_object_set_new(json_object_get(root, "scenario"), "service",
+			    json_boolean(o->service));
 	if (f->have) {
 		json_t *fj = floor_json(&f->all);
 
@@ -662,21 +710,9 @@ static char plot_script[2 * PATH_MAX];
 static int
 check_plot_script(void)
 {
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	char *slash;
-
-	if (n > 0) {
-		exe[n] = '\0';
-		slash = strrchr(exe, '/');
-		if (slash != NULL) {
-			*slash = '\0';
-			snprintf(plot_script, sizeof(plot_script), "%s/%s/plot_migrate.py", exe,
-				 TEST_LM_DATA_FROM_BIN);
-			if (access(plot_script, R_OK) == 0)
-				return 0;
-		}
-	}
+	if (test_lm_exe_path(TEST_LM_DATA_FROM_BIN "/plot_migrate.py", plot_script,
+			     sizeof(plot_script)) == 0 && access(plot_script, R_OK) == 0)
+		return 0;
 	snprintf(plot_script, sizeof(plot_script), "%s/plot_migrate.py", TEST_LM_TOOLS_DIR);
 	if (access(plot_script, R_OK) == 0)
 		return 0;
@@ -729,6 +765,7 @@ cmd_migrate(int argc, char **argv)
 		{ "repeat", required_argument, NULL, 'r' },
 		{ "vms", required_argument, NULL, 'v' },
 		{ "processes", required_argument, NULL, 'R' },
+		{ "service", no_argument, NULL, 'S' },
 		{ "json", required_argument, NULL, 'j' },
 		{ "plot", required_argument, NULL, 'P' },
 		{ "eal", required_argument, NULL, 'e' },
@@ -752,7 +789,7 @@ cmd_migrate(int argc, char **argv)
 	char ferr[256];
 	char eal[4096], tmp_json[64] = "";
 	const char *extra_eal = NULL;
-	bool custom = false;
+	bool custom = false, in_process;
 	int c, n, ret = 0;
 
 	optind = 1;
@@ -818,6 +855,7 @@ cmd_migrate(int argc, char **argv)
 			if (parse_uint("--processes", optarg, 1, MIG_MAX_VMS, &procs) < 0)
 				return EXIT_USAGE;
 			break;
+		case 'S': o.service = true; break;
 		case 'j': json = optarg; break;
 		case 'P': plot = optarg; break;
 		case 'e': extra_eal = optarg; break;
@@ -895,6 +933,21 @@ cmd_migrate(int argc, char **argv)
 		fprintf(stderr, "migrate: --processes is for the emu back end\n");
 		return EXIT_USAGE;
 	}
+	if (o.service && o.shape.vms == 0) {
+		fprintf(stderr, "migrate: --service runs an evacuation: give --scenario evacuate "
+			"or --vms\n");
+		return EXIT_USAGE;
+	}
+	if (o.service && procs > 0) {
+		fprintf(stderr, "migrate: --service or --processes, not both: the service runs a "
+			"worker process per VM already\n");
+		return EXIT_USAGE;
+	}
+	/* Each worker numbers its RDMA devices from mlx5_0, like a process of --processes. */
+	if (o.service && o.rdma) {
+		fprintf(stderr, "migrate: --service is for the emu back end\n");
+		return EXIT_USAGE;
+	}
 	o.processes = procs > 0 ? procs : 1;
 	if (o.shape.vms > 0 && o.hostile != MIG_HOSTILE_NONE) {
 		fprintf(stderr, "migrate: --hostile is for one VM, not an evacuation\n");
@@ -927,6 +980,8 @@ cmd_migrate(int argc, char **argv)
 			      check_plot_script() < 0)))
 		return EXIT_USAGE;
 	if (o.rdma && rdma_devices_check(&o) < 0)
+		return EXIT_USAGE;
+	if (o.service && mig_svc_check() < 0)
 		return EXIT_USAGE;
 	if (peer && peer_check(&o, &peer_ndev) < 0)
 		return EXIT_USAGE;
@@ -962,13 +1017,18 @@ cmd_migrate(int argc, char **argv)
 		fprintf(stderr, "migrate: EAL arguments too long\n");
 		return EXIT_USAGE;
 	}
-	/* Split: the children start their own EAL; this process only relays. */
-	if (o.processes == 1 && lm_app_eal_init_bus("dpdk-test-lm", eal, peer) < 0)
+	/*
+	 * Split: the children start their own EAL; this process only relays.
+	 * --service: the devices are in the service's workers, each with its EAL.
+	 */
+	in_process = o.processes == 1 && !o.service;
+	o.service_eal = extra_eal;
+	if (in_process && lm_app_eal_init_bus("dpdk-test-lm", eal, peer) < 0)
 		return EXIT_FAILED;
 	res = calloc((size_t)ndefs * repeat, sizeof(*res));
 	if (res == NULL) {
 		fprintf(stderr, "migrate: out of memory\n");
-		if (o.processes == 1)
+		if (in_process)
 			lm_app_eal_cleanup();
 		return EXIT_FAILED;
 	}
@@ -982,6 +1042,8 @@ cmd_migrate(int argc, char **argv)
 		printf(", %u runs of each stage", repeat);
 	if (o.processes > 1)
 		printf(", in %u back-end processes", o.processes);
+	if (o.service)
+		printf(", in mlx5-lm-vhostd workers");
 	printf("\n");
 	if (o.processes > 1 && mig_procs_run(&o, defs, ndefs, repeat, eal, res) < 0)
 		ret = EXIT_FAILED;
@@ -993,8 +1055,12 @@ cmd_migrate(int argc, char **argv)
 
 			if (repeat > 1)
 				printf("run %u of %u: ", rep + 1, repeat);
-			rc = o.shape.vms > 0 ? mig_run_evacuate(&o, defs[i], r) :
-					       mig_run_stage(&o, defs[i], r);
+			if (o.service)
+				rc = mig_svc_run_evacuate(&o, defs[i], r);
+			else if (o.shape.vms > 0)
+				rc = mig_run_evacuate(&o, defs[i], r);
+			else
+				rc = mig_run_stage(&o, defs[i], r);
 			if (rc < 0)
 				ret = EXIT_FAILED;
 		}
@@ -1037,7 +1103,7 @@ cmd_migrate(int argc, char **argv)
 	if (tmp_json[0] != '\0')
 		unlink(tmp_json);
 	free(res);
-	if (o.processes == 1)
+	if (in_process)
 		lm_app_eal_cleanup();
 	return ret;
 }

@@ -1,14 +1,21 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * dpdk-test-lm migrate: what its three files share. cmd_migrate.c parses
- * options and reports, migrate_stage.c runs the migration of one stage,
- * migrate_traffic.c is the guest's traffic generator.
+ * dpdk-test-lm migrate: what its files share. cmd_migrate.c parses options
+ * and reports, migrate_stage.c runs the migration of one stage,
+ * migrate_traffic.c is the guest's traffic generator, migrate_procs.c
+ * splits an evacuation over processes, migrate_service.c puts its devices
+ * in mlx5-lm-vhostd's workers, migrate_cpu.c reads what CPU every process
+ * spent and migrate_project.c projects it to larger hosts.
  */
 #ifndef MIGRATE_INT_H
 #define MIGRATE_INT_H
 
+#include <semaphore.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
+
+#include <jansson.h>
 
 #include "vu_guest.h"
 
@@ -62,6 +69,15 @@ enum mig_hostile {
 	MIG_HOSTILE_DISCONNECT,
 };
 
+struct mig_svc;
+struct rte_pmd_mlx5_lm_timings;
+
+/* Which host of a migration a device is on (--service: which service). */
+enum mig_side {
+	MIG_SRC,
+	MIG_DST,
+};
+
 /* Where the processes of a split evacuation wait for each other. */
 enum mig_sync {
 	/* VM 0 alone is done (the others did nothing meanwhile). */
@@ -101,7 +117,75 @@ struct mig_opts {
 	bool no_alone;
 	int (*sync)(void *arg, enum mig_sync point, int ret);
 	void *sync_arg;
+	/*
+	 * An evacuation through mlx5-lm-vhostd (--service, migrate_service.c):
+	 * every device in a worker of a source or a destination service,
+	 * which this process starts for each run; svc is that run's (set by
+	 * mig_svc_run_evacuate), NULL: the devices are in this process.
+	 */
+	bool service;
+	const char *service_eal;   /* extra EAL arguments of the workers */
+	struct mig_svc *svc;
 };
+
+/* ---- CPU time by part (migrate_cpu.c) ---- */
+
+/* What a thread of a VM is: its front end (ours), or in its workers by thread name. */
+enum mig_cpu_part {
+	MIG_CPU_FRONT_END,         /* the VM's front-end thread in this process */
+	MIG_CPU_VHOST,             /* vhost-events of its workers */
+	MIG_CPU_DRIVER,            /* mlx5-lm-* threads of its workers */
+	MIG_CPU_EMULATOR,          /* emu-* threads of its workers */
+	MIG_CPU_OTHER,             /* the rest of its workers: main thread (control), EAL's */
+	MIG_CPU_NPARTS,
+};
+
+/* One VM's CPU in a window, by part (ms). */
+struct mig_cpu_use {
+	double cpu_ms[MIG_CPU_NPARTS];   /* on a CPU */
+	double wait_ms[MIG_CPU_NPARTS];  /* runnable, waiting for a CPU */
+};
+
+/* A window's account over every process of the run (ms). */
+struct mig_cpu_window {
+	double window_ms;          /* the front ends released -> the last one done */
+	double total_ms;           /* every process: this one, the services, the workers */
+	double bench_ms;           /* this process, the VMs' front-end threads included */
+	double services_ms;        /* the supervisors */
+	double unattributed_ms;    /* workers' CPU beyond their threads read at both ends */
+	double wait_ms;            /* the workers' threads, runnable and waiting for a CPU */
+	unsigned int threads_ended;/* workers' threads gone by the window's end */
+};
+
+enum mig_cpu_kind {
+	MIG_CPU_SELF,              /* this process: its clock only (front ends apart) */
+	MIG_CPU_SERVICE,           /* a supervisor: its clock only */
+	MIG_CPU_WORKER,            /* a VM's worker: every thread, by part */
+};
+
+struct mig_cpu_proc {
+	pid_t pid;
+	int vm;                    /* a worker's VM, -1 for the others */
+	enum mig_cpu_kind kind;
+};
+
+struct mig_cpu_snap;
+
+/*
+ * What the processes spent so far (every thread of the workers), read in
+ * the list's order or backwards. NULL after saying why.
+ */
+struct mig_cpu_snap *mig_cpu_snap_take(const struct mig_cpu_proc *procs, unsigned int n,
+				       bool backwards);
+void mig_cpu_snap_free(struct mig_cpu_snap *s);
+/*
+ * b - a (the same process list): use[0..nvm-1] the workers' parts of each
+ * VM (front ends left at 0: the caller has them); w all but window_ms.
+ */
+void mig_cpu_snap_diff(const struct mig_cpu_snap *a, const struct mig_cpu_snap *b,
+		       struct mig_cpu_use *use, unsigned int nvm, struct mig_cpu_window *w);
+/* The calling thread's CPU so far and its wait for one (ms). 0, or -1. */
+int mig_cpu_thread_now(double *run_ms, double *wait_ms);
 
 struct mig_result {
 	char name[32];
@@ -149,6 +233,17 @@ struct mig_result {
 	struct mig_vm_time {
 		double downtime_ms, src_stop_ms, dst_start_ms, dst_mr_ms, dst_vq_ms;
 	} vm[MIG_MAX_VMS], alone;  /* each VM at once; VM 0 with the others idle */
+	/*
+	 * --service: every VM was also migrated alone (one after another, the
+	 * others idle; alone above is the median VM's), and each window's CPU
+	 * was read by part. No model
+	 * account (its counters are in the workers, which do not report it).
+	 */
+	bool service;
+	struct mig_vm_time vm_alone[MIG_MAX_VMS];
+	unsigned int alone_vm;     /* the VM whose time alone is "alone": their median */
+	struct mig_cpu_use cpu_at_once[MIG_MAX_VMS], cpu_alone[MIG_MAX_VMS];
+	struct mig_cpu_window win_at_once, win_alone[MIG_MAX_VMS];
 };
 
 /* Run one stage: probe, migrate, tear down. 0, or -1 after printing why. */
@@ -174,6 +269,61 @@ int mig_run_evacuate(const struct mig_opts *o, const struct mig_stage_def *st,
 int mig_procs_run(const struct mig_opts *o, const struct mig_stage_def *const *defs,
 		  unsigned int ndefs, unsigned int repeat, const char *eal,
 		  struct mig_result *res);
+
+/*
+ * The host's pinning tokens (the profile's host_pin_parallel) in a POSIX
+ * named semaphore, which every emulated device of the processes this one
+ * starts takes them from: EMU_HOST_ENV (emu.h) is set in this process's
+ * environment until mig_host_destroy. The tokens model the host's CPUs,
+ * which processes share; one counter per process would multiply them.
+ * who: what shares them, for the progress line. 0, or -1 after saying why.
+ */
+struct mig_host {
+	sem_t *sem;
+	char host[64];
+	char name[96];
+};
+
+int mig_host_create(struct mig_host *h, const char *profile, const char *who);
+void mig_host_destroy(struct mig_host *h);
+
+/* ---- the devices in mlx5-lm-vhostd's workers (migrate_service.c) ---- */
+
+/* mlx5-lm-vhostd can be found (before any work). 0, or -1 after saying why. */
+int mig_svc_check(void);
+/*
+ * One run of an evacuation through the service: a source and a destination
+ * service started on private sockets, mig_run_evacuate with every device in
+ * their workers, both services stopped; what they say was left alive in
+ * their workers is added to r. 0, or -1 after saying why.
+ */
+int mig_svc_run_evacuate(const struct mig_opts *o, const struct mig_stage_def *st,
+			 struct mig_result *r);
+/*
+ * NIC nic of VM vm on side's service, with devargs: its name there (the
+ * same on both sides, as an operator names it) and its vhost-user socket.
+ */
+int mig_svc_dev_add(struct mig_svc *s, enum mig_side side, unsigned int vm, unsigned int nic,
+		    const char *devargs, char *name, size_t nlen, char *path, size_t plen);
+int mig_svc_dev_remove(struct mig_svc *s, enum mig_side side, const char *name);
+/* device_get's last start and stop, in the PMD's terms. */
+int mig_svc_dev_timings(struct mig_svc *s, enum mig_side side, const char *name,
+			struct rte_pmd_mlx5_lm_timings *t);
+/* After VM vm's last devices were removed: wait (bounded) until its workers are gone. */
+int mig_svc_vm_gone(struct mig_svc *s, unsigned int vm);
+/* Room in this process's fd table for fds more descriptors (before a window). */
+int mig_svc_fd_reserve(unsigned int fds);
+/* The CPU of every process of the run, read at a window's start and end. */
+int mig_svc_window_begin(struct mig_svc *s);
+int mig_svc_window_end(struct mig_svc *s, struct mig_cpu_use *use, unsigned int nvm,
+		       struct mig_cpu_window *w);
+
+/* ---- the projection to larger hosts (migrate_project.c) ---- */
+
+/* Under the evacuation table: each VM's CPU by part, and the projection. */
+void mig_proj_print(const struct mig_result *r, double model_ms);
+/* The same as JSON, into the run's "evacuate" object. */
+void mig_proj_json(json_t *evacuate, const struct mig_result *r, double model_ms);
 
 /* ---- traffic generator (migrate_traffic.c) ---- */
 struct mig_gen;

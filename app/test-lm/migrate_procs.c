@@ -230,38 +230,51 @@ merge(struct mig_result *r, const struct mig_result *cr, const struct procs_chil
 	}
 }
 
-/* The host's pinning tokens, host_pin_parallel of the profile, for every child. */
-static sem_t *
-host_create(const char *profile, unsigned int nproc, char *host, size_t hlen, char *name,
-	    size_t nlen)
+/* migrate_int.h does not see emu.h: its sizes are the emulator's. */
+_Static_assert(sizeof(((struct mig_host *)0)->host) == EMU_HOST_NAME_MAX,
+	       "struct mig_host: host is a name of the emulator's size");
+_Static_assert(sizeof(((struct mig_host *)0)->name) >= EMU_HOST_NAME_MAX + 32,
+	       "struct mig_host: name holds emu_host_sem_name()'s");
+
+int
+mig_host_create(struct mig_host *h, const char *profile, const char *who)
 {
 	unsigned int slots, pins;
 	char err[256];
-	sem_t *s;
 
+	h->sem = SEM_FAILED;
 	if (rte_pmd_mlx5_lm_emu_profile_costs(profile, &slots, &pins, NULL, 0, err,
 					      sizeof(err)) < 0) {
 		fprintf(stderr, "migrate: profile %s: %s\n", profile, err);
-		return SEM_FAILED;
+		return -1;
 	}
-	snprintf(host, hlen, "migrate-%d", (int)getpid());
-	if (emu_host_sem_name(host, name, nlen) < 0)
-		return SEM_FAILED;
-	sem_unlink(name);
-	s = sem_open(name, O_CREAT | O_EXCL, 0600, pins);
-	if (s == SEM_FAILED) {
-		fprintf(stderr, "migrate: cannot create the host's pin tokens %s: %s\n", name,
+	snprintf(h->host, sizeof(h->host), "migrate-%d", (int)getpid());
+	if (emu_host_sem_name(h->host, h->name, sizeof(h->name)) < 0)
+		return -1;
+	sem_unlink(h->name);
+	h->sem = sem_open(h->name, O_CREAT | O_EXCL, 0600, pins);
+	if (h->sem == SEM_FAILED) {
+		fprintf(stderr, "migrate: cannot create the host's pin tokens %s: %s\n", h->name,
 			strerror(errno));
-		return SEM_FAILED;
+		return -1;
 	}
-	if (setenv(EMU_HOST_ENV, host, 1) < 0) {
-		sem_close(s);
-		sem_unlink(name);
-		return SEM_FAILED;
+	if (setenv(EMU_HOST_ENV, h->host, 1) < 0) {
+		mig_host_destroy(h);
+		return -1;
 	}
-	printf("migrate: %u back-end processes share the host's %u pinning tokens (%s)\n",
-	       nproc, pins, name);
-	return s;
+	printf("migrate: %s share the host's %u pinning tokens (%s)\n", who, pins, h->name);
+	return 0;
+}
+
+void
+mig_host_destroy(struct mig_host *h)
+{
+	if (h->sem == SEM_FAILED)
+		return;
+	unsetenv(EMU_HOST_ENV);
+	sem_close(h->sem);
+	sem_unlink(h->name);
+	h->sem = SEM_FAILED;
 }
 
 int
@@ -271,16 +284,16 @@ mig_procs_run(const struct mig_opts *o, const struct mig_stage_def *const *defs,
 {
 	const unsigned int p = o->processes, k = o->shape.vms;
 	struct procs_child ch[MIG_MAX_VMS];
-	char host[EMU_HOST_NAME_MAX], name[EMU_HOST_NAME_MAX + 32];
 	unsigned int c, rep, i, started = 0;
 	pid_t parent = getpid();
 	struct mig_result cr;
-	sem_t *sem;
+	struct mig_host host;
+	char who[64];
 	int ret = 0, status;
 	bool ok;
 
-	sem = host_create(o->profile, p, host, sizeof(host), name, sizeof(name));
-	if (sem == SEM_FAILED)
+	snprintf(who, sizeof(who), "%u back-end processes", p);
+	if (mig_host_create(&host, o->profile, who) < 0)
 		return -1;
 	/* A child that dies leaves a closed pipe, not a signal that kills us. */
 	signal(SIGPIPE, SIG_IGN);
@@ -387,8 +400,6 @@ mig_procs_run(const struct mig_opts *o, const struct mig_stage_def *const *defs,
 		}
 		ret = -1;
 	}
-	unsetenv(EMU_HOST_ENV);
-	sem_close(sem);
-	sem_unlink(name);
+	mig_host_destroy(&host);
 	return ret;
 }

@@ -71,6 +71,9 @@ struct mig_dev {
 	uint64_t conf_count;       /* the PMD's count when last waited for */
 	char ibdev[16];            /* RDMA device mlx5_<i> (rdma back end, peer) */
 	bool peer;                 /* the peer's device: name is its PCI address */
+	/* --service: in a worker of side's service; name is the service's. */
+	bool svc;
+	enum mig_side side;
 };
 
 /* The cost model's counters summed over the VM's devices (emulated only). */
@@ -177,24 +180,33 @@ dev_serve(struct mig_ctx *x, struct mig_dev *d, struct rte_vdpa_device *vdpa)
 	return 0;
 }
 
+/* Our PMD's devargs for device idx in this stage (rdma: RDMA device mlx5_<idx>). */
+static void
+dev_args(const struct mig_ctx *x, unsigned int idx, char *args, size_t len)
+{
+	const struct mig_shape *s = &x->o->shape;
+	char ibdev[32];
+
+	snprintf(ibdev, sizeof(ibdev), "ibdev=mlx5_%u", idx);
+	snprintf(args, len, "%s%s,queues=%u,queue_size=%u,precreate=%u,workers=%u,"
+		 "mr_gc_ms=%u,parallel=%u", x->o->rdma ? ibdev : "emu=",
+		 x->o->rdma ? "" : x->o->profile, s->queue_pairs, s->queue_size,
+		 x->st->precreate, x->st->workers, x->st->mr_gc_ms, x->st->parallel);
+}
+
 static int
 dev_setup(struct mig_ctx *x, struct mig_dev *d, unsigned int idx, const char *role,
 	  unsigned int k)
 {
-	const struct mig_shape *s = &x->o->shape;
 	struct rte_pmd_mlx5_lm_timings t;
 	struct rte_vdpa_device *vdpa;
-	char args[256], ibdev[32];
+	char args[256];
 
 	snprintf(d->name, sizeof(d->name), "%s%u", TEST_LM_PMD, idx);
 	snprintf(d->path, sizeof(d->path), "%s/%s%u.sock", x->dir, role, k);
 	/* rdma: device idx is RDMA device mlx5_<idx> (sources, then destinations). */
-	snprintf(ibdev, sizeof(ibdev), "ibdev=mlx5_%u", idx);
 	snprintf(d->ibdev, sizeof(d->ibdev), "mlx5_%u", idx);
-	snprintf(args, sizeof(args), "%s%s,queues=%u,queue_size=%u,precreate=%u,workers=%u,"
-		 "mr_gc_ms=%u,parallel=%u", x->o->rdma ? ibdev : "emu=",
-		 x->o->rdma ? "" : x->o->profile, s->queue_pairs, s->queue_size,
-		 x->st->precreate, x->st->workers, x->st->mr_gc_ms, x->st->parallel);
+	dev_args(x, idx, args, sizeof(args));
 	if (lm_app_probe_device(d->name, args) < 0) {
 		fail(x, "cannot probe %s with \"%s\"", d->name, args);
 		return -1;
@@ -222,6 +234,53 @@ dev_teardown(struct mig_dev *d)
 	if (d->probed)
 		lm_app_remove_device(d->name);
 	d->probed = false;
+}
+
+/* ---- the devices in mlx5-lm-vhostd's workers (--service) ---- */
+
+/*
+ * NIC k of the VM in side's service (role: src or dst), with the devargs
+ * it would have here; the front end connects to the worker's socket.
+ */
+static int
+svc_dev_setup(struct mig_ctx *x, struct mig_dev *d, unsigned int idx, const char *role,
+	      unsigned int k)
+{
+	char args[256];
+
+	d->svc = true;
+	d->side = strcmp(role, "dst") == 0 ? MIG_DST : MIG_SRC;
+	dev_args(x, idx, args, sizeof(args));
+	if (mig_svc_dev_add(x->o->svc, d->side, x->o->vm_base + x->vm, k, args, d->name,
+			    sizeof(d->name), d->path, sizeof(d->path)) < 0) {
+		fail(x, "the service cannot add NIC %u of the VM (%s) with \"%s\"", k, role,
+		     args);
+		return -1;
+	}
+	d->probed = true;
+	/* A device the service has just created has configured nothing yet. */
+	d->conf_count = 0;
+	return 0;
+}
+
+static void
+svc_dev_teardown(struct mig_ctx *x, struct mig_dev *d)
+{
+	if (d->c != NULL)
+		vu_disconnect(d->c);
+	d->c = NULL;
+	if (d->probed && mig_svc_dev_remove(x->o->svc, d->side, d->name) < 0)
+		fail(x, "the service cannot remove %s", d->name);
+	d->probed = false;
+}
+
+/* What the PMD counted of the device's last configuration and stop. */
+static int
+dev_timings(struct mig_ctx *x, const struct mig_dev *d, struct rte_pmd_mlx5_lm_timings *t)
+{
+	if (d->svc)
+		return mig_svc_dev_timings(x->o->svc, d->side, d->name, t);
+	return rte_pmd_mlx5_lm_get_timings(d->name, t);
 }
 
 /* ---- the peer's devices (DPDK's vdpa/mlx5 on the PCI bus) ---- */
@@ -339,6 +398,8 @@ peer_wait_conf(struct mig_ctx *x, struct mig_dev *d)
 static int
 connect_all(struct mig_ctx *x)
 {
+	/* vu's default is an ack for every request (the tests'); --acks qemu is QEMU's. */
+	const enum vu_ack_policy acks = x->o->acks_every ? VU_ACK_EVERY : VU_ACK_QEMU;
 	unsigned int k;
 	int ret;
 
@@ -351,6 +412,8 @@ connect_all(struct mig_ctx *x)
 			     strerror(-ret));
 			return -1;
 		}
+		vu_set_ack_policy(x->src[k].c, acks);
+		vu_set_ack_policy(x->dst[k].c, acks);
 	}
 	return 0;
 }
@@ -391,7 +454,7 @@ wait_conf(struct mig_ctx *x, struct mig_dev *d, struct rte_pmd_mlx5_lm_timings *
 	}
 	failures = rte_pmd_mlx5_lm_get_state(d->name, &st) == 0 ? st.conf_failures : 0;
 	for (;;) {
-		if (rte_pmd_mlx5_lm_get_timings(d->name, t) < 0) {
+		if (dev_timings(x, d, t) < 0) {
 			fail(x, "%s is gone", d->name);
 			return -1;
 		}
@@ -463,7 +526,8 @@ setup(struct mig_ctx *x)
 	 */
 	for (k = 0; k < x->n; k++) {
 		int (*add)(struct mig_ctx *, struct mig_dev *, unsigned int, const char *,
-			   unsigned int) = x->st->peer ? peer_dev_setup : dev_setup;
+			   unsigned int) = x->st->peer ? peer_dev_setup :
+					   x->o->svc != NULL ? svc_dev_setup : dev_setup;
 
 		if (add(x, &x->src[k], 2 * x->n * x->vm + k, "src", k) < 0 ||
 		    add(x, &x->dst[k], 2 * x->n * x->vm + x->n + k, "dst", k) < 0)
@@ -476,10 +540,11 @@ setup(struct mig_ctx *x)
 	return 0;
 }
 
-static void
+static int
 teardown(struct mig_ctx *x, unsigned long leaked_before)
 {
 	unsigned int k;
+	int ret = 0;
 
 	phase_begin(x);
 	mig_gen_destroy(x->gen);
@@ -488,6 +553,9 @@ teardown(struct mig_ctx *x, unsigned long leaked_before)
 		if (x->st->peer) {
 			peer_dev_teardown(&x->src[k]);
 			peer_dev_teardown(&x->dst[k]);
+		} else if (x->o->svc != NULL) {
+			svc_dev_teardown(x, &x->src[k]);
+			svc_dev_teardown(x, &x->dst[k]);
 		} else {
 			dev_teardown(&x->src[k]);
 			dev_teardown(&x->dst[k]);
@@ -499,8 +567,20 @@ teardown(struct mig_ctx *x, unsigned long leaked_before)
 	vu_mem_destroy(x->mem);
 	if (x->dir[0] != '\0')
 		rmdir(x->dir);
+	if (x->o->svc != NULL) {
+		/*
+		 * The VM's workers exit with its last devices, and report what they
+		 * left alive to their service (counted when it stops). Gone before
+		 * we go on: an exiting worker's CPU is no other VM's.
+		 */
+		ret = mig_svc_vm_gone(x->o->svc, x->o->vm_base + x->vm);
+		phase_end(x, "teardown", "devices removed from both services, their workers %s",
+			  ret == 0 ? "gone" : "NOT gone");
+		return ret;
+	}
 	x->r->leaked_objects = leaked_now() - leaked_before;
 	phase_end(x, "teardown", "%lu device objects left alive", x->r->leaked_objects);
+	return 0;
 }
 
 /* ---- the migration ---- */
@@ -714,6 +794,9 @@ model_snap(struct mig_ctx *x, struct model_snap *m)
 	unsigned int k;
 
 	memset(m, 0, sizeof(*m));
+	/* --service: the model's counters are in the workers, which do not report them. */
+	if (x->o->svc != NULL)
+		return;
 	for (k = 0; k < x->n; k++) {
 		model_add(m, &x->src[k], &m->src_ms);
 		model_add(m, &x->dst[k], &m->dst_ms);
@@ -846,13 +929,21 @@ start_destinations(struct mig_ctx *x, double t0)
 	 */
 	x->r->dst_mr_ms = x->r->dst_vq_ms = x->r->dst_conf_ms = 0;
 	for (k = 0; k < x->n; k++) {
-		if (wait_conf(x, &x->dst[k], &t) < 0)
-			return -1;
+		/*
+		 * --service: asking a worker is no part of a migration, and in the
+		 * window it would take the other VMs' CPUs. The frames go out at
+		 * once, as a resumed guest's do (migrate_service.c); the timings
+		 * are read once the window is over (svc_conf_after).
+		 */
+		if (x->o->svc == NULL) {
+			if (wait_conf(x, &x->dst[k], &t) < 0)
+				return -1;
+			x->r->dst_mr_ms += t.conf_mr_ms;
+			x->r->dst_vq_ms += t.conf_vq_ms;
+			x->r->dst_conf_ms += t.conf_ms;
+		}
 		for (qp = 0; qp < x->o->shape.queue_pairs; qp++)
 			vu_guest_tx(x->g[k], qp, 1);
-		x->r->dst_mr_ms += t.conf_mr_ms;
-		x->r->dst_vq_ms += t.conf_vq_ms;
-		x->r->dst_conf_ms += t.conf_ms;
 	}
 	if (wait_probes(x, lost_before) < 0) {
 		fail(x, "a destination did not complete the frames posted after the restart "
@@ -870,11 +961,44 @@ start_destinations(struct mig_ctx *x, double t0)
 	x->r->model_src_ms = m.src_ms - x->model_t0.src_ms;
 	x->r->model_dst_ms = m.dst_ms - x->model_t0.dst_ms;
 	x->r->src_close_ms = 0;
-	for (k = 0; k < x->n; k++)
+	for (k = 0; k < x->n && x->o->svc == NULL; k++)
 		if (rte_pmd_mlx5_lm_get_timings(x->src[k].name, &t) == 0)
 			x->r->src_close_ms += t.close_ms;
-	phase_end(x, "start", "destination start %.1f ms (memory %.1f, queues %.1f)",
-		  x->r->dst_start_ms, x->r->dst_mr_ms, x->r->dst_vq_ms);
+	if (x->o->svc != NULL)
+		phase_end(x, "start", "destination start %.1f ms", x->r->dst_start_ms);
+	else
+		phase_end(x, "start", "destination start %.1f ms (memory %.1f, queues %.1f)",
+			  x->r->dst_start_ms, x->r->dst_mr_ms, x->r->dst_vq_ms);
+	return 0;
+}
+
+/*
+ * --service, once the window is over: each destination's worker counted
+ * the configuration this start asked for (bounded wait: its probe frames
+ * came back, so it is done or ending), and what it and the sources'
+ * workers measured of the configuration and the stop.
+ */
+static int
+svc_conf_after(struct mig_ctx *x)
+{
+	struct rte_pmd_mlx5_lm_timings t;
+	unsigned int k;
+
+	phase_begin(x);
+	for (k = 0; k < x->n; k++) {
+		if (wait_conf(x, &x->dst[k], &t) < 0)
+			return -1;
+		x->r->dst_mr_ms += t.conf_mr_ms;
+		x->r->dst_vq_ms += t.conf_vq_ms;
+		x->r->dst_conf_ms += t.conf_ms;
+	}
+	for (k = 0; k < x->n; k++) {
+		if (dev_timings(x, &x->src[k], &t) < 0)
+			return -1;
+		x->r->src_close_ms += t.close_ms;
+	}
+	phase_end(x, "workers", "configuration %.1f ms (memory %.1f, queues %.1f), stop %.1f ms",
+		  x->r->dst_conf_ms, x->r->dst_mr_ms, x->r->dst_vq_ms, x->r->src_close_ms);
 	return 0;
 }
 
@@ -1086,6 +1210,10 @@ struct evac_vm {
 	pthread_t thread;
 	bool started;
 	int ret;
+	/* --service: the VM's CPU by part in its last window, and that window alone. */
+	double fe_run_ms, fe_wait_ms;
+	struct mig_cpu_use cpu;
+	struct mig_cpu_window win;
 };
 
 /* One VM's front end, as its own QEMU would be: stop the source, start the destination. */
@@ -1093,7 +1221,8 @@ static void *
 evac_main(void *arg)
 {
 	struct evac_vm *v = arg;
-	double t0;
+	double t0, run0 = 0, wait0 = 0, run1, wait1;
+	bool cpu = v->x->o->svc != NULL;
 	int state;
 
 	pthread_mutex_lock(&v->go->lock);
@@ -1105,33 +1234,39 @@ evac_main(void *arg)
 		v->ret = -1;
 		return NULL;
 	}
+	/* --service: this thread is the VM's front end; its own clock is exact. */
+	if (cpu && mig_cpu_thread_now(&run0, &wait0) < 0) {
+		fail(v->x, "cannot read the front-end thread's CPU time");
+		v->ret = -1;
+		return NULL;
+	}
 	v->ret = stop_sources(v->x, &t0);
 	if (v->ret == 0)
 		v->ret = start_destinations(v->x, t0);
+	if (cpu && v->ret == 0) {
+		if (mig_cpu_thread_now(&run1, &wait1) < 0) {
+			fail(v->x, "cannot read the front-end thread's CPU time");
+			v->ret = -1;
+		}
+		v->fe_run_ms = run1 - run0;
+		v->fe_wait_ms = wait1 - wait0;
+	}
 	return NULL;
 }
 
 /*
- * K VMs set up and running on their sources, paused, then VMs 0..nmig-1
- * migrated from their own threads released together; the others stay
- * paused on their sources. Every VM is torn down.
+ * Every VM set up and running on its sources, logging, negotiated with its
+ * destinations, then paused: only the migrations will compete.
  */
 static int
-evac_round(const struct mig_opts *o, const struct mig_stage_def *st, unsigned int nmig,
-	   struct evac_vm *v, bool sync)
+evac_prepare(const struct mig_opts *o, const struct mig_stage_def *st, struct evac_vm *v)
 {
-	struct evac_go go = {
-		.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER,
-	};
 	const unsigned int nvm = o->shape.vms;
 	unsigned int i;
 	int ret = 0;
 
 	for (i = 0; i < nvm; i++) {
 		v[i].x = ctx_new(o, st, &v[i].r, i);
-		v[i].go = &go;
-		v[i].started = false;
-		v[i].ret = 0;
 		if (v[i].x == NULL)
 			ret = -1;
 	}
@@ -1141,10 +1276,104 @@ evac_round(const struct mig_opts *o, const struct mig_stage_def *st, unsigned in
 		if (start_sources(v[i].x) < 0 || begin_logging(v[i].x) < 0 ||
 		    handshake_destinations(v[i].x) < 0)
 			ret = -1;
-	if (ret == 0)
-		/* Every VM idle before the first stops: only the migrations compete. */
-		for (i = 0; i < nvm; i++)
-			pause_vm(v[i].x);
+	for (i = 0; i < nvm && ret == 0; i++)
+		pause_vm(v[i].x);
+	/* --service: the destinations' kick and call eventfds of every ring, made in the window. */
+	if (ret == 0 && o->svc != NULL)
+		ret = mig_svc_fd_reserve(nvm * o->shape.devices * 2 * (2 * o->shape.queue_pairs));
+	return ret;
+}
+
+/*
+ * The front ends of VMs first .. first + n - 1 released together, each
+ * stopping its VM's sources and starting its destinations; returns once
+ * all are done. With w (--service) the window's CPU is read at both ends:
+ * each VM's parts into v[i].cpu, the whole window's into w.
+ */
+static int
+evac_release(const struct mig_opts *o, struct evac_vm *v, unsigned int first, unsigned int n,
+	     struct mig_cpu_window *w)
+{
+	struct evac_go go = {
+		.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER,
+	};
+	struct mig_cpu_use use[MIG_MAX_VMS];
+	unsigned int i, end = first + n;
+	double t0 = 0;
+	int ret = 0;
+
+	for (i = first; i < end; i++) {
+		v[i].go = &go;
+		v[i].ret = 0;
+		v[i].started = pthread_create(&v[i].thread, NULL, evac_main, &v[i]) == 0;
+		if (!v[i].started) {
+			fail(v[i].x, "cannot start the front-end thread");
+			ret = -1;
+			break;
+		}
+	}
+	/* The threads wait at the start line: every process is idle. */
+	if (ret == 0 && w != NULL && mig_svc_window_begin(o->svc) < 0)
+		ret = -1;
+	t0 = mig_now_ms();
+	pthread_mutex_lock(&go.lock);
+	go.state = ret == 0 ? 1 : -1;
+	pthread_cond_broadcast(&go.cond);
+	pthread_mutex_unlock(&go.lock);
+	for (i = first; i < end; i++) {
+		if (!v[i].started)
+			continue;
+		pthread_join(v[i].thread, NULL);
+		v[i].started = false;
+		if (v[i].ret < 0)
+			ret = -1;
+	}
+	if (ret < 0 || w == NULL)
+		return ret;
+	w->window_ms = mig_now_ms() - t0;
+	if (mig_svc_window_end(o->svc, use, o->shape.vms, w) < 0)
+		return -1;
+	for (i = first; i < end; i++) {
+		v[i].cpu = use[i];
+		v[i].cpu.cpu_ms[MIG_CPU_FRONT_END] = v[i].fe_run_ms;
+		v[i].cpu.wait_ms[MIG_CPU_FRONT_END] = v[i].fe_wait_ms;
+		v[i].win = *w;
+	}
+	return 0;
+}
+
+static int
+evac_teardown(struct evac_vm *v, unsigned int first, unsigned int n)
+{
+	unsigned int i;
+	int ret = 0;
+
+	for (i = first; i < first + n; i++) {
+		if (v[i].x == NULL)
+			continue;
+		disconnect_all(v[i].x);
+		if (teardown(v[i].x, leaked_now()) < 0)
+			ret = -1;
+		free(v[i].x);
+		v[i].x = NULL;
+	}
+	return ret;
+}
+
+/*
+ * K VMs set up and running on their sources, paused, then VMs 0..nmig-1
+ * migrated from their own threads released together; the others stay
+ * paused on their sources. Every VM is torn down. w: see evac_release.
+ */
+static int
+evac_round(const struct mig_opts *o, const struct mig_stage_def *st, unsigned int nmig,
+	   struct evac_vm *v, bool sync, struct mig_cpu_window *w)
+{
+	const unsigned int nvm = o->shape.vms;
+	unsigned int i;
+	int ret;
+
+	ret = evac_prepare(o, st, v);
 	/*
 	 * Split over processes: every process's VMs stop at the same moment
 	 * (the parent releases them together once all are ready), and a
@@ -1152,41 +1381,47 @@ evac_round(const struct mig_opts *o, const struct mig_stage_def *st, unsigned in
 	 */
 	if (sync && o->sync != NULL && o->sync(o->sync_arg, MIG_SYNC_READY, ret) < 0)
 		ret = -1;
-	if (ret == 0) {
-		for (i = 0; i < nmig; i++) {
-			if (pthread_create(&v[i].thread, NULL, evac_main, &v[i]) != 0) {
-				fail(v[i].x, "cannot start the front-end thread");
-				ret = -1;
-				break;
-			}
-			v[i].started = true;
-		}
-		pthread_mutex_lock(&go.lock);
-		go.state = ret == 0 ? 1 : -1;
-		pthread_cond_broadcast(&go.cond);
-		pthread_mutex_unlock(&go.lock);
-		for (i = 0; i < nmig; i++) {
-			if (!v[i].started)
-				continue;
-			pthread_join(v[i].thread, NULL);
-			if (v[i].ret < 0)
-				ret = -1;
-		}
-	}
+	if (ret == 0)
+		ret = evac_release(o, v, 0, nmig, w);
+	for (i = 0; i < nmig && ret == 0 && o->svc != NULL; i++)
+		ret = svc_conf_after(v[i].x);
 	for (i = 0; i < nmig && ret == 0; i++)
 		if (finish(v[i].x) < 0)
 			ret = -1;
 	/* The VMs that stayed lose nothing either. */
 	for (i = nmig; i < nvm && ret == 0; i++)
 		count_packets(v[i].x);
-	for (i = 0; i < nvm; i++) {
-		if (v[i].x == NULL)
-			continue;
-		disconnect_all(v[i].x);
-		teardown(v[i].x, leaked_now());
-		free(v[i].x);
-		v[i].x = NULL;
+	if (evac_teardown(v, 0, nvm) < 0)
+		ret = -1;
+	return ret;
+}
+
+/*
+ * --service: every VM migrated alone, one after another, the others idle
+ * on their sources. VM i's window opens once VM i - 1 has left both
+ * services (its workers gone), so that nothing of an earlier migration
+ * (its deferred restore and deletions, a worker's exit) falls in it.
+ */
+static int
+evac_round_each_alone(const struct mig_opts *o, const struct mig_stage_def *st,
+		      struct evac_vm *v)
+{
+	const unsigned int nvm = o->shape.vms;
+	unsigned int i;
+	int ret;
+
+	ret = evac_prepare(o, st, v);
+	for (i = 0; i < nvm && ret == 0; i++) {
+		ret = evac_release(o, v, i, 1, &v[i].win);
+		if (ret == 0)
+			ret = svc_conf_after(v[i].x);
+		if (ret == 0)
+			ret = finish(v[i].x);
+		if (evac_teardown(v, i, 1) < 0)
+			ret = -1;
 	}
+	if (evac_teardown(v, 0, nvm) < 0)
+		ret = -1;
 	return ret;
 }
 
@@ -1200,6 +1435,21 @@ vm_time(const struct mig_result *r)
 	};
 
 	return t;
+}
+
+/* The VM of the median downtime (the lower middle one for an even count). */
+static unsigned int
+median_vm(const struct mig_vm_time *t, unsigned int n)
+{
+	unsigned int idx[MIG_MAX_VMS], i, j, k;
+
+	for (i = 0; i < n; i++) {
+		k = i;
+		for (j = i; j > 0 && t[idx[j - 1]].downtime_ms > t[k].downtime_ms; j--)
+			idx[j] = idx[j - 1];
+		idx[j] = k;
+	}
+	return n > 0 ? idx[(n - 1) / 2] : 0;
 }
 
 /* Packets, dirty log and leaks of VMs 0..nvm-1 (migrated: nmig) into r. */
@@ -1241,11 +1491,24 @@ mig_run_evacuate(const struct mig_opts *o, const struct mig_stage_def *st, struc
 	printf("stage %s: precreate=%u workers=%u mr_gc_ms=%u parallel=%u, %u VMs\n",
 	       st->name, st->precreate, st->workers, st->mr_gc_ms, st->parallel, nvm);
 	ret = 0;
-	if (!o->no_alone) {
+	if (!o->no_alone && o->svc != NULL) {
+		printf(" each VM alone, one after another (the others idle on their sources)\n");
+		fflush(stdout);
+		ret = evac_round_each_alone(o, st, v);
+		evac_sum(r, v, nvm, nvm);
+		for (i = 0; i < nvm; i++) {
+			r->vm_alone[i] = vm_time(&v[i].r);
+			r->cpu_alone[i] = v[i].cpu;
+			r->win_alone[i] = v[i].win;
+		}
+		/* A VM alone is their median: one VM's noise does not move every ratio. */
+		r->alone_vm = median_vm(r->vm_alone, nvm);
+		r->alone = r->vm_alone[r->alone_vm];
+	} else if (!o->no_alone) {
 		printf(" vm%u alone (the other %u VMs%s idle on their sources)\n", o->vm_base,
 		       nvm - 1, o->processes > 1 ? " of this process" : "");
 		fflush(stdout);
-		ret = evac_round(o, st, 1, v, false);
+		ret = evac_round(o, st, 1, v, false, NULL);
 		evac_sum(r, v, nvm, 1);
 		r->alone = vm_time(&v[0].r);
 	}
@@ -1258,7 +1521,7 @@ mig_run_evacuate(const struct mig_opts *o, const struct mig_stage_def *st, struc
 		else
 			printf(" all %u VMs at once\n", nvm);
 		fflush(stdout);
-		ret = evac_round(o, st, nvm, v, true);
+		ret = evac_round(o, st, nvm, v, true, o->svc != NULL ? &r->win_at_once : NULL);
 		evac_sum(r, v, nvm, nvm);
 	} else if (o->sync != NULL) {
 		/* The other processes wait for this one's answer at the start line. */
@@ -1269,6 +1532,7 @@ mig_run_evacuate(const struct mig_opts *o, const struct mig_stage_def *st, struc
 		slow = &v[0].r;
 		for (i = 0; i < nvm; i++) {
 			r->vm[i] = vm_time(&v[i].r);
+			r->cpu_at_once[i] = v[i].cpu;
 			if (v[i].r.downtime_ms > slow->downtime_ms)
 				slow = &v[i].r;
 			r->model_busy_ms += v[i].r.model_busy_ms;

@@ -17,6 +17,11 @@
 int test_lm_check_profile(const char *cmd, const char *profile);
 /* path can be written (an existing file is left untouched). */
 int test_lm_check_output(const char *cmd, const char *opt, const char *path);
+/*
+ * name (a relative path) from this program's directory: where what is
+ * installed with it lives. 0, or -1 (no /proc/self/exe, buf too small).
+ */
+int test_lm_exe_path(const char *name, char *buf, size_t len);
 
 int cmd_probe(int argc, char **argv);
 int cmd_serve(int argc, char **argv);

@@ -8,6 +8,7 @@ and leaked device objects, and says so in its exit status and JSON.
 """
 import json
 import os
+import re
 import subprocess
 import tempfile
 import unittest
@@ -47,6 +48,20 @@ def processes_with_arg(arg):
         try:
             with open('/proc/%s/cmdline' % pid, 'rb') as f:
                 if arg.encode() in f.read().split(b'\0'):
+                    found.append(pid)
+        except OSError:
+            pass
+    return found
+
+
+def processes_with_env(name, value):
+    """Pids of the processes whose environment has name=value."""
+    want = ('%s=%s' % (name, value)).encode()
+    found = []
+    for pid in filter(str.isdigit, os.listdir('/proc')):
+        try:
+            with open('/proc/%s/environ' % pid, 'rb') as f:
+                if want in f.read().split(b'\0'):
                     found.append(pid)
         except OSError:
             pass
@@ -354,6 +369,110 @@ class Migrate(unittest.TestCase):
             self.assertEqual(processes_with_arg(path), [])
         self.assertEqual(host_semaphores() - before, set())
 
+    def test_evacuate_service(self):
+        """--service: 2 VMs whose devices are in mlx5-lm-vhostd workers (a source and a
+        destination service, one worker per VM each), each VM migrated alone and then
+        both at once: no lost or duplicated frame, complete dirty logs, every VM's CPU
+        by part in each window, the projection to 2, 16 and 64 CPUs (more CPUs never a
+        larger bound), and nothing left alive: no device object (the services' exit),
+        no service or worker process, no host semaphore, no socket directory."""
+        before = host_semaphores()
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, 'r.json')
+            p = subprocess.Popen([TOOL, 'migrate', '--profile', 'fast', '--devices', '1',
+                                  '--queue-pairs', '1', '--mem-gb', '2', '--vms', '2',
+                                  '--service', '--json', path],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            out = p.communicate(timeout=240)[0].decode(errors='replace')
+            self.assertEqual(p.returncode, 0, out)
+            with open(path) as f:
+                doc = json.load(f)
+        # Every process of the run took the host's pin tokens through this name.
+        self.assertEqual(processes_with_env('MLX5_LM_EMU_HOST', 'migrate-%d' % p.pid), [], out)
+        self.assertEqual(host_semaphores() - before, set())
+        dirs = re.findall(r'a source and a destination mlx5-lm-vhostd \(pids \d+, \d+\) in (\S+)',
+                          out)
+        self.assertEqual(len(dirs), 1, out)
+        self.assertFalse(os.path.exists(dirs[0]), out)
+        self.assertTrue(doc['scenario']['service'])
+        self.check_evacuate(doc, 2)
+        s = doc['stages'][0]
+        for key, kind in STAGE_KEYS.items():
+            self.assertIsInstance(s[key], kind, key)
+        self.assertTrue(s['ok'], s)
+        self.assertEqual((s['lost_packets'], s['duplicated_packets'], s['bad_packets'],
+                          s['dirty_pages_missing'], s['leaked_objects']), (0, 0, 0, 0, 0))
+        self.assertTrue(s['dirty_logged'])
+        self.assertGreater(s['dirty_pages_checked'], 0)
+        # The workers' configuration timings, read through the service after the window.
+        self.assertGreater(s['dst_conf_ms'], 0)
+        self.assertLessEqual(s['dst_mr_ms'] + s['dst_vq_ms'], s['dst_conf_ms'] + 1e-3)
+        # The service's workers do not report the cost model: absent, not 0.
+        self.assertIsNone(s['model_busy_ms'])
+        ev = s['evacuate']
+        parts = ('front_end_ms', 'vhost_ms', 'driver_ms', 'emulator_ms', 'other_ms')
+        for v in ev['vm']:
+            self.assertGreater(v['alone']['downtime_ms'], 0)
+            for rnd in ('at_once', 'alone'):
+                cpu = v['cpu'][rnd]
+                for k in parts:
+                    self.assertGreaterEqual(cpu[k], 0, (rnd, k, cpu))
+                    self.assertGreaterEqual(cpu['waited'][k], 0, (rnd, k, cpu))
+                self.assertAlmostEqual(cpu['total_ms'], sum(cpu[k] for k in parts), places=6)
+                # Each VM's own front end, vhost and driver threads worked in its window.
+                for k in ('front_end_ms', 'vhost_ms', 'driver_ms'):
+                    self.assertGreater(cpu[k], 0, (rnd, k, cpu))
+        # "alone" is the median VM's time alone (the lower middle one of two).
+        alone = sorted(range(2), key=lambda i: ev['vm'][i]['alone']['downtime_ms'])[0]
+        self.assertEqual(ev['alone_vm'], alone)
+        self.assertEqual(ev['alone'], {k: ev['vm'][alone]['alone'][k] for k in ev['alone']})
+        win = ev['cpu']['at_once']
+        self.assertGreater(win['window_ms'], 0)
+        self.assertGreaterEqual(win['total_ms'], sum(v['cpu']['at_once']['total_ms']
+                                                     for v in ev['vm']) - 1e-3)
+        self.assertEqual(len(ev['cpu']['alone']), 2)
+        pr = ev['projection']
+        rows = pr['rows']
+        cpus = [r['cpus'] for r in rows]
+        self.assertTrue({2, 16, 64} <= set(cpus), rows)
+        self.assertEqual(cpus, sorted(cpus))
+        here = len(os.sched_getaffinity(0))
+        self.assertEqual([r['cpus'] for r in rows if r['this_machine']], [here], rows)
+        for a, b in zip(rows, rows[1:]):
+            self.assertLessEqual(b['over_alone_at_least'], a['over_alone_at_least'])
+            self.assertLessEqual(b['at_least_ms'], a['at_least_ms'])
+        for r in rows:
+            terms = {'model': pr['model_bound_ms'], 'alone': pr['alone_ms'],
+                     'CPU': pr['window_cpu_ms'] / r['cpus'], 'serial': pr['serial_cpu_ms']}
+            self.assertAlmostEqual(r['at_least_ms'], max(terms.values()), places=6)
+            self.assertAlmostEqual(r['at_least_ms'], terms[r['bound']], places=6)
+            self.assertGreaterEqual(r['over_alone_at_least'], 1.0)
+        self.assertEqual(pr['window_cpu_ms'], win['total_ms'])
+        m = pr['measured']
+        self.assertAlmostEqual(m['max_over_alone'], ev['max_over_alone'], places=9)
+        # The window holds the slowest VM's downtime.
+        self.assertGreaterEqual(m['window_ms'], ev['downtime_max_ms'])
+        self.assertEqual(m['window_ms'], win['window_ms'])
+        self.assertGreater(m['runnable_mean'], 0)
+        self.assertIn(pr['dominant_part'] + '_ms', parts)
+        for text in ('all, service', 'CPU time by part', 'projection:', 'dominate'):
+            self.assertIn(text, out)
+
+    def test_evacuate_service_refused(self):
+        """--service with what it cannot do is refused with one line, before any work."""
+        small = ['--devices', '1', '--queue-pairs', '1', '--mem-gb', '2']
+        for args, why in ((small + ['--service'], 'give --scenario evacuate or --vms'),
+                          (small + ['--vms', '2', '--service', '--processes', '2'],
+                           '--service or --processes, not both'),
+                          (small + ['--vms', '2', '--service', '--backend', 'rdma'],
+                           '--service is for the emu back end'),
+                          (['--scenario', 'evacuate', '--service', '--stages', 'peer'],
+                           'the peer stages are for one VM')):
+            rc, out = migrate(*args)
+            self.assertEqual(rc, 2, out)
+            self.assertEqual(len(out.strip().splitlines()), 1, out)
+            self.assertIn(why, out)
+
     def test_evacuate_processes_refused(self):
         """Bad --processes values are refused with one line, before any work."""
         small = ['--devices', '1', '--queue-pairs', '1', '--mem-gb', '2']
@@ -392,7 +511,7 @@ class Migrate(unittest.TestCase):
         rc, out = migrate('--help')
         self.assertEqual(rc, 0)
         for opt in ('--scenario', '--repeat', '--vms', 'evacuate', 'x floor', 'model busy',
-                    '--acks'):
+                    '--acks', '--service'):
             self.assertIn(opt, out)
 
 
