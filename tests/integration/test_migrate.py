@@ -405,8 +405,10 @@ class Migrate(unittest.TestCase):
         self.assertTrue(s['dirty_logged'])
         self.assertGreater(s['dirty_pages_checked'], 0)
         # The workers' configuration timings, read through the service after the window.
+        # device_get rounds each to the microsecond apart (vhostd_worker.c, ms3): the two
+        # parts may sum to 1.5 us over the total.
         self.assertGreater(s['dst_conf_ms'], 0)
-        self.assertLessEqual(s['dst_mr_ms'] + s['dst_vq_ms'], s['dst_conf_ms'] + 1e-3)
+        self.assertLessEqual(s['dst_mr_ms'] + s['dst_vq_ms'], s['dst_conf_ms'] + 2e-3)
         # The service's workers do not report the cost model: absent, not 0.
         self.assertIsNone(s['model_busy_ms'])
         ev = s['evacuate']
