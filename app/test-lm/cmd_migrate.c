@@ -121,6 +121,13 @@ migrate_usage(FILE *f)
 		"                     thread, driver and emulator threads) in each window, and\n"
 		"                     the at-once window projected to hosts of 2, 16 and 64\n"
 		"                     CPUs (emu back end; not with --processes)\n"
+		"  --device-list-probe\n"
+		"                     --service, 2 VMs or more: in each at-once window, call\n"
+		"                     device_list on the source service in a loop from a thread\n"
+		"                     of this process (a connection each, as mlx5-lm-ctl makes\n"
+		"                     them) and report its count, p50, p99 and largest; the\n"
+		"                     calls take CPU from the migrations: off by default, so\n"
+		"                     that the evacuation's own figures are unperturbed\n"
 		"  --json FILE        write the results as JSON (design.md)\n"
 		"  --plot FILE        write the per-stage breakdown as an SVG chart\n"
 		"  --eal ARGS         extra EAL arguments (--service: of the workers)\n"
@@ -676,6 +683,7 @@ write_json(const char *path, const struct mig_opts *o, const struct stage_sum *s
 	/* The devices in mlx5-lm-vhostd's workers (a source and a destination service). */
 	json_object_set_new(json_object_get(root, "scenario"), "service",
 			    json_boolean(o->service));
+	mig_listprobe_json(root, o->listprobe);
 	if (f->have) {
 		json_t *fj = floor_json(&f->all);
 
@@ -766,6 +774,7 @@ cmd_migrate(int argc, char **argv)
 		{ "vms", required_argument, NULL, 'v' },
 		{ "processes", required_argument, NULL, 'R' },
 		{ "service", no_argument, NULL, 'S' },
+		{ "device-list-probe", no_argument, NULL, 'L' },
 		{ "json", required_argument, NULL, 'j' },
 		{ "plot", required_argument, NULL, 'P' },
 		{ "eal", required_argument, NULL, 'e' },
@@ -789,7 +798,7 @@ cmd_migrate(int argc, char **argv)
 	char ferr[256];
 	char eal[4096], tmp_json[64] = "";
 	const char *extra_eal = NULL;
-	bool custom = false, in_process;
+	bool custom = false, in_process, list_probe = false;
 	int c, n, ret = 0;
 
 	optind = 1;
@@ -856,6 +865,7 @@ cmd_migrate(int argc, char **argv)
 				return EXIT_USAGE;
 			break;
 		case 'S': o.service = true; break;
+		case 'L': list_probe = true; break;
 		case 'j': json = optarg; break;
 		case 'P': plot = optarg; break;
 		case 'e': extra_eal = optarg; break;
@@ -948,6 +958,11 @@ cmd_migrate(int argc, char **argv)
 		fprintf(stderr, "migrate: --service is for the emu back end\n");
 		return EXIT_USAGE;
 	}
+	if (list_probe && (!o.service || o.shape.vms < 2)) {
+		fprintf(stderr, "migrate: --device-list-probe measures the service while VMs "
+			"migrate at once: give --service and 2 VMs or more\n");
+		return EXIT_USAGE;
+	}
 	o.processes = procs > 0 ? procs : 1;
 	if (o.shape.vms > 0 && o.hostile != MIG_HOSTILE_NONE) {
 		fprintf(stderr, "migrate: --hostile is for one VM, not an evacuation\n");
@@ -1026,7 +1041,11 @@ cmd_migrate(int argc, char **argv)
 	if (in_process && lm_app_eal_init_bus("dpdk-test-lm", eal, peer) < 0)
 		return EXIT_FAILED;
 	res = calloc((size_t)ndefs * repeat, sizeof(*res));
-	if (res == NULL) {
+	if (list_probe)
+		o.listprobe = mig_listprobe_new();
+	if (res == NULL || (list_probe && o.listprobe == NULL)) {
+		free(res);
+		mig_listprobe_free(o.listprobe);
 		fprintf(stderr, "migrate: out of memory\n");
 		if (in_process)
 			lm_app_eal_cleanup();
@@ -1045,6 +1064,9 @@ cmd_migrate(int argc, char **argv)
 	if (o.service)
 		printf(", in mlx5-lm-vhostd workers");
 	printf("\n");
+	if (o.listprobe != NULL)
+		printf("migrate: --device-list-probe: device_list on the source service in a loop "
+		       "during each at-once window: its calls perturb the evacuation's figures\n");
 	if (o.processes > 1 && mig_procs_run(&o, defs, ndefs, repeat, eal, res) < 0)
 		ret = EXIT_FAILED;
 	/* Rounds of every stage, so that a change of load spreads over all of them. */
@@ -1073,6 +1095,9 @@ cmd_migrate(int argc, char **argv)
 		summarize(&ss[i]);
 	}
 	print_table(&o, ss, ndefs, repeat, &floors);
+	mig_listprobe_print(o.listprobe);
+	if (mig_listprobe_failed(o.listprobe) < 0)
+		ret = EXIT_FAILED;
 	for (i = 0; i < ndefs * repeat; i++) {
 		const struct mig_result *r = &res[i];
 
@@ -1103,6 +1128,7 @@ cmd_migrate(int argc, char **argv)
 	if (tmp_json[0] != '\0')
 		unlink(tmp_json);
 	free(res);
+	mig_listprobe_free(o.listprobe);
 	if (in_process)
 		lm_app_eal_cleanup();
 	return ret;

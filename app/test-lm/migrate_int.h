@@ -126,6 +126,8 @@ struct mig_opts {
 	bool service;
 	const char *service_eal;   /* extra EAL arguments of the workers */
 	struct mig_svc *svc;
+	/* --device-list-probe (migrate_listprobe.c): NULL, off. */
+	struct mig_listprobe *listprobe;
 };
 
 /* ---- CPU time by part (migrate_cpu.c) ---- */
@@ -313,10 +315,32 @@ int mig_svc_dev_timings(struct mig_svc *s, enum mig_side side, const char *name,
 int mig_svc_vm_gone(struct mig_svc *s, unsigned int vm);
 /* Room in this process's fd table for fds more descriptors (before a window). */
 int mig_svc_fd_reserve(unsigned int fds);
-/* The CPU of every process of the run, read at a window's start and end. */
-int mig_svc_window_begin(struct mig_svc *s);
+/*
+ * The CPU of every process of the run, read at a window's start and end;
+ * nmig: the VMs released in the window (all: the at-once window).
+ */
+int mig_svc_window_begin(struct mig_svc *s, unsigned int nmig);
 int mig_svc_window_end(struct mig_svc *s, struct mig_cpu_use *use, unsigned int nvm,
 		       struct mig_cpu_window *w);
+
+/* ---- device_list on the source service during the at-once windows (migrate_listprobe.c) ---- */
+
+struct mig_listprobe;
+
+struct mig_listprobe *mig_listprobe_new(void);
+void mig_listprobe_free(struct mig_listprobe *p);
+/*
+ * A window opens: a thread calls device_list on the service at rpc in a
+ * loop, each reply listing devices devices, until mig_listprobe_stop,
+ * which prints the window's line. 0, or -1 after saying why.
+ */
+int mig_listprobe_start(struct mig_listprobe *p, const char *rpc, unsigned int devices);
+void mig_listprobe_stop(struct mig_listprobe *p);
+/* Every window's calls: the line under the table, the run's JSON member. */
+void mig_listprobe_print(const struct mig_listprobe *p);
+void mig_listprobe_json(json_t *root, const struct mig_listprobe *p);
+/* 0 when every call was answered; -1 after saying how many were not, and the first why. */
+int mig_listprobe_failed(const struct mig_listprobe *p);
 
 /* ---- the projection to larger hosts (migrate_project.c) ---- */
 

@@ -77,6 +77,7 @@ struct svc_host {
 	int pidfd;
 	struct lm_app_rpc c;
 	pid_t worker[MIG_MAX_VMS]; /* each VM's worker, 0: none (or gone) */
+	unsigned int devices;      /* added and not removed */
 };
 
 struct mig_svc {
@@ -89,6 +90,8 @@ struct mig_svc {
 	struct mig_cpu_proc procs[3 + 2 * MIG_MAX_VMS];
 	unsigned int nprocs;
 	struct mig_cpu_snap *t0;
+	/* --device-list-probe: device_list on the source in each at-once window. */
+	struct mig_listprobe *probe;
 };
 
 static int
@@ -328,6 +331,8 @@ svc_stop(struct mig_svc *s, unsigned long *leaked, bool ok)
 {
 	int ret = 0, i;
 
+	/* A window that failed ends here: no call to a service that stops. */
+	mig_listprobe_stop(s->probe);
 	for (i = 0; i < 2; i++)
 		if (host_stop(&s->h[i], leaked) < 0)
 			ret = -1;
@@ -346,6 +351,7 @@ svc_start(const struct mig_opts *o)
 	if (s == NULL)
 		return NULL;
 	s->tokens.sem = SEM_FAILED;
+	s->probe = o->listprobe;
 	for (i = 0; i < 2; i++) {
 		s->h[i].pidfd = -1;
 		s->h[i].c.fd = -1;
@@ -501,6 +507,7 @@ mig_svc_dev_add(struct mig_svc *s, enum mig_side side, unsigned int vm, unsigned
 		return -1;
 	}
 	h->worker[vm] = pid;
+	h->devices++;
 	if (vm >= s->nvm)
 		s->nvm = vm + 1;
 	return 0;
@@ -512,7 +519,10 @@ mig_svc_dev_remove(struct mig_svc *s, enum mig_side side, const char *name)
 	json_t *res = host_call(&s->h[side], "device_remove", json_pack("{s:s}", "name", name));
 
 	json_decref(res);
-	return res != NULL ? 0 : -1;
+	if (res == NULL)
+		return -1;
+	s->h[side].devices--;
+	return 0;
 }
 
 int
@@ -581,10 +591,11 @@ mig_svc_vm_gone(struct mig_svc *s, unsigned int vm)
 /*
  * This process reads the others' /proc at both ends of the window: its own
  * clock last at the start and first at the end, so that the reading is in
- * no window.
+ * no window. --device-list-probe's calls are in the window they measure:
+ * their CPU is part of its account.
  */
 int
-mig_svc_window_begin(struct mig_svc *s)
+mig_svc_window_begin(struct mig_svc *s, unsigned int nmig)
 {
 	unsigned int v, side, n = 0;
 
@@ -599,7 +610,12 @@ mig_svc_window_begin(struct mig_svc *s)
 	s->nprocs = n;
 	mig_cpu_snap_free(s->t0);
 	s->t0 = mig_cpu_snap_take(s->procs, n, false);
-	return s->t0 != NULL ? 0 : -1;
+	if (s->t0 == NULL)
+		return -1;
+	/* Every VM at once (a VM alone, one after another, is not what it measures). */
+	if (s->probe != NULL && nmig > 1 && nmig == s->nvm)
+		return mig_listprobe_start(s->probe, s->h[MIG_SRC].rpc, s->h[MIG_SRC].devices);
+	return 0;
 }
 
 int
@@ -608,6 +624,7 @@ mig_svc_window_end(struct mig_svc *s, struct mig_cpu_use *use, unsigned int nvm,
 {
 	struct mig_cpu_snap *t1 = NULL;
 
+	mig_listprobe_stop(s->probe);
 	if (s->t0 != NULL)
 		t1 = mig_cpu_snap_take(s->procs, s->nprocs, true);
 	if (t1 != NULL)

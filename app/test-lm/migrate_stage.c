@@ -1313,7 +1313,7 @@ evac_release(const struct mig_opts *o, struct evac_vm *v, unsigned int first, un
 		}
 	}
 	/* The threads wait at the start line: every process is idle. */
-	if (ret == 0 && w != NULL && mig_svc_window_begin(o->svc) < 0)
+	if (ret == 0 && w != NULL && mig_svc_window_begin(o->svc, n) < 0)
 		ret = -1;
 	t0 = mig_now_ms();
 	pthread_mutex_lock(&go.lock);

@@ -658,7 +658,12 @@ def serve_stats(srv, timeout=30.0):
 
 
 def qemu_args(vmlinuz, initrd, mem_mb, sock, qmp, variant, mac, incoming=None):
+    """variant: queues (mq), packed, rx_queue_size; reconnect: the chardev comes back to a
+    back end that restarts (QEMU connects, as the user guide starts it); hold: with
+    incoming, the guest stays paused after the migration until QMP cont (as libvirt
+    starts a destination, -S), so that its RAM can be read as it arrived."""
     nd = 'vhost-user,id=n0,chardev=c0'
+    chardev = f'socket,id=c0,path={sock}' + (',reconnect=1' if variant.get('reconnect') else '')
     dev = f'virtio-net-pci,netdev=n0,vectors=0,mac={mac}'
     if variant.get('queues', 1) > 1:
         nd += f',queues={variant["queues"]}'
@@ -673,7 +678,44 @@ def qemu_args(vmlinuz, initrd, mem_mb, sock, qmp, variant, mac, incoming=None):
          '-kernel', vmlinuz, '-initrd', initrd,
          '-append', 'console=ttyS0 quiet panic=-1 mitigations=off',
          '-serial', 'stdio', '-qmp', f'unix:{qmp},server=on,wait=off', '-no-reboot',
-         '-chardev', f'socket,id=c0,path={sock}', '-netdev', nd, '-device', dev]
+         '-chardev', chardev, '-netdev', nd, '-device', dev]
     if incoming:
-        a += ['-incoming', incoming]
+        a += ['-incoming', incoming] + (['-S'] if variant.get('hold') else [])
     return a
+
+
+# ---- Guest RAM ------------------------------------------------------------------------------
+
+PAGE = 4096
+
+
+def guest_ram(pid):
+    """The guest RAM of QEMU pid (memory-backend-memfd, the machine's memory-backend): its
+    memfd, opened through /proc (which reaches it in any mount namespace)."""
+    fd_dir = f'/proc/{pid}/fd'
+    for fd in os.listdir(fd_dir):
+        try:
+            link = os.readlink(os.path.join(fd_dir, fd))
+        except OSError:
+            continue  # closed meanwhile
+        # QEMU names the memfd after the backend's type (hostmem-memfd.c).
+        if link.startswith('/memfd:memory-backend-memfd'):
+            return open(os.path.join(fd_dir, fd), 'rb')
+    raise AssertionError(f'QEMU {pid} holds no memory-backend-memfd')
+
+
+def compare_ram(pid_a, pid_b, chunk=1 << 20):
+    """Two QEMUs' guest RAM byte for byte (both stopped: a migration's source after it
+    completed, its destination held): (bytes compared, offsets of the pages that differ)."""
+    with guest_ram(pid_a) as a, guest_ram(pid_b) as b:
+        size = os.fstat(a.fileno()).st_size
+        if os.fstat(b.fileno()).st_size != size:
+            raise AssertionError(f'guest RAM sizes differ: {size} and '
+                                 f'{os.fstat(b.fileno()).st_size} bytes')
+        differ = []
+        for off in range(0, size, chunk):
+            x, y = a.read(chunk), b.read(chunk)
+            if x != y:
+                differ += [off + p for p in range(0, len(x), PAGE)
+                           if x[p:p + PAGE] != y[p:p + PAGE]]
+    return size, differ
