@@ -49,7 +49,7 @@ static const struct mig_stage_def stage_defs[] = {
 	{ "deferred-delete", 0, 1, 100, 0 },
 	{ "all", 1, 16, 100, 1 },
 	/*
-	 * The peer, DPDK's vdpa/mlx5 (issue 14), on the same emulated devices
+	 * The peer, DPDK's vdpa/mlx5, on the same emulated devices
 	 * through the emulated rdma-core: with its defaults, and with what
 	 * makes it fastest: queues/queue_size (it pre-creates at probe) and
 	 * PEER_CONF_THREADS configuration threads (doc/performance.md).
@@ -129,8 +129,8 @@ migrate_usage(FILE *f)
 		"every destination device has completed a guest packet posted after the restart\n"
 		"(evacuation: per VM; a stage's is its slowest VM's at once).\n"
 		"Beside it: \"floor\", the least downtime the profile's cost model allows for the\n"
-		"shape (shared/fw-model/floor.py's method: every command slot busy, pinning\n"
-		"overlapped, the devices configured at once) and \"x floor\" = downtime / floor;\n"
+		"shape, every command slot busy, pinning overlapped and the devices configured\n"
+		"at once (doc/performance.md), and \"x floor\" = downtime / floor;\n"
 		"\"model busy\", the modelled cost of every command (and host pinning) of the\n"
 		"VM's devices within the downtime, summed over slots (work, not critical path);\n"
 		"\"overshoot\", how much longer than modelled each of them really took, on mean.\n"
@@ -360,13 +360,13 @@ print_floor_line(const struct mig_opts *o, const struct floors *f)
 		return;
 	}
 	if (o->shape.vms > 0)
-		printf("\nfloor (profile %s, method of shared/fw-model/floor.py): one VM alone "
-		       "%.1f ms, all %u VMs at once %.1f ms\n", o->profile,
+		printf("\nfloor (profile %s, %s): one VM alone %.1f ms, all %u VMs at once "
+		       "%.1f ms\n", o->profile, MIG_FLOOR_METHOD,
 		       f->alone.floor_overlapped_ms, o->shape.vms, f->all.floor_overlapped_ms);
 	else
-		printf("\nfloor (profile %s, method of shared/fw-model/floor.py): %.1f ms with "
-		       "the devices configured at once, %.1f ms one after another; the model's "
-		       "baseline %.1f ms\n", o->profile, f->all.floor_overlapped_ms,
+		printf("\nfloor (profile %s, %s): %.1f ms with the devices configured at once, "
+		       "%.1f ms one after another; the model's baseline %.1f ms\n", o->profile,
+		       MIG_FLOOR_METHOD, f->all.floor_overlapped_ms,
 		       f->all.floor_serial_ms, f->all.baseline_ms);
 }
 
@@ -679,7 +679,7 @@ write_json(const char *path, const struct mig_opts *o, const struct stage_sum *s
 	if (f->have) {
 		json_t *fj = floor_json(&f->all);
 
-		json_object_set_new(fj, "method", json_string("shared/fw-model/floor.py"));
+		json_object_set_new(fj, "method", json_string(MIG_FLOOR_METHOD));
 		if (s->vms > 0)
 			json_object_set_new(fj, "alone", floor_json(&f->alone));
 		json_object_set_new(root, "floor", fj);
@@ -985,7 +985,7 @@ cmd_migrate(int argc, char **argv)
 		return EXIT_USAGE;
 	if (peer && peer_check(&o, &peer_ndev) < 0)
 		return EXIT_USAGE;
-	/* The floor of the shape under the profile the devices run (floor.py's method). */
+	/* The floor of the shape under the profile the devices run (migrate_floor.h). */
 	if (mig_floor_compute(o.profile, (o.shape.vms > 0 ? o.shape.vms : 1) * o.shape.devices,
 			      o.shape.queue_pairs, o.shape.mem_gb, &floors.all, ferr,
 			      sizeof(ferr)) == 0 &&
