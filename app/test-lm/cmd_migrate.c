@@ -2,31 +2,26 @@
 /*
  * dpdk-test-lm migrate: in-process live migration between emulated source
  * and destination devices, one stage per downtime technique, measured as
- * design.md defines it; prints the seed-style table, writes the JSON and
- * (with --plot) the breakdown chart through tools/plot_migrate.py.
+ * design.md defines it. This file: the command line and the steps of one
+ * invocation (cmd_migrate); a stage runs in migrate_stage.c (one VM) or
+ * migrate_evac.c (an evacuation), the table, JSON and chart are
+ * migrate_report.c's.
  */
 #include <errno.h>
-#include <limits.h>
-#include <math.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <jansson.h>
-
-#include "rte_pmd_mlx5_lm.h"
 #include "test_lm.h"
 #include "migrate_int.h"
 #include "migrate_floor.h"
-
-#ifndef TEST_LM_TOOLS_DIR
-#define TEST_LM_TOOLS_DIR "tools"
-#endif
+#include "migrate_report.h"
 
 enum { EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_LEAK = 3 };
+/* Not an exit status: parse_args found a command line to run. */
+#define MIG_ARGS_OK (-1)
 
 /* Scenarios are names for shapes, nothing more (design.md). */
 static const struct mig_shape scenarios[] = {
@@ -35,7 +30,6 @@ static const struct mig_shape scenarios[] = {
 	/* A host drained for maintenance: 8 VMs of 1 NIC x 4 pairs x 16 GiB. */
 	{ "evacuate", 1, 4, 16, 256, false, 8 },
 };
-#define MAX_REPEAT 100
 /* The peer's best max_conf_threads on this model (measured 1/4/8/16: doc/performance.md). */
 #define PEER_CONF_THREADS 64
 /* Debian's librte-vdpa-mlx5-23 (DPDK 22.11, the release the app is built with). */
@@ -49,7 +43,7 @@ static const struct mig_stage_def stage_defs[] = {
 	{ "deferred-delete", 0, 1, 100, 0 },
 	{ "all", 1, 16, 100, 1 },
 	/*
-	 * The peer, DPDK's vdpa/mlx5 (issue 14), on the same emulated devices
+	 * The peer, DPDK's vdpa/mlx5, on the same emulated devices
 	 * through the emulated rdma-core: with its defaults, and with what
 	 * makes it fastest: queues/queue_size (it pre-creates at probe) and
 	 * PEER_CONF_THREADS configuration threads (doc/performance.md).
@@ -136,15 +130,15 @@ migrate_usage(FILE *f)
 		"every destination device has completed a guest packet posted after the restart\n"
 		"(evacuation: per VM; a stage's is its slowest VM's at once).\n"
 		"Beside it: \"floor\", the least downtime the profile's cost model allows for the\n"
-		"shape (shared/fw-model/floor.py's method: every command slot busy, pinning\n"
-		"overlapped, the devices configured at once) and \"x floor\" = downtime / floor;\n"
+		"shape, every command slot busy, pinning overlapped and the devices configured\n"
+		"at once (doc/performance.md), and \"x floor\" = downtime / floor;\n"
 		"\"model busy\", the modelled cost of every command (and host pinning) of the\n"
 		"VM's devices within the downtime, summed over slots (work, not critical path);\n"
 		"\"overshoot\", how much longer than modelled each of them really took, on mean.\n"
 		"Exit status: 0 every stage migrated without loss, duplicate or unlogged page;\n"
 		"1 otherwise; 2 usage; 3 device objects left alive.\n",
 		TEST_LM_PMD, MIG_MAX_DEVICES, MIG_MAX_QUEUE_PAIRS, PEER_CONF_THREADS, PEER_PMD,
-		MAX_REPEAT, MIG_MAX_VMS, MIG_MAX_DEVICES);
+		MIG_MAX_REPEAT, MIG_MAX_VMS, MIG_MAX_DEVICES);
 }
 
 /*
@@ -257,506 +251,31 @@ parse_stages(const char *list, const struct mig_stage_def **out, unsigned int *n
 	return ret;
 }
 
-/* A stage over its runs: the median run and the spread of the downtime. */
-struct stage_sum {
-	const struct mig_stage_def *def;
-	const struct mig_result *runs[MAX_REPEAT];
-	unsigned int nruns;
-	/*
-	 * The median run by downtime (the lower middle one for an even count)
-	 * among those that ran to their end, whole, so that its breakdown adds
-	 * up; its packet, dirty-log and leak counts are those of every run.
-	 */
-	struct mig_result med;
-	bool ok;                   /* every run ran to its end */
-	double min_ms, max_ms;
+/* One invocation: what the command line asks for, and what its runs gave. */
+struct mig_cmd {
+	struct mig_opts o;
+	const struct mig_stage_def *defs[2 * NSTAGES];
+	unsigned int ndefs;
+	unsigned int repeat;
+	bool peer;                 /* a stage is a peer stage */
+	bool list_probe;           /* --device-list-probe */
+	unsigned int peer_ndev;    /* emulated PCI functions (peer stages) */
+	const char *json, *plot, *extra_eal;
+	char eal[4096];            /* this process's EAL arguments */
+	bool in_process;           /* the devices are in this process (its EAL) */
+	struct mig_floors floors;
+	struct mig_result *res;    /* res[rep * ndefs + i]: run rep of stage i */
+	struct mig_stage_sum ss[2 * NSTAGES];
 };
-
-/* The floors the tables compare with (zero-cost profiles have none). */
-struct floors {
-	bool have;
-	struct mig_floor all;      /* the scenario: every device of every VM */
-	struct mig_floor alone;    /* evacuation: one VM */
-};
-
-static int
-cmp_downtime(const void *a, const void *b)
-{
-	const struct mig_result *x = *(const struct mig_result *const *)a;
-	const struct mig_result *y = *(const struct mig_result *const *)b;
-
-	return x->downtime_ms < y->downtime_ms ? -1 : x->downtime_ms > y->downtime_ms;
-}
-
-static void
-summarize(struct stage_sum *ss)
-{
-	const struct mig_result *ok[MAX_REPEAT];
-	unsigned int i, nok = 0;
-
-	for (i = 0; i < ss->nruns; i++)
-		if (ss->runs[i]->ok)
-			ok[nok++] = ss->runs[i];
-	ss->ok = nok == ss->nruns;
-	memset(&ss->med, 0, sizeof(ss->med));
-	snprintf(ss->med.name, sizeof(ss->med.name), "%s", ss->def->name);
-	if (nok > 0) {
-		qsort(ok, nok, sizeof(ok[0]), cmp_downtime);
-		ss->med = *ok[(nok - 1) / 2];
-		ss->min_ms = ok[0]->downtime_ms;
-		ss->max_ms = ok[nok - 1]->downtime_ms;
-	}
-	ss->med.ok = ss->ok;
-	ss->med.lost_packets = ss->med.duplicated_packets = ss->med.bad_packets = 0;
-	ss->med.dirty_pages_missing = ss->med.leaked_objects = 0;
-	for (i = 0; i < ss->nruns; i++) {
-		const struct mig_result *r = ss->runs[i];
-
-		ss->med.lost_packets += r->lost_packets;
-		ss->med.duplicated_packets += r->duplicated_packets;
-		ss->med.bad_packets += r->bad_packets;
-		ss->med.dirty_pages_missing += r->dirty_pages_missing;
-		ss->med.leaked_objects += r->leaked_objects;
-		ss->med.dirty_logged = ss->med.dirty_logged && r->dirty_logged;
-	}
-}
-
-static const struct mig_result *
-find_result(const struct stage_sum *ss, unsigned int n, const char *name)
-{
-	unsigned int i;
-
-	for (i = 0; i < n; i++)
-		if (ss[i].ok && strcmp(ss[i].med.name, name) == 0)
-			return &ss[i].med;
-	return NULL;
-}
-
-static bool
-dirty_ok(const struct mig_result *r)
-{
-	return r->dirty_logged && r->dirty_pages_missing == 0 && r->dirty_pages_checked > 0;
-}
-
-/* Mean of (measured - modelled) per charge of the cost model, in microseconds. */
-static double
-overshoot_us(const struct mig_result *r)
-{
-	if (r->model_charges == 0)
-		return 0;
-	return (r->model_actual_ms - r->model_busy_ms - r->model_pin_ms) * 1000.0 /
-	       (double)r->model_charges;
-}
-
-static void
-fmt_x_floor(char *buf, size_t len, double ms, const struct floors *f, bool alone)
-{
-	double fl = alone ? f->alone.floor_overlapped_ms : f->all.floor_overlapped_ms;
-
-	if (f->have && fl > 0)
-		snprintf(buf, len, "%.1f", ms / fl);
-	else
-		snprintf(buf, len, "-");
-}
-
-static void
-print_floor_line(const struct mig_opts *o, const struct floors *f)
-{
-	if (!f->have || f->all.floor_overlapped_ms <= 0) {
-		printf("\nfloor: none (profile %s charges nothing)\n", o->profile);
-		return;
-	}
-	if (o->shape.vms > 0)
-		printf("\nfloor (profile %s, method of shared/fw-model/floor.py): one VM alone "
-		       "%.1f ms, all %u VMs at once %.1f ms\n", o->profile,
-		       f->alone.floor_overlapped_ms, o->shape.vms, f->all.floor_overlapped_ms);
-	else
-		printf("\nfloor (profile %s, method of shared/fw-model/floor.py): %.1f ms with "
-		       "the devices configured at once, %.1f ms one after another; the model's "
-		       "baseline %.1f ms\n", o->profile, f->all.floor_overlapped_ms,
-		       f->all.floor_serial_ms, f->all.baseline_ms);
-}
-
-static void
-print_table_vm(const struct mig_opts *o, const struct stage_sum *ss, unsigned int n,
-	       const struct floors *f)
-{
-	unsigned int i;
-
-	printf("| %-15s | %11s | %15s | %7s | %14s | %20s | %18s | %18s | %13s | "
-	       "%12s | %4s | %3s | %8s |\n", "stage", "downtime ms", "min-max ms", "x floor",
-	       "source stop ms", "destination start ms", "of which memory ms",
-	       "of which queues ms", "model busy ms", "overshoot us", "lost", "dup",
-	       "dirty ok");
-	printf("|-----------------|-------------|-----------------|---------|----------------|"
-	       "----------------------|--------------------|--------------------|"
-	       "---------------|--------------|------|-----|----------|\n");
-	for (i = 0; i < n; i++) {
-		const struct mig_result *r = &ss[i].med;
-		char spread[32], xf[16], mr[32], vq[32];
-
-		if (!ss[i].ok) {
-			printf("| %-15s | %11s | %15s | %7s | %14s | %20s | %18s | %18s | %13s | "
-			       "%12s | %4s | %3s | %8s |\n", r->name, "failed", "-", "-", "-", "-",
-			       "-", "-", "-", "-", "-", "-", "-");
-			continue;
-		}
-		snprintf(spread, sizeof(spread), "%.1f-%.1f", ss[i].min_ms, ss[i].max_ms);
-		fmt_x_floor(xf, sizeof(xf), r->downtime_ms, f, false);
-		/* Memory and queues come from our PMD's API: the peer has none. */
-		if (r->peer) {
-			snprintf(mr, sizeof(mr), "-");
-			snprintf(vq, sizeof(vq), "-");
-		} else {
-			snprintf(mr, sizeof(mr), "%.1f", r->dst_mr_ms);
-			snprintf(vq, sizeof(vq), "%.1f", r->dst_vq_ms);
-		}
-		printf("| %-15s | %11.1f | %15s | %7s | %14.1f | %20.1f | %18s | %18s | "
-		       "%13.1f | %12.1f | %4lu | %3lu | %8s |\n", r->name, r->downtime_ms, spread,
-		       xf, r->src_stop_ms, r->dst_start_ms, mr, vq,
-		       r->model_busy_ms + r->model_pin_ms, overshoot_us(r),
-		       (unsigned long)r->lost_packets, (unsigned long)r->duplicated_packets,
-		       dirty_ok(r) ? "yes" : "NO");
-	}
-}
-
-/* Evacuation: each VM's downtime at once (median and max over VMs) against VM 0 alone. */
-static void
-vm_stats(const struct mig_result *r, double *median, double *max)
-{
-	double d[MIG_MAX_VMS], t;
-	unsigned int i, j;
-
-	for (i = 0; i < r->vms; i++) {
-		t = r->vm[i].downtime_ms;
-		for (j = i; j > 0 && d[j - 1] > t; j--)
-			d[j] = d[j - 1];
-		d[j] = t;
-	}
-	*median = r->vms > 0 ? d[(r->vms - 1) / 2] : 0;
-	*max = r->vms > 0 ? d[r->vms - 1] : 0;
-}
-
-static void
-print_table_evac(const struct mig_opts *o, const struct stage_sum *ss, unsigned int n,
-		 const struct floors *f)
-{
-	unsigned int i;
-	char label[32];
-
-	printf("| %-15s | %3s | %8s | %14s | %14s | %15s | %9s | %7s | %13s | %12s | %4s | "
-	       "%3s | %8s |\n", "stage", "VMs", "alone ms", "at once med ms", "at once max ms",
-	       "min-max ms", "max/alone", "x floor", "model busy ms", "overshoot us", "lost",
-	       "dup", "dirty ok");
-	printf("|-----------------|-----|----------|----------------|----------------|"
-	       "-----------------|-----------|---------|---------------|--------------|"
-	       "------|-----|----------|\n");
-	for (i = 0; i < n; i++) {
-		const struct mig_result *r = &ss[i].med;
-		char spread[32], xf[16], busy[24], over[24];
-		double med, max;
-
-		if (!ss[i].ok) {
-			printf("| %-15s | %3s | %8s | %14s | %14s | %15s | %9s | %7s | %13s | "
-			       "%12s | %4s | %3s | %8s |\n", r->name, "-", "failed", "-", "-", "-",
-			       "-", "-", "-", "-", "-", "-", "-");
-			continue;
-		}
-		vm_stats(r, &med, &max);
-		snprintf(spread, sizeof(spread), "%.1f-%.1f", ss[i].min_ms, ss[i].max_ms);
-		fmt_x_floor(xf, sizeof(xf), max, f, false);
-		/* The process split: "all, 8 procs" (one process: the stage's name). */
-		if (o->processes > 1)
-			snprintf(label, sizeof(label), "%s, %u procs", r->name, o->processes);
-		else if (o->service)
-			snprintf(label, sizeof(label), "%s, service", r->name);
-		else
-			snprintf(label, sizeof(label), "%s", r->name);
-		/* The service's workers do not report the model's account. */
-		if (r->service) {
-			snprintf(busy, sizeof(busy), "-");
-			snprintf(over, sizeof(over), "-");
-		} else {
-			snprintf(busy, sizeof(busy), "%.1f", r->model_busy_ms + r->model_pin_ms);
-			snprintf(over, sizeof(over), "%.1f", overshoot_us(r));
-		}
-		printf("| %-15s | %3u | %8.1f | %14.1f | %14.1f | %15s | %9.2f | %7s | %13s | "
-		       "%12s | %4lu | %3lu | %8s |\n", label, r->vms, r->alone.downtime_ms,
-		       med, max, spread, r->alone.downtime_ms > 0 ? max / r->alone.downtime_ms : 0,
-		       xf, busy, over, (unsigned long)r->lost_packets,
-		       (unsigned long)r->duplicated_packets, dirty_ok(r) ? "yes" : "NO");
-	}
-}
-
-static void
-print_table(const struct mig_opts *o, const struct stage_sum *ss, unsigned int n,
-	    unsigned int repeat, const struct floors *f)
-{
-	const struct mig_result *b = find_result(ss, n, "baseline");
-	const struct mig_result *a = find_result(ss, n, "all");
-	const struct mig_shape *s = &o->shape;
-	unsigned int i;
-
-	printf("\n%s: ", s->name);
-	if (s->vms > 0)
-		printf("%u VMs of ", s->vms);
-	if (o->processes > 1)
-		printf("(in %u back-end processes) ", o->processes);
-	if (o->service)
-		printf("(in mlx5-lm-vhostd workers, a source and a destination service) ");
-	printf("%u device%s x %u queue pairs, %u GiB, queue size %u (%s), model %s", s->devices,
-	       s->devices > 1 ? "s" : "", s->queue_pairs, s->mem_gb, s->queue_size,
-	       s->packed ? "packed" : "split", o->profile);
-	if (repeat > 1)
-		printf(", median of %u runs", repeat);
-	printf("\n\n");
-	if (s->vms > 0)
-		print_table_evac(o, ss, n, f);
-	else
-		print_table_vm(o, ss, n, f);
-	print_floor_line(o, f);
-	for (i = 0; i < n && o->service; i++)
-		if (ss[i].ok)
-			mig_proj_print(&ss[i].med, f->have ? f->all.floor_overlapped_ms : 0);
-	if (s->vms == 0 && b != NULL && a != NULL && a->downtime_ms > 0 && a->dst_vq_ms > 0)
-		printf("baseline/all: downtime %.1fx, destination queues %.1fx\n",
-		       b->downtime_ms / a->downtime_ms, b->dst_vq_ms / a->dst_vq_ms);
-	fflush(stdout);
-}
-
-static json_t *
-vm_time_json(const struct mig_vm_time *t)
-{
-	return json_pack("{s:f,s:f,s:f,s:f,s:f}", "downtime_ms", t->downtime_ms,
-			 "src_stop_ms", t->src_stop_ms, "dst_start_ms", t->dst_start_ms,
-			 "dst_mr_ms", t->dst_mr_ms, "dst_vq_ms", t->dst_vq_ms);
-}
-
-static json_t *
-x_floor_json(double ms, double floor_ms)
-{
-	return floor_ms > 0 ? json_real(ms / floor_ms) : json_null();
-}
-
-/* One run (or a stage's median run): design.md's fields, then ours. */
-static json_t *
-run_json(const struct mig_result *r, const struct mig_stage_def *d, const struct floors *f)
-{
-	double fl = f->have ? f->all.floor_overlapped_ms : 0;
-	json_t *o;
-
-	o = json_pack("{s:s,s:b,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:f,s:f,s:f,s:f,s:I,s:I,s:b,s:I,"
-		      "s:I,s:I,s:{s:I,s:I,s:I,s:I}}",
-		"name", r->name, "ok", r->ok,
-		"downtime_ms", r->downtime_ms, "src_stop_ms", r->src_stop_ms,
-		"dst_start_ms", r->dst_start_ms, "dst_mr_ms", r->dst_mr_ms,
-		"dst_vq_ms", r->dst_vq_ms,
-		"lost_packets", (json_int_t)r->lost_packets,
-		"duplicated_packets", (json_int_t)r->duplicated_packets,
-		"dst_conf_ms", r->dst_conf_ms, "src_close_ms", r->src_close_ms,
-		"src_first_ring_ms", r->src_first_ring_ms,
-		"dirty_check_ms", r->dirty_check_ms,
-		"frames", (json_int_t)r->frames, "bad_packets", (json_int_t)r->bad_packets,
-		"dirty_logged", r->dirty_logged,
-		"dirty_pages_checked", (json_int_t)r->dirty_pages_checked,
-		"dirty_pages_missing", (json_int_t)r->dirty_pages_missing,
-		"leaked_objects", (json_int_t)r->leaked_objects,
-		"devargs", "precreate", (json_int_t)d->precreate, "workers", (json_int_t)d->workers,
-		"mr_gc_ms", (json_int_t)d->mr_gc_ms, "parallel", (json_int_t)d->parallel);
-	if (d->peer) {
-		/* Our PMD's API only: the peer has none (not zero: absent). */
-		json_object_set_new(o, "dst_mr_ms", json_null());
-		json_object_set_new(o, "dst_vq_ms", json_null());
-		json_object_set_new(o, "dst_conf_ms", json_null());
-		json_object_set_new(o, "src_close_ms", json_null());
-		json_object_set_new(o, "devargs", json_pack("{s:s,s:b,s:I}", "pmd", "peer",
-			"precreate", d->precreate != 0,
-			"max_conf_threads", (json_int_t)d->peer_threads));
-	}
-	json_object_set_new(o, "peer", json_boolean(d->peer));
-	json_object_set_new(o, "model_busy_ms", json_real(r->model_busy_ms));
-	json_object_set_new(o, "model_pin_ms", json_real(r->model_pin_ms));
-	json_object_set_new(o, "model_actual_ms", json_real(r->model_actual_ms));
-	json_object_set_new(o, "model_charges", json_integer((json_int_t)r->model_charges));
-	json_object_set_new(o, "model_src_ms", json_real(r->model_src_ms));
-	json_object_set_new(o, "model_dst_ms", json_real(r->model_dst_ms));
-	json_object_set_new(o, "overshoot_mean_us", json_real(overshoot_us(r)));
-	json_object_set_new(o, "floor_ms", json_real(fl));
-	json_object_set_new(o, "x_floor", x_floor_json(r->downtime_ms, fl));
-	if (r->vms > 0) {
-		double fa = f->have ? f->alone.floor_overlapped_ms : 0, med, max;
-		json_t *vms = json_array();
-		unsigned int i;
-
-		vm_stats(r, &med, &max);
-		for (i = 0; i < r->vms; i++) {
-			json_t *vj = vm_time_json(&r->vm[i]);
-
-			/* --service: every VM was migrated alone too. */
-			if (r->service)
-				json_object_set_new(vj, "alone", vm_time_json(&r->vm_alone[i]));
-			json_array_append_new(vms, vj);
-		}
-		json_object_set_new(o, "evacuate", json_pack("{s:I,s:o,s:f,s:o,s:f,s:f,s:o,s:o}",
-			"vms", (json_int_t)r->vms, "alone", vm_time_json(&r->alone),
-			"floor_alone_ms", fa,
-			"alone_x_floor", x_floor_json(r->alone.downtime_ms, fa),
-			"downtime_median_ms", med, "downtime_max_ms", max,
-			"max_over_alone", r->alone.downtime_ms > 0 ?
-				json_real(max / r->alone.downtime_ms) : json_null(),
-			"vm", vms));
-		if (r->service)
-			json_object_set_new(json_object_get(o, "evacuate"), "alone_vm",
-					    json_integer((json_int_t)r->alone_vm));
-		mig_proj_json(json_object_get(o, "evacuate"), r, fl);
-	}
-	if (r->service) {
-		/* The service's workers do not report the model's account: absent, not 0. */
-		static const char *const model_keys[] = {
-			"model_busy_ms", "model_pin_ms", "model_actual_ms", "model_charges",
-			"model_src_ms", "model_dst_ms", "overshoot_mean_us",
-		};
-
-		size_t k;
-
-		for (k = 0; k < sizeof(model_keys) / sizeof(model_keys[0]); k++)
-			json_object_set_new(o, model_keys[k], json_null());
-	}
-	return o;
-}
-
-static json_t *
-stage_json(const struct stage_sum *ss, const struct floors *f)
-{
-	json_t *o = run_json(&ss->med, ss->def, f), *runs = json_array();
-	unsigned int i;
-
-	for (i = 0; i < ss->nruns; i++)
-		json_array_append_new(runs, run_json(ss->runs[i], ss->def, f));
-	json_object_set_new(o, "repeat", json_integer(ss->nruns));
-	json_object_set_new(o, "downtime_min_ms", json_real(ss->min_ms));
-	json_object_set_new(o, "downtime_median_ms", json_real(ss->med.downtime_ms));
-	json_object_set_new(o, "downtime_max_ms", json_real(ss->max_ms));
-	json_object_set_new(o, "runs", runs);
-	return o;
-}
-
-static json_t *
-floor_json(const struct mig_floor *f)
-{
-	return json_pack("{s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}",
-		"devices", (json_int_t)f->devices, "queue_pairs", (json_int_t)f->queue_pairs,
-		"mem_gib", (json_int_t)f->mem_gb, "chunks", (json_int_t)f->chunks,
-		"baseline_ms", f->baseline_ms, "floor_serial_devices_ms", f->floor_serial_ms,
-		"floor_overlapped_devices_ms", f->floor_overlapped_ms,
-		"dst_queues_baseline_ms", f->dst_queues_baseline_ms,
-		"dst_queues_floor_ms", f->dst_queues_floor_ms,
-		"mr_create_1worker_ms", f->mr_create_1worker_ms,
-		"mr_create_floor_ms", f->mr_create_floor_ms,
-		"src_stop_floor_per_device_ms", f->src_stop_floor_per_device_ms);
-}
-
-static int
-write_json(const char *path, const struct mig_opts *o, const struct stage_sum *ss,
-	   unsigned int n, unsigned int repeat, const struct floors *f)
-{
-	const struct mig_shape *s = &o->shape;
-	const struct mig_result *b = find_result(ss, n, "baseline");
-	const struct mig_result *a = find_result(ss, n, "all");
-	json_t *root, *stages = json_array();
-	unsigned int i;
-	int ret;
-
-	for (i = 0; i < n; i++)
-		json_array_append_new(stages, stage_json(&ss[i], f));
-	root = json_pack("{s:s,s:{s:s,s:I,s:I,s:I,s:I,s:s,s:I},s:I,s:o}", "model", o->profile,
-		"scenario", "name", s->name, "devices", (json_int_t)s->devices,
-		"queue_pairs", (json_int_t)s->queue_pairs, "mem_gb", (json_int_t)s->mem_gb,
-		"queue_size", (json_int_t)s->queue_size, "ring", s->packed ? "packed" : "split",
-		"vms", (json_int_t)(s->vms > 0 ? s->vms : 1),
-		"repeat", (json_int_t)repeat, "stages", stages);
-	/* Back-end processes the VMs were split over (1: all in one). */
-	json_object_set_new(json_object_get(root, "scenario"), "processes",
-			    json_integer((json_int_t)o->processes));
-	json_object_set_new(json_object_get(root, "scenario"), "acks",
-			    json_string(o->acks_every ? "every" : "qemu"));
-	/* The devices in mlx5-lm-vhostd's workers (a source and a destination service). */
-	json_object_set_new(json_object_get(root, "scenario"), "service",
-			    json_boolean(o->service));
-	mig_listprobe_json(root, o->listprobe);
-	if (f->have) {
-		json_t *fj = floor_json(&f->all);
-
-		json_object_set_new(fj, "method", json_string("shared/fw-model/floor.py"));
-		if (s->vms > 0)
-			json_object_set_new(fj, "alone", floor_json(&f->alone));
-		json_object_set_new(root, "floor", fj);
-	}
-	if (b != NULL && a != NULL && a->downtime_ms > 0 && a->dst_vq_ms > 0)
-		json_object_set_new(root, "ratios", json_pack("{s:f,s:f}",
-			"downtime_baseline_over_all", b->downtime_ms / a->downtime_ms,
-			"dst_vq_baseline_over_all", b->dst_vq_ms / a->dst_vq_ms));
-	ret = json_dump_file(root, path, JSON_INDENT(1));
-	json_decref(root);
-	if (ret < 0)
-		fprintf(stderr, "migrate: cannot write %s\n", path);
-	return ret;
-}
-
-/* The chart is drawn by the repository's script: one implementation. */
-#ifndef TEST_LM_DATA_FROM_BIN
-#define TEST_LM_DATA_FROM_BIN "../share/mlx5-lm"
-#endif
-
-static char plot_script[2 * PATH_MAX];
 
 /*
- * The chart script: the copy installed beside the installed binary
- * (<bindir>/<TEST_LM_DATA_FROM_BIN>), else the source tree's for a binary
- * run from the build tree. Remembered in plot_script.
+ * The command line into m, checked: the options, their consistency, and
+ * what they need of this host (the profile, the output files, the RDMA
+ * devices, mlx5-lm-vhostd, the peer's PMD). MIG_ARGS_OK to run it, else
+ * the exit status to end with (0 after --help).
  */
 static int
-check_plot_script(void)
-{
-	if (test_lm_exe_path(TEST_LM_DATA_FROM_BIN "/plot_migrate.py", plot_script,
-			     sizeof(plot_script)) == 0 && access(plot_script, R_OK) == 0)
-		return 0;
-	snprintf(plot_script, sizeof(plot_script), "%s/plot_migrate.py", TEST_LM_TOOLS_DIR);
-	if (access(plot_script, R_OK) == 0)
-		return 0;
-	fprintf(stderr, "migrate: --plot: cannot read %s: %s\n", plot_script, strerror(errno));
-	return -1;
-}
-
-static int
-run_plot(const char *json, const char *svg)
-{
-	const char *script = plot_script;
-	int status;
-	pid_t pid;
-
-	if (check_plot_script() < 0)
-		return -1;
-	fflush(stdout);
-	pid = fork();
-	if (pid < 0) {
-		fprintf(stderr, "migrate: --plot: fork: %s\n", strerror(errno));
-		return -1;
-	}
-	if (pid == 0) {
-		execlp("python3", "python3", script, json, "--output", svg, (char *)NULL);
-		fprintf(stderr, "migrate: --plot: cannot run python3: %s\n", strerror(errno));
-		_exit(127);
-	}
-	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		fprintf(stderr, "migrate: --plot: %s failed\n", script);
-		return -1;
-	}
-	return 0;
-}
-
-int
-cmd_migrate(int argc, char **argv)
+parse_args(int argc, char **argv, struct mig_cmd *m)
 {
 	static const struct option opts[] = {
 		{ "scenario", required_argument, NULL, 's' },
@@ -785,21 +304,16 @@ cmd_migrate(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const struct mig_stage_def *defs[2 * NSTAGES];
+	const struct mig_stage_def **defs = m->defs;
 	static struct mig_stage_def peer_defs[2 * NSTAGES];
 	unsigned int peer_threads = PEER_CONF_THREADS, peer_ndev = 0;
 	bool peer = false, peer_threads_set = false;
-	struct stage_sum ss[2 * NSTAGES];
-	struct mig_result *res;
 	struct mig_opts o = { .profile = "cx6dx", .frames = 256, .peer_pmd = PEER_PMD };
 	const char *scenario = NULL, *stages = NULL, *json = NULL, *plot = NULL;
-	unsigned int ndefs = 0, i, rep, size = 256, repeat = 1, vms = 0, procs = 0;
-	struct floors floors = { .have = false };
-	char ferr[256];
-	char eal[4096], tmp_json[64] = "";
+	unsigned int ndefs = 0, i, size = 256, repeat = 1, vms = 0, procs = 0;
 	const char *extra_eal = NULL;
-	bool custom = false, in_process, list_probe = false;
-	int c, n, ret = 0;
+	bool custom = false, list_probe = false;
+	int c;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -853,7 +367,7 @@ cmd_migrate(int argc, char **argv)
 				return EXIT_USAGE;
 			break;
 		case 'r':
-			if (parse_uint("--repeat", optarg, 1, MAX_REPEAT, &repeat) < 0)
+			if (parse_uint("--repeat", optarg, 1, MIG_MAX_REPEAT, &repeat) < 0)
 				return EXIT_USAGE;
 			break;
 		case 'v':
@@ -992,7 +506,7 @@ cmd_migrate(int argc, char **argv)
 	if (test_lm_check_profile("migrate", o.profile) < 0 ||
 	    (json != NULL && test_lm_check_output("migrate", "--json", json) < 0) ||
 	    (plot != NULL && (test_lm_check_output("migrate", "--plot", plot) < 0 ||
-			      check_plot_script() < 0)))
+			      mig_plot_check() < 0)))
 		return EXIT_USAGE;
 	if (o.rdma && rdma_devices_check(&o) < 0)
 		return EXIT_USAGE;
@@ -1000,114 +514,192 @@ cmd_migrate(int argc, char **argv)
 		return EXIT_USAGE;
 	if (peer && peer_check(&o, &peer_ndev) < 0)
 		return EXIT_USAGE;
-	/* The floor of the shape under the profile the devices run (floor.py's method). */
-	if (mig_floor_compute(o.profile, (o.shape.vms > 0 ? o.shape.vms : 1) * o.shape.devices,
-			      o.shape.queue_pairs, o.shape.mem_gb, &floors.all, ferr,
+	m->o = o;
+	m->ndefs = ndefs;
+	m->repeat = repeat;
+	m->peer = peer;
+	m->list_probe = list_probe;
+	m->peer_ndev = peer_ndev;
+	m->json = json;
+	m->plot = plot;
+	m->extra_eal = extra_eal;
+	return MIG_ARGS_OK;
+}
+
+/* The floors of the shape under the profile the devices run (migrate_floor.h). */
+static void
+compute_floors(struct mig_cmd *m)
+{
+	const struct mig_opts *o = &m->o;
+	char ferr[256];
+
+	if (mig_floor_compute(o->profile, (o->shape.vms > 0 ? o->shape.vms : 1) * o->shape.devices,
+			      o->shape.queue_pairs, o->shape.mem_gb, &m->floors.all, ferr,
 			      sizeof(ferr)) == 0 &&
-	    mig_floor_compute(o.profile, o.shape.devices, o.shape.queue_pairs, o.shape.mem_gb,
-			      &floors.alone, ferr, sizeof(ferr)) == 0)
-		floors.have = true;
+	    mig_floor_compute(o->profile, o->shape.devices, o->shape.queue_pairs, o->shape.mem_gb,
+			      &m->floors.alone, ferr, sizeof(ferr)) == 0)
+		m->floors.have = true;
 	else
 		printf("migrate: no floor for this profile: %s\n", ferr);
-	if (plot != NULL && json == NULL) {
-		snprintf(tmp_json, sizeof(tmp_json), "/tmp/test-lm-migrate-%d.json", (int)getpid());
-		json = tmp_json;
-	}
+}
+
+/* This process's EAL arguments into m->eal. 0, or -1 after saying why. */
+static int
+build_eal_args(struct mig_cmd *m)
+{
+	const size_t len = sizeof(m->eal);
+	char *eal = m->eal;
+	unsigned int i;
+	int n;
+
 	/* vhost's per-message chatter would bury the progress lines. */
-	n = snprintf(eal, sizeof(eal), "--log-level=lib.vhost.*:error");
+	n = snprintf(eal, len, "--log-level=lib.vhost.*:error");
 	/*
 	 * The peer: its PMD loaded, the PCI bus on, and every emulated
 	 * function blocked, so that EAL's start-up probes none of them (the
 	 * mlx5 common driver would take them as Ethernet ports); rte_dev_probe
 	 * replaces a device's blocking entry with its class=vdpa devargs.
 	 */
-	if (peer) {
-		n += snprintf(eal + n, sizeof(eal) - (size_t)n, " -d %s", o.peer_pmd);
-		for (i = 0; i < peer_ndev && (size_t)n < sizeof(eal); i++)
-			n += snprintf(eal + n, sizeof(eal) - (size_t)n, " -b 0000:5e:%02x.0", i);
+	if (m->peer) {
+		n += snprintf(eal + n, len - (size_t)n, " -d %s", m->o.peer_pmd);
+		for (i = 0; i < m->peer_ndev && (size_t)n < len; i++)
+			n += snprintf(eal + n, len - (size_t)n, " -b 0000:5e:%02x.0", i);
 	}
-	if (extra_eal != NULL && (size_t)n < sizeof(eal))
-		n += snprintf(eal + n, sizeof(eal) - (size_t)n, " %s", extra_eal);
-	if ((size_t)n >= sizeof(eal)) {
+	if (m->extra_eal != NULL && (size_t)n < len)
+		n += snprintf(eal + n, len - (size_t)n, " %s", m->extra_eal);
+	if ((size_t)n >= len) {
 		fprintf(stderr, "migrate: EAL arguments too long\n");
-		return EXIT_USAGE;
+		return -1;
 	}
+	return 0;
+}
+
+/* EAL where the devices are in this process, and room for every run. 0, or -1. */
+static int
+start(struct mig_cmd *m)
+{
 	/*
 	 * Split: the children start their own EAL; this process only relays.
 	 * --service: the devices are in the service's workers, each with its EAL.
 	 */
-	in_process = o.processes == 1 && !o.service;
-	o.service_eal = extra_eal;
-	if (in_process && lm_app_eal_init_bus("dpdk-test-lm", eal, peer) < 0)
-		return EXIT_FAILED;
-	res = calloc((size_t)ndefs * repeat, sizeof(*res));
-	if (list_probe)
-		o.listprobe = mig_listprobe_new();
-	if (res == NULL || (list_probe && o.listprobe == NULL)) {
-		free(res);
-		mig_listprobe_free(o.listprobe);
+	m->in_process = m->o.processes == 1 && !m->o.service;
+	m->o.service_eal = m->extra_eal;
+	if (m->in_process && lm_app_eal_init_bus("dpdk-test-lm", m->eal, m->peer) < 0)
+		return -1;
+	m->res = calloc((size_t)m->ndefs * m->repeat, sizeof(*m->res));
+	if (m->list_probe)
+		m->o.listprobe = mig_listprobe_new();
+	if (m->res == NULL || (m->list_probe && m->o.listprobe == NULL)) {
+		free(m->res);
+		mig_listprobe_free(m->o.listprobe);
 		fprintf(stderr, "migrate: out of memory\n");
-		if (in_process)
+		if (m->in_process)
 			lm_app_eal_cleanup();
-		return EXIT_FAILED;
+		return -1;
 	}
-	printf("migrate: %s, ", o.shape.name);
-	if (o.shape.vms > 0)
-		printf("%u VMs of ", o.shape.vms);
-	printf("%u NIC%s x %u queue pairs, %u GiB, queue size %u, model %s", o.shape.devices,
-	       o.shape.devices > 1 ? "s" : "", o.shape.queue_pairs, o.shape.mem_gb,
-	       o.shape.queue_size, o.profile);
-	if (repeat > 1)
-		printf(", %u runs of each stage", repeat);
-	if (o.processes > 1)
-		printf(", in %u back-end processes", o.processes);
-	if (o.service)
+	return 0;
+}
+
+static void
+stop(struct mig_cmd *m)
+{
+	free(m->res);
+	mig_listprobe_free(m->o.listprobe);
+	if (m->in_process)
+		lm_app_eal_cleanup();
+}
+
+static void
+print_header(const struct mig_cmd *m)
+{
+	const struct mig_opts *o = &m->o;
+
+	printf("migrate: %s, ", o->shape.name);
+	if (o->shape.vms > 0)
+		printf("%u VMs of ", o->shape.vms);
+	printf("%u NIC%s x %u queue pairs, %u GiB, queue size %u, model %s", o->shape.devices,
+	       o->shape.devices > 1 ? "s" : "", o->shape.queue_pairs, o->shape.mem_gb,
+	       o->shape.queue_size, o->profile);
+	if (m->repeat > 1)
+		printf(", %u runs of each stage", m->repeat);
+	if (o->processes > 1)
+		printf(", in %u back-end processes", o->processes);
+	if (o->service)
 		printf(", in mlx5-lm-vhostd workers");
 	printf("\n");
-	if (o.listprobe != NULL)
+	if (o->listprobe != NULL)
 		printf("migrate: --device-list-probe: device_list on the source service in a loop "
 		       "during each at-once window: its calls perturb the evacuation's figures\n");
-	if (o.processes > 1 && mig_procs_run(&o, defs, ndefs, repeat, eal, res) < 0)
+}
+
+/* Every run of every stage into m->res. 0, or EXIT_FAILED when one failed. */
+static int
+run_stages(struct mig_cmd *m)
+{
+	const struct mig_opts *o = &m->o;
+	unsigned int i, rep;
+	int ret = 0;
+
+	if (o->processes > 1 && mig_procs_run(o, m->defs, m->ndefs, m->repeat, m->eal, m->res) < 0)
 		ret = EXIT_FAILED;
 	/* Rounds of every stage, so that a change of load spreads over all of them. */
-	for (rep = 0; rep < repeat && o.processes == 1; rep++) {
-		for (i = 0; i < ndefs; i++) {
-			struct mig_result *r = &res[rep * ndefs + i];
+	for (rep = 0; rep < m->repeat && o->processes == 1; rep++) {
+		for (i = 0; i < m->ndefs; i++) {
+			struct mig_result *r = &m->res[rep * m->ndefs + i];
 			int rc;
 
-			if (repeat > 1)
-				printf("run %u of %u: ", rep + 1, repeat);
-			if (o.service)
-				rc = mig_svc_run_evacuate(&o, defs[i], r);
-			else if (o.shape.vms > 0)
-				rc = mig_run_evacuate(&o, defs[i], r);
+			if (m->repeat > 1)
+				printf("run %u of %u: ", rep + 1, m->repeat);
+			if (o->service)
+				rc = mig_svc_run_evacuate(o, m->defs[i], r);
+			else if (o->shape.vms > 0)
+				rc = mig_run_evacuate(o, m->defs[i], r);
 			else
-				rc = mig_run_stage(&o, defs[i], r);
+				rc = mig_run_stage(o, m->defs[i], r);
 			if (rc < 0)
 				ret = EXIT_FAILED;
 		}
 	}
-	for (i = 0; i < ndefs; i++) {
-		ss[i].def = defs[i];
-		ss[i].nruns = repeat;
-		for (rep = 0; rep < repeat; rep++)
-			ss[i].runs[rep] = &res[rep * ndefs + i];
-		summarize(&ss[i]);
+	return ret;
+}
+
+/* Each stage summed up over its runs, and the table. */
+static void
+report_table(struct mig_cmd *m)
+{
+	unsigned int i, rep;
+
+	for (i = 0; i < m->ndefs; i++) {
+		m->ss[i].def = m->defs[i];
+		m->ss[i].nruns = m->repeat;
+		for (rep = 0; rep < m->repeat; rep++)
+			m->ss[i].runs[rep] = &m->res[rep * m->ndefs + i];
+		mig_summarize(&m->ss[i]);
 	}
-	print_table(&o, ss, ndefs, repeat, &floors);
-	mig_listprobe_print(o.listprobe);
-	if (mig_listprobe_failed(o.listprobe) < 0)
-		ret = EXIT_FAILED;
-	for (i = 0; i < ndefs * repeat; i++) {
-		const struct mig_result *r = &res[i];
+	mig_print_table(&m->o, m->ss, m->ndefs, m->repeat, &m->floors);
+	mig_listprobe_print(m->o.listprobe);
+}
+
+/*
+ * The exit status the runs call for, given ret so far: EXIT_FAILED when a
+ * run lost, duplicated or corrupted a frame or missed a page of the dirty
+ * log, else EXIT_LEAK when one left device objects alive; each said.
+ */
+static int
+check_runs(const struct mig_cmd *m, int ret)
+{
+	unsigned int i;
+
+	for (i = 0; i < m->ndefs * m->repeat; i++) {
+		const struct mig_result *r = &m->res[i];
 
 		if (r->ok && (r->lost_packets != 0 || r->duplicated_packets != 0 ||
-			      r->bad_packets != 0 || !dirty_ok(r))) {
+			      r->bad_packets != 0 || !mig_dirty_ok(r))) {
 			fprintf(stderr, "migrate: stage %s: %lu lost, %lu duplicated, %lu bad "
 				"packets; dirty log %s\n", r->name, (unsigned long)r->lost_packets,
 				(unsigned long)r->duplicated_packets, (unsigned long)r->bad_packets,
 				!r->dirty_logged ? "not supported by the device" :
-				dirty_ok(r) ? "complete" : "incomplete");
+				mig_dirty_ok(r) ? "complete" : "incomplete");
 			ret = EXIT_FAILED;
 		}
 		if (r->leaked_objects != 0) {
@@ -1117,19 +709,59 @@ cmd_migrate(int argc, char **argv)
 				ret = EXIT_LEAK;
 		}
 	}
-	if (json != NULL && write_json(json, &o, ss, ndefs, repeat, &floors) < 0)
-		ret = EXIT_FAILED;
-	if (plot != NULL) {
-		if (run_plot(json, plot) < 0)
-			ret = EXIT_FAILED;
+	return ret;
+}
+
+/* --json and --plot (the chart is drawn from the JSON). 0, or -1 after saying why. */
+static int
+write_outputs(const struct mig_cmd *m)
+{
+	const char *json = m->json;
+	char tmp_json[64] = "";
+	int ret = 0;
+
+	/* --plot alone: the JSON the chart is drawn from is a file of our own. */
+	if (m->plot != NULL && json == NULL) {
+		snprintf(tmp_json, sizeof(tmp_json), "/tmp/test-lm-migrate-%d.json", (int)getpid());
+		json = tmp_json;
+	}
+	if (json != NULL &&
+	    mig_write_json(json, &m->o, m->ss, m->ndefs, m->repeat, &m->floors) < 0)
+		ret = -1;
+	if (m->plot != NULL) {
+		if (mig_plot_run(json, m->plot) < 0)
+			ret = -1;
 		else
-			printf("migrate: chart written to %s\n", plot);
+			printf("migrate: chart written to %s\n", m->plot);
 	}
 	if (tmp_json[0] != '\0')
 		unlink(tmp_json);
-	free(res);
-	mig_listprobe_free(o.listprobe);
-	if (in_process)
-		lm_app_eal_cleanup();
+	return ret;
+}
+
+int
+cmd_migrate(int argc, char **argv)
+{
+	struct mig_cmd m;
+	int ret;
+
+	memset(&m, 0, sizeof(m));
+	ret = parse_args(argc, argv, &m);
+	if (ret != MIG_ARGS_OK)
+		return ret;
+	compute_floors(&m);
+	if (build_eal_args(&m) < 0)
+		return EXIT_USAGE;
+	if (start(&m) < 0)
+		return EXIT_FAILED;
+	print_header(&m);
+	ret = run_stages(&m);
+	report_table(&m);
+	if (mig_listprobe_failed(m.o.listprobe) < 0)
+		ret = EXIT_FAILED;
+	ret = check_runs(&m, ret);
+	if (write_outputs(&m) < 0)
+		ret = EXIT_FAILED;
+	stop(&m);
 	return ret;
 }

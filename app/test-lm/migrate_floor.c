@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The model floor of a migration (migrate_floor.h). The arithmetic follows
- * shared/fw-model/floor.py term by term, so that the two agree to the
- * rounding (tests/unit/test_floor.c checks it); the numbers come from the
+ * the firmware model's reference floor (floor.py, kept beside the project,
+ * not in it) term by term, so that the two agree to the rounding:
+ * tests/unit/test_cost.c checks it against that script's figures, and runs
+ * the script itself where the checkout has it. The numbers come from the
  * profile the devices run, never from a copy.
  */
 #include <math.h>

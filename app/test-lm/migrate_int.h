@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dpdk-test-lm migrate: what its files share. cmd_migrate.c parses options
- * and reports, migrate_stage.c runs the migration of one stage,
+ * and reports, migrate_stage.c runs the migration of one stage and
+ * migrate_evac.c an evacuation (both through the phases of
+ * migrate_phase.c, on the devices of migrate_dev.c: migrate_vm.h),
  * migrate_traffic.c is the guest's traffic generator, migrate_procs.c
  * splits an evacuation over processes, migrate_service.c puts its devices
  * in mlx5-lm-vhostd's workers, migrate_cpu.c reads what CPU every process

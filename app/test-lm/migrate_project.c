@@ -12,7 +12,7 @@
  *
  *   M  the cost model's bound: the floor of all K VMs at once, each
  *      device with its own command slots, the host's pinning tokens
- *      shared (migrate_floor.c: floor.py's method, from the profile)
+ *      shared (migrate_floor.c, from the profile)
  *   A  a VM alone, measured (the median of every VM alone): at once a VM
  *      does the same work, with the others beside it
  *   D  the CPU every process spent in the at-once window, measured: the
@@ -32,7 +32,7 @@
 
 #include "migrate_int.h"
 
-/* The hosts of the projection (issue 20: this project's 2 CPUs, 16 and 64). */
+/* The hosts of the projection: this machine's 2 CPUs, then 16 and 64. */
 static const unsigned int proj_hosts[] = { 2, 16, 64 };
 #define PROJ_MAX_ROWS (sizeof(proj_hosts) / sizeof(proj_hosts[0]) + 1)
 
