@@ -192,7 +192,12 @@ long lmh_evch_overflows(struct lmh_dev *d);
  */
 int lmh_vq_state(struct lmh_dev *d, unsigned int i);
 
-/* ---- DevX trace ---- */
+/*
+ * ---- DevX trace (lm_harness_trace.c) ----
+ * The one reader of the driver's trace (devx_trace=, one JSON line per
+ * command or operation, the same on either back end), read incrementally:
+ * lmh_trace_sync appends the whole lines written since the last call.
+ */
 struct lmh_cmd {
 	char op[40];
 	/* UMEM_REG / UMEM_DEREG: 0xa08 / 0xa0a, ROOT_FLOW_CREATE / _DESTROY: 0x936 / 0x938 */
@@ -202,6 +207,25 @@ struct lmh_cmd {
 	int status;
 	uint32_t syndrome;
 	bool is_cmd;              /* a command, umem or root flow operation (not a doorbell) */
+	/*
+	 * A virtq command (lmh_cmd_is_vq): the queue index its object was
+	 * created for, from the CREATE's mailbox; -1 otherwise.
+	 */
+	int qidx;
+	/*
+	 * A PRM command's input mailbox as sent (NULL for other lines), followed
+	 * by zeroes: a virtq command's layout (PRM_SIZE(virtq_cmd)) read from
+	 * any mailbox stays inside.
+	 */
+	uint8_t *in;
+	size_t inlen;
+	/* Doorbells (DOORBELL, UAR_DOORBELL) and other operations on an address. */
+	uint64_t addr, value;
+};
+
+struct lmh_vq_id {
+	uint32_t id;
+	int qidx;
 };
 
 struct lmh_trace {
@@ -209,12 +233,27 @@ struct lmh_trace {
 	long off;
 	struct lmh_cmd *c;
 	size_t n, cap;
+	/* Virtq ids created so far and their queue indexes (ids are reused: last wins). */
+	struct lmh_vq_id *vq;
+	size_t nvq, capvq;
+	/* The first failure: the trace could not be read (-errno) or a line was not JSON. */
+	int err;
 };
 
 void lmh_trace_open(struct lmh_trace *t, const char *path);
-void lmh_trace_sync(struct lmh_trace *t);
+/* Read the lines written since the last call: 0, or why not (also kept in t->err). */
+int lmh_trace_sync(struct lmh_trace *t);
 size_t lmh_trace_mark(struct lmh_trace *t);
 void lmh_trace_free(struct lmh_trace *t);
+/* A general-object command on a VIRTIO_NET_Q object. */
+bool lmh_cmd_is_vq(const struct lmh_cmd *c);
+typedef bool (*lmh_trace_pred)(const struct lmh_cmd *c, const void *arg);
+/* Entries since from for which p holds, the trace read up to date first. */
+unsigned int lmh_trace_count(struct lmh_trace *t, size_t from, lmh_trace_pred p,
+			     const void *arg);
+/* Bounded wait until at least want entries since from satisfy p. */
+bool lmh_wait_trace(struct lmh_trace *t, size_t from, lmh_trace_pred p, const void *arg,
+		    unsigned int want, int timeout_ms);
 /* A command since from whose status is not 0 (bounded wait); its index or -1. */
 long lmh_wait_failed_cmd(struct lmh_trace *t, size_t from, int timeout_ms);
 /* Name of a general object type. */
