@@ -704,7 +704,7 @@ mem_shrunk_after_driver_ok(void)
 
 /* Issue 11, items 1-6: each refused or contained, the back end stays up. */
 static void
-test_isolation_and_vhost_crashers(void **state)
+test_vhost_crashers_are_refused_or_contained(void **state)
 {
 	(void)state;
 	CASE(config_larger_than_the_device, "GET_CONFIG of 65536 bytes refused");
@@ -1294,7 +1294,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_bad_rings_are_refused_and_the_back_end_stays_up),
 		cmocka_unit_test(test_misaligned_ring_is_refused),
 		cmocka_unit_test(test_out_of_order_front_ends_are_survived),
-		cmocka_unit_test(test_isolation_and_vhost_crashers),
+		cmocka_unit_test(test_vhost_crashers_are_refused_or_contained),
 		cmocka_unit_test(test_released_registration_never_serves_other_memory),
 		cmocka_unit_test(
 			test_stalled_payload_holds_vhost_until_the_front_end_leaves_or_times_out),

@@ -82,7 +82,7 @@ bench_ok(const char *name, const struct rte_pmd_mlx5_lm_region *r, unsigned int 
 }
 
 static void
-test_region_multiple_of_chunk(void **state)
+test_region_of_whole_chunks_is_registered_chunk_by_chunk(void **state)
 {
 	struct rte_pmd_mlx5_lm_region r[] = { region(0, 3 * GIB, 0) };
 	char name[32];
@@ -93,7 +93,7 @@ test_region_multiple_of_chunk(void **state)
 }
 
 static void
-test_region_not_multiple_and_unaligned(void **state)
+test_unaligned_region_ends_in_a_partial_chunk(void **state)
 {
 	/* 2.5 GiB at a GPA that is not 1 GiB aligned: chunks 1, 1, 0.5 GiB. */
 	struct rte_pmd_mlx5_lm_region r[] = { region(3 * MIB, 2 * GIB + 512 * MIB, 0) };
@@ -136,7 +136,7 @@ test_hole_between_regions_maps_nothing(void **state)
 }
 
 static void
-test_eight_regions(void **state)
+test_eight_regions_are_registered_in_two_chunks_each(void **state)
 {
 	struct rte_pmd_mlx5_lm_region r[8];
 	char name[32];
@@ -386,10 +386,10 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_region_multiple_of_chunk),
-		cmocka_unit_test(test_region_not_multiple_and_unaligned),
+		cmocka_unit_test(test_region_of_whole_chunks_is_registered_chunk_by_chunk),
+		cmocka_unit_test(test_unaligned_region_ends_in_a_partial_chunk),
 		cmocka_unit_test(test_hole_between_regions_maps_nothing),
-		cmocka_unit_test(test_eight_regions),
+		cmocka_unit_test(test_eight_regions_are_registered_in_two_chunks_each),
 		cmocka_unit_test(test_entry_limit_fails_with_a_message),
 		cmocka_unit_test(test_unaddressable_layouts_refused_before_building),
 		cmocka_unit_test(test_failed_chunk_unwinds_without_leak),

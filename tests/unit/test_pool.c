@@ -187,7 +187,7 @@ task_hold(void *arg)
 
 /* However wide a background batch, at most MLX5_LM_BG_BUDGET of its tasks run at once. */
 static void
-test_background_budget(void **state)
+test_background_batch_runs_its_budget_at_most(void **state)
 {
 	struct mlx5_lm_batch bg, fg;
 	unsigned int i;
@@ -304,7 +304,8 @@ main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_background_preempted_between_commands,
 						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_background_budget, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_background_batch_runs_its_budget_at_most,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pool_sized_for_every_device, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_thundering_herd, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fg_exit_wakes_one_worker_at_most, setup,

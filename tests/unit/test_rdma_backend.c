@@ -54,7 +54,7 @@ doorbell_bar_offset(struct devx_ctx *ctx)
 
 /* A2 on rdma: the PD from ibv_alloc_pd (pdn from mlx5dv_init_obj) and its null mr. */
 static void
-test_pd_and_null_mkey(void **state)
+test_rdma_pd_number_and_null_mkey_come_from_rdma_core(void **state)
 {
 	struct devx_ctx *ctx = open_rdma();
 	struct devx_pd *pd = devx_pd_alloc(ctx);
@@ -263,7 +263,7 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_pd_and_null_mkey),
+		cmocka_unit_test(test_rdma_pd_number_and_null_mkey_come_from_rdma_core),
 		cmocka_unit_test(test_doorbell_lands_on_the_doorbell),
 		cmocka_unit_test(test_event_channel_is_nonblocking),
 		cmocka_unit_test(test_events_are_read_at_the_kernels_offsets),

@@ -350,7 +350,7 @@ check_bases(const uint32_t *bases, unsigned int nqp, bool packed, uint16_t size,
 /* ---- tests ---- */
 
 static void
-test_mem(void **state)
+test_guest_memory_has_qemus_layout_and_a_log_bit_per_page(void **state)
 {
 	struct vu_mem_region bad[3] = {
 		{ 0, 1ULL << 20, 0 }, { 1ULL << 19, 1ULL << 20, 0 }, { 1ULL << 40, 0, 0 },
@@ -404,7 +404,7 @@ test_mem(void **state)
 
 /* Frame format and the exact seen-record (internal API). */
 static void
-test_frames(void **state)
+test_frames_carry_pair_and_sequence_and_repeats_are_seen(void **state)
 {
 	struct vu_seen seen = { 0 };
 	uint8_t f[VU_FRAME_MAX];
@@ -432,7 +432,7 @@ test_frames(void **state)
 
 /* A frame corrupted in guest memory before the device reads it is caught. */
 static void
-test_bad_frame(void **state)
+test_frame_corrupted_in_guest_memory_is_counted_bad(void **state)
 {
 	struct vu_guest_stats st;
 	struct vu_ring_info ri;
@@ -518,7 +518,7 @@ run_traffic(const struct traffic_case *tc)
 }
 
 static void
-test_split_1qp(void **state)
+test_split_1_pair_forwards_and_stops_at_the_exact_bases(void **state)
 {
 	const struct traffic_case tc = { .nqp = 1, .size = 256, .n = 20000 };
 
@@ -527,7 +527,7 @@ test_split_1qp(void **state)
 }
 
 static void
-test_split_2qp_event_idx(void **state)
+test_split_event_idx_2_pairs_forward_and_stop_at_exact_bases(void **state)
 {
 	const struct traffic_case tc = { .nqp = 2, .size = 256, .n = 20000, .event_idx = true };
 
@@ -536,7 +536,7 @@ test_split_2qp_event_idx(void **state)
 }
 
 static void
-test_packed_1qp(void **state)
+test_packed_1_pair_forwards_and_stops_at_the_exact_bases(void **state)
 {
 	const struct traffic_case tc = { .nqp = 1, .packed = true, .size = 256, .n = 20000 };
 
@@ -545,7 +545,7 @@ test_packed_1qp(void **state)
 }
 
 static void
-test_packed_2qp_odd_size(void **state)
+test_packed_rings_of_odd_size_wrap_and_stop_at_the_exact_bases(void **state)
 {
 	/* Packed rings need not be a power of two: wraps at odd positions. */
 	const struct traffic_case tc = { .nqp = 2, .packed = true, .size = 200, .n = 20000,
@@ -557,7 +557,7 @@ test_packed_2qp_odd_size(void **state)
 
 /* Stop, then start again on the same connection from the returned bases. */
 static void
-test_restart(void **state)
+test_restart_on_the_same_connection_resumes_from_the_bases(void **state)
 {
 	const unsigned int nqp = 2;
 	uint32_t bases[4];
@@ -589,7 +589,7 @@ test_restart(void **state)
 
 /* A new connection after a disconnect, with a reset (fresh) guest. */
 static void
-test_reconnect(void **state)
+test_fresh_guest_forwards_on_a_new_connection_after_a_disconnect(void **state)
 {
 	struct setup s;
 	int k;
@@ -617,7 +617,7 @@ test_reconnect(void **state)
  * logging on the source and descriptors still in flight at the stop.
  */
 static void
-test_migrate(void **state)
+test_migration_between_back_ends_loses_no_frame_and_no_page(void **state)
 {
 	const unsigned int nqp = 2;
 	const uint16_t size = 256;
@@ -688,7 +688,7 @@ test_migrate(void **state)
 
 /* Two devices of one guest (one memory), driven at the same time. */
 static void
-test_two_devices(void **state)
+test_two_devices_of_one_guest_forward_at_the_same_time(void **state)
 {
 	struct vu_guest_cfg cfg = { .queue_pairs = 2, .ring_size = 256 };
 	struct vu_guest *g[2];
@@ -720,7 +720,7 @@ test_two_devices(void **state)
 
 /* Raw and malformed messages: errors, never a crash. */
 static void
-test_hostile_raw(void **state)
+test_raw_and_malformed_messages_are_errors_never_a_crash(void **state)
 {
 	struct vu_wire_region r[9];
 	struct vu_msg_hdr hdr;
@@ -836,7 +836,7 @@ fake_stop(struct fake *f, pthread_t t)
 
 /* A back end that goes away or stops answering. */
 static void
-test_backend_gone(void **state)
+test_back_end_gone_or_silent_is_an_error_not_a_hang(void **state)
 {
 	struct vu_client *c;
 	struct fake f;
@@ -982,7 +982,7 @@ script_main(void *arg)
  * vhost_user_add_status() does: GET_STATUS, then SET_STATUS.
  */
 static void
-test_ack_policy(void **state)
+test_acks_are_asked_for_every_request_or_where_qemu_waits(void **state)
 {
 	static const enum vu_ack_policy pol[] = { VU_ACK_EVERY, VU_ACK_QEMU };
 	unsigned int p;
@@ -1072,20 +1072,20 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_mem),
-		cmocka_unit_test(test_frames),
-		cmocka_unit_test(test_bad_frame),
-		cmocka_unit_test(test_split_1qp),
-		cmocka_unit_test(test_split_2qp_event_idx),
-		cmocka_unit_test(test_packed_1qp),
-		cmocka_unit_test(test_packed_2qp_odd_size),
-		cmocka_unit_test(test_restart),
-		cmocka_unit_test(test_reconnect),
-		cmocka_unit_test(test_migrate),
-		cmocka_unit_test(test_two_devices),
-		cmocka_unit_test(test_hostile_raw),
-		cmocka_unit_test(test_backend_gone),
-		cmocka_unit_test(test_ack_policy),
+		cmocka_unit_test(test_guest_memory_has_qemus_layout_and_a_log_bit_per_page),
+		cmocka_unit_test(test_frames_carry_pair_and_sequence_and_repeats_are_seen),
+		cmocka_unit_test(test_frame_corrupted_in_guest_memory_is_counted_bad),
+		cmocka_unit_test(test_split_1_pair_forwards_and_stops_at_the_exact_bases),
+		cmocka_unit_test(test_split_event_idx_2_pairs_forward_and_stop_at_exact_bases),
+		cmocka_unit_test(test_packed_1_pair_forwards_and_stops_at_the_exact_bases),
+		cmocka_unit_test(test_packed_rings_of_odd_size_wrap_and_stop_at_the_exact_bases),
+		cmocka_unit_test(test_restart_on_the_same_connection_resumes_from_the_bases),
+		cmocka_unit_test(test_fresh_guest_forwards_on_a_new_connection_after_a_disconnect),
+		cmocka_unit_test(test_migration_between_back_ends_loses_no_frame_and_no_page),
+		cmocka_unit_test(test_two_devices_of_one_guest_forward_at_the_same_time),
+		cmocka_unit_test(test_raw_and_malformed_messages_are_errors_never_a_crash),
+		cmocka_unit_test(test_back_end_gone_or_silent_is_an_error_not_a_hang),
+		cmocka_unit_test(test_acks_are_asked_for_every_request_or_where_qemu_waits),
 	};
 	char prefix[64];
 	char *argv[] = {

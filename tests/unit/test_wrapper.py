@@ -43,7 +43,7 @@ def run(*args, env=None):
 
 
 class FakeSysfs(unittest.TestCase):
-    def test_tree_of_three_devices(self):
+    def test_three_devices_appear_as_mlx5_functions_and_go_at_exit(self):
         p = run('--devices', '3', '--profile', 'fast', '--', sys.executable, '-c', PROBE)
         self.assertEqual(p.returncode, 0, p.stderr)
         t = json.loads(p.stdout)
@@ -117,7 +117,7 @@ class FakeSysfs(unittest.TestCase):
         finally:
             p.stdout.close()
 
-    def test_usage_errors(self):
+    def test_bad_arguments_exit_2_and_help_exits_0(self):
         self.assertEqual(run().returncode, 2)
         self.assertNotEqual(run('--devices', '0', '--', 'true').returncode, 0)
         # --tap names one of the devices, and an interface name Linux takes.

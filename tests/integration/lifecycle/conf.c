@@ -123,7 +123,7 @@ test_driver_ok_modifies_each_queue_once_and_close_suspends_and_queries(void **st
 }
 
 static void
-test_packed_rings_driver_ok_and_close(void **state)
+test_packed_rings_are_configured_and_stopped_as_split_ones_are(void **state)
 {
 	run_driver_ok_and_close(*state, true);
 }
@@ -447,7 +447,7 @@ tc_run_conf(void)
 {
 	static const struct CMUnitTest tests[] = {
 		TC_TEST(test_driver_ok_modifies_each_queue_once_and_close_suspends_and_queries),
-		TC_TEST(test_packed_rings_driver_ok_and_close),
+		TC_TEST(test_packed_rings_are_configured_and_stopped_as_split_ones_are),
 		TC_TEST(test_ring_of_another_size_recreates_only_its_queue),
 		TC_TEST(test_driver_ok_failing_midway_leaves_no_queue_ready),
 		TC_TEST(test_driver_ok_failure_reported_through_the_public_api),
