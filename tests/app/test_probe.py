@@ -87,7 +87,7 @@ class ProbeEmulated(unittest.TestCase):
         caps = [r for r in recs if r['op'] == 'QUERY_HCA_CAP']
         self.assertIn(0x13 << 1 | 1, [r['op_mod'] for r in caps])
         self.assertIn(0 << 1 | 1, [r['op_mod'] for r in caps])
-        # A2: the PD and its null mkey come as ibv_alloc_pd + ibv_alloc_null_mr
+        # The PD and its null mkey come as ibv_alloc_pd + ibv_alloc_null_mr
         # do it, never from QUERY_SPECIAL_CONTEXTS (not a DevX command, Linux
         # devx.c devx_is_general_cmd); the PD is freed.
         self.assertEqual([r['op'] for r in pds], ['PD_ALLOC', 'NULL_MR', 'PD_FREE'])

@@ -7,7 +7,7 @@
  * guest (app/test-lm/vu), every DPDK log line captured, the DevX trace read
  * back, bounded waits only.
  *
- * Two ways into the device (issue 10): emu=<profile> (the default), or,
+ * Two ways into the device: emu=<profile> (the default), or,
  * with LM_BACKEND=rdma in the environment and the program run under
  * tools/with-emulated-rdma, the PMD's rdma back end on the emulated
  * rdma-core: ibdev=mlx5_<i> with the same other devargs. The emulator is

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The event path (issue 10, A3/A6), in process: the PMD on an emulated
+ * The event path, in process: the PMD on an emulated
  * device whose event CQ/QP rules are the firmware's (a CQ names a
  * completion EQ and a UAR page, the QP pair is in force loopback with
  * retries, every notification consumes a receive credit of the driver's

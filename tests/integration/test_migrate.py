@@ -22,12 +22,12 @@ STAGE_KEYS = {'name': str, 'downtime_ms': float, 'src_stop_ms': float, 'dst_star
               'dirty_pages_missing': int, 'leaked_objects': int, 'frames': int}
 
 
-# Zero-cost test profiles with optional capabilities turned off (issue 10).
+# Zero-cost test profiles with optional capabilities turned off.
 PROFILES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'profiles')
 # The reference floor method, beside the project in its checkout (CI has it).
 FLOOR_PY = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..',
                         'shared', 'fw-model', 'floor.py')
-# Fields the tool adds per stage (issue 12): the model, the floor, the runs.
+# Fields the tool adds per stage: the model, the floor, the runs.
 MODEL_KEYS = {'model_busy_ms': float, 'model_pin_ms': float, 'model_actual_ms': float,
               'model_charges': int, 'overshoot_mean_us': float, 'floor_ms': float,
               'model_src_ms': float, 'model_dst_ms': float,
@@ -109,7 +109,7 @@ class Migrate(unittest.TestCase):
         self.assertIn('baseline/all: downtime', out)
 
     def test_devices_lacking_optional_caps_still_migrate(self):
-        """Issue 10 A8, B1, B2: without freeze_to_rdy, the modify caps or counters
+        """Without freeze_to_rdy, the modify caps or counters
         (tests/profiles/), every stage forwards and migrates with no lost or
         duplicated frame and a complete dirty log."""
         for name in ('caps-no-freeze', 'caps-no-modify', 'caps-no-counters',

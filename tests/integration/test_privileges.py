@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The rdma path as a non-root user (issue 19 item 6): dpdk-test-lm migrate
+"""The rdma path as a non-root user: dpdk-test-lm migrate
 --backend rdma under tools/with-emulated-rdma, run through setpriv(1) as
 nobody with exactly the capabilities doc/hardware.md lists for a non-root
 deployment (CAP_NET_RAW, CAP_IPC_LOCK), then without CAP_IPC_LOCK under a

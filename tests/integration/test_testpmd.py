@@ -149,7 +149,7 @@ class TestpmdThroughDevice(unittest.TestCase):
         recs, n = self.run_traffic(1, 1024, False)
         self.check_lifecycle(recs, n, 1, recreated=True)
 
-    # The same through rdma-core's entry points (issue 10, item 5).
+    # The same through rdma-core's entry points.
     def test_split_2_pairs_on_ibdev_forward_with_one_modify_per_queue(self):
         recs, n = self.run_traffic(2, 256, False, ibdev=True)
         self.check_lifecycle(recs, n, 2, recreated=False)

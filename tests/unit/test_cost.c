@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Honest measurement (issue 12): the emulator's sleeping threads run with
+ * Honest measurement: the emulator's sleeping threads run with
  * minimal timer slack (prctl(2) PR_SET_TIMERSLACK) and the cost model
  * accounts what it charged against what its sleeps took; and the model
  * floor of dpdk-test-lm migrate (app/test-lm/migrate_floor.c) agrees with

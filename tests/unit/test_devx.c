@@ -388,7 +388,7 @@ test_concurrent_commands_trace_whole_lines(void **state)
 }
 
 /*
- * A2: the PD and its null mkey as ibv_alloc_pd + ibv_alloc_null_mr give them
+ * The PD and its null mkey as ibv_alloc_pd + ibv_alloc_null_mr give them
  * (the emu back end runs what the kernel runs for those calls).
  */
 static void
@@ -406,7 +406,7 @@ test_pd_and_null_mkey_come_as_the_kernel_gives_them(void **state)
 }
 
 /*
- * A1: the kernel's DevX rules hold on the emu back end too (Linux devx.c
+ * The kernel's DevX rules hold on the emu back end too (Linux devx.c
  * devx_is_general_cmd, devx_is_obj_modify_cmd, devx_is_valid_obj_id): a
  * modify of one object through the general entry point or through another
  * object's handle is refused with EINVAL before reaching the device.

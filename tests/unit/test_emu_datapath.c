@@ -1743,7 +1743,7 @@ test_bad_descriptors_put_the_queue_in_err(void **state)
 }
 
 /*
- * Issue 19 item 7: DESTROY_MKEY of the key a RDY queue runs on is taken
+ * DESTROY_MKEY of the key a RDY queue runs on is taken
  * (the firmware counts no users), and the queue's next access is a bad
  * translation: ERR with its OBJECT_CHANGE event, and not one byte of the
  * frame lands in guest memory through the destroyed key.
@@ -1882,7 +1882,7 @@ test_packed_dirty_bitmap_marks_written_pages(void **state)
 	dirty_pages(true);
 }
 
-/* ---- Event path: credits, CQEs, arming (issue 10) ------------------------------------ */
+/* ---- Event path: credits, CQEs, arming ----------------------------------------------- */
 /* RX (event_mode QP) and TX rings with steering, ready for notify_once(). */
 static void
 event_rings(struct ring **rx, struct ring **tx)

@@ -749,7 +749,7 @@ cap_effective(int cap, bool on)
 }
 
 /*
- * Issue 19 item 6, the kernel's privilege checks: a DevX context and a
+ * The kernel's privilege checks: a DevX context and a
  * flow need CAP_NET_RAW (devx.c mlx5_ib_devx_create, fs.c
  * MLX5_IB_METHOD_CREATE_FLOW: EPERM); pinned pages of umems and MRs count
  * against RLIMIT_MEMLOCK per process unless CAP_IPC_LOCK (core/umem.c

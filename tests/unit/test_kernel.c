@@ -49,10 +49,10 @@ test_general_commands_are_the_kernels_allow_list_only(void **state)
 	assert_int_equal(check(EMU_KENTRY_GENERAL, 0xb00, 0, 0, NULL), 0);
 	assert_int_equal(check(EMU_KENTRY_GENERAL, 0xcff, 0, 0, NULL), 0);
 	assert_int_equal(check(EMU_KENTRY_GENERAL, 0xd00, 0, 0, NULL), -EINVAL);
-	/* A2: the null mkey comes from ibv_alloc_null_mr, not from a DevX command. */
+	/* The null mkey comes from ibv_alloc_null_mr, not from a DevX command. */
 	assert_int_equal(check(EMU_KENTRY_GENERAL, PRM_CMD_QUERY_SPECIAL_CONTEXTS, 0, 0, NULL),
 			 -EINVAL);
-	/* A1: QP transitions and MODIFY_RQT are object commands. */
+	/* QP transitions and MODIFY_RQT are object commands. */
 	assert_int_equal(check(EMU_KENTRY_GENERAL, PRM_CMD_RST2INIT_QP, 0, 1, NULL), -EINVAL);
 	assert_int_equal(check(EMU_KENTRY_GENERAL, PRM_CMD_INIT2RTR_QP, 0, 1, NULL), -EINVAL);
 	assert_int_equal(check(EMU_KENTRY_GENERAL, PRM_CMD_RTR2RTS_QP, 0, 1, NULL), -EINVAL);
@@ -187,7 +187,7 @@ test_null_mr_is_the_contexts_dump_fill_mkey(void **state)
 }
 
 /*
- * Issue 19 item 2: devx.c devx_umem_reg_cmd_alloc(): "mkeys are not
+ * devx.c devx_umem_reg_cmd_alloc(): "mkeys are not
  * supported on umem". A CREATE_MKEY naming a DevX umem is refused on the
  * create entry point; the same mkey without one (KLM over MRs) passes.
  */

@@ -163,7 +163,7 @@ test_entry_limit_fails_with_a_message(void **state)
 }
 
 /*
- * Issue 11, item 3: a layout the device cannot address is refused before
+ * A layout the device cannot address is refused before
  * any command. A region at GPA 2^63 needs 2^32 hole entries of 2 GiB (the
  * KLM builder's uint32_t count wrapped and it spun for tens of seconds);
  * one whose GPA + size wraps past 2^64 has no valid range at all.
@@ -245,7 +245,7 @@ test_released_registration_is_reused(void **state)
 	assert_int_equal(mlx5_lm_mr_create(dev, regs, 1, &mr), 0);
 	mlx5_lm_mr_release(mr);
 	assert_null(mlx5_lm_mr_reclaim(dev, other, 1));
-	/* Same addresses, other memory (issue 11, item 1): never reused. */
+	/* Same addresses, other memory (a new front end's): never reused. */
 	other[0] = regs[0];
 	other[0].file_ino = 78;
 	assert_null(mlx5_lm_mr_reclaim(dev, other, 1));
@@ -305,7 +305,7 @@ test_garbage_thread_destroys_after_delay(void **state)
 }
 
 /*
- * Issue 19 item 2: guest memory goes through the kernel's memory regions
+ * Guest memory goes through the kernel's memory regions
  * (ibv_reg_mr_iova, one per chunk, in parallel), not DevX umems with
  * mkeys on them: no CREATE_UMEM reaches the device for it, one
  * CREATE_MKEY per chunk (the kernel's) plus the indirect one.
@@ -336,7 +336,7 @@ test_guest_memory_is_registered_as_memory_regions(void **state)
 }
 
 /*
- * Issue 19 item 7: the firmware destroys an mkey whoever names it (no
+ * The firmware destroys an mkey whoever names it (no
  * RES_BUSY), so the driver keeps a released registration while a queue
  * object of its device names the key, and destroys it once none does:
  * its key keeps translating meanwhile, never a stale key under a queue.

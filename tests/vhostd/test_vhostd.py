@@ -4,7 +4,7 @@
 Start and readiness, every method, the configuration (save, replay, SIGHUP),
 two VMs in two workers with traffic from the built-in front end, a worker
 killed (-9) while the other VM's frames keep coming, SIGTERM cleaning
-everything, metrics, and the bad input of issue 20: malformed and oversized
+everything, metrics, and the bad input a control socket gets: malformed and oversized
 requests, wrong types, duplicates, bad devargs, socket paths that are not
 ours, 1000 connections, a half request that stalls, other users, hostile
 front ends. LM_BACKEND=rdma runs the devices as ibdev= under

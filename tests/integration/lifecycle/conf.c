@@ -219,10 +219,11 @@ test_driver_ok_failing_midway_leaves_no_queue_ready(void **state)
 
 /*
  * The configuration runs in the device's worker after dev_conf returned
- * (issue 12 item 3): vhost never learns of a failure there, so it does not
- * call dev_conf again. The failure is the PMD's to report: the device is
- * not running, and rte_pmd_mlx5_lm_get_state() says FAILED with the reason
- * and the error, counted. The front end's next start finds a clean device.
+ * (so that vhost's one thread goes on): vhost never learns of a failure
+ * there, so it does not call dev_conf again. The failure is the PMD's to
+ * report: the device is not running, and rte_pmd_mlx5_lm_get_state() says
+ * FAILED with the reason and the error, counted. The front end's next
+ * start finds a clean device.
  */
 static void
 test_driver_ok_failure_reported_through_the_public_api(void **state)

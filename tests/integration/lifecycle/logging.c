@@ -13,8 +13,8 @@
 
 /*
  * Dirty logging starting while pairs are disabled must not resume them; the
- * running ones take the bitmap as they run (issue 19 item 8: no SUSPEND,
- * no transition at all).
+ * running ones take the bitmap as they run (DPDK vdpa/mlx5 mlx5_vdpa_lm.c:
+ * no SUSPEND, no transition at all).
  */
 static void
 test_disabled_pairs_stay_suspended_when_logging_starts(void **state)

@@ -87,8 +87,8 @@ test_disabling_pairs_suspends_only_them_and_shrinks_the_rqt(void **state)
 /*
  * Three of four pairs enabled: the RQT lists a power of two entries, the
  * three RX queues repeated in order (PRM: the device indexes the RQT by
- * hash & (size - 1); Linux mlx5_vdpa rounds up and repeats the same way;
- * issue 10, B3), and every enabled pair still carries traffic.
+ * hash & (size - 1); Linux mlx5_vdpa rounds up and repeats the same way),
+ * and every enabled pair still carries traffic.
  */
 static void
 test_three_enabled_pairs_fill_a_power_of_two_rqt(void **state)

@@ -137,9 +137,11 @@ test_restart_without_status_reset_runs_every_ring(void **state)
 /*
  * The restore of blank queues after a stop is deferred like the
  * registrations (mr_gc_ms), so that it stays out of the downtime of the
- * devices stopping and starting meanwhile (issue 12, evacuate), and runs
- * at once when the device is needed: a DRIVER_OK, a removal. mr_gc_ms is
- * ten minutes here: the test finishes only if those two start it.
+ * devices stopping and starting meanwhile (a host evacuation stops and
+ * starts many at once: dpdk-test-lm migrate --scenario evacuate), and
+ * runs at once when the device is needed: a DRIVER_OK, a removal.
+ * mr_gc_ms is ten minutes here: the test finishes only if those two start
+ * it.
  */
 static void
 test_restore_deferred_until_the_device_is_needed(void **state)
@@ -258,7 +260,7 @@ map_notifier(struct lmh_dev *d, size_t *len)
 }
 
 /*
- * Issue 19 item 5: the kernel keeps a VAR (and its context) while any
+ * The kernel keeps a VAR (and its context) while any
  * mapping of it lasts, QEMU's host notifier included (Linux main.c
  * mlx5_ib_mmap_free), and the device has one: a re-probe of the function
  * while the front end still maps the previous probe's doorbell page finds

@@ -84,7 +84,8 @@ wait_driver_threads(const char *prefix, unsigned int n)
  * notifications) are DPDK control threads: none runs on the CPU of an lcore,
  * where an application polls (the harness's EAL has lcore 0 only). Created
  * with plain pthread_create they inherited the main lcore's CPU: the whole
- * driver then shared one CPU with the application (issue 12, measured).
+ * driver then shared one CPU with the application (measured in the
+ * benchmark's downtime).
  */
 static void
 test_driver_threads_stay_off_the_lcores(void **state)
