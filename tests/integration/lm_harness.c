@@ -8,6 +8,10 @@
 #include <ftw.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cmocka.h>
 #include <jansson.h>
 
 #include <rte_common.h>
@@ -499,6 +504,16 @@ lmh_rm_tree(const char *path)
 {
 	if (path[0] != '\0')
 		nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int
+lmh_main_init(const char *argv0, const char *filter, const char *name, unsigned int nsocks)
+{
+	signal(SIGPIPE, SIG_IGN);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (filter != NULL)
+		cmocka_set_test_filter(filter);
+	return lmh_init(argv0, name, nsocks);
 }
 
 void
@@ -1108,6 +1123,20 @@ lmh_rx_received(struct vu_guest *g)
 
 	vu_guest_stats(g, -1, &st);
 	return st.rx_received;
+}
+
+uint64_t
+lmh_dirty_pages_missing(struct vu_guest *g, const struct vu_log *log, int64_t *written)
+{
+	uint64_t missing = 0, first = 0;
+	int64_t pages = vu_guest_dirty_check(g, log, &missing, &first);
+
+	if (missing != 0)
+		fprintf(stderr, "%" PRIu64 " of %" PRId64 " written pages not logged "
+			"(first: gpa 0x%" PRIx64 ")\n", missing, pages, first);
+	if (written != NULL)
+		*written = pages;
+	return missing;
 }
 
 /* ---- process figures -------------------------------------------------------------- */

@@ -41,6 +41,13 @@
  * serve a new one: register early, reuse). 0 or -1.
  */
 int lmh_init(const char *argv0, const char *name, unsigned int nsocks);
+/*
+ * What a test program's main does first: SIGPIPE ignored (guest frames
+ * must not be lost to it when a socket closes), stdout line buffered, the
+ * cmocka test filter from filter (NULL: every test), then lmh_init.
+ */
+int lmh_main_init(const char *argv0, const char *filter, const char *name,
+		  unsigned int nsocks);
 void lmh_fini(void);
 const char *lmh_sock(unsigned int i);
 /*
@@ -274,6 +281,11 @@ int lmh_pump_start(struct lmh_pump *p, struct vu_guest *g, uint32_t mask);
 /* Stop, then wait until nothing is missing or in flight; true if settled clean. */
 bool lmh_pump_stop(struct lmh_pump *p);
 uint64_t lmh_rx_received(struct vu_guest *g);
+/*
+ * Pages the device wrote since vu_guest_dirty_mark() that log does not
+ * mark (how many and the first are printed); *written: how many it wrote.
+ */
+uint64_t lmh_dirty_pages_missing(struct vu_guest *g, const struct vu_log *log, int64_t *written);
 
 /* ---- process figures ---- */
 /*

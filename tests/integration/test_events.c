@@ -18,7 +18,6 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <setjmp.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -648,11 +647,7 @@ main(int argc, char **argv)
 	};
 	int ret;
 
-	signal(SIGPIPE, SIG_IGN);
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc == 2)
-		cmocka_set_test_filter(argv[1]);
-	if (lmh_init(argv[0], "test-events", 1) < 0)
+	if (lmh_main_init(argv[0], argc == 2 ? argv[1] : NULL, "test-events", 1) < 0)
 		return 1;
 	ret = cmocka_run_group_tests_name("events", tests, group_setup, group_teardown);
 	lmh_fini();

@@ -1304,11 +1304,7 @@ main(int argc, char **argv)
 	};
 	int ret;
 
-	signal(SIGPIPE, SIG_IGN);
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc == 2)
-		cmocka_set_test_filter(argv[1]);
-	if (lmh_init(argv[0], "test-hostile", 3) < 0)
+	if (lmh_main_init(argv[0], argc == 2 ? argv[1] : NULL, "test-hostile", 3) < 0)
 		return 1;
 	ret = cmocka_run_group_tests_name("hostile", tests, group_setup, group_teardown);
 	lmh_fini();

@@ -84,6 +84,29 @@ struct fe_call {
 	pthread_t th;
 };
 
+/* f's call, made from another thread, waits for the held configuration, which is let go. */
+static void
+call_during_held_configuration(struct tc *t, struct fe_call *f, void *(*call)(void *))
+{
+	assert_int_equal(pthread_create(&f->th, NULL, call, f), 0);
+	wait_conf_waiter(t);
+	conf_hold(t, 0);
+	pthread_join(f->th, NULL);
+	assert_int_equal(f->ret, 0);
+}
+
+/* Since mark, every one of the nrings queues was made RDY once, then suspended once. */
+static void
+check_configured_then_stopped(struct tc *t, size_t mark, int nrings)
+{
+	int q;
+
+	for (q = 0; q < nrings; q++) {
+		assert_int_equal(tc_count(t, mark, tc_p_rdy, &q), 1);
+		assert_int_equal(tc_count(t, mark, tc_p_suspend, &q), 1);
+	}
+}
+
 static void *
 fe_stop_main(void *arg)
 {
@@ -106,21 +129,11 @@ test_stop_during_async_configuration_waits_for_it(void **state)
 	struct fe_call f = { .t = t, .n = 4 };
 	struct vu_guest *g;
 	size_t mark;
-	int q;
 
-	tc_probe(t, 2, NULL);
-	g = tc_guest(t, 0, 2, 256, false);
-	tc_connect(t);
+	g = tc_attach(t, 2, NULL);
 	mark = start_held(t, g);
-	assert_int_equal(pthread_create(&f.th, NULL, fe_stop_main, &f), 0);
-	wait_conf_waiter(t);
-	conf_hold(t, 0);
-	pthread_join(f.th, NULL);
-	assert_int_equal(f.ret, 0);
-	for (q = 0; q < 4; q++) {
-		assert_int_equal(tc_count(t, mark, tc_p_rdy, &q), 1);
-		assert_int_equal(tc_count(t, mark, tc_p_suspend, &q), 1);
-	}
+	call_during_held_configuration(t, &f, fe_stop_main);
+	check_configured_then_stopped(t, mark, 4);
 	assert_false(tc_running(t));
 	wait_state(t, RTE_PMD_MLX5_LM_STATE_STOPPED);
 	tc_check_bases(g, f.bases, 2, false, 256);
@@ -149,24 +162,15 @@ test_memory_table_change_during_async_configuration_waits_for_it(void **state)
 	struct fe_call f = { .t = t };
 	struct vu_guest *g;
 	size_t mark, lmark;
-	int q;
 
-	tc_probe(t, 2, NULL);
-	g = tc_guest(t, 0, 2, 256, false);
+	g = tc_attach(t, 2, NULL);
+	/* The new table: other memory. */
 	assert_int_equal(vu_mem_create_qemu(&f.mem, 1), 0);
-	tc_connect(t);
 	mark = start_held(t, g);
 	lmark = lmh_log_mark();
-	assert_int_equal(pthread_create(&f.th, NULL, fe_mem_main, &f), 0);
-	wait_conf_waiter(t);
-	conf_hold(t, 0);
-	pthread_join(f.th, NULL);
-	assert_int_equal(f.ret, 0);
+	call_during_held_configuration(t, &f, fe_mem_main);
 	/* Configured first (every ring RDY once), then stopped for the new table. */
-	for (q = 0; q < 4; q++) {
-		assert_int_equal(tc_count(t, mark, tc_p_rdy, &q), 1);
-		assert_int_equal(tc_count(t, mark, tc_p_suspend, &q), 1);
-	}
+	check_configured_then_stopped(t, mark, 4);
 	assert_true(lmh_log_has(lmark, "configured in"));
 	assert_true(lmh_log_has(lmark, "stopped in"));
 	/* (vhost may configure the device again with the new table: not ours to check.) */
@@ -201,9 +205,7 @@ test_front_end_gone_and_removal_during_async_configuration(void **state)
 	size_t mark, lmark;
 	int q;
 
-	tc_probe(t, 2, NULL);
-	g = tc_guest(t, 0, 2, 256, false);
-	tc_connect(t);
+	g = tc_attach(t, 2, NULL);
 	mark = start_held(t, g);
 	lmark = lmh_log_mark();
 	assert_int_equal(pthread_create(&f.th, NULL, fe_leave_main, &f), 0);
@@ -234,9 +236,7 @@ test_kicks_during_async_configuration_not_lost(void **state)
 	struct vu_guest *g;
 	unsigned int q;
 
-	tc_probe(t, 2, NULL);
-	g = tc_guest(t, 0, 2, 256, false);
-	tc_connect(t);
+	g = tc_attach(t, 2, NULL);
 	start_held(t, g);
 	assert_int_equal(vu_guest_tx(g, 0, 16), 16);
 	assert_int_equal(vu_guest_tx(g, 1, 16), 16);

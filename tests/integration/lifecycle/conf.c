@@ -144,11 +144,10 @@ test_ring_of_another_size_recreates_only_its_queue(void **state)
 	tc_probe(t, 4, NULL);
 	a = tc_guest(t, 0, 4, 256, false);
 	b = tc_guest(t, 1, 3, 1024, false);
-	for (i = 0; i < nrings; i++) {
-		rings[i].g = big & (1u << i) ? b : a;
-		rings[i].ring = i;
-		rings[i].bad_desc = 0;
-	}
+	tc_rings_of(rings, nrings, a);
+	for (i = 0; i < nrings; i++)
+		if (big & (1u << i))
+			rings[i].g = b;
 	tc_connect(t);
 	mark = tc_mark(t);
 	tc_fe_start(t, rings, nrings, 0xff);
@@ -270,7 +269,6 @@ static void
 test_serial_driver_ok_retried_by_vhost_after_a_failure_succeeds(void **state)
 {
 	struct tc *t = *state;
-	uint32_t bases[4];
 	struct vu_guest *g;
 	uint8_t status;
 	size_t mark;
@@ -288,9 +286,7 @@ test_serial_driver_ok_retried_by_vhost_after_a_failure_succeeds(void **state)
 	/* Any message: vhost calls dev_conf again after handling it. */
 	assert_int_equal(vu_get_status(t->c, &status), 0);
 	tc_wait_running(t);
-	tc_traffic(g, 0x3, 300);
-	assert_int_equal(vu_stop_device(t->c, bases, 4), 0);
-	tc_check_bases(g, bases, 2, false, 256);
+	tc_traffic_and_stop(t, g, 2, 300);
 }
 
 static void
@@ -299,22 +295,14 @@ test_ring_outside_guest_memory_fails_driver_ok_cleanly(void **state)
 	struct tc *t = *state;
 	static uint8_t not_guest[65536] __rte_aligned(4096);
 	struct tc_ring rings[4];
-	struct vu_ring_info ri;
 	uint32_t bases[4];
 	struct vu_guest *g;
-	unsigned int i;
 	size_t mark, lmark;
 
-	tc_probe(t, 2, NULL);
-	g = tc_guest(t, 0, 2, 256, false);
-	for (i = 0; i < 4; i++) {
-		rings[i].g = g;
-		rings[i].ring = i;
-		rings[i].bad_desc = 0;
-	}
+	g = tc_attach(t, 2, NULL);
+	tc_rings_of(rings, 4, g);
 	/* Ring 2's descriptor ring at an address no memory region covers. */
 	rings[2].bad_desc = (uintptr_t)not_guest;
-	tc_connect(t);
 	mark = tc_mark(t);
 	lmark = lmh_log_mark();
 	tc_fe_start(t, rings, 4, 0xf);
@@ -331,9 +319,7 @@ test_ring_outside_guest_memory_fails_driver_ok_cleanly(void **state)
 	assert_int_equal(tc_count(t, mark, tc_p_vq_modify, NULL), 3);
 	tc_traffic(g, 0x1, 300);
 	/* The front end corrects the address: vhost enables the ring, which starts. */
-	assert_int_equal(vu_guest_ring_info(g, 2, &ri), 0);
-	assert_int_equal(vu_set_vring_addr(t->c, 2, 0, (uintptr_t)ri.desc, (uintptr_t)ri.used,
-					   (uintptr_t)ri.avail, ri.log_gpa), 0);
+	tc_fe_ring_addr(t, 2, g);
 	tc_wait_running(t);
 	tc_traffic(g, 0x3, 300);
 	tc_fe_stop(t, 4, bases);
@@ -347,17 +333,14 @@ test_first_ring_outside_guest_memory_never_configures(void **state)
 	struct tc *t = *state;
 	static uint8_t not_guest[65536] __rte_aligned(4096);
 	struct tc_ring rings[2];
-	struct vu_ring_info ri;
 	uint32_t bases[2];
 	struct vu_guest *g;
 	uint8_t status;
 	size_t mark;
 
-	tc_probe(t, 1, NULL);
-	g = tc_guest(t, 0, 1, 256, false);
-	rings[0] = (struct tc_ring){ .g = g, .ring = 0, .bad_desc = (uintptr_t)not_guest };
-	rings[1] = (struct tc_ring){ .g = g, .ring = 1 };
-	tc_connect(t);
+	g = tc_attach(t, 1, NULL);
+	tc_rings_of(rings, 2, g);
+	rings[0].bad_desc = (uintptr_t)not_guest;
 	mark = tc_mark(t);
 	tc_fe_start(t, rings, 2, 0x3);
 	/* A round trip: vhost has handled DRIVER_OK and everything before it. */
@@ -366,9 +349,7 @@ test_first_ring_outside_guest_memory_never_configures(void **state)
 	assert_false(tc_running(t));
 	assert_int_equal(tc_count(t, mark, tc_p_vq_any, NULL), 0);
 	tc_check_live_as_probed(t);
-	assert_int_equal(vu_guest_ring_info(g, 0, &ri), 0);
-	assert_int_equal(vu_set_vring_addr(t->c, 0, 0, (uintptr_t)ri.desc, (uintptr_t)ri.used,
-					   (uintptr_t)ri.avail, ri.log_gpa), 0);
+	tc_fe_ring_addr(t, 0, g);
 	tc_wait_running(t);
 	tc_traffic(g, 0x1, 300);
 	tc_fe_stop(t, 2, bases);

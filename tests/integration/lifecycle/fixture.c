@@ -273,17 +273,25 @@ tc_wait_running(struct tc *t)
 
 /*
  * Probe a device with `pairs` queue pairs (tc_probe's extra devargs), a
- * guest of as many pairs with 256-entry split rings, connect, DRIVER_OK:
- * the device is running when it returns.
+ * guest of as many pairs with 256-entry split rings, connect.
  */
 struct vu_guest *
-tc_start(struct tc *t, unsigned int pairs, const char *extra)
+tc_attach(struct tc *t, unsigned int pairs, const char *extra)
 {
 	struct vu_guest *g;
 
 	tc_probe(t, pairs, extra);
 	g = tc_guest(t, 0, pairs, 256, false);
 	tc_connect(t);
+	return g;
+}
+
+/* tc_attach, then DRIVER_OK: the device is running when it returns. */
+struct vu_guest *
+tc_start(struct tc *t, unsigned int pairs, const char *extra)
+{
+	struct vu_guest *g = tc_attach(t, pairs, extra);
+
 	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
 	tc_wait_running(t);
 	return g;
@@ -373,6 +381,25 @@ tc_fe_features(struct tc *t, bool packed)
 	if (packed)
 		f |= 1ULL << VU_F_RING_PACKED;
 	return f & vu_backend_features(t->c);
+}
+
+void
+tc_rings_of(struct tc_ring *rings, unsigned int n, struct vu_guest *g)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		rings[i] = (struct tc_ring){ .g = g, .ring = i, .bad_desc = 0 };
+}
+
+void
+tc_fe_ring_addr(struct tc *t, unsigned int i, struct vu_guest *g)
+{
+	struct vu_ring_info ri;
+
+	assert_int_equal(vu_guest_ring_info(g, i, &ri), 0);
+	assert_int_equal(vu_set_vring_addr(t->c, i, 0, (uintptr_t)ri.desc, (uintptr_t)ri.used,
+					   (uintptr_t)ri.avail, ri.log_gpa), 0);
 }
 
 static void
@@ -528,6 +555,16 @@ tc_check_bases(struct vu_guest *g, const uint32_t *bases, unsigned int pairs, bo
 	}
 }
 
+void
+tc_traffic_and_stop(struct tc *t, struct vu_guest *g, unsigned int pairs, unsigned int npp)
+{
+	uint32_t bases[MAX_RINGS];
+
+	tc_traffic(g, (1u << pairs) - 1, npp);
+	assert_int_equal(vu_stop_device(t->c, bases, 2 * pairs), 0);
+	tc_check_bases(g, bases, pairs, false, 256);
+}
+
 /* ---- checks and sequences more than one phase uses ---------------------------- */
 
 /*
@@ -589,7 +626,6 @@ tc_check_close_suspends_then_queries(struct tc *t, size_t from, unsigned int nri
 void
 tc_reconnect_and_run(struct tc *t, struct vu_guest *g, unsigned int pairs)
 {
-	uint32_t bases[MAX_RINGS];
 	size_t mark;
 	unsigned int i;
 
@@ -606,9 +642,7 @@ tc_reconnect_and_run(struct tc *t, struct vu_guest *g, unsigned int pairs)
 
 		assert_int_equal(tc_count(t, mark, tc_p_rdy, &q), 1);
 	}
-	tc_traffic(g, (1u << pairs) - 1, 300);
-	assert_int_equal(vu_stop_device(t->c, bases, 2 * pairs), 0);
-	tc_check_bases(g, bases, pairs, false, 256);
+	tc_traffic_and_stop(t, g, pairs, 300);
 }
 
 void

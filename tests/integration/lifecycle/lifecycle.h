@@ -85,7 +85,9 @@ void tc_disconnect(struct tc *t);
 bool tc_running(struct tc *t);
 /* dev_conf runs after vhost replied to DRIVER_OK: wait until it has configured. */
 void tc_wait_running(struct tc *t);
-/* Probe with `pairs` pairs, a guest of 256-entry split rings, connect, DRIVER_OK: running. */
+/* Probe with `pairs` pairs, a guest of as many 256-entry split rings, connect. */
+struct vu_guest *tc_attach(struct tc *t, unsigned int pairs, const char *extra);
+/* tc_attach, then DRIVER_OK: the device is running when it returns. */
 struct vu_guest *tc_start(struct tc *t, unsigned int pairs, const char *extra);
 /* Wait for the driver's vhost-facing operation in progress to return (lmh_barrier). */
 void tc_barrier(struct tc *t);
@@ -140,7 +142,11 @@ struct tc_ring {
 	uint64_t bad_desc;      /* != 0: send this front-end address as the descriptor ring */
 };
 
+/* Device ring i backed by guest g's ring i, for i < n. */
+void tc_rings_of(struct tc_ring *rings, unsigned int n, struct vu_guest *g);
 uint64_t tc_fe_features(struct tc *t, bool packed);
+/* SET_VRING_ADDR of device ring i: the addresses of guest g's ring i. */
+void tc_fe_ring_addr(struct tc *t, unsigned int i, struct vu_guest *g);
 /* QEMU's start sequence, ring by ring; the rings in enable_mask enabled before DRIVER_OK. */
 void tc_fe_start(struct tc *t, const struct tc_ring *rings, unsigned int n,
 		 uint32_t enable_mask);
@@ -158,6 +164,11 @@ void tc_traffic_settle(struct vu_guest *g, uint32_t mask);
 /* Traffic in a thread, while the main thread drives vhost-user messages. */
 void tc_pump_start(struct lmh_pump *p, struct vu_guest *g, uint32_t mask);
 void tc_pump_stop(struct lmh_pump *p);
+/*
+ * npp frames on each of the guest's pairs of 256-entry split rings, the
+ * device stopped (every ring's base), the bases what the guest saw consumed.
+ */
+void tc_traffic_and_stop(struct tc *t, struct vu_guest *g, unsigned int pairs, unsigned int npp);
 /* Bases of every ring equal what the guest saw the device consume. */
 void tc_check_bases(struct vu_guest *g, const uint32_t *bases, unsigned int pairs, bool packed,
 		    uint16_t size);

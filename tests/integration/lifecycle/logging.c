@@ -12,6 +12,47 @@
 #include "lifecycle.h"
 
 /*
+ * The front end turns dirty-page logging on (a log area, then LOG_ALL);
+ * set_features runs after vhost's ack: wait for the driver to say it logs
+ * and to be done. Returns the log.
+ */
+static struct vu_log *
+log_on(struct tc *t)
+{
+	struct vu_log *log;
+	size_t lmark = lmh_log_mark();
+
+	assert_int_equal(vu_log_create(&log, vu_mem_gpa_end(t->mem)), 0);
+	assert_int_equal(vu_set_log(t->c, log), 0);
+	assert_true(tc_wait_log(lmark, "dirty-page logging on"));
+	tc_barrier(t);
+	return log;
+}
+
+/* The device wrote pages since vu_guest_dirty_mark, every one of them marked in log. */
+static void
+check_written_pages_logged(struct vu_guest *g, const struct vu_log *log)
+{
+	int64_t pages;
+	uint64_t missing = lmh_dirty_pages_missing(g, log, &pages);
+
+	assert_true(pages > 0);
+	assert_int_equal(missing, 0);
+}
+
+/* Logging off, every ring's base, the front end gone, the log freed. */
+static void
+log_off_and_leave(struct tc *t, unsigned int nrings, struct vu_log *log)
+{
+	uint32_t bases[MAX_RINGS];
+
+	assert_int_equal(vu_clear_log(t->c), 0);
+	tc_fe_stop(t, nrings, bases);
+	tc_disconnect(t);
+	vu_log_destroy(log);
+}
+
+/*
  * Dirty logging starting while pairs are disabled must not resume them; the
  * running ones take the bitmap as they run (DPDK vdpa/mlx5 mlx5_vdpa_lm.c:
  * no SUSPEND, no transition at all).
@@ -20,11 +61,10 @@ static void
 test_disabled_pairs_stay_suspended_when_logging_starts(void **state)
 {
 	struct tc *t = *state;
-	uint32_t bases[8];
 	struct vu_guest *g;
 	struct vu_log *log;
 	unsigned int i;
-	size_t mark, lmark;
+	size_t mark;
 
 	g = tc_start(t, 4, NULL);
 	mark = tc_mark(t);
@@ -34,12 +74,7 @@ test_disabled_pairs_stay_suspended_when_logging_starts(void **state)
 	tc_barrier(t);
 
 	mark = tc_mark(t);
-	lmark = lmh_log_mark();
-	assert_int_equal(vu_log_create(&log, vu_mem_gpa_end(t->mem)), 0);
-	assert_int_equal(vu_set_log(t->c, log), 0);
-	/* set_features runs after vhost's ack: wait for the driver to say it logs. */
-	assert_true(tc_wait_log(lmark, "dirty-page logging on"));
-	tc_barrier(t);
+	log = log_on(t);
 	tc_traffic(g, 0x3, 200);
 	for (i = 0; i < 8; i++) {
 		int q = (int)i;
@@ -49,10 +84,7 @@ test_disabled_pairs_stay_suspended_when_logging_starts(void **state)
 		assert_int_equal(tc_vq_state(t, i), i < 4 ? PRM_VIRTQ_STATE_RDY :
 				 PRM_VIRTQ_STATE_SUSPEND);
 	}
-	assert_int_equal(vu_clear_log(t->c), 0);
-	tc_fe_stop(t, 8, bases);
-	tc_disconnect(t);
-	vu_log_destroy(log);
+	log_off_and_leave(t, 8, log);
 }
 
 /*
@@ -70,10 +102,8 @@ test_log_start_rings_every_running_queue(void **state)
 {
 	struct tc *t = *state;
 	struct vu_ring_info ri;
-	uint32_t bases[2];
 	struct vu_guest *g;
 	struct vu_log *log;
-	size_t lmark;
 
 	g = tc_start(t, 1, NULL);
 	tc_traffic(g, 0x1, 50);
@@ -94,17 +124,10 @@ test_log_start_rings_every_running_queue(void **state)
 		vu_guest_poll(g);
 		assert_int_equal(vu_guest_tx_inflight(g, 0), 1);
 	}
-	lmark = lmh_log_mark();
-	assert_int_equal(vu_log_create(&log, vu_mem_gpa_end(t->mem)), 0);
-	assert_int_equal(vu_set_log(t->c, log), 0);
-	assert_true(tc_wait_log(lmark, "dirty-page logging on"));
-	tc_barrier(t);
+	log = log_on(t);
 	/* Only polls from here: the device must fetch the chain by itself. */
 	assert_true(tc_tx_complete(g, 0x1));
-	assert_int_equal(vu_clear_log(t->c), 0);
-	tc_fe_stop(t, 2, bases);
-	tc_disconnect(t);
-	vu_log_destroy(log);
+	log_off_and_leave(t, 2, log);
 }
 
 /*
@@ -120,11 +143,9 @@ static void
 test_log_on_at_driver_ok_logs_before_any_queue_runs(void **state)
 {
 	struct tc *t = *state;
-	uint64_t missing = 0, first = 0;
 	uint32_t bases[2];
 	struct vu_log *log;
 	struct vu_guest *g;
-	int64_t pages;
 
 	tc_probe_profile(t, "cx6dx", 1, NULL);
 	g = tc_guest(t, 0, 1, 256, false);
@@ -140,28 +161,30 @@ test_log_on_at_driver_ok_logs_before_any_queue_runs(void **state)
 	tc_wait_running(t);
 	tc_traffic(g, 0x1, 32);
 	tc_fe_stop(t, 2, bases);
-	pages = vu_guest_dirty_check(g, log, &missing, &first);
-	assert_true(pages > 0);
-	if (missing != 0)
-		print_error("%" PRIu64 " of %" PRId64 " written pages not logged (first: gpa 0x%"
-			    PRIx64 ")\n", missing, pages, first);
-	assert_int_equal(missing, 0);
+	check_written_pages_logged(g, log);
 	tc_disconnect(t);
 	vu_log_destroy(log);
 }
 
-/* Pages the device wrote since vu_guest_dirty_mark that log does not show (0 expected). */
-static uint64_t
-pages_missing(struct vu_guest *g, const struct vu_log *log)
+/*
+ * From here the device must mark log2, the latest log base, and have said
+ * it moved there (since lmark): every page it writes for 64 more frames
+ * and the stop is in log2. Then the front end leaves and frees both logs.
+ */
+static void
+check_the_new_log_is_marked(struct tc *t, struct vu_guest *g, size_t lmark,
+			    struct vu_log *log1, struct vu_log *log2)
 {
-	uint64_t missing = 0, first = 0;
-	int64_t pages = vu_guest_dirty_check(g, log, &missing, &first);
+	uint32_t bases[2];
 
-	assert_true(pages > 0);
-	if (missing != 0)
-		print_error("%" PRIu64 " of %" PRId64 " written pages not in the log (first: gpa 0x%"
-			    PRIx64 ")\n", missing, pages, first);
-	return missing;
+	vu_guest_dirty_mark(g);
+	tc_traffic(g, 0x1, 64);
+	tc_fe_stop(t, 2, bases);
+	check_written_pages_logged(g, log2);
+	assert_true(lmh_log_has(lmark, "dirty-page logging moved to a new log"));
+	tc_disconnect(t);
+	vu_log_destroy(log1);
+	vu_log_destroy(log2);
 }
 
 /*
@@ -177,7 +200,6 @@ test_new_log_base_while_logging_is_the_log_the_device_marks(void **state)
 	struct tc *t = *state;
 	struct vu_log *log1, *log2;
 	struct vu_guest *g;
-	uint32_t bases[2];
 	size_t lmark;
 
 	g = tc_start(t, 1, NULL);
@@ -189,14 +211,7 @@ test_new_log_base_while_logging_is_the_log_the_device_marks(void **state)
 	assert_true(tc_wait_log(lmark, "dirty-page logging on"));
 	/* Answered once vhost mapped it: from here the device must mark log2. */
 	assert_int_equal(vu_set_log_base(t->c, log2->fd, log2->size, 0), 0);
-	vu_guest_dirty_mark(g);
-	tc_traffic(g, 0x1, 64);
-	tc_fe_stop(t, 2, bases);
-	assert_int_equal(pages_missing(g, log2), 0);
-	assert_true(lmh_log_has(lmark, "dirty-page logging moved to a new log"));
-	tc_disconnect(t);
-	vu_log_destroy(log1);
-	vu_log_destroy(log2);
+	check_the_new_log_is_marked(t, g, lmark, log1, log2);
 }
 
 /*
@@ -212,12 +227,9 @@ test_new_log_base_during_a_held_configuration_is_the_log_registered(void **state
 	struct vu_log *log1, *log2;
 	struct vu_msg_hdr hdr;
 	struct vu_guest *g;
-	uint32_t bases[2];
 	size_t lmark;
 
-	tc_probe(t, 1, NULL);
-	g = tc_guest(t, 0, 1, 256, false);
-	tc_connect(t);
+	g = tc_attach(t, 1, NULL);
 	assert_int_equal(vu_device_init(t->c, NULL), 0);
 	assert_int_equal(vu_log_create(&log1, vu_mem_gpa_end(t->mem)), 0);
 	assert_int_equal(vu_log_create(&log2, vu_mem_gpa_end(t->mem)), 0);
@@ -235,14 +247,7 @@ test_new_log_base_during_a_held_configuration_is_the_log_registered(void **state
 	assert_true(vu_recv_raw(t->c, &hdr, &reply, sizeof(reply), DEADLINE_MS) >= 0);
 	assert_int_equal(hdr.request, VU_SET_LOG_BASE);
 	assert_int_equal(reply, 0);
-	vu_guest_dirty_mark(g);
-	tc_traffic(g, 0x1, 64);
-	tc_fe_stop(t, 2, bases);
-	assert_int_equal(pages_missing(g, log2), 0);
-	assert_true(lmh_log_has(lmark, "dirty-page logging moved to a new log"));
-	tc_disconnect(t);
-	vu_log_destroy(log1);
-	vu_log_destroy(log2);
+	check_the_new_log_is_marked(t, g, lmark, log1, log2);
 }
 
 int

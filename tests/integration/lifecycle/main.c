@@ -4,7 +4,7 @@
  * tests named by a filter (argv[1]); or, with --isolated NAME, one of the
  * isolated tests below, in the fresh process tc_run_isolated started.
  */
-#include <signal.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include <rte_common.h>
@@ -25,25 +25,17 @@ main(int argc, char **argv)
 		tc_run_conf, tc_run_rings, tc_run_stop, tc_run_recovery, tc_run_async,
 		tc_run_logging, tc_run_threads,
 	};
+	bool isolated = argc == 3 && strcmp(argv[1], "--isolated") == 0;
 	unsigned int i;
 	int ret = 0;
 
-	/* Guest frames must not be lost to a SIGPIPE when a socket closes. */
-	signal(SIGPIPE, SIG_IGN);
-	if (argc == 3 && strcmp(argv[1], "--isolated") == 0) {
-		cmocka_set_test_filter(argv[2]);
-		/* One socket for the whole run; each test attaches its own device to it. */
-		if (lmh_init(argv[0], "test-lifecycle", 1) < 0)
-			return 1;
-		ret = cmocka_run_group_tests_name("isolated", isolated_tests, NULL, NULL);
-		lmh_fini();
-		return ret;
-	}
-	if (argc == 2)
-		cmocka_set_test_filter(argv[1]);
-	if (lmh_init(argv[0], "test-lifecycle", 1) < 0)
+	/* One socket for the whole run; each test attaches its own device to it. */
+	if (lmh_main_init(argv[0], isolated ? argv[2] : argc == 2 ? argv[1] : NULL,
+			  "test-lifecycle", 1) < 0)
 		return 1;
-	for (i = 0; i < RTE_DIM(phases); i++)
+	if (isolated)
+		ret = cmocka_run_group_tests_name("isolated", isolated_tests, NULL, NULL);
+	for (i = 0; !isolated && i < RTE_DIM(phases); i++)
 		ret += phases[i]();
 	lmh_fini();
 	return ret;

@@ -140,11 +140,7 @@ test_rings_set_up_but_not_enabled_stay_out_of_rdy(void **state)
 
 	tc_probe(t, 4, NULL);
 	g = tc_guest(t, 0, 4, 256, false);
-	for (i = 0; i < 8; i++) {
-		rings[i].g = g;
-		rings[i].ring = i;
-		rings[i].bad_desc = 0;
-	}
+	tc_rings_of(rings, 8, g);
 	tc_connect(t);
 	mark = tc_mark(t);
 	/* All 8 rings set up, only pairs 0-1 enabled. */

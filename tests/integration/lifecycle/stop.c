@@ -26,11 +26,8 @@ test_front_end_leaving_midway_leaves_device_reusable(void **state)
 	unsigned int i;
 	size_t mark;
 
-	tc_probe(t, 2, NULL);
-	g = tc_guest(t, 0, 2, 256, false);
-
 	/* (a) Gone after SET_MEM_TABLE and some ring messages, before DRIVER_OK. */
-	tc_connect(t);
+	g = tc_attach(t, 2, NULL);
 	mark = tc_mark(t);
 	assert_int_equal(vu_device_init(t->c, NULL), 0);
 	assert_int_equal(vu_set_features(t->c, tc_fe_features(t, false)), 0);
@@ -38,9 +35,7 @@ test_front_end_leaving_midway_leaves_device_reusable(void **state)
 	for (i = 0; i < 2; i++) {
 		assert_int_equal(vu_guest_ring_info(g, i, &ri), 0);
 		assert_int_equal(vu_set_vring_num(t->c, i, ri.num), 0);
-		assert_int_equal(vu_set_vring_addr(t->c, i, 0, (uintptr_t)ri.desc,
-						   (uintptr_t)ri.used, (uintptr_t)ri.avail,
-						   ri.log_gpa), 0);
+		tc_fe_ring_addr(t, i, g);
 	}
 	tc_disconnect(t);
 	tc_barrier(t);
@@ -129,9 +124,7 @@ test_restart_without_status_reset_runs_every_ring(void **state)
 	o.bases = bases;
 	assert_int_equal(vu_start_device(t->c, g, &o), 0);
 	tc_wait_running(t);
-	tc_traffic(g, 0x3, 300);
-	assert_int_equal(vu_stop_device(t->c, bases, 4), 0);
-	tc_check_bases(g, bases, 2, false, 256);
+	tc_traffic_and_stop(t, g, 2, 300);
 }
 
 /*
