@@ -92,44 +92,46 @@ cmd_vq(struct lmh_trace *t, struct lmh_cmd *c)
 		vq_qidx_put(t, c->obj_id, c->qidx);
 }
 
+/*
+ * The kernel operations of the trace (no mailbox of ours: the kernel or
+ * rdma-core runs the command), each pair by the opcodes the firmware sees
+ * for them, which the emulator counts and fault-injects under, and the
+ * field naming the object.
+ */
+static const struct kernel_op {
+	const char *make, *end;
+	uint16_t make_opcode, end_opcode;
+	const char *id;
+	unsigned int id_shift;
+} kernel_ops[] = {
+	{ "UMEM_REG", "UMEM_DEREG", PRM_CMD_CREATE_UMEM, PRM_CMD_DESTROY_UMEM, "umem_id", 0 },
+	/* The kernel's MR (ibv_reg_mr_iova): a CREATE_MKEY / DESTROY_MKEY, by its lkey. */
+	{ "MR_REG", "MR_DEREG", PRM_CMD_CREATE_MKEY, PRM_CMD_DESTROY_MKEY, "lkey", 8 },
+	/* A rule in the kernel's NIC RX root: a SET / DELETE_FLOW_TABLE_ENTRY. */
+	{ "ROOT_FLOW_CREATE", "ROOT_FLOW_DESTROY", PRM_CMD_SET_FLOW_TABLE_ENTRY,
+	  PRM_CMD_DELETE_FLOW_TABLE_ENTRY, "flow_id", 0 },
+	/* A UAR page is a device object (the kernel's ALLOC_UAR / DEALLOC_UAR). */
+	{ "UAR_ALLOC", "UAR_FREE", PRM_CMD_ALLOC_UAR, PRM_CMD_DEALLOC_UAR, "page_id", 0 },
+	/* ibv_alloc_pd / ibv_dealloc_pd: the kernel runs ALLOC_PD / DEALLOC_PD. */
+	{ "PD_ALLOC", "PD_FREE", PRM_CMD_ALLOC_PD, PRM_CMD_DEALLOC_PD, "pdn", 0 },
+};
+
 /* A kernel operation: the opcode the firmware sees for it and the object's number. */
 static void
 kernel_op(struct lmh_cmd *c, json_t *j)
 {
-	if (strcmp(c->op, "UMEM_REG") == 0 || strcmp(c->op, "UMEM_DEREG") == 0) {
+	size_t i;
+
+	for (i = 0; i < sizeof(kernel_ops) / sizeof(kernel_ops[0]); i++) {
+		const struct kernel_op *k = &kernel_ops[i];
+		bool make = strcmp(c->op, k->make) == 0;
+
+		if (!make && strcmp(c->op, k->end) != 0)
+			continue;
 		c->is_cmd = true;
-		c->opcode = c->op[5] == 'R' ? PRM_CMD_CREATE_UMEM : PRM_CMD_DESTROY_UMEM;
-		c->obj_id = (uint32_t)json_integer_value(json_object_get(j, "umem_id"));
-	} else if (strcmp(c->op, "MR_REG") == 0 || strcmp(c->op, "MR_DEREG") == 0) {
-		/*
-		 * The kernel's MR (ibv_reg_mr_iova): the firmware sees the
-		 * CREATE_MKEY / DESTROY_MKEY the kernel sends, which the
-		 * emulator counts and fault-injects under those opcodes.
-		 */
-		c->is_cmd = true;
-		c->opcode = c->op[3] == 'R' ? PRM_CMD_CREATE_MKEY : PRM_CMD_DESTROY_MKEY;
-		c->obj_id = (uint32_t)json_integer_value(json_object_get(j, "lkey")) >> 8;
-	} else if (strcmp(c->op, "ROOT_FLOW_CREATE") == 0 ||
-		   strcmp(c->op, "ROOT_FLOW_DESTROY") == 0) {
-		/*
-		 * A rule in the kernel's NIC RX root: the firmware sees a
-		 * SET / DELETE_FLOW_TABLE_ENTRY, which the emulator counts and
-		 * fault-injects under those opcodes.
-		 */
-		c->is_cmd = true;
-		c->opcode = c->op[10] == 'C' ? PRM_CMD_SET_FLOW_TABLE_ENTRY :
-			    PRM_CMD_DELETE_FLOW_TABLE_ENTRY;
-		c->obj_id = (uint32_t)json_integer_value(json_object_get(j, "flow_id"));
-	} else if (strcmp(c->op, "UAR_ALLOC") == 0 || strcmp(c->op, "UAR_FREE") == 0) {
-		/* A UAR page is a device object (the kernel's ALLOC_UAR / DEALLOC_UAR). */
-		c->is_cmd = true;
-		c->opcode = c->op[4] == 'A' ? PRM_CMD_ALLOC_UAR : PRM_CMD_DEALLOC_UAR;
-		c->obj_id = (uint32_t)json_integer_value(json_object_get(j, "page_id"));
-	} else if (strcmp(c->op, "PD_ALLOC") == 0 || strcmp(c->op, "PD_FREE") == 0) {
-		/* ibv_alloc_pd / ibv_dealloc_pd: the kernel runs ALLOC_PD / DEALLOC_PD. */
-		c->is_cmd = true;
-		c->opcode = c->op[3] == 'A' ? PRM_CMD_ALLOC_PD : PRM_CMD_DEALLOC_PD;
-		c->obj_id = (uint32_t)json_integer_value(json_object_get(j, "pdn"));
+		c->opcode = make ? k->make_opcode : k->end_opcode;
+		c->obj_id = (uint32_t)json_integer_value(json_object_get(j, k->id)) >> k->id_shift;
+		return;
 	}
 }
 

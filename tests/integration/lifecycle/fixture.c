@@ -80,31 +80,35 @@ tc_mod_state(const struct lmh_cmd *c)
 	return (unsigned int)PRM_GET(virtio_net_q, tc_vq_obj(c), state);
 }
 
+/* c is a virtq command on queue *qidx (any queue when qidx is NULL). */
+static bool
+on_queue(const struct lmh_cmd *c, const void *qidx)
+{
+	return lmh_cmd_is_vq(c) && (qidx == NULL || c->qidx == *(const int *)qidx);
+}
+
 bool
 tc_p_vq_create(const struct lmh_cmd *c, const void *qidx)
 {
-	return lmh_cmd_is_vq(c) && c->opcode == PRM_CMD_CREATE_GENERAL_OBJECT &&
-	       (qidx == NULL || c->qidx == *(const int *)qidx);
+	return on_queue(c, qidx) && c->opcode == PRM_CMD_CREATE_GENERAL_OBJECT;
 }
 
 bool
 tc_p_vq_destroy(const struct lmh_cmd *c, const void *qidx)
 {
-	return lmh_cmd_is_vq(c) && c->opcode == PRM_CMD_DESTROY_GENERAL_OBJECT &&
-	       (qidx == NULL || c->qidx == *(const int *)qidx);
+	return on_queue(c, qidx) && c->opcode == PRM_CMD_DESTROY_GENERAL_OBJECT;
 }
 
 bool
 tc_p_vq_modify(const struct lmh_cmd *c, const void *qidx)
 {
-	return lmh_cmd_is_vq(c) && c->opcode == PRM_CMD_MODIFY_GENERAL_OBJECT &&
-	       (qidx == NULL || c->qidx == *(const int *)qidx);
+	return on_queue(c, qidx) && c->opcode == PRM_CMD_MODIFY_GENERAL_OBJECT;
 }
 
 bool
 tc_p_vq_any(const struct lmh_cmd *c, const void *qidx)
 {
-	return lmh_cmd_is_vq(c) && (qidx == NULL || c->qidx == *(const int *)qidx);
+	return on_queue(c, qidx);
 }
 
 /* A MODIFY that moves a queue to `state` (STATE bit set), successfully. */
@@ -119,15 +123,13 @@ tc_is_state_modify(const struct lmh_cmd *c, unsigned int state)
 bool
 tc_p_rdy(const struct lmh_cmd *c, const void *qidx)
 {
-	return tc_is_state_modify(c, PRM_VIRTQ_STATE_RDY) &&
-	       (qidx == NULL || c->qidx == *(const int *)qidx);
+	return on_queue(c, qidx) && tc_is_state_modify(c, PRM_VIRTQ_STATE_RDY);
 }
 
 bool
 tc_p_suspend(const struct lmh_cmd *c, const void *qidx)
 {
-	return tc_is_state_modify(c, PRM_VIRTQ_STATE_SUSPEND) &&
-	       (qidx == NULL || c->qidx == *(const int *)qidx);
+	return on_queue(c, qidx) && tc_is_state_modify(c, PRM_VIRTQ_STATE_SUSPEND);
 }
 
 bool
