@@ -29,6 +29,7 @@
 #include "vu_client.h"
 #include "vu_frame.h"
 #include "vu_guest.h"
+#include "vu_vring.h"
 
 #define MAX_BE 4
 #define MAX_QP 4
@@ -1068,6 +1069,105 @@ test_acks_are_asked_for_every_request_or_where_qemu_waits(void **state)
 	}
 }
 
+/* A 16-bit little-endian field of ring memory (the device side, written by hand). */
+static uint16_t
+le16_at(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static void
+put_le16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static void
+put_le32(uint8_t *p, uint32_t v)
+{
+	put_le16(p, (uint16_t)v);
+	put_le16(p + 2, (uint16_t)(v >> 16));
+}
+
+/*
+ * The guest ring writer (vu_vring.h) on rings of its own, the device's
+ * side written here by hand. Split: a chain takes the descriptors after
+ * its head (wrapping), is reaped by its head, and a used index more than
+ * a ring ahead of what was reaped is a device bug (-EIO). Packed: a chain
+ * is made available by its head's flags, one used descriptor ends it, the
+ * next is found after the chain's slots, and a used length counts only
+ * with WRITE.
+ */
+static void
+test_ring_writer_chains_and_refuses_a_used_index_a_ring_ahead(void **state)
+{
+	static uint8_t desc[16 * 8], avail[6 + 2 * 8], used[6 + 8 * 8];
+	const struct vu_vbuf b[3] = {
+		{ 0x1000, 100, 0 }, { 0x2000, 200, VU_VRING_F_WRITE },
+		{ 0x3000, 300, VU_VRING_F_WRITE },
+	};
+	struct vu_vring r;
+	struct vu_vused u;
+
+	(void)state;
+	assert_int_equal(vu_vring_init(&r, false, 6, desc, avail, used), -EINVAL);
+	assert_int_equal(vu_vring_init(&r, false, 8, desc, avail, used), 0);
+	/* Head 6: descriptors 6, 7, 0, chained by next; the avail ring names 6. */
+	vu_vring_post(&r, 6, b, 3);
+	assert_int_equal(le16_at(avail + 2), 0);
+	vu_vring_publish(&r);
+	assert_int_equal(le16_at(avail + 2), 1);
+	assert_int_equal(le16_at(avail + 4), 6);
+	assert_int_equal(le16_at(desc + 16 * 6 + 12), VU_VRING_F_NEXT);
+	assert_int_equal(le16_at(desc + 16 * 6 + 14), 7);
+	assert_int_equal(le16_at(desc + 16 * 7 + 12), VU_VRING_F_NEXT | VU_VRING_F_WRITE);
+	assert_int_equal(le16_at(desc + 16 * 7 + 14), 0);
+	assert_int_equal(le16_at(desc + 12), VU_VRING_F_WRITE);
+	assert_int_equal(vu_vring_reap(&r, &u), 0);
+	/* The device uses it: used entry 0 {6, 250}, used index 1. */
+	put_le32(used + 4, 6);
+	put_le32(used + 8, 250);
+	put_le16(used + 2, 1);
+	assert_int_equal(vu_vring_reap(&r, &u), 1);
+	assert_int_equal(u.id, 6);
+	assert_int_equal(u.len, 250);
+	assert_int_equal(u.slot, 0);
+	assert_true(u.written);
+	assert_int_equal(vu_vring_reap(&r, &u), 0);
+	put_le16(used + 2, 1 + 9);
+	assert_int_equal(vu_vring_reap(&r, &u), -EIO);
+	vu_vring_fini(&r);
+
+	/* Packed, 5 slots: buffer 3 in slots 0-2, buffer 4 in slot 3. */
+	memset(desc, 0, sizeof(desc));
+	assert_int_equal(vu_vring_init(&r, true, 5, desc, avail, used), 0);
+	vu_vring_post(&r, 3, b, 3);
+	vu_vring_post(&r, 4, b, 1);
+	assert_int_equal(le16_at(desc + 14), VU_VRING_F_AVAIL | VU_VRING_F_NEXT);
+	assert_int_equal(le16_at(desc + 16 + 14),
+			 VU_VRING_F_AVAIL | VU_VRING_F_NEXT | VU_VRING_F_WRITE);
+	assert_int_equal(le16_at(desc + 32 + 14), VU_VRING_F_AVAIL | VU_VRING_F_WRITE);
+	assert_int_equal(le16_at(desc + 32 + 12), 3);
+	assert_int_equal(vu_vring_reap(&r, &u), 0);
+	/* Used (AVAIL = USED = the wrap counter 1) at the chain's head slot. */
+	put_le32(desc + 8, 500);
+	put_le16(desc + 14, VU_VRING_F_AVAIL | VU_VRING_F_USED | VU_VRING_F_WRITE);
+	assert_int_equal(vu_vring_reap(&r, &u), 1);
+	assert_int_equal(u.id, 3);
+	assert_int_equal(u.len, 500);
+	assert_int_equal(u.slot, 0);
+	assert_true(u.written);
+	assert_int_equal(r.last_used, 3);
+	assert_int_equal(vu_vring_reap(&r, &u), 0);
+	put_le16(desc + 48 + 14, VU_VRING_F_AVAIL | VU_VRING_F_USED);
+	assert_int_equal(vu_vring_reap(&r, &u), 1);
+	assert_int_equal(u.id, 4);
+	assert_int_equal(u.slot, 3);
+	assert_false(u.written);
+	vu_vring_fini(&r);
+}
+
 int
 main(void)
 {
@@ -1086,6 +1186,7 @@ main(void)
 		cmocka_unit_test(test_raw_and_malformed_messages_are_errors_never_a_crash),
 		cmocka_unit_test(test_back_end_gone_or_silent_is_an_error_not_a_hang),
 		cmocka_unit_test(test_acks_are_asked_for_every_request_or_where_qemu_waits),
+		cmocka_unit_test(test_ring_writer_chains_and_refuses_a_used_index_a_ring_ahead),
 	};
 	char prefix[64];
 	char *argv[] = {
