@@ -2,7 +2,7 @@
 /*
  * dpdk-test-lm migrate --service --device-list-probe: how long the source
  * service takes to answer device_list while every VM migrates at once
- * (issue 20's target: p99 <= 5 ms "while 8 VMs migrate at once").
+ * (the service's target: p99 <= 5 ms while 8 VMs migrate at once).
  *
  * A thread of this process calls device_list on the source service in a
  * loop, from the start line of each at-once window to the end of its last

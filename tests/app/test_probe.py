@@ -87,7 +87,7 @@ class ProbeEmulated(unittest.TestCase):
         caps = [r for r in recs if r['op'] == 'QUERY_HCA_CAP']
         self.assertIn(0x13 << 1 | 1, [r['op_mod'] for r in caps])
         self.assertIn(0 << 1 | 1, [r['op_mod'] for r in caps])
-        # A2: the PD and its null mkey come as ibv_alloc_pd + ibv_alloc_null_mr
+        # The PD and its null mkey come as ibv_alloc_pd + ibv_alloc_null_mr
         # do it, never from QUERY_SPECIAL_CONTEXTS (not a DevX command, Linux
         # devx.c devx_is_general_cmd); the PD is freed.
         self.assertEqual([r['op'] for r in pds], ['PD_ALLOC', 'NULL_MR', 'PD_FREE'])
@@ -142,7 +142,7 @@ class ProbeEmulated(unittest.TestCase):
             self.assertEqual((q[0x68] & 0xf) << 8 | q[0x69], 100)
             self.assertEqual(q[0x6a] << 8 | q[0x6b], 16)
 
-    def test_fast_profile_and_instance_name(self):
+    def test_name_option_names_the_probed_instance(self):
         rc, out, err = run('emu=fast', extra=('--name', 'vdpa_mlx5_lm7'))
         self.assertEqual(rc, 0, out + err)
         self.assertIn('vdpa_mlx5_lm7', out)
@@ -192,10 +192,10 @@ class ProbeErrors(unittest.TestCase):
         self.assert_one_line_error('ibdev=mlx5_0', 'mlx5_0', 'no such RDMA device',
                                    'ibv_get_device_list')
 
-    def test_unknown_key(self):
+    def test_unknown_key_is_one_line_naming_it(self):
         self.assert_one_line_error('emu=fast,foo=1', 'foo', 'unknown key')
 
-    def test_out_of_range(self):
+    def test_value_out_of_range_is_one_line_naming_the_key(self):
         self.assert_one_line_error('emu=fast,queues=0', 'queues', 'out of range')
         self.assert_one_line_error('emu=fast,workers=1000', 'workers', 'out of range')
 
@@ -213,19 +213,19 @@ class ProbeErrors(unittest.TestCase):
         self.assert_one_line_error('emu=fast,max_conf_threads=4,workers=4', 'max_conf_threads',
                                    'workers')
 
-    def test_duplicated_key(self):
+    def test_key_given_twice_is_one_line(self):
         self.assert_one_line_error('emu=fast,queues=4,queues=8', 'queues', 'given 2 times')
 
-    def test_not_a_power_of_two(self):
+    def test_queue_size_not_a_power_of_two_is_one_line(self):
         self.assert_one_line_error('emu=fast,queue_size=300', 'queue_size', 'power of two')
 
-    def test_not_a_number(self):
+    def test_value_not_a_number_is_one_line(self):
         self.assert_one_line_error('emu=fast,mr_gc_ms=soon', 'mr_gc_ms', 'not a number')
 
-    def test_bad_boolean(self):
+    def test_boolean_other_than_0_or_1_is_one_line(self):
         self.assert_one_line_error('emu=fast,precreate=2', 'precreate')
 
-    def test_backend_choice(self):
+    def test_exactly_one_back_end_must_be_chosen(self):
         self.assert_one_line_error('queues=4', 'emu=', 'ibdev=')
         self.assert_one_line_error('emu=fast,ibdev=mlx5_0', 'exactly one')
 
@@ -236,18 +236,18 @@ class ProbeErrors(unittest.TestCase):
         self.assert_one_line_error('ibdev=mlx5_0,sf=mlx5_core.sf.1', 'exactly one')
         self.assert_one_line_error('sf=../x', 'sf=../x', 'not a path')
 
-    def test_unknown_profile(self):
+    def test_unknown_profile_is_one_line_naming_it(self):
         self.assert_one_line_error('emu=nosuchprofile', 'nosuchprofile')
 
 
 class Help(unittest.TestCase):
-    def test_help(self):
+    def test_help_prints_usage_and_exits_0(self):
         for args in (['--help'], ['probe', '--help']):
             p = subprocess.run([TOOL, *args], capture_output=True, text=True, timeout=30)
             self.assertEqual(p.returncode, 0)
             self.assertIn('Usage', p.stdout)
 
-    def test_usage_errors(self):
+    def test_usage_errors_exit_2(self):
         for args in (['probe'], ['nosuchcommand'], ['probe', '--devargs']):
             p = subprocess.run([TOOL, *args], capture_output=True, text=True, timeout=30)
             self.assertEqual(p.returncode, 2, args)
@@ -278,13 +278,13 @@ class ArgumentsCheckedFirst(unittest.TestCase):
         for n in needles:
             self.assertIn(n, lines[0])
 
-    def test_bench_mr(self):
+    def test_bench_mr_arguments_that_cannot_work_are_refused(self):
         self.refused(['bench', 'mr', '--mem-gb', '0', '--workers', '1'], '--mem-gb')
         self.refused(['bench', 'mr', '--mem-gb', '4'], '--workers', 'missing')
         self.refused(['bench', 'mr', '--mem-gb', '4', '--workers', '1', '--profile', 'nope'],
                      '--profile', 'nope')
 
-    def test_migrate(self):
+    def test_migrate_arguments_that_cannot_work_are_refused(self):
         shape = ['migrate', '--devices', '1', '--queue-pairs', '1', '--mem-gb', '1']
         self.refused(shape + ['--profile', 'nope'], '--profile', 'nope')
         with tempfile.TemporaryDirectory() as d:

@@ -43,7 +43,7 @@ VARIANTS = {
     'packed': {'packed': True},
     'rxq1024': {'rx_queue_size': 1024},
     # The PMD's rdma back end: source ibdev=mlx5_0, destination ibdev=mlx5_1 on the
-    # emulated rdma-core, each device's wire a tap (issue 10, item 5).
+    # emulated rdma-core, each device's wire a tap.
     'ibdev': {'ibdev': True},
 }
 MEM_MB = 256

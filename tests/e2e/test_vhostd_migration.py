@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A QEMU live migration from one mlx5-lm-vhostd to another (issue 20), as between hosts.
+"""A QEMU live migration from one mlx5-lm-vhostd to another, as between hosts.
 
 Two "hosts" on this machine: each a mount namespace with its own /run/mlx5-lm (a tmpfs),
 so that each runs its service on the default control socket and serves the VM's NIC on

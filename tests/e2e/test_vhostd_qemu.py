@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Two QEMU VMs on one mlx5-lm-vhostd (issue 20), their NICs added with mlx5-lm-ctl.
+"""Two QEMU VMs on one mlx5-lm-vhostd, their NICs added with mlx5-lm-ctl.
 
 VM1's NIC is served (QEMU connects, chardev reconnect=1), VM2's is a client (QEMU
 listens, server=on; the device added with --client). Each guest sends through its NIC:

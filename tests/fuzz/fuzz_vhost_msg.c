@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * libFuzzer target (issue 11): mutated vhost-user message sequences
+ * libFuzzer target: mutated vhost-user message sequences
  * against the PMD behind DPDK's vhost library, in process, exactly as
  * test_hostile runs it (lm_harness: EAL, a vhost-user socket, the
  * messages vetted as dpdk-test-lm serve vets them, an emulated device).

@@ -8,6 +8,10 @@
 #include <ftw.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cmocka.h>
 #include <jansson.h>
 
 #include <rte_common.h>
@@ -501,6 +506,16 @@ lmh_rm_tree(const char *path)
 		nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+int
+lmh_main_init(const char *argv0, const char *filter, const char *name, unsigned int nsocks)
+{
+	signal(SIGPIPE, SIG_IGN);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (filter != NULL)
+		cmocka_set_test_filter(filter);
+	return lmh_init(argv0, name, nsocks);
+}
+
 void
 lmh_fini(void)
 {
@@ -782,29 +797,16 @@ trace_live_delta(const char *op)
 static unsigned int
 trace_live(const struct lmh_dev *d)
 {
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
+	struct lmh_trace t;
 	long live = 0;
-	FILE *f = fopen(d->trace, "r");
+	size_t i;
 
-	if (f == NULL)
-		return 0;
-	while ((n = getline(&line, &cap, f)) > 0) {
-		json_t *j;
-		const char *op;
-
-		if (line[n - 1] != '\n' || strstr(line, "\"op\":\"DOORBELL\"") != NULL ||
-		    strstr(line, "\"op\":\"UAR_DOORBELL\"") != NULL)
-			continue;
-		j = json_loads(line, 0, NULL);
-		op = json_string_value(json_object_get(j, "op"));
-		if (op != NULL && json_integer_value(json_object_get(j, "status")) == 0)
-			live += trace_live_delta(op);
-		json_decref(j);
-	}
-	free(line);
-	fclose(f);
+	lmh_trace_open(&t, d->trace);
+	lmh_trace_sync(&t);
+	for (i = 0; i < t.n; i++)
+		if (t.c[i].status == 0)
+			live += trace_live_delta(t.c[i].op);
+	lmh_trace_free(&t);
 	return live > 0 ? (unsigned int)live : 0;
 }
 
@@ -988,150 +990,6 @@ lmh_vq_id(struct lmh_dev *d, unsigned int i)
 	return id;
 }
 
-/* ---- DevX trace ------------------------------------------------------------------- */
-
-void
-lmh_trace_open(struct lmh_trace *t, const char *path)
-{
-	memset(t, 0, sizeof(*t));
-	snprintf(t->path, sizeof(t->path), "%s", path);
-}
-
-static void
-trace_add(struct lmh_trace *t, const char *line)
-{
-	json_t *j = json_loads(line, 0, NULL);
-	struct lmh_cmd c;
-	const char *op;
-
-	if (j == NULL)
-		return;
-	memset(&c, 0, sizeof(c));
-	op = json_string_value(json_object_get(j, "op"));
-	snprintf(c.op, sizeof(c.op), "%s", op != NULL ? op : "");
-	c.status = (int)json_integer_value(json_object_get(j, "status"));
-	c.syndrome = (uint32_t)json_integer_value(json_object_get(j, "syndrome"));
-	c.obj_type = 0xffff;
-	if (json_object_get(j, "opcode") != NULL) {
-		c.is_cmd = true;
-		c.opcode = (uint16_t)json_integer_value(json_object_get(j, "opcode"));
-		c.obj_id = (uint32_t)json_integer_value(json_object_get(j, "obj_id"));
-		if (c.opcode >= PRM_CMD_CREATE_GENERAL_OBJECT &&
-		    c.opcode <= PRM_CMD_DESTROY_GENERAL_OBJECT)
-			c.obj_type = (uint16_t)json_integer_value(json_object_get(j, "obj_type"));
-	} else if (strcmp(c.op, "UMEM_REG") == 0 || strcmp(c.op, "UMEM_DEREG") == 0) {
-		c.is_cmd = true;
-		c.opcode = c.op[5] == 'R' ? PRM_CMD_CREATE_UMEM : PRM_CMD_DESTROY_UMEM;
-		c.obj_id = (uint32_t)json_integer_value(json_object_get(j, "umem_id"));
-	} else if (strcmp(c.op, "MR_REG") == 0 || strcmp(c.op, "MR_DEREG") == 0) {
-		/*
-		 * The kernel's MR (ibv_reg_mr_iova): the firmware sees the
-		 * CREATE_MKEY / DESTROY_MKEY the kernel sends, which the
-		 * emulator counts and fault-injects under those opcodes.
-		 */
-		c.is_cmd = true;
-		c.opcode = c.op[3] == 'R' ? PRM_CMD_CREATE_MKEY : PRM_CMD_DESTROY_MKEY;
-		c.obj_id = (uint32_t)json_integer_value(json_object_get(j, "lkey")) >> 8;
-	} else if (strcmp(c.op, "ROOT_FLOW_CREATE") == 0 ||
-		   strcmp(c.op, "ROOT_FLOW_DESTROY") == 0) {
-		/*
-		 * A rule in the kernel's NIC RX root: the firmware sees a
-		 * SET / DELETE_FLOW_TABLE_ENTRY, which the emulator counts and
-		 * fault-injects under those opcodes.
-		 */
-		c.is_cmd = true;
-		c.opcode = c.op[10] == 'C' ? PRM_CMD_SET_FLOW_TABLE_ENTRY :
-			   PRM_CMD_DELETE_FLOW_TABLE_ENTRY;
-		c.obj_id = (uint32_t)json_integer_value(json_object_get(j, "flow_id"));
-	} else if (strcmp(c.op, "UAR_ALLOC") == 0 || strcmp(c.op, "UAR_FREE") == 0) {
-		/* A UAR page is a device object (the kernel's ALLOC_UAR / DEALLOC_UAR). */
-		c.is_cmd = true;
-		c.opcode = c.op[4] == 'A' ? PRM_CMD_ALLOC_UAR : PRM_CMD_DEALLOC_UAR;
-		c.obj_id = (uint32_t)json_integer_value(json_object_get(j, "page_id"));
-	} else if (strcmp(c.op, "PD_ALLOC") == 0 || strcmp(c.op, "PD_FREE") == 0) {
-		/* ibv_alloc_pd / ibv_dealloc_pd: the kernel runs ALLOC_PD / DEALLOC_PD. */
-		c.is_cmd = true;
-		c.opcode = c.op[3] == 'A' ? PRM_CMD_ALLOC_PD : PRM_CMD_DEALLOC_PD;
-		c.obj_id = (uint32_t)json_integer_value(json_object_get(j, "pdn"));
-	}
-	json_decref(j);
-	if (t->n == t->cap) {
-		t->cap = t->cap ? 2 * t->cap : 256;
-		t->c = realloc(t->c, t->cap * sizeof(*t->c));
-		if (t->c == NULL)
-			abort();
-	}
-	t->c[t->n++] = c;
-}
-
-void
-lmh_trace_sync(struct lmh_trace *t)
-{
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
-	FILE *f;
-
-	f = fopen(t->path, "r");
-	if (f == NULL)
-		return;
-	if (fseek(f, t->off, SEEK_SET) == 0) {
-		while ((n = getline(&line, &cap, f)) > 0) {
-			if (line[n - 1] != '\n')
-				break; /* being written: next time */
-			line[n - 1] = '\0';
-			trace_add(t, line);
-			t->off += n;
-		}
-	}
-	free(line);
-	fclose(f);
-}
-
-size_t
-lmh_trace_mark(struct lmh_trace *t)
-{
-	lmh_trace_sync(t);
-	return t->n;
-}
-
-void
-lmh_trace_free(struct lmh_trace *t)
-{
-	free(t->c);
-	memset(t, 0, sizeof(*t));
-}
-
-long
-lmh_wait_failed_cmd(struct lmh_trace *t, size_t from, int timeout_ms)
-{
-	int64_t deadline = lmh_now_ms() + timeout_ms;
-	size_t i;
-
-	for (;;) {
-		lmh_trace_sync(t);
-		for (i = from; i < t->n; i++)
-			if (t->c[i].is_cmd && t->c[i].status != 0)
-				return (long)i;
-		if (lmh_now_ms() > deadline)
-			return -1;
-		lmh_tick();
-	}
-}
-
-const char *
-lmh_obj_type_name(uint16_t obj_type)
-{
-	switch (obj_type) {
-	case PRM_OBJ_VIRTIO_NET_Q:
-		return "VIRTIO_NET_Q";
-	case PRM_OBJ_VIRTIO_Q_COUNTERS:
-		return "VIRTIO_Q_COUNTERS";
-	default:
-		return "";
-	}
-}
-
 /* ---- traffic -------------------------------------------------------------------- */
 
 static uint64_t
@@ -1265,6 +1123,20 @@ lmh_rx_received(struct vu_guest *g)
 
 	vu_guest_stats(g, -1, &st);
 	return st.rx_received;
+}
+
+uint64_t
+lmh_dirty_pages_missing(struct vu_guest *g, const struct vu_log *log, int64_t *written)
+{
+	uint64_t missing = 0, first = 0;
+	int64_t pages = vu_guest_dirty_check(g, log, &missing, &first);
+
+	if (missing != 0)
+		fprintf(stderr, "%" PRIu64 " of %" PRId64 " written pages not logged "
+			"(first: gpa 0x%" PRIx64 ")\n", missing, pages, first);
+	if (written != NULL)
+		*written = pages;
+	return missing;
 }
 
 /* ---- process figures -------------------------------------------------------------- */

@@ -7,7 +7,7 @@
  * guest (app/test-lm/vu), every DPDK log line captured, the DevX trace read
  * back, bounded waits only.
  *
- * Two ways into the device (issue 10): emu=<profile> (the default), or,
+ * Two ways into the device: emu=<profile> (the default), or,
  * with LM_BACKEND=rdma in the environment and the program run under
  * tools/with-emulated-rdma, the PMD's rdma back end on the emulated
  * rdma-core: ibdev=mlx5_<i> with the same other devargs. The emulator is
@@ -41,6 +41,13 @@
  * serve a new one: register early, reuse). 0 or -1.
  */
 int lmh_init(const char *argv0, const char *name, unsigned int nsocks);
+/*
+ * What a test program's main does first: SIGPIPE ignored (guest frames
+ * must not be lost to it when a socket closes), stdout line buffered, the
+ * cmocka test filter from filter (NULL: every test), then lmh_init.
+ */
+int lmh_main_init(const char *argv0, const char *filter, const char *name,
+		  unsigned int nsocks);
 void lmh_fini(void);
 const char *lmh_sock(unsigned int i);
 /*
@@ -192,7 +199,12 @@ long lmh_evch_overflows(struct lmh_dev *d);
  */
 int lmh_vq_state(struct lmh_dev *d, unsigned int i);
 
-/* ---- DevX trace ---- */
+/*
+ * ---- DevX trace (lm_harness_trace.c) ----
+ * The one reader of the driver's trace (devx_trace=, one JSON line per
+ * command or operation, the same on either back end), read incrementally:
+ * lmh_trace_sync appends the whole lines written since the last call.
+ */
 struct lmh_cmd {
 	char op[40];
 	/* UMEM_REG / UMEM_DEREG: 0xa08 / 0xa0a, ROOT_FLOW_CREATE / _DESTROY: 0x936 / 0x938 */
@@ -202,6 +214,25 @@ struct lmh_cmd {
 	int status;
 	uint32_t syndrome;
 	bool is_cmd;              /* a command, umem or root flow operation (not a doorbell) */
+	/*
+	 * A virtq command (lmh_cmd_is_vq): the queue index its object was
+	 * created for, from the CREATE's mailbox; -1 otherwise.
+	 */
+	int qidx;
+	/*
+	 * A PRM command's input mailbox as sent (NULL for other lines), followed
+	 * by zeroes: a virtq command's layout (PRM_SIZE(virtq_cmd)) read from
+	 * any mailbox stays inside.
+	 */
+	uint8_t *in;
+	size_t inlen;
+	/* Doorbells (DOORBELL, UAR_DOORBELL) and other operations on an address. */
+	uint64_t addr, value;
+};
+
+struct lmh_vq_id {
+	uint32_t id;
+	int qidx;
 };
 
 struct lmh_trace {
@@ -209,12 +240,27 @@ struct lmh_trace {
 	long off;
 	struct lmh_cmd *c;
 	size_t n, cap;
+	/* Virtq ids created so far and their queue indexes (ids are reused: last wins). */
+	struct lmh_vq_id *vq;
+	size_t nvq, capvq;
+	/* The first failure: the trace could not be read (-errno) or a line was not JSON. */
+	int err;
 };
 
 void lmh_trace_open(struct lmh_trace *t, const char *path);
-void lmh_trace_sync(struct lmh_trace *t);
+/* Read the lines written since the last call: 0, or why not (also kept in t->err). */
+int lmh_trace_sync(struct lmh_trace *t);
 size_t lmh_trace_mark(struct lmh_trace *t);
 void lmh_trace_free(struct lmh_trace *t);
+/* A general-object command on a VIRTIO_NET_Q object. */
+bool lmh_cmd_is_vq(const struct lmh_cmd *c);
+typedef bool (*lmh_trace_pred)(const struct lmh_cmd *c, const void *arg);
+/* Entries since from for which p holds, the trace read up to date first. */
+unsigned int lmh_trace_count(struct lmh_trace *t, size_t from, lmh_trace_pred p,
+			     const void *arg);
+/* Bounded wait until at least want entries since from satisfy p. */
+bool lmh_wait_trace(struct lmh_trace *t, size_t from, lmh_trace_pred p, const void *arg,
+		    unsigned int want, int timeout_ms);
 /* A command since from whose status is not 0 (bounded wait); its index or -1. */
 long lmh_wait_failed_cmd(struct lmh_trace *t, size_t from, int timeout_ms);
 /* Name of a general object type. */
@@ -235,6 +281,11 @@ int lmh_pump_start(struct lmh_pump *p, struct vu_guest *g, uint32_t mask);
 /* Stop, then wait until nothing is missing or in flight; true if settled clean. */
 bool lmh_pump_stop(struct lmh_pump *p);
 uint64_t lmh_rx_received(struct vu_guest *g);
+/*
+ * Pages the device wrote since vu_guest_dirty_mark() that log does not
+ * mark (how many and the first are printed); *written: how many it wrote.
+ */
+uint64_t lmh_dirty_pages_missing(struct vu_guest *g, const struct vu_log *log, int64_t *written);
 
 /* ---- process figures ---- */
 /*

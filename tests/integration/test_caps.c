@@ -1,19 +1,19 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The driver's fallbacks for devices that lack optional capabilities
- * (issue 10: A8, B1, B2, B4, B5), in process through lm_harness: the PMD
- * on an emulated device whose profile (tests/profiles/) turns a capability
- * off, the built-in vhost-user front end and guest. On each profile the
- * device must forward both ways, resume a pair the guest disabled and
- * enabled again, start dirty-page logging while running with a complete
- * log, stop, and leave nothing alive - and no command it sent may have
- * been refused: the emulator refuses whatever the caps do not announce.
+ * (freeze_to_rdy, the modify caps, counters, MRG_RXBUF, a mappable
+ * doorbell), in process through lm_harness: the PMD on an emulated device
+ * whose profile (tests/profiles/) turns a capability off, the built-in
+ * vhost-user front end and guest. On each profile the device must forward
+ * both ways, resume a pair the guest disabled and enabled again, start
+ * dirty-page logging while running with a complete log, stop, and leave
+ * nothing alive - and no command it sent may have been refused: the
+ * emulator refuses whatever the caps do not announce.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <setjmp.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -139,7 +139,7 @@ forward_reenable_log(const char *prof, struct lmh_dev *dv, struct lmh_trace *tr,
 	uint32_t bases[NRINGS];
 	struct vu_client *c;
 	struct vu_log *log = NULL;
-	uint64_t missing = 1, first = 0;
+	uint64_t missing;
 	int64_t pages, t0;
 	size_t lmark;
 	unsigned int i;
@@ -182,11 +182,8 @@ forward_reenable_log(const char *prof, struct lmh_dev *dv, struct lmh_trace *tr,
 	lmh_barrier(dv);
 	vu_guest_dirty_mark(guest);
 	assert_true(lmh_traffic(guest, 0x3, 200, LMH_DEADLINE_MS));
-	pages = vu_guest_dirty_check(guest, log, &missing, &first);
+	missing = lmh_dirty_pages_missing(guest, log, &pages);
 	assert_true(pages > 0);
-	if (missing != 0)
-		print_error("%" PRIu64 " of %" PRId64 " written pages not logged (first GPA 0x%"
-			    PRIx64 ")\n", missing, pages, first);
 	assert_int_equal(missing, 0);
 	lmark = lmh_log_mark();
 	log_off_from = lmh_trace_mark(tr);
@@ -246,7 +243,7 @@ teardown(void **state)
 }
 
 /*
- * Issue 19 item 8: running queues take the dirty-bitmap fields as they run
+ * Running queues take the dirty-bitmap fields as they run
  * (DPDK vdpa/mlx5 mlx5_vdpa_lm.c): one MODIFY per queue to start logging
  * and one to stop, no SUSPEND, no re-creation, the steering untouched.
  */
@@ -271,7 +268,7 @@ test_all_caps_forward_reenable_and_log(void **state)
 }
 
 /*
- * Issue 19 item 9: completion EQs past 255 (the CQ's c_eqn written as the
+ * Completion EQs past 255 (the CQ's c_eqn written as the
  * kernel reads it, 32 bits: mlx5_core_create_cq), a device with real-time
  * timestamps only (the event QPs ask for the format the caps allow:
  * Linux mlx5_get_qp_default_ts, DPDK mlx5_ts_format_conv) and no cq_oi
@@ -287,10 +284,10 @@ test_eqns_past_255_real_time_only_and_no_cq_oi(void **state)
 }
 
 /*
- * A8: without freeze_to_rdy_supported a suspended queue cannot go back to
+ * Without freeze_to_rdy_supported a suspended queue cannot go back to
  * RDY (PRM state machine); re-enabling a ring re-creates the queue from
  * its queried indices instead. The dirty log needs no SUSPEND: the running
- * queues take it as they run (issue 19 item 8).
+ * queues take it as they run (DPDK vdpa/mlx5 mlx5_vdpa_lm.c).
  */
 static void
 test_without_freeze_to_rdy_queues_are_recreated_not_resumed(void **state)
@@ -345,7 +342,7 @@ test_dirty_log_toggle_cost_on_cx6dx(void **state)
 }
 
 /*
- * B1: without vnet_modify_ext / virtio_net_q_addr_modify /
+ * Without vnet_modify_ext / virtio_net_q_addr_modify /
  * virtio_q_index_modify a blank queue cannot be configured by MODIFY: no
  * queue is pre-created at probe, each is created with its full
  * configuration at DRIVER_OK, and the device says so once.
@@ -379,7 +376,7 @@ test_without_modify_caps_queues_are_created_at_driver_ok(void **state)
 }
 
 /*
- * B2: without VIRTIO_Q_COUNTERS in general_obj_types no counter set is
+ * Without VIRTIO_Q_COUNTERS in general_obj_types no counter set is
  * created; the stats names are still listed (they describe the device
  * type) but reading them fails with -ENOTSUP, so that a caller of
  * rte_vdpa_get_stats() tells "not supported" from "zero".
@@ -429,8 +426,9 @@ test_minimal_caps_forward_reenable_and_log(void **state)
 
 /*
  * ERR recovery on a device with none of the optional caps: the queue is
- * re-created whole from what it completed (no MODIFY of a blank queue, B1),
- * and forwarding resumes on both pairs with no command refused.
+ * re-created whole from what it completed (a blank queue cannot be
+ * modified without the modify caps), and forwarding resumes on both pairs
+ * with no command refused.
  */
 static void
 test_minimal_caps_recover_a_queue_in_err(void **state)
@@ -481,7 +479,7 @@ test_minimal_caps_recover_a_queue_in_err(void **state)
 }
 
 /*
- * B4: MRG_RXBUF is offered only when device_features_bits_mask has it (bit
+ * MRG_RXBUF is offered only when device_features_bits_mask has it (bit
  * 2), as Linux mlx5_vdpa maps the mask to virtio feature bits.
  */
 static void
@@ -501,7 +499,7 @@ test_mrg_rxbuf_is_offered_only_when_the_device_mask_has_it(void **state)
 }
 
 /*
- * Issue 13: what upstream vdpa/mlx5 offers. The offloads follow
+ * What upstream vdpa/mlx5 offers, this driver offers. The offloads follow
  * device_features_bits_mask (CSUM bit 10, GUEST_CSUM bit 9, HOST_TSO4/6
  * bits 12/11, the TSOs only with CSUM, virtio 1.1 5.1.3.1); GUEST_TSO4/6
  * never (upstream neither); GUEST_ANNOUNCE and ORDER_PLATFORM always.
@@ -530,7 +528,7 @@ test_offloads_follow_the_device_mask_and_upstream_features_are_offered(void **st
 }
 
 /*
- * Issue 13: DPDK vdpa/mlx5's max_conf_threads is the worker pool here:
+ * DPDK vdpa/mlx5's devarg max_conf_threads is the worker pool here:
  * N threads give N workers, 0 (upstream: no internal threads, the caller
  * configures) gives one.
  */
@@ -547,7 +545,7 @@ test_max_conf_threads_sizes_the_worker_pool(void **state)
 }
 
 /*
- * B5: the emulated device has no doorbell page to map, so the host
+ * The emulated device has no doorbell page to map, so the host
  * notifier protocol feature must not be offered - and the guest's kicks
  * then reach the device as doorbells the driver relays.
  */
@@ -569,7 +567,7 @@ test_host_notifier_is_offered_only_with_a_mappable_doorbell(void **state)
 }
 
 /*
- * B5 on a back end whose doorbell page can be mapped, as the rdma back
+ * The same on a back end whose doorbell page can be mapped, as the rdma back
  * end's VAR: stood in for here by a memfd page given to the device's
  * doorbell area before any front end connects. The feature is then
  * offered, and once the queues are RDY the driver hands the notifiers to
@@ -830,10 +828,7 @@ main(int argc, char **argv)
 	};
 	int ret;
 
-	signal(SIGPIPE, SIG_IGN);
-	if (argc == 2)
-		cmocka_set_test_filter(argv[1]);
-	if (lmh_init(argv[0], "test-caps", 1) < 0)
+	if (lmh_main_init(argv[0], argc == 2 ? argv[1] : NULL, "test-caps", 1) < 0)
 		return 1;
 	if (vu_mem_create_qemu(&mem, 1) != 0 ||
 	    vu_guest_create(&guest, mem, &(struct vu_guest_cfg){ .queue_pairs = PAIRS,

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The unchanged rdma back end (ibdev=) on the emulated rdma-core, through
-tools/with-emulated-rdma (issue 10, first "done when" bullet)."""
+tools/with-emulated-rdma: the code that runs on real hardware, run here."""
 import collections
 import json
 import os

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The event path (issue 10, A3/A6), in process: the PMD on an emulated
+ * The event path, in process: the PMD on an emulated
  * device whose event CQ/QP rules are the firmware's (a CQ names a
  * completion EQ and a UAR page, the QP pair is in force loopback with
  * retries, every notification consumes a receive credit of the driver's
@@ -18,7 +18,6 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <setjmp.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -28,7 +27,6 @@
 #include <unistd.h>
 
 #include <cmocka.h>
-#include <jansson.h>
 
 #include "prm.h"
 #include "lm_harness.h"
@@ -39,6 +37,8 @@
 static struct lmh_dev dev;
 static struct vu_mem *mem;
 static struct vu_guest *g;
+/* The device's trace, for its CQ arms (opened at probe by the tests that count them). */
+static struct lmh_trace arms_tr;
 
 /* Bounded wait for ring's call eventfd; consumes the signal. */
 /* Connect to the device's socket and start it with the guest: running, or fail. */
@@ -335,47 +335,33 @@ stop_and_remove(struct vu_client *c, unsigned int nrings)
 	assert_true(lmh_wait_closed(0));
 	(void)lmh_wait_restored(&dev);
 	assert_int_equal(lmh_remove(&dev), 0);
+	lmh_trace_free(&arms_tr);
 	vu_guest_destroy(g);
 	g = NULL;
 }
 
 /*
  * The arm sequence numbers of CQ cqn's arms (UAR_DOORBELL at the CQ
- * doorbell, value (sn << 28 | cmd << 24 | ci) << 32 | cqn) in the trace at
- * path, in order; returns how many (at most max are kept).
+ * doorbell, value (sn << 28 | cmd << 24 | ci) << 32 | cqn) in the
+ * device's trace, in order; returns how many (at most max are kept).
  */
 static unsigned int
-cq_arm_sns(const char *path, uint32_t cqn, uint8_t *sn, unsigned int max)
+cq_arm_sns(uint32_t cqn, uint8_t *sn, unsigned int max)
 {
-	FILE *f = fopen(path, "r");
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
 	unsigned int n = 0;
+	size_t i;
 
-	if (f == NULL)
-		return 0;
-	while ((len = getline(&line, &cap, f)) > 0) {
-		json_t *j;
-		uint64_t v;
+	lmh_trace_sync(&arms_tr);
+	for (i = 0; i < arms_tr.n; i++) {
+		const struct lmh_cmd *c = &arms_tr.c[i];
 
-		/* A line being written is read at the next call. */
-		if (line[len - 1] != '\n' || strstr(line, "\"op\":\"UAR_DOORBELL\"") == NULL)
+		if (strcmp(c->op, "UAR_DOORBELL") != 0 || c->addr != DEVX_UAR_CQ_DOORBELL ||
+		    (c->value & 0xffffff) != cqn)
 			continue;
-		j = json_loads(line, 0, NULL);
-		if (j == NULL)
-			continue;
-		v = (uint64_t)json_integer_value(json_object_get(j, "value"));
-		if (json_integer_value(json_object_get(j, "addr")) == DEVX_UAR_CQ_DOORBELL &&
-		    (v & 0xffffff) == cqn) {
-			if (n < max)
-				sn[n] = (uint8_t)((v >> 60) & 3);
-			n++;
-		}
-		json_decref(j);
+		if (n < max)
+			sn[n] = (uint8_t)((c->value >> 60) & 3);
+		n++;
 	}
-	free(line);
-	fclose(f);
 	return n;
 }
 
@@ -390,7 +376,7 @@ wait_cq_arms(uint32_t cqn, unsigned int n, int sn)
 	uint8_t got[256];
 
 	for (;;) {
-		unsigned int k = cq_arm_sns(dev.trace, cqn, got, RTE_DIM(got));
+		unsigned int k = cq_arm_sns(cqn, got, RTE_DIM(got));
 
 		if (k >= n && (sn < 0 || (k <= RTE_DIM(got) && got[k - 1] == sn)))
 			return true;
@@ -411,7 +397,7 @@ static void
 frame_then_idle(unsigned int qp, uint32_t cqn, unsigned int round, int sn)
 {
 	uint8_t none[1];
-	unsigned int arms = cq_arm_sns(dev.trace, cqn, none, 0);
+	unsigned int arms = cq_arm_sns(cqn, none, 0);
 	struct vu_guest_stats st;
 	uint64_t sent;
 
@@ -460,6 +446,7 @@ test_arm_sn_counts_events_not_arms(void **state)
 	(void)state;
 	assert_int_equal(lmh_probe(&dev, 0, "queues=2,mr_gc_ms=0,event_mode=0,event_us=20,"
 				   "no_traffic_time=2"), 0);
+	lmh_trace_open(&arms_tr, dev.trace);
 	assert_int_equal(vu_guest_create(&g, mem, &(struct vu_guest_cfg){ .queue_pairs = 2,
 									   .ring_size = 256 }), 0);
 	c = connect_and_start();
@@ -468,7 +455,7 @@ test_arm_sn_counts_events_not_arms(void **state)
 	assert_true(wait_cq_arms(cqn, 1, -1));
 	for (i = 0; i < IDLE_ONLY; i++)
 		frame_then_idle(0, cqn, i, -1);
-	n = cq_arm_sns(dev.trace, cqn, sn, MAX_ARMS);
+	n = cq_arm_sns(cqn, sn, MAX_ARMS);
 	assert_true(n >= IDLE_ONLY + 1 && n <= MAX_ARMS);
 	for (i = 0; i < n; i++) {
 		if (sn[i] != 0) {
@@ -479,7 +466,7 @@ test_arm_sn_counts_events_not_arms(void **state)
 	}
 	for (i = 0; i < EVENT_ROUNDS; i++)
 		frame_then_idle(1, cqn, IDLE_ONLY + i, (int)((i + 1) & 3));
-	n = cq_arm_sns(dev.trace, cqn, sn, MAX_ARMS);
+	n = cq_arm_sns(cqn, sn, MAX_ARMS);
 	assert_true(n <= MAX_ARMS);
 	for (i = 1; i < n; i++) {
 		uint8_t d = (uint8_t)((sn[i] - sn[i - 1]) & 3);
@@ -555,6 +542,7 @@ test_event_overflow_loses_no_notification(void **state)
 
 	(void)state;
 	assert_int_equal(lmh_probe(&dev, 0, "queues=2,mr_gc_ms=0"), 0);
+	lmh_trace_open(&arms_tr, dev.trace);
 	assert_int_equal(vu_guest_create(&g, mem, &(struct vu_guest_cfg){ .queue_pairs = 2,
 									   .ring_size = 256 }), 0);
 	c = connect_and_start();
@@ -576,7 +564,7 @@ test_event_overflow_loses_no_notification(void **state)
 	}
 	pair_counts(&tx0, &rx0);
 	for (i = 0; i < 4; i++)
-		arms[i] = cq_arm_sns(dev.trace, cqn[i], none, 0);
+		arms[i] = cq_arm_sns(cqn[i], none, 0);
 	mark = lmh_log_mark();
 
 	assert_int_equal(lmh_evch_hold(&dev, 1), 0);
@@ -659,11 +647,7 @@ main(int argc, char **argv)
 	};
 	int ret;
 
-	signal(SIGPIPE, SIG_IGN);
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc == 2)
-		cmocka_set_test_filter(argv[1]);
-	if (lmh_init(argv[0], "test-events", 1) < 0)
+	if (lmh_main_init(argv[0], argc == 2 ? argv[1] : NULL, "test-events", 1) < 0)
 		return 1;
 	ret = cmocka_run_group_tests_name("events", tests, group_setup, group_teardown);
 	lmh_fini();

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Fault-injection matrix (issue 7): every kind of command the driver sends
+ * Fault-injection matrix: every kind of command the driver sends
  * in each phase of a device's life fails once, at sampled positions, and
  * the device must fail or recover as designed.
  *
@@ -355,8 +355,8 @@ phase_conf(struct ctx *x)
 			      lmh_live(&x->d), x->d.live0);
 			/*
 			 * The configuration ran in the device's worker after vhost
-			 * took DRIVER_OK (issue 12 item 3): the failure is visible
-			 * through the PMD's public API, with its reason.
+			 * took DRIVER_OK: vhost never learns of the failure, which
+			 * is visible through the PMD's public API, with its reason.
 			 */
 			CHECK(x, rte_pmd_mlx5_lm_get_state(x->d.name, &st) == 0 &&
 			      st.state == RTE_PMD_MLX5_LM_STATE_FAILED && st.last_error < 0 &&

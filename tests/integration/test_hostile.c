@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Hostile vhost-user front ends (issue 7), in process: the PMD on emulated
+ * Hostile vhost-user front ends, in process: the PMD on emulated
  * devices behind two sockets served by DPDK's vhost library. Device B
  * (socket 1) runs a well-behaved guest whose traffic is pumped by a thread
  * for the whole run; device A (socket 0) faces front ends that send broken
@@ -401,7 +401,7 @@ get_vring_base_before_driver_ok(void)
 	hostile_session(&(struct start){ .bad_ring = -1, .base_early = true });
 }
 
-/* ---- issue 11: isolation and messages that crashed the back end ----------------- */
+/* ---- isolation, and messages that would crash the back end ---------------------- */
 
 /*
  * GET_CONFIG asking for 64 KiB: DPDK 22.11 passes the front end's size
@@ -481,7 +481,7 @@ test_out_of_order_front_ends_are_survived(void **state)
 	CASE(features_never_offered, "invalid negotiated features");
 }
 
-/* Item 3: a second region the device cannot address (GPA 2^63), or wrapping 2^64. */
+/* A second region the device cannot address (GPA 2^63), or wrapping 2^64. */
 static void
 mem_at_2_63(void)
 {
@@ -507,7 +507,7 @@ mem_wrapping_2_64(void)
 }
 
 /*
- * Item 2: while a well-behaved front end runs on device A, a second one
+ * While a well-behaved front end runs on device A, a second one
  * connects to the same socket, brings its own guest up to DRIVER_OK, asks
  * every ring's base (vhost then calls dev_close for it), disables a ring
  * and leaves. One front end per device: nothing of it reaches A's queues,
@@ -549,7 +549,7 @@ second_front_end_on_a_running_device(void)
 }
 
 /*
- * Items 5 and 6: region 0 declared 2 GiB over its 1 GiB file. With the
+ * Region 0 declared 2 GiB over its 1 GiB file. With the
  * used ring of ring 0 in the part past the file, DPDK 22.11's vhost reads
  * it at SET_VRING_KICK: a SIGBUS, unless the table is vetted first.
  */
@@ -582,7 +582,7 @@ mem_region_past_its_file_unvetted(void)
 }
 
 /*
- * Item 5: a running device gets a dirty log whose fd is smaller than
+ * A running device gets a dirty log whose fd is smaller than
  * declared (here empty) or with a non-zero mmap_offset, then LOG_ALL,
  * traffic and every ring's base (the driver logs the used rings then).
  */
@@ -702,9 +702,9 @@ mem_shrunk_after_driver_ok(void)
 	vu_mem_destroy(m);
 }
 
-/* Issue 11, items 1-6: each refused or contained, the back end stays up. */
+/* Messages that would crash the back end: each refused or contained, the back end stays up. */
 static void
-test_isolation_and_vhost_crashers(void **state)
+test_vhost_crashers_are_refused_or_contained(void **state)
 {
 	(void)state;
 	CASE(config_larger_than_the_device, "GET_CONFIG of 65536 bytes refused");
@@ -721,7 +721,7 @@ test_isolation_and_vhost_crashers(void **state)
 }
 
 /*
- * Item 1: front end X runs on device C (socket 2, deferred deletion of a
+ * Front end X runs on device C (socket 2, deferred deletion of a
  * minute) and leaves; front end Y connects with the same guest layout
  * but its own memory, which vhost maps where X's was (the kernel hands
  * back the range just freed; the test says whether it did). X's released
@@ -805,7 +805,7 @@ test_released_registration_never_serves_other_memory(void **state)
 }
 
 /*
- * Item 7: DPDK 22.11 reads a payload with a blocking read() in its one
+ * DPDK 22.11 reads a payload with a blocking read() in its one
  * vhost thread. Front end X announces 8 bytes of SET_FEATURES and sends
  * none; once that thread sits in read(2) (its /proc syscall, looked at
  * until then: no guess of a delay), front end Y's GET_FEATURES on
@@ -1294,7 +1294,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_bad_rings_are_refused_and_the_back_end_stays_up),
 		cmocka_unit_test(test_misaligned_ring_is_refused),
 		cmocka_unit_test(test_out_of_order_front_ends_are_survived),
-		cmocka_unit_test(test_isolation_and_vhost_crashers),
+		cmocka_unit_test(test_vhost_crashers_are_refused_or_contained),
 		cmocka_unit_test(test_released_registration_never_serves_other_memory),
 		cmocka_unit_test(
 			test_stalled_payload_holds_vhost_until_the_front_end_leaves_or_times_out),
@@ -1304,11 +1304,7 @@ main(int argc, char **argv)
 	};
 	int ret;
 
-	signal(SIGPIPE, SIG_IGN);
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc == 2)
-		cmocka_set_test_filter(argv[1]);
-	if (lmh_init(argv[0], "test-hostile", 3) < 0)
+	if (lmh_main_init(argv[0], argc == 2 ? argv[1] : NULL, "test-hostile", 3) < 0)
 		return 1;
 	ret = cmocka_run_group_tests_name("hostile", tests, group_setup, group_teardown);
 	lmh_fini();

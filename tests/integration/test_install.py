@@ -82,7 +82,7 @@ class Install(unittest.TestCase):
         e['LD_LIBRARY_PATH'] = self.libdir
         return e
 
-    def test_1_layout(self):
+    def test_pmd_header_pc_and_tool_are_installed_and_linked_into_pmds_dir(self):
         self.assertIsNotNone(self.pmddir, 'no single pmds-* directory in the DESTDIR')
         link = os.path.join(self.pmddir, PMD)
         self.assertTrue(os.path.islink(link), f'{link} is not a symlink')
@@ -99,7 +99,7 @@ class Install(unittest.TestCase):
                            stdout=subprocess.PIPE, check=True)
         self.assertNotIn(os.path.abspath(BUILD).encode(), r.stdout)
 
-    def test_2_pkg_config_builds_a_program(self):
+    def test_pkg_config_builds_a_program_against_the_installed_library(self):
         if shutil.which('pkg-config') is None or shutil.which('cc') is None:
             self.skipTest('pkg-config or cc missing')
         # The .pc file names its final prefix: relocate a copy into the DESTDIR
@@ -134,7 +134,7 @@ class Install(unittest.TestCase):
         r = subprocess.run(['ldd', out], env=self.env(), stdout=subprocess.PIPE, check=True)
         self.assertIn(os.path.join(self.libdir, PMD).encode(), r.stdout)
 
-    def test_3_eal_loads_pmds_dir_and_serves_testpmd(self):
+    def test_eal_loads_the_installed_pmds_dir_and_serves_testpmd(self):
         """dpdk-vdpa, -d <DESTDIR pmds dir>: EAL scans it as it scans its auto-load dir."""
         if not os.path.isdir(EXAMPLE_SRC):
             self.skipTest(f'{EXAMPLE_SRC} missing (package dpdk-doc)')
@@ -150,7 +150,7 @@ class Install(unittest.TestCase):
         self.assertEqual(rc, 0, out[-2000:])
         self.assertNotIn('left alive', out)
 
-    def test_4_installed_test_lm_serves_testpmd(self):
+    def test_installed_test_lm_serves_testpmd_with_the_installed_library(self):
         tool = os.path.join(self.bindir, 'dpdk-test-lm')
         with tempfile.TemporaryDirectory() as d:
             sock = os.path.join(d, 'vhost.sock')

@@ -23,12 +23,12 @@ STAGE_KEYS = {'name': str, 'downtime_ms': float, 'src_stop_ms': float, 'dst_star
               'dirty_pages_missing': int, 'leaked_objects': int, 'frames': int}
 
 
-# Zero-cost test profiles with optional capabilities turned off (issue 10).
+# Zero-cost test profiles with optional capabilities turned off.
 PROFILES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'profiles')
 # The reference floor method, beside the project in its checkout (CI has it).
 FLOOR_PY = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..',
                         'shared', 'fw-model', 'floor.py')
-# Fields the tool adds per stage (issue 12): the model, the floor, the runs.
+# Fields the tool adds per stage: the model, the floor, the runs.
 MODEL_KEYS = {'model_busy_ms': float, 'model_pin_ms': float, 'model_actual_ms': float,
               'model_charges': int, 'overshoot_mean_us': float, 'floor_ms': float,
               'model_src_ms': float, 'model_dst_ms': float,
@@ -117,14 +117,14 @@ class Migrate(unittest.TestCase):
         if 'baseline' in stages and 'all' in stages:
             self.assertIn('downtime_baseline_over_all', doc['ratios'])
 
-    def test_one_device_split(self):
+    def test_one_split_device_migrates_every_stage_and_prints_the_table(self):
         doc, out = self.run_json('--devices', '1', '--queue-pairs', '2', '--mem-gb', '4')
         self.check_doc(doc, 1, 2, 4, 256, STAGES, 'split')
         self.assertIn('| stage ', out)
         self.assertIn('baseline/all: downtime', out)
 
     def test_devices_lacking_optional_caps_still_migrate(self):
-        """Issue 10 A8, B1, B2: without freeze_to_rdy, the modify caps or counters
+        """Without freeze_to_rdy, the modify caps or counters
         (tests/profiles/), every stage forwards and migrates with no lost or
         duplicated frame and a complete dirty log."""
         for name in ('caps-no-freeze', 'caps-no-modify', 'caps-no-counters',
@@ -135,25 +135,26 @@ class Migrate(unittest.TestCase):
                                        '--stages', 'baseline,all', profile=path)
                 self.check_doc(doc, 1, 2, 2, 256, ['baseline', 'all'], 'split', model=path)
 
-    def test_two_devices_packed(self):
+    def test_two_packed_devices_migrate_every_stage(self):
         doc, _ = self.run_json('--devices', '2', '--queue-pairs', '2', '--mem-gb', '4',
                                '--packed')
         self.check_doc(doc, 2, 2, 4, 256, STAGES, 'packed')
 
-    def test_two_devices_split_large_rings(self):
+    def test_two_devices_with_1024_entry_rings_migrate(self):
         doc, _ = self.run_json('--devices', '2', '--queue-pairs', '2', '--mem-gb', '4',
                                '--queue-size', '1024', '--stages', 'baseline,all')
         self.check_doc(doc, 2, 2, 4, 1024, ['baseline', 'all'], 'split')
 
-    def test_one_device_packed_precreated(self):
+    def test_packed_device_migrates_with_precreated_queues(self):
         doc, _ = self.run_json('--devices', '1', '--queue-pairs', '2', '--mem-gb', '4',
                                '--packed', '--stages', 'precreate,all')
         self.check_doc(doc, 1, 2, 4, 256, ['precreate', 'all'], 'packed')
 
-    def test_acks_every_and_qemu(self):
+    def test_migrates_with_qemus_acks_and_with_every_request_acked(self):
         """The front end asks acks where QEMU does by default (vu_client.h,
-        VU_ACK_QEMU; unit test vu: test_ack_policy); --acks every makes every
-        request a round trip. Both migrate without loss; the JSON says which."""
+        VU_ACK_QEMU; unit test vu: test_acks_are_asked_for_every_request_or_where_qemu_waits);
+        --acks every makes every request a round trip. Both migrate without loss; the
+        JSON says which."""
         for acks in (None, 'every'):
             with self.subTest(acks=acks):
                 extra = ['--acks', acks] if acks else []
@@ -162,7 +163,7 @@ class Migrate(unittest.TestCase):
                 self.check_doc(doc, 1, 2, 2, 256, ['all'], 'split')
                 self.assertEqual(doc['scenario']['acks'], acks or 'qemu')
 
-    def test_hostile_early_base(self):
+    def test_vring_base_before_driver_ok_then_a_clean_migration(self):
         """GET_VRING_BASE on every ring before DRIVER_OK, then a normal migration."""
         for stages in ('baseline', 'all'):
             doc, out = self.run_json('--devices', '2', '--queue-pairs', '2', '--mem-gb', '4',
@@ -170,7 +171,7 @@ class Migrate(unittest.TestCase):
             self.assertIn('GET_VRING_BASE before DRIVER_OK', out)
             self.check_doc(doc, 2, 2, 4, 256, [stages], 'split')
 
-    def test_hostile_disconnect(self):
+    def test_front_end_gone_between_stop_and_start_then_a_clean_migration(self):
         """The front end goes away between the source stop and the destination start;
         both sides must then carry a normal migration."""
         for stages, packed in (('baseline', []), ('all', ['--packed'])):
@@ -179,7 +180,7 @@ class Migrate(unittest.TestCase):
             self.assertIn('front end gone', out)
             self.check_doc(doc, 2, 2, 4, 256, [stages], 'packed' if packed else 'split')
 
-    def test_plot(self):
+    def test_plot_is_an_svg_naming_every_stage(self):
         with tempfile.TemporaryDirectory() as d:
             svg = os.path.join(d, 'r.svg')
             rc, out = migrate('--devices', '1', '--queue-pairs', '1', '--mem-gb', '4',
@@ -215,7 +216,7 @@ class Migrate(unittest.TestCase):
             self.assertEqual(s['downtime_min_ms'], min(r['downtime_ms'] for r in runs))
             self.assertEqual(s['downtime_max_ms'], max(r['downtime_ms'] for r in runs))
 
-    def test_floor_and_model_columns(self):
+    def test_floor_and_model_columns_follow_the_cost_model(self):
         """cx6dx, a small shape: the floor of the shape (floor.py's method) is in the
         JSON and the table, x_floor = downtime / floor, the model's sums are >= 0 and
         the model charged commands; where floor.py is at hand, the floors agree."""
@@ -268,7 +269,7 @@ class Migrate(unittest.TestCase):
             self.assertAlmostEqual(ev['max_over_alone'],
                                    times[-1] / ev['alone']['downtime_ms'], places=9)
 
-    def test_evacuate_small(self):
+    def test_evacuation_of_small_vms_migrates_each_without_loss(self):
         """Host evacuation, small: 3 VMs of 1 NIC x 2 pairs x 2 GiB, VM 0 alone then
         all at once from their own front-end threads; every VM forwards after its
         migration with no lost or duplicated frame, a complete dirty log and no
@@ -286,7 +287,7 @@ class Migrate(unittest.TestCase):
         self.check_doc(doc, 2, 1, 2, 256, ['baseline', 'all'], 'packed')
         self.check_evacuate(doc, 2)
 
-    def test_evacuate_scenario(self):
+    def test_evacuate_scenario_is_8_vms_and_vms_sets_how_many(self):
         """--scenario evacuate is 8 VMs x 1 NIC x 4 pairs x 16 GiB; --vms changes K."""
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, 'r.json')
@@ -304,7 +305,7 @@ class Migrate(unittest.TestCase):
         rc, out = migrate('--help')
         self.assertIn('evacuate (8 VMs of 1 device x 4 queue pairs x 16 GiB', out)
 
-    def test_evacuate_processes(self):
+    def test_evacuation_over_processes_migrates_each_vm_and_leaves_nothing(self):
         """--processes P: the K VMs split over P back-end processes (one EAL, vhost thread
         and set of devices each), stopped at the same moment: every VM migrates with no
         lost or duplicated frame, a complete dirty log and no device object left; no
@@ -334,7 +335,7 @@ class Migrate(unittest.TestCase):
         for v in range(3):
             self.assertIn('vm%u-vm%u at once (in this process of 3)' % (v, v), out)
 
-    def test_evacuate_processes_child_killed(self):
+    def test_killed_back_end_process_is_named_and_nothing_outlives_the_run(self):
         """A back-end process that dies mid-run is named by the parent, which exits 1;
         the other process gives up and tears down; nothing outlives the run."""
         before = host_semaphores()
@@ -519,7 +520,7 @@ class Migrate(unittest.TestCase):
             self.assertEqual(len(out.strip().splitlines()), 1, out)
             self.assertIn(why, out)
 
-    def test_evacuate_processes_refused(self):
+    def test_bad_processes_values_are_refused_in_one_line(self):
         """Bad --processes values are refused with one line, before any work."""
         small = ['--devices', '1', '--queue-pairs', '1', '--mem-gb', '2']
         for args, why in ((small + ['--vms', '3', '--processes', '0'], 'not a number in'),
@@ -534,7 +535,7 @@ class Migrate(unittest.TestCase):
             self.assertEqual(len(out.strip().splitlines()), 1, out)
             self.assertIn(why, out)
 
-    def test_usage(self):
+    def test_bad_arguments_exit_2_and_help_lists_the_options(self):
         for args in (['--devices', '1'],
                      ['--scenario', 'nope'],
                      ['--scenario', 'seed-mkey', '--devices', '2'],

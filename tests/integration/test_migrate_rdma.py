@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""dpdk-test-lm migrate --backend rdma (issue 10, "done when" bullet 3): the
+"""dpdk-test-lm migrate --backend rdma: the
 sources and destinations are the PMD's rdma back end (ibdev=mlx5_<i>) on the
 emulated rdma-core, under tools/with-emulated-rdma. The tool checks frames
 (lost, duplicated) and the dirty log; the wrapper's exit status says whether
@@ -47,7 +47,7 @@ class MigrateOnRdma(unittest.TestCase):
                 recs = [json.loads(line) for line in f]
             devs = {r['dev'] for r in recs}
         self.check_arm_sn_moves_per_event(recs)
-        # Guest memory and the dirty log are the kernel's MRs (issue 19 item 2):
+        # Guest memory and the dirty log are the kernel's MRs (DevX umems cannot back mkeys):
         # ibv_reg_mr per chunk, every umem a ring buffer (< 1 MiB), every
         # CREATE_MKEY the indirect one over MRs (an mkey naming a umem would
         # have been refused, and the run with it).

@@ -2,7 +2,7 @@
 """The peer: DPDK's own vdpa/mlx5 (Debian's librte-vdpa-mlx5-23, loaded from the
 PMD auto-load directory) probed on the emulated ConnectX through the emulated
 rdma-core (tools/with-emulated-rdma --private-sys), serving testpmd's
-virtio-user port through the stock dpdk-vdpa example (issue 14).
+virtio-user port through the stock dpdk-vdpa example.
 
 Skipped only when the peer's package is not installed (tools/setup.sh installs
 it), or without root and unshare(1) for the private mount namespace the
@@ -74,8 +74,8 @@ class Peer(unittest.TestCase):
         return ops
 
     def test_peer_probes_precreates_and_tears_down(self):
-        # queues=2,queue_size=256: the peer pre-creates at probe (issue 14,
-        # Known ground): 4 CQs, 8 QPs, 4 counters + 4 virtqs, an RQT, 7 TIRs
+        # queues=2,queue_size=256: the peer pre-creates at probe (DPDK 22.11
+        # mlx5_vdpa_virtq_resource_prepare): 4 CQs, 8 QPs, 4 counters + 4 virtqs, an RQT, 7 TIRs
         # behind 7 root rules (its dr matchers by outer ip_version/protocol).
         with tempfile.TemporaryDirectory(dir=self.work) as d:
             trace = os.path.join(d, 'T')
@@ -183,7 +183,7 @@ TEST_LM = os.environ.get('TEST_LM', 'build/app/test-lm/dpdk-test-lm')
 
 
 class PeerMigrate(unittest.TestCase):
-    """The peer's live-migration cycle (issue 14, item 1 and 2): dpdk-test-lm
+    """The peer's live-migration cycle: dpdk-test-lm
     migrate --stages peer,peer-precreate, DPDK's vdpa/mlx5 hot-plugged on the
     emulated PCI functions in the tool's process, the same guest, traffic and
     checks as our stages: its dirty log (log mkey, MODIFY of the bitmap on
@@ -250,7 +250,7 @@ class PeerMigrate(unittest.TestCase):
                            ('CREATE_GENERAL_OBJECT', 'DESTROY_GENERAL_OBJECT'),
                            ('CREATE_QP', 'DESTROY_QP'), ('CREATE_CQ', 'DESTROY_CQ')):
             self.assertEqual(ops[made], ops[gone], f'{made} / {gone}')
-        # Its migration path, as the issue describes it: the log's bitmap set
+        # Its migration path, as DPDK's mlx5_vdpa_lm.c runs it: the log's bitmap set
         # on running queues (select bit 3, then bit 4), SUSPEND, then QUERY.
         vq_mods = [bytes.fromhex(r['in']) for r in recs
                    if r['op'] == 'MODIFY_GENERAL_OBJECT' and r['obj_type'] == 13]

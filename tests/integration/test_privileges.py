@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The rdma path as a non-root user (issue 19 item 6): dpdk-test-lm migrate
+"""The rdma path as a non-root user: dpdk-test-lm migrate
 --backend rdma under tools/with-emulated-rdma, run through setpriv(1) as
 nobody with exactly the capabilities doc/hardware.md lists for a non-root
 deployment (CAP_NET_RAW, CAP_IPC_LOCK), then without CAP_IPC_LOCK under a
@@ -68,7 +68,7 @@ class NonRoot(unittest.TestCase):
     def test_doc_lists_the_capabilities(self):
         self.assertEqual(doc_caps(), sorted(DOC_CAPS))
 
-    def test_with_the_documented_capabilities(self):
+    def test_documented_capabilities_are_enough_for_a_clean_run(self):
         # 8 MiB, the usual default memlock limit: CAP_IPC_LOCK lifts it.
         rc, out = run(DOC_CAPS, memlock=8 << 20)
         self.assertEqual(rc, 0, out[-4000:])

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """dpdk-test-lm serve as a daemon: per-socket devargs, a front end that
 restarts (server and client mode), periodic statistics, SIGTERM teardown,
-and hostile front ends stopped by serve's own vetting (issue 11)."""
+and hostile front ends stopped by serve's own vetting."""
 import os
 import re
 import select
@@ -65,7 +65,7 @@ def threads(pid):
 class ServeCpus(unittest.TestCase):
     """serve has no data-plane lcore (the device moves the packets): by default
     it runs on every CPU it was given, not all on the first one as EAL's
-    default lcore pinning made it (issue 12); with lcores the user chose, the
+    default lcore pinning made it; with lcores the user chose, the
     PMD's threads keep off them (DPDK control threads)."""
 
     def setUp(self):

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Soak (issue 7): 1000 cycles of connect / DRIVER_OK / traffic /
+ * Soak: 1000 cycles of connect / DRIVER_OK / traffic /
  * GET_VRING_BASE (dev_close) / disconnect on one emulated device (fast
  * profile), in process. Every 100 cycles the emulator's live objects, the
  * process's open file descriptors (/proc/self/fd) and its resident memory

@@ -129,19 +129,19 @@ class TestpmdThroughDevice(unittest.TestCase):
         queries = {r['obj_id'] for r in close if r['op'] == 'QUERY_GENERAL_OBJECT'}
         self.assertEqual(len(queries), 2 * pairs)
 
-    def test_split_1_pair(self):
+    def test_split_1_pair_forwards_with_one_modify_per_queue(self):
         recs, n = self.run_traffic(1, 256, False)
         self.check_lifecycle(recs, n, 1, recreated=False)
 
-    def test_packed_1_pair(self):
+    def test_packed_1_pair_forwards_with_one_modify_per_queue(self):
         recs, n = self.run_traffic(1, 256, True)
         self.check_lifecycle(recs, n, 1, recreated=False)
 
-    def test_split_4_pairs(self):
+    def test_split_4_pairs_forward_with_one_modify_per_queue(self):
         recs, n = self.run_traffic(4, 256, False)
         self.check_lifecycle(recs, n, 4, recreated=False)
 
-    def test_packed_4_pairs(self):
+    def test_packed_4_pairs_forward_with_one_modify_per_queue(self):
         recs, n = self.run_traffic(4, 256, True)
         self.check_lifecycle(recs, n, 4, recreated=False)
 
@@ -149,12 +149,12 @@ class TestpmdThroughDevice(unittest.TestCase):
         recs, n = self.run_traffic(1, 1024, False)
         self.check_lifecycle(recs, n, 1, recreated=True)
 
-    # The same through rdma-core's entry points (issue 10, item 5).
-    def test_split_2_pairs_on_ibdev(self):
+    # The same through rdma-core's entry points.
+    def test_split_2_pairs_on_ibdev_forward_with_one_modify_per_queue(self):
         recs, n = self.run_traffic(2, 256, False, ibdev=True)
         self.check_lifecycle(recs, n, 2, recreated=False)
 
-    def test_packed_2_pairs_on_ibdev(self):
+    def test_packed_2_pairs_on_ibdev_forward_with_one_modify_per_queue(self):
         recs, n = self.run_traffic(2, 256, True, ibdev=True)
         self.check_lifecycle(recs, n, 2, recreated=False)
 

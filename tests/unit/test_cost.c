@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Honest measurement (issue 12): the emulator's sleeping threads run with
+ * Honest measurement: the emulator's sleeping threads run with
  * minimal timer slack (prctl(2) PR_SET_TIMERSLACK) and the cost model
  * accounts what it charged against what its sleeps took; and the model
  * floor of dpdk-test-lm migrate (app/test-lm/migrate_floor.c) agrees with
@@ -178,7 +178,7 @@ check_floor(const struct mig_floor *f, unsigned int i)
 }
 
 static void
-test_floor_matches_floor_py(void **state)
+test_floor_matches_the_figures_of_floor_py(void **state)
 {
 	struct mig_floor f;
 	char err[256];
@@ -205,7 +205,7 @@ test_floor_matches_floor_py(void **state)
  * (../shared/fw-model): run floor.py on the shared profile and compare.
  */
 static void
-test_floor_matches_floor_py_run(void **state)
+test_floor_matches_floor_py_run_on_the_shared_profile(void **state)
 {
 	static const unsigned int shapes[][3] = { { 4, 16, 256 }, { 1, 16, 256 },
 						  { 8, 4, 16 }, { 3, 8, 64 } };
@@ -334,8 +334,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sleeps_have_minimal_slack_and_account_overshoot),
 		cmocka_unit_test(test_zero_cost_profile_accounts_nothing),
-		cmocka_unit_test(test_floor_matches_floor_py),
-		cmocka_unit_test(test_floor_matches_floor_py_run),
+		cmocka_unit_test(test_floor_matches_the_figures_of_floor_py),
+		cmocka_unit_test(test_floor_matches_floor_py_run_on_the_shared_profile),
 		cmocka_unit_test(test_pin_tokens_shared_by_processes_of_one_host),
 	};
 

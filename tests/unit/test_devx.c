@@ -388,11 +388,11 @@ test_concurrent_commands_trace_whole_lines(void **state)
 }
 
 /*
- * A2: the PD and its null mkey as ibv_alloc_pd + ibv_alloc_null_mr give them
+ * The PD and its null mkey as ibv_alloc_pd + ibv_alloc_null_mr give them
  * (the emu back end runs what the kernel runs for those calls).
  */
 static void
-test_pd_with_null_mkey(void **state)
+test_pd_and_null_mkey_come_as_the_kernel_gives_them(void **state)
 {
 	struct devx_ctx *ctx = open_emu(NULL);
 	struct devx_pd *pd = devx_pd_alloc(ctx);
@@ -406,7 +406,7 @@ test_pd_with_null_mkey(void **state)
 }
 
 /*
- * A1: the kernel's DevX rules hold on the emu back end too (Linux devx.c
+ * The kernel's DevX rules hold on the emu back end too (Linux devx.c
  * devx_is_general_cmd, devx_is_obj_modify_cmd, devx_is_valid_obj_id): a
  * modify of one object through the general entry point or through another
  * object's handle is refused with EINVAL before reaching the device.
@@ -461,7 +461,7 @@ main(void)
 		cmocka_unit_test(test_umem_reg_is_traced),
 		cmocka_unit_test(test_root_flow_rule_holds_its_destination_and_is_traced),
 		cmocka_unit_test(test_uar_eqn_and_uar_doorbell_are_traced),
-		cmocka_unit_test(test_pd_with_null_mkey),
+		cmocka_unit_test(test_pd_and_null_mkey_come_as_the_kernel_gives_them),
 		cmocka_unit_test(test_emu_enforces_the_kernels_devx_rules),
 		cmocka_unit_test(test_concurrent_commands_trace_whole_lines),
 	};

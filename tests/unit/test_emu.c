@@ -297,7 +297,7 @@ vq_rdy(const struct vq_env *e, uint16_t index)
 /*
  * Registering memory pins it: the kernel's ib_umem_get() fails with EFAULT
  * for a page of a shared mapping beyond the end of its file, so no device
- * ever reads such a page (issue 11, item 6). The emulator refuses the
+ * ever reads such a page. The emulator refuses the
  * registration (BAD_PARAM, EMU_SYND_UMEM_NOT_BACKED) and keeps nothing.
  */
 static void
@@ -424,7 +424,7 @@ test_unknown_ids_are_bad_res(void **state)
 
 /* ---- References ----------------------------------------------------------------- */
 /*
- * Issue 19 item 7: DESTROY_MKEY has no RES_BUSY (the firmware keeps no
+ * DESTROY_MKEY has no RES_BUSY (the firmware keeps no
  * count of who names a key): the mkey of a RDY queue goes, the queue keeps
  * running until its next access faults (test_emu_datapath.c), and the key
  * never comes back. Counters a queue holds still cannot go.
@@ -616,7 +616,7 @@ test_modify_fields_outside_init_or_suspend_is_refused(void **state)
  * with exactly this MODIFY (mlx5_vdpa_lm.c: DIRTY_BITMAP_PARAMS, then
  * DIRTY_BITMAP_DUMP_ENABLE, no SUSPEND) and suspends only at the stop; the
  * other fields stay INIT/SUSPEND only (Linux mlx5_vnet.c
- * modifiable_virtqueue_fields). Issue 14, doc/emulator.md "The peer".
+ * modifiable_virtqueue_fields; doc/emulator.md "The peer").
  */
 static void
 test_dirty_bitmap_fields_are_modifiable_while_rdy(void **state)
@@ -860,7 +860,7 @@ test_klm_translation_covers_two_mkeys_and_faults_in_the_hole(void **state)
  * A KLM list padded to 4 entries with zeroes past the mkey's length (Linux
  * mlx5_ib mr.c ALIGN(max_num_sg, 4), DPDK mlx5_devx_cmd_mkey_create
  * RTE_ALIGN(klm_num, 4) with mkey 0): the padding is not translated, so the
- * firmware takes it (issue 14: the peer's indirect mkey).
+ * firmware takes it (the peer's indirect mkey has such padding).
  */
 static void
 test_klm_padding_past_the_mkey_length_is_not_checked(void **state)
@@ -895,7 +895,7 @@ test_klm_padding_past_the_mkey_length_is_not_checked(void **state)
  * the field holds (mlx5_ib.h __mlx5_log_page_size_to_bitmap: largest shift
  * (1 << 5) - 1; mlx5_umem_mkc_find_best_pgsz: 31 when the device reports
  * no max_mkey_log_entity_size_mtt). The peer (DPDK vdpa/mlx5) registers a
- * 2 GiB guest as one KSM entry of 2^31 bytes (issue 14): the emulator
+ * 2 GiB guest as one KSM entry of 2^31 bytes: the emulator
  * refused anything above 30.
  */
 static void
@@ -1277,7 +1277,7 @@ test_kernel_sets_the_umem_valid_bits(void **state)
 }
 
 /*
- * Issue 19 item 3: the kernel describes a umem in the page size it picks
+ * The kernel describes a umem in the page size it picks
  * (devx.c devx_umem_find_best_pgsize: from the bitmap, at least the host's
  * page unless the bitmap asks for smaller), and an object on it starts at
  * one of its pages, plus its page_offset in page/64 quanta; without a
@@ -1453,7 +1453,7 @@ rqt_cmd(uint32_t rqtn, uint32_t vq, uint32_t max, uint32_t n, uint32_t *id)
  * PRM: the device picks an RQT entry as hash & (size - 1), so
  * rqt_actual_size and rqt_max_size are powers of two (Linux mlx5_vdpa and
  * mlx5e round them up with roundup_pow_of_two, DPDK vdpa/mlx5 with
- * rte_align32pow2, repeating entries). Issue 10, B3.
+ * rte_align32pow2, repeating entries).
  */
 static void
 test_rqt_sizes_must_be_powers_of_two(void **state)
@@ -1677,7 +1677,7 @@ test_virtio_emulation_caps_describe_a_cx6dx(void **state)
 }
 
 /*
- * A5: doorbell_bar_offset is not page aligned (the in-page part is what a
+ * doorbell_bar_offset is not page aligned (the in-page part is what a
  * driver writes at in the kernel's VAR mapping), and a write outside the
  * area [doorbell_bar_offset, + (1 << log_doorbell_bar_size) * 4 KiB) rings
  * nothing (PRM virtio_emulation_cap; the unit is Linux main.c

@@ -3,8 +3,10 @@
  * Unit tests of the emulated ConnectX data path. A "guest memory" buffer
  * is registered as a umem behind a direct mkey, and an indirect KLM mkey
  * with a hole is what the virtqs use. The test plays the guest driver on
- * split and packed rings; every object is built with real PRM mailboxes
- * through emu_cmd(), and every wait has a deadline.
+ * split and packed rings, written through the front end's ring writer
+ * (app/test-lm/vu/vu_vring.h) with chains and indirect tables of its own;
+ * every object is built with real PRM mailboxes through emu_cmd(), and
+ * every wait has a deadline.
  */
 #include <dirent.h>
 #include <endian.h>
@@ -25,6 +27,7 @@
 
 #include "prm.h"
 #include "emu.h"
+#include "vu_vring.h"
 
 /* Internal to the emulator; exposed for the RSS reference. */
 uint32_t emu_wire_toeplitz(const uint8_t key[40], const uint8_t *data, size_t len);
@@ -38,11 +41,6 @@ uint32_t emu_wire_toeplitz(const uint8_t key[40], const uint8_t *data, size_t le
 #define QS 64u
 #define HDR 12u                    /* VERSION_1 virtio-net header */
 #define WAIT_MS 3000u
-#define F_NEXT 1u
-#define F_WRITE 2u
-#define F_INDIRECT 4u
-#define F_AVAIL (1u << 7)
-#define F_USED (1u << 15)
 
 static const uint32_t cap_a[3] = { 128, 128, 16 };
 static const uint32_t cap_b[3] = { 4096, 4096, 4096 };
@@ -59,14 +57,11 @@ struct ring {
 	uint32_t id, cnt;          /* virtq and its counters */
 	uint16_t index;
 	bool packed;
-	uint64_t desc, avail, used;
-	uint16_t avail_idx;        /* split: next avail idx; packed: next slot */
-	bool avail_wrap;
-	uint16_t used_idx;         /* split: used entries seen; packed: next used slot */
-	bool used_wrap;
-	uint16_t next_desc, next_id;
+	uint64_t desc, avail, used; /* guest physical addresses of the ring's areas */
+	struct vu_vring vr;        /* the guest driver's side of it (app/test-lm/vu) */
+	uint16_t next_desc;        /* split: the next free descriptor (a chain's head) */
+	uint16_t next_id;          /* packed: the next buffer id */
 	uint16_t last_id;          /* id (split: head) of the last buffer posted */
-	uint16_t chain_len[QS];    /* packed: slots taken by buffer id */
 };
 
 static struct emu_dev *dev;
@@ -507,6 +502,7 @@ teardown(void **state)
 	for (i = (int)w.nrings - 1; i >= 0; i--) {
 		general(PRM_CMD_DESTROY_GENERAL_OBJECT, PRM_OBJ_VIRTIO_NET_Q, w.rings[i]->id);
 		general(PRM_CMD_DESTROY_GENERAL_OBJECT, PRM_OBJ_VIRTIO_Q_COUNTERS, w.rings[i]->cnt);
+		vu_vring_fini(&w.rings[i]->vr);
 		free(w.rings[i]);
 	}
 	simple(PRM_CMD_DESTROY_QP, w.fwqp);
@@ -583,7 +579,8 @@ vq_up(uint16_t index, const struct vq_opts *o)
 	r->desc = galloc(16 * QS);
 	r->avail = galloc(o->packed ? 4 : 6 + 2 * QS);
 	r->used = o->used_addr != 0 ? o->used_addr : galloc(o->packed ? 4 : 6 + 8 * QS);
-	r->avail_wrap = r->used_wrap = true;
+	assert_int_equal(vu_vring_init(&r->vr, o->packed, QS, gp(r->desc), gp(r->avail),
+				       gp(r->used)), 0);
 	r->cnt = general(PRM_CMD_CREATE_GENERAL_OBJECT, PRM_OBJ_VIRTIO_Q_COUNTERS, 0);
 	vq_mailbox(in, PRM_CMD_CREATE_GENERAL_OBJECT, 0);
 	PRM_SET(virtio_q, q, queue_index, index);
@@ -825,151 +822,53 @@ steering(struct ring *const *rx, unsigned int n, bool match_ipv4)
 	free(fte);
 }
 
-/* ---- The guest driver ---------------------------------------------------------------- */
-struct gbuf {
-	uint64_t gpa;
-	uint32_t len;
-	uint16_t flags;            /* F_WRITE */
-};
-
-static void
-put16(uint64_t gpa, uint16_t v)
-{
-	__atomic_store_n((uint16_t *)gp(gpa), htole16(v), __ATOMIC_RELEASE);
-}
-
+/* ---- The guest driver (its rings written through app/test-lm/vu/vu_vring.h) --------- */
+/* The device's used index of a split ring, as the guest reads it. */
 static uint16_t
 get16(uint64_t gpa)
 {
 	return le16toh(__atomic_load_n((uint16_t *)gp(gpa), __ATOMIC_ACQUIRE));
 }
 
-/* 16 bytes: split {addr, len, flags, next}, packed {addr, len, id, flags}. */
-static void
-write_desc(uint64_t at, uint64_t addr, uint32_t len, uint16_t w12, uint16_t w14)
-{
-	uint8_t *d = gp(at);
-	uint64_t a = htole64(addr);
-	uint32_t l = htole32(len);
-	uint16_t x = htole16(w12), y = htole16(w14);
-
-	memcpy(d, &a, 8);
-	memcpy(d + 8, &l, 4);
-	memcpy(d + 12, &x, 2);
-	/* Packed flags are what the device polls: one store, never torn. */
-	__atomic_store_n((uint16_t *)(void *)(d + 14), y, __ATOMIC_RELAXED);
-}
-
-static void
-write_split_desc(uint64_t at, const struct gbuf *b, uint16_t flags, uint16_t next)
-{
-	write_desc(at, b->gpa, b->len, flags | b->flags, next);
-}
-
 /* Post one buffer (a chain of n, or an indirect table of n) and publish it. */
 static uint16_t
-post(struct ring *r, const struct gbuf *b, unsigned int n, bool indirect)
+post(struct ring *r, const struct vu_vbuf *b, unsigned int n, bool indirect)
 {
-	uint64_t table = 0;
-	unsigned int i;
+	struct vu_vbuf ib;
+	uint16_t id, k = indirect ? 1 : (uint16_t)n;
 
 	if (indirect) {
-		table = galloc_a(16 * n, 16);
-		for (i = 0; i < n; i++) {
-			if (r->packed)
-				write_desc(table + 16 * i, b[i].gpa, b[i].len, 0, b[i].flags);
-			else
-				write_split_desc(table + 16 * i, &b[i],
-						 i + 1 < n ? F_NEXT : 0, (uint16_t)(i + 1));
-		}
+		uint64_t table = galloc_a(VU_VRING_DESC_SIZE * n, 16);
+
+		vu_vring_table(gp(table), r->packed, b, n);
+		ib = (struct vu_vbuf){ table, VU_VRING_DESC_SIZE * n, VU_VRING_F_INDIRECT };
+		b = &ib;
 	}
 	if (!r->packed) {
-		uint16_t head = r->next_desc, k = indirect ? 1 : (uint16_t)n;
-
-		for (i = 0; i < k; i++) {
-			uint16_t slot = (uint16_t)((head + i) % QS), nxt = (uint16_t)((slot + 1) % QS);
-
-			if (indirect) {
-				struct gbuf ib = { table, 16 * n, 0 };
-
-				write_split_desc(r->desc + 16 * slot, &ib, F_INDIRECT, 0);
-			} else {
-				write_split_desc(r->desc + 16 * slot, &b[i], i + 1 < k ? F_NEXT : 0, nxt);
-			}
-		}
-		r->next_desc = (uint16_t)((head + k) % QS);
-		put16(r->avail + 4 + 2 * (r->avail_idx % QS), head);
-		r->avail_idx++;
-		put16(r->avail + 2, r->avail_idx);
-		r->last_id = head;
-		return head;
+		/* A split buffer's id is its head descriptor: chains take the next ones. */
+		id = r->next_desc;
+		r->next_desc = (uint16_t)((id + k) % QS);
 	} else {
-		uint16_t id = r->next_id++ % QS, k = indirect ? 1 : (uint16_t)n, slot = r->avail_idx;
-		uint16_t head_flags = 0, head = r->avail_idx;
-		bool wrap = r->avail_wrap;
-
-		for (i = 0; i < k; i++) {
-			uint16_t fl = (wrap ? F_AVAIL : F_USED) | (i + 1 < k ? F_NEXT : 0);
-
-			if (indirect)
-				fl |= F_INDIRECT;
-			else
-				fl |= b[i].flags;
-			/* The head's flags go last: they make the whole chain available. */
-			if (i == 0) {
-				head_flags = fl;
-				write_desc(r->desc + 16 * slot, indirect ? table : b[0].gpa,
-					   indirect ? 16 * n : b[0].len, id, 0);
-			} else {
-				write_desc(r->desc + 16 * slot, b[i].gpa, b[i].len, id, fl);
-			}
-			if (++slot == QS) {
-				slot = 0;
-				wrap = !wrap;
-			}
-		}
-		r->chain_len[id] = k;
-		r->avail_idx = slot;
-		r->avail_wrap = wrap;
-		put16(r->desc + 16 * head + 14, head_flags);
-		r->last_id = id;
-		return id;
+		id = r->next_id++ % QS;
 	}
+	vu_vring_post(&r->vr, id, b, k);
+	vu_vring_publish(&r->vr);
+	r->last_id = id;
+	return id;
 }
 
-/* Next completion: 1 with id and len, 0 when none. */
+/* Next completion: 1 with id and len, 0 when none (both 0). */
 static int
 reap(struct ring *r, uint32_t *id, uint32_t *len)
 {
-	if (!r->packed) {
-		uint8_t *e;
+	struct vu_vused u = { 0 };
+	int ret = vu_vring_reap(&r->vr, &u);
 
-		if (get16(r->used + 2) == r->used_idx)
-			return 0;
-		e = gp(r->used + 4 + 8 * (r->used_idx % QS));
-		memcpy(id, e, 4);
-		memcpy(len, e + 4, 4);
-		r->used_idx++;
-		return 1;
-	} else {
-		uint16_t fl = get16(r->desc + 16 * r->used_idx + 14), i16;
-		uint8_t *d = gp(r->desc + 16 * r->used_idx);
-
-		if (((fl & F_AVAIL) != 0) != r->used_wrap || ((fl & F_USED) != 0) != r->used_wrap)
-			return 0;
-		memcpy(len, d + 8, 4);
-		memcpy(&i16, d + 12, 2);
-		*id = i16;
-		/* len means something only with WRITE (virtio 1.1, 2.7.4). */
-		if (!(fl & F_WRITE))
-			*len = 0;
-		r->used_idx = (uint16_t)(r->used_idx + r->chain_len[i16]);
-		if (r->used_idx >= QS) {
-			r->used_idx -= QS;
-			r->used_wrap = !r->used_wrap;
-		}
-		return 1;
-	}
+	assert_true(ret >= 0);
+	*id = u.id;
+	/* len means something only with WRITE (virtio 1.1, 2.7.4). */
+	*len = u.written ? u.len : 0;
+	return ret;
 }
 
 /* The doorbell's BAR offset, as the device announces it (QUERY_HCA_CAP 0x13). */
@@ -1036,18 +935,18 @@ static void
 post_tx(struct ring *tx, const uint8_t *frame, uint32_t len, int layout)
 {
 	uint64_t g = galloc_a(HDR + len, 64);
-	struct gbuf b[3];
+	struct vu_vbuf b[3];
 
 	memset(gp(g), 0, HDR);
 	memcpy(gp(g + HDR), frame, len);
 	if (layout == 0) {
-		b[0] = (struct gbuf){ g, HDR + len, 0 };
+		b[0] = (struct vu_vbuf){ g, HDR + len, 0 };
 		post(tx, b, 1, false);
 		return;
 	}
-	b[0] = (struct gbuf){ g, HDR, 0 };
-	b[1] = (struct gbuf){ g + HDR, 20, 0 };
-	b[2] = (struct gbuf){ g + HDR + 20, len - 20, 0 };
+	b[0] = (struct vu_vbuf){ g, HDR, 0 };
+	b[1] = (struct vu_vbuf){ g + HDR, 20, 0 };
+	b[2] = (struct vu_vbuf){ g + HDR + 20, len - 20, 0 };
 	post(tx, b, 3, layout == 2);
 }
 
@@ -1058,7 +957,7 @@ post_tx_hdr(struct ring *tx, const uint8_t *frame, uint32_t len, uint8_t flags, 
 {
 	uint64_t g = galloc_a(HDR + len, 64);
 	uint8_t *h = gp(g);
-	struct gbuf b = { g, HDR + len, 0 };
+	struct vu_vbuf b = { g, HDR + len, 0 };
 
 	memset(h, 0, HDR);
 	h[0] = flags;
@@ -1077,16 +976,16 @@ static uint64_t
 post_rx(struct ring *rx, int layout)
 {
 	uint64_t g = galloc_a(2048, 2048);
-	struct gbuf b[2];
+	struct vu_vbuf b[2];
 
 	memset(gp(g), 0xee, 2048);
 	if (layout == 0) {
-		b[0] = (struct gbuf){ g, 2048, F_WRITE };
+		b[0] = (struct vu_vbuf){ g, 2048, VU_VRING_F_WRITE };
 		post(rx, b, 1, false);
 	} else {
 		/* The header itself straddles the two buffers. */
-		b[0] = (struct gbuf){ g, 8, F_WRITE };
-		b[1] = (struct gbuf){ g + 8, 2040, F_WRITE };
+		b[0] = (struct vu_vbuf){ g, 8, VU_VRING_F_WRITE };
+		b[1] = (struct vu_vbuf){ g + 8, 2040, VU_VRING_F_WRITE };
 		post(rx, b, 2, layout == 2);
 	}
 	return g;
@@ -1328,7 +1227,7 @@ test_packed_rings_wrap_and_suppress_events(void **state)
 	for (round = 0; round < 3; round++) {
 		w.next_gpa = mark;   /* the previous round's buffers are done: reuse them */
 		/* Round 1: the driver disables notifications (event suppression flags). */
-		put16(rx->avail + 2, round == 1 ? 1 : 0);
+		vu_vring_set_interrupts(&rx->vr, round != 1);
 		for (i = 0; i < 40; i++) {
 			g[i] = post_rx(rx, 0);
 			rx_id[i] = rx->last_id;
@@ -1642,7 +1541,7 @@ test_completion_event_unless_no_interrupt(void **state)
 	assert_int_equal(emu_evch_read(w.ch, &ev), 0);
 	assert_int_equal(ev_rearm(), 1);
 	/* VRING_AVAIL_F_NO_INTERRUPT: completions, no event. */
-	put16(rx->avail, 1);
+	vu_vring_set_interrupts(&rx->vr, false);
 	post_rx(rx, 0);
 	post_tx(tx, f, 100, 0);
 	kick(tx);
@@ -1666,10 +1565,10 @@ static void *
 poster_main(void *arg)
 {
 	struct poster *p = arg;
-	struct gbuf b = { p->buf, HDR + 60, 0 };
+	struct vu_vbuf b = { p->buf, HDR + 60, 0 };
 
 	while (!__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE) && p->posted < 20000) {
-		if ((uint16_t)(p->tx->avail_idx - get16(p->tx->used + 2)) >= QS) {
+		if ((uint16_t)(p->tx->vr.avail_idx - get16(p->tx->used + 2)) >= QS) {
 			sched_yield();
 			continue;
 		}
@@ -1724,7 +1623,7 @@ test_suspend_stops_processing_and_query_reports_indices(void **state)
 	assert_int_equal(get16(tx->used + 2), 2);
 	/* Under load: once SUSPEND returned, nothing moves any more. */
 	p.buf = galloc_a(HDR + 60, 64);
-	tx->used_idx = 2;
+	tx->vr.last_used = 2;
 	assert_int_equal(pthread_create(&t, NULL, poster_main, &p), 0);
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	deadline = (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + WAIT_MS;
@@ -1803,7 +1702,7 @@ test_bad_descriptors_put_the_queue_in_err(void **state)
 	static const uint8_t zero[HOLE_LEN];
 	struct vq_opts o = { 0 }, ohole = { .used_addr = GBASE + HOLE_OFF };
 	struct ring *r;
-	struct gbuf b;
+	struct vu_vbuf b, loop[2];
 	uint64_t g = galloc(4096);
 	uint8_t f[80];
 
@@ -1811,22 +1710,22 @@ test_bad_descriptors_put_the_queue_in_err(void **state)
 	emu_set_log(quiet);
 	/* A buffer in the hole of the indirect mkey. */
 	r = vq_watched(1, &o);
-	b = (struct gbuf){ GBASE + HOLE_OFF + 0x100, 72, 0 };
+	b = (struct vu_vbuf){ GBASE + HOLE_OFF + 0x100, 72, 0 };
 	post(r, &b, 1, false);
 	kick(r);
 	expect_error(r, EMU_VQ_ERROR_BAD_DESC, C_INVALID);
 	assert_int_equal(vq_query(r).avail, 0);
-	/* A chain that loops: 0 -> 1 -> 0. */
+	/* A chain that loops, 0 -> 1 -> 0: a chain of two whose last descriptor points back. */
 	r = vq_watched(3, &o);
-	write_desc(r->desc, g, 10, F_NEXT, 1);
-	write_desc(r->desc + 16, g, 10, F_NEXT, 0);
-	put16(r->avail + 4, 0);
-	put16(r->avail + 2, 1);
+	loop[0] = loop[1] = (struct vu_vbuf){ g, 10, 0 };
+	vu_vring_post(&r->vr, 0, loop, 2);
+	vu_vring_desc_put(r->vr.desc + VU_VRING_DESC_SIZE, false, g, 10, VU_VRING_F_NEXT, 0);
+	vu_vring_publish(&r->vr);
 	kick(r);
 	expect_error(r, EMU_VQ_ERROR_EXCEED_MAX_CHAIN, C_EXCEED);
 	/* A device-writable buffer on a transmit queue. */
 	r = vq_watched(5, &o);
-	b = (struct gbuf){ g, 72, F_WRITE };
+	b = (struct vu_vbuf){ g, 72, VU_VRING_F_WRITE };
 	post(r, &b, 1, false);
 	kick(r);
 	expect_error(r, EMU_VQ_ERROR_BAD_DESC, C_BAD_DESC);
@@ -1844,7 +1743,7 @@ test_bad_descriptors_put_the_queue_in_err(void **state)
 }
 
 /*
- * Issue 19 item 7: DESTROY_MKEY of the key a RDY queue runs on is taken
+ * DESTROY_MKEY of the key a RDY queue runs on is taken
  * (the firmware counts no users), and the queue's next access is a bad
  * translation: ERR with its OBJECT_CHANGE event, and not one byte of the
  * frame lands in guest memory through the destroyed key.
@@ -1983,7 +1882,7 @@ test_packed_dirty_bitmap_marks_written_pages(void **state)
 	dirty_pages(true);
 }
 
-/* ---- Event path: credits, CQEs, arming (issue 10) ------------------------------------ */
+/* ---- Event path: credits, CQEs, arming ----------------------------------------------- */
 /* RX (event_mode QP) and TX rings with steering, ready for notify_once(). */
 static void
 event_rings(struct ring **rx, struct ring **tx)

@@ -148,7 +148,7 @@ test_kernel_rules_through_rdma_core(void **state)
 
 /* The PD and its null mr, as DPDK's mlx5 drivers get them. */
 static void
-test_pd_init_obj_and_null_mr(void **state)
+test_pd_has_a_pdn_a_null_mr_and_is_busy_while_an_mkey_names_it(void **state)
 {
 	struct ibv_context *ctx = open_dev(true);
 	struct ibv_pd *pd = ibv_alloc_pd(ctx);
@@ -538,7 +538,7 @@ test_var_table_entries_live_while_mapped(void **state)
  * completion vector, EINVAL beyond (Linux devx.c QUERY_EQN, mlx5_vector2eqn).
  */
 static void
-test_uar_page_and_eqn(void **state)
+test_uar_doorbell_reaches_the_emulator_and_eqns_are_per_vector(void **state)
 {
 	struct ibv_context *ctx = open_dev(true);
 	struct mlx5dv_devx_uar *uar = mlx5dv_devx_alloc_uar(ctx, MLX5DV_UAR_ALLOC_TYPE_NC);
@@ -570,7 +570,7 @@ test_uar_page_and_eqn(void **state)
  * fail in ib_umem_get with EFAULT, before any firmware command.
  */
 static void
-test_umem_rules(void **state)
+test_umem_registration_checks_access_page_size_and_pinning(void **state)
 {
 	struct ibv_context *ctx = open_dev(true);
 	static char buf[1 << 16] __attribute__((aligned(4096)));
@@ -749,7 +749,7 @@ cap_effective(int cap, bool on)
 }
 
 /*
- * Issue 19 item 6, the kernel's privilege checks: a DevX context and a
+ * The kernel's privilege checks: a DevX context and a
  * flow need CAP_NET_RAW (devx.c mlx5_ib_devx_create, fs.c
  * MLX5_IB_METHOD_CREATE_FLOW: EPERM); pinned pages of umems and MRs count
  * against RLIMIT_MEMLOCK per process unless CAP_IPC_LOCK (core/umem.c
@@ -919,7 +919,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_devx_needs_the_devx_flag),
 		cmocka_unit_test(test_kernel_rules_through_rdma_core),
-		cmocka_unit_test(test_pd_init_obj_and_null_mr),
+		cmocka_unit_test(test_pd_has_a_pdn_a_null_mr_and_is_busy_while_an_mkey_names_it),
 		cmocka_unit_test(test_event_channel_fd_blocking_unless_nonblock),
 		cmocka_unit_test(test_subscription_checks_the_event_type),
 		cmocka_unit_test(test_event_is_the_cookie_and_the_whole_eqe),
@@ -928,8 +928,8 @@ main(void)
 		cmocka_unit_test(test_private_queries_cost_stats_and_left_alive),
 		cmocka_unit_test(test_var_page_doorbell_reaches_the_emulator),
 		cmocka_unit_test(test_var_table_entries_live_while_mapped),
-		cmocka_unit_test(test_uar_page_and_eqn),
-		cmocka_unit_test(test_umem_rules),
+		cmocka_unit_test(test_uar_doorbell_reaches_the_emulator_and_eqns_are_per_vector),
+		cmocka_unit_test(test_umem_registration_checks_access_page_size_and_pinning),
 		cmocka_unit_test(test_root_flow_rules_through_rdma_core),
 		cmocka_unit_test(test_dr_root_nic_rx_as_rdma_core_without_sw_steering),
 		cmocka_unit_test(test_privileges_of_devx_flows_and_pinning),

@@ -42,17 +42,17 @@ check(enum emu_kentry e, uint16_t opcode, uint16_t op_mod, uint32_t id,
 
 /* devx.c devx_is_general_cmd(): only the QUERY_* allow-list, NOP and 0xb00-0xd00. */
 static void
-test_general_cmd_allow_list(void **state)
+test_general_commands_are_the_kernels_allow_list_only(void **state)
 {
 	assert_int_equal(check(EMU_KENTRY_GENERAL, PRM_CMD_QUERY_HCA_CAP, 0x27, 0, NULL), 0);
 	assert_int_equal(check(EMU_KENTRY_GENERAL, 0x10d /* NOP */, 0, 0, NULL), 0);
 	assert_int_equal(check(EMU_KENTRY_GENERAL, 0xb00, 0, 0, NULL), 0);
 	assert_int_equal(check(EMU_KENTRY_GENERAL, 0xcff, 0, 0, NULL), 0);
 	assert_int_equal(check(EMU_KENTRY_GENERAL, 0xd00, 0, 0, NULL), -EINVAL);
-	/* A2: the null mkey comes from ibv_alloc_null_mr, not from a DevX command. */
+	/* The null mkey comes from ibv_alloc_null_mr, not from a DevX command. */
 	assert_int_equal(check(EMU_KENTRY_GENERAL, PRM_CMD_QUERY_SPECIAL_CONTEXTS, 0, 0, NULL),
 			 -EINVAL);
-	/* A1: QP transitions and MODIFY_RQT are object commands. */
+	/* QP transitions and MODIFY_RQT are object commands. */
 	assert_int_equal(check(EMU_KENTRY_GENERAL, PRM_CMD_RST2INIT_QP, 0, 1, NULL), -EINVAL);
 	assert_int_equal(check(EMU_KENTRY_GENERAL, PRM_CMD_INIT2RTR_QP, 0, 1, NULL), -EINVAL);
 	assert_int_equal(check(EMU_KENTRY_GENERAL, PRM_CMD_RTR2RTS_QP, 0, 1, NULL), -EINVAL);
@@ -64,7 +64,7 @@ test_general_cmd_allow_list(void **state)
 
 /* devx.c devx_is_obj_create_cmd(): creators only; SET_FTE only with op_mod 0. */
 static void
-test_obj_create_cmd(void **state)
+test_only_creators_pass_as_object_create_commands(void **state)
 {
 	assert_int_equal(check(EMU_KENTRY_CREATE, PRM_CMD_CREATE_GENERAL_OBJECT, 0xd, 0, NULL), 0);
 	assert_int_equal(check(EMU_KENTRY_CREATE, PRM_CMD_ALLOC_PD, 0, 0, NULL), 0);
@@ -148,7 +148,7 @@ test_destroy_is_the_handles_own(void **state)
 
 /* devx.c devx_get_created_obj_id(): general obj_id, 24-bit ids, SET_FTE's flow_index. */
 static void
-test_created_obj_identity(void **state)
+test_created_object_is_identified_as_the_kernel_does(void **state)
 {
 	uint8_t in[PRM_SIZE(set_fte_in)], out[PRM_SIZE(create_out)];
 	struct emu_kobj k;
@@ -169,7 +169,7 @@ test_created_obj_identity(void **state)
 
 /* rdma-core mlx5 provider: ibv_alloc_null_mr returns the context's dump-fill mkey. */
 static void
-test_kernel_pd_and_null_mkey(void **state)
+test_null_mr_is_the_contexts_dump_fill_mkey(void **state)
 {
 	char err[256];
 	struct emu_dev *dev = emu_dev_create("k0", "fast", err, sizeof(err));
@@ -187,7 +187,7 @@ test_kernel_pd_and_null_mkey(void **state)
 }
 
 /*
- * Issue 19 item 2: devx.c devx_umem_reg_cmd_alloc(): "mkeys are not
+ * devx.c devx_umem_reg_cmd_alloc(): "mkeys are not
  * supported on umem". A CREATE_MKEY naming a DevX umem is refused on the
  * create entry point; the same mkey without one (KLM over MRs) passes.
  */
@@ -260,13 +260,13 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_general_cmd_allow_list),
-		cmocka_unit_test(test_obj_create_cmd),
+		cmocka_unit_test(test_general_commands_are_the_kernels_allow_list_only),
+		cmocka_unit_test(test_only_creators_pass_as_object_create_commands),
 		cmocka_unit_test(test_obj_modify_names_the_handle),
 		cmocka_unit_test(test_obj_query_names_the_handle),
 		cmocka_unit_test(test_destroy_is_the_handles_own),
-		cmocka_unit_test(test_created_obj_identity),
-		cmocka_unit_test(test_kernel_pd_and_null_mkey),
+		cmocka_unit_test(test_created_object_is_identified_as_the_kernel_does),
+		cmocka_unit_test(test_null_mr_is_the_contexts_dump_fill_mkey),
 		cmocka_unit_test(test_mkey_over_a_devx_umem_is_refused),
 		cmocka_unit_test(test_kernel_reg_mr_translates_at_its_iova),
 	};

@@ -82,7 +82,7 @@ bench_ok(const char *name, const struct rte_pmd_mlx5_lm_region *r, unsigned int 
 }
 
 static void
-test_region_multiple_of_chunk(void **state)
+test_region_of_whole_chunks_is_registered_chunk_by_chunk(void **state)
 {
 	struct rte_pmd_mlx5_lm_region r[] = { region(0, 3 * GIB, 0) };
 	char name[32];
@@ -93,7 +93,7 @@ test_region_multiple_of_chunk(void **state)
 }
 
 static void
-test_region_not_multiple_and_unaligned(void **state)
+test_unaligned_region_ends_in_a_partial_chunk(void **state)
 {
 	/* 2.5 GiB at a GPA that is not 1 GiB aligned: chunks 1, 1, 0.5 GiB. */
 	struct rte_pmd_mlx5_lm_region r[] = { region(3 * MIB, 2 * GIB + 512 * MIB, 0) };
@@ -136,7 +136,7 @@ test_hole_between_regions_maps_nothing(void **state)
 }
 
 static void
-test_eight_regions(void **state)
+test_eight_regions_are_registered_in_two_chunks_each(void **state)
 {
 	struct rte_pmd_mlx5_lm_region r[8];
 	char name[32];
@@ -163,7 +163,7 @@ test_entry_limit_fails_with_a_message(void **state)
 }
 
 /*
- * Issue 11, item 3: a layout the device cannot address is refused before
+ * A layout the device cannot address is refused before
  * any command. A region at GPA 2^63 needs 2^32 hole entries of 2 GiB (the
  * KLM builder's uint32_t count wrapped and it spun for tens of seconds);
  * one whose GPA + size wraps past 2^64 has no valid range at all.
@@ -245,7 +245,7 @@ test_released_registration_is_reused(void **state)
 	assert_int_equal(mlx5_lm_mr_create(dev, regs, 1, &mr), 0);
 	mlx5_lm_mr_release(mr);
 	assert_null(mlx5_lm_mr_reclaim(dev, other, 1));
-	/* Same addresses, other memory (issue 11, item 1): never reused. */
+	/* Same addresses, other memory (a new front end's): never reused. */
 	other[0] = regs[0];
 	other[0].file_ino = 78;
 	assert_null(mlx5_lm_mr_reclaim(dev, other, 1));
@@ -305,7 +305,7 @@ test_garbage_thread_destroys_after_delay(void **state)
 }
 
 /*
- * Issue 19 item 2: guest memory goes through the kernel's memory regions
+ * Guest memory goes through the kernel's memory regions
  * (ibv_reg_mr_iova, one per chunk, in parallel), not DevX umems with
  * mkeys on them: no CREATE_UMEM reaches the device for it, one
  * CREATE_MKEY per chunk (the kernel's) plus the indirect one.
@@ -336,7 +336,7 @@ test_guest_memory_is_registered_as_memory_regions(void **state)
 }
 
 /*
- * Issue 19 item 7: the firmware destroys an mkey whoever names it (no
+ * The firmware destroys an mkey whoever names it (no
  * RES_BUSY), so the driver keeps a released registration while a queue
  * object of its device names the key, and destroys it once none does:
  * its key keeps translating meanwhile, never a stale key under a queue.
@@ -386,10 +386,10 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_region_multiple_of_chunk),
-		cmocka_unit_test(test_region_not_multiple_and_unaligned),
+		cmocka_unit_test(test_region_of_whole_chunks_is_registered_chunk_by_chunk),
+		cmocka_unit_test(test_unaligned_region_ends_in_a_partial_chunk),
 		cmocka_unit_test(test_hole_between_regions_maps_nothing),
-		cmocka_unit_test(test_eight_regions),
+		cmocka_unit_test(test_eight_regions_are_registered_in_two_chunks_each),
 		cmocka_unit_test(test_entry_limit_fails_with_a_message),
 		cmocka_unit_test(test_unaddressable_layouts_refused_before_building),
 		cmocka_unit_test(test_failed_chunk_unwinds_without_leak),

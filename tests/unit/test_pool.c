@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The worker pool's foreground-first rules (issue 12 item 1): background
+ * The worker pool's foreground-first rules: background
  * tasks are held back while a device starts or stops, preempted between
  * two commands, and never more than MLX5_LM_BG_BUDGET run at once; the
  * pool grows with each device that asks for workers. Waits are bounded
@@ -187,7 +187,7 @@ task_hold(void *arg)
 
 /* However wide a background batch, at most MLX5_LM_BG_BUDGET of its tasks run at once. */
 static void
-test_background_budget(void **state)
+test_background_batch_runs_its_budget_at_most(void **state)
 {
 	struct mlx5_lm_batch bg, fg;
 	unsigned int i;
@@ -263,7 +263,8 @@ test_no_thundering_herd(void **state)
  * The end of a device's stop or start wakes no idle worker when no
  * background task waits, and one (which chains to the next) when some do:
  * a broadcast to the 128 idle workers of 8 devices cost each source stop
- * 2.1 ms on vhost's critical path (seed-mkey trace, issue 12).
+ * 2.1 ms on vhost's critical path (measured in a trace of the seed-mkey
+ * scenario).
  */
 static void
 test_fg_exit_wakes_one_worker_at_most(void **state)
@@ -304,7 +305,8 @@ main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_background_preempted_between_commands,
 						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_background_budget, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_background_batch_runs_its_budget_at_most,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pool_sized_for_every_device, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_thundering_herd, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fg_exit_wakes_one_worker_at_most, setup,

@@ -52,9 +52,9 @@ doorbell_bar_offset(struct devx_ctx *ctx)
 		       doorbell_bar_offset);
 }
 
-/* A2 on rdma: the PD from ibv_alloc_pd (pdn from mlx5dv_init_obj) and its null mr. */
+/* On rdma: the PD from ibv_alloc_pd (pdn from mlx5dv_init_obj) and its null mr. */
 static void
-test_pd_and_null_mkey(void **state)
+test_rdma_pd_number_and_null_mkey_come_from_rdma_core(void **state)
 {
 	struct devx_ctx *ctx = open_rdma();
 	struct devx_pd *pd = devx_pd_alloc(ctx);
@@ -67,7 +67,7 @@ test_pd_and_null_mkey(void **state)
 }
 
 /*
- * A5: the kernel's VAR mapping starts at the doorbell page, so the doorbell
+ * The kernel's VAR mapping starts at the doorbell page, so the doorbell
  * is at the in-page part of doorbell_bar_offset. The emulated device's
  * offset is not page aligned: writing at mmio + doorbell_bar_offset would
  * land beyond the mapped page.
@@ -107,7 +107,7 @@ test_doorbell_lands_on_the_doorbell(void **state)
 }
 
 /*
- * A4: mlx5dv_devx_get_event is a read() on the channel fd, which blocks
+ * mlx5dv_devx_get_event is a read() on the channel fd, which blocks
  * unless O_NONBLOCK is set; the driver reads until EAGAIN, so the back end
  * must make the fd non-blocking (else the notification thread hangs).
  */
@@ -263,7 +263,7 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_pd_and_null_mkey),
+		cmocka_unit_test(test_rdma_pd_number_and_null_mkey_come_from_rdma_core),
 		cmocka_unit_test(test_doorbell_lands_on_the_doorbell),
 		cmocka_unit_test(test_event_channel_is_nonblocking),
 		cmocka_unit_test(test_events_are_read_at_the_kernels_offsets),

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Vetting of vhost-user messages (mlx5_lm_vet.c, issue 11, item 5): what
+ * Vetting of vhost-user messages (mlx5_lm_vet.c): what
  * DPDK 22.11's vhost would map or handle unchecked is refused, with the
  * message's fds closed; everything else is left to vhost untouched. The
  * message is built as vhost hands it to a pre_msg_handle (struct

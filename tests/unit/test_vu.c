@@ -29,6 +29,7 @@
 #include "vu_client.h"
 #include "vu_frame.h"
 #include "vu_guest.h"
+#include "vu_vring.h"
 
 #define MAX_BE 4
 #define MAX_QP 4
@@ -350,7 +351,7 @@ check_bases(const uint32_t *bases, unsigned int nqp, bool packed, uint16_t size,
 /* ---- tests ---- */
 
 static void
-test_mem(void **state)
+test_guest_memory_has_qemus_layout_and_a_log_bit_per_page(void **state)
 {
 	struct vu_mem_region bad[3] = {
 		{ 0, 1ULL << 20, 0 }, { 1ULL << 19, 1ULL << 20, 0 }, { 1ULL << 40, 0, 0 },
@@ -404,7 +405,7 @@ test_mem(void **state)
 
 /* Frame format and the exact seen-record (internal API). */
 static void
-test_frames(void **state)
+test_frames_carry_pair_and_sequence_and_repeats_are_seen(void **state)
 {
 	struct vu_seen seen = { 0 };
 	uint8_t f[VU_FRAME_MAX];
@@ -432,7 +433,7 @@ test_frames(void **state)
 
 /* A frame corrupted in guest memory before the device reads it is caught. */
 static void
-test_bad_frame(void **state)
+test_frame_corrupted_in_guest_memory_is_counted_bad(void **state)
 {
 	struct vu_guest_stats st;
 	struct vu_ring_info ri;
@@ -518,7 +519,7 @@ run_traffic(const struct traffic_case *tc)
 }
 
 static void
-test_split_1qp(void **state)
+test_split_1_pair_forwards_and_stops_at_the_exact_bases(void **state)
 {
 	const struct traffic_case tc = { .nqp = 1, .size = 256, .n = 20000 };
 
@@ -527,7 +528,7 @@ test_split_1qp(void **state)
 }
 
 static void
-test_split_2qp_event_idx(void **state)
+test_split_event_idx_2_pairs_forward_and_stop_at_exact_bases(void **state)
 {
 	const struct traffic_case tc = { .nqp = 2, .size = 256, .n = 20000, .event_idx = true };
 
@@ -536,7 +537,7 @@ test_split_2qp_event_idx(void **state)
 }
 
 static void
-test_packed_1qp(void **state)
+test_packed_1_pair_forwards_and_stops_at_the_exact_bases(void **state)
 {
 	const struct traffic_case tc = { .nqp = 1, .packed = true, .size = 256, .n = 20000 };
 
@@ -545,7 +546,7 @@ test_packed_1qp(void **state)
 }
 
 static void
-test_packed_2qp_odd_size(void **state)
+test_packed_rings_of_odd_size_wrap_and_stop_at_the_exact_bases(void **state)
 {
 	/* Packed rings need not be a power of two: wraps at odd positions. */
 	const struct traffic_case tc = { .nqp = 2, .packed = true, .size = 200, .n = 20000,
@@ -557,7 +558,7 @@ test_packed_2qp_odd_size(void **state)
 
 /* Stop, then start again on the same connection from the returned bases. */
 static void
-test_restart(void **state)
+test_restart_on_the_same_connection_resumes_from_the_bases(void **state)
 {
 	const unsigned int nqp = 2;
 	uint32_t bases[4];
@@ -589,7 +590,7 @@ test_restart(void **state)
 
 /* A new connection after a disconnect, with a reset (fresh) guest. */
 static void
-test_reconnect(void **state)
+test_fresh_guest_forwards_on_a_new_connection_after_a_disconnect(void **state)
 {
 	struct setup s;
 	int k;
@@ -617,7 +618,7 @@ test_reconnect(void **state)
  * logging on the source and descriptors still in flight at the stop.
  */
 static void
-test_migrate(void **state)
+test_migration_between_back_ends_loses_no_frame_and_no_page(void **state)
 {
 	const unsigned int nqp = 2;
 	const uint16_t size = 256;
@@ -688,7 +689,7 @@ test_migrate(void **state)
 
 /* Two devices of one guest (one memory), driven at the same time. */
 static void
-test_two_devices(void **state)
+test_two_devices_of_one_guest_forward_at_the_same_time(void **state)
 {
 	struct vu_guest_cfg cfg = { .queue_pairs = 2, .ring_size = 256 };
 	struct vu_guest *g[2];
@@ -720,7 +721,7 @@ test_two_devices(void **state)
 
 /* Raw and malformed messages: errors, never a crash. */
 static void
-test_hostile_raw(void **state)
+test_raw_and_malformed_messages_are_errors_never_a_crash(void **state)
 {
 	struct vu_wire_region r[9];
 	struct vu_msg_hdr hdr;
@@ -836,7 +837,7 @@ fake_stop(struct fake *f, pthread_t t)
 
 /* A back end that goes away or stops answering. */
 static void
-test_backend_gone(void **state)
+test_back_end_gone_or_silent_is_an_error_not_a_hang(void **state)
 {
 	struct vu_client *c;
 	struct fake f;
@@ -982,7 +983,7 @@ script_main(void *arg)
  * vhost_user_add_status() does: GET_STATUS, then SET_STATUS.
  */
 static void
-test_ack_policy(void **state)
+test_acks_are_asked_for_every_request_or_where_qemu_waits(void **state)
 {
 	static const enum vu_ack_policy pol[] = { VU_ACK_EVERY, VU_ACK_QEMU };
 	unsigned int p;
@@ -1068,24 +1069,124 @@ test_ack_policy(void **state)
 	}
 }
 
+/* A 16-bit little-endian field of ring memory (the device side, written by hand). */
+static uint16_t
+le16_at(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static void
+put_le16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static void
+put_le32(uint8_t *p, uint32_t v)
+{
+	put_le16(p, (uint16_t)v);
+	put_le16(p + 2, (uint16_t)(v >> 16));
+}
+
+/*
+ * The guest ring writer (vu_vring.h) on rings of its own, the device's
+ * side written here by hand. Split: a chain takes the descriptors after
+ * its head (wrapping), is reaped by its head, and a used index more than
+ * a ring ahead of what was reaped is a device bug (-EIO). Packed: a chain
+ * is made available by its head's flags, one used descriptor ends it, the
+ * next is found after the chain's slots, and a used length counts only
+ * with WRITE.
+ */
+static void
+test_ring_writer_chains_and_refuses_a_used_index_a_ring_ahead(void **state)
+{
+	static uint8_t desc[16 * 8], avail[6 + 2 * 8], used[6 + 8 * 8];
+	const struct vu_vbuf b[3] = {
+		{ 0x1000, 100, 0 }, { 0x2000, 200, VU_VRING_F_WRITE },
+		{ 0x3000, 300, VU_VRING_F_WRITE },
+	};
+	struct vu_vring r;
+	struct vu_vused u;
+
+	(void)state;
+	assert_int_equal(vu_vring_init(&r, false, 6, desc, avail, used), -EINVAL);
+	assert_int_equal(vu_vring_init(&r, false, 8, desc, avail, used), 0);
+	/* Head 6: descriptors 6, 7, 0, chained by next; the avail ring names 6. */
+	vu_vring_post(&r, 6, b, 3);
+	assert_int_equal(le16_at(avail + 2), 0);
+	vu_vring_publish(&r);
+	assert_int_equal(le16_at(avail + 2), 1);
+	assert_int_equal(le16_at(avail + 4), 6);
+	assert_int_equal(le16_at(desc + 16 * 6 + 12), VU_VRING_F_NEXT);
+	assert_int_equal(le16_at(desc + 16 * 6 + 14), 7);
+	assert_int_equal(le16_at(desc + 16 * 7 + 12), VU_VRING_F_NEXT | VU_VRING_F_WRITE);
+	assert_int_equal(le16_at(desc + 16 * 7 + 14), 0);
+	assert_int_equal(le16_at(desc + 12), VU_VRING_F_WRITE);
+	assert_int_equal(vu_vring_reap(&r, &u), 0);
+	/* The device uses it: used entry 0 {6, 250}, used index 1. */
+	put_le32(used + 4, 6);
+	put_le32(used + 8, 250);
+	put_le16(used + 2, 1);
+	assert_int_equal(vu_vring_reap(&r, &u), 1);
+	assert_int_equal(u.id, 6);
+	assert_int_equal(u.len, 250);
+	assert_int_equal(u.slot, 0);
+	assert_true(u.written);
+	assert_int_equal(vu_vring_reap(&r, &u), 0);
+	put_le16(used + 2, 1 + 9);
+	assert_int_equal(vu_vring_reap(&r, &u), -EIO);
+	vu_vring_fini(&r);
+
+	/* Packed, 5 slots: buffer 3 in slots 0-2, buffer 4 in slot 3. */
+	memset(desc, 0, sizeof(desc));
+	assert_int_equal(vu_vring_init(&r, true, 5, desc, avail, used), 0);
+	vu_vring_post(&r, 3, b, 3);
+	vu_vring_post(&r, 4, b, 1);
+	assert_int_equal(le16_at(desc + 14), VU_VRING_F_AVAIL | VU_VRING_F_NEXT);
+	assert_int_equal(le16_at(desc + 16 + 14),
+			 VU_VRING_F_AVAIL | VU_VRING_F_NEXT | VU_VRING_F_WRITE);
+	assert_int_equal(le16_at(desc + 32 + 14), VU_VRING_F_AVAIL | VU_VRING_F_WRITE);
+	assert_int_equal(le16_at(desc + 32 + 12), 3);
+	assert_int_equal(vu_vring_reap(&r, &u), 0);
+	/* Used (AVAIL = USED = the wrap counter 1) at the chain's head slot. */
+	put_le32(desc + 8, 500);
+	put_le16(desc + 14, VU_VRING_F_AVAIL | VU_VRING_F_USED | VU_VRING_F_WRITE);
+	assert_int_equal(vu_vring_reap(&r, &u), 1);
+	assert_int_equal(u.id, 3);
+	assert_int_equal(u.len, 500);
+	assert_int_equal(u.slot, 0);
+	assert_true(u.written);
+	assert_int_equal(r.last_used, 3);
+	assert_int_equal(vu_vring_reap(&r, &u), 0);
+	put_le16(desc + 48 + 14, VU_VRING_F_AVAIL | VU_VRING_F_USED);
+	assert_int_equal(vu_vring_reap(&r, &u), 1);
+	assert_int_equal(u.id, 4);
+	assert_int_equal(u.slot, 3);
+	assert_false(u.written);
+	vu_vring_fini(&r);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_mem),
-		cmocka_unit_test(test_frames),
-		cmocka_unit_test(test_bad_frame),
-		cmocka_unit_test(test_split_1qp),
-		cmocka_unit_test(test_split_2qp_event_idx),
-		cmocka_unit_test(test_packed_1qp),
-		cmocka_unit_test(test_packed_2qp_odd_size),
-		cmocka_unit_test(test_restart),
-		cmocka_unit_test(test_reconnect),
-		cmocka_unit_test(test_migrate),
-		cmocka_unit_test(test_two_devices),
-		cmocka_unit_test(test_hostile_raw),
-		cmocka_unit_test(test_backend_gone),
-		cmocka_unit_test(test_ack_policy),
+		cmocka_unit_test(test_guest_memory_has_qemus_layout_and_a_log_bit_per_page),
+		cmocka_unit_test(test_frames_carry_pair_and_sequence_and_repeats_are_seen),
+		cmocka_unit_test(test_frame_corrupted_in_guest_memory_is_counted_bad),
+		cmocka_unit_test(test_split_1_pair_forwards_and_stops_at_the_exact_bases),
+		cmocka_unit_test(test_split_event_idx_2_pairs_forward_and_stop_at_exact_bases),
+		cmocka_unit_test(test_packed_1_pair_forwards_and_stops_at_the_exact_bases),
+		cmocka_unit_test(test_packed_rings_of_odd_size_wrap_and_stop_at_the_exact_bases),
+		cmocka_unit_test(test_restart_on_the_same_connection_resumes_from_the_bases),
+		cmocka_unit_test(test_fresh_guest_forwards_on_a_new_connection_after_a_disconnect),
+		cmocka_unit_test(test_migration_between_back_ends_loses_no_frame_and_no_page),
+		cmocka_unit_test(test_two_devices_of_one_guest_forward_at_the_same_time),
+		cmocka_unit_test(test_raw_and_malformed_messages_are_errors_never_a_crash),
+		cmocka_unit_test(test_back_end_gone_or_silent_is_an_error_not_a_hang),
+		cmocka_unit_test(test_acks_are_asked_for_every_request_or_where_qemu_waits),
+		cmocka_unit_test(test_ring_writer_chains_and_refuses_a_used_index_a_ring_ahead),
 	};
 	char prefix[64];
 	char *argv[] = {

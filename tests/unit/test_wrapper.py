@@ -43,7 +43,7 @@ def run(*args, env=None):
 
 
 class FakeSysfs(unittest.TestCase):
-    def test_tree_of_three_devices(self):
+    def test_three_devices_appear_as_mlx5_functions_and_go_at_exit(self):
         p = run('--devices', '3', '--profile', 'fast', '--', sys.executable, '-c', PROBE)
         self.assertEqual(p.returncode, 0, p.stderr)
         t = json.loads(p.stdout)
@@ -117,7 +117,7 @@ class FakeSysfs(unittest.TestCase):
         finally:
             p.stdout.close()
 
-    def test_usage_errors(self):
+    def test_bad_arguments_exit_2_and_help_exits_0(self):
         self.assertEqual(run().returncode, 2)
         self.assertNotEqual(run('--devices', '0', '--', 'true').returncode, 0)
         # --tap names one of the devices, and an interface name Linux takes.
@@ -137,7 +137,7 @@ class FakeSysfs(unittest.TestCase):
                          '--private-sys needs root and unshare(1)')
     def test_private_sys_shows_the_emulated_functions_only_inside(self):
         # DPDK's mlx5 common driver writes /sys/bus/pci/devices/<BDF>/roce_enable,
-        # hard-coded (issue 14): inside the namespace it is there and writable,
+        # hard-coded: inside the namespace it is there and writable,
         # the real functions stay listed, and outside nothing changed.
         real = sorted(os.listdir('/sys/bus/pci/devices'))
         script = ('import json, os; d = "/sys/bus/pci/devices"; b = d + "/0000:5e:01.0"; '
@@ -155,8 +155,8 @@ class FakeSysfs(unittest.TestCase):
     @unittest.skipUnless(os.geteuid() == 0 and shutil.which('unshare'),
                          '--private-sys needs root and unshare(1)')
     def test_private_sys_is_the_default_where_possible(self):
-        # What the peer needs comes without asking (issue 14's command has no
-        # --private-sys); --no-private-sys leaves /sys as it is.
+        # What the peer needs comes without asking (doc/emulated-rdma.md's peer
+        # command has no --private-sys); --no-private-sys leaves /sys as it is.
         script = 'import os; print(os.path.exists("/sys/bus/pci/devices/0000:5e:00.0"))'
         p = run('--', sys.executable, '-c', script)
         self.assertEqual((p.returncode, p.stdout.strip()), (0, 'True'), p.stderr)

@@ -4,7 +4,7 @@
 Start and readiness, every method, the configuration (save, replay, SIGHUP),
 two VMs in two workers with traffic from the built-in front end, a worker
 killed (-9) while the other VM's frames keep coming, SIGTERM cleaning
-everything, metrics, and the bad input of issue 20: malformed and oversized
+everything, metrics, and the bad input a control socket gets: malformed and oversized
 requests, wrong types, duplicates, bad devargs, socket paths that are not
 ours, 1000 connections, a half request that stalls, other users, hostile
 front ends. LM_BACKEND=rdma runs the devices as ibdev= under
@@ -65,7 +65,7 @@ class Basics(unittest.TestCase):
         self.assertEqual(r.returncode, 3)
         self.assertIn('cannot reach', r.stderr)
 
-    def test_methods_devices_and_clean_stop(self):
+    def test_device_added_runs_reports_and_is_removed_then_a_clean_stop(self):
         with tempfile.TemporaryDirectory() as d:
             srv = service(d)
             try:
@@ -210,7 +210,7 @@ class Basics(unittest.TestCase):
 
 
 class Config(unittest.TestCase):
-    def test_save_replay_and_sighup(self):
+    def test_saved_config_replays_at_start_and_applies_again_on_sighup(self):
         with tempfile.TemporaryDirectory() as d:
             cfg = os.path.join(d, 'cfg.json')
             s = {n: os.path.join(d, n + '.sock') for n in 'abcd'}
@@ -297,7 +297,7 @@ class Config(unittest.TestCase):
 class Isolation(unittest.TestCase):
     """Two VMs, two workers: one VM's worker killed, the other's frames never stop."""
 
-    def test_kill_one_worker(self):
+    def test_killed_worker_restarts_its_vm_alone(self):
         with tempfile.TemporaryDirectory() as d:
             metrics = os.path.join(d, 'metrics.sock')
             srv = service(d, metrics=metrics)
@@ -434,7 +434,7 @@ class BadInput(unittest.TestCase):
         self.assertTrue(closed_by_peer(c, 10))
         self.unchanged()
 
-    def test_invalid_requests(self):
+    def test_invalid_requests_get_their_json_rpc_error_codes(self):
         for body, code, text in [
                 (b'[{"jsonrpc":"2.0","id":1,"method":"device_list"}]', -32600, 'batch'),
                 (b'"hello"', -32600, 'JSON object'),
@@ -488,7 +488,7 @@ class BadInput(unittest.TestCase):
         self.assertIn("'name' is required", self.error('device_get', {}).message)
         self.unchanged()
 
-    def test_duplicates_and_bad_devargs(self):
+    def test_duplicate_names_or_sockets_and_bad_devargs_are_refused(self):
         e = self.error('device_add', {'name': 'ok', 'vm': 'v2', 'socket':
                                       os.path.join(self.d, 'x.sock'), 'devargs': devargs(1)})
         self.assertEqual(e.code, -32002)
@@ -511,7 +511,7 @@ class BadInput(unittest.TestCase):
         self.srv.p.expect(r'vm v2: worker \d+ exited with status 0', timeout=30)
         self.assertEqual([v['vm'] for v in self.srv.call('vm_list')], ['vmok'])
 
-    def test_socket_paths_that_are_not_ours(self):
+    def test_socket_paths_that_are_not_ours_are_refused(self):
         f = os.path.join(self.d, 'file')
         with open(f, 'w') as fh:
             fh.write('keep me')
@@ -529,7 +529,7 @@ class BadInput(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(self.d, 'target.sock')))
         self.unchanged()
 
-    def test_request_over_1_mib(self):
+    def test_request_over_1_mib_is_refused_and_the_connection_closed(self):
         big = b'{"jsonrpc":"2.0","id":1,"method":"device_list","params":{"x":"' + \
               b'a' * (1 << 20) + b'"}}'
         c = connect(self.srv.rpc)
@@ -557,7 +557,7 @@ class BadInput(unittest.TestCase):
             c.close()
         self.srv.p.expect(r'sent half a request and stalled', timeout=10)
 
-    def test_1000_connections_at_once(self):
+    def test_1000_connections_at_once_are_answered_or_refused(self):
         conns = []
         try:
             for _ in range(1000):
@@ -717,7 +717,7 @@ class HostileFrontEnds(unittest.TestCase):
 class Docs(unittest.TestCase):
     """doc/vhostd.md's quick start, run verbatim (doc-test vhostd-quick-start)."""
 
-    def test_quick_start_block(self):
+    def test_quick_start_block_runs_as_written(self):
         from lmtest import doc_block, socket_in_use
         block = doc_block('vhostd-quick-start')
         if os.geteuid() != 0:
@@ -744,7 +744,7 @@ class Docs(unittest.TestCase):
 
 
 class Systemd(unittest.TestCase):
-    def test_unit_verifies(self):
+    def test_systemd_unit_verifies(self):
         unit = os.environ.get('VHOSTD_UNIT')
         if shutil_which('systemd-analyze') is None:
             self.skipTest('systemd-analyze is not installed: the unit is not verified')

@@ -21,42 +21,18 @@
 
 #include "vu_frame.h"
 #include "vu_guest.h"
+#include "vu_vring.h"
 
 /* Feature bits the driver cares about (virtio 1.1, 6 and 5.1.3). */
 #define VU_NET_F_MRG_RXBUF 15
 #define VU_F_EVENT_IDX 29
 
-/* Split ring (virtio 1.1, 2.6). */
-#define VU_DESC_F_WRITE 2
-#define VU_AVAIL_F_NO_INTERRUPT 1
+/* What the device asks of notifications: split (virtio 1.1, 2.6.10), packed (2.7.10). */
 #define VU_USED_F_NO_NOTIFY 1
-/* Packed ring (virtio 1.1, 2.7). */
-#define VU_PDESC_F_AVAIL (1 << 7)
-#define VU_PDESC_F_USED (1 << 15)
-#define VU_EVENT_F_ENABLE 0
 #define VU_EVENT_F_DISABLE 1
 #define VU_EVENT_F_DESC 2
 
 #define VU_BUF_STRIDE 2048
-
-struct vu_sdesc {
-	uint64_t addr;
-	uint32_t len;
-	uint16_t flags;
-	uint16_t next;
-};
-
-struct vu_used_elem {
-	uint32_t id;
-	uint32_t len;
-};
-
-struct vu_pdesc {
-	uint64_t addr;
-	uint32_t len;
-	uint16_t id;
-	uint16_t flags;
-};
 
 struct vu_pevent {
 	uint16_t off_wrap;
@@ -72,10 +48,7 @@ struct vu_ring {
 	uint64_t desc_len, avail_len, used_len;
 	int kickfd, callfd;
 	int old_kickfd, old_callfd;	/* previous generation, closed lazily */
-	/* Split: free-running indices. Packed: slot indices + wrap counters. */
-	uint16_t avail_idx;
-	uint16_t last_used;
-	bool avail_wrap, used_wrap;
+	struct vu_vring vr;	/* indices and wrap counters */
 	uint16_t num_added;	/* posted since the last notification decision */
 	uint16_t *free_ids;
 	unsigned int nfree;
@@ -135,60 +108,27 @@ vu_ring_reset(struct vu_guest *g, struct vu_ring *r)
 	memset(r->desc, 0, r->desc_len);
 	memset(r->avail, 0, r->avail_len);
 	memset(r->used, 0, r->used_len);
-	r->avail_idx = 0;
-	r->last_used = 0;
-	/* Both wrap counters start at 1 (virtio 1.1, 2.7.1). */
-	r->avail_wrap = true;
-	r->used_wrap = true;
+	vu_vring_reset(&r->vr);
 	r->num_added = 0;
 	for (i = 0; i < r->size; i++)
 		r->free_ids[i] = (uint16_t)(r->size - 1 - i);
 	r->nfree = r->size;
 	memset(r->inflight, 0, r->size);
-	if (g->cfg.packed) {
-		struct vu_pevent *drv = (struct vu_pevent *)r->avail;
-
-		drv->flags = g->cfg.no_interrupt ? VU_EVENT_F_DISABLE : VU_EVENT_F_ENABLE;
-	} else {
-		uint16_t *aflags = (uint16_t *)r->avail;
-
-		*aflags = g->cfg.no_interrupt ? VU_AVAIL_F_NO_INTERRUPT : 0;
-	}
+	vu_vring_set_interrupts(&r->vr, !g->cfg.no_interrupt);
 }
 
+/* Buffer id is slot id of the ring's buffer area, one descriptor (split: descriptor id). */
 static void
-vu_ring_post(struct vu_guest *g, struct vu_ring *r, uint16_t id, uint32_t len)
+vu_ring_post(struct vu_ring *r, uint16_t id, uint32_t len)
 {
-	uint64_t addr = r->bufs_gpa + (uint64_t)id * VU_BUF_STRIDE;
-	uint16_t wflag = r->rx ? VU_DESC_F_WRITE : 0;
+	struct vu_vbuf b = {
+		.addr = r->bufs_gpa + (uint64_t)id * VU_BUF_STRIDE,
+		.len = len,
+		.flags = r->rx ? VU_VRING_F_WRITE : 0,
+	};
 
 	r->inflight[id] = 1;
-	if (!g->cfg.packed) {
-		struct vu_sdesc *d = (struct vu_sdesc *)r->desc + id;
-		uint16_t *ring = (uint16_t *)r->avail + 2;
-
-		d->addr = addr;
-		d->len = len;
-		d->flags = wflag;
-		d->next = 0;
-		ring[r->avail_idx & (r->size - 1)] = id;
-		r->avail_idx++;
-	} else {
-		struct vu_pdesc *d = (struct vu_pdesc *)r->desc + r->avail_idx;
-		uint16_t f = wflag;
-
-		d->addr = addr;
-		d->len = len;
-		d->id = id;
-		/* Available: AVAIL bit == wrap counter, USED bit != it (2.7.1). */
-		f |= r->avail_wrap ? VU_PDESC_F_AVAIL : VU_PDESC_F_USED;
-		/* The flags store makes the descriptor visible: release (2.7.13). */
-		__atomic_store_n(&d->flags, f, __ATOMIC_RELEASE);
-		if (++r->avail_idx == r->size) {
-			r->avail_idx = 0;
-			r->avail_wrap = !r->avail_wrap;
-		}
-	}
+	vu_vring_post(&r->vr, id, &b, 1);
 	r->num_added++;
 }
 
@@ -207,21 +147,20 @@ vu_ring_publish(struct vu_guest *g, struct vu_ring *r, struct vu_guest_stats *st
 
 	if (r->num_added == 0)
 		return;
-	if (!g->cfg.packed)
-		__atomic_store_n((uint16_t *)r->avail + 1, r->avail_idx, __ATOMIC_RELEASE);
+	vu_vring_publish(&r->vr);
 	/*
 	 * The suppression state must be read after the new entries are
 	 * visible, or we may skip a kick the device is waiting for (2.6.13.8.2).
 	 */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (!g->cfg.packed) {
-		uint16_t old = (uint16_t)(r->avail_idx - r->num_added);
+		uint16_t old = (uint16_t)(r->vr.avail_idx - r->num_added);
 
 		if (g->event_idx) {
 			uint16_t *ev = (uint16_t *)(r->used + 4 + 8 * (uint64_t)r->size);
 
 			kick = vu_need_event(__atomic_load_n(ev, __ATOMIC_ACQUIRE),
-					     r->avail_idx, old);
+					     r->vr.avail_idx, old);
 		} else {
 			kick = !(__atomic_load_n((uint16_t *)r->used, __ATOMIC_ACQUIRE) &
 				 VU_USED_F_NO_NOTIFY);
@@ -233,11 +172,11 @@ vu_ring_publish(struct vu_guest *g, struct vu_ring *r, struct vu_guest_stats *st
 		if (flags == VU_EVENT_F_DESC && g->event_idx) {
 			uint16_t ow = __atomic_load_n(&dev->off_wrap, __ATOMIC_ACQUIRE);
 			uint16_t ev = ow & 0x7fff;
-			uint16_t new_idx = r->avail_idx;
+			uint16_t new_idx = r->vr.avail_idx;
 			uint16_t old = (uint16_t)(new_idx - r->num_added);
 
 			/* An event index of the other lap is one ring behind (2.7.10). */
-			if ((bool)(ow >> 15) != r->avail_wrap)
+			if ((bool)(ow >> 15) != r->vr.avail_wrap)
 				ev = (uint16_t)(ev - r->size);
 			kick = vu_need_event(ev, new_idx, old);
 		} else {
@@ -310,53 +249,30 @@ vu_complete(struct vu_guest *g, struct vu_ring *r, uint32_t id, uint32_t len)
 static unsigned int
 vu_ring_reap(struct vu_guest *g, struct vu_ring *r)
 {
+	struct vu_vused u;
 	unsigned int n = 0;
+	int ret = 0;
 
-	if (!g->cfg.packed) {
-		uint16_t *uidx = (uint16_t *)r->used + 1;
-		uint16_t used = __atomic_load_n(uidx, __ATOMIC_ACQUIRE);
-		struct vu_used_elem *ring = (struct vu_used_elem *)(r->used + 4);
-
-		/* More than a ring's worth cannot be used: a device bug. */
-		if ((uint16_t)(used - r->last_used) > r->size) {
-			g->qps[r->qp].st.dev_errors++;
-			return 0;
-		}
-		while (r->last_used != used) {
-			uint16_t slot = r->last_used & (r->size - 1);
-
-			vu_complete(g, r, ring[slot].id, ring[slot].len);
-			vu_dirty_range(g, r->used_gpa + 4 + 8 * (uint64_t)slot, 8);
-			r->last_used++;
-			n++;
-		}
-		if (n != 0) {
-			vu_dirty_range(g, r->used_gpa, 4);
-			/* used_event: interrupt for the next entry, or far away (2.6.10). */
-			if (g->event_idx)
-				__atomic_store_n((uint16_t *)r->avail + 2 + r->size,
-						 (uint16_t)(r->last_used +
-							    (g->cfg.no_interrupt ? 0x8000 : 0)),
-						 __ATOMIC_RELEASE);
-		}
-		return n;
+	while (n < r->size && (ret = vu_vring_reap(&r->vr, &u)) > 0) {
+		vu_complete(g, r, u.id, u.len);
+		/* What the device wrote: the used entry (split), the descriptor (packed). */
+		if (g->cfg.packed)
+			vu_dirty_range(g, r->desc_gpa + 16 * (uint64_t)u.slot, 16);
+		else
+			vu_dirty_range(g, r->used_gpa + 4 + 8 * (uint64_t)u.slot, 8);
+		n++;
 	}
-	for (;;) {
-		struct vu_pdesc *d = (struct vu_pdesc *)r->desc + r->last_used;
-		uint16_t f = __atomic_load_n(&d->flags, __ATOMIC_ACQUIRE);
-		bool a = !!(f & VU_PDESC_F_AVAIL), u = !!(f & VU_PDESC_F_USED);
-
-		/* Used: AVAIL == USED == our used wrap counter (2.7.1). */
-		if (a != u || u != r->used_wrap)
-			break;
-		vu_complete(g, r, d->id, d->len);
-		vu_dirty_range(g, r->desc_gpa + 16 * (uint64_t)r->last_used, 16);
-		if (++r->last_used == r->size) {
-			r->last_used = 0;
-			r->used_wrap = !r->used_wrap;
-		}
-		if (++n == r->size)
-			break;
+	/* More than a ring's worth used: a device bug. */
+	if (ret < 0)
+		g->qps[r->qp].st.dev_errors++;
+	if (n != 0 && !g->cfg.packed) {
+		vu_dirty_range(g, r->used_gpa, 4);
+		/* used_event: interrupt for the next entry, or far away (2.6.10). */
+		if (g->event_idx)
+			__atomic_store_n((uint16_t *)r->avail + 2 + r->size,
+					 (uint16_t)(r->vr.last_used +
+						    (g->cfg.no_interrupt ? 0x8000 : 0)),
+					 __ATOMIC_RELEASE);
 	}
 	return n;
 }
@@ -371,7 +287,7 @@ vu_refill_locked(struct vu_guest *g)
 		struct vu_guest_stats *st = &g->qps[r->qp].st;
 
 		while (r->nfree != 0) {
-			vu_ring_post(g, r, r->free_ids[--r->nfree], VU_RX_BUF_LEN);
+			vu_ring_post(r, r->free_ids[--r->nfree], VU_RX_BUF_LEN);
 			st->rx_posted++;
 			n++;
 		}
@@ -503,6 +419,9 @@ vu_guest_create(struct vu_guest **out, struct vu_mem *m, const struct vu_guest_c
 		ret = vu_eventfds(r);
 		if (ret < 0)
 			goto fail;
+		ret = vu_vring_init(&r->vr, cfg->packed, r->size, r->desc, r->avail, r->used);
+		if (ret < 0)
+			goto fail;
 		vu_ring_reset(g, r);
 	}
 	*out = g;
@@ -529,6 +448,7 @@ vu_guest_destroy(struct vu_guest *g)
 				close(fds[k]);
 		free(r->free_ids);
 		free(r->inflight);
+		vu_vring_fini(&r->vr);
 	}
 	for (i = 0; g->qps != NULL && i < g->cfg.queue_pairs; i++)
 		vu_seen_free(&g->qps[i].seen);
@@ -661,7 +581,7 @@ vu_guest_tx(struct vu_guest *g, unsigned int qp, unsigned int n)
 		memset(buf, 0, VU_NET_HDR_LEN);
 		vu_frame_build(buf + VU_NET_HDR_LEN, g->cfg.frame_len, qp, q->tx_seq);
 		q->tx_seq++;
-		vu_ring_post(g, r, id, VU_NET_HDR_LEN + g->cfg.frame_len);
+		vu_ring_post(r, id, VU_NET_HDR_LEN + g->cfg.frame_len);
 		q->st.tx_posted++;
 	}
 	vu_ring_publish(g, r, &q->st);

@@ -112,16 +112,19 @@ PRM_SUB(eqe, event_data, 0x100);			/* eqe_comp, affiliated_event_header */
 PRM_FIELD(eqe, signature, 0x1f0, 8);
 PRM_FIELD(eqe, owner, 0x1f8, 8);
 PRM_LAYOUT(eqe, 0x200);
+_Static_assert(PRM_SIZE(eqe) == 64, "eqe is 64 bytes");
 _Static_assert(PRM_OFF(eqe, event_data) / 8 == 32, "EQE data at byte 32");
 
 /* A completion's data (struct mlx5_eqe_comp): the CQ number in its 7th dword, 24 bits. */
 PRM_FIELD(eqe_comp, cqn, 0x0c8, 24);
 PRM_LAYOUT(eqe_comp, 0x0e0);
+_Static_assert(PRM_SIZE(eqe_comp) == 28, "eqe_comp is 28 bytes");
 
 /* A CQ error's data (struct mlx5_eqe_cq_err): the CQ number first, the syndrome at byte 11. */
 PRM_FIELD(eqe_cq_err, cqn, 0x008, 24);
 PRM_FIELD(eqe_cq_err, syndrome, 0x058, 8);
 PRM_LAYOUT(eqe_cq_err, 0x0e0);
+_Static_assert(PRM_SIZE(eqe_cq_err) == 28, "eqe_cq_err is 28 bytes");
 
 /* eqe_qp_srq.type (Linux MLX5_EVENT_QUEUE_TYPE_*). */
 enum prm_event_queue_type {
@@ -132,6 +135,7 @@ enum prm_event_queue_type {
 PRM_FIELD(eqe_qp_srq, type, 0x0a0, 8);
 PRM_FIELD(eqe_qp_srq, qp_srq_n, 0x0c8, 24);
 PRM_LAYOUT(eqe_qp_srq, 0x0e0);
+_Static_assert(PRM_SIZE(eqe_qp_srq) == 28, "eqe_qp_srq is 28 bytes");
 
 /*
  * The data of an affiliated event such as OBJECT_CHANGE (mlx5_ifc.h
@@ -140,6 +144,7 @@ PRM_LAYOUT(eqe_qp_srq, 0x0e0);
 PRM_FIELD(affiliated_event_header, obj_type, 0x10, 16);
 PRM_FIELD(affiliated_event_header, obj_id, 0x20, 32);
 PRM_LAYOUT(affiliated_event_header, 0x40);
+_Static_assert(PRM_SIZE(affiliated_event_header) == 8, "affiliated_event_header is 8 bytes");
 
 /* ---- Command envelope --------------------------------------------------- */
 /* Every command input starts with this header. */
@@ -147,11 +152,13 @@ PRM_FIELD(cmd_in, opcode, 0x00, 16);
 PRM_FIELD(cmd_in, uid, 0x10, 16);
 PRM_FIELD(cmd_in, op_mod, 0x30, 16);
 PRM_LAYOUT(cmd_in, 0x40);
+_Static_assert(PRM_SIZE(cmd_in) == 8, "cmd_in is 8 bytes");
 
 /* Every command output starts with this header. */
 PRM_FIELD(cmd_out, status, 0x00, 8);
 PRM_FIELD(cmd_out, syndrome, 0x20, 32);
 PRM_LAYOUT(cmd_out, 0x40);
+_Static_assert(PRM_SIZE(cmd_out) == 8, "cmd_out is 8 bytes");
 
 /*
  * Commands that create a classic (non general) object return its 24-bit
@@ -162,6 +169,7 @@ PRM_FIELD(create_out, status, 0x00, 8);
 PRM_FIELD(create_out, syndrome, 0x20, 32);
 PRM_FIELD(create_out, id, 0x48, 24);
 PRM_LAYOUT(create_out, 0x80);
+_Static_assert(PRM_SIZE(create_out) == 16, "create_out is 16 bytes");
 
 /* Destroy/dealloc commands of classic objects name the object at 0x48. */
 PRM_FIELD(destroy_in, opcode, 0x00, 16);
@@ -169,7 +177,9 @@ PRM_FIELD(destroy_in, uid, 0x10, 16);
 PRM_FIELD(destroy_in, op_mod, 0x30, 16);
 PRM_FIELD(destroy_in, id, 0x48, 24);
 PRM_LAYOUT(destroy_in, 0x80);
+_Static_assert(PRM_SIZE(destroy_in) == 16, "destroy_in is 16 bytes");
 PRM_LAYOUT(destroy_out, 0x80);
+_Static_assert(PRM_SIZE(destroy_out) == 16, "destroy_out is 16 bytes");
 
 /* ---- General objects ---------------------------------------------------- */
 PRM_FIELD(general_obj_in_cmd_hdr, opcode, 0x00, 16);
@@ -177,11 +187,13 @@ PRM_FIELD(general_obj_in_cmd_hdr, uid, 0x10, 16);
 PRM_FIELD(general_obj_in_cmd_hdr, obj_type, 0x30, 16);
 PRM_FIELD(general_obj_in_cmd_hdr, obj_id, 0x40, 32);
 PRM_LAYOUT(general_obj_in_cmd_hdr, 0x80);
+_Static_assert(PRM_SIZE(general_obj_in_cmd_hdr) == 16, "general_obj_in_cmd_hdr is 16 bytes");
 
 PRM_FIELD(general_obj_out_cmd_hdr, status, 0x00, 8);
 PRM_FIELD(general_obj_out_cmd_hdr, syndrome, 0x20, 32);
 PRM_FIELD(general_obj_out_cmd_hdr, obj_id, 0x40, 32);
 PRM_LAYOUT(general_obj_out_cmd_hdr, 0x80);
+_Static_assert(PRM_SIZE(general_obj_out_cmd_hdr) == 16, "general_obj_out_cmd_hdr is 16 bytes");
 
 /* virtio_q context (inside virtio_net_q at 0x200). */
 enum prm_virtq_type { PRM_VIRTQ_TYPE_SPLIT = 0, PRM_VIRTQ_TYPE_PACKED = 1 };
@@ -222,6 +234,7 @@ PRM_FIELD(virtio_q, queue_period_us, 0x344, 12);
 PRM_FIELD(virtio_q, queue_max_count, 0x350, 16);
 PRM_FIELD(virtio_q, desc_group_mkey, 0x360, 32);
 PRM_LAYOUT(virtio_q, 0x400);
+_Static_assert(PRM_SIZE(virtio_q) == 128, "virtio_q is 128 bytes");
 
 /* virtio_net_q object: create / modify / query context. */
 enum prm_virtq_state {
@@ -245,6 +258,7 @@ PRM_FIELD(virtio_net_q, hw_available_index, 0x140, 16);
 PRM_FIELD(virtio_net_q, hw_used_index, 0x150, 16);
 PRM_SUB(virtio_net_q, virtio_q_context, 0x200);
 PRM_LAYOUT(virtio_net_q, 0x600);
+_Static_assert(PRM_SIZE(virtio_net_q) == 192, "virtio_net_q is 192 bytes");
 
 /* modify_field_select bits of virtio_net_q. */
 enum prm_virtq_modify {
@@ -282,6 +296,7 @@ PRM_SUB(virtq_cmd, hdr, 0x000);   /* general_obj_in_cmd_hdr */
 PRM_SUB(virtq_cmd, obj, 0x080);   /* virtio_net_q */
 PRM_SUB(virtq_cmd, q, 0x280);     /* its virtio_q context */
 PRM_LAYOUT(virtq_cmd, 0x680);
+_Static_assert(PRM_SIZE(virtq_cmd) == 208, "virtq_cmd is 208 bytes (0x80 + 0x600 bits)");
 
 /* VIRTIO_Q_COUNTERS object (query context). */
 PRM_FIELD(virtio_q_counters, modify_field_select, 0x000, 64);
@@ -292,11 +307,13 @@ PRM_FIELD(virtio_q_counters, bad_desc_errors, 0x120, 32);
 PRM_FIELD(virtio_q_counters, exceed_max_chain, 0x140, 32);
 PRM_FIELD(virtio_q_counters, invalid_buffer, 0x160, 32);
 PRM_LAYOUT(virtio_q_counters, 0x400);
+_Static_assert(PRM_SIZE(virtio_q_counters) == 128, "virtio_q_counters is 128 bytes");
 
 /* CREATE_GENERAL_OBJECT(VIRTIO_Q_COUNTERS) input, QUERY output. */
 PRM_SUB(virtq_counters_cmd, hdr, 0x000);
 PRM_SUB(virtq_counters_cmd, obj, 0x080);
 PRM_LAYOUT(virtq_counters_cmd, 0x480);
+_Static_assert(PRM_SIZE(virtq_counters_cmd) == 144, "virtq_counters_cmd is 144 bytes");
 
 /* ---- QUERY_HCA_CAP ------------------------------------------------------ */
 PRM_FIELD(query_hca_cap_in, opcode, 0x00, 16);
@@ -305,11 +322,14 @@ PRM_FIELD(query_hca_cap_in, op_mod, 0x30, 16);
 PRM_FIELD(query_hca_cap_in, other_function, 0x40, 1);
 PRM_FIELD(query_hca_cap_in, function_id, 0x50, 16);
 PRM_LAYOUT(query_hca_cap_in, 0x80);
+_Static_assert(PRM_SIZE(query_hca_cap_in) == 16, "query_hca_cap_in is 16 bytes");
 
 PRM_FIELD(query_hca_cap_out, status, 0x00, 8);
 PRM_FIELD(query_hca_cap_out, syndrome, 0x20, 32);
 PRM_SUB(query_hca_cap_out, capability, 0x80);
 PRM_LAYOUT(query_hca_cap_out, 0x8080);
+_Static_assert(PRM_SIZE(query_hca_cap_out) == 4112,
+	       "query_hca_cap_out is 4112 bytes (0x80 + 0x8000 bits)");
 
 /* virtio emulation caps (cap_type 0x13), inside query_hca_cap_out.capability. */
 PRM_FIELD(virtio_emulation_cap, desc_tunnel_offload_type, 0x00, 1);
@@ -334,6 +354,7 @@ PRM_FIELD(virtio_emulation_cap, umem_2_buffer_param_b, 0x160, 32);
 PRM_FIELD(virtio_emulation_cap, umem_3_buffer_param_a, 0x180, 32);
 PRM_FIELD(virtio_emulation_cap, umem_3_buffer_param_b, 0x1a0, 32);
 PRM_LAYOUT(virtio_emulation_cap, 0x8000);
+_Static_assert(PRM_SIZE(virtio_emulation_cap) == 4096, "virtio_emulation_cap is 4096 bytes");
 
 /* ---- MKEY --------------------------------------------------------------- */
 enum prm_mkey_access_mode {
@@ -361,6 +382,7 @@ PRM_FIELD(mkc, len, 0xc0, 64);
 PRM_FIELD(mkc, translations_octword_size, 0x1a0, 32);
 PRM_FIELD(mkc, log_page_size, 0x1db, 5);
 PRM_LAYOUT(mkc, 0x200);
+_Static_assert(PRM_SIZE(mkc) == 64, "mkc is 64 bytes");
 
 PRM_FIELD(create_mkey_in, opcode, 0x00, 16);
 PRM_FIELD(create_mkey_in, uid, 0x10, 16);
@@ -373,23 +395,28 @@ PRM_FIELD(create_mkey_in, mkey_umem_id, 0x320, 32);
 PRM_FIELD(create_mkey_in, mkey_umem_offset, 0x340, 64);
 PRM_SUB(create_mkey_in, klm_pas_mtt, 0x880); /* entry list follows */
 PRM_LAYOUT(create_mkey_in, 0x880);
+_Static_assert(PRM_SIZE(create_mkey_in) == 272, "create_mkey_in is 272 bytes");
 
 PRM_FIELD(create_mkey_out, status, 0x00, 8);
 PRM_FIELD(create_mkey_out, syndrome, 0x20, 32);
 PRM_FIELD(create_mkey_out, mkey_index, 0x48, 24);
 PRM_LAYOUT(create_mkey_out, 0x80);
+_Static_assert(PRM_SIZE(create_mkey_out) == 16, "create_mkey_out is 16 bytes");
 
 PRM_FIELD(destroy_mkey_in, opcode, 0x00, 16);
 PRM_FIELD(destroy_mkey_in, mkey_index, 0x48, 24);
 PRM_LAYOUT(destroy_mkey_in, 0x80);
+_Static_assert(PRM_SIZE(destroy_mkey_in) == 16, "destroy_mkey_in is 16 bytes");
 
 /* Indirect mkey entries: KLM (and KSM, which ignores byte_count). */
 PRM_FIELD(klm, byte_count, 0x00, 32);
 PRM_FIELD(klm, mkey, 0x20, 32);
 PRM_FIELD(klm, address, 0x40, 64);
 PRM_LAYOUT(klm, 0x80);
+_Static_assert(PRM_SIZE(klm) == 16, "klm is 16 bytes");
 PRM_FIELD(mtt, ptag, 0x00, 64);
 PRM_LAYOUT(mtt, 0x40);
+_Static_assert(PRM_SIZE(mtt) == 8, "mtt is 8 bytes");
 
 /*
  * Published sizing practice: at most (65535 - create_mkey_in size) / 16 KLM
@@ -401,12 +428,15 @@ PRM_LAYOUT(mtt, 0x40);
 /* ---- QUERY_SPECIAL_CONTEXTS --------------------------------------------- */
 PRM_FIELD(query_special_contexts_in, opcode, 0x00, 16);
 PRM_LAYOUT(query_special_contexts_in, 0x80);
+_Static_assert(PRM_SIZE(query_special_contexts_in) == 16, "query_special_contexts_in is 16 bytes");
 PRM_FIELD(query_special_contexts_out, status, 0x00, 8);
 PRM_FIELD(query_special_contexts_out, syndrome, 0x20, 32);
 PRM_FIELD(query_special_contexts_out, dump_fill_mkey, 0x40, 32);
 PRM_FIELD(query_special_contexts_out, resd_lkey, 0x60, 32);
 PRM_FIELD(query_special_contexts_out, null_mkey, 0x80, 32);
 PRM_LAYOUT(query_special_contexts_out, 0x100);
+_Static_assert(PRM_SIZE(query_special_contexts_out) == 32,
+	       "query_special_contexts_out is 32 bytes");
 
 /* Network objects, CQ/QP, flow steering and the general caps. */
 #include "prm_layouts_net.h"

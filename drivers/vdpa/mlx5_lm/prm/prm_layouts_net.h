@@ -91,6 +91,7 @@ PRM_FIELD(cmd_hca_cap, log_uar_page_sz, 0x490, 16);
 PRM_FIELD(cmd_hca_cap, device_frequency_khz, 0x4e0, 32);
 /* The structure proper; the capability area it sits in is 0x8000 bits. */
 PRM_LAYOUT(cmd_hca_cap, 0x800);
+_Static_assert(PRM_SIZE(cmd_hca_cap) == 256, "cmd_hca_cap is 256 bytes");
 
 /*
  * NIC flow table caps (QUERY_HCA_CAP, cap_type 0x7): one property block per
@@ -107,6 +108,7 @@ enum { PRM_CAP_NIC_FLOW_TABLE = 0x07 };
 enum { PRM_CAP_ROCE = 0x04 };
 PRM_FIELD(roce_cap, qp_ts_format, 0x01e, 2);
 PRM_LAYOUT(roce_cap, 0x800);
+_Static_assert(PRM_SIZE(roce_cap) == 256, "roce_cap is 256 bytes");
 /* What a *_ts_format cap says (DPDK mlx5_prm.h MLX5_HCA_CAP_TIMESTAMP_FORMAT_*). */
 enum prm_ts_format_cap {
 	PRM_TS_FORMAT_CAP_FREE_RUNNING = 0x0,
@@ -130,6 +132,7 @@ enum { PRM_CAP_DEV_EVENT = 0x14 };
 PRM_FIELD(device_event_cap, user_affiliated_events, 0x000, 64);	/* [4] */
 PRM_FIELD(device_event_cap, user_unaffiliated_events, 0x100, 64);	/* [4] */
 PRM_LAYOUT(device_event_cap, 0x200);
+_Static_assert(PRM_SIZE(device_event_cap) == 64, "device_event_cap is 64 bytes");
 
 /* Is event n in the 4-mask array starting at field off of a device_event_cap? */
 static inline int
@@ -144,10 +147,12 @@ PRM_FIELD(flow_table_prop_layout, log_max_ft_num, 0x78, 8);
 PRM_FIELD(flow_table_prop_layout, log_max_destination, 0x98, 8);
 PRM_FIELD(flow_table_prop_layout, log_max_flow, 0xb8, 8);
 PRM_LAYOUT(flow_table_prop_layout, 0x200);
+_Static_assert(PRM_SIZE(flow_table_prop_layout) == 64, "flow_table_prop_layout is 64 bytes");
 
 PRM_SUB(flow_table_nic_cap, flow_table_properties_nic_receive, 0x200);
 PRM_SUB(flow_table_nic_cap, flow_table_properties_nic_transmit, 0x800);
 PRM_LAYOUT(flow_table_nic_cap, 0x8000);
+_Static_assert(PRM_SIZE(flow_table_nic_cap) == 4096, "flow_table_nic_cap is 4096 bytes");
 
 /* ---- PD and transport domain -------------------------------------------- */
 /*
@@ -159,9 +164,11 @@ PRM_FIELD(alloc_pd_in, opcode, 0x00, 16);
 PRM_FIELD(alloc_pd_in, uid, 0x10, 16);
 PRM_FIELD(alloc_pd_in, op_mod, 0x30, 16);
 PRM_LAYOUT(alloc_pd_in, 0x80);
+_Static_assert(PRM_SIZE(alloc_pd_in) == 16, "alloc_pd_in is 16 bytes");
 
 PRM_FIELD(alloc_pd_out, pd, 0x48, 24);
 PRM_LAYOUT(alloc_pd_out, 0x80);
+_Static_assert(PRM_SIZE(alloc_pd_out) == 16, "alloc_pd_out is 16 bytes");
 PRM_ASSERT_SAME_OFF(alloc_pd_out, pd, create_out, id);
 
 PRM_FIELD(dealloc_pd_in, opcode, 0x00, 16);
@@ -169,15 +176,19 @@ PRM_FIELD(dealloc_pd_in, uid, 0x10, 16);
 PRM_FIELD(dealloc_pd_in, op_mod, 0x30, 16);
 PRM_FIELD(dealloc_pd_in, pd, 0x48, 24);
 PRM_LAYOUT(dealloc_pd_in, 0x80);
+_Static_assert(PRM_SIZE(dealloc_pd_in) == 16, "dealloc_pd_in is 16 bytes");
 PRM_ASSERT_SAME_OFF(dealloc_pd_in, pd, destroy_in, id);
 
 PRM_FIELD(alloc_transport_domain_in, opcode, 0x00, 16);
 PRM_FIELD(alloc_transport_domain_in, uid, 0x10, 16);
 PRM_FIELD(alloc_transport_domain_in, op_mod, 0x30, 16);
 PRM_LAYOUT(alloc_transport_domain_in, 0x80);
+_Static_assert(PRM_SIZE(alloc_transport_domain_in) == 16, "alloc_transport_domain_in is 16 bytes");
 
 PRM_FIELD(alloc_transport_domain_out, transport_domain, 0x48, 24);
 PRM_LAYOUT(alloc_transport_domain_out, 0x80);
+_Static_assert(PRM_SIZE(alloc_transport_domain_out) == 16,
+	       "alloc_transport_domain_out is 16 bytes");
 PRM_ASSERT_SAME_OFF(alloc_transport_domain_out, transport_domain, create_out, id);
 
 PRM_FIELD(dealloc_transport_domain_in, opcode, 0x00, 16);
@@ -185,6 +196,8 @@ PRM_FIELD(dealloc_transport_domain_in, uid, 0x10, 16);
 PRM_FIELD(dealloc_transport_domain_in, op_mod, 0x30, 16);
 PRM_FIELD(dealloc_transport_domain_in, transport_domain, 0x48, 24);
 PRM_LAYOUT(dealloc_transport_domain_in, 0x80);
+_Static_assert(PRM_SIZE(dealloc_transport_domain_in) == 16,
+	       "dealloc_transport_domain_in is 16 bytes");
 PRM_ASSERT_SAME_OFF(dealloc_transport_domain_in, transport_domain, destroy_in, id);
 
 /* ---- TIS ---------------------------------------------------------------- */
@@ -195,16 +208,19 @@ PRM_FIELD(tisc, prio, 0x00c, 4);
 PRM_FIELD(tisc, transport_domain, 0x128, 24);
 PRM_FIELD(tisc, underlay_qpn, 0x148, 24);
 PRM_LAYOUT(tisc, 0x500);
+_Static_assert(PRM_SIZE(tisc) == 160, "tisc is 160 bytes");
 
 PRM_FIELD(create_tis_in, opcode, 0x00, 16);
 PRM_FIELD(create_tis_in, uid, 0x10, 16);
 PRM_FIELD(create_tis_in, op_mod, 0x30, 16);
 PRM_SUB(create_tis_in, ctx, 0x100);		/* tisc */
 PRM_LAYOUT(create_tis_in, 0x600);
+_Static_assert(PRM_SIZE(create_tis_in) == 192, "create_tis_in is 192 bytes");
 
 /* CREATE_TIS output: tisn[24] at 0x48 (create_out.id). */
 PRM_FIELD(create_tis_out, tisn, 0x48, 24);
 PRM_LAYOUT(create_tis_out, 0x80);
+_Static_assert(PRM_SIZE(create_tis_out) == 16, "create_tis_out is 16 bytes");
 PRM_ASSERT_SAME_OFF(create_tis_out, tisn, create_out, id);
 
 PRM_FIELD(destroy_tis_in, opcode, 0x00, 16);
@@ -212,6 +228,7 @@ PRM_FIELD(destroy_tis_in, uid, 0x10, 16);
 PRM_FIELD(destroy_tis_in, op_mod, 0x30, 16);
 PRM_FIELD(destroy_tis_in, tisn, 0x48, 24);
 PRM_LAYOUT(destroy_tis_in, 0x80);
+_Static_assert(PRM_SIZE(destroy_tis_in) == 16, "destroy_tis_in is 16 bytes");
 PRM_ASSERT_SAME_OFF(destroy_tis_in, tisn, destroy_in, id);
 
 /* ---- RQT ---------------------------------------------------------------- */
@@ -227,22 +244,26 @@ enum prm_rqtc_list_q_type {
 /* One list entry. */
 PRM_FIELD(rq_num, rq_num, 0x08, 24);
 PRM_LAYOUT(rq_num, 0x20);
+_Static_assert(PRM_SIZE(rq_num) == 4, "rq_num is 4 bytes");
 
 PRM_FIELD(rqtc, list_q_type, 0x0a5, 3);
 PRM_FIELD(rqtc, rqt_max_size, 0x0b0, 16);
 PRM_FIELD(rqtc, rqt_actual_size, 0x0d0, 16);
 PRM_SUB(rqtc, rq_num, 0x780);			/* rq_num entries follow */
 PRM_LAYOUT(rqtc, 0x780);
+_Static_assert(PRM_SIZE(rqtc) == 240, "rqtc is 240 bytes");
 
 PRM_FIELD(create_rqt_in, opcode, 0x00, 16);
 PRM_FIELD(create_rqt_in, uid, 0x10, 16);
 PRM_FIELD(create_rqt_in, op_mod, 0x30, 16);
 PRM_SUB(create_rqt_in, rqt_context, 0x100);	/* rqtc */
 PRM_LAYOUT(create_rqt_in, 0x880);		/* + rqt_actual_size * rq_num */
+_Static_assert(PRM_SIZE(create_rqt_in) == 272, "create_rqt_in is 272 bytes");
 
 /* CREATE_RQT output: rqtn[24] at 0x48 (create_out.id). */
 PRM_FIELD(create_rqt_out, rqtn, 0x48, 24);
 PRM_LAYOUT(create_rqt_out, 0x80);
+_Static_assert(PRM_SIZE(create_rqt_out) == 16, "create_rqt_out is 16 bytes");
 PRM_ASSERT_SAME_OFF(create_rqt_out, rqtn, create_out, id);
 
 /* MODIFY_RQT: bitmask selects what ctx replaces; only the list exists. */
@@ -256,12 +277,14 @@ PRM_FIELD(modify_rqt_in, rqtn, 0x48, 24);
 PRM_FIELD(modify_rqt_in, bitmask, 0x80, 64);
 PRM_SUB(modify_rqt_in, ctx, 0x100);		/* rqtc */
 PRM_LAYOUT(modify_rqt_in, 0x880);
+_Static_assert(PRM_SIZE(modify_rqt_in) == 272, "modify_rqt_in is 272 bytes");
 
 PRM_FIELD(destroy_rqt_in, opcode, 0x00, 16);
 PRM_FIELD(destroy_rqt_in, uid, 0x10, 16);
 PRM_FIELD(destroy_rqt_in, op_mod, 0x30, 16);
 PRM_FIELD(destroy_rqt_in, rqtn, 0x48, 24);
 PRM_LAYOUT(destroy_rqt_in, 0x80);
+_Static_assert(PRM_SIZE(destroy_rqt_in) == 16, "destroy_rqt_in is 16 bytes");
 PRM_ASSERT_SAME_OFF(destroy_rqt_in, rqtn, destroy_in, id);
 
 /* ---- TIR ---------------------------------------------------------------- */
@@ -294,6 +317,7 @@ PRM_FIELD(rx_hash_field_select, l3_prot_type, 0x00, 1);
 PRM_FIELD(rx_hash_field_select, l4_prot_type, 0x01, 1);
 PRM_FIELD(rx_hash_field_select, selected_fields, 0x02, 30);
 PRM_LAYOUT(rx_hash_field_select, 0x20);
+_Static_assert(PRM_SIZE(rx_hash_field_select) == 4, "rx_hash_field_select is 4 bytes");
 
 /* TIR context: a direct TIR names one RQ/virtq, an indirect one an RQT. */
 #define PRM_RSS_HASH_KEY_LEN 40		/* bytes of rx_hash_toeplitz_key */
@@ -312,6 +336,7 @@ PRM_SUB(tirc, rx_hash_toeplitz_key, 0x140);		/* 10 dwords */
 PRM_SUB(tirc, rx_hash_field_selector_outer, 0x280);	/* rx_hash_field_select */
 PRM_SUB(tirc, rx_hash_field_selector_inner, 0x2a0);	/* rx_hash_field_select */
 PRM_LAYOUT(tirc, 0x780);
+_Static_assert(PRM_SIZE(tirc) == 240, "tirc is 240 bytes");
 _Static_assert(PRM_OFF(tirc, rx_hash_field_selector_outer) -
 	       PRM_OFF(tirc, rx_hash_toeplitz_key) == PRM_RSS_HASH_KEY_LEN * 8,
 	       "tirc: toeplitz key is 40 bytes");
@@ -321,10 +346,12 @@ PRM_FIELD(create_tir_in, uid, 0x10, 16);
 PRM_FIELD(create_tir_in, op_mod, 0x30, 16);
 PRM_SUB(create_tir_in, ctx, 0x100);		/* tirc */
 PRM_LAYOUT(create_tir_in, 0x880);
+_Static_assert(PRM_SIZE(create_tir_in) == 272, "create_tir_in is 272 bytes");
 
 /* CREATE_TIR output: tirn[24] at 0x48 (create_out.id). */
 PRM_FIELD(create_tir_out, tirn, 0x48, 24);
 PRM_LAYOUT(create_tir_out, 0x80);
+_Static_assert(PRM_SIZE(create_tir_out) == 16, "create_tir_out is 16 bytes");
 PRM_ASSERT_SAME_OFF(create_tir_out, tirn, create_out, id);
 
 PRM_FIELD(destroy_tir_in, opcode, 0x00, 16);
@@ -332,6 +359,7 @@ PRM_FIELD(destroy_tir_in, uid, 0x10, 16);
 PRM_FIELD(destroy_tir_in, op_mod, 0x30, 16);
 PRM_FIELD(destroy_tir_in, tirn, 0x48, 24);
 PRM_LAYOUT(destroy_tir_in, 0x80);
+_Static_assert(PRM_SIZE(destroy_tir_in) == 16, "destroy_tir_in is 16 bytes");
 PRM_ASSERT_SAME_OFF(destroy_tir_in, tirn, destroy_in, id);
 
 /* ---- Flow steering ------------------------------------------------------ */
@@ -373,6 +401,7 @@ PRM_FIELD(flow_table_context, log_size, 0x18, 8);
 PRM_FIELD(flow_table_context, table_miss_id, 0x28, 24);
 PRM_FIELD(flow_table_context, lag_master_next_table_id, 0x48, 24);
 PRM_LAYOUT(flow_table_context, 0x140);
+_Static_assert(PRM_SIZE(flow_table_context) == 40, "flow_table_context is 40 bytes");
 
 PRM_FIELD(create_flow_table_in, opcode, 0x00, 16);
 PRM_FIELD(create_flow_table_in, uid, 0x10, 16);
@@ -382,10 +411,12 @@ PRM_FIELD(create_flow_table_in, vport_number, 0x50, 16);
 PRM_FIELD(create_flow_table_in, table_type, 0x80, 8);
 PRM_SUB(create_flow_table_in, flow_table_context, 0xc0);
 PRM_LAYOUT(create_flow_table_in, 0x200);
+_Static_assert(PRM_SIZE(create_flow_table_in) == 64, "create_flow_table_in is 64 bytes");
 
 /* CREATE_FLOW_TABLE output: table_id[24] at 0x48 (create_out.id). */
 PRM_FIELD(create_flow_table_out, table_id, 0x48, 24);
 PRM_LAYOUT(create_flow_table_out, 0x80);
+_Static_assert(PRM_SIZE(create_flow_table_out) == 16, "create_flow_table_out is 16 bytes");
 PRM_ASSERT_SAME_OFF(create_flow_table_out, table_id, create_out, id);
 
 /* Not destroy_in-shaped: the table is named by (table_type, table_id). */
@@ -397,6 +428,7 @@ PRM_FIELD(destroy_flow_table_in, vport_number, 0x50, 16);
 PRM_FIELD(destroy_flow_table_in, table_type, 0x80, 8);
 PRM_FIELD(destroy_flow_table_in, table_id, 0xa8, 24);
 PRM_LAYOUT(destroy_flow_table_in, 0x200);
+_Static_assert(PRM_SIZE(destroy_flow_table_in) == 64, "destroy_flow_table_in is 64 bytes");
 
 /* Outer/inner L2-L4 header match set (match criteria and match value). */
 PRM_FIELD(fte_match_set_lyr_2_4, smac_47_16, 0x000, 32);
@@ -426,6 +458,7 @@ PRM_SUB(fte_match_set_lyr_2_4, dst_ipv4_dst_ipv6, 0x180);	/* 128 bits */
 PRM_FIELD(fte_match_set_lyr_2_4, src_ipv4, 0x160, 32);
 PRM_FIELD(fte_match_set_lyr_2_4, dst_ipv4, 0x1e0, 32);
 PRM_LAYOUT(fte_match_set_lyr_2_4, 0x200);
+_Static_assert(PRM_SIZE(fte_match_set_lyr_2_4) == 64, "fte_match_set_lyr_2_4 is 64 bytes");
 
 PRM_SUB(fte_match_param, outer_headers, 0x000);		/* fte_match_set_lyr_2_4 */
 PRM_SUB(fte_match_param, misc_parameters, 0x200);
@@ -433,6 +466,7 @@ PRM_SUB(fte_match_param, inner_headers, 0x400);		/* fte_match_set_lyr_2_4 */
 PRM_SUB(fte_match_param, misc_parameters_2, 0x600);
 PRM_SUB(fte_match_param, misc_parameters_3, 0x800);
 PRM_LAYOUT(fte_match_param, 0x1000);
+_Static_assert(PRM_SIZE(fte_match_param) == 512, "fte_match_param is 512 bytes");
 
 PRM_FIELD(create_flow_group_in, opcode, 0x00, 16);
 PRM_FIELD(create_flow_group_in, uid, 0x10, 16);
@@ -446,10 +480,12 @@ PRM_FIELD(create_flow_group_in, end_flow_index, 0x120, 32);
 PRM_FIELD(create_flow_group_in, match_criteria_enable, 0x1f8, 8);
 PRM_SUB(create_flow_group_in, match_criteria, 0x200);	/* fte_match_param */
 PRM_LAYOUT(create_flow_group_in, 0x2000);
+_Static_assert(PRM_SIZE(create_flow_group_in) == 1024, "create_flow_group_in is 1024 bytes");
 
 /* CREATE_FLOW_GROUP output: group_id[24] at 0x48 (create_out.id). */
 PRM_FIELD(create_flow_group_out, group_id, 0x48, 24);
 PRM_LAYOUT(create_flow_group_out, 0x80);
+_Static_assert(PRM_SIZE(create_flow_group_out) == 16, "create_flow_group_out is 16 bytes");
 PRM_ASSERT_SAME_OFF(create_flow_group_out, group_id, create_out, id);
 
 PRM_FIELD(destroy_flow_group_in, opcode, 0x00, 16);
@@ -461,11 +497,13 @@ PRM_FIELD(destroy_flow_group_in, table_type, 0x80, 8);
 PRM_FIELD(destroy_flow_group_in, table_id, 0xa8, 24);
 PRM_FIELD(destroy_flow_group_in, group_id, 0xc0, 32);
 PRM_LAYOUT(destroy_flow_group_in, 0x200);
+_Static_assert(PRM_SIZE(destroy_flow_group_in) == 64, "destroy_flow_group_in is 64 bytes");
 
 /* One forwarding destination of an FTE (64 bits each). */
 PRM_FIELD(dest_format_struct, destination_type, 0x00, 8);
 PRM_FIELD(dest_format_struct, destination_id, 0x08, 24);
 PRM_LAYOUT(dest_format_struct, 0x40);
+_Static_assert(PRM_SIZE(dest_format_struct) == 8, "dest_format_struct is 8 bytes");
 
 /* Flow table entry context; the destination list follows at 0x1800. */
 PRM_FIELD(flow_context, group_id, 0x020, 32);
@@ -477,6 +515,7 @@ PRM_FIELD(flow_context, flow_counter_list_size, 0x0a8, 24);
 PRM_SUB(flow_context, match_value, 0x200);		/* fte_match_param */
 PRM_SUB(flow_context, destination, 0x1800);		/* dest_format_struct[] */
 PRM_LAYOUT(flow_context, 0x1800);
+_Static_assert(PRM_SIZE(flow_context) == 768, "flow_context is 768 bytes");
 
 PRM_FIELD(set_fte_in, opcode, 0x00, 16);
 PRM_FIELD(set_fte_in, uid, 0x10, 16);
@@ -489,6 +528,7 @@ PRM_FIELD(set_fte_in, modify_enable_mask, 0xd8, 8);
 PRM_FIELD(set_fte_in, flow_index, 0x100, 32);
 PRM_SUB(set_fte_in, flow_context, 0x200);		/* flow_context */
 PRM_LAYOUT(set_fte_in, 0x1a00);			/* + destinations */
+_Static_assert(PRM_SIZE(set_fte_in) == 832, "set_fte_in is 832 bytes");
 
 PRM_FIELD(delete_fte_in, opcode, 0x00, 16);
 PRM_FIELD(delete_fte_in, uid, 0x10, 16);
@@ -499,6 +539,7 @@ PRM_FIELD(delete_fte_in, table_type, 0x80, 8);
 PRM_FIELD(delete_fte_in, table_id, 0xa8, 24);
 PRM_FIELD(delete_fte_in, flow_index, 0x100, 32);
 PRM_LAYOUT(delete_fte_in, 0x200);
+_Static_assert(PRM_SIZE(delete_fte_in) == 64, "delete_fte_in is 64 bytes");
 
 /* ---- CQ ----------------------------------------------------------------- */
 enum prm_cqc_cqe_sz {
@@ -538,6 +579,7 @@ PRM_FIELD(cqc, consumer_counter, 0x148, 24);
 PRM_FIELD(cqc, producer_counter, 0x168, 24);
 PRM_FIELD(cqc, dbr_addr, 0x1c0, 64);
 PRM_LAYOUT(cqc, 0x200);
+_Static_assert(PRM_SIZE(cqc) == 64, "cqc is 64 bytes");
 
 PRM_FIELD(create_cq_in, opcode, 0x00, 16);
 PRM_FIELD(create_cq_in, uid, 0x10, 16);
@@ -548,6 +590,7 @@ PRM_FIELD(create_cq_in, cq_umem_id, 0x2c0, 32);
 PRM_FIELD(create_cq_in, cq_umem_valid, 0x2e0, 1);
 PRM_SUB(create_cq_in, pas, 0x880);			/* page list follows */
 PRM_LAYOUT(create_cq_in, 0x880);
+_Static_assert(PRM_SIZE(create_cq_in) == 272, "create_cq_in is 272 bytes");
 
 /*
  * 64-byte CQE (Linux mlx5_cqe64, rdma-core struct mlx5_cqe64): byte_cnt at
@@ -571,6 +614,7 @@ PRM_FIELD(cqe64, signature, 0x1f0, 8);
 PRM_FIELD(cqe64, opcode, 0x1f8, 4);
 PRM_FIELD(cqe64, owner, 0x1ff, 1);
 PRM_LAYOUT(cqe64, 0x200);
+_Static_assert(PRM_SIZE(cqe64) == 64, "cqe64 is 64 bytes");
 
 /*
  * Doorbell records (mlx5 user-space layout): a CQ's record holds the
@@ -583,13 +627,16 @@ PRM_FIELD(cq_dbrec, arm_sn, 0x22, 2);
 PRM_FIELD(cq_dbrec, arm_cmd, 0x26, 2);
 PRM_FIELD(cq_dbrec, arm_ci, 0x28, 24);
 PRM_LAYOUT(cq_dbrec, 0x40);
+_Static_assert(PRM_SIZE(cq_dbrec) == 8, "cq_dbrec is 8 bytes");
 PRM_FIELD(qp_dbrec, rcv_counter, 0x00, 32);
 PRM_FIELD(qp_dbrec, snd_counter, 0x20, 32);
 PRM_LAYOUT(qp_dbrec, 0x40);
+_Static_assert(PRM_SIZE(qp_dbrec) == 8, "qp_dbrec is 8 bytes");
 
 /* CREATE_CQ output: cqn[24] at 0x48 (create_out.id). */
 PRM_FIELD(create_cq_out, cqn, 0x48, 24);
 PRM_LAYOUT(create_cq_out, 0x80);
+_Static_assert(PRM_SIZE(create_cq_out) == 16, "create_cq_out is 16 bytes");
 PRM_ASSERT_SAME_OFF(create_cq_out, cqn, create_out, id);
 
 PRM_FIELD(destroy_cq_in, opcode, 0x00, 16);
@@ -597,6 +644,7 @@ PRM_FIELD(destroy_cq_in, uid, 0x10, 16);
 PRM_FIELD(destroy_cq_in, op_mod, 0x30, 16);
 PRM_FIELD(destroy_cq_in, cqn, 0x48, 24);
 PRM_LAYOUT(destroy_cq_in, 0x80);
+_Static_assert(PRM_SIZE(destroy_cq_in) == 16, "destroy_cq_in is 16 bytes");
 PRM_ASSERT_SAME_OFF(destroy_cq_in, cqn, destroy_in, id);
 
 /* ---- QP ----------------------------------------------------------------- */
@@ -637,6 +685,7 @@ PRM_FIELD(ads, ack_timeout, 0x040, 5);
 PRM_FIELD(ads, hop_limit, 0x058, 8);
 PRM_FIELD(ads, vhca_port_num, 0x128, 8);
 PRM_LAYOUT(ads, 0x160);
+_Static_assert(PRM_SIZE(ads) == 44, "ads is 44 bytes");
 
 /*
  * QP context. The event QP of a virtq is an RC QP connected to a
@@ -692,6 +741,7 @@ PRM_FIELD(qpc, sw_rq_counter, 0x5e0, 32);
 PRM_FIELD(qpc, dbr_umem_valid, 0x683, 1);
 PRM_FIELD(qpc, dbr_umem_id, 0x720, 32);
 PRM_LAYOUT(qpc, 0x740);
+_Static_assert(PRM_SIZE(qpc) == 232, "qpc is 232 bytes");
 _Static_assert(PRM_OFF(qpc, primary_address_path_vhca_port_num) ==
 	       PRM_OFF(qpc, primary_address_path) + PRM_OFF(ads, vhca_port_num),
 	       "qpc: vhca_port_num shortcut must match ads");
@@ -707,10 +757,12 @@ PRM_FIELD(create_qp_in, wq_umem_id, 0x840, 32);
 PRM_FIELD(create_qp_in, wq_umem_valid, 0x860, 1);
 PRM_SUB(create_qp_in, pas, 0x880);			/* page list follows */
 PRM_LAYOUT(create_qp_in, 0x880);
+_Static_assert(PRM_SIZE(create_qp_in) == 272, "create_qp_in is 272 bytes");
 
 /* CREATE_QP output: qpn[24] at 0x48 (create_out.id). */
 PRM_FIELD(create_qp_out, qpn, 0x48, 24);
 PRM_LAYOUT(create_qp_out, 0x80);
+_Static_assert(PRM_SIZE(create_qp_out) == 16, "create_qp_out is 16 bytes");
 PRM_ASSERT_SAME_OFF(create_qp_out, qpn, create_out, id);
 
 /* The three forward transitions share one shape: qpn, mask, new context. */
@@ -721,6 +773,7 @@ PRM_FIELD(rst2init_qp_in, qpn, 0x48, 24);
 PRM_FIELD(rst2init_qp_in, opt_param_mask, 0x80, 32);
 PRM_SUB(rst2init_qp_in, qpc, 0x0c0);
 PRM_LAYOUT(rst2init_qp_in, 0x880);
+_Static_assert(PRM_SIZE(rst2init_qp_in) == 272, "rst2init_qp_in is 272 bytes");
 
 PRM_FIELD(init2rtr_qp_in, opcode, 0x00, 16);
 PRM_FIELD(init2rtr_qp_in, uid, 0x10, 16);
@@ -729,6 +782,7 @@ PRM_FIELD(init2rtr_qp_in, qpn, 0x48, 24);
 PRM_FIELD(init2rtr_qp_in, opt_param_mask, 0x80, 32);
 PRM_SUB(init2rtr_qp_in, qpc, 0x0c0);
 PRM_LAYOUT(init2rtr_qp_in, 0x880);
+_Static_assert(PRM_SIZE(init2rtr_qp_in) == 272, "init2rtr_qp_in is 272 bytes");
 
 PRM_FIELD(rtr2rts_qp_in, opcode, 0x00, 16);
 PRM_FIELD(rtr2rts_qp_in, uid, 0x10, 16);
@@ -737,6 +791,7 @@ PRM_FIELD(rtr2rts_qp_in, qpn, 0x48, 24);
 PRM_FIELD(rtr2rts_qp_in, opt_param_mask, 0x80, 32);
 PRM_SUB(rtr2rts_qp_in, qpc, 0x0c0);
 PRM_LAYOUT(rtr2rts_qp_in, 0x880);
+_Static_assert(PRM_SIZE(rtr2rts_qp_in) == 272, "rtr2rts_qp_in is 272 bytes");
 
 /* 2RST_QP (mlx5_ifc_qp_2rst_in; C names cannot start with a digit). */
 PRM_FIELD(qp_2rst_in, opcode, 0x00, 16);
@@ -744,12 +799,14 @@ PRM_FIELD(qp_2rst_in, uid, 0x10, 16);
 PRM_FIELD(qp_2rst_in, op_mod, 0x30, 16);
 PRM_FIELD(qp_2rst_in, qpn, 0x48, 24);
 PRM_LAYOUT(qp_2rst_in, 0x80);
+_Static_assert(PRM_SIZE(qp_2rst_in) == 16, "qp_2rst_in is 16 bytes");
 
 PRM_FIELD(destroy_qp_in, opcode, 0x00, 16);
 PRM_FIELD(destroy_qp_in, uid, 0x10, 16);
 PRM_FIELD(destroy_qp_in, op_mod, 0x30, 16);
 PRM_FIELD(destroy_qp_in, qpn, 0x48, 24);
 PRM_LAYOUT(destroy_qp_in, 0x80);
+_Static_assert(PRM_SIZE(destroy_qp_in) == 16, "destroy_qp_in is 16 bytes");
 PRM_ASSERT_SAME_OFF(destroy_qp_in, qpn, destroy_in, id);
 
 #endif /* MLX5_LM_PRM_LAYOUTS_NET_H */

@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * test_lifecycle, dirty-page logging: logging starting leaves disabled
+ * pairs suspended and rings every running queue once, a DRIVER_OK with
+ * the log on logs before any queue runs, and a new log base (while
+ * logging, or during a held configuration) is the log the device marks.
+ */
+#include <inttypes.h>
+
+#include "mlx5_lm_test.h"
+
+#include "lifecycle.h"
+
+/*
+ * The front end turns dirty-page logging on (a log area, then LOG_ALL);
+ * set_features runs after vhost's ack: wait for the driver to say it logs
+ * and to be done. Returns the log.
+ */
+static struct vu_log *
+log_on(struct tc *t)
+{
+	struct vu_log *log;
+	size_t lmark = lmh_log_mark();
+
+	assert_int_equal(vu_log_create(&log, vu_mem_gpa_end(t->mem)), 0);
+	assert_int_equal(vu_set_log(t->c, log), 0);
+	assert_true(tc_wait_log(lmark, "dirty-page logging on"));
+	tc_barrier(t);
+	return log;
+}
+
+/* The device wrote pages since vu_guest_dirty_mark, every one of them marked in log. */
+static void
+check_written_pages_logged(struct vu_guest *g, const struct vu_log *log)
+{
+	int64_t pages;
+	uint64_t missing = lmh_dirty_pages_missing(g, log, &pages);
+
+	assert_true(pages > 0);
+	assert_int_equal(missing, 0);
+}
+
+/* Logging off, every ring's base, the front end gone, the log freed. */
+static void
+log_off_and_leave(struct tc *t, unsigned int nrings, struct vu_log *log)
+{
+	uint32_t bases[MAX_RINGS];
+
+	assert_int_equal(vu_clear_log(t->c), 0);
+	tc_fe_stop(t, nrings, bases);
+	tc_disconnect(t);
+	vu_log_destroy(log);
+}
+
+/*
+ * Dirty logging starting while pairs are disabled must not resume them; the
+ * running ones take the bitmap as they run (DPDK vdpa/mlx5 mlx5_vdpa_lm.c:
+ * no SUSPEND, no transition at all).
+ */
+static void
+test_disabled_pairs_stay_suspended_when_logging_starts(void **state)
+{
+	struct tc *t = *state;
+	struct vu_guest *g;
+	struct vu_log *log;
+	unsigned int i;
+	size_t mark;
+
+	g = tc_start(t, 4, NULL);
+	mark = tc_mark(t);
+	for (i = 4; i < 8; i++)
+		assert_int_equal(vu_set_vring_enable(t->c, i, false), 0);
+	assert_true(tc_wait_trace(t, mark, tc_p_suspend, NULL, 4));
+	tc_barrier(t);
+
+	mark = tc_mark(t);
+	log = log_on(t);
+	tc_traffic(g, 0x3, 200);
+	for (i = 0; i < 8; i++) {
+		int q = (int)i;
+
+		assert_int_equal(tc_count(t, mark, tc_p_rdy, &q), 0);
+		assert_int_equal(tc_count(t, mark, tc_p_suspend, &q), 0);
+		assert_int_equal(tc_vq_state(t, i), i < 4 ? PRM_VIRTQ_STATE_RDY :
+				 PRM_VIRTQ_STATE_SUSPEND);
+	}
+	log_off_and_leave(t, 8, log);
+}
+
+/*
+ * Dirty logging starts on running queues: each takes the bitmap as it
+ * runs (or, on firmware that refuses that, goes SUSPEND, takes it, and RDY
+ * again). The device fetches at doorbells (emu_virtq.c;
+ * DPDK's vdpa/mlx5 rings one after setting a queue up), so a chain the
+ * guest posted without a kick - the device had asked not to be notified
+ * (VRING_USED_F_NO_NOTIFY), or the kick reached a queue not RDY - waited
+ * for the guest's next kick, which a guest waiting for that completion
+ * never sends. The driver rings every running queue once after the change.
+ */
+static void
+test_log_start_rings_every_running_queue(void **state)
+{
+	struct tc *t = *state;
+	struct vu_ring_info ri;
+	struct vu_guest *g;
+	struct vu_log *log;
+
+	g = tc_start(t, 1, NULL);
+	tc_traffic(g, 0x1, 50);
+	assert_true(lmh_dp_idle(&t->d));
+	/* One TX chain posted while the used ring says "do not notify": no kick. */
+	assert_int_equal(vu_guest_ring_info(g, 1, &ri), 0);
+	__atomic_store_n((uint16_t *)ri.used, 1, __ATOMIC_RELEASE);
+	assert_int_equal(vu_guest_tx(g, 0, 1), 1);
+	__atomic_store_n((uint16_t *)ri.used, 0, __ATOMIC_RELEASE);
+	assert_true(lmh_dp_idle(&t->d));
+	/*
+	 * Not fetched: no doorbell. On rdma the emulated rdma-core sees
+	 * doorbell writes by polling and, when two merge, rings every queue:
+	 * a late relay of the guest's last RX kick may fetch it there.
+	 */
+	if (!lmh_skip_on_rdma("the chain waits for a doorbell",
+			      "the doorbell watcher may ring every queue")) {
+		vu_guest_poll(g);
+		assert_int_equal(vu_guest_tx_inflight(g, 0), 1);
+	}
+	log = log_on(t);
+	/* Only polls from here: the device must fetch the chain by itself. */
+	assert_true(tc_tx_complete(g, 0x1));
+	log_off_and_leave(t, 2, log);
+}
+
+/*
+ * A guest that resets its NIC while it migrates: DRIVER_OK comes with
+ * VHOST_F_LOG_ALL already negotiated and the log area set. Frames the
+ * guest posted before are sent and received at the queues' first
+ * doorbells: every page the device writes must be in the log, so the
+ * queues may not run before they log. Under cx6dx the log's
+ * registration takes its modelled time: queues made RDY first (as
+ * before) wrote the first frames' buffers unlogged.
+ */
+static void
+test_log_on_at_driver_ok_logs_before_any_queue_runs(void **state)
+{
+	struct tc *t = *state;
+	uint32_t bases[2];
+	struct vu_log *log;
+	struct vu_guest *g;
+
+	tc_probe_profile(t, "cx6dx", 1, NULL);
+	g = tc_guest(t, 0, 1, 256, false);
+	tc_connect(t);
+	assert_int_equal(vu_device_init(t->c, NULL), 0);
+	assert_int_equal(vu_log_create(&log, vu_mem_gpa_end(t->mem)), 0);
+	assert_int_equal(vu_set_log(t->c, log), 0);
+	/* From here every page the device writes is recorded, to be found in the log. */
+	vu_guest_dirty_mark(g);
+	vu_guest_rx_refill(g);
+	assert_int_equal(vu_guest_tx(g, 0, 32), 32);
+	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
+	tc_wait_running(t);
+	tc_traffic(g, 0x1, 32);
+	tc_fe_stop(t, 2, bases);
+	check_written_pages_logged(g, log);
+	tc_disconnect(t);
+	vu_log_destroy(log);
+}
+
+/*
+ * From here the device must mark log2, the latest log base, and have said
+ * it moved there (since lmark): every page it writes for 64 more frames
+ * and the stop is in log2. Then the front end leaves and frees both logs.
+ */
+static void
+check_the_new_log_is_marked(struct tc *t, struct vu_guest *g, size_t lmark,
+			    struct vu_log *log1, struct vu_log *log2)
+{
+	uint32_t bases[2];
+
+	vu_guest_dirty_mark(g);
+	tc_traffic(g, 0x1, 64);
+	tc_fe_stop(t, 2, bases);
+	check_written_pages_logged(g, log2);
+	assert_true(lmh_log_has(lmark, "dirty-page logging moved to a new log"));
+	tc_disconnect(t);
+	vu_log_destroy(log1);
+	vu_log_destroy(log2);
+}
+
+/*
+ * A new SET_LOG_BASE while the device logs (QEMU resizes the log when the
+ * guest's memory grows during a migration): vhost maps the new log and
+ * unmaps the old one, with no callback, and the front end reads and frees
+ * the old one once vhost replied. Every page written from then on must be
+ * in the new log: the device moves to it before vhost handles the message.
+ */
+static void
+test_new_log_base_while_logging_is_the_log_the_device_marks(void **state)
+{
+	struct tc *t = *state;
+	struct vu_log *log1, *log2;
+	struct vu_guest *g;
+	size_t lmark;
+
+	g = tc_start(t, 1, NULL);
+	tc_traffic(g, 0x1, 32);
+	assert_int_equal(vu_log_create(&log1, vu_mem_gpa_end(t->mem)), 0);
+	assert_int_equal(vu_log_create(&log2, vu_mem_gpa_end(t->mem)), 0);
+	lmark = lmh_log_mark();
+	assert_int_equal(vu_set_log(t->c, log1), 0);
+	assert_true(tc_wait_log(lmark, "dirty-page logging on"));
+	/* Answered once vhost mapped it: from here the device must mark log2. */
+	assert_int_equal(vu_set_log_base(t->c, log2->fd, log2->size, 0), 0);
+	check_the_new_log_is_marked(t, g, lmark, log1, log2);
+}
+
+/*
+ * The same while a DRIVER_OK that comes with the log on is being
+ * configured (held): the SET_LOG_BASE waits for the configuration, which
+ * logs into the first log, then moves the device to the latest.
+ */
+static void
+test_new_log_base_during_a_held_configuration_is_the_log_registered(void **state)
+{
+	uint64_t payload[2], reply = 0;
+	struct tc *t = *state;
+	struct vu_log *log1, *log2;
+	struct vu_msg_hdr hdr;
+	struct vu_guest *g;
+	size_t lmark;
+
+	g = tc_attach(t, 1, NULL);
+	assert_int_equal(vu_device_init(t->c, NULL), 0);
+	assert_int_equal(vu_log_create(&log1, vu_mem_gpa_end(t->mem)), 0);
+	assert_int_equal(vu_log_create(&log2, vu_mem_gpa_end(t->mem)), 0);
+	assert_int_equal(vu_set_log(t->c, log1), 0);
+	lmark = lmh_log_mark();
+	mlx5_lm_worker_hold(t->d.dev, 1);
+	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
+	/* Sent now, answered once vhost's thread is past the held DRIVER_OK. */
+	payload[0] = log2->size;
+	payload[1] = 0;
+	assert_int_equal(vu_send_raw(t->c, VU_SET_LOG_BASE, VU_FLAG_VERSION, payload,
+				     sizeof(payload), &log2->fd, 1), 0);
+	mlx5_lm_worker_hold(t->d.dev, 0);
+	tc_wait_running(t);
+	assert_true(vu_recv_raw(t->c, &hdr, &reply, sizeof(reply), DEADLINE_MS) >= 0);
+	assert_int_equal(hdr.request, VU_SET_LOG_BASE);
+	assert_int_equal(reply, 0);
+	check_the_new_log_is_marked(t, g, lmark, log1, log2);
+}
+
+int
+tc_run_logging(void)
+{
+	static const struct CMUnitTest tests[] = {
+		TC_TEST(test_disabled_pairs_stay_suspended_when_logging_starts),
+		TC_TEST(test_log_start_rings_every_running_queue),
+		TC_TEST(test_log_on_at_driver_ok_logs_before_any_queue_runs),
+		TC_TEST(test_new_log_base_while_logging_is_the_log_the_device_marks),
+		TC_TEST(test_new_log_base_during_a_held_configuration_is_the_log_registered),
+	};
+
+	return cmocka_run_group_tests_name("lifecycle: logging", tests, NULL, NULL);
+}
