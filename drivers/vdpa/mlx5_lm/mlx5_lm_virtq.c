@@ -1100,6 +1100,14 @@ mlx5_lm_virtq_set_dirty_log(struct mlx5_lm_virtq *vq, uint32_t mkey, uint64_t ad
 	if (was_ready)
 		vq->hw_state = PRM_VIRTQ_STATE_RDY;
 done:
+	/*
+	 * The object names the log's key now, even a queue still INIT (kept
+	 * for its enable): it is no longer blank, and the restore must
+	 * re-create it, or the log's registration stays named (so alive) after
+	 * its front end has gone.
+	 */
+	if (enable)
+		vq->used = 1;
 	__atomic_store_n(&vq->log_mkey, enable ? mkey : 0, __ATOMIC_RELEASE);
 	return 0;
 }

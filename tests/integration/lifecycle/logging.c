@@ -2,10 +2,12 @@
 /*
  * test_lifecycle, dirty-page logging: logging starting leaves disabled
  * pairs suspended and rings every running queue once, a DRIVER_OK with
- * the log on logs before any queue runs, and a new log base (while
+ * the log on logs before any queue runs, a queue never enabled but given
+ * the log is put back to blank at the stop, and a new log base (while
  * logging, or during a held configuration) is the log the device marks.
  */
 #include <inttypes.h>
+#include <time.h>
 
 #include "mlx5_lm_test.h"
 
@@ -250,6 +252,54 @@ test_new_log_base_during_a_held_configuration_is_the_log_registered(void **state
 	check_the_new_log_is_marked(t, g, lmark, log1, log2);
 }
 
+/*
+ * Logging starts while a ring is set up but not enabled: that queue stays
+ * INIT for its enable, yet its object now names the log's key (its dirty
+ * bitmap), so it is no longer blank. The front end leaves with the log on:
+ * the stop must put that queue back to blank too, or the log's
+ * registration stays named by it, and so alive, after its front end has
+ * gone (found by fuzz_vhost_msg: two objects left after every teardown).
+ */
+static void
+test_log_on_ring_never_enabled_leaves_nothing_after_the_front_end(void **state)
+{
+	struct timespec pause = { 0, 1000000 };
+	struct tc *t = *state;
+	struct tc_ring rings[4];
+	uint32_t bases[4];
+	struct vu_guest *g;
+	struct vu_log *log;
+	size_t lmark;
+	int waited;
+
+	tc_probe(t, 2, NULL);
+	g = tc_guest(t, 0, 2, 256, false);
+	tc_rings_of(rings, 4, g);
+	tc_connect(t);
+	/* Rings 0, 1 and 3 enabled; ring 2 (RX of pair 1) set up only. */
+	tc_fe_start(t, rings, 4, 0x0b);
+	tc_wait_running(t);
+	assert_int_equal(tc_vq_state(t, 2), PRM_VIRTQ_STATE_INIT);
+	/* LOG_ALL added to the features tc_fe_start negotiated, as QEMU does. */
+	assert_int_equal(vu_log_create(&log, vu_mem_gpa_end(t->mem)), 0);
+	lmark = lmh_log_mark();
+	assert_int_equal(vu_set_log_base(t->c, log->fd, log->size, 0), 0);
+	assert_int_equal(vu_set_features(t->c, tc_fe_features(t, false) |
+					 (1ULL << VU_F_LOG_ALL)), 0);
+	assert_true(tc_wait_log(lmark, "dirty-page logging on"));
+	tc_barrier(t);
+	assert_int_equal(tc_vq_state(t, 2), PRM_VIRTQ_STATE_INIT);
+	tc_traffic(g, 0x1, 50);
+	tc_fe_stop(t, 4, bases);
+	tc_disconnect(t);
+	tc_wait_restored(t);
+	/* Released registrations a queue still names are retried: bounded wait. */
+	for (waited = 0; lmh_live(&t->d) != t->d.live0 && waited < DEADLINE_MS; waited++)
+		nanosleep(&pause, NULL);
+	tc_check_live_as_probed(t);
+	vu_log_destroy(log);
+}
+
 int
 tc_run_logging(void)
 {
@@ -257,6 +307,7 @@ tc_run_logging(void)
 		TC_TEST(test_disabled_pairs_stay_suspended_when_logging_starts),
 		TC_TEST(test_log_start_rings_every_running_queue),
 		TC_TEST(test_log_on_at_driver_ok_logs_before_any_queue_runs),
+		TC_TEST(test_log_on_ring_never_enabled_leaves_nothing_after_the_front_end),
 		TC_TEST(test_new_log_base_while_logging_is_the_log_the_device_marks),
 		TC_TEST(test_new_log_base_during_a_held_configuration_is_the_log_registered),
 	};
