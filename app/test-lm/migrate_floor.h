@@ -3,7 +3,7 @@
  * The model floor of a migration scenario: the least device-side downtime
  * the firmware cost model allows, computed from the profile's own numbers
  * (every command slot busy, host pinning overlapped with firmware work; the
- * method of doc/performance.md, "The floor"), and the model's estimate of
+ * method of doc/performance-method.md, "The floor"), and the model's estimate of
  * the baseline (one worker, nothing pre-created, everything serial).
  */
 #ifndef MIGRATE_FLOOR_H
@@ -13,7 +13,7 @@
 
 /* How the floor is computed, as migrate's floor line and its JSON name it. */
 #define MIG_FLOOR_METHOD \
-	"the model floor: every command slot busy, pinning overlapped; doc/performance.md"
+	"the model floor: every command slot busy, pinning overlapped; doc/performance-method.md"
 
 struct mig_floor {
 	unsigned int devices, queue_pairs, mem_gb, chunks;

@@ -12,6 +12,7 @@ without saying so.
 Class Docs is meson's `docs`; class MainJob, the README's 3-minute main job, is
 `docs_main_job` (suite main-job: run by tools/test.sh, not by the sanitizer build).
 """
+import glob
 import os
 import re
 import shutil
@@ -67,6 +68,35 @@ class Docs(unittest.TestCase):
                 self.assertTrue(hasattr(self, 'test_block_' + mark.replace('-', '_')) or
                                 hasattr(MainJob, 'test_block_' + mark.replace('-', '_')),
                                 f'{path}: no test for doc-test: {mark}')
+
+    def test_every_relative_link_and_its_anchor_exist(self):
+        # A page split or a heading renamed must not leave a link pointing at nothing,
+        # and nothing of the docs may point outside the repository (../ above TOP).
+        def slug(heading):
+            h = re.sub(r'[^\w\- ]', '', heading.strip().lower())
+            return h.replace(' ', '-')
+
+        def anchors(path):
+            with open(path) as f:
+                text = re.sub(r'```.*?```', '', f.read(), flags=re.S)
+            return {slug(m) for m in re.findall(r'^#+ (.*)$', text, flags=re.M)}
+
+        pages = [os.path.join(TOP, 'README.md')] + sorted(
+            glob.glob(os.path.join(TOP, 'doc', '*.md')))
+        for page in pages:
+            with open(page) as f:
+                text = re.sub(r'```.*?```', '', f.read(), flags=re.S)
+            for target in re.findall(r'\]\(([^)\s]+)\)', text):
+                if re.match(r'[a-z]+:', target):
+                    continue
+                path, _, anchor = target.partition('#')
+                dest = os.path.normpath(os.path.join(os.path.dirname(page), path)) \
+                    if path else page
+                rel = os.path.relpath(page, TOP)
+                self.assertTrue(dest.startswith(TOP + os.sep), f'{rel}: {target} is outside the tree')
+                self.assertTrue(os.path.exists(dest), f'{rel}: {target}: no such file')
+                if anchor and dest.endswith('.md'):
+                    self.assertIn(anchor, anchors(dest), f'{rel}: {target}: no such heading')
 
     def test_block_trace_one_liner(self):
         # The blocks read trace.jsonl: a trace of a probe, made in a scratch directory.
