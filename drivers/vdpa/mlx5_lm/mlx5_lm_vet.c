@@ -372,6 +372,39 @@ conn_of_path(int fd, const char *path)
 }
 
 /*
+ * The peer of vid's connection (SO_PEERCRED): found as the message
+ * timeout finds it, by the vhost-user path, since vhost names no fd.
+ */
+int
+mlx5_lm_vhost_peer_pid(int vid)
+{
+	char path[PATH_MAX];
+	struct ucred cr;
+	socklen_t len;
+	struct dirent *e;
+	int pid = -ENOENT;
+	DIR *d;
+
+	if (rte_vhost_get_ifname(vid, path, sizeof(path)) < 0)
+		return -EINVAL;
+	d = opendir("/proc/self/fd");
+	if (d == NULL)
+		return -errno;
+	while (pid < 0 && (e = readdir(d)) != NULL) {
+		int fd = atoi(e->d_name);
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || fd == dirfd(d) ||
+		    !conn_of_path(fd, path))
+			continue;
+		len = sizeof(cr);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0)
+			pid = cr.pid;
+	}
+	closedir(d);
+	return pid;
+}
+
+/*
  * DPDK 22.11 reads a message's payload with a blocking read() on the
  * connection, in its one vhost thread: a front end announcing a payload
  * it never sends stops every socket's messages until it leaves (issue 11,
