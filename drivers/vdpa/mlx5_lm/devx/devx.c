@@ -880,7 +880,14 @@ devx_event_from_eqe(struct devx_event *ev, uint64_t cookie, const void *eqe)
 int
 devx_evch_read(struct devx_evch *ch, struct devx_event *ev)
 {
-	return ch->ctx->be->evch_read(ch->ctx, ch, ev);
+	uint8_t eqe[PRM_SIZE(eqe)];
+	uint64_t cookie;
+	int rc = ch->ctx->be->evch_read(ch->ctx, ch, &cookie, eqe);
+
+	if (rc <= 0)
+		return rc;
+	devx_event_from_eqe(ev, cookie, eqe);
+	return 1;
 }
 
 struct devx_uar *

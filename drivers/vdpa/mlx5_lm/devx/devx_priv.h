@@ -64,7 +64,13 @@ struct devx_backend {
 	void (*evch_destroy)(struct devx_ctx *ctx, struct devx_evch *ch);
 	int (*evch_subscribe)(struct devx_ctx *ctx, struct devx_evch *ch, struct devx_obj *obj,
 			      uint16_t type, uint64_t cookie);
-	int (*evch_read)(struct devx_ctx *ctx, struct devx_evch *ch, struct devx_event *ev);
+	/*
+	 * One pending event: 1 with the subscriber's cookie and the whole EQE
+	 * (PRM_SIZE(eqe) bytes) the device wrote, 0 when none, or a negative
+	 * errno (-EOVERFLOW: events were lost). The core reads the EQE.
+	 */
+	int (*evch_read)(struct devx_ctx *ctx, struct devx_evch *ch, uint64_t *cookie,
+			 uint8_t *eqe);
 };
 
 extern const struct devx_backend devx_backend_emu;
