@@ -9,8 +9,11 @@
 #ifndef MLX5_LM_EMU_H
 #define MLX5_LM_EMU_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 struct emu_dev;
 struct emu_evch;
@@ -98,8 +101,23 @@ unsigned int emu_profile_host_pin_parallel(const struct emu_profile *p);
  */
 #define EMU_HOST_ENV "MLX5_LM_EMU_HOST"
 #define EMU_HOST_NAME_MAX 64
-/* "/mlx5-lm-host-<host>" into buf; -EINVAL (empty, '/'), -ENAMETOOLONG. */
-int emu_host_sem_name(const char *host, char *buf, size_t len);
+/*
+ * "/mlx5-lm-host-<host>" into buf; -EINVAL (empty, '/'), -ENAMETOOLONG.
+ * Inline: the program that creates the semaphore (dpdk-test-lm migrate
+ * --processes) names it without linking the emulator, which its PMD loads.
+ */
+static inline int
+emu_host_sem_name(const char *host, char *buf, size_t len)
+{
+	int n;
+
+	if (host == NULL || host[0] == '\0' || strchr(host, '/') != NULL)
+		return -EINVAL;
+	if (strlen(host) >= EMU_HOST_NAME_MAX)
+		return -ENAMETOOLONG;
+	n = snprintf(buf, len, "/mlx5-lm-host-%s", host);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
 /*
  * The terms of entry cmd (absent terms are 0): 0, or -ENOENT when the
  * profile has no such entry.

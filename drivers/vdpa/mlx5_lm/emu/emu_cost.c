@@ -511,19 +511,6 @@ static unsigned int pins_busy; /* pin_lock */
 static sem_t *host_sem = SEM_FAILED;
 static char host_name[EMU_HOST_NAME_MAX];
 
-int
-emu_host_sem_name(const char *host, char *buf, size_t len)
-{
-	int n;
-
-	if (host == NULL || host[0] == '\0' || strchr(host, '/') != NULL)
-		return -EINVAL;
-	if (strlen(host) >= EMU_HOST_NAME_MAX)
-		return -ENAMETOOLONG;
-	n = snprintf(buf, len, "/mlx5-lm-host-%s", host);
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
-
 /*
  * The semaphore of MLX5_LM_EMU_HOST, opened once per name; NULL when the
  * variable is unset (the process is the host). A name that does not open
