@@ -22,6 +22,7 @@
 #include "mlx5_lm.h"
 #include "mlx5_lm_pool.h"
 #include "mlx5_lm_mr.h"
+#include "devx_emu.h"
 
 RTE_LOG_REGISTER(mlx5_lm_logtype, pmd.vdpa.mlx5_lm, NOTICE);
 RTE_LOG_REGISTER(mlx5_lm_devx_logtype, pmd.vdpa.mlx5_lm.devx, NOTICE);

@@ -55,14 +55,20 @@ int rte_pmd_mlx5_lm_probe_failed(const char *name);
 /*
  * Emulated devices only: the number of device objects that were still
  * alive when their device was removed, summed over the process. A clean
- * teardown leaves it at 0.
+ * teardown leaves it at 0, and so does a process that never probed an
+ * emulated device.
+ *
+ * The emulator (emu=) is a library of its own, librte_vdpa_mlx5_lm_emu.so,
+ * installed beside the PMD: the PMD loads it when a device with emu= is
+ * probed or a profile is asked for below, never otherwise.
  */
 unsigned long rte_pmd_mlx5_lm_emu_leaked_objects(void);
 
 /*
  * Check that `profile` (emu=<profile>: a built-in name or a JSON path)
  * loads, without creating a device, so that a tool can refuse a bad one
- * before a long run. Returns 0, or a negative errno with the reason in err.
+ * before a long run. Returns 0, or a negative errno with the reason in err
+ * (-ENOTSUP: the emulator library cannot be loaded, named in err).
  */
 int rte_pmd_mlx5_lm_emu_profile_check(const char *profile, char *err, size_t errlen);
 
@@ -99,7 +105,8 @@ struct rte_pmd_mlx5_lm_cost {
  * its host pinning parallelism and the entries costs[0..n-1] by name, so
  * that a tool can compute what the model allows (a floor) without a
  * copy of the numbers. 0, or a negative errno with the reason in err
- * (-ENOENT: the profile has no entry of that name).
+ * (-ENOENT: the profile has no entry of that name; -ENOTSUP: the emulator
+ * library cannot be loaded).
  */
 int rte_pmd_mlx5_lm_emu_profile_costs(const char *profile, unsigned int *cmd_slots,
 				      unsigned int *host_pin_parallel,

@@ -77,7 +77,17 @@ devx_open(const struct devx_open_params *p, struct devx_ctx **out, char *err, si
 	TAILQ_INIT(&ctx->flows);
 	TAILQ_INIT(&ctx->pds);
 	TAILQ_INIT(&ctx->mrs);
-	ctx->be = p->emu_profile != NULL ? &devx_backend_emu : &devx_backend_rdma;
+	if (p->emu_profile != NULL) {
+		/* The emulator library, loaded now if no emulated device was opened before. */
+		ctx->emu = devx_emu_load(err, errlen);
+		if (ctx->emu == NULL) {
+			ret = -ENOTSUP;
+			goto err_backend;
+		}
+		ctx->be = ctx->emu->backend;
+	} else {
+		ctx->be = &devx_backend_rdma;
+	}
 	if (p->trace_path != NULL) {
 		ret = devx_trace_open(ctx, p->trace_path, err, errlen);
 		if (ret < 0)
@@ -91,6 +101,7 @@ devx_open(const struct devx_open_params *p, struct devx_ctx **out, char *err, si
 err_open:
 	devx_trace_close(ctx);
 err_trace:
+err_backend:
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx);
 	return ret;
@@ -146,13 +157,7 @@ devx_name(const struct devx_ctx *ctx)
 int
 devx_is_emulated(const struct devx_ctx *ctx)
 {
-	return ctx->be == &devx_backend_emu;
-}
-
-void *
-devx_emu_dev(struct devx_ctx *ctx)
-{
-	return devx_is_emulated(ctx) ? ctx->be_priv : NULL;
+	return ctx->emu != NULL;
 }
 
 /* Turn a back-end result and the output status into the API's return. */
