@@ -8,7 +8,8 @@ libdpdk-vdpa-mlx5-lm.pc, dpdk-test-lm in <bindir>. Then:
 - the stock dpdk-vdpa example loads the PMD from the DESTDIR's pmds directory
   with EAL -d (the same directory scan as EAL's auto-load) and serves testpmd;
 - the installed dpdk-test-lm (with the installed library) serves testpmd;
-- the installed PMD needs neither the emulator nor libjansson: it loads the emulator library, installed beside it, when a
+- the installed PMD exports its public API only (version.map) and needs neither the
+  emulator nor libjansson: it loads the emulator library, installed beside it, when a
   device with emu= is probed, and names that library when it cannot.
 EAL refuses plugins under world-writable directories (/tmp): the DESTDIR is in
 the build directory, or in ~ when that has a world-writable parent.
@@ -211,6 +212,25 @@ class Install(unittest.TestCase):
         self.assertIn(os.path.realpath(os.path.join(self.libdir, EMU)), maps)
         self.assertGreaterEqual(rx, 1000)
         self.assertEqual(rc, 0, srv.text()[-2000:])
+
+    def test_5_pmd_exports_its_experimental_api_only(self):
+        """nm -D --defined-only of the installed PMD: the functions rte_pmd_mlx5_lm.h
+        declares, each marked __rte_experimental and of version EXPERIMENTAL, and the
+        map's version names; nothing of the transport or the emulator."""
+        with open(os.path.join(self.includedir, 'rte_pmd_mlx5_lm.h')) as f:
+            header = f.read()
+        declared = re.findall(r'^(__rte_experimental\n)?[a-z][a-z ]*[ *](rte_pmd_mlx5_lm_\w+)\(',
+                              header, re.M)
+        self.assertGreaterEqual(len(declared), 12, 'the header declares the API')
+        self.assertEqual([name for mark, name in declared if not mark], [],
+                         'public functions without __rte_experimental')
+        api = {name for _, name in declared}
+        syms = defined_dynamic_symbols(os.path.join(self.libdir, PMD))
+        versions = {n for n, t in syms.items() if t == 'A'}
+        self.assertEqual({n for n in versions if not re.fullmatch(r'DPDK_[0-9]+', n)},
+                         {'EXPERIMENTAL'})
+        self.assertEqual({n for n in syms if n not in versions},
+                         {f'{name}@@EXPERIMENTAL' for name in api})
 
     def test_6_pmd_needs_neither_the_emulator_nor_jansson(self):
         pmd = needed(os.path.join(self.libdir, PMD))
