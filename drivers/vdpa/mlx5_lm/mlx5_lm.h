@@ -414,31 +414,12 @@ int mlx5_lm_steer_update(struct mlx5_lm_dev *dev);
 /* Stop the RQT naming virtq id (about to be destroyed); -EBUSY if it is the only one. */
 int mlx5_lm_steer_forget(struct mlx5_lm_dev *dev, uint32_t id);
 
-/* Feature bits the driver offers (virtio 1.1 and the vhost-user protocol). */
-#define F_CSUM 0
-#define F_GUEST_CSUM 1
-#define F_HOST_TSO4 11
-#define F_HOST_TSO6 12
-#define F_MRG_RXBUF 15
-#define F_STATUS 16
-#define F_GUEST_ANNOUNCE 21
-#define F_MQ 22
-#define F_LOG_ALL 26
-#define F_ANY_LAYOUT 27
-#define F_INDIRECT_DESC 28
-#define F_PROTOCOL_FEATURES 30
-#define F_VERSION_1 32
-#define F_RING_PACKED 34
-#define F_ORDER_PLATFORM 36
-
-#define PF_MQ 0
-#define PF_LOG_SHMFD 1
-#define PF_REPLY_ACK 3
-#define PF_SLAVE_REQ 5
-#define PF_CONFIG 9
-#define PF_SLAVE_SEND_FD 10
-#define PF_HOST_NOTIFIER 11
-#define PF_STATUS 16
+/*
+ * Feature bits go by their names in the installed headers, which
+ * rte_vhost.h includes: virtio's (linux/virtio_config.h, virtio_ring.h,
+ * virtio_net.h), vhost's (linux/vhost.h: VHOST_F_LOG_ALL) and
+ * vhost-user's (rte_vhost.h: VHOST_USER_F_*, VHOST_USER_PROTOCOL_F_*).
+ */
 
 struct rte_vdpa_device;
 struct mlx5_lm_dev *mlx5_lm_dev_by_vdpa(struct rte_vdpa_device *vdpa);

@@ -58,7 +58,7 @@ idle_split_ring(struct mlx5_lm_virtq *vq, uint16_t *idx)
 	uint16_t used, avail;
 	int ret;
 
-	if ((dev->features & (1ull << F_RING_PACKED)) ||
+	if ((dev->features & (1ull << VIRTIO_F_RING_PACKED)) ||
 	    rte_vhost_get_vhost_vring(dev->vid, vq->index, &vr) < 0 ||
 	    vr.used == NULL || vr.avail == NULL)
 		return 0;
@@ -127,7 +127,7 @@ set_base:
 		 * there cannot fault (a log fd shorter than declared fails that
 		 * pin, issue 11).
 		 */
-		uint64_t len = dev->features & (1ull << F_RING_PACKED) ?
+		uint64_t len = dev->features & (1ull << VIRTIO_F_RING_PACKED) ?
 			(uint64_t)vq->size * 16 : 4 + (uint64_t)vq->size * 8 + 2;
 
 		rte_vhost_log_used_vring(dev->vid, vq->index, 0, len);
