@@ -14,6 +14,7 @@
 #include "devx.h"
 #include "prm.h"
 #include "rte_pmd_mlx5_lm.h"
+#include "mlx5_lm_eventq.h"
 
 extern int mlx5_lm_logtype;
 
@@ -55,6 +56,9 @@ struct mlx5_lm_devargs {
 #define MLX5_LM_DEFAULT_NO_TRAFFIC_TIME 16
 #define MLX5_LM_EVENT_CORE_ANY UINT32_MAX
 
+/* IBV_ACCESS_LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ: umems and guest memory (DMA). */
+#define MLX5_LM_DMA_ACCESS 0x7
+
 /* Device-level PRM objects allocated at probe. */
 struct mlx5_lm_res {
 	struct devx_pd *pd;     /* the PD every object names, with the null mkey */
@@ -78,28 +82,6 @@ struct mlx5_lm_vq_cfg {
 	uint8_t period_mode;
 	uint16_t period_us;
 	uint16_t max_count;
-};
-
-/*
- * Event path of one virtq: the firmware QP it writes to, our QP and CQ.
- * lock guards the fields below it between the notification thread (which
- * drains and re-arms) and whoever creates or destroys the pair.
- */
-struct mlx5_lm_eventq {
-	struct devx_obj *cq;
-	struct devx_obj *fw_qp;
-	struct devx_obj *sw_qp;
-	uint64_t buf_off;            /* this queue's slice of the device event buffer */
-	pthread_mutex_t lock;
-	int live;                    /* created, subscribed and armed: events are ours */
-	uint32_t cqn;
-	uint32_t ci;                 /* completions consumed (CQ consumer counter) */
-	uint8_t arm_sn;              /* 2-bit arm sequence number: events read, mod 4 */
-	uint8_t armed;               /* an arm was sent and no event read for it since */
-	uint8_t *cqe;                /* the collapsed CQ's one entry */
-	uint8_t *cq_dbrec;           /* cq_dbrec: consumer index, arm request */
-	uint8_t *qp_dbrec;           /* qp_dbrec of our QP: receive counter (credits) */
-	uint32_t bad_reads;          /* CQE readings refused as no count (logged once) */
 };
 
 /* Per-queue statistics (rte_vdpa_get_stats), in DPDK vdpa/mlx5's order. */
@@ -147,8 +129,6 @@ struct mlx5_lm_virtq {
 };
 
 #define MLX5_LM_MAX_VIRTQS 256
-/* Entries of each queue's event CQ and QP receive ring. */
-#define MLX5_LM_EVENTQ_SIZE 256
 
 struct mlx5_lm_mr;
 struct mlx5_lm_steer;
@@ -375,31 +355,6 @@ int mlx5_lm_virtq_names_mkey(const struct mlx5_lm_virtq *vq, uint32_t key);
  */
 int mlx5_lm_virtq_recreate_suspended(struct mlx5_lm_virtq *vq, uint32_t log_mkey,
 				     uint32_t log_size, int log_enable, int ready);
-int mlx5_lm_event_buf_create(struct mlx5_lm_dev *dev);
-void mlx5_lm_event_buf_destroy(struct mlx5_lm_dev *dev);
-/*
- * Count the new completions of vq's event CQ and hand the receive credits
- * back; with arm, also arm the CQ for the next event (interrupt mode, or a
- * poller going idle). Returns the completions (>= 0). Never blocks on the
- * device (the notification thread calls it).
- */
-int mlx5_lm_eventq_drain(struct mlx5_lm_virtq *vq, int arm);
-/*
- * A completion event of CQ cqn was read for vq: the CQ's arm was consumed,
- * the next arm carries the next arm sequence number (mod 4). Every
- * completion event read for a queue goes through here, in every event mode.
- * Returns 1 when cqn is the queue's live event CQ (0: a CQ since destroyed,
- * or none), with that CQ's number (0 when none) in *live_cqn.
- */
-int mlx5_lm_eventq_event(struct mlx5_lm_virtq *vq, uint32_t cqn, uint32_t *live_cqn);
-/*
- * After events were lost (the event channel's EOVERFLOW): count vq's new
- * completions, take a CQ that was armed and completed since as having
- * fired (its arm consumed), then arm it again (arm) or only hand the
- * credits back (a poller). Returns the completions, or -1 when the queue
- * has no live event CQ.
- */
-int mlx5_lm_eventq_recover(struct mlx5_lm_virtq *vq, int arm);
 /*
  * Ring queue `index`'s doorbell: the device reads that queue's avail
  * index (every queue shares one doorbell; the value names the queue).
