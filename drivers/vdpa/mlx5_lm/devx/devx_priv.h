@@ -247,6 +247,12 @@ void devx_trace_flow(struct devx_ctx *ctx, uint64_t t_start, uint64_t t_end, con
 void devx_trace_uar_ring(struct devx_ctx *ctx, uint64_t t_start, uint64_t t_end,
 			 uint32_t page_id, uint32_t offset, uint64_t value);
 
+/*
+ * Before every command, umem or root flow operation: the issuing thread
+ * may have to yield (devx_set_cmd_gate). Returns the trace's start time.
+ */
+uint64_t devx_cmd_begin(void);
+
 /* Logging of the transport (routed by the PMD to its devx log type). */
 void devx_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
