@@ -569,6 +569,15 @@ emu_out_id(struct emu_ctx *c, uint32_t id)
 typedef int (*emu_handler_t)(struct emu_ctx *c);
 
 /* emu_net.c */
+/* Shared by emu_net.c and emu_net_qp.c: an object of kind, its create answered. */
+struct emu_net_obj *emu_net_new(struct emu_ctx *c, enum emu_kind kind);
+int emu_net_created(struct emu_ctx *c, struct emu_net_obj *o);
+/* Hold target for o or fail the create (caller frees o). */
+int emu_net_hold(struct emu_ctx *c, struct emu_net_obj *o, struct emu_obj *target);
+/* Free o, not created, and return status. */
+int emu_net_create_failed(struct emu_ctx *c, struct emu_net_obj *o, int status);
+/* Destroy the object of kind named at destroy_in.id. */
+int emu_net_destroy(struct emu_ctx *c, enum emu_kind kind);
 int emu_net_alloc_pd(struct emu_ctx *c);
 int emu_net_dealloc_pd(struct emu_ctx *c);
 int emu_net_alloc_td(struct emu_ctx *c);
@@ -586,6 +595,7 @@ int emu_net_create_fg(struct emu_ctx *c);
 int emu_net_destroy_fg(struct emu_ctx *c);
 int emu_net_set_fte(struct emu_ctx *c);
 int emu_net_delete_fte(struct emu_ctx *c);
+/* emu_net_qp.c */
 int emu_net_create_cq(struct emu_ctx *c);
 int emu_net_destroy_cq(struct emu_ctx *c);
 int emu_net_create_qp(struct emu_ctx *c);
