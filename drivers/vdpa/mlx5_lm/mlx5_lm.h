@@ -253,7 +253,7 @@ struct mlx5_lm_dev {
 };
 
 /*
- * Optional capabilities the driver has fallbacks for (issue 10 A8, B1, B2).
+ * Optional capabilities the driver has fallbacks for (test_caps.c runs each).
  * Resuming a suspended queue needs freeze_to_rdy_supported (PRM state
  * machine); configuring a blank pre-created queue by MODIFY needs the
  * three modify caps (DPDK vdpa/mlx5: mlx5_vdpa_is_modify_virtq_supported);
@@ -279,11 +279,10 @@ mlx5_lm_has_counters(const struct mlx5_lm_dev *dev)
 }
 
 /*
- * Guest memory registrations in flight per device, per worker (issue 12
- * item 2). A registration is one ioctl that first pins the pages in the
- * host kernel (no command slot: mlx5dv_devx_umem_reg -> ib_umem_get) and
- * then holds a slot for the firmware's page-list upload, then a
- * CREATE_MKEY. With only `workers` (the device's slots) in flight, the
+ * Guest memory registrations in flight per device, per worker. A
+ * registration is one ioctl that first pins the pages in the host kernel
+ * (no command slot: mlx5dv_devx_umem_reg -> ib_umem_get) and then holds a
+ * slot for the firmware's page-list upload, then a CREATE_MKEY. With only `workers` (the device's slots) in flight, the
  * slots idle while every registration pins; with twice as many, some pin
  * while the others hold every slot, as long as pinning a chunk takes no
  * longer than its firmware part (the cx6dx model: 1.0 ms against 1.9 ms).
@@ -389,7 +388,7 @@ void mlx5_lm_dev_put(struct mlx5_lm_dev *dev);
 struct mlx5_lm_dev *mlx5_lm_dev_by_vid(int vid);
 
 /*
- * One front end per device (issue 11): the first vhost device (vid) that
+ * One front end per device: the first vhost device (vid) that
  * reaches the driver through a per-connection callback owns the device
  * until vhost cleans that connection up (dev_cleanup); every callback of
  * another vid is refused (-EBUSY, logged) and touches nothing. Under

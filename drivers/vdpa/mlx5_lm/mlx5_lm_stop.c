@@ -125,7 +125,7 @@ set_base:
 		 * ring's log address). Only with log_mr: the device pinned the
 		 * whole log when it registered it, the proof that vhost's writes
 		 * there cannot fault (a log fd shorter than declared fails that
-		 * pin, issue 11).
+		 * pin).
 		 */
 		uint64_t len = dev->features & (1ull << VIRTIO_F_RING_PACKED) ?
 			(uint64_t)vq->size * 16 : 4 + (uint64_t)vq->size * 8 + 2;

@@ -248,9 +248,10 @@ void devx_set_log(devx_log_fn fn);
 
 /*
  * Called by the issuing thread before every command, umem or root flow
- * operation (NULL: nothing). The PMD's background work (issue 12 item 1)
- * waits there while foreground work is running, so that it is preempted
- * between two commands and never inside one.
+ * operation (NULL: nothing). The PMD's background work (restores, deferred
+ * deletions: mlx5_lm_pool.h, foreground first) waits there while a device
+ * starts or stops, so that it is preempted between two commands and never
+ * inside one.
  */
 typedef void (*devx_cmd_gate_fn)(void);
 void devx_set_cmd_gate(devx_cmd_gate_fn fn);
