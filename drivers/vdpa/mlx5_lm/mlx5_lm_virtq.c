@@ -95,6 +95,15 @@ err:
 	return -EIO;
 }
 
+/* The header of a general object command: opcode on object type, id (0 for a create). */
+static void
+gen_obj_hdr(void *hdr, uint16_t opcode, uint16_t type, uint32_t id)
+{
+	PRM_SET(general_obj_in_cmd_hdr, hdr, opcode, opcode);
+	PRM_SET(general_obj_in_cmd_hdr, hdr, obj_type, type);
+	PRM_SET(general_obj_in_cmd_hdr, hdr, obj_id, id);
+}
+
 static struct devx_obj *
 counters_create(struct mlx5_lm_virtq *vq)
 {
@@ -105,8 +114,7 @@ counters_create(struct mlx5_lm_virtq *vq)
 
 	memset(in, 0, sizeof(in));
 	memset(out, 0, sizeof(out));
-	PRM_SET(general_obj_in_cmd_hdr, hdr, opcode, PRM_CMD_CREATE_GENERAL_OBJECT);
-	PRM_SET(general_obj_in_cmd_hdr, hdr, obj_type, PRM_OBJ_VIRTIO_Q_COUNTERS);
+	gen_obj_hdr(hdr, PRM_CMD_CREATE_GENERAL_OBJECT, PRM_OBJ_VIRTIO_Q_COUNTERS, 0);
 	obj = devx_obj_create(vq->dev->devx, in, sizeof(in), out, sizeof(out));
 	if (obj == NULL)
 		VQ_LOG(ERR, vq, "cannot create the counter set");
@@ -229,8 +237,7 @@ mlx5_lm_virtq_create(struct mlx5_lm_virtq *vq, uint16_t size, const struct mlx5_
 
 	memset(in, 0, sizeof(in));
 	memset(out, 0, sizeof(out));
-	PRM_SET(general_obj_in_cmd_hdr, hdr, opcode, PRM_CMD_CREATE_GENERAL_OBJECT);
-	PRM_SET(general_obj_in_cmd_hdr, hdr, obj_type, PRM_OBJ_VIRTIO_NET_Q);
+	gen_obj_hdr(hdr, PRM_CMD_CREATE_GENERAL_OBJECT, PRM_OBJ_VIRTIO_NET_Q, 0);
 	/*
 	 * No vhca_id, and the doorbell stride we write, our VAR's: 0 with the
 	 * function's first (or only) VAR, as every public driver leaves both
@@ -362,9 +369,7 @@ virtq_modify(struct mlx5_lm_virtq *vq, uint64_t bits, const struct mlx5_lm_vq_cf
 
 	memset(in, 0, sizeof(in));
 	memset(out, 0, sizeof(out));
-	PRM_SET(general_obj_in_cmd_hdr, hdr, opcode, PRM_CMD_MODIFY_GENERAL_OBJECT);
-	PRM_SET(general_obj_in_cmd_hdr, hdr, obj_type, PRM_OBJ_VIRTIO_NET_Q);
-	PRM_SET(general_obj_in_cmd_hdr, hdr, obj_id, devx_obj_id(vq->obj));
+	gen_obj_hdr(hdr, PRM_CMD_MODIFY_GENERAL_OBJECT, PRM_OBJ_VIRTIO_NET_Q, devx_obj_id(vq->obj));
 	PRM_SET(virtio_net_q, obj, modify_field_select, bits);
 	put_cfg(obj, q, cfg);
 	PRM_SET(virtio_net_q, obj, state, state);
@@ -420,9 +425,7 @@ mlx5_lm_virtq_query(struct mlx5_lm_virtq *vq, uint8_t *state, uint8_t *error_typ
 
 	memset(in, 0, sizeof(in));
 	memset(out, 0, sizeof(out));
-	PRM_SET(general_obj_in_cmd_hdr, in, opcode, PRM_CMD_QUERY_GENERAL_OBJECT);
-	PRM_SET(general_obj_in_cmd_hdr, in, obj_type, PRM_OBJ_VIRTIO_NET_Q);
-	PRM_SET(general_obj_in_cmd_hdr, in, obj_id, devx_obj_id(vq->obj));
+	gen_obj_hdr(in, PRM_CMD_QUERY_GENERAL_OBJECT, PRM_OBJ_VIRTIO_NET_Q, devx_obj_id(vq->obj));
 	ret = devx_obj_query(vq->obj, in, sizeof(in), out, sizeof(out));
 	if (ret < 0) {
 		VQ_LOG(ERR, vq, "QUERY failed");
@@ -473,9 +476,8 @@ mlx5_lm_virtq_counters(struct mlx5_lm_virtq *vq, uint64_t vals[MLX5_LM_NB_STATS]
 		return -ENODEV;
 	memset(in, 0, sizeof(in));
 	memset(out, 0, sizeof(out));
-	PRM_SET(general_obj_in_cmd_hdr, in, opcode, PRM_CMD_QUERY_GENERAL_OBJECT);
-	PRM_SET(general_obj_in_cmd_hdr, in, obj_type, PRM_OBJ_VIRTIO_Q_COUNTERS);
-	PRM_SET(general_obj_in_cmd_hdr, in, obj_id, devx_obj_id(vq->counters));
+	gen_obj_hdr(in, PRM_CMD_QUERY_GENERAL_OBJECT, PRM_OBJ_VIRTIO_Q_COUNTERS,
+		    devx_obj_id(vq->counters));
 	ret = devx_obj_query(vq->counters, in, sizeof(in), out, sizeof(out));
 	if (ret < 0)
 		return ret;
@@ -502,9 +504,7 @@ dirty_log_modify(struct mlx5_lm_virtq *vq, uint32_t mkey, uint64_t addr, uint32_
 
 	memset(in, 0, sizeof(in));
 	memset(out, 0, sizeof(out));
-	PRM_SET(general_obj_in_cmd_hdr, hdr, opcode, PRM_CMD_MODIFY_GENERAL_OBJECT);
-	PRM_SET(general_obj_in_cmd_hdr, hdr, obj_type, PRM_OBJ_VIRTIO_NET_Q);
-	PRM_SET(general_obj_in_cmd_hdr, hdr, obj_id, devx_obj_id(vq->obj));
+	gen_obj_hdr(hdr, PRM_CMD_MODIFY_GENERAL_OBJECT, PRM_OBJ_VIRTIO_NET_Q, devx_obj_id(vq->obj));
 	if (enable) {
 		bits |= PRM_VIRTQ_MODIFY_DIRTY_BITMAP_PARAMS;
 		PRM_SET(virtio_net_q, obj, dirty_bitmap_mkey, mkey);

@@ -317,9 +317,7 @@ devx_obj_create(struct devx_ctx *ctx, const void *in, size_t inlen, void *out, s
 		/* The device made something we cannot name for destroy: undo it. */
 		goto err;
 	}
-	pthread_mutex_lock(&ctx->lock);
-	TAILQ_INSERT_TAIL(&ctx->objs, obj, next);
-	pthread_mutex_unlock(&ctx->lock);
+	DEVX_HANDLE_ADD(ctx, objs, obj);
 	return obj;
 err:
 	free(obj);
@@ -370,10 +368,7 @@ devx_obj_destroy(struct devx_obj *obj)
 	rc = check_status(ctx, rc, obj->destroy_in, out, sizeof(out));
 	if (rc < 0)
 		return rc;
-	pthread_mutex_lock(&ctx->lock);
-	TAILQ_REMOVE(&ctx->objs, obj, next);
-	pthread_mutex_unlock(&ctx->lock);
-	free(obj);
+	DEVX_HANDLE_FREE(ctx, objs, obj);
 	return 0;
 }
 
@@ -433,9 +428,7 @@ devx_root_flow_create(struct devx_ctx *ctx, const struct devx_flow_attr *attr,
 		errno = -rc;
 		return NULL;
 	}
-	pthread_mutex_lock(&ctx->lock);
-	TAILQ_INSERT_TAIL(&ctx->flows, flow, next);
-	pthread_mutex_unlock(&ctx->lock);
+	DEVX_HANDLE_ADD(ctx, flows, flow);
 	return flow;
 }
 
@@ -466,9 +459,6 @@ devx_root_flow_destroy(struct devx_flow *flow)
 			 strerror(-rc));
 		return rc;
 	}
-	pthread_mutex_lock(&ctx->lock);
-	TAILQ_REMOVE(&ctx->flows, flow, next);
-	pthread_mutex_unlock(&ctx->lock);
-	free(flow);
+	DEVX_HANDLE_FREE(ctx, flows, flow);
 	return 0;
 }

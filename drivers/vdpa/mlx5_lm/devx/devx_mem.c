@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,16 +35,25 @@ trace_status(int rc, uint8_t status)
 	return rc == -EIO ? status : rc < 0 ? -1 : 0;
 }
 
-/* A failed operation: the device's status and syndrome, or the errno (and a hint). */
-static void
-log_op_failure(struct devx_ctx *ctx, const char *what, int rc, uint8_t status, uint32_t syndrome,
-	       const char *hint)
+/*
+ * A failed operation (what: printf format): the device's status and
+ * syndrome, or the errno and a hint.
+ */
+static void __attribute__((format(printf, 6, 7)))
+log_op_failure(struct devx_ctx *ctx, int rc, uint8_t status, uint32_t syndrome,
+	       const char *hint, const char *what, ...)
 {
+	char op[128];
+	va_list ap;
+
+	va_start(ap, what);
+	vsnprintf(op, sizeof(op), what, ap);
+	va_end(ap);
 	if (rc == -EIO)
-		devx_log(3, "%s: %s failed: status 0x%x (%s), syndrome 0x%08x", ctx->name, what,
+		devx_log(3, "%s: %s failed: status 0x%x (%s), syndrome 0x%08x", ctx->name, op,
 			 status, prm_status_name(status), syndrome);
 	else
-		devx_log(3, "%s: %s failed: %s%s", ctx->name, what, strerror(-rc), hint);
+		devx_log(3, "%s: %s failed: %s%s", ctx->name, op, strerror(-rc), hint);
 }
 
 struct devx_mr *
@@ -72,18 +82,13 @@ devx_mr_reg(struct devx_pd *pd, void *addr, size_t len, uint64_t iova, uint32_t 
 	devx_trace_mr(ctx, t0, devx_trace_now_us(), "MR_REG", mr, trace_status(rc, status),
 		      syndrome);
 	if (rc < 0) {
-		char what[96];
-
-		snprintf(what, sizeof(what), "MR_REG addr %p size %zu iova 0x%" PRIx64, addr, len,
-			 iova);
-		log_op_failure(ctx, what, rc, status, syndrome, MEMLOCK_HINT(rc));
+		log_op_failure(ctx, rc, status, syndrome, MEMLOCK_HINT(rc),
+			       "MR_REG addr %p size %zu iova 0x%" PRIx64, addr, len, iova);
 		free(mr);
 		errno = -rc;
 		return NULL;
 	}
-	pthread_mutex_lock(&ctx->lock);
-	TAILQ_INSERT_TAIL(&ctx->mrs, mr, next);
-	pthread_mutex_unlock(&ctx->lock);
+	DEVX_HANDLE_ADD(ctx, mrs, mr);
 	return mr;
 }
 
@@ -104,16 +109,10 @@ devx_mr_dereg(struct devx_mr *mr)
 	devx_trace_mr(ctx, t0, devx_trace_now_us(), "MR_DEREG", mr, trace_status(rc, status),
 		      syndrome);
 	if (rc < 0) {
-		char what[48];
-
-		snprintf(what, sizeof(what), "MR_DEREG lkey 0x%x", mr->lkey);
-		log_op_failure(ctx, what, rc, status, syndrome, "");
+		log_op_failure(ctx, rc, status, syndrome, "", "MR_DEREG lkey 0x%x", mr->lkey);
 		return rc;
 	}
-	pthread_mutex_lock(&ctx->lock);
-	TAILQ_REMOVE(&ctx->mrs, mr, next);
-	pthread_mutex_unlock(&ctx->lock);
-	free(mr);
+	DEVX_HANDLE_FREE(ctx, mrs, mr);
 	return 0;
 }
 
@@ -154,19 +153,13 @@ devx_umem_reg_pgsz(struct devx_ctx *ctx, void *addr, size_t size, uint32_t acces
 	devx_trace_op(ctx, t0, devx_trace_now_us(), "UMEM_REG", (uintptr_t)addr, size,
 		      umem->id, trace_status(rc, status), syndrome);
 	if (rc < 0) {
-		if (rc == -EIO)
-			devx_log(3, "%s: UMEM_REG addr %p size %zu failed: status 0x%x (%s), syndrome 0x%08x",
-				 ctx->name, addr, size, status, prm_status_name(status), syndrome);
-		else
-			devx_log(3, "%s: UMEM_REG addr %p size %zu failed: %s%s", ctx->name, addr,
-				 size, strerror(-rc), MEMLOCK_HINT(rc));
+		log_op_failure(ctx, rc, status, syndrome, MEMLOCK_HINT(rc),
+			       "UMEM_REG addr %p size %zu", addr, size);
 		free(umem);
 		errno = -rc;
 		return NULL;
 	}
-	pthread_mutex_lock(&ctx->lock);
-	TAILQ_INSERT_TAIL(&ctx->umems, umem, next);
-	pthread_mutex_unlock(&ctx->lock);
+	DEVX_HANDLE_ADD(ctx, umems, umem);
 	return umem;
 }
 
@@ -188,19 +181,10 @@ devx_umem_dereg(struct devx_umem *umem)
 		      umem->size, umem->id, trace_status(rc, status), syndrome);
 	if (rc < 0) {
 		/* A firmware status (emu), or the kernel's errno (rdma). */
-		if (rc == -EIO)
-			devx_log(3, "%s: UMEM_DEREG umem 0x%x failed: status 0x%x (%s), "
-				 "syndrome 0x%08x", ctx->name, umem->id, status,
-				 prm_status_name(status), syndrome);
-		else
-			devx_log(3, "%s: UMEM_DEREG umem 0x%x failed: %s", ctx->name, umem->id,
-				 strerror(-rc));
+		log_op_failure(ctx, rc, status, syndrome, "", "UMEM_DEREG umem 0x%x", umem->id);
 		return rc;
 	}
-	pthread_mutex_lock(&ctx->lock);
-	TAILQ_REMOVE(&ctx->umems, umem, next);
-	pthread_mutex_unlock(&ctx->lock);
-	free(umem);
+	DEVX_HANDLE_FREE(ctx, umems, umem);
 	return 0;
 }
 
@@ -230,16 +214,14 @@ devx_pd_alloc(struct devx_ctx *ctx)
 		      rc == -EIO ? status : rc < 0 ? PRM_STATUS_INTERNAL_ERR : 0, syndrome);
 	if (rc < 0) {
 		/* Named with the opcode the kernel runs for ibv_alloc_pd. */
-		log_op_failure(ctx, "PD_ALLOC (0x800) (protection domain, null mkey)", rc, status,
-			       syndrome, "");
+		log_op_failure(ctx, rc, status, syndrome, "",
+			       "PD_ALLOC (0x800) (protection domain, null mkey)");
 		free(pd);
 		errno = -rc;
 		return NULL;
 	}
 	devx_trace_op(ctx, t0, devx_trace_now_us(), "NULL_MR", 0, 0, pd->null_mkey, 0, 0);
-	pthread_mutex_lock(&ctx->lock);
-	TAILQ_INSERT_TAIL(&ctx->pds, pd, next);
-	pthread_mutex_unlock(&ctx->lock);
+	DEVX_HANDLE_ADD(ctx, pds, pd);
 	return pd;
 }
 
@@ -260,16 +242,10 @@ devx_pd_free(struct devx_pd *pd)
 	devx_trace_op(ctx, t0, devx_trace_now_us(), "PD_FREE", 0, 0, pd->pdn,
 		      rc == -EIO ? status : rc < 0 ? PRM_STATUS_INTERNAL_ERR : 0, syndrome);
 	if (rc < 0) {
-		char what[64];
-
-		snprintf(what, sizeof(what), "PD_FREE (0x801) pd 0x%x", pd->pdn);
-		log_op_failure(ctx, what, rc, status, syndrome, "");
+		log_op_failure(ctx, rc, status, syndrome, "", "PD_FREE (0x801) pd 0x%x", pd->pdn);
 		return rc;
 	}
-	pthread_mutex_lock(&ctx->lock);
-	TAILQ_REMOVE(&ctx->pds, pd, next);
-	pthread_mutex_unlock(&ctx->lock);
-	free(pd);
+	DEVX_HANDLE_FREE(ctx, pds, pd);
 	return 0;
 }
 

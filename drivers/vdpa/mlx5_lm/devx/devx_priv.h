@@ -144,6 +144,22 @@ struct devx_ctx {
 	TAILQ_HEAD(, devx_mr) mrs;
 };
 
+/*
+ * A handle joins its context's list once the device made its object, and
+ * leaves it (and is freed) once the device destroyed it.
+ */
+#define DEVX_HANDLE_ADD(ctx, list, h) do { \
+	pthread_mutex_lock(&(ctx)->lock); \
+	TAILQ_INSERT_TAIL(&(ctx)->list, (h), next); \
+	pthread_mutex_unlock(&(ctx)->lock); \
+} while (0)
+#define DEVX_HANDLE_FREE(ctx, list, h) do { \
+	pthread_mutex_lock(&(ctx)->lock); \
+	TAILQ_REMOVE(&(ctx)->list, (h), next); \
+	pthread_mutex_unlock(&(ctx)->lock); \
+	free(h); \
+} while (0)
+
 struct devx_obj {
 	TAILQ_ENTRY(devx_obj) next;
 	struct devx_ctx *ctx;
