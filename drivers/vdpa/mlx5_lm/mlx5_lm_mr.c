@@ -81,7 +81,7 @@ chunk_create(void *arg)
 	if (c->borrowed)
 		return 0;
 	c->mr_reg = devx_mr_reg(dev->res.pd, (void *)(uintptr_t)c->hva, c->size, c->gpa,
-				MLX5_LM_MR_ACCESS);
+				MLX5_LM_DMA_ACCESS);
 	if (c->mr_reg == NULL) {
 		c->err = -errno;
 		DRV_LOG(ERR, dev, "memory region %u chunk gpa 0x%" PRIx64 "+0x%" PRIx64

@@ -42,9 +42,6 @@ struct mlx5_lm_mem_region {
 struct mlx5_lm_mr;
 struct mlx5_lm_prereg;
 
-/* IBV_ACCESS_LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ: the device reads and writes rings. */
-#define MLX5_LM_MR_ACCESS 0x7
-
 struct mlx5_lm_mr_chunk {
 	struct mlx5_lm_mr *mr;
 	uint64_t gpa;

@@ -26,8 +26,6 @@
 #include "mlx5_lm_prereg.h"
 
 #define HUGETLBFS_MAGIC 0x958458f6
-/* vhost-user protocol feature PAGEFAULT: the front end may migrate by postcopy. */
-#define PF_PAGEFAULT 8
 #define PREP_MAX_REGIONS 64
 
 struct prep_region {
@@ -78,7 +76,7 @@ chunk_reg(void *arg)
 
 	if (__atomic_load_n(&c->p->cancel, __ATOMIC_RELAXED))
 		return -ECANCELED;
-	c->mr_reg = devx_mr_reg(dev->res.pd, c->hva, c->size, c->off, MLX5_LM_MR_ACCESS);
+	c->mr_reg = devx_mr_reg(dev->res.pd, c->hva, c->size, c->off, MLX5_LM_DMA_ACCESS);
 	if (c->mr_reg == NULL) {
 		int err = -errno;
 
@@ -508,7 +506,7 @@ prepare(struct mlx5_lm_dev *dev, int pid, const struct rte_pmd_mlx5_lm_prep_regi
 	}
 	vid = __atomic_load_n(&dev->vid, __ATOMIC_ACQUIRE);
 	if (vid >= 0 && rte_vhost_get_negotiated_protocol_features(vid, &pf) == 0 &&
-	    (pf & (1ull << PF_PAGEFAULT))) {
+	    (pf & (1ull << VHOST_USER_PROTOCOL_F_PAGEFAULT))) {
 		/* Postcopy faults pages in on demand: pinning them all would fault every one. */
 		DRV_LOG(ERR, dev, "preparation refused: the front end negotiated postcopy");
 		return -EOPNOTSUPP;
@@ -686,7 +684,7 @@ mlx5_lm_prereg_take(struct mlx5_lm_dev *dev, int vid, struct rte_vhost_memory *m
 		goto out;
 	}
 	if (rte_vhost_get_negotiated_protocol_features(vid, &pf) == 0 &&
-	    (pf & (1ull << PF_PAGEFAULT))) {
+	    (pf & (1ull << VHOST_USER_PROTOCOL_F_PAGEFAULT))) {
 		refuse(ctl, "the front end negotiated postcopy: not used");
 		goto out;
 	}
