@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -23,48 +24,10 @@
 
 #include "mlx5_lm.h"
 #include "mlx5_lm_pool.h"
-#include "mlx5_lm_prereg.h"
+#include "mlx5_lm_prereg_priv.h"
 
 #define HUGETLBFS_MAGIC 0x958458f6
 #define PREP_MAX_REGIONS 64
-
-struct prep_region {
-	uint64_t file_dev, file_ino;
-	uint64_t fsize;              /* the file's size when prepared */
-	struct timespec ctim;        /* its status change time then */
-	uint64_t off, size, page_size;
-	void *map;                   /* the driver's own mapping of [off, off + size) */
-};
-
-struct prep_chunk {
-	struct mlx5_lm_prereg *p;
-	uint32_t region;
-	uint64_t off, size;          /* in the file: the chunk's iova */
-	void *hva;
-	struct devx_mr *mr_reg;
-};
-
-struct mlx5_lm_prereg {
-	struct mlx5_lm_dev *dev;
-	unsigned int refs;           /* atomic */
-	int pid;
-	int cancel;                  /* atomic: stop submitting chunks */
-	uint32_t nregions, nchunks;
-	struct prep_region *regions;
-	struct prep_chunk *chunks;
-};
-
-struct mlx5_lm_prep_ctl {
-	pthread_mutex_t lock;        /* guards everything below */
-	pthread_cond_t cv;           /* st.state changed */
-	struct mlx5_lm_prereg *cur;  /* the device's preparation (a reference) */
-	pthread_t thread;
-	int thread_up;
-	int wake_fd;                 /* eventfd: taken or released, for the thread */
-	int pidfd;                   /* the front end's process, -1 */
-	int release;                 /* the thread is asked to release it */
-	struct rte_pmd_mlx5_lm_prep_status st;
-};
 
 /* ---- the registration ------------------------------------------------------ */
 
@@ -154,17 +117,16 @@ mlx5_lm_prereg_put(struct mlx5_lm_prereg *p, int background)
 
 /* ---- the thread that owns a preparation ----------------------------------- */
 
-static void
-wake(struct mlx5_lm_prep_ctl *ctl)
+void
+mlx5_lm_prereg_wake(struct mlx5_lm_prep_ctl *ctl)
 {
 	uint64_t one = 1;
 
 	(void)!write(ctl->wake_fd, &one, sizeof(one));
 }
 
-/* Under ctl->lock: the state and, when given, its reason. */
-static void
-set_state(struct mlx5_lm_prep_ctl *ctl, int state, const char *reason)
+void
+mlx5_lm_prereg_set_state(struct mlx5_lm_prep_ctl *ctl, int state, const char *reason)
 {
 	ctl->st.state = state;
 	if (reason != NULL)
@@ -234,9 +196,9 @@ prep_thread(void *arg)
 	if (ret < 0 && !ctl->release) {
 		ctl->st.error = ret;
 		snprintf(msg, sizeof(msg), "registration failed: %s", strerror(-ret));
-		set_state(ctl, RTE_PMD_MLX5_LM_PREP_FAILED, msg);
+		mlx5_lm_prereg_set_state(ctl, RTE_PMD_MLX5_LM_PREP_FAILED, msg);
 	} else if (ret == 0 && !ctl->release) {
-		set_state(ctl, RTE_PMD_MLX5_LM_PREP_READY, NULL);
+		mlx5_lm_prereg_set_state(ctl, RTE_PMD_MLX5_LM_PREP_READY, NULL);
 	}
 	took = ctl->st.end_ms - ctl->st.start_ms;
 	snprintf(msg, sizeof(msg), "%s", ctl->st.reason);
@@ -268,7 +230,7 @@ prep_thread(void *arg)
 	/* Released once the device let go of it: a caller that sees the state may count. */
 	pthread_mutex_lock(&ctl->lock);
 	if (ctl->st.state != RTE_PMD_MLX5_LM_PREP_FAILED)
-		set_state(ctl, RTE_PMD_MLX5_LM_PREP_RELEASED, NULL);
+		mlx5_lm_prereg_set_state(ctl, RTE_PMD_MLX5_LM_PREP_RELEASED, NULL);
 	pthread_mutex_unlock(&ctl->lock);
 	DRV_LOG(INFO, dev, "preparation released: %s", msg);
 	return NULL;
@@ -283,15 +245,16 @@ stop_thread(struct mlx5_lm_prep_ctl *ctl, const char *why)
 		pthread_mutex_unlock(&ctl->lock);
 		return;
 	}
-	if (ctl->st.state == RTE_PMD_MLX5_LM_PREP_PREPARING ||
-	    ctl->st.state == RTE_PMD_MLX5_LM_PREP_READY) {
+	/* Already being released: its first reason stays. */
+	if (!ctl->release && (ctl->st.state == RTE_PMD_MLX5_LM_PREP_PREPARING ||
+			      ctl->st.state == RTE_PMD_MLX5_LM_PREP_READY)) {
 		ctl->release = 1;
 		snprintf(ctl->st.reason, sizeof(ctl->st.reason), "%s", why);
 		if (ctl->cur != NULL)
 			__atomic_store_n(&ctl->cur->cancel, 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&ctl->lock);
-	wake(ctl);
+	mlx5_lm_prereg_wake(ctl);
 	pthread_join(ctl->thread, NULL);
 	pthread_mutex_lock(&ctl->lock);
 	ctl->thread_up = 0;
@@ -318,6 +281,15 @@ mlx5_lm_prereg_init(struct mlx5_lm_dev *dev)
 		return -errno;
 	}
 	ctl->pidfd = -1;
+	ctl->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (ctl->ino_fd < 0) {
+		int err = -errno;
+
+		DRV_LOG(ERR, dev, "no inotify instance for preparations: %s", strerror(-err));
+		close(ctl->wake_fd);
+		free(ctl);
+		return err;
+	}
 	pthread_mutex_init(&ctl->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -338,6 +310,7 @@ mlx5_lm_prereg_fini(struct mlx5_lm_dev *dev)
 	/* Used: the registration that took it holds its own reference. */
 	mlx5_lm_prereg_put(ctl->cur, 0);
 	close(ctl->wake_fd);
+	close(ctl->ino_fd);
 	pthread_cond_destroy(&ctl->cv);
 	pthread_mutex_destroy(&ctl->lock);
 	free(ctl);
@@ -350,15 +323,16 @@ mlx5_lm_prereg_disconnected(struct mlx5_lm_dev *dev)
 	struct mlx5_lm_prep_ctl *ctl = dev->prep;
 
 	pthread_mutex_lock(&ctl->lock);
-	if (ctl->thread_up && (ctl->st.state == RTE_PMD_MLX5_LM_PREP_PREPARING ||
-			       ctl->st.state == RTE_PMD_MLX5_LM_PREP_READY)) {
+	if (ctl->thread_up && !ctl->release &&
+	    (ctl->st.state == RTE_PMD_MLX5_LM_PREP_PREPARING ||
+	     ctl->st.state == RTE_PMD_MLX5_LM_PREP_READY)) {
 		/* Deferred: the thread releases it; vhost's thread goes on. */
 		ctl->release = 1;
 		snprintf(ctl->st.reason, sizeof(ctl->st.reason),
 			 "the device's front end disconnected before DRIVER_OK");
 		if (ctl->cur != NULL)
 			__atomic_store_n(&ctl->cur->cancel, 1, __ATOMIC_RELAXED);
-		wake(ctl);
+		mlx5_lm_prereg_wake(ctl);
 	}
 	pthread_mutex_unlock(&ctl->lock);
 }
@@ -375,12 +349,14 @@ file_page_size(int fd)
 	return 4096;
 }
 
-/* One region checked and mapped; its chunks counted into *nchunks. */
+/* The files the inotify instance saw modified since it was last read (p NULL: forgotten). */
 static int
-region_open(struct mlx5_lm_dev *dev, const struct rte_pmd_mlx5_lm_prep_region *r,
+region_open(struct mlx5_lm_prereg *p, const struct rte_pmd_mlx5_lm_prep_region *r,
 	    unsigned int i, struct prep_region *pr, uint32_t *nchunks)
 {
+	struct mlx5_lm_dev *dev = p->dev;
 	uint64_t chunk = (uint64_t)dev->args.mr_chunk_mb << 20;
+	char path[64];
 	struct stat st;
 
 	if (r->fd < 0 || fstat(r->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
@@ -399,7 +375,16 @@ region_open(struct mlx5_lm_dev *dev, const struct rte_pmd_mlx5_lm_prep_region *r
 	pr->file_dev = (uint64_t)st.st_dev;
 	pr->file_ino = (uint64_t)st.st_ino;
 	pr->fsize = (uint64_t)st.st_size;
-	pr->ctim = st.st_ctim;
+	/* The fd's file itself, through its /proc link (a memfd has no other name). */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", r->fd);
+	pr->wd = inotify_add_watch(p->dev->prep->ino_fd, path, IN_MODIFY | IN_DELETE_SELF);
+	if (pr->wd < 0) {
+		int err = -errno;
+
+		DRV_LOG(ERR, dev, "preparation: region %u: cannot watch its file for "
+			"truncation: %s", i, strerror(-err));
+		return err;
+	}
 	pr->off = r->offset;
 	pr->size = r->size;
 	pr->map = mmap(NULL, r->size, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd,
@@ -443,13 +428,17 @@ prereg_build(struct mlx5_lm_dev *dev, int pid, const struct rte_pmd_mlx5_lm_prep
 		return -ENOMEM;
 	p->dev = dev;
 	p->pid = pid;
+	/* Changes seen before are an earlier preparation's. */
+	pthread_mutex_lock(&dev->prep->lock);
+	mlx5_lm_prereg_note_changes(dev->prep->ino_fd, NULL);
+	pthread_mutex_unlock(&dev->prep->lock);
 	p->regions = calloc(n, sizeof(*p->regions));
 	if (p->regions == NULL) {
 		ret = -ENOMEM;
 		goto err;
 	}
 	for (i = 0; i < n; i++) {
-		ret = region_open(dev, &r[i], i, &p->regions[i], &nchunks);
+		ret = region_open(p, &r[i], i, &p->regions[i], &nchunks);
 		if (ret < 0)
 			goto err;
 		p->nregions++;
@@ -541,11 +530,11 @@ prepare(struct mlx5_lm_dev *dev, int pid, const struct rte_pmd_mlx5_lm_prep_regi
 	ctl->st.chunks = p->nchunks;
 	ctl->st.bytes = bytes;
 	ctl->st.start_ms = mlx5_lm_now_ms();
-	set_state(ctl, RTE_PMD_MLX5_LM_PREP_PREPARING, NULL);
+	mlx5_lm_prereg_set_state(ctl, RTE_PMD_MLX5_LM_PREP_PREPARING, NULL);
 	ret = mlx5_lm_thread_create(&ctl->thread, "mlx5-lm-prep", NULL, prep_thread, dev);
 	if (ret != 0) {
 		ctl->cur = NULL;
-		set_state(ctl, RTE_PMD_MLX5_LM_PREP_FAILED, "cannot start its thread");
+		mlx5_lm_prereg_set_state(ctl, RTE_PMD_MLX5_LM_PREP_FAILED, "cannot start its thread");
 		ctl->st.error = -ret;
 		pthread_mutex_unlock(&ctl->lock);
 		mlx5_lm_prereg_put(p, 0);
@@ -556,180 +545,6 @@ prepare(struct mlx5_lm_dev *dev, int pid, const struct rte_pmd_mlx5_lm_prep_regi
 	DRV_LOG(INFO, dev, "preparation of %u regions (%" PRIu64 " MiB) for pid %d started",
 		n, bytes >> 20, pid);
 	return 0;
-}
-
-/* ---- use at DRIVER_OK --------------------------------------------------------- */
-
-static const struct prep_region *
-find_region(const struct mlx5_lm_prereg *p, const struct mlx5_lm_mem_region *reg)
-{
-	uint32_t i;
-
-	for (i = 0; i < p->nregions; i++) {
-		const struct prep_region *pr = &p->regions[i];
-
-		if (reg->file_ino != 0 && pr->file_dev == reg->file_dev &&
-		    pr->file_ino == reg->file_ino && reg->file_off >= pr->off &&
-		    reg->size <= pr->size && reg->file_off - pr->off <= pr->size - reg->size &&
-		    reg->page_size == pr->page_size)
-			return pr;
-	}
-	return NULL;
-}
-
-uint32_t
-mlx5_lm_prereg_slices(const struct mlx5_lm_prereg *p, const struct mlx5_lm_mem_region *reg,
-		      struct mlx5_lm_mr_chunk *out)
-{
-	uint64_t lo = reg->file_off, hi = reg->file_off + reg->size;
-	uint32_t i, n = 0;
-
-	if (find_region(p, reg) == NULL)
-		return 0;
-	for (i = 0; i < p->nchunks; i++) {
-		const struct prep_chunk *c = &p->chunks[i];
-		const struct prep_region *pr = &p->regions[c->region];
-		uint64_t s, e;
-
-		if (pr->file_dev != reg->file_dev || pr->file_ino != reg->file_ino ||
-		    c->off + c->size <= lo || c->off >= hi)
-			continue;
-		s = c->off > lo ? c->off : lo;
-		e = c->off + c->size < hi ? c->off + c->size : hi;
-		if (out != NULL) {
-			struct mlx5_lm_mr_chunk *m = &out[n];
-
-			m->gpa = reg->gpa + (s - lo);
-			m->size = e - s;
-			m->hva = reg->hva + (s - lo);
-			m->iova = s;
-			m->mr_reg = c->mr_reg;
-			m->borrowed = 1;
-		}
-		n++;
-	}
-	return n;
-}
-
-/* Under ctl->lock: give up the preparation for the reason given (the thread releases it). */
-static void
-refuse(struct mlx5_lm_prep_ctl *ctl, const char *why)
-{
-	ctl->release = 1;
-	snprintf(ctl->st.reason, sizeof(ctl->st.reason), "%s", why);
-	if (ctl->cur != NULL)
-		__atomic_store_n(&ctl->cur->cancel, 1, __ATOMIC_RELAXED);
-	wake(ctl);
-}
-
-static void
-sort_regions(struct mlx5_lm_mem_region *r, uint8_t *ok, uint32_t n)
-{
-	uint32_t i, j;
-
-	for (i = 1; i < n; i++)
-		for (j = i; j > 0 && r[j - 1].gpa > r[j].gpa; j--) {
-			struct mlx5_lm_mem_region t = r[j];
-			uint8_t o = ok[j];
-
-			r[j] = r[j - 1];
-			ok[j] = ok[j - 1];
-			r[j - 1] = t;
-			ok[j - 1] = o;
-		}
-}
-
-/* 1 when region i of the table may use p: its file is the prepared one, unchanged. */
-static int
-region_ok(const struct mlx5_lm_prereg *p, const struct mlx5_lm_mem_region *reg, int fd,
-	  char *why, size_t len, uint32_t i)
-{
-	const struct prep_region *pr = find_region(p, reg);
-	struct stat st;
-
-	if (pr == NULL) {
-		snprintf(why, len, "region %u (gpa 0x%" PRIx64 " size 0x%" PRIx64 ") lies in no "
-			 "prepared range of its file", i, reg->gpa, reg->size);
-		return 0;
-	}
-	if (fd < 0 || fstat(fd, &st) < 0 || (uint64_t)st.st_size != pr->fsize ||
-	    st.st_ctim.tv_sec != pr->ctim.tv_sec || st.st_ctim.tv_nsec != pr->ctim.tv_nsec) {
-		snprintf(why, len, "region %u (gpa 0x%" PRIx64 "): its file was truncated or "
-			 "changed since the preparation", i, reg->gpa);
-		return 0;
-	}
-	return 1;
-}
-
-struct mlx5_lm_prereg *
-mlx5_lm_prereg_take(struct mlx5_lm_dev *dev, int vid, struct rte_vhost_memory *mem,
-		    struct mlx5_lm_mem_region *regions, uint32_t n, uint8_t *ok)
-{
-	struct mlx5_lm_prep_ctl *ctl = dev->prep;
-	struct mlx5_lm_prereg *p = NULL;
-	uint64_t pf = 0, used = 0, fallback = 0;
-	char why[160] = "";
-	uint32_t i;
-	int peer;
-
-	memset(ok, 0, n);
-	pthread_mutex_lock(&ctl->lock);
-	if (ctl->cur == NULL || ctl->release ||
-	    (ctl->st.state != RTE_PMD_MLX5_LM_PREP_READY &&
-	     ctl->st.state != RTE_PMD_MLX5_LM_PREP_PREPARING))
-		goto out;
-	if (ctl->st.state == RTE_PMD_MLX5_LM_PREP_PREPARING) {
-		/* Waiting here would hold the start behind background work that yields to it. */
-		refuse(ctl, "still registering at DRIVER_OK: the table was registered as usual");
-		goto out;
-	}
-	if (rte_vhost_get_negotiated_protocol_features(vid, &pf) == 0 &&
-	    (pf & (1ull << VHOST_USER_PROTOCOL_F_PAGEFAULT))) {
-		refuse(ctl, "the front end negotiated postcopy: not used");
-		goto out;
-	}
-	if (ctl->cur->pid > 0) {
-		peer = mlx5_lm_vhost_peer_pid(vid);
-		if (peer != ctl->cur->pid) {
-			snprintf(why, sizeof(why), "the device's front end is pid %d, the "
-				 "preparation was for pid %d: not used", peer, ctl->cur->pid);
-			refuse(ctl, why);
-			goto out;
-		}
-	}
-	for (i = 0; i < n; i++) {
-		char one[sizeof(why)];
-
-		ok[i] = (uint8_t)region_ok(ctl->cur, &regions[i], mem->regions[i].fd, one,
-					   sizeof(one), i);
-		/* The first region that could not use it says why. */
-		if (!ok[i] && why[0] == '\0')
-			memcpy(why, one, sizeof(why));
-		if (ok[i])
-			used += regions[i].size;
-		else
-			fallback += regions[i].size;
-	}
-	ctl->st.used_bytes = used;
-	ctl->st.fallback_bytes = fallback;
-	if (used == 0) {
-		refuse(ctl, why);
-		goto out;
-	}
-	p = mlx5_lm_prereg_ref(ctl->cur);
-	set_state(ctl, RTE_PMD_MLX5_LM_PREP_USED, why[0] != '\0' ? why : "");
-	wake(ctl);
-out:
-	pthread_mutex_unlock(&ctl->lock);
-	sort_regions(regions, ok, n);
-	if (p != NULL)
-		DRV_LOG(INFO, dev, "DRIVER_OK: %" PRIu64 " MiB of guest memory from the "
-			"preparation, %" PRIu64 " MiB registered now%s%s", used >> 20,
-			fallback >> 20, why[0] != '\0' ? ": " : "", why);
-	else if (why[0] != '\0' || ctl->st.reason[0] != '\0')
-		DRV_LOG(INFO, dev, "DRIVER_OK: the preparation is not used (%s)",
-			why[0] != '\0' ? why : ctl->st.reason);
-	return p;
 }
 
 /* ---- public API ------------------------------------------------------------------ */
@@ -803,7 +618,7 @@ rte_pmd_mlx5_lm_prepare_cancel(const char *name)
 	if (ctl->thread_up && !ctl->release &&
 	    (ctl->st.state == RTE_PMD_MLX5_LM_PREP_PREPARING ||
 	     ctl->st.state == RTE_PMD_MLX5_LM_PREP_READY)) {
-		refuse(ctl, "cancelled");
+		mlx5_lm_prereg_refuse(ctl, "cancelled");
 		ret = 0;
 	}
 	pthread_mutex_unlock(&ctl->lock);

@@ -9,7 +9,9 @@
  * itself and registers them in chunks at iova = file offset, as
  * background work on the MKEY workers. At DRIVER_OK a table region whose
  * file (st_dev, st_ino), offset and length lie in a prepared range, and
- * whose file did not change since (size, ctime), takes its chunks into the
+ * whose file was not truncated or modified since (its size, inotify's
+ * IN_MODIFY; guest RAM is written through mappings, which raise none),
+ * takes its chunks into the
  * KLM at the region's guest addresses; only the rest is registered then.
  *
  * Matching is by file identity and range, never by address: a front end

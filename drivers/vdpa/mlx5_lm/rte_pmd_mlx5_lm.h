@@ -247,8 +247,9 @@ int rte_pmd_mlx5_lm_vhost_msg_timeout(int vid, unsigned int ms);
  * memory table yet (a migration's destination) registered ahead, as
  * background work that yields to every device's start and stop. A region
  * of the table that DRIVER_OK brings later uses it when its file (st_dev,
- * st_ino), offset and length lie in a prepared region, and that file's
- * size and ctime did not change since; the rest of the table is
+ * st_ino), offset and length lie in a prepared region, and that file
+ * was neither resized nor modified other than through a mapping since
+ * (truncation, a hole punched, write(2)); the rest of the table is
  * registered as usual. Released when used by no DRIVER_OK within
  * prereg_ttl_ms, when the device's front end disconnects or pid exits,
  * when the device is removed, or by rte_pmd_mlx5_lm_prepare_cancel().
