@@ -67,7 +67,10 @@ for_each_chunk(struct mlx5_lm_prereg *p, mlx5_lm_task_fn fn, int background)
 	uint32_t i;
 	int ret = 0;
 
-	if (background)
+	/* The registration pins while others upload page lists, as at DRIVER_OK. */
+	if (fn == chunk_reg)
+		mlx5_lm_batch_init_bulk(&b, mlx5_lm_pool_threads(p->dev));
+	else if (background)
 		mlx5_lm_batch_init_background(&b, p->dev->args.workers);
 	else
 		mlx5_lm_batch_init(&b, p->dev->args.workers);
