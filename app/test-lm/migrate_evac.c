@@ -93,8 +93,9 @@ evac_prepare(const struct mig_opts *o, const struct mig_stage_def *st, struct ev
 	for (i = 0; i < nvm && ret == 0; i++)
 		ret = mig_vm_setup(v[i].x);
 	for (i = 0; i < nvm && ret == 0; i++)
-		if (mig_vm_start_sources(v[i].x) < 0 || mig_vm_begin_logging(v[i].x) < 0 ||
-		    mig_vm_handshake(v[i].x) < 0 || (st->prereg && mig_vm_prepare(v[i].x) < 0))
+		if (mig_vm_start_sources(v[i].x) < 0 ||
+		    (st->prereg && mig_vm_prepare(v[i].x) < 0) ||
+		    mig_vm_begin_logging(v[i].x) < 0 || mig_vm_handshake(v[i].x) < 0)
 			ret = -1;
 	for (i = 0; i < nvm && ret == 0; i++)
 		mig_vm_pause(v[i].x);
