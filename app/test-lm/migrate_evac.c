@@ -372,17 +372,22 @@ mig_run_evacuate(const struct mig_opts *o, const struct mig_stage_def *st, struc
 		r->src_close_ms = slow->src_close_ms;
 		r->src_first_ring_ms = slow->src_first_ring_ms;
 		r->dirty_check_ms = slow->dirty_check_ms;
-		/* The preparations: from the first one's start to the last one's end. */
+		/*
+		 * The VMs are set up one after another, each prepared in turn:
+		 * the longest preparation of a VM, the earliest start and latest
+		 * end relative to each VM's own stop.
+		 */
 		r->prereg = st->prereg;
 		for (i = 0; i < nvm && st->prereg; i++) {
 			if (i == 0 || v[i].r.prep_start_ms < r->prep_start_ms)
 				r->prep_start_ms = v[i].r.prep_start_ms;
 			if (i == 0 || v[i].r.prep_end_ms > r->prep_end_ms)
 				r->prep_end_ms = v[i].r.prep_end_ms;
+			if (v[i].r.prep_ms > r->prep_ms)
+				r->prep_ms = v[i].r.prep_ms;
 			r->prep_bytes += v[i].r.prep_bytes;
 			r->prep_used_bytes += v[i].r.prep_used_bytes;
 		}
-		r->prep_ms = r->prep_end_ms - r->prep_start_ms;
 	}
 	r->ok = ret == 0;
 	free(v);

@@ -134,13 +134,16 @@ print_prereg_line(const struct mig_opts *o, const struct mig_result *r,
 		  const struct mig_floors *f)
 {
 	const struct mig_floor *fl = &f->all;
+	/* An evacuation prepares its VMs one after another: each against one VM's floor. */
+	const struct mig_floor *one = o->shape.vms > 0 ? &f->alone : &f->all;
 
 	printf("%s: the destinations' memory (%.0f GiB) prepared from %.1f to %.1f ms before "
-	       "the stop (%.1f ms", r->name, (double)r->prep_bytes / (1u << 30),
-	       -r->prep_start_ms, -r->prep_end_ms, r->prep_ms);
-	if (f->have && fl->prereg_model_ms > 0)
-		printf("; its model floor %.1f ms, %.2fx", fl->prereg_model_ms,
-		       r->prep_ms / fl->prereg_model_ms);
+	       "the stop (%.1f ms%s", r->name, (double)r->prep_bytes / (1u << 30),
+	       -r->prep_start_ms, -r->prep_end_ms, r->prep_ms,
+	       o->shape.vms > 0 ? " for the slowest VM" : "");
+	if (f->have && one->prereg_model_ms > 0)
+		printf("; its model floor %.1f ms, %.2fx", one->prereg_model_ms,
+		       r->prep_ms / one->prereg_model_ms);
 	printf("), %.0f GiB of it used at DRIVER_OK", (double)r->prep_used_bytes / (1u << 30));
 	if (f->have && fl->floor_prereg_ms > 0)
 		printf("; the stage's floor (stop, indirect mkey, queues) %.1f ms%s",
@@ -362,7 +365,8 @@ run_json(const struct mig_result *r, const struct mig_stage_def *d, const struct
 		json_object_set_new(o, "prereg", json_pack("{s:f,s:f,s:f,s:o,s:I,s:I}",
 			"start_ms", r->prep_start_ms, "end_ms", r->prep_end_ms,
 			"prep_ms", r->prep_ms, "model_floor_ms", f->have ?
-				json_real(f->all.prereg_model_ms) : json_null(),
+				json_real(r->vms > 0 ? f->alone.prereg_model_ms :
+					  f->all.prereg_model_ms) : json_null(),
 			"bytes", (json_int_t)r->prep_bytes,
 			"used_bytes", (json_int_t)r->prep_used_bytes));
 	json_object_set_new(o, "x_floor", x_floor_json(r->downtime_ms, fl));
