@@ -134,6 +134,11 @@ for_each_chunk(struct mlx5_lm_mr *mr, mlx5_lm_task_fn fn, int background)
 	else
 		mlx5_lm_batch_init(&b, mr->dev->args.workers);
 	for (i = 0; i < mr->nchunks; i++) {
+		/* A preparation's chunk has nothing to do here: no task, no wake-up. */
+		if (mr->chunks[i].borrowed) {
+			mr->chunks[i].mr_reg = fn == chunk_destroy ? NULL : mr->chunks[i].mr_reg;
+			continue;
+		}
 		ret = mlx5_lm_batch_submit(&b, fn, &mr->chunks[i]);
 		if (ret < 0)
 			break;
