@@ -27,6 +27,7 @@
 
 #include "prm.h"
 #include "emu.h"
+#include "emu_unit.h"
 #include "vu_vring.h"
 
 /* Internal to the emulator; exposed for the RSS reference. */
@@ -219,17 +220,9 @@ create_qp(uint32_t cqn_rcv)
 static void
 qp_to_rnr(uint16_t opcode, uint32_t qpn, uint32_t remote, uint8_t rnr_retry)
 {
-	uint8_t in[PRM_SIZE(init2rtr_qp_in)] = { 0 }, out[16];
-	void *qpc = PRM_ADDR(init2rtr_qp_in, in, qpc);
-	void *ads = PRM_ADDR(qpc, qpc, primary_address_path);
+	uint8_t in[PRM_SIZE(rst2init_qp_in)], out[16];
 
-	PRM_SET(init2rtr_qp_in, in, opcode, opcode);
-	PRM_SET(init2rtr_qp_in, in, qpn, qpn);
-	PRM_SET(qpc, qpc, remote_qpn, remote);
-	PRM_SET(ads, ads, fl, 1);
-	PRM_SET(ads, ads, ack_timeout, 14);
-	PRM_SET(qpc, qpc, retry_count, 7);
-	PRM_SET(qpc, qpc, rnr_retry, rnr_retry);
+	unit_qp_transition(in, opcode, qpn, remote, true, 7, rnr_retry, 14);
 	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
 }
 
