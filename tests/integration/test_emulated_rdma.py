@@ -11,7 +11,7 @@ import tempfile
 import time
 import unittest
 
-from lmtest import Proc, Testpmd
+from lmtest import Proc, Testpmd, testpmd_traffic
 
 TOOL = os.environ.get('TEST_LM', 'build/app/test-lm/dpdk-test-lm')
 WRAPPER = os.environ['LM_WRAPPER']
@@ -133,13 +133,7 @@ class ServeOnEmulatedRdma(unittest.TestCase):
                        env={'MLX5_LM_ERDMA_LIBDIR': LIBDIR}, name='serve')
             try:
                 srv.expect(r'serve: ready', timeout=60)
-                pmd = Testpmd(sock, f'tpe{os.getpid()}', queues=1)
-                try:
-                    pmd.cmd('start tx_first')
-                    rx, tx = pmd.wait_rx(2000, timeout=60)
-                    pmd.cmd('stop')
-                finally:
-                    pmd.quit()
+                rx, tx = testpmd_traffic(sock, f'tpe{os.getpid()}', 2000, queues=1)
                 srv.expect(r'front end gone', timeout=30)
             finally:
                 rc = srv.stop()
