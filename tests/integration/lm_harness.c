@@ -38,6 +38,7 @@
 #include "rte_pmd_mlx5_lm.h"
 #include "mlx5_lm_mr.h"
 #include "mlx5_lm_test.h"
+#include "devx_emu.h"
 
 
 #define MAX_QP 4

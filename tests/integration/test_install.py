@@ -7,15 +7,20 @@ libdpdk-vdpa-mlx5-lm.pc, dpdk-test-lm in <bindir>. Then:
 - the pkg-config file compiles and links a program against the header and library;
 - the stock dpdk-vdpa example loads the PMD from the DESTDIR's pmds directory
   with EAL -d (the same directory scan as EAL's auto-load) and serves testpmd;
-- the installed dpdk-test-lm (with the installed library) serves testpmd.
+- the installed dpdk-test-lm (with the installed library) serves testpmd;
+- the installed PMD exports its public API only (version.map) and needs neither the
+  emulator nor libjansson: it loads the emulator library, installed beside it, when a
+  device with emu= is probed, and names that library when it cannot.
 EAL refuses plugins under world-writable directories (/tmp): the DESTDIR is in
 the build directory, or in ~ when that has a world-writable parent.
 """
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -24,6 +29,29 @@ from lmtest import (EXAMPLE_SRC, Proc, build_vdpa_example, doc_block, serve, tes
 
 BUILD = os.environ.get('LM_BUILD_ROOT', 'build')
 PMD = 'librte_vdpa_mlx5_lm.so'
+EMU = 'librte_vdpa_mlx5_lm_emu.so'
+
+
+def defined_dynamic_symbols(lib):
+    """nm -D --defined-only: {name: type}, a versioned name with its @@VERSION."""
+    r = subprocess.run(['nm', '-D', '--defined-only', lib], stdout=subprocess.PIPE, check=True,
+                       text=True, timeout=60)
+    return {f[2]: f[1] for f in (l.split() for l in r.stdout.splitlines()) if len(f) == 3}
+
+
+def needed(lib):
+    r = subprocess.run(['readelf', '-d', lib], stdout=subprocess.PIPE, check=True, text=True,
+                       timeout=60)
+    return re.findall(r'\(NEEDED\)\s+Shared library: \[([^\]]+)\]', r.stdout)
+
+
+def loaded_by(log_prefix):
+    """The files the dynamic linker loaded, from LD_DEBUG=files logs <log_prefix>.<pid>."""
+    files = set()
+    for path in glob.glob(log_prefix + '.*'):
+        with open(path, errors='replace') as f:
+            files.update(re.findall(r'file=(\S+) \[', f.read()))
+    return files
 
 
 def meson_introspect(what):
@@ -78,10 +106,13 @@ class Install(unittest.TestCase):
         # The link is relative: it resolves to the library inside the DESTDIR.
         self.assertEqual(os.path.realpath(link), os.path.realpath(os.path.join(self.libdir, PMD)))
         for f in (os.path.join(self.libdir, PMD),
+                  os.path.join(self.libdir, EMU),
                   os.path.join(self.libdir, 'librte_vdpa_mlx5_lm.a'),
                   os.path.join(self.includedir, 'rte_pmd_mlx5_lm.h'),
                   os.path.join(self.libdir, 'pkgconfig', 'libdpdk-vdpa-mlx5-lm.pc')):
             self.assertTrue(os.path.isfile(f), f'{f} not installed')
+        # EAL loads every .so of its driver directory: the emulator is not one of them.
+        self.assertEqual(os.listdir(self.pmddir), [PMD])
         self.assertTrue(os.access(os.path.join(self.bindir, 'dpdk-test-lm'), os.X_OK))
         # The installed binary does not look in the build tree.
         r = subprocess.run(['readelf', '-d', os.path.join(self.bindir, 'dpdk-test-lm')],
@@ -159,10 +190,79 @@ class Install(unittest.TestCase):
                                         queues=1, queue_size=256)
             finally:
                 rc = srv.stop()
-        # The process ran the installed library, not the build tree's.
+        # The process ran the installed libraries, not the build tree's: the emulator
+        # from beside the installed PMD.
         self.assertIn(os.path.realpath(os.path.join(self.libdir, PMD)), maps)
+        self.assertIn(os.path.realpath(os.path.join(self.libdir, EMU)), maps)
         self.assertGreaterEqual(rx, 1000)
         self.assertEqual(rc, 0, srv.text()[-2000:])
+
+    def test_5_pmd_exports_its_experimental_api_only(self):
+        """nm -D --defined-only of the installed PMD: the functions rte_pmd_mlx5_lm.h
+        declares, each marked __rte_experimental and of version EXPERIMENTAL, and the
+        map's version names; nothing of the transport or the emulator."""
+        with open(os.path.join(self.includedir, 'rte_pmd_mlx5_lm.h')) as f:
+            header = f.read()
+        declared = re.findall(r'^(__rte_experimental\n)?[a-z][a-z ]*[ *](rte_pmd_mlx5_lm_\w+)\(',
+                              header, re.M)
+        self.assertGreaterEqual(len(declared), 12, 'the header declares the API')
+        self.assertEqual([name for mark, name in declared if not mark], [],
+                         'public functions without __rte_experimental')
+        api = {name for _, name in declared}
+        syms = defined_dynamic_symbols(os.path.join(self.libdir, PMD))
+        versions = {n for n, t in syms.items() if t == 'A'}
+        self.assertEqual({n for n in versions if not re.fullmatch(r'DPDK_[0-9]+', n)},
+                         {'EXPERIMENTAL'})
+        self.assertEqual({n for n in syms if n not in versions},
+                         {f'{name}@@EXPERIMENTAL' for name in api})
+
+    def test_6_pmd_needs_neither_the_emulator_nor_jansson(self):
+        pmd = needed(os.path.join(self.libdir, PMD))
+        self.assertTrue(any(n.startswith('librte_vhost.so') for n in pmd), pmd)
+        self.assertEqual([n for n in pmd if 'jansson' in n or 'mlx5_lm' in n], [], pmd)
+        # The emulator brings libjansson, and exports only the transport's entry point.
+        self.assertTrue(any('jansson' in n for n in needed(os.path.join(self.libdir, EMU))))
+        self.assertEqual(set(defined_dynamic_symbols(os.path.join(self.libdir, EMU))),
+                         {'mlx5_lm_emu_ops_v1'})
+
+    def test_7_emulator_loaded_for_emu_devices_only(self):
+        """The installed dpdk-test-lm probes an rdma device (ibdev=, on the emulated
+        rdma-core) without loading the emulator library, and an emu= device with it."""
+        wrapper, erdma = os.environ.get('LM_WRAPPER'), os.environ.get('LM_ERDMA_LIBDIR')
+        if not wrapper or not erdma:
+            self.fail('LM_WRAPPER / LM_ERDMA_LIBDIR not set (meson sets them)')
+        tool = os.path.join(self.bindir, 'dpdk-test-lm')
+        emu = os.path.realpath(os.path.join(self.libdir, EMU))
+        for devargs, wrap, backend in (('ibdev=mlx5_0', [sys.executable, wrapper, '--'], 'rdma'),
+                                       ('emu=fast', [], 'emu')):
+            log = os.path.join(self.work, 'ld-' + devargs.split('=')[0])
+            e = self.env()
+            e.update(LD_DEBUG='files', LD_DEBUG_OUTPUT=log, MLX5_LM_ERDMA_LIBDIR=erdma)
+            r = subprocess.run(wrap + [tool, 'probe', '--devargs', devargs], env=e,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               timeout=120)
+            self.assertEqual(r.returncode, 0, r.stdout[-2000:])
+            self.assertIn(f'({devargs}), back end: {backend}', r.stdout)
+            files = {os.path.realpath(f) for f in loaded_by(log) if os.path.exists(f)}
+            self.assertEqual(emu in files, backend == 'emu', devargs)
+
+    def test_8_pmd_without_its_emulator_names_the_library(self):
+        """A PMD with no emulator beside it, nor on the library path, refuses emu= in
+        one line that names the library it needs; rdma devices are not concerned."""
+        if EMU.encode() in subprocess.run(['ldconfig', '-p'], stdout=subprocess.PIPE).stdout:
+            self.skipTest(f'{EMU} is installed system-wide: the PMD would find it')
+        alone = tempfile.mkdtemp(prefix='pmd-alone-', dir=self.work)
+        shutil.copy(os.path.join(self.libdir, PMD), alone)
+        e = dict(os.environ)
+        e['LD_LIBRARY_PATH'] = alone
+        r = subprocess.run([os.path.join(self.bindir, 'dpdk-test-lm'), 'probe', '--devargs',
+                            'emu=fast'], env=e, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=120)
+        self.assertNotEqual(r.returncode, 0)
+        line = [l for l in r.stdout.splitlines() if 'cannot open the device' in l]
+        self.assertEqual(len(line), 1, r.stdout[-2000:])
+        self.assertIn(f'cannot load the emulator library {EMU}', line[0])
+        self.assertIn(alone, line[0])
 
 
 # Runs inside a private mount namespace: overlays make /usr/local, /etc and the

@@ -13,6 +13,8 @@ import unittest
 from lmtest import EXAMPLE_SRC, build_vdpa_example, vdpa_example_serves_testpmd
 
 PMD = os.environ.get('LM_PMD', 'build/drivers/vdpa/mlx5_lm/librte_vdpa_mlx5_lm.so')
+# The emulator library, which the PMD loads from its own directory for emu=.
+EMU = os.environ.get('LM_EMU', 'build/drivers/vdpa/mlx5_lm/librte_vdpa_mlx5_lm_emu.so')
 
 
 def secure_dir_for_plugins():
@@ -41,6 +43,7 @@ class VdpaExample(unittest.TestCase):
         cls.plugins = secure_dir_for_plugins()
         cls.pmd = os.path.join(cls.plugins, os.path.basename(PMD))
         shutil.copy(PMD, cls.pmd)
+        shutil.copy(EMU, cls.plugins)
 
     @classmethod
     def tearDownClass(cls):

@@ -18,6 +18,7 @@
 
 #include "prm.h"
 #include "devx.h"
+#include "devx_emu.h"
 #include "emu.h"
 
 static char trace_path[] = "/tmp/test_devx_trace_XXXXXX";

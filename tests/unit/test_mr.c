@@ -24,6 +24,7 @@
 #include "emu.h"
 #include "mlx5_lm.h"
 #include "mlx5_lm_mr.h"
+#include "devx_emu.h"
 #include "rte_pmd_mlx5_lm.h"
 
 #define MIB (1ull << 20)

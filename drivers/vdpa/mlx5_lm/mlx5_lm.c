@@ -22,10 +22,12 @@
 #include "mlx5_lm.h"
 #include "mlx5_lm_pool.h"
 #include "mlx5_lm_mr.h"
+#include "devx_emu.h"
 
-RTE_LOG_REGISTER(mlx5_lm_logtype, pmd.vdpa.mlx5_lm, NOTICE);
-RTE_LOG_REGISTER(mlx5_lm_devx_logtype, pmd.vdpa.mlx5_lm.devx, NOTICE);
-RTE_LOG_REGISTER(mlx5_lm_emu_logtype, pmd.vdpa.mlx5_lm.emu, NOTICE);
+/* pmd.vdpa.mlx5_lm (RTE_LOG_DEFAULT_LOGTYPE, meson.build) and its two components. */
+RTE_LOG_REGISTER_DEFAULT(mlx5_lm_logtype, NOTICE);
+RTE_LOG_REGISTER_SUFFIX(mlx5_lm_devx_logtype, devx, NOTICE);
+RTE_LOG_REGISTER_SUFFIX(mlx5_lm_emu_logtype, emu, NOTICE);
 
 static TAILQ_HEAD(, mlx5_lm_dev) dev_list = TAILQ_HEAD_INITIALIZER(dev_list);
 /* guards dev_list and every device's refs */

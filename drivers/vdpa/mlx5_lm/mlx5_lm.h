@@ -14,6 +14,7 @@
 #include "devx.h"
 #include "prm.h"
 #include "rte_pmd_mlx5_lm.h"
+#include "mlx5_lm_eventq.h"
 
 extern int mlx5_lm_logtype;
 
@@ -55,6 +56,9 @@ struct mlx5_lm_devargs {
 #define MLX5_LM_DEFAULT_NO_TRAFFIC_TIME 16
 #define MLX5_LM_EVENT_CORE_ANY UINT32_MAX
 
+/* IBV_ACCESS_LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ: umems and guest memory (DMA). */
+#define MLX5_LM_DMA_ACCESS 0x7
+
 /* Device-level PRM objects allocated at probe. */
 struct mlx5_lm_res {
 	struct devx_pd *pd;     /* the PD every object names, with the null mkey */
@@ -78,28 +82,6 @@ struct mlx5_lm_vq_cfg {
 	uint8_t period_mode;
 	uint16_t period_us;
 	uint16_t max_count;
-};
-
-/*
- * Event path of one virtq: the firmware QP it writes to, our QP and CQ.
- * lock guards the fields below it between the notification thread (which
- * drains and re-arms) and whoever creates or destroys the pair.
- */
-struct mlx5_lm_eventq {
-	struct devx_obj *cq;
-	struct devx_obj *fw_qp;
-	struct devx_obj *sw_qp;
-	uint64_t buf_off;            /* this queue's slice of the device event buffer */
-	pthread_mutex_t lock;
-	int live;                    /* created, subscribed and armed: events are ours */
-	uint32_t cqn;
-	uint32_t ci;                 /* completions consumed (CQ consumer counter) */
-	uint8_t arm_sn;              /* 2-bit arm sequence number: events read, mod 4 */
-	uint8_t armed;               /* an arm was sent and no event read for it since */
-	uint8_t *cqe;                /* the collapsed CQ's one entry */
-	uint8_t *cq_dbrec;           /* cq_dbrec: consumer index, arm request */
-	uint8_t *qp_dbrec;           /* qp_dbrec of our QP: receive counter (credits) */
-	uint32_t bad_reads;          /* CQE readings refused as no count (logged once) */
 };
 
 /* Per-queue statistics (rte_vdpa_get_stats), in DPDK vdpa/mlx5's order. */
@@ -147,8 +129,6 @@ struct mlx5_lm_virtq {
 };
 
 #define MLX5_LM_MAX_VIRTQS 256
-/* Entries of each queue's event CQ and QP receive ring. */
-#define MLX5_LM_EVENTQ_SIZE 256
 
 struct mlx5_lm_mr;
 struct mlx5_lm_steer;
@@ -273,7 +253,7 @@ struct mlx5_lm_dev {
 };
 
 /*
- * Optional capabilities the driver has fallbacks for (issue 10 A8, B1, B2).
+ * Optional capabilities the driver has fallbacks for (test_caps.c runs each).
  * Resuming a suspended queue needs freeze_to_rdy_supported (PRM state
  * machine); configuring a blank pre-created queue by MODIFY needs the
  * three modify caps (DPDK vdpa/mlx5: mlx5_vdpa_is_modify_virtq_supported);
@@ -299,11 +279,10 @@ mlx5_lm_has_counters(const struct mlx5_lm_dev *dev)
 }
 
 /*
- * Guest memory registrations in flight per device, per worker (issue 12
- * item 2). A registration is one ioctl that first pins the pages in the
- * host kernel (no command slot: mlx5dv_devx_umem_reg -> ib_umem_get) and
- * then holds a slot for the firmware's page-list upload, then a
- * CREATE_MKEY. With only `workers` (the device's slots) in flight, the
+ * Guest memory registrations in flight per device, per worker. A
+ * registration is one ioctl that first pins the pages in the host kernel
+ * (no command slot: mlx5dv_devx_umem_reg -> ib_umem_get) and then holds a
+ * slot for the firmware's page-list upload, then a CREATE_MKEY. With only `workers` (the device's slots) in flight, the
  * slots idle while every registration pins; with twice as many, some pin
  * while the others hold every slot, as long as pinning a chunk takes no
  * longer than its firmware part (the cx6dx model: 1.0 ms against 1.9 ms).
@@ -375,31 +354,6 @@ int mlx5_lm_virtq_names_mkey(const struct mlx5_lm_virtq *vq, uint32_t key);
  */
 int mlx5_lm_virtq_recreate_suspended(struct mlx5_lm_virtq *vq, uint32_t log_mkey,
 				     uint32_t log_size, int log_enable, int ready);
-int mlx5_lm_event_buf_create(struct mlx5_lm_dev *dev);
-void mlx5_lm_event_buf_destroy(struct mlx5_lm_dev *dev);
-/*
- * Count the new completions of vq's event CQ and hand the receive credits
- * back; with arm, also arm the CQ for the next event (interrupt mode, or a
- * poller going idle). Returns the completions (>= 0). Never blocks on the
- * device (the notification thread calls it).
- */
-int mlx5_lm_eventq_drain(struct mlx5_lm_virtq *vq, int arm);
-/*
- * A completion event of CQ cqn was read for vq: the CQ's arm was consumed,
- * the next arm carries the next arm sequence number (mod 4). Every
- * completion event read for a queue goes through here, in every event mode.
- * Returns 1 when cqn is the queue's live event CQ (0: a CQ since destroyed,
- * or none), with that CQ's number (0 when none) in *live_cqn.
- */
-int mlx5_lm_eventq_event(struct mlx5_lm_virtq *vq, uint32_t cqn, uint32_t *live_cqn);
-/*
- * After events were lost (the event channel's EOVERFLOW): count vq's new
- * completions, take a CQ that was armed and completed since as having
- * fired (its arm consumed), then arm it again (arm) or only hand the
- * credits back (a poller). Returns the completions, or -1 when the queue
- * has no live event CQ.
- */
-int mlx5_lm_eventq_recover(struct mlx5_lm_virtq *vq, int arm);
 /*
  * Ring queue `index`'s doorbell: the device reads that queue's avail
  * index (every queue shares one doorbell; the value names the queue).
@@ -414,31 +368,12 @@ int mlx5_lm_steer_update(struct mlx5_lm_dev *dev);
 /* Stop the RQT naming virtq id (about to be destroyed); -EBUSY if it is the only one. */
 int mlx5_lm_steer_forget(struct mlx5_lm_dev *dev, uint32_t id);
 
-/* Feature bits the driver offers (virtio 1.1 and the vhost-user protocol). */
-#define F_CSUM 0
-#define F_GUEST_CSUM 1
-#define F_HOST_TSO4 11
-#define F_HOST_TSO6 12
-#define F_MRG_RXBUF 15
-#define F_STATUS 16
-#define F_GUEST_ANNOUNCE 21
-#define F_MQ 22
-#define F_LOG_ALL 26
-#define F_ANY_LAYOUT 27
-#define F_INDIRECT_DESC 28
-#define F_PROTOCOL_FEATURES 30
-#define F_VERSION_1 32
-#define F_RING_PACKED 34
-#define F_ORDER_PLATFORM 36
-
-#define PF_MQ 0
-#define PF_LOG_SHMFD 1
-#define PF_REPLY_ACK 3
-#define PF_SLAVE_REQ 5
-#define PF_CONFIG 9
-#define PF_SLAVE_SEND_FD 10
-#define PF_HOST_NOTIFIER 11
-#define PF_STATUS 16
+/*
+ * Feature bits go by their names in the installed headers, which
+ * rte_vhost.h includes: virtio's (linux/virtio_config.h, virtio_ring.h,
+ * virtio_net.h), vhost's (linux/vhost.h: VHOST_F_LOG_ALL) and
+ * vhost-user's (rte_vhost.h: VHOST_USER_F_*, VHOST_USER_PROTOCOL_F_*).
+ */
 
 struct rte_vdpa_device;
 struct mlx5_lm_dev *mlx5_lm_dev_by_vdpa(struct rte_vdpa_device *vdpa);
@@ -453,7 +388,7 @@ void mlx5_lm_dev_put(struct mlx5_lm_dev *dev);
 struct mlx5_lm_dev *mlx5_lm_dev_by_vid(int vid);
 
 /*
- * One front end per device (issue 11): the first vhost device (vid) that
+ * One front end per device: the first vhost device (vid) that
  * reaches the driver through a per-connection callback owns the device
  * until vhost cleans that connection up (dev_cleanup); every callback of
  * another vid is refused (-EBUSY, logged) and touches nothing. Under

@@ -5,6 +5,7 @@
 
 #include "mlx5_lm.h"
 #include "mlx5_lm_mr.h"
+#include "devx_emu.h"
 
 
 /* Host address the registration must give for guest page gpa; 0 if outside. */

@@ -132,15 +132,15 @@ queue_features(uint64_t f)
 	uint16_t q = 0;
 
 	/* The 12-byte header, and the offloads the device performs per queue. */
-	if (f & (1ull << F_MRG_RXBUF))
+	if (f & (1ull << VIRTIO_NET_F_MRG_RXBUF))
 		q |= 1u << PRM_VIRTQ_FEAT_MRG_RXBUF;
-	if (f & (1ull << F_CSUM))
+	if (f & (1ull << VIRTIO_NET_F_CSUM))
 		q |= 1u << PRM_VIRTQ_FEAT_CSUM;
-	if (f & (1ull << F_GUEST_CSUM))
+	if (f & (1ull << VIRTIO_NET_F_GUEST_CSUM))
 		q |= 1u << PRM_VIRTQ_FEAT_GUEST_CSUM;
-	if (f & (1ull << F_HOST_TSO4))
+	if (f & (1ull << VIRTIO_NET_F_HOST_TSO4))
 		q |= 1u << PRM_VIRTQ_FEAT_HOST_TSO4;
-	if (f & (1ull << F_HOST_TSO6))
+	if (f & (1ull << VIRTIO_NET_F_HOST_TSO6))
 		q |= 1u << PRM_VIRTQ_FEAT_HOST_TSO6;
 	return q;
 }
@@ -160,9 +160,9 @@ mlx5_lm_plan_ring(struct mlx5_lm_dev *dev, struct rte_vhost_memory *mem, uint16_
 	memset(p, 0, sizeof(*p));
 	p->vq = vq;
 	p->size = vr.size;
-	p->cfg.type = dev->features & (1ull << F_RING_PACKED) ? PRM_VIRTQ_TYPE_PACKED :
+	p->cfg.type = dev->features & (1ull << VIRTIO_F_RING_PACKED) ? PRM_VIRTQ_TYPE_PACKED :
 		PRM_VIRTQ_TYPE_SPLIT;
-	p->cfg.version_1 = !!(dev->features & (1ull << F_VERSION_1));
+	p->cfg.version_1 = !!(dev->features & (1ull << VIRTIO_F_VERSION_1));
 	p->cfg.features = queue_features(dev->features);
 	p->cfg.desc = hva_to_gpa(mem, vr.desc);
 	p->cfg.avail = hva_to_gpa(mem, vr.avail);
@@ -252,7 +252,7 @@ host_notifiers_on(struct mlx5_lm_dev *dev, int vid)
 
 	if (devx_db_mmap_info(dev->db, &fd, &off, &size) < 0 ||
 	    rte_vhost_get_negotiated_protocol_features(vid, &pf) < 0 ||
-	    !(pf & (1ull << PF_HOST_NOTIFIER)))
+	    !(pf & (1ull << VHOST_USER_PROTOCOL_F_HOST_NOTIFIER)))
 		return;
 	ret = rte_vhost_host_notifier_ctrl(vid, RTE_VHOST_QUEUE_ALL, true);
 	if (ret != 0)
@@ -396,7 +396,8 @@ conf_run(struct mlx5_lm_dev *dev, struct mlx5_lm_conf_job *job, const char **why
 	dev->times.conf_ms = mlx5_lm_now_ms() - t0;
 	__atomic_add_fetch(&dev->times.conf_count, 1, __ATOMIC_RELAXED);
 	DRV_LOG(INFO, dev, "DRIVER_OK: %u rings (%s) configured in %.1f ms (memory %.1f ms, "
-		"queues %.1f ms)", np, dev->features & (1ull << F_RING_PACKED) ? "packed" : "split",
+		"queues %.1f ms)", np,
+		dev->features & (1ull << VIRTIO_F_RING_PACKED) ? "packed" : "split",
 		dev->times.conf_ms, dev->times.conf_mr_ms, dev->times.conf_vq_ms);
 	return 0;
 err_queues:
@@ -507,7 +508,7 @@ mlx5_lm_dev_conf(int vid)
 	ret = mem_regions(dev, mem, job->regions, &job->nregions);
 	if (ret < 0)
 		goto err;
-	if (dev->features & (1ull << F_LOG_ALL)) {
+	if (dev->features & (1ull << VHOST_F_LOG_ALL)) {
 		why = "logging asked without a log area";
 		ret = mlx5_lm_log_area(dev, vid, &job->log_base, &job->log_size);
 		if (ret < 0)

@@ -13,8 +13,6 @@
 #include "mlx5_lm_mr.h"
 #include "mlx5_lm_pool.h"
 
-/* IBV_ACCESS_LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ: the device reads and writes rings. */
-#define MR_ACCESS 0x7
 /* mkc.qpn for mkeys not bound to a QP. */
 #define MKC_QPN_NONE 0xffffff
 
@@ -80,7 +78,7 @@ chunk_create(void *arg)
 	struct mlx5_lm_dev *dev = c->mr->dev;
 
 	c->mr_reg = devx_mr_reg(dev->res.pd, (void *)(uintptr_t)c->hva, c->size, c->gpa,
-				MR_ACCESS);
+				MLX5_LM_DMA_ACCESS);
 	if (c->mr_reg == NULL) {
 		c->err = -errno;
 		DRV_LOG(ERR, dev, "memory region %u chunk gpa 0x%" PRIx64 "+0x%" PRIx64

@@ -18,6 +18,19 @@
 
 #define dev_by_vid mlx5_lm_dev_by_vid
 
+/*
+ * The back-end channel's protocol features (vhost-user.rst: BACKEND_REQ,
+ * BACKEND_SEND_FD) by the name the installed rte_vhost.h gives them:
+ * DPDK 22.11's still says SLAVE, 23.03 renamed them.
+ */
+#ifdef VHOST_USER_PROTOCOL_F_BACKEND_REQ
+#define MLX5_LM_PF_BACKEND_REQ VHOST_USER_PROTOCOL_F_BACKEND_REQ
+#define MLX5_LM_PF_BACKEND_SEND_FD VHOST_USER_PROTOCOL_F_BACKEND_SEND_FD
+#else
+#define MLX5_LM_PF_BACKEND_REQ VHOST_USER_PROTOCOL_F_SLAVE_REQ
+#define MLX5_LM_PF_BACKEND_SEND_FD VHOST_USER_PROTOCOL_F_SLAVE_SEND_FD
+#endif
+
 static int
 mlx5_lm_get_queue_num(struct rte_vdpa_device *vdpa, uint32_t *queue_num)
 {
@@ -37,14 +50,15 @@ mlx5_lm_get_features(struct rte_vdpa_device *vdpa, uint64_t *features)
 
 	if (dev == NULL)
 		return -ENODEV;
-	f = 1ull << F_VERSION_1 | 1ull << F_ANY_LAYOUT | 1ull << F_INDIRECT_DESC |
-	    1ull << F_STATUS | 1ull << F_PROTOCOL_FEATURES | 1ull << F_LOG_ALL;
+	f = 1ull << VIRTIO_F_VERSION_1 | 1ull << VIRTIO_F_ANY_LAYOUT |
+	    1ull << VIRTIO_RING_F_INDIRECT_DESC | 1ull << VIRTIO_NET_F_STATUS |
+	    1ull << VHOST_USER_F_PROTOCOL_FEATURES | 1ull << VHOST_F_LOG_ALL;
 	/*
 	 * The device reads and writes guest memory by DMA: the driver must
 	 * order its ring accesses with the platform's barriers (virtio 1.1,
 	 * 6: VIRTIO_F_ORDER_PLATFORM), as DPDK vdpa/mlx5 offers.
 	 */
-	f |= 1ull << F_ORDER_PLATFORM;
+	f |= 1ull << VIRTIO_F_ORDER_PLATFORM;
 	/*
 	 * GUEST_ANNOUNCE (DPDK vdpa/mlx5 offers it too): after a live
 	 * migration the front end, which owns the control queue (not
@@ -57,7 +71,7 @@ mlx5_lm_get_features(struct rte_vdpa_device *vdpa, uint64_t *features)
 	 * feature to CTRL_VQ, which the front end adds (QEMU's virtio-net
 	 * emulates the control queue of a vhost-user device).
 	 */
-	f |= 1ull << F_GUEST_ANNOUNCE;
+	f |= 1ull << VIRTIO_NET_F_GUEST_ANNOUNCE;
 	/*
 	 * Features the device implements per queue are offered only when the
 	 * virtio emulation caps list them in device_features_bits_mask, as
@@ -65,7 +79,7 @@ mlx5_lm_get_features(struct rte_vdpa_device *vdpa, uint64_t *features)
 	 * driver uses MRG_RXBUF (mask bit 2).
 	 */
 	if (dev->caps.device_features_bits_mask & (1u << PRM_VIRTQ_FEAT_MRG_RXBUF))
-		f |= 1ull << F_MRG_RXBUF;
+		f |= 1ull << VIRTIO_NET_F_MRG_RXBUF;
 	/*
 	 * Offloads, as upstream offers CSUM / GUEST_CSUM / HOST_TSO4 / HOST_TSO6:
 	 * the device completes a transmitted frame's partial checksum (CSUM),
@@ -76,18 +90,18 @@ mlx5_lm_get_features(struct rte_vdpa_device *vdpa, uint64_t *features)
 	 * 64 KiB receive buffers for nothing.
 	 */
 	if (dev->caps.device_features_bits_mask & (1u << PRM_VIRTQ_FEAT_CSUM)) {
-		f |= 1ull << F_CSUM;
+		f |= 1ull << VIRTIO_NET_F_CSUM;
 		if (dev->caps.device_features_bits_mask & (1u << PRM_VIRTQ_FEAT_HOST_TSO4))
-			f |= 1ull << F_HOST_TSO4;
+			f |= 1ull << VIRTIO_NET_F_HOST_TSO4;
 		if (dev->caps.device_features_bits_mask & (1u << PRM_VIRTQ_FEAT_HOST_TSO6))
-			f |= 1ull << F_HOST_TSO6;
+			f |= 1ull << VIRTIO_NET_F_HOST_TSO6;
 	}
 	if (dev->caps.device_features_bits_mask & (1u << PRM_VIRTQ_FEAT_GUEST_CSUM))
-		f |= 1ull << F_GUEST_CSUM;
+		f |= 1ull << VIRTIO_NET_F_GUEST_CSUM;
 	if (dev->nr_vq > 2)
-		f |= 1ull << F_MQ;
+		f |= 1ull << VIRTIO_NET_F_MQ;
 	if (dev->caps.virtio_queue_type & (1u << PRM_VIRTQ_TYPE_PACKED))
-		f |= 1ull << F_RING_PACKED;
+		f |= 1ull << VIRTIO_F_RING_PACKED;
 	*features = f;
 	return 0;
 }
@@ -102,11 +116,13 @@ mlx5_lm_get_protocol_features(struct rte_vdpa_device *vdpa, uint64_t *features)
 
 	if (dev == NULL)
 		return -ENODEV;
-	f = 1ull << PF_MQ | 1ull << PF_LOG_SHMFD | 1ull << PF_REPLY_ACK | 1ull << PF_SLAVE_REQ |
-	    1ull << PF_SLAVE_SEND_FD | 1ull << PF_CONFIG | 1ull << PF_STATUS;
+	f = 1ull << VHOST_USER_PROTOCOL_F_MQ | 1ull << VHOST_USER_PROTOCOL_F_LOG_SHMFD |
+	    1ull << VHOST_USER_PROTOCOL_F_REPLY_ACK | 1ull << MLX5_LM_PF_BACKEND_REQ |
+	    1ull << MLX5_LM_PF_BACKEND_SEND_FD | 1ull << VHOST_USER_PROTOCOL_F_CONFIG |
+	    1ull << VHOST_USER_PROTOCOL_F_STATUS;
 	/* The guest can write the doorbell itself only where the page can be mapped. */
 	if (devx_db_mmap_info(dev->db, &fd, &off, &size) == 0)
-		f |= 1ull << PF_HOST_NOTIFIER;
+		f |= 1ull << VHOST_USER_PROTOCOL_F_HOST_NOTIFIER;
 	*features = f;
 	return 0;
 }
@@ -127,7 +143,7 @@ mlx5_lm_set_features(int vid)
 		goto out;
 	rte_vhost_get_negotiated_features(vid, &dev->features);
 	if (dev->running) {
-		int want = !!(dev->features & (1ull << F_LOG_ALL));
+		int want = !!(dev->features & (1ull << VHOST_F_LOG_ALL));
 		uint64_t base, size;
 
 		if (want && dev->log_mr == NULL) {

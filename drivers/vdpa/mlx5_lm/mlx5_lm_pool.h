@@ -69,7 +69,8 @@ int mlx5_lm_batch_wait(struct mlx5_lm_batch *b);
 
 /*
  * A batch of background work (restoring blank queues, deferred deletion).
- * Foreground first (issue 12 item 1): background tasks
+ * Foreground first (a start or stop waits for at most one command of
+ * each background task): background tasks
  * - run only when no other batch has a task waiting,
  * - never more than MLX5_LM_BG_BUDGET at once in the process, so that
  *   they hold few workers and few command slots,

@@ -58,7 +58,7 @@ idle_split_ring(struct mlx5_lm_virtq *vq, uint16_t *idx)
 	uint16_t used, avail;
 	int ret;
 
-	if ((dev->features & (1ull << F_RING_PACKED)) ||
+	if ((dev->features & (1ull << VIRTIO_F_RING_PACKED)) ||
 	    rte_vhost_get_vhost_vring(dev->vid, vq->index, &vr) < 0 ||
 	    vr.used == NULL || vr.avail == NULL)
 		return 0;
@@ -125,9 +125,9 @@ set_base:
 		 * ring's log address). Only with log_mr: the device pinned the
 		 * whole log when it registered it, the proof that vhost's writes
 		 * there cannot fault (a log fd shorter than declared fails that
-		 * pin, issue 11).
+		 * pin).
 		 */
-		uint64_t len = dev->features & (1ull << F_RING_PACKED) ?
+		uint64_t len = dev->features & (1ull << VIRTIO_F_RING_PACKED) ?
 			(uint64_t)vq->size * 16 : 4 + (uint64_t)vq->size * 8 + 2;
 
 		rte_vhost_log_used_vring(dev->vid, vq->index, 0, len);

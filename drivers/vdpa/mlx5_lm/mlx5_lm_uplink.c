@@ -14,6 +14,7 @@
 
 #include "mlx5_lm.h"
 #include "mlx5_lm_pool.h"
+#include "devx_emu.h"
 
 #define UPLINK_MBUFS 4096
 #define UPLINK_RING 512

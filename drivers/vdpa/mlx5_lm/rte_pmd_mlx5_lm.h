@@ -4,12 +4,18 @@
  * (dpdk-test-lm, operators' tools) may ask a device that the generic
  * vDPA API does not cover. Devices are named by their vdev name
  * ("vdpa_mlx5_lm0").
+ *
+ * Every function is experimental, as DPDK marks a new API (version.map,
+ * EXPERIMENTAL): define ALLOW_EXPERIMENTAL_API before including this
+ * header, or each call is a deprecation warning.
  */
 #ifndef RTE_PMD_MLX5_LM_H
 #define RTE_PMD_MLX5_LM_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include <rte_compat.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -43,6 +49,7 @@ struct rte_pmd_mlx5_lm_caps {
 };
 
 /* Fill caps for the probed device `name`. Returns 0, or -ENODEV. */
+__rte_experimental
 int rte_pmd_mlx5_lm_get_caps(const char *name, struct rte_pmd_mlx5_lm_caps *caps);
 
 /*
@@ -50,20 +57,29 @@ int rte_pmd_mlx5_lm_get_caps(const char *name, struct rte_pmd_mlx5_lm_caps *caps
  * such device, a failed command), so that a caller need not add a vaguer
  * line of its own.
  */
+__rte_experimental
 int rte_pmd_mlx5_lm_probe_failed(const char *name);
 
 /*
  * Emulated devices only: the number of device objects that were still
  * alive when their device was removed, summed over the process. A clean
- * teardown leaves it at 0.
+ * teardown leaves it at 0, and so does a process that never probed an
+ * emulated device.
+ *
+ * The emulator (emu=) is a library of its own, librte_vdpa_mlx5_lm_emu.so,
+ * installed beside the PMD: the PMD loads it when a device with emu= is
+ * probed or a profile is asked for below, never otherwise.
  */
+__rte_experimental
 unsigned long rte_pmd_mlx5_lm_emu_leaked_objects(void);
 
 /*
  * Check that `profile` (emu=<profile>: a built-in name or a JSON path)
  * loads, without creating a device, so that a tool can refuse a bad one
- * before a long run. Returns 0, or a negative errno with the reason in err.
+ * before a long run. Returns 0, or a negative errno with the reason in err
+ * (-ENOTSUP: the emulator library cannot be loaded, named in err).
  */
+__rte_experimental
 int rte_pmd_mlx5_lm_emu_profile_check(const char *profile, char *err, size_t errlen);
 
 /*
@@ -84,6 +100,7 @@ struct rte_pmd_mlx5_lm_model_stats {
 };
 
 /* 0, -ENODEV (no such device) or -ENOTSUP (not an emulated device). */
+__rte_experimental
 int rte_pmd_mlx5_lm_emu_model_stats(const char *name, struct rte_pmd_mlx5_lm_model_stats *s);
 
 /* One cost-model entry: cost_us = base_us + per_gib_us * GiB + per_entry_us * entries. */
@@ -99,8 +116,10 @@ struct rte_pmd_mlx5_lm_cost {
  * its host pinning parallelism and the entries costs[0..n-1] by name, so
  * that a tool can compute what the model allows (a floor) without a
  * copy of the numbers. 0, or a negative errno with the reason in err
- * (-ENOENT: the profile has no entry of that name).
+ * (-ENOENT: the profile has no entry of that name; -ENOTSUP: the emulator
+ * library cannot be loaded).
  */
+__rte_experimental
 int rte_pmd_mlx5_lm_emu_profile_costs(const char *profile, unsigned int *cmd_slots,
 				      unsigned int *host_pin_parallel,
 				      struct rte_pmd_mlx5_lm_cost *costs, unsigned int n,
@@ -131,6 +150,7 @@ struct rte_pmd_mlx5_lm_mr_result {
  * the table) through the device's indirect mkey (emulated devices only),
  * release it as dev_close would and wait for its destruction.
  */
+__rte_experimental
 int rte_pmd_mlx5_lm_mr_bench(const char *name, const struct rte_pmd_mlx5_lm_region *regions,
 			     unsigned int nregions, unsigned int sample,
 			     struct rte_pmd_mlx5_lm_mr_result *res);
@@ -156,6 +176,7 @@ struct rte_pmd_mlx5_lm_timings {
  * lock, so this waits for a dev_conf in progress). Returns 0, or -ENODEV.
  * Must not race the removal of the device.
  */
+__rte_experimental
 int rte_pmd_mlx5_lm_get_timings(const char *name, struct rte_pmd_mlx5_lm_timings *t);
 
 /*
@@ -184,6 +205,7 @@ struct rte_pmd_mlx5_lm_state {
  * in progress. Returns 0, or -ENODEV. Must not race the removal of the
  * device.
  */
+__rte_experimental
 int rte_pmd_mlx5_lm_get_state(const char *name, struct rte_pmd_mlx5_lm_state *st);
 
 /*
@@ -196,6 +218,7 @@ int rte_pmd_mlx5_lm_get_state(const char *name, struct rte_pmd_mlx5_lm_state *st
  * Returns RTE_VHOST_MSG_RESULT_NOT_HANDLED (vhost goes on) or
  * RTE_VHOST_MSG_RESULT_ERR (vhost fails the message).
  */
+__rte_experimental
 int rte_pmd_mlx5_lm_vhost_vet(int vid, void *msg);
 
 /*
@@ -205,6 +228,7 @@ int rte_pmd_mlx5_lm_vhost_vet(int vid, void *msg);
  * rte_pmd_mlx5_lm_vhost_vet() from its pre_msg_handle instead).
  * 0, -ENOTSUP (not DPDK 22.11's message layout), or -EINVAL.
  */
+__rte_experimental
 int rte_pmd_mlx5_lm_vhost_vet_register(int vid);
 
 /*
@@ -215,6 +239,7 @@ int rte_pmd_mlx5_lm_vhost_vet_register(int vid);
  * a read then fails and vhost closes that connection. Call it from
  * new_connection. 0, or a negative errno (connection not found).
  */
+__rte_experimental
 int rte_pmd_mlx5_lm_vhost_msg_timeout(int vid, unsigned int ms);
 
 #ifdef __cplusplus

@@ -2,11 +2,14 @@
 /*
  * The few DPDK driver-SDK types a vdev vDPA driver needs.
  *
- * Debian's libdpdk-dev (22.11, ABI 23) does not ship bus_vdev_driver.h,
- * dev_driver.h nor vdpa_driver.h. When the installed DPDK has them we use
- * them; otherwise these declarations describe the same ABI 23 layouts
- * (written from the ABI, member for member, so that the structures we
- * hand to EAL and vhost have the layout the libraries expect).
+ * DPDK installs bus_vdev_driver.h, dev_driver.h and vdpa_driver.h only
+ * when built with -Denable_driver_sdk=true, which Debian's libdpdk-dev
+ * (22.11, ABI 23) is not. When the installed DPDK has them we use them;
+ * otherwise these declarations describe the same layouts (written from
+ * the ABI, member for member, so that the structures we hand to EAL and
+ * vhost have the layout the libraries expect). Those layouts are 22.11's
+ * and unchanged through 23.11 (read against each release's headers).
+ * The vhost workarounds are beside this file (mlx5_lm_vhost_compat.c).
  */
 #ifndef MLX5_LM_DPDK_COMPAT_H
 #define MLX5_LM_DPDK_COMPAT_H

@@ -8,7 +8,9 @@
  *   - emu:  the emulated ConnectX (emu=<profile>), which sees the very
  *           same bytes.
  * Every command (and umem/doorbell/event operation) can be traced as JSON
- * lines (devx_trace=PATH) with the same format for both back ends.
+ * lines (devx_trace=PATH) with the same format for both back ends. The
+ * emu back end lives in the emulator library, loaded at the first emu=
+ * open; what only an emulated device answers is in devx_emu.h.
  *
  * All calls are thread safe: parallelism towards the firmware comes from
  * issuing commands from several threads (rdma-core DevX calls are
@@ -58,60 +60,6 @@ int devx_close(struct devx_ctx *ctx);
 const char *devx_name(const struct devx_ctx *ctx);
 /* 1 when the context is an emulated device. */
 int devx_is_emulated(const struct devx_ctx *ctx);
-/* The emulated device behind ctx (struct emu_dev *), NULL for rdma: for tests only. */
-void *devx_emu_dev(struct devx_ctx *ctx);
-/*
- * Emulated devices: objects that were still alive when their device was
- * closed, summed over the process (0 after clean teardowns).
- */
-unsigned long devx_emu_leaked_total(void);
-/* Emulated devices: whether a profile loads (0, or -EINVAL with the reason in err). */
-int devx_emu_profile_check(const char *profile, char *err, size_t errlen);
-/*
- * Emulated devices: the cost model's account of the device since it was
- * opened (what it charged, what its sleeps took). -ENOTSUP for rdma.
- */
-struct devx_cost_stats {
-	uint64_t cmds;
-	double model_us;
-	double actual_us;
-	double overshoot_max_us;
-	uint64_t pins;
-	double pin_model_us;
-	double pin_actual_us;
-};
-int devx_emu_cost_stats(struct devx_ctx *ctx, struct devx_cost_stats *s);
-/* One entry of a cost profile: cost = base + per_gib * GiB + per_entry * entries. */
-struct devx_cost_entry {
-	const char *name;
-	double base_us;
-	double per_gib_us;
-	double per_entry_us;
-};
-/*
- * Read a profile's parallelism and the entries e[0..n-1] (by e[i].name).
- * 0, or a negative errno with the reason in err (-ENOENT: an entry is absent).
- */
-int devx_emu_profile_costs(const char *profile, unsigned int *cmd_slots,
-			   unsigned int *host_pin_parallel, struct devx_cost_entry *e,
-			   unsigned int n, char *err, size_t errlen);
-/*
- * Emulated devices: the device's wire. fn gets every frame the device
- * sends (NULL: loopback, the default); devx_emu_wire_rx hands it a frame
- * from the wire. -ENOTSUP on real hardware, whose wire is its port.
- */
-typedef void (*devx_wire_tx_fn)(void *arg, const void *frame, size_t len);
-int devx_emu_set_uplink(struct devx_ctx *ctx, devx_wire_tx_fn fn, void *arg);
-int devx_emu_wire_rx(struct devx_ctx *ctx, const void *frame, size_t len);
-
-/*
- * Emulated devices: translate [addr, addr+len) through mkey the way the
- * device's data path does (for benchmarks that verify a registration).
- * Returns 0 with *host set, -EFAULT when not mapped, -ENOTSUP for rdma.
- */
-int devx_emu_translate(struct devx_ctx *ctx, uint32_t mkey, uint64_t addr, size_t len,
-		       void **host);
-
 /*
  * Execute a general command: only what the kernel lets through
  * mlx5dv_devx_general_cmd (Linux devx.c devx_is_general_cmd: QUERY_HCA_CAP
@@ -297,14 +245,13 @@ int devx_evch_read(struct devx_evch *ch, struct devx_event *ev);
  */
 typedef void (*devx_log_fn)(int level, const char *line);
 void devx_set_log(devx_log_fn fn);
-/* Log sink of the emulated device model (its own component, its own log type). */
-void devx_set_emu_log(devx_log_fn fn);
 
 /*
  * Called by the issuing thread before every command, umem or root flow
- * operation (NULL: nothing). The PMD's background work (issue 12 item 1)
- * waits there while foreground work is running, so that it is preempted
- * between two commands and never inside one.
+ * operation (NULL: nothing). The PMD's background work (restores, deferred
+ * deletions: mlx5_lm_pool.h, foreground first) waits there while a device
+ * starts or stops, so that it is preempted between two commands and never
+ * inside one.
  */
 typedef void (*devx_cmd_gate_fn)(void);
 void devx_set_cmd_gate(devx_cmd_gate_fn fn);

@@ -3,6 +3,11 @@
  * DevX back end "emu": hands the very mailboxes the hardware would get to
  * the emulated ConnectX. Destroy mailboxes are the ones the core derived
  * from the create (what the kernel builds for rdma-core).
+ *
+ * Built with the emulator into its own library (librte_vdpa_mlx5_lm_emu.so,
+ * whose one export is mlx5_lm_emu_ops_v1), which the transport loads when
+ * an emu= device is opened; linked into a program instead, it registers
+ * itself (devx_emu_inproc.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -284,7 +289,7 @@ emu_be_evch_subscribe(struct devx_ctx *ctx, struct devx_evch *ch, struct devx_ob
 }
 
 static int
-emu_be_evch_read(struct devx_ctx *ctx, struct devx_evch *ch, struct devx_event *ev)
+emu_be_evch_read(struct devx_ctx *ctx, struct devx_evch *ch, uint64_t *cookie, uint8_t *eqe)
 {
 	struct emu_event e;
 	int rc = emu_evch_read(ch->be_handle, &e);
@@ -292,43 +297,32 @@ emu_be_evch_read(struct devx_ctx *ctx, struct devx_evch *ch, struct devx_event *
 	/* -EOVERFLOW as the kernel's event file says it (emu_evch_read). */
 	if (rc <= 0)
 		return rc;
-	/* The EQE read as the rdma back end reads the kernel's copy of it. */
-	devx_event_from_eqe(ev, e.cookie, e.eqe);
+	_Static_assert(sizeof(e.eqe) == PRM_SIZE(eqe), "the emulator writes whole EQEs");
+	*cookie = e.cookie;
+	memcpy(eqe, e.eqe, sizeof(e.eqe));
 	return 1;
 }
 
-int
-devx_emu_set_uplink(struct devx_ctx *ctx, devx_wire_tx_fn fn, void *arg)
+static int
+emu_ops_set_uplink(struct devx_ctx *ctx, devx_wire_tx_fn fn, void *arg)
 {
-	if (!devx_is_emulated(ctx))
-		return -ENOTSUP;
 	return emu_dev_set_uplink(EMU(ctx), fn, arg);
 }
 
-int
-devx_emu_wire_rx(struct devx_ctx *ctx, const void *frame, size_t len)
+static int
+emu_ops_wire_rx(struct devx_ctx *ctx, const void *frame, size_t len)
 {
-	if (!devx_is_emulated(ctx))
-		return -ENOTSUP;
 	return emu_dev_wire_rx(EMU(ctx), frame, len);
 }
 
-int
-devx_emu_translate(struct devx_ctx *ctx, uint32_t mkey, uint64_t addr, size_t len, void **host)
+static int
+emu_ops_translate(struct devx_ctx *ctx, uint32_t mkey, uint64_t addr, size_t len, void **host)
 {
-	if (!devx_is_emulated(ctx))
-		return -ENOTSUP;
 	return emu_mkey_translate(EMU(ctx), mkey, addr, len, host);
 }
 
-void
-devx_set_emu_log(devx_log_fn fn)
-{
-	emu_set_log(fn);
-}
-
-int
-devx_emu_profile_check(const char *profile, char *err, size_t errlen)
+static int
+emu_ops_profile_check(const char *profile, char *err, size_t errlen)
 {
 	struct emu_profile *p;
 
@@ -338,13 +332,11 @@ devx_emu_profile_check(const char *profile, char *err, size_t errlen)
 	return 0;
 }
 
-int
-devx_emu_cost_stats(struct devx_ctx *ctx, struct devx_cost_stats *s)
+static int
+emu_ops_cost_stats(struct devx_ctx *ctx, struct devx_cost_stats *s)
 {
 	struct emu_cost_stats es;
 
-	if (!devx_is_emulated(ctx))
-		return -ENOTSUP;
 	emu_dev_cost_stats(EMU(ctx), &es);
 	s->cmds = es.cmds;
 	s->model_us = es.model_us;
@@ -356,10 +348,10 @@ devx_emu_cost_stats(struct devx_ctx *ctx, struct devx_cost_stats *s)
 	return 0;
 }
 
-int
-devx_emu_profile_costs(const char *profile, unsigned int *cmd_slots,
-		       unsigned int *host_pin_parallel, struct devx_cost_entry *e,
-		       unsigned int n, char *err, size_t errlen)
+static int
+emu_ops_profile_costs(const char *profile, unsigned int *cmd_slots,
+		      unsigned int *host_pin_parallel, struct devx_cost_entry *e,
+		      unsigned int n, char *err, size_t errlen)
 {
 	struct emu_profile *p;
 	unsigned int i;
@@ -382,13 +374,7 @@ devx_emu_profile_costs(const char *profile, unsigned int *cmd_slots,
 	return ret;
 }
 
-unsigned long
-devx_emu_leaked_total(void)
-{
-	return emu_leaked_total();
-}
-
-const struct devx_backend devx_backend_emu = {
+static const struct devx_backend devx_backend_emu = {
 	.name = "emu",
 	.open = emu_be_open,
 	.close = emu_be_close,
@@ -416,3 +402,22 @@ const struct devx_backend devx_backend_emu = {
 	.evch_subscribe = emu_be_evch_subscribe,
 	.evch_read = emu_be_evch_read,
 };
+
+static const struct devx_emu_ops emu_ops = {
+	.size = sizeof(struct devx_emu_ops),
+	.backend = &devx_backend_emu,
+	.set_log = emu_set_log,
+	.leaked_total = emu_leaked_total,
+	.profile_check = emu_ops_profile_check,
+	.profile_costs = emu_ops_profile_costs,
+	.cost_stats = emu_ops_cost_stats,
+	.set_uplink = emu_ops_set_uplink,
+	.wire_rx = emu_ops_wire_rx,
+	.translate = emu_ops_translate,
+};
+
+const struct devx_emu_ops *
+mlx5_lm_emu_ops_v1(void)
+{
+	return &emu_ops;
+}

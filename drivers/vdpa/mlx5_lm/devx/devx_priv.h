@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* DevX transport internals shared by the core and its two back ends. */
+/*
+ * DevX transport internals shared by the core and its two back ends. The
+ * emu back end is built into the emulator library, so these structures
+ * cross a library boundary: DEVX_EMU_ENTRY carries their version.
+ */
 #ifndef MLX5_LM_DEVX_PRIV_H
 #define MLX5_LM_DEVX_PRIV_H
 
@@ -10,6 +14,7 @@
 #include <sys/queue.h>
 
 #include "devx.h"
+#include "devx_emu.h"
 
 /*
  * A back end executes mailboxes; the core does tracing, logging and the
@@ -64,11 +69,57 @@ struct devx_backend {
 	void (*evch_destroy)(struct devx_ctx *ctx, struct devx_evch *ch);
 	int (*evch_subscribe)(struct devx_ctx *ctx, struct devx_evch *ch, struct devx_obj *obj,
 			      uint16_t type, uint64_t cookie);
-	int (*evch_read)(struct devx_ctx *ctx, struct devx_evch *ch, struct devx_event *ev);
+	/*
+	 * One pending event: 1 with the subscriber's cookie and the whole EQE
+	 * (PRM_SIZE(eqe) bytes) the device wrote, 0 when none, or a negative
+	 * errno (-EOVERFLOW: events were lost). The core reads the EQE.
+	 */
+	int (*evch_read)(struct devx_ctx *ctx, struct devx_evch *ch, uint64_t *cookie,
+			 uint8_t *eqe);
 };
 
-extern const struct devx_backend devx_backend_emu;
 extern const struct devx_backend devx_backend_rdma;
+
+/*
+ * What the emulator library gives the transport: the emu back end and the
+ * hooks of devx_emu.h for its devices (ctx is always one of them). size is
+ * sizeof(struct devx_emu_ops) as the library was built.
+ */
+struct devx_emu_ops {
+	size_t size;
+	const struct devx_backend *backend;
+	void (*set_log)(devx_log_fn fn);
+	unsigned long (*leaked_total)(void);
+	int (*profile_check)(const char *profile, char *err, size_t errlen);
+	int (*profile_costs)(const char *profile, unsigned int *cmd_slots,
+			     unsigned int *host_pin_parallel, struct devx_cost_entry *e,
+			     unsigned int n, char *err, size_t errlen);
+	int (*cost_stats)(struct devx_ctx *ctx, struct devx_cost_stats *s);
+	int (*set_uplink)(struct devx_ctx *ctx, devx_wire_tx_fn fn, void *arg);
+	int (*wire_rx)(struct devx_ctx *ctx, const void *frame, size_t len);
+	int (*translate)(struct devx_ctx *ctx, uint32_t mkey, uint64_t addr, size_t len,
+			 void **host);
+};
+
+/*
+ * The emulator library's one exported symbol. Its name carries the
+ * version of the structures above and of devx_emu_ops: change it with
+ * them, so that a PMD never drives an emulator of another layout.
+ */
+#define DEVX_EMU_ENTRY "mlx5_lm_emu_ops_v1"
+const struct devx_emu_ops *mlx5_lm_emu_ops_v1(void);
+
+/*
+ * The emu back end, loaded on first use (devx_emu_load.c): NULL with the
+ * reason in err when the library cannot be loaded.
+ */
+const struct devx_emu_ops *devx_emu_load(char *err, size_t errlen);
+/*
+ * A program linked with the emulator itself (the in-process tests:
+ * devx_emu_inproc.c) registers it here, before any device is opened;
+ * nothing is loaded then.
+ */
+void devx_emu_register(const struct devx_emu_ops *ops);
 
 struct devx_trace;
 
@@ -77,6 +128,7 @@ struct devx_obj;
 struct devx_ctx {
 	char name[64];
 	const struct devx_backend *be;
+	const struct devx_emu_ops *emu; /* the emu back end's hooks, NULL for rdma */
 	void *be_priv;             /* emu: struct emu_dev *; rdma: struct ibv_context * */
 	struct devx_trace *trace;  /* NULL when not tracing */
 	/*
@@ -91,6 +143,22 @@ struct devx_ctx {
 	TAILQ_HEAD(, devx_pd) pds;
 	TAILQ_HEAD(, devx_mr) mrs;
 };
+
+/*
+ * A handle joins its context's list once the device made its object, and
+ * leaves it (and is freed) once the device destroyed it.
+ */
+#define DEVX_HANDLE_ADD(ctx, list, h) do { \
+	pthread_mutex_lock(&(ctx)->lock); \
+	TAILQ_INSERT_TAIL(&(ctx)->list, (h), next); \
+	pthread_mutex_unlock(&(ctx)->lock); \
+} while (0)
+#define DEVX_HANDLE_FREE(ctx, list, h) do { \
+	pthread_mutex_lock(&(ctx)->lock); \
+	TAILQ_REMOVE(&(ctx)->list, (h), next); \
+	pthread_mutex_unlock(&(ctx)->lock); \
+	free(h); \
+} while (0)
 
 struct devx_obj {
 	TAILQ_ENTRY(devx_obj) next;
@@ -194,6 +262,12 @@ void devx_trace_flow(struct devx_ctx *ctx, uint64_t t_start, uint64_t t_end, con
 /* A 64-bit doorbell written to a UAR page ("UAR_DOORBELL"). */
 void devx_trace_uar_ring(struct devx_ctx *ctx, uint64_t t_start, uint64_t t_end,
 			 uint32_t page_id, uint32_t offset, uint64_t value);
+
+/*
+ * Before every command, umem or root flow operation: the issuing thread
+ * may have to yield (devx_set_cmd_gate). Returns the trace's start time.
+ */
+uint64_t devx_cmd_begin(void);
 
 /* Logging of the transport (routed by the PMD to its devx log type). */
 void devx_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

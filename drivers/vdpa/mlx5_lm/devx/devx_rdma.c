@@ -581,7 +581,7 @@ rdma_evch_subscribe(struct devx_ctx *ctx, struct devx_evch *ch, struct devx_obj 
 }
 
 static int
-rdma_evch_read(struct devx_ctx *ctx, struct devx_evch *ch, struct devx_event *ev)
+rdma_evch_read(struct devx_ctx *ctx, struct devx_evch *ch, uint64_t *cookie, uint8_t *eqe)
 {
 	/*
 	 * The kernel hands over the cookie and the whole EQE (Linux devx.c
@@ -594,7 +594,7 @@ rdma_evch_read(struct devx_ctx *ctx, struct devx_evch *ch, struct devx_event *ev
 		uint8_t raw[sizeof(struct mlx5dv_devx_async_event_hdr) + PRM_SIZE(eqe)];
 	} buf;
 	ssize_t n = mlx5dv_devx_get_event(ch->be_handle, &buf.hdr, sizeof(buf));
-	uint16_t type;
+	uint16_t type, subscribed;
 
 	if (n < 0)
 		return errno == EAGAIN ? 0 : -errno;
@@ -603,12 +603,14 @@ rdma_evch_read(struct devx_ctx *ctx, struct devx_evch *ch, struct devx_event *ev
 			 ctx->name, (unsigned long long)buf.hdr.cookie, n, sizeof(buf));
 		return -EPROTO;
 	}
-	devx_event_from_eqe(ev, buf.hdr.cookie >> COOKIE_TYPE_BITS, buf.hdr.out_data);
+	*cookie = buf.hdr.cookie >> COOKIE_TYPE_BITS;
+	memcpy(eqe, buf.hdr.out_data, PRM_SIZE(eqe));
 	/* The type the subscription was for, kept in the cookie, must be the EQE's. */
-	type = buf.hdr.cookie & 0xff;
-	if (ev->type != type)
+	type = (uint16_t)PRM_GET(eqe, eqe, event_type);
+	subscribed = buf.hdr.cookie & 0xff;
+	if (type != subscribed)
 		devx_log(4, "%s: event of cookie 0x%llx: EQE type 0x%x, subscribed for 0x%x",
-			 ctx->name, (unsigned long long)buf.hdr.cookie, ev->type, type);
+			 ctx->name, (unsigned long long)buf.hdr.cookie, type, subscribed);
 	return 1;
 }
 

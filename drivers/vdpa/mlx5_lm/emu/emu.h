@@ -9,8 +9,11 @@
 #ifndef MLX5_LM_EMU_H
 #define MLX5_LM_EMU_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 struct emu_dev;
 struct emu_evch;
@@ -42,7 +45,7 @@ enum emu_syndrome {
 	EMU_SYND_UMEM_BAD_PGSZ = 0x5e0c00b6,     /* status BAD_PARAM: no page size of the bitmap fits */
 	EMU_SYND_UMEM_BAD_OFFSET = 0x5e0c00b7,   /* status BAD_PARAM: object at an offset the umem cannot place */
 	EMU_SYND_MR_MEMLOCK = 0x5e0c00b8,        /* pinning beyond RLIMIT_MEMLOCK (ib_umem_get: ENOMEM) */
-	/* Root steering and RQT rules (issue 10: A7, B3). */
+	/* Root steering (what the kernel lets into the NIC RX root) and RQT sizes. */
 	EMU_SYND_RQT_SIZE_NOT_POW2 = 0x5e0c0050, /* status BAD_PARAM: RQT sizes are powers of 2 */
 	EMU_SYND_ROOT_BAD_MATCH = 0x5e0c0051,    /* status BAD_PARAM: match mask/value refused */
 	EMU_SYND_ROOT_NOT_MODELLED = 0x5e0c0052, /* status BAD_PARAM: criteria not modelled */
@@ -98,8 +101,23 @@ unsigned int emu_profile_host_pin_parallel(const struct emu_profile *p);
  */
 #define EMU_HOST_ENV "MLX5_LM_EMU_HOST"
 #define EMU_HOST_NAME_MAX 64
-/* "/mlx5-lm-host-<host>" into buf; -EINVAL (empty, '/'), -ENAMETOOLONG. */
-int emu_host_sem_name(const char *host, char *buf, size_t len);
+/*
+ * "/mlx5-lm-host-<host>" into buf; -EINVAL (empty, '/'), -ENAMETOOLONG.
+ * Inline: the program that creates the semaphore (dpdk-test-lm migrate
+ * --processes) names it without linking the emulator, which its PMD loads.
+ */
+static inline int
+emu_host_sem_name(const char *host, char *buf, size_t len)
+{
+	int n;
+
+	if (host == NULL || host[0] == '\0' || strchr(host, '/') != NULL)
+		return -EINVAL;
+	if (strlen(host) >= EMU_HOST_NAME_MAX)
+		return -ENAMETOOLONG;
+	n = snprintf(buf, len, "/mlx5-lm-host-%s", host);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
 /*
  * The terms of entry cmd (absent terms are 0): 0, or -ENOENT when the
  * profile has no such entry.

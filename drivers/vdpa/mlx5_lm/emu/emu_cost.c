@@ -410,15 +410,31 @@ emu_now_ns(void)
  * its cost plus up to 50 us plus the wake-up latency, which inflates long
  * serial sequences far more than parallel ones. 1 ns is the minimum the
  * kernel accepts (0 means "back to the default"). Per thread, once.
+ *
+ * The flag is thread-specific data, not __thread: the emulator library is
+ * loaded with dlopen, where a TLS variable is a dynamic TLS block per
+ * thread, and LeakSanitizer (gcc 12 on glibc 2.36) misreads glibc's table
+ * of those blocks and crashes at exit. (Initial-exec TLS would not do: the
+ * emulated rdma-core links this file too, with TLS too large for glibc's
+ * static surplus, and is itself loaded with dlopen by DPDK's drivers.)
  */
-static __thread bool slack_set;
+static pthread_once_t slack_once = PTHREAD_ONCE_INIT;
+static pthread_key_t slack_key;
+
+static void
+slack_key_create(void)
+{
+	/* Without a key, getspecific finds nothing: the slack is set every time. */
+	(void)pthread_key_create(&slack_key, NULL);
+}
 
 static void
 min_timer_slack(void)
 {
-	if (slack_set)
+	pthread_once(&slack_once, slack_key_create);
+	if (pthread_getspecific(slack_key) != NULL)
 		return;
-	slack_set = true;
+	(void)pthread_setspecific(slack_key, (void *)1);
 	(void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 }
 
@@ -510,19 +526,6 @@ static unsigned int pins_busy; /* pin_lock */
 /* The host's semaphore, for host_name (pin_lock); SEM_FAILED: none. */
 static sem_t *host_sem = SEM_FAILED;
 static char host_name[EMU_HOST_NAME_MAX];
-
-int
-emu_host_sem_name(const char *host, char *buf, size_t len)
-{
-	int n;
-
-	if (host == NULL || host[0] == '\0' || strchr(host, '/') != NULL)
-		return -EINVAL;
-	if (strlen(host) >= EMU_HOST_NAME_MAX)
-		return -ENAMETOOLONG;
-	n = snprintf(buf, len, "/mlx5-lm-host-%s", host);
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
 
 /*
  * The semaphore of MLX5_LM_EMU_HOST, opened once per name; NULL when the

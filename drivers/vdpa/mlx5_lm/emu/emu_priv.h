@@ -569,6 +569,15 @@ emu_out_id(struct emu_ctx *c, uint32_t id)
 typedef int (*emu_handler_t)(struct emu_ctx *c);
 
 /* emu_net.c */
+/* Shared by emu_net.c and emu_net_qp.c: an object of kind, its create answered. */
+struct emu_net_obj *emu_net_new(struct emu_ctx *c, enum emu_kind kind);
+int emu_net_created(struct emu_ctx *c, struct emu_net_obj *o);
+/* Hold target for o or fail the create (caller frees o). */
+int emu_net_hold(struct emu_ctx *c, struct emu_net_obj *o, struct emu_obj *target);
+/* Free o, not created, and return status. */
+int emu_net_create_failed(struct emu_ctx *c, struct emu_net_obj *o, int status);
+/* Destroy the object of kind named at destroy_in.id. */
+int emu_net_destroy(struct emu_ctx *c, enum emu_kind kind);
 int emu_net_alloc_pd(struct emu_ctx *c);
 int emu_net_dealloc_pd(struct emu_ctx *c);
 int emu_net_alloc_td(struct emu_ctx *c);
@@ -586,6 +595,7 @@ int emu_net_create_fg(struct emu_ctx *c);
 int emu_net_destroy_fg(struct emu_ctx *c);
 int emu_net_set_fte(struct emu_ctx *c);
 int emu_net_delete_fte(struct emu_ctx *c);
+/* emu_net_qp.c */
 int emu_net_create_cq(struct emu_ctx *c);
 int emu_net_destroy_cq(struct emu_ctx *c);
 int emu_net_create_qp(struct emu_ctx *c);
@@ -621,12 +631,18 @@ void emu_net_qp_notify(struct emu_dev *dev, struct emu_net_obj *qp);
 /* emu_uar.c: whether eqn is one of the device's completion EQs. */
 bool emu_eqn_is_completion(const struct emu_dev *dev, uint32_t eqn);
 
-/* emu_mkey.c */
+/* emu_umem.c */
+/* Below this a umem is a queue ring buffer, not guest memory (its costs differ). */
+#define EMU_UMEM_SMALL (1u << 20)
+/* Map u's pages for the device (u->pin_base); emu_umem_unpin releases them. */
+void emu_umem_pin(struct emu_umem *u);
 void emu_umem_unpin(struct emu_umem *u);
+/* 1 when every page of u is backed by its file (a pin would not fail with EFAULT). */
+int emu_umem_backed(const struct emu_umem *u);
 /*
  * A umem object is used by a command at offset off (CQ ring, QP ring,
  * doorbell record, virtq umem): whether the kernel's description of the
- * umem allows it (see emu_umem_offset_ok in emu_mkey.c). page_offset is
+ * umem allows it (see emu_umem_offset_ok in emu_umem.c). page_offset is
  * the object's own sub-page offset field in page/64 quanta (cqc, qpc
  * page_offset), or -1 for an object that has none. true, or false with a
  * log line naming the rule.

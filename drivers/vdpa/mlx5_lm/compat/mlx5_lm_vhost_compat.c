@@ -1,22 +1,46 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Vetting of vhost-user messages before DPDK 22.11's vhost library uses
- * them (issue 11, item 5). vhost maps what the front end describes
- * without checking it against the file behind the fd:
+ * The PMD's workarounds for the DPDK it runs with, each with the reason it
+ * exists and the DPDK versions that need it. All are needed with DPDK 22.11
+ * (what the PMD builds against: Debian 12) and, read against each
+ * release's lib/vhost, still with 23.11. Beside this file, mlx5_lm_dpdk.h
+ * declares the driver-SDK types that Debian's DPDK does not install.
  *
- *  - SET_MEM_TABLE / ADD_MEM_REG: a region whose mmap_offset + size lies
- *    past the end of its file maps fine, and the first access to the part
- *    beyond (vhost reading a ring at SET_VRING_KICK, the device's data
- *    path) is a SIGBUS that kills the process;
- *  - SET_LOG_BASE: vhost maps mmap_size + mmap_offset bytes of the log fd
- *    from offset 0 and logs at addr + mmap_offset; a file smaller than
- *    that makes the log writes (rte_vhost_log_used_vring, the device's
- *    dirty bits) a SIGBUS. QEMU always sends offset 0 (vhost-user.rst,
- *    "Log memory"): anything else is refused;
- *  - requests of protocol features that were not negotiated (inflight
- *    fd, memory slots, postcopy, IOTLB without IOMMU_PLATFORM): vhost
- *    22.11 handles SET_INFLIGHT_FD anyway and writes into the front end's
- *    mapping whatever its size.
+ * 1. Message vetting (rte_pmd_mlx5_lm_vhost_vet, vhost's pre_msg_handle).
+ *    vhost maps what the front end describes without checking it against
+ *    the file behind the fd, and handles some requests whatever was
+ *    negotiated:
+ *    - SET_MEM_TABLE / ADD_MEM_REG: a region whose mmap_offset + size lies
+ *      past the end of its file maps fine, and the first access to the
+ *      part beyond (vhost reading a ring at SET_VRING_KICK, the device's
+ *      data path) is a SIGBUS that kills the process;
+ *    - SET_LOG_BASE: vhost maps mmap_size + mmap_offset bytes of the log
+ *      fd from offset 0 and logs at addr + mmap_offset; a file smaller
+ *      than that makes the log writes (rte_vhost_log_used_vring, the
+ *      device's dirty bits) a SIGBUS. QEMU always sends offset 0
+ *      (vhost-user.rst, "Log memory"): anything else is refused;
+ *    - requests of protocol features that were not negotiated (inflight
+ *      fd, memory slots, postcopy, IOTLB without IOMMU_PLATFORM): vhost
+ *      handles SET_INFLIGHT_FD anyway and writes into the front end's
+ *      mapping whatever its size.
+ *    A pre_msg_handle receives vhost's private message context (struct
+ *    vhu_msg_context, lib/vhost/vhost_user.h), which no public header
+ *    describes: struct vet_msg overlays it. Its layout is 22.11's (the
+ *    same through 23.11), and the vetting registers itself on 22.11 only.
+ * 2. The back-end channel's reply bounded (SET_BACKEND_REQ_FD): vhost
+ *    waits for the front end's answer to its own requests (host notifiers)
+ *    with a blocking read on its one thread; a receive timeout on its end
+ *    of the channel bounds that wait.
+ * 3. The dirty log moved at SET_LOG_BASE: vhost remaps the log with no
+ *    callback to the vDPA driver (rte_vdpa_dev_ops has none), while the
+ *    device goes on writing dirty bits into the old one; the vetting hands
+ *    the new log to the driver (mlx5_lm_log_rebase) before vhost replies.
+ * 4. A receive timeout on the connection (rte_pmd_mlx5_lm_vhost_msg_timeout):
+ *    vhost reads a message's payload with a blocking read() on its one
+ *    thread, so a front end announcing a payload it never sends stops every
+ *    socket's messages until it leaves. vhost gives the application no
+ *    handle on the connection: its socket is found in /proc/self/fd by
+ *    address.
  *
  * An application registers rte_pmd_mlx5_lm_vhost_vet() as the
  * pre_msg_handle of rte_vhost_extern_callback_register() on each new
@@ -51,9 +75,10 @@
 
 /*
  * What pre_msg_handle receives in DPDK 22.11 (struct vhu_msg_context of
- * lib/vhost/vhost_user.h, packed): the message - a 12-byte header and the
- * payload union, 632 bytes, its largest member being the crypto session
- * parameters - then the fds received with it and their count.
+ * lib/vhost/vhost_user.h, packed; workaround 1): the message - a 12-byte
+ * header and the payload union, 632 bytes, its largest member being the
+ * crypto session parameters - then the fds received with it and their
+ * count.
  */
 #define VET_PAYLOAD_SIZE 632
 #define VET_MAX_FDS 8
@@ -70,10 +95,13 @@ struct vet_msg {
 _Static_assert(offsetof(struct vet_msg, fds) == 644, "vhu_msg_context.fds of DPDK 22.11");
 _Static_assert(offsetof(struct vet_msg, fd_num) == 676, "vhu_msg_context.fd_num of DPDK 22.11");
 
-/* Front-end requests vetted here (vhost-user.rst, "Front-end message types"). */
+/*
+ * Front-end requests vetted here (vhost-user.rst, "Front-end message
+ * types"): vhost's own names for them are in its private vhost_user.h.
+ */
 #define VET_SET_MEM_TABLE 5
 #define VET_SET_LOG_BASE 6
-#define VET_SET_SLAVE_REQ_FD 21
+#define VET_SET_BACKEND_REQ_FD 21
 #define VET_IOTLB_MSG 22
 #define VET_POSTCOPY_ADVISE 28
 #define VET_POSTCOPY_END 30
@@ -83,11 +111,13 @@ _Static_assert(offsetof(struct vet_msg, fd_num) == 676, "vhu_msg_context.fd_num 
 #define VET_ADD_MEM_REG 37
 #define VET_REM_MEM_REG 38
 
-/* Protocol features (vhost-user.rst) and the device feature those requests need. */
-#define VET_PF_PAGEFAULT 8
-#define VET_PF_INFLIGHT_SHMFD 12
+/*
+ * The protocol feature of the memory-slot requests (vhost-user.rst), which
+ * DPDK 22.11's rte_vhost.h does not define; the others those requests need
+ * are VHOST_USER_PROTOCOL_F_PAGEFAULT, _INFLIGHT_SHMFD and
+ * VIRTIO_F_IOMMU_PLATFORM.
+ */
 #define VET_PF_CONFIGURE_MEM_SLOTS 15
-#define VET_F_IOMMU_PLATFORM 33
 
 static void
 vet_log(int vid, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -221,9 +251,9 @@ vet_log_base(int vid, const struct vet_msg *m)
 #define VET_BACKEND_REPLY_MS 500
 
 /*
- * SET_SLAVE_REQ_FD: the fd is vhost's end of the channel (the front end
- * keeps the other end), so a receive timeout on it bounds vhost's wait for
- * a reply and changes nothing for the front end.
+ * SET_BACKEND_REQ_FD (workaround 2): the fd is vhost's end of the channel
+ * (the front end keeps the other end), so a receive timeout on it bounds
+ * vhost's wait for a reply and changes nothing for the front end.
  */
 static int
 vet_backend_channel(int vid, const struct vet_msg *m)
@@ -255,17 +285,17 @@ vet_negotiated(int vid, const struct vet_msg *m)
 
 	switch (m->request) {
 	case VET_POSTCOPY_ADVISE ... VET_POSTCOPY_END:
-		bit = VET_PF_PAGEFAULT;
+		bit = VHOST_USER_PROTOCOL_F_PAGEFAULT;
 		break;
 	case VET_GET_INFLIGHT_FD:
 	case VET_SET_INFLIGHT_FD:
-		bit = VET_PF_INFLIGHT_SHMFD;
+		bit = VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD;
 		break;
 	case VET_GET_MAX_MEM_SLOTS ... VET_REM_MEM_REG:
 		bit = VET_PF_CONFIGURE_MEM_SLOTS;
 		break;
 	case VET_IOTLB_MSG:
-		fbit = VET_F_IOMMU_PLATFORM;
+		fbit = VIRTIO_F_IOMMU_PLATFORM;
 		break;
 	default:
 		return 0;
@@ -307,6 +337,7 @@ rte_pmd_mlx5_lm_vhost_vet(int vid, void *msg)
 		break;
 	case VET_SET_LOG_BASE:
 		ret = vet_log_base(vid, m);
+		/* Workaround 3: the device moves to the new log before vhost maps it. */
 		if (ret == 0 && m->size == 16 && m->fd_num >= 1) {
 			uint64_t size;
 
@@ -314,7 +345,7 @@ rte_pmd_mlx5_lm_vhost_vet(int vid, void *msg)
 			ret = mlx5_lm_log_rebase(vid, m->fds[0], size);
 		}
 		break;
-	case VET_SET_SLAVE_REQ_FD:
+	case VET_SET_BACKEND_REQ_FD:
 		ret = vet_backend_channel(vid, m);
 		break;
 	default:
@@ -372,13 +403,10 @@ conn_of_path(int fd, const char *path)
 }
 
 /*
- * DPDK 22.11 reads a message's payload with a blocking read() on the
- * connection, in its one vhost thread: a front end announcing a payload
- * it never sends stops every socket's messages until it leaves (issue 11,
- * item 7). vhost gives the application no handle on the connection, so
- * its socket is found by address (the vhost-user path, as local address
- * of an accepted connection or peer of a client one) and gets a receive
- * timeout: the read then fails, vhost closes that connection and goes on.
+ * Workaround 4: the connection's socket is found by address (the
+ * vhost-user path, as local address of an accepted connection or peer of
+ * a client one) and gets a receive timeout: a payload read that would
+ * block for ever then fails, vhost closes that connection and goes on.
  */
 int
 rte_pmd_mlx5_lm_vhost_msg_timeout(int vid, unsigned int ms)
