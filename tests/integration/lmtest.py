@@ -3,6 +3,7 @@
 Every wait has a deadline and looks for a condition (a line of output, a
 counter reaching a value); nothing sleeps and hopes.
 """
+import contextlib
 import glob
 import os
 import re
@@ -79,6 +80,18 @@ def world_writable_parent(path):
         if path == '/':
             return False
         path = os.path.dirname(path)
+
+
+@contextlib.contextmanager
+def stopped_after(test, proc, tail=3000):
+    """The with-block, then proc (a Proc) stopped whatever the block did; once the
+    block passed, test asserts proc exited 0 (the last tail characters of its
+    output as the message)."""
+    try:
+        yield proc
+    finally:
+        rc = proc.stop()
+    test.assertEqual(rc, 0, proc.text()[-tail:])
 
 
 def testpmd_traffic(sock, prefix, frames, timeout=60, **testpmd_args):

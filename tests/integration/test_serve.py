@@ -13,7 +13,7 @@ import tempfile
 import time
 import unittest
 
-from lmtest import (closed_by_peer, serve, testpmd_traffic, vu_connect,
+from lmtest import (closed_by_peer, serve, stopped_after, testpmd_traffic, vu_connect,
                     vu_send_region_past_its_file)
 
 TOOL = os.environ.get('TEST_LM', 'build/app/test-lm/dpdk-test-lm')
@@ -29,12 +29,8 @@ def traffic(sock, prefix, n=500, queues=1, server=False):
 def serving(test, socks, devargs='emu=fast,queues=1', **kw):
     """serve on socks for the with-block, then SIGTERM: test asserts it exited 0
     (after the block's own failure, if any, which is then the one reported)."""
-    srv = serve(TOOL, socks, devargs, **kw)
-    try:
+    with stopped_after(test, serve(TOOL, socks, devargs, **kw), tail=2000) as srv:
         yield srv
-    finally:
-        rc = srv.stop()
-    test.assertEqual(rc, 0, srv.text()[-2000:])
 
 
 # drivers/vdpa/mlx5/mlx5_vdpa.c (DPDK 22.11), mlx5_vdpa_stats_names.
