@@ -11,30 +11,21 @@
 #include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "vu_guest.h"
-
-static inline int64_t
-lm_call_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#include "../lm_clock.h"
 
 /* Wait at most timeout_ms for ring's call eventfd; consumes the signal. */
 static inline bool
 lm_wait_call(struct vu_guest *g, unsigned int ring, int timeout_ms)
 {
 	struct pollfd pfd = { .fd = vu_guest_callfd(g, ring), .events = POLLIN };
-	int64_t deadline = lm_call_now_ms() + timeout_ms;
+	int64_t deadline = lmt_now_ms() + timeout_ms;
 	uint64_t v;
 
 	for (;;) {
-		int left = (int)(deadline - lm_call_now_ms());
+		int left = (int)(deadline - lmt_now_ms());
 		int r = poll(&pfd, 1, left > 0 ? left : 0);
 
 		if (r > 0)
