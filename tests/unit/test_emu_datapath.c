@@ -8,7 +8,6 @@
  * every object is built with real PRM mailboxes through emu_cmd(), and
  * every wait has a deadline.
  */
-#include <dirent.h>
 #include <endian.h>
 #include <errno.h>
 #include <poll.h>
@@ -28,6 +27,7 @@
 #include "prm.h"
 #include "emu.h"
 #include "emu_unit.h"
+#include "../lm_threads.h"
 #include "vu_vring.h"
 
 /* Internal to the emulator; exposed for the RSS reference. */
@@ -317,31 +317,21 @@ gp(uint64_t gpa)
 }
 
 /* Threads of this process named like the data path thread. */
+static bool
+count_dp_thread(int tid, const char *name, void *arg)
+{
+	(void)tid;
+	if (strncmp(name, "emu-dp", 6) == 0)
+		(*(int *)arg)++;
+	return true;
+}
+
 static int
 dp_threads(void)
 {
-	char path[300], comm[32];
-	struct dirent *e;
 	int n = 0;
-	DIR *d = opendir("/proc/self/task");
 
-	if (d == NULL)
-		return -1;
-	while ((e = readdir(d)) != NULL) {
-		FILE *f;
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-		f = fopen(path, "r");
-		if (f == NULL)
-			continue;
-		if (fgets(comm, sizeof(comm), f) != NULL && strncmp(comm, "emu-dp", 6) == 0)
-			n++;
-		fclose(f);
-	}
-	closedir(d);
-	return n;
+	return lmt_for_each_thread(count_dp_thread, &n) == 0 ? n : -1;
 }
 
 /*
