@@ -140,19 +140,10 @@ obj_id_of(uint16_t opcode, const void *in, size_t inlen, const void *out, size_t
 		return inlen >= PRM_SIZE(general_obj_in_cmd_hdr) ?
 			(uint32_t)PRM_GET(general_obj_in_cmd_hdr, in, obj_id) : 0;
 	}
-	switch (opcode) {
-	case PRM_CMD_CREATE_MKEY:
-	case PRM_CMD_CREATE_CQ:
-	case PRM_CMD_CREATE_QP:
-	case PRM_CMD_ALLOC_PD:
-	case PRM_CMD_ALLOC_TRANSPORT_DOMAIN:
-	case PRM_CMD_CREATE_TIR:
-	case PRM_CMD_CREATE_TIS:
-	case PRM_CMD_CREATE_RQT:
-	case PRM_CMD_CREATE_FLOW_TABLE:
-	case PRM_CMD_CREATE_FLOW_GROUP:
+	if (prm_opcode_is_create_out(opcode))
 		return done && outlen >= PRM_SIZE(create_out) ?
 			(uint32_t)PRM_GET(create_out, out, id) : 0;
+	switch (opcode) {
 	case PRM_CMD_QUERY_HCA_CAP:
 	case PRM_CMD_SET_FLOW_TABLE_ENTRY:
 		return 0;

@@ -58,25 +58,27 @@ serve_usage(FILE *f)
 }
 
 /* vhost requires callbacks; the vDPA device does the work, these only log. */
-static int
-on_new_device(int vid)
+static void
+log_front_end(int vid, const char *what)
 {
 	char path[256] = "";
 
 	rte_vhost_get_ifname(vid, path, sizeof(path));
-	printf("serve: front end connected on %s (vhost device %d)\n", path, vid);
+	printf("serve: front end %s %s (vhost device %d)\n", what, path, vid);
 	fflush(stdout);
+}
+
+static int
+on_new_device(int vid)
+{
+	log_front_end(vid, "connected on");
 	return 0;
 }
 
 static void
 on_destroy_device(int vid)
 {
-	char path[256] = "";
-
-	rte_vhost_get_ifname(vid, path, sizeof(path));
-	printf("serve: front end gone from %s (vhost device %d)\n", path, vid);
-	fflush(stdout);
+	log_front_end(vid, "gone from");
 }
 
 static unsigned int msg_timeout_ms = 3000;

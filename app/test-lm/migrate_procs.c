@@ -29,6 +29,8 @@
 #include <fcntl.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,14 +56,15 @@ struct procs_link {
 	int up, down;
 };
 
+/* All of len bytes through the pipe, or -1 (EOF or an error but EINTR). */
 static int
-write_all(int fd, const void *buf, size_t len)
+xfer_all(int fd, void *buf, size_t len, bool out)
 {
-	const char *p = buf;
+	char *p = buf;
 	ssize_t n;
 
 	while (len > 0) {
-		n = write(fd, p, len);
+		n = out ? write(fd, p, len) : read(fd, p, len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -73,21 +76,15 @@ write_all(int fd, const void *buf, size_t len)
 }
 
 static int
+write_all(int fd, const void *buf, size_t len)
+{
+	return xfer_all(fd, (void *)(uintptr_t)buf, len, true);
+}
+
+static int
 read_all(int fd, void *buf, size_t len)
 {
-	char *p = buf;
-	ssize_t n;
-
-	while (len > 0) {
-		n = read(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return xfer_all(fd, buf, len, false);
 }
 
 /* ---- a child ---- */

@@ -15,6 +15,7 @@
 
 #include "prm.h"
 #include "emu.h"
+#include "../lm_clock.h"
 
 #define QUEUE_SIZE 256u
 #define MAX_THREADS 1024u
@@ -28,15 +29,6 @@ struct worker {
 	uint32_t vq;
 	int status;
 };
-
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static int
 cmd(const void *in, size_t inlen, void *out, size_t outlen)
@@ -85,10 +77,10 @@ round_ms(unsigned int n)
 	for (i = 0; i < n; i++)
 		pthread_create(&w[i].tid, NULL, create_one, &w[i]);
 	pthread_barrier_wait(&start);
-	t0 = now_ms();
+	t0 = lmt_now_ms_f();
 	for (i = 0; i < n; i++)
 		pthread_join(w[i].tid, NULL);
-	t1 = now_ms();
+	t1 = lmt_now_ms_f();
 	pthread_barrier_destroy(&start);
 	for (i = 0; i < n; i++) {
 		if (w[i].status != 0) {

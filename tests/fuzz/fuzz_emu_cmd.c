@@ -84,22 +84,7 @@ slot_push(struct slots *s, uint32_t id)
 static bool
 is_create(uint16_t opcode)
 {
-	switch (opcode) {
-	case PRM_CMD_CREATE_MKEY:
-	case PRM_CMD_CREATE_CQ:
-	case PRM_CMD_CREATE_QP:
-	case PRM_CMD_ALLOC_PD:
-	case PRM_CMD_ALLOC_TRANSPORT_DOMAIN:
-	case PRM_CMD_CREATE_TIR:
-	case PRM_CMD_CREATE_TIS:
-	case PRM_CMD_CREATE_RQT:
-	case PRM_CMD_CREATE_FLOW_TABLE:
-	case PRM_CMD_CREATE_FLOW_GROUP:
-	case PRM_CMD_CREATE_GENERAL_OBJECT:
-		return true;
-	default:
-		return false;
-	}
+	return prm_opcode_is_create_out(opcode) || opcode == PRM_CMD_CREATE_GENERAL_OBJECT;
 }
 
 static size_t

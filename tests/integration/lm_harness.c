@@ -35,6 +35,7 @@
 
 #include "prm.h"
 #include "lm_harness.h"
+#include "../lm_clock.h"
 #include "rte_pmd_mlx5_lm.h"
 #include "mlx5_lm_mr.h"
 #include "mlx5_lm_test.h"
@@ -98,10 +99,7 @@ backend_init(void)
 int64_t
 lmh_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return lmt_now_ms();
 }
 
 void

@@ -3,12 +3,14 @@
 Every wait has a deadline and looks for a condition (a line of output, a
 counter reaching a value); nothing sleeps and hopes.
 """
+import contextlib
 import glob
 import os
 import re
 import select
 import signal
 import socket
+import stat
 import struct
 import subprocess
 import sys
@@ -68,23 +70,80 @@ def socket_in_use(path):
         probe.close()
 
 
-def testpmd_through_example(ex, iface, prefix, frames=1000, ready_timeout=300):
-    """Frames testpmd got back through a dpdk-vdpa example (Proc ex, started with
-    stdin) serving iface; quits the example and returns (frames, its exit status)."""
+def world_writable_parent(path):
+    """Whether path or a directory above it is writable by anyone (where a root
+    process must not run or install what is there)."""
+    path = os.path.abspath(path)
+    while True:
+        if os.stat(path).st_mode & stat.S_IWOTH:
+            return True
+        if path == '/':
+            return False
+        path = os.path.dirname(path)
+
+
+@contextlib.contextmanager
+def stopped_after(test, proc, tail=3000):
+    """The with-block, then proc (a Proc) stopped whatever the block did; once the
+    block passed, test asserts proc exited 0 (the last tail characters of its
+    output as the message)."""
+    try:
+        yield proc
+    finally:
+        rc = proc.stop()
+    test.assertEqual(rc, 0, proc.text()[-tail:])
+
+
+def testpmd_traffic(sock, prefix, frames, timeout=60, **testpmd_args):
+    """testpmd (a virtio-user port on sock, Testpmd's other arguments as given) sends
+    its first burst and forwards until it has received frames within timeout, then
+    quits; returns its port's (rx, tx) packets."""
+    pmd = Testpmd(sock, prefix, **testpmd_args)
+    try:
+        pmd.cmd('start tx_first')
+        rx, tx = pmd.wait_rx(frames, timeout=timeout)
+        pmd.cmd('stop')
+    finally:
+        pmd.quit()
+    return rx, tx
+
+
+def run_example(ex, ready_timeout=60, during=None):
+    """A dpdk-vdpa example (Proc ex, started with stdin) once it is ready: during()
+    if given, then 'q'; the example is killed whatever happens. Returns (what
+    during returned, the example's exit status)."""
     try:
         ex.expect(r"enter 'q' to quit", timeout=ready_timeout)
-        pmd = Testpmd(iface, prefix, queues=1, queue_size=256)
-        try:
-            pmd.cmd('start tx_first')
-            rx, _ = pmd.wait_rx(frames, timeout=60)
-            pmd.cmd('stop')
-        finally:
-            pmd.quit()
+        got = during() if during else None
         ex.send('q')
         rc = ex.stop(sig=None, timeout=60)
     finally:
         ex.kill()
+    return got, rc
+
+
+def testpmd_through_example(ex, iface, prefix, frames=1000, ready_timeout=300):
+    """Frames testpmd got back through a dpdk-vdpa example (Proc ex, started with
+    stdin) serving iface; quits the example and returns (frames, its exit status)."""
+    (rx, _), rc = run_example(ex, ready_timeout,
+                              lambda: testpmd_traffic(iface, prefix, frames,
+                                                      queues=1, queue_size=256))
     return rx, rc
+
+
+def assert_stage_migrated_clean(test, s, bad_packets=False):
+    """A stage s of migrate --json moved frames, none lost or duplicated (nor bad,
+    where the caller's stages count them), with a complete dirty log and no device
+    object left."""
+    test.assertGreater(s['frames'], 0, s)
+    test.assertEqual(s['lost_packets'], 0, s)
+    test.assertEqual(s['duplicated_packets'], 0, s)
+    if bad_packets:
+        test.assertEqual(s['bad_packets'], 0, s)
+    test.assertTrue(s['dirty_logged'], s)
+    test.assertGreater(s['dirty_pages_checked'], 0, s)
+    test.assertEqual(s['dirty_pages_missing'], 0, s)
+    test.assertEqual(s['leaked_objects'], 0, s)
 
 
 def vu_connect(path):

@@ -26,38 +26,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "call_wait.h"
 #include "vu_client.h"
 #include "vu_guest.h"
 
 #define WAIT_MS 20000
-
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Bounded wait for ring's call eventfd; consumes the signal. */
-static bool
-wait_call(struct vu_guest *g, unsigned int ring)
-{
-	struct pollfd pfd = { .fd = vu_guest_callfd(g, ring), .events = POLLIN };
-	int64_t deadline = now_ms() + WAIT_MS;
-	uint64_t v;
-
-	for (;;) {
-		int left = (int)(deadline - now_ms());
-		int r = poll(&pfd, 1, left > 0 ? left : 0);
-
-		if (r > 0)
-			return read(pfd.fd, &v, sizeof(v)) == sizeof(v);
-		if (r == 0 || (r < 0 && errno != EINTR))
-			return false;
-	}
-}
 
 /*
  * Wait, through ring's call eventfd only, until the guest has seen `want`
@@ -74,7 +47,7 @@ called_until(struct vu_guest *g, unsigned int ring, uint64_t want)
 		vu_guest_stats(g, 0, &st);
 		if ((ring == 1 ? st.tx_completed : st.rx_received) >= want)
 			return true;
-		if (!wait_call(g, ring))
+		if (!lm_wait_call(g, ring, WAIT_MS))
 			return false;
 		vu_guest_poll(g);
 	}

@@ -17,7 +17,6 @@ import os
 import re
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
@@ -25,7 +24,7 @@ import unittest
 
 from lmtest import (EXAMPLE_SRC, TOP, Proc, doc_block, doc_blocks,
                     doc_marker_name, socket_in_use,
-                    testpmd_through_example)
+                    testpmd_through_example, world_writable_parent)
 
 TOOL = os.environ.get('TEST_LM', os.path.join(TOP, 'build/app/test-lm/dpdk-test-lm'))
 # DPDK's own vdpa/mlx5 (Debian's librte-vdpa-mlx5-23), the peer of emulated-rdma.md.
@@ -37,15 +36,6 @@ def blocks_named(name):
     if not found:
         raise AssertionError(f'no doc block marked doc-test: {name}')
     return found
-
-
-def world_writable_parent(path):
-    while True:
-        if os.stat(path).st_mode & stat.S_IWOTH:
-            return True
-        if path == '/':
-            return False
-        path = os.path.dirname(path)
 
 
 class Docs(unittest.TestCase):

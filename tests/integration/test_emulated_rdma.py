@@ -11,7 +11,7 @@ import tempfile
 import time
 import unittest
 
-from lmtest import Proc, Testpmd
+from lmtest import Proc, Testpmd, stopped_after, testpmd_traffic
 
 TOOL = os.environ.get('TEST_LM', 'build/app/test-lm/dpdk-test-lm')
 WRAPPER = os.environ['LM_WRAPPER']
@@ -131,19 +131,10 @@ class ServeOnEmulatedRdma(unittest.TestCase):
             srv = Proc([sys.executable, WRAPPER, '--profile', 'fast', '--trace', trace, '--',
                         TOOL, 'serve', '--devargs', 'ibdev=mlx5_0,queues=2', '--socket', sock],
                        env={'MLX5_LM_ERDMA_LIBDIR': LIBDIR}, name='serve')
-            try:
+            with stopped_after(self, srv):
                 srv.expect(r'serve: ready', timeout=60)
-                pmd = Testpmd(sock, f'tpe{os.getpid()}', queues=1)
-                try:
-                    pmd.cmd('start tx_first')
-                    rx, tx = pmd.wait_rx(2000, timeout=60)
-                    pmd.cmd('stop')
-                finally:
-                    pmd.quit()
+                rx, tx = testpmd_traffic(sock, f'tpe{os.getpid()}', 2000, queues=1)
                 srv.expect(r'front end gone', timeout=30)
-            finally:
-                rc = srv.stop()
-            self.assertEqual(rc, 0, srv.text()[-3000:])
             self.assertIn('clean teardown', srv.text())
             recs = records(trace)
         self.assertGreaterEqual(rx, 2000)
@@ -165,7 +156,7 @@ class ServeOnEmulatedRdma(unittest.TestCase):
                         'echo "$MLX5_LM_ERDMA_CONTROL" > "$0"; exec "$@"', where,
                         TOOL, 'serve', '--devargs', 'ibdev=mlx5_0,queues=1', '--socket', sock],
                        env={'MLX5_LM_ERDMA_LIBDIR': LIBDIR}, name='serve')
-            try:
+            with stopped_after(self, srv):
                 srv.expect(r'serve: ready', timeout=60)
                 with open(where) as f:
                     path = os.path.join(f.read().strip(), 'mlx5_0')
@@ -187,9 +178,6 @@ class ServeOnEmulatedRdma(unittest.TestCase):
                 self.assertRegex(ask('virtq_state 0xfffff'), r'^err \d+ status 0x')
                 self.assertEqual(ask('fault 0xa01 0xd 1 0x4 0x5e0f0001'), 'ok')
                 self.assertEqual(ask('live'), live)
-            finally:
-                rc = srv.stop()
-            self.assertEqual(rc, 0, srv.text()[-3000:])
             self.assertIn('fault armed: opcode 0xa01 obj_type 0xd, command 1 from now, '
                           'status 0x4 syndrome 0x5e0f0001', srv.text())
 
@@ -205,7 +193,7 @@ class ServeOnEmulatedRdma(unittest.TestCase):
             srv = Proc([sys.executable, WRAPPER, '--profile', 'fast', '--tap', f'0={tap}', '--',
                         TOOL, 'serve', '--devargs', 'ibdev=mlx5_0,queues=1', '--socket', sock],
                        env={'MLX5_LM_ERDMA_LIBDIR': LIBDIR}, name='serve')
-            try:
+            with stopped_after(self, srv):
                 srv.expect(r'serve: ready', timeout=60)
                 stats = f'/sys/class/net/{tap}/statistics/'
                 self.assertTrue(os.path.exists(stats))
@@ -231,9 +219,6 @@ class ServeOnEmulatedRdma(unittest.TestCase):
                 srv.expect(r'front end gone', timeout=30)
                 with open(stats + 'rx_packets') as f:
                     host_rx = int(f.read())
-            finally:
-                rc = srv.stop()
-            self.assertEqual(rc, 0, srv.text()[-3000:])
             self.assertFalse(os.path.exists(stats), 'the tap outlived its device')
         self.assertGreaterEqual(rx, 100)
         # testpmd (io) sent back what it got; all of it left on the tap.

@@ -30,6 +30,7 @@
 
 #include "prm.h"
 #include "lm_harness.h"
+#include "call_wait.h"
 
 /* Rounds of one frame: three event rings' worth of notifications per queue. */
 #define ROUNDS (3 * MLX5_LM_EVENTQ_SIZE)
@@ -58,19 +59,29 @@ connect_and_start(void)
 static bool
 wait_call(unsigned int ring)
 {
-	struct pollfd pfd = { .fd = vu_guest_callfd(g, ring), .events = POLLIN };
-	int64_t deadline = lmh_now_ms() + LMH_DEADLINE_MS;
-	uint64_t v;
+	return lm_wait_call(g, ring, LMH_DEADLINE_MS);
+}
 
-	for (;;) {
-		int left = (int)(deadline - lmh_now_ms());
-		int r = poll(&pfd, 1, left > 0 ? left : 0);
-
-		if (r > 0)
-			return read(pfd.fd, &v, sizeof(v)) == sizeof(v);
-		if (r == 0 || (r < 0 && errno != EINTR))
-			return false;
-	}
+/*
+ * Through ring's call eventfd only (1: TX, 0: RX), until the guest has seen
+ * round + 1 buffers of that ring used, st their count. A call may come
+ * late for the previous round's buffer (virtio allows spurious
+ * notifications): it is consumed here, and the round then waits for a
+ * call of its own.
+ */
+static void
+called_for_round(unsigned int ring, const char *args, unsigned int round,
+		 struct vu_guest_stats *st)
+{
+	do {
+		if (!wait_call(ring)) {
+			print_error("%s: round %u: no call for the used %s buffer\n",
+				    args, round, ring == 1 ? "TX" : "RX");
+			fail();
+		}
+		vu_guest_poll(g);
+		vu_guest_stats(g, 0, st);
+	} while ((ring == 1 ? st->tx_completed : st->rx_received) < round + 1);
 }
 
 /* UAR doorbells (CQ arms) in the device's trace since entry from. */
@@ -209,29 +220,11 @@ rounds(const char *args, unsigned int idle_every, unsigned int torn_at)
 		assert_int_equal(vu_guest_tx(g, 0, 1), 1);
 		/*
 		 * The frame's TX completion, then its reception on the loopback.
-		 * A call may come late for the previous round's buffer (virtio
-		 * allows spurious notifications): it is consumed here, and the
-		 * round then waits for a call of its own. Every round needs at
-		 * least one call, and a used buffer with no call after it fails.
+		 * Every round needs at least one call, and a used buffer with no
+		 * call after it fails.
 		 */
-		do {
-			if (!wait_call(1)) {
-				print_error("%s: round %u: no call for the used TX buffer\n",
-					    args, i);
-				fail();
-			}
-			vu_guest_poll(g);
-			vu_guest_stats(g, 0, &st);
-		} while (st.tx_completed < i + 1);
-		do {
-			if (!wait_call(0)) {
-				print_error("%s: round %u: no call for the used RX buffer\n",
-					    args, i);
-				fail();
-			}
-			vu_guest_poll(g);
-			vu_guest_stats(g, 0, &st);
-		} while (st.rx_received < i + 1);
+		called_for_round(1, args, i, &st);
+		called_for_round(0, args, i, &st);
 		assert_int_equal(st.tx_completed, i + 1);
 		assert_int_equal(st.rx_received, i + 1);
 		if (i == 0) {

@@ -38,6 +38,7 @@
 #include "prm.h"
 #include "lm_harness.h"
 #include "mlx5_lm_mr.h"
+#include "../lm_threads.h"
 
 #define PAIRS 2
 #define NRINGS (2 * PAIRS)
@@ -814,41 +815,34 @@ test_released_registration_never_serves_other_memory(void **state)
  * mitigation (rte_pmd_mlx5_lm_vhost_msg_timeout, serve --msg-timeout)
  * vhost gives up on X after the timeout and serves Y. Both measured.
  */
+/* One thread's test: is it vhost's, and sitting in read(2)? */
+static bool
+vhost_thread_not_in_read(int tid, const char *name, void *arg)
+{
+	bool *found = arg;
+	char path[64], sys[64] = "";
+	FILE *f;
+
+	if (strncmp(name, "vhost-events", 12) != 0)
+		return true;
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return true;
+	if (fgets(sys, sizeof(sys), f) == NULL)
+		sys[0] = '\0';
+	fclose(f);
+	/* "0 0x<fd> ...": blocked in read(2) (x86-64 syscall 0). */
+	*found = strncmp(sys, "0 ", 2) == 0;
+	return !*found;
+}
+
 static bool
 vhost_thread_in_read(void)
 {
-	char path[320], comm[32], sys[64];
-	struct dirent *e;
 	bool found = false;
-	DIR *d = opendir("/proc/self/task");
-	FILE *f;
 
-	if (d == NULL)
-		return false;
-	while (!found && (e = readdir(d)) != NULL) {
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-		f = fopen(path, "r");
-		if (f == NULL)
-			continue;
-		comm[0] = '\0';
-		(void)!fgets(comm, sizeof(comm), f);
-		fclose(f);
-		if (strncmp(comm, "vhost-events", 12) != 0)
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/syscall", e->d_name);
-		f = fopen(path, "r");
-		if (f == NULL)
-			continue;
-		sys[0] = '\0';
-		(void)!fgets(sys, sizeof(sys), f);
-		fclose(f);
-		/* "0 0x<fd> ...": blocked in read(2) (x86-64 syscall 0). */
-		found = strncmp(sys, "0 ", 2) == 0;
-	}
-	closedir(d);
-	return found;
+	return lmt_for_each_thread(vhost_thread_not_in_read, &found) == 0 && found;
 }
 
 /*

@@ -19,14 +19,13 @@ import json
 import os
 import re
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
 import unittest
 
-from lmtest import (EXAMPLE_SRC, Proc, Testpmd, build_vdpa_example, doc_block, serve,
-                    vdpa_example_serves_testpmd)
+from lmtest import (EXAMPLE_SRC, Proc, build_vdpa_example, doc_block, serve, testpmd_traffic,
+                    vdpa_example_serves_testpmd, world_writable_parent)
 
 BUILD = os.environ.get('LM_BUILD_ROOT', 'build')
 PMD = 'librte_vdpa_mlx5_lm.so'
@@ -55,16 +54,6 @@ def loaded_by(log_prefix):
     return files
 
 
-def no_world_writable_parent(path):
-    path = os.path.abspath(path)
-    while True:
-        if os.stat(path).st_mode & stat.S_IWOTH:
-            return False
-        if path == '/':
-            return True
-        path = os.path.dirname(path)
-
-
 def meson_introspect(what):
     r = subprocess.run(['meson', 'introspect', what, BUILD], check=True,
                        stdout=subprocess.PIPE, timeout=120)
@@ -76,7 +65,7 @@ class Install(unittest.TestCase):
     def setUpClass(cls):
         base = next((b for b in (os.path.join(BUILD, 'tests', 'integration'), BUILD,
                                  os.path.expanduser('~'))
-                     if os.path.isdir(b) and no_world_writable_parent(b)), None)
+                     if os.path.isdir(b) and not world_writable_parent(b)), None)
         if base is None:
             raise unittest.SkipTest('no directory without world-writable parents for EAL -d')
         cls.destdir = tempfile.mkdtemp(prefix='install-', dir=os.path.abspath(base))
@@ -197,13 +186,8 @@ class Install(unittest.TestCase):
             try:
                 with open(f'/proc/{srv.p.pid}/maps') as f:
                     maps = f.read()
-                pmd = Testpmd(sock, f'tpj{os.getpid()}', queues=1, queue_size=256)
-                try:
-                    pmd.cmd('start tx_first')
-                    rx, _ = pmd.wait_rx(1000, timeout=60)
-                    pmd.cmd('stop')
-                finally:
-                    pmd.quit()
+                rx, _ = testpmd_traffic(sock, f'tpj{os.getpid()}', 1000,
+                                        queues=1, queue_size=256)
             finally:
                 rc = srv.stop()
         # The process ran the installed libraries, not the build tree's: the emulator

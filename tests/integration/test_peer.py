@@ -16,7 +16,8 @@ import sys
 import tempfile
 import unittest
 
-from lmtest import EXAMPLE_SRC, Proc, Testpmd, build_vdpa_example, doc_block, TOP
+from lmtest import (EXAMPLE_SRC, Proc, assert_stage_migrated_clean, build_vdpa_example,
+                    doc_block, run_example, testpmd_traffic, TOP)
 
 WRAPPER = os.environ.get('LM_WRAPPER', os.path.join(
     os.path.dirname(os.path.abspath(__file__)), '..', '..', 'tools', 'with-emulated-rdma'))
@@ -81,12 +82,7 @@ class Peer(unittest.TestCase):
             trace = os.path.join(d, 'T')
             ex = self.example_proc('queues=2,queue_size=256', os.path.join(d, 'vh'), trace,
                                    f'pp{os.getpid()}')
-            try:
-                ex.expect(r"enter 'q' to quit", timeout=60)
-                ex.send('q')
-                rc = ex.stop(sig=None, timeout=60)
-            finally:
-                ex.kill()
+            _, rc = run_example(ex)
             recs = records(trace)
         self.assertEqual(rc, 0, ex.text()[-3000:])
         self.assertNotIn('left alive', ex.text())
@@ -110,19 +106,9 @@ class Peer(unittest.TestCase):
             trace = os.path.join(d, 'T')
             iface = os.path.join(d, 'vh')
             ex = self.example_proc('queues=1,queue_size=256', iface, trace, f'ps{os.getpid()}')
-            try:
-                ex.expect(r"enter 'q' to quit", timeout=60)
-                pmd = Testpmd(iface + '0', f'tps{os.getpid()}', queues=1, queue_size=256)
-                try:
-                    pmd.cmd('start tx_first')
-                    rx, tx = pmd.wait_rx(2000, timeout=60)
-                    pmd.cmd('stop')
-                finally:
-                    pmd.quit()
-                ex.send('q')
-                rc = ex.stop(sig=None, timeout=60)
-            finally:
-                ex.kill()
+            (rx, tx), rc = run_example(
+                ex, during=lambda: testpmd_traffic(iface + '0', f'tps{os.getpid()}', 2000,
+                                                   queues=1, queue_size=256))
             recs = records(trace)
         self.assertEqual(rc, 0, ex.text()[-3000:])
         self.assertNotIn('left alive', ex.text())
@@ -151,8 +137,8 @@ class Peer(unittest.TestCase):
             iface = os.path.join(d, 'vh')
             ex = self.example_proc('queues=1,queue_size=256', iface, trace,
                                    f'pc{os.getpid()}', log=['--log-level=pmd.vdpa.mlx5:info'])
-            try:
-                ex.expect(r"enter 'q' to quit", timeout=60)
+
+            def frontend():
                 fe = Proc([FRONTEND, iface + '0', '300'], name='peer_frontend', stdin=True)
                 try:
                     fe.expect(r'peer_frontend: started', timeout=60)
@@ -160,13 +146,10 @@ class Peer(unittest.TestCase):
                     # is in place when it says so.
                     ex.expect(r'vDPA device \d+ was configured', timeout=60)
                     fe.send('go')
-                    fe_rc = fe.stop(sig=None, timeout=300)
+                    return fe, fe.stop(sig=None, timeout=300)
                 finally:
                     fe.kill()
-                ex.send('q')
-                rc = ex.stop(sig=None, timeout=60)
-            finally:
-                ex.kill()
+            (fe, fe_rc), rc = run_example(ex, during=frontend)
             recs = records(trace)
         self.assertEqual(fe_rc, 0, fe.text() + ex.text()[-3000:])
         self.assertIn('300 frames, each signalled on both call eventfds', fe.text())
@@ -227,14 +210,7 @@ class PeerMigrate(unittest.TestCase):
         for s in doc['stages']:
             self.assertTrue(s['ok'], s)
             self.assertTrue(s['peer'], s)
-            self.assertGreater(s['frames'], 0, s)
-            self.assertEqual(s['lost_packets'], 0, s)
-            self.assertEqual(s['duplicated_packets'], 0, s)
-            self.assertEqual(s['bad_packets'], 0, s)
-            self.assertTrue(s['dirty_logged'], s)
-            self.assertGreater(s['dirty_pages_checked'], 0, s)
-            self.assertEqual(s['dirty_pages_missing'], 0, s)
-            self.assertEqual(s['leaked_objects'], 0, s)
+            assert_stage_migrated_clean(self, s, bad_packets=True)
             # Our PMD's API only: absent for the peer, not zero.
             self.assertIsNone(s['dst_vq_ms'], s)
             self.assertIsNone(s['dst_mr_ms'], s)

@@ -2,6 +2,7 @@
 """dpdk-test-lm serve as a daemon: per-socket devargs, a front end that
 restarts (server and client mode), periodic statistics, SIGTERM teardown,
 and hostile front ends stopped by serve's own vetting."""
+import contextlib
 import os
 import re
 import select
@@ -12,22 +13,24 @@ import tempfile
 import time
 import unittest
 
-from lmtest import (Testpmd, closed_by_peer, serve, vu_connect,
+from lmtest import (closed_by_peer, serve, stopped_after, testpmd_traffic, vu_connect,
                     vu_send_region_past_its_file)
 
 TOOL = os.environ.get('TEST_LM', 'build/app/test-lm/dpdk-test-lm')
 
 
 def traffic(sock, prefix, n=500, queues=1, server=False):
-    pmd = Testpmd(sock, prefix, queues=queues, queue_size=256,
-                  extra_vdev=',server=1' if server else '')
-    try:
-        pmd.cmd('start tx_first')
-        rx, _ = pmd.wait_rx(n, timeout=60)
-        pmd.cmd('stop')
-    finally:
-        pmd.quit()
+    rx, _ = testpmd_traffic(sock, prefix, n, queues=queues, queue_size=256,
+                            extra_vdev=',server=1' if server else '')
     return rx
+
+
+@contextlib.contextmanager
+def serving(test, socks, devargs='emu=fast,queues=1', **kw):
+    """serve on socks for the with-block, then SIGTERM: test asserts it exited 0
+    (after the block's own failure, if any, which is then the one reported)."""
+    with stopped_after(test, serve(TOOL, socks, devargs, **kw), tail=2000) as srv:
+        yield srv
 
 
 # drivers/vdpa/mlx5/mlx5_vdpa.c (DPDK 22.11), mlx5_vdpa_stats_names.
@@ -100,9 +103,8 @@ class ServeDaemon(unittest.TestCase):
     def test_per_socket_devargs_and_front_end_restarts(self):
         with tempfile.TemporaryDirectory() as d:
             a, b = os.path.join(d, 'a.sock'), os.path.join(d, 'b.sock')
-            srv = serve(TOOL, [a, b], 'emu=fast,queues=1',
-                        extra=['--devargs', 'emu=fast,queues=2', '--stats', '1'])
-            try:
+            with serving(self, [a, b], 'emu=fast,queues=1',
+                         extra=['--devargs', 'emu=fast,queues=2', '--stats', '1']) as srv:
                 # The second device got its own devargs: 2 queue pairs.
                 m = srv.expect(r'vdpa_mlx5_lm1 \(' + re.escape(b) +
                                r'\):\n([\s\S]*?)serve: end of statistics', timeout=30)
@@ -120,9 +122,6 @@ class ServeDaemon(unittest.TestCase):
                 self.assertEqual(names, UPSTREAM_STATS)
                 self.assertGreaterEqual(rows[('rx', '0')][1], received, rows)
                 self.assertGreaterEqual(traffic(b, f'tpb{os.getpid()}', queues=2), 500)
-            finally:
-                rc = srv.stop()
-        self.assertEqual(rc, 0, srv.text()[-2000:])
         self.assertIn('clean teardown', srv.text())
         # vhost's per-message info lines are off by default: serve's own lines stand out.
         self.assertNotIn('VHOST_CONFIG', srv.text())
@@ -130,15 +129,11 @@ class ServeDaemon(unittest.TestCase):
     def test_client_mode_reconnects_to_a_restarted_front_end(self):
         with tempfile.TemporaryDirectory() as d:
             sock = os.path.join(d, 'c.sock')
-            srv = serve(TOOL, [sock], 'emu=fast,queues=1', extra=['--client'])
-            try:
+            with serving(self, [sock], 'emu=fast,queues=1', extra=['--client']) as srv:
                 for i in range(2):  # testpmd is the server; serve connects back each time
                     self.assertGreaterEqual(traffic(sock, f'tpc{os.getpid()}{i}',
                                                     server=True), 500)
                     srv.expect(r'front end gone', timeout=30)
-            finally:
-                rc = srv.stop()
-        self.assertEqual(rc, 0, srv.text()[-2000:])
 
     def test_hostile_messages_are_vetted_and_a_stalled_payload_times_out(self):
         """The application's part of the security model (doc/reliability.md):
@@ -146,8 +141,7 @@ class ServeDaemon(unittest.TestCase):
         closes a connection whose announced payload never comes."""
         with tempfile.TemporaryDirectory() as d:
             sock = os.path.join(d, 'h.sock')
-            srv = serve(TOOL, [sock], 'emu=fast,queues=1', extra=['--msg-timeout', '500'])
-            try:
+            with serving(self, [sock], 'emu=fast,queues=1', extra=['--msg-timeout', '500']) as srv:
                 c = vu_send_region_past_its_file(sock)
                 srv.expect(r'is past the end of its file', timeout=30)
                 self.assertTrue(closed_by_peer(c, 30), 'serve kept the connection')
@@ -161,9 +155,6 @@ class ServeDaemon(unittest.TestCase):
                 hdr = recv_exact(c, 12, 30)
                 self.assertEqual(struct.unpack('<III', hdr)[0], 1)
                 c.close()
-            finally:
-                rc = srv.stop()
-        self.assertEqual(rc, 0, srv.text()[-2000:])
         self.assertIn('clean teardown', srv.text())
 
 
@@ -193,32 +184,30 @@ def serve_fails(path):
 class SocketPaths(unittest.TestCase):
     """serve never removes a file it did not create, and says why it cannot serve."""
 
+    def assert_refused(self, path, why):
+        """serve on path exits 1 at once with one line, which says why; that line."""
+        rc, lines = serve_fails(path)
+        self.assertEqual(rc, 1, lines)
+        self.assertEqual(len(lines), 1, lines)
+        self.assertIn(why, lines[0])
+        return lines[0]
+
     def test_regular_file_is_left_alone(self):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, 'notasocket')
             with open(path, 'w') as f:
                 f.write('keep me')
-            rc, lines = serve_fails(path)
-            self.assertEqual(rc, 1, lines)
-            self.assertEqual(len(lines), 1, lines)
-            self.assertIn('exists and is not a socket', lines[0])
+            self.assert_refused(path, 'exists and is not a socket')
             with open(path) as f:
                 self.assertEqual(f.read(), 'keep me')
 
     def test_live_server_socket_is_not_taken_over(self):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, 'live.sock')
-            srv = serve(TOOL, [path], 'emu=fast,queues=1')
-            try:
-                rc, lines = serve_fails(path)
-                self.assertEqual(rc, 1, lines)
-                self.assertEqual(len(lines), 1, lines)
-                self.assertIn('served by another process', lines[0])
+            with serving(self, [path], 'emu=fast,queues=1'):
+                self.assert_refused(path, 'served by another process')
                 # The first server's socket is still there and still answers.
                 self.assertGreaterEqual(traffic(path, f'tpl{os.getpid()}', n=100), 100)
-            finally:
-                rc = srv.stop()
-            self.assertEqual(rc, 0, srv.text()[-2000:])
 
     def test_stale_socket_is_replaced(self):
         with tempfile.TemporaryDirectory() as d:
@@ -226,21 +215,14 @@ class SocketPaths(unittest.TestCase):
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             s.bind(path)  # bound, never listening, then gone: what a killed server leaves
             s.close()
-            srv = serve(TOOL, [path], 'emu=fast,queues=1')
-            try:
+            with serving(self, [path], 'emu=fast,queues=1') as srv:
                 self.assertIn('removed stale socket', srv.text())
                 self.assertGreaterEqual(traffic(path, f'tps{os.getpid()}', n=100), 100)
-            finally:
-                rc = srv.stop()
-            self.assertEqual(rc, 0, srv.text()[-2000:])
 
     def test_missing_directory_is_one_line_with_the_fix(self):
         with tempfile.TemporaryDirectory() as d:
-            rc, lines = serve_fails(os.path.join(d, 'nodir', 'x.sock'))
-            self.assertEqual(rc, 1, lines)
-            self.assertEqual(len(lines), 1, lines)
-            self.assertIn('does not exist', lines[0])
-            self.assertIn('mkdir -p', lines[0])
+            line = self.assert_refused(os.path.join(d, 'nodir', 'x.sock'), 'does not exist')
+            self.assertIn('mkdir -p', line)
 
 
 if __name__ == '__main__':

@@ -13,7 +13,7 @@ import sys
 import tempfile
 import unittest
 
-from lmtest import Proc, Testpmd, serve
+from lmtest import Proc, Testpmd, serve, stopped_after
 
 TOOL = os.environ.get('TEST_LM', 'build/app/test-lm/dpdk-test-lm')
 # meson puts the emulated rdma-core's directory on LD_LIBRARY_PATH (the test
@@ -66,7 +66,7 @@ class TestpmdThroughDevice(unittest.TestCase):
             trace = os.path.join(d, 'trace.jsonl')
             srv = serve(TOOL, [sock], f'{dev},queues={device_pairs},'
                         f'queue_size={device_qsize},devx_trace={trace}', wrap=wrap, env=env)
-            try:
+            with stopped_after(self, srv):
                 pmd = Testpmd(sock, f'tp{os.getpid()}', queues=pairs, queue_size=queue_size,
                               packed=packed)
                 before_connect = len(load_trace(trace))
@@ -82,9 +82,6 @@ class TestpmdThroughDevice(unittest.TestCase):
                 finally:
                     pmd.quit()
                 srv.expect(r'front end gone', timeout=30)
-            finally:
-                rc = srv.stop()
-            self.assertEqual(rc, 0, srv.text()[-3000:])
             self.assertIn('clean teardown', srv.text())
             recs = load_trace(trace)
         self.assertGreaterEqual(rx, 2000)
@@ -129,34 +126,29 @@ class TestpmdThroughDevice(unittest.TestCase):
         queries = {r['obj_id'] for r in close if r['op'] == 'QUERY_GENERAL_OBJECT'}
         self.assertEqual(len(queries), 2 * pairs)
 
-    def test_split_1_pair_forwards_with_one_modify_per_queue(self):
-        recs, n = self.run_traffic(1, 256, False)
-        self.check_lifecycle(recs, n, 1, recreated=False)
 
-    def test_packed_1_pair_forwards_with_one_modify_per_queue(self):
-        recs, n = self.run_traffic(1, 256, True)
-        self.check_lifecycle(recs, n, 1, recreated=False)
+def forwarding_test(pairs, queue_size, packed, recreated=False, ibdev=False):
+    """A test: testpmd forwards through pairs pairs of rings of queue_size (packed
+    or split), each queue configured by one MODIFY (recreated: the mismatched
+    queues destroyed and created first)."""
+    def test(self):
+        recs, n = self.run_traffic(pairs, queue_size, packed, ibdev=ibdev)
+        self.check_lifecycle(recs, n, pairs, recreated=recreated)
+    return test
 
-    def test_split_4_pairs_forward_with_one_modify_per_queue(self):
-        recs, n = self.run_traffic(4, 256, False)
-        self.check_lifecycle(recs, n, 4, recreated=False)
 
-    def test_packed_4_pairs_forward_with_one_modify_per_queue(self):
-        recs, n = self.run_traffic(4, 256, True)
-        self.check_lifecycle(recs, n, 4, recreated=False)
-
-    def test_queue_size_1024_recreates_only_mismatched(self):
-        recs, n = self.run_traffic(1, 1024, False)
-        self.check_lifecycle(recs, n, 1, recreated=True)
-
-    # The same through rdma-core's entry points.
-    def test_split_2_pairs_on_ibdev_forward_with_one_modify_per_queue(self):
-        recs, n = self.run_traffic(2, 256, False, ibdev=True)
-        self.check_lifecycle(recs, n, 2, recreated=False)
-
-    def test_packed_2_pairs_on_ibdev_forward_with_one_modify_per_queue(self):
-        recs, n = self.run_traffic(2, 256, True, ibdev=True)
-        self.check_lifecycle(recs, n, 2, recreated=False)
+# The forwarding tests, their names and (pairs, ring size, packed, recreated, on ibdev):
+# the last two go through rdma-core's entry points.
+for name, case in {
+        'split_1_pair_forwards_with_one_modify_per_queue': (1, 256, False, False, False),
+        'packed_1_pair_forwards_with_one_modify_per_queue': (1, 256, True, False, False),
+        'split_4_pairs_forward_with_one_modify_per_queue': (4, 256, False, False, False),
+        'packed_4_pairs_forward_with_one_modify_per_queue': (4, 256, True, False, False),
+        'queue_size_1024_recreates_only_mismatched': (1, 1024, False, True, False),
+        'split_2_pairs_on_ibdev_forward_with_one_modify_per_queue': (2, 256, False, False, True),
+        'packed_2_pairs_on_ibdev_forward_with_one_modify_per_queue': (2, 256, True, False, True),
+}.items():
+    setattr(TestpmdThroughDevice, 'test_' + name, forwarding_test(*case))
 
 
 if __name__ == '__main__':

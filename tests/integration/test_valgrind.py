@@ -8,7 +8,7 @@ import shutil
 import tempfile
 import unittest
 
-from lmtest import Proc, Testpmd
+from lmtest import Proc, testpmd_traffic
 
 TOOL = os.environ.get('TEST_LM', 'build/app/test-lm/dpdk-test-lm')
 
@@ -24,13 +24,8 @@ class ServeUnderValgrind(unittest.TestCase):
                         '--eal', '--log-level=lib.vhost.config:warning'], name='serve')
             try:
                 srv.expect(r'serve: ready', timeout=180)
-                pmd = Testpmd(sock, f'tpvg{os.getpid()}', queues=1, queue_size=256)
-                try:
-                    pmd.cmd('start tx_first')
-                    rx, _ = pmd.wait_rx(300, timeout=120)
-                    pmd.cmd('stop')
-                finally:
-                    pmd.quit()
+                rx, _ = testpmd_traffic(sock, f'tpvg{os.getpid()}', 300, timeout=120,
+                                        queues=1, queue_size=256)
                 srv.expect(r'front end gone', timeout=120)
             finally:
                 rc = srv.stop(timeout=180)

@@ -26,6 +26,7 @@
 
 #include "prm.h"
 #include "emu.h"
+#include "emu_unit.h"
 #include "emu_priv.h"
 #include "rte_pmd_mlx5_lm.h"
 #include "migrate_floor.h"
@@ -40,17 +41,7 @@ quiet(int level, const char *line)
 static char *
 write_tmp(const char *text)
 {
-	static char path[64];
-	FILE *f;
-	int fd;
-
-	snprintf(path, sizeof(path), "/tmp/test_cost_XXXXXX");
-	fd = mkstemp(path);
-	assert_true(fd >= 0);
-	f = fdopen(fd, "w");
-	fputs(text, f);
-	fclose(f);
-	return path;
+	return unit_write_tmp("test_cost", text);
 }
 
 static int
@@ -78,7 +69,6 @@ test_sleeps_have_minimal_slack_and_account_overshoot(void **state)
 {
 	struct emu_cost_stats s;
 	struct emu_dev *dev;
-	char err[256], *path;
 	size_t size = 64u << 20;
 	uint32_t pd, umem, synd;
 	void *buf;
@@ -87,15 +77,13 @@ test_sleeps_have_minimal_slack_and_account_overshoot(void **state)
 	/* Back to the kernel's default first: the emulator must set it itself. */
 	assert_int_equal(prctl(PR_SET_TIMERSLACK, 0UL, 0UL, 0UL, 0UL), 0);
 	assert_int_not_equal(prctl(PR_GET_TIMERSLACK, 0UL, 0UL, 0UL, 0UL), 1);
-	path = write_tmp("{ \"cmd_slots\": 2, \"host_pin_parallel\": 1, \"commands\": {"
-			 "\"ALLOC_PD\": { \"base_us\": 2000 },"
-			 "\"DEALLOC_PD\": { \"base_us\": 1000 },"
-			 "\"GUEST_UMEM_PIN\": { \"base_us\": 0, \"per_gib_us\": 16000 },"
-			 "\"GUEST_UMEM_REG\": { \"base_us\": 100, \"per_gib_us\": 8000 },"
-			 "\"GUEST_UMEM_DEREG\": { \"base_us\": 50 } } }");
-	dev = emu_dev_create("cost", path, err, sizeof(err));
-	unlink(path);
-	assert_non_null(dev);
+	dev = unit_emu_dev_profiled("cost",
+		"{ \"cmd_slots\": 2, \"host_pin_parallel\": 1, \"commands\": {"
+		"\"ALLOC_PD\": { \"base_us\": 2000 },"
+		"\"DEALLOC_PD\": { \"base_us\": 1000 },"
+		"\"GUEST_UMEM_PIN\": { \"base_us\": 0, \"per_gib_us\": 16000 },"
+		"\"GUEST_UMEM_REG\": { \"base_us\": 100, \"per_gib_us\": 8000 },"
+		"\"GUEST_UMEM_DEREG\": { \"base_us\": 50 } } }");
 	emu_dev_cost_stats(dev, &s);
 	assert_int_equal(s.cmds, 0);
 	assert_int_equal(s.pins, 0);

@@ -21,6 +21,7 @@
 
 #include "prm.h"
 #include "emu.h"
+#include "emu_unit.h"
 
 #define MB (1u << 20)
 /* Umem sizes of the caps: a * queue_size + b. */
@@ -1053,17 +1054,9 @@ static int
 qp_cmd_ex(uint16_t opcode, uint32_t qpn, uint32_t remote, bool fl, uint8_t retry, uint8_t rnr,
 	  uint8_t ack)
 {
-	uint8_t in[PRM_SIZE(rst2init_qp_in)] = { 0 }, out[16];
-	void *qpc = PRM_ADDR(rst2init_qp_in, in, qpc);
-	void *ads = PRM_ADDR(qpc, qpc, primary_address_path);
+	uint8_t in[PRM_SIZE(rst2init_qp_in)], out[16];
 
-	PRM_SET(rst2init_qp_in, in, opcode, opcode);
-	PRM_SET(rst2init_qp_in, in, qpn, qpn);
-	PRM_SET(qpc, qpc, remote_qpn, remote);
-	PRM_SET(ads, ads, fl, fl);
-	PRM_SET(ads, ads, ack_timeout, ack);
-	PRM_SET(qpc, qpc, retry_count, retry);
-	PRM_SET(qpc, qpc, rnr_retry, rnr);
+	unit_qp_transition(in, opcode, qpn, remote, fl, retry, rnr, ack);
 	return run(in, sizeof(in), out, sizeof(out));
 }
 
@@ -1790,17 +1783,7 @@ test_general_caps_advertise_virtio_objects(void **state)
 static char *
 write_tmp(const char *text)
 {
-	static char path[64];
-	FILE *f;
-	int fd;
-
-	snprintf(path, sizeof(path), "/tmp/test_emu_XXXXXX");
-	fd = mkstemp(path);
-	assert_true(fd >= 0);
-	f = fdopen(fd, "w");
-	fputs(text, f);
-	fclose(f);
-	return path;
+	return unit_write_tmp("test_emu", text);
 }
 
 static void
@@ -1841,16 +1824,13 @@ test_command_holds_a_slot_for_its_modelled_time(void **state)
 {
 	struct emu_dev *saved = dev;
 	struct timespec t0, t1;
-	char err[256], *path;
 	double ms;
 
 	(void)state;
-	path = write_tmp("{ \"cmd_slots\": 1, \"host_pin_parallel\": 1, \"commands\": {"
-			 "\"ALLOC_PD\": { \"base_us\": 20000 },"
-			 "\"DEALLOC_PD\": { \"base_us\": 10000 } } }");
-	dev = emu_dev_create("cost", path, err, sizeof(err));
-	unlink(path);
-	assert_non_null(dev);
+	dev = unit_emu_dev_profiled("cost",
+		"{ \"cmd_slots\": 1, \"host_pin_parallel\": 1, \"commands\": {"
+		"\"ALLOC_PD\": { \"base_us\": 20000 },"
+		"\"DEALLOC_PD\": { \"base_us\": 10000 } } }");
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	alloc_pd();
 	/* A rejected command still costs its base time. */
@@ -1949,21 +1929,18 @@ query_cap_field(uint16_t cap_type, int which)
 static void
 test_profile_caps_override_what_query_hca_cap_reports(void **state)
 {
-	char err[256], *path;
 
 	(void)state;
 	emu_set_log(quiet);
 	emu_dev_destroy(dev);
 	emu_set_log(NULL);
-	path = write_tmp("{ \"cmd_slots\": 4, \"host_pin_parallel\": 4, \"commands\": {}, "
-			 "\"caps\": { \"freeze_to_rdy_supported\": 0, \"vnet_modify_ext\": 0, "
-			 "\"virtio_net_q_addr_modify\": 0, \"virtio_q_index_modify\": 0, "
-			 "\"general_obj_types\": 8192, \"device_features_bits_mask\": 4, "
-			 "\"max_num_virtio_queues\": 8, \"doorbell_bar_offset\": 4096, "
-			 "\"event_mode\": 2 } }");
-	dev = emu_dev_create("caps", path, err, sizeof(err));
-	unlink(path);
-	assert_non_null(dev);
+	dev = unit_emu_dev_profiled("caps",
+		"{ \"cmd_slots\": 4, \"host_pin_parallel\": 4, \"commands\": {}, "
+		"\"caps\": { \"freeze_to_rdy_supported\": 0, \"vnet_modify_ext\": 0, "
+		"\"virtio_net_q_addr_modify\": 0, \"virtio_q_index_modify\": 0, "
+		"\"general_obj_types\": 8192, \"device_features_bits_mask\": 4, "
+		"\"max_num_virtio_queues\": 8, \"doorbell_bar_offset\": 4096, "
+		"\"event_mode\": 2 } }");
 	assert_int_equal(query_cap_field(PRM_CAP_VIRTIO_EMULATION, 0), 0);
 	assert_int_equal(query_cap_field(PRM_CAP_VIRTIO_EMULATION, 1), 0);
 	assert_int_equal(query_cap_field(PRM_CAP_VIRTIO_EMULATION, 2), 0);
@@ -2169,7 +2146,6 @@ test_counters_need_their_general_obj_types_bit(void **state)
 static void
 test_max_num_virtio_queues_override_is_enforced(void **state)
 {
-	char err[256], *path;
 	struct vq_env e;
 	uint32_t i;
 
@@ -2177,11 +2153,9 @@ test_max_num_virtio_queues_override_is_enforced(void **state)
 	emu_set_log(quiet);
 	emu_dev_destroy(dev);
 	emu_set_log(NULL);
-	path = write_tmp("{ \"cmd_slots\": 4, \"host_pin_parallel\": 4, \"commands\": {}, "
-			 "\"caps\": { \"max_num_virtio_queues\": 4 } }");
-	dev = emu_dev_create("caps", path, err, sizeof(err));
-	unlink(path);
-	assert_non_null(dev);
+	dev = unit_emu_dev_profiled("caps",
+		"{ \"cmd_slots\": 4, \"host_pin_parallel\": 4, \"commands\": {}, "
+		"\"caps\": { \"max_num_virtio_queues\": 4 } }");
 	env_init(&e, 256);
 	for (i = 0; i < 4; i++)
 		assert_int_equal(vq_create(&e, (uint16_t)i, 256, NULL), 0);
@@ -2198,7 +2172,6 @@ test_event_mode_and_virtq_object_caps_are_enforced(void **state)
 {
 	uint8_t in[PRM_SIZE(virtq_cmd)], out[16];
 	void *q = PRM_ADDR(virtq_cmd, in, q);
-	char err[256], *path;
 	struct vq_env e;
 	uint32_t vq;
 
@@ -2207,11 +2180,9 @@ test_event_mode_and_virtq_object_caps_are_enforced(void **state)
 	emu_dev_destroy(dev);
 	emu_set_log(NULL);
 	/* Event mode "none" only: a queue asking for QP events is refused. */
-	path = write_tmp("{ \"cmd_slots\": 4, \"host_pin_parallel\": 4, \"commands\": {}, "
-			 "\"caps\": { \"event_mode\": 1 } }");
-	dev = emu_dev_create("caps", path, err, sizeof(err));
-	unlink(path);
-	assert_non_null(dev);
+	dev = unit_emu_dev_profiled("caps",
+		"{ \"cmd_slots\": 4, \"host_pin_parallel\": 4, \"commands\": {}, "
+		"\"caps\": { \"event_mode\": 1 } }");
 	env_init(&e, 256);
 	assert_int_equal(vq_create(&e, 0, 256, &vq), 0);
 	vq_mailbox(in, sizeof(in), PRM_CMD_MODIFY_GENERAL_OBJECT, vq);
@@ -2226,11 +2197,9 @@ test_event_mode_and_virtq_object_caps_are_enforced(void **state)
 	emu_set_log(NULL);
 	while (n_bufs > 0)
 		free(bufs[--n_bufs]);
-	path = write_tmp("{ \"cmd_slots\": 4, \"host_pin_parallel\": 4, \"commands\": {}, "
-			 "\"caps\": { \"general_obj_types\": 268435456 } }");
-	dev = emu_dev_create("caps", path, err, sizeof(err));
-	unlink(path);
-	assert_non_null(dev);
+	dev = unit_emu_dev_profiled("caps",
+		"{ \"cmd_slots\": 4, \"host_pin_parallel\": 4, \"commands\": {}, "
+		"\"caps\": { \"general_obj_types\": 268435456 } }");
 	env_init(&e, 256);
 	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_OBJ_TYPE, vq_create(&e, 0, 256, NULL));
 }

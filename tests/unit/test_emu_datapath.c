@@ -8,7 +8,6 @@
  * every object is built with real PRM mailboxes through emu_cmd(), and
  * every wait has a deadline.
  */
-#include <dirent.h>
 #include <endian.h>
 #include <errno.h>
 #include <poll.h>
@@ -27,6 +26,8 @@
 
 #include "prm.h"
 #include "emu.h"
+#include "emu_unit.h"
+#include "../lm_threads.h"
 #include "vu_vring.h"
 
 /* Internal to the emulator; exposed for the RSS reference. */
@@ -219,17 +220,9 @@ create_qp(uint32_t cqn_rcv)
 static void
 qp_to_rnr(uint16_t opcode, uint32_t qpn, uint32_t remote, uint8_t rnr_retry)
 {
-	uint8_t in[PRM_SIZE(init2rtr_qp_in)] = { 0 }, out[16];
-	void *qpc = PRM_ADDR(init2rtr_qp_in, in, qpc);
-	void *ads = PRM_ADDR(qpc, qpc, primary_address_path);
+	uint8_t in[PRM_SIZE(rst2init_qp_in)], out[16];
 
-	PRM_SET(init2rtr_qp_in, in, opcode, opcode);
-	PRM_SET(init2rtr_qp_in, in, qpn, qpn);
-	PRM_SET(qpc, qpc, remote_qpn, remote);
-	PRM_SET(ads, ads, fl, 1);
-	PRM_SET(ads, ads, ack_timeout, 14);
-	PRM_SET(qpc, qpc, retry_count, 7);
-	PRM_SET(qpc, qpc, rnr_retry, rnr_retry);
+	unit_qp_transition(in, opcode, qpn, remote, true, 7, rnr_retry, 14);
 	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
 }
 
@@ -324,31 +317,21 @@ gp(uint64_t gpa)
 }
 
 /* Threads of this process named like the data path thread. */
+static bool
+count_dp_thread(int tid, const char *name, void *arg)
+{
+	(void)tid;
+	if (strncmp(name, "emu-dp", 6) == 0)
+		(*(int *)arg)++;
+	return true;
+}
+
 static int
 dp_threads(void)
 {
-	char path[300], comm[32];
-	struct dirent *e;
 	int n = 0;
-	DIR *d = opendir("/proc/self/task");
 
-	if (d == NULL)
-		return -1;
-	while ((e = readdir(d)) != NULL) {
-		FILE *f;
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-		f = fopen(path, "r");
-		if (f == NULL)
-			continue;
-		if (fgets(comm, sizeof(comm), f) != NULL && strncmp(comm, "emu-dp", 6) == 0)
-			n++;
-		fclose(f);
-	}
-	closedir(d);
-	return n;
+	return lmt_for_each_thread(count_dp_thread, &n) == 0 ? n : -1;
 }
 
 /*

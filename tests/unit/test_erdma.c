@@ -31,7 +31,7 @@
 
 #include "prm.h"
 #include "mlx5_lm_erdma.h"
-#include "erdma_ctl_client.h"
+#include "erdma_test.h"
 
 static char trace_path[] = "/tmp/test_erdma_trace_XXXXXX";
 
@@ -66,39 +66,21 @@ open_dev(bool devx)
 	return ctx;
 }
 
-static uint64_t
-doorbell_bar_offset(struct ibv_context *ctx)
-{
-	uint8_t in[PRM_SIZE(query_hca_cap_in)] = { 0 };
-	static uint8_t out[PRM_SIZE(query_hca_cap_out)];
-
-	PRM_SET(query_hca_cap_in, in, opcode, PRM_CMD_QUERY_HCA_CAP);
-	PRM_SET(query_hca_cap_in, in, op_mod, PRM_HCA_CAP_OP_MOD(PRM_CAP_VIRTIO_EMULATION, 1));
-	assert_int_equal(mlx5dv_devx_general_cmd(ctx, in, sizeof(in), out, sizeof(out)), 0);
-	return PRM_GET(virtio_emulation_cap, PRM_CADDR(query_hca_cap_out, out, capability),
-		       doorbell_bar_offset);
-}
-
 /* Trace records whose op is `op`, in order. */
 static size_t
 trace_ops(const char *op, json_t **recs, size_t max)
 {
-	FILE *f = fopen(trace_path, "r");
-	char line[65536];
-	size_t n = 0;
+	return erdma_trace_ops(trace_path, op, recs, max);
+}
 
-	assert_non_null(f);
-	while (fgets(line, sizeof(line), f) != NULL) {
-		json_t *j = json_loads(line, 0, NULL);
+static uint64_t
+doorbell_bar_offset(struct ibv_context *ctx)
+{
+	struct erdma_cap_query *q = erdma_emulation_cap_query();
 
-		assert_non_null(j);
-		if (strcmp(json_string_value(json_object_get(j, "op")), op) == 0 && n < max)
-			recs[n++] = j;
-		else
-			json_decref(j);
-	}
-	fclose(f);
-	return n;
+	assert_int_equal(mlx5dv_devx_general_cmd(ctx, q->in, sizeof(q->in), q->out,
+						 sizeof(q->out)), 0);
+	return erdma_doorbell_bar_offset(q);
 }
 
 /* Linux devx.c devx_get_uid(): no DevX without MLX5DV_CONTEXT_FLAGS_DEVX. */
@@ -935,18 +917,12 @@ main(void)
 		cmocka_unit_test(test_privileges_of_devx_flows_and_pinning),
 		cmocka_unit_test(test_unimplemented_functions_fail_loudly),
 	};
-	int fd = mkstemp(trace_path), rc;
+	int rc;
 
-	assert_true(fd >= 0);
-	close(fd);
-	setenv("MLX5_LM_ERDMA_TRACE", trace_path, 1);
+	erdma_test_env(trace_path);
 	setenv("MLX5_LM_ERDMA_DEVICES", "1", 1);
-	setenv("MLX5_LM_ERDMA_PROFILE", "fast", 1);
 	unsetenv("MLX5_LM_ERDMA_SUMMARY");
-	assert_non_null(mkdtemp(ctl_dir));
-	setenv("MLX5_LM_ERDMA_CONTROL", ctl_dir, 1);
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	rmdir(ctl_dir);
-	unlink(trace_path);
+	erdma_test_env_done(trace_path);
 	return rc;
 }

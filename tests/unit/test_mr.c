@@ -82,27 +82,28 @@ bench_ok(const char *name, const struct rte_pmd_mlx5_lm_region *r, unsigned int 
 	assert_int_equal(res.verified_pages, res.checked_pages);
 }
 
+/* A device of its own registers the one region r in want_chunks chunks. */
 static void
-test_region_of_whole_chunks_is_registered_chunk_by_chunk(void **state)
+bench_one_region(struct rte_pmd_mlx5_lm_region r, uint32_t want_chunks)
 {
-	struct rte_pmd_mlx5_lm_region r[] = { region(0, 3 * GIB, 0) };
 	char name[32];
 
 	probe(name, sizeof(name), NULL);
-	bench_ok(name, r, 1, 3);
+	bench_ok(name, &r, 1, want_chunks);
 	remove_dev(name);
+}
+
+static void
+test_region_of_whole_chunks_is_registered_chunk_by_chunk(void **state)
+{
+	bench_one_region(region(0, 3 * GIB, 0), 3);
 }
 
 static void
 test_unaligned_region_ends_in_a_partial_chunk(void **state)
 {
 	/* 2.5 GiB at a GPA that is not 1 GiB aligned: chunks 1, 1, 0.5 GiB. */
-	struct rte_pmd_mlx5_lm_region r[] = { region(3 * MIB, 2 * GIB + 512 * MIB, 0) };
-	char name[32];
-
-	probe(name, sizeof(name), NULL);
-	bench_ok(name, r, 1, 3);
-	remove_dev(name);
+	bench_one_region(region(3 * MIB, 2 * GIB + 512 * MIB, 0), 3);
 }
 
 static void
@@ -267,12 +268,19 @@ test_released_registration_is_reused(void **state)
 	remove_dev(name);
 }
 
+/* The driver's view of the test's guest memory: size bytes at gpa 0, 4 KiB pages. */
+static struct mlx5_lm_mem_region
+guest_region(uint64_t size)
+{
+	return (struct mlx5_lm_mem_region){
+		.gpa = 0, .size = size, .hva = (uintptr_t)guest, .page_size = 4096,
+	};
+}
+
 static void
 test_garbage_destroyed_at_removal(void **state)
 {
-	struct mlx5_lm_mem_region regs[] = {
-		{ .gpa = 0, .size = 4 * GIB, .hva = (uintptr_t)guest, .page_size = 4096 },
-	};
+	struct mlx5_lm_mem_region regs[] = { guest_region(4 * GIB) };
 	struct mlx5_lm_dev *dev;
 	struct mlx5_lm_mr *mr;
 	char name[32];
@@ -288,9 +296,7 @@ test_garbage_destroyed_at_removal(void **state)
 static void
 test_garbage_thread_destroys_after_delay(void **state)
 {
-	struct mlx5_lm_mem_region regs[] = {
-		{ .gpa = 0, .size = 2 * GIB, .hva = (uintptr_t)guest, .page_size = 4096 },
-	};
+	struct mlx5_lm_mem_region regs[] = { guest_region(2 * GIB) };
 	struct mlx5_lm_dev *dev;
 	struct mlx5_lm_mr *mr;
 	unsigned int live;
@@ -314,9 +320,7 @@ test_garbage_thread_destroys_after_delay(void **state)
 static void
 test_guest_memory_is_registered_as_memory_regions(void **state)
 {
-	struct mlx5_lm_mem_region regs[] = {
-		{ .gpa = 0, .size = 4 * GIB, .hva = (uintptr_t)guest, .page_size = 4096 },
-	};
+	struct mlx5_lm_mem_region regs[] = { guest_region(4 * GIB) };
 	struct mlx5_lm_dev *dev;
 	struct mlx5_lm_mr *mr;
 	struct emu_dev *e;
@@ -345,9 +349,7 @@ test_guest_memory_is_registered_as_memory_regions(void **state)
 static void
 test_registration_outlives_the_queue_objects_naming_it(void **state)
 {
-	struct mlx5_lm_mem_region regs[] = {
-		{ .gpa = 0, .size = GIB, .hva = (uintptr_t)guest, .page_size = 4096 },
-	};
+	struct mlx5_lm_mem_region regs[] = { guest_region(GIB) };
 	struct mlx5_lm_dev *dev;
 	struct mlx5_lm_virtq *vq;
 	struct mlx5_lm_vq_cfg cfg;

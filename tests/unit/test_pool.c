@@ -78,6 +78,16 @@ task_count(void *arg)
 	return 0;
 }
 
+/* n tasks fn into batch b, every one taken. */
+static void
+submit_n(struct mlx5_lm_batch *b, unsigned int n, mlx5_lm_task_fn fn)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		assert_int_equal(mlx5_lm_batch_submit(b, fn, NULL), 0);
+}
+
 static int
 setup(void **state)
 {
@@ -99,16 +109,13 @@ static void
 test_background_held_back_while_a_device_starts(void **state)
 {
 	struct mlx5_lm_batch bg, fg;
-	unsigned int i;
 
 	(void)state;
 	mlx5_lm_batch_init_background(&bg, 4);
 	mlx5_lm_batch_init(&fg, 4);
 	mlx5_lm_fg_enter();
-	for (i = 0; i < 3; i++)
-		assert_int_equal(mlx5_lm_batch_submit(&bg, task_count, NULL), 0);
-	for (i = 0; i < 4; i++)
-		assert_int_equal(mlx5_lm_batch_submit(&fg, task_count, NULL), 0);
+	submit_n(&bg, 3, task_count);
+	submit_n(&fg, 4, task_count);
 	assert_int_equal(mlx5_lm_batch_wait(&fg), 0);
 	/* The foreground batch ran to completion with the background one still queued. */
 	pthread_mutex_lock(&mu);
@@ -190,13 +197,11 @@ static void
 test_background_batch_runs_its_budget_at_most(void **state)
 {
 	struct mlx5_lm_batch bg, fg;
-	unsigned int i;
 
 	(void)state;
 	mlx5_lm_batch_init_background(&bg, 8);
 	mlx5_lm_batch_init(&fg, 1);
-	for (i = 0; i < 6; i++)
-		assert_int_equal(mlx5_lm_batch_submit(&bg, task_hold, NULL), 0);
+	submit_n(&bg, 6, task_hold);
 	assert_true(wait_at_least(&started, MLX5_LM_BG_BUDGET));
 	/* The other workers stay free for the foreground. */
 	assert_int_equal(mlx5_lm_batch_submit(&fg, task_count, NULL), 0);
@@ -277,7 +282,6 @@ test_no_thundering_herd(void **state)
 {
 	struct mlx5_lm_batch b;
 	uint64_t w0;
-	unsigned int i;
 
 	(void)state;
 	assert_int_equal(mlx5_lm_pool_get(64), 0);
@@ -285,8 +289,7 @@ test_no_thundering_herd(void **state)
 	assert_true(wait_figure(mlx5_lm_pool_idle, mlx5_lm_pool_size()));
 	mlx5_lm_batch_init(&b, 4);
 	w0 = mlx5_lm_pool_wakeups();
-	for (i = 0; i < 32; i++)
-		assert_int_equal(mlx5_lm_batch_submit(&b, task_count, NULL), 0);
+	submit_n(&b, 32, task_count);
 	assert_int_equal(mlx5_lm_batch_wait(&b), 0);
 	assert_int_equal(count, 32);
 	print_message("wakeups %lu\n", (unsigned long)(mlx5_lm_pool_wakeups() - w0));
@@ -308,7 +311,6 @@ test_fg_exit_wakes_one_worker_at_most(void **state)
 {
 	struct mlx5_lm_batch bg;
 	uint64_t r0;
-	unsigned int i;
 
 	(void)state;
 	assert_int_equal(mlx5_lm_pool_get(64), 0);
@@ -320,8 +322,7 @@ test_fg_exit_wakes_one_worker_at_most(void **state)
 	assert_int_equal(mlx5_lm_pool_wake_requests() - r0, 0);
 	mlx5_lm_batch_init_background(&bg, 8);
 	mlx5_lm_fg_enter();
-	for (i = 0; i < 6; i++)
-		assert_int_equal(mlx5_lm_batch_submit(&bg, task_count, NULL), 0);
+	submit_n(&bg, 6, task_count);
 	assert_int_equal(mlx5_lm_bg_running(), 0);
 	mlx5_lm_fg_exit();
 	/* One worker asked; the six tasks still all run (each picker wakes the next). */

@@ -23,7 +23,7 @@
 
 #include "prm.h"
 #include "devx.h"
-#include "erdma_ctl_client.h"
+#include "erdma_test.h"
 
 static char trace_path[] = "/tmp/test_rdma_backend_XXXXXX";
 
@@ -37,19 +37,6 @@ open_rdma(void)
 	assert_int_equal(devx_open(&p, &ctx, err, sizeof(err)), 0);
 	assert_false(devx_is_emulated(ctx));
 	return ctx;
-}
-
-static uint64_t
-doorbell_bar_offset(struct devx_ctx *ctx)
-{
-	uint8_t in[PRM_SIZE(query_hca_cap_in)] = { 0 };
-	static uint8_t out[PRM_SIZE(query_hca_cap_out)];
-
-	PRM_SET(query_hca_cap_in, in, opcode, PRM_CMD_QUERY_HCA_CAP);
-	PRM_SET(query_hca_cap_in, in, op_mod, PRM_HCA_CAP_OP_MOD(PRM_CAP_VIRTIO_EMULATION, 1));
-	assert_int_equal(devx_cmd(ctx, in, sizeof(in), out, sizeof(out)), 0);
-	return PRM_GET(virtio_emulation_cap, PRM_CADDR(query_hca_cap_out, out, capability),
-		       doorbell_bar_offset);
 }
 
 /* On rdma: the PD from ibv_alloc_pd (pdn from mlx5dv_init_obj) and its null mr. */
@@ -76,33 +63,28 @@ static void
 test_doorbell_lands_on_the_doorbell(void **state)
 {
 	struct devx_ctx *ctx = open_rdma();
-	uint64_t off = doorbell_bar_offset(ctx);
-	struct devx_db *db = devx_db_alloc(ctx);
-	static char line[1 << 16];
-	FILE *f;
-	int found = 0;
+	struct erdma_cap_query *q = erdma_emulation_cap_query();
+	struct devx_db *db;
+	json_t *recs[4];
+	uint64_t off;
+	size_t i, n;
 
+	assert_int_equal(devx_cmd(ctx, q->in, sizeof(q->in), q->out, sizeof(q->out)), 0);
+	off = erdma_doorbell_bar_offset(q);
+	db = devx_db_alloc(ctx);
 	assert_non_null(db);
 	assert_int_not_equal(off & 0xfff, 0);
 	devx_db_ring(db, (uint32_t)off, 3);
 	/* Freeing the page forwards what was written on it: no waiting. */
 	devx_db_free(db);
-	f = fopen(trace_path, "r");
-	assert_non_null(f);
-	while (fgets(line, sizeof(line), f) != NULL) {
-		json_t *j = json_loads(line, 0, NULL);
-
-		assert_non_null(j);
-		if (strcmp(json_string_value(json_object_get(j, "op")), "DOORBELL") == 0) {
-			assert_int_equal(json_integer_value(json_object_get(j, "value")), 3);
-			assert_int_equal(json_integer_value(json_object_get(j, "addr")), off);
-			assert_int_equal(json_integer_value(json_object_get(j, "status")), 0);
-			found++;
-		}
-		json_decref(j);
+	n = erdma_trace_ops(trace_path, "DOORBELL", recs, 4);
+	for (i = 0; i < n; i++) {
+		assert_int_equal(json_integer_value(json_object_get(recs[i], "value")), 3);
+		assert_int_equal(json_integer_value(json_object_get(recs[i], "addr")), off);
+		assert_int_equal(json_integer_value(json_object_get(recs[i], "status")), 0);
+		json_decref(recs[i]);
 	}
-	fclose(f);
-	assert_int_equal(found, 1);
+	assert_int_equal(n, 1);
 	assert_int_equal(devx_close(ctx), 0);
 }
 
@@ -223,11 +205,11 @@ test_unpinnable_umem_is_traced_as_failed(void **state)
 	struct devx_open_params p = { .name = "rdma0", .ibdev = "mlx5_0", .trace_path = path };
 	struct devx_ctx *ctx = NULL;
 	long page = sysconf(_SC_PAGESIZE);
-	static char line[1 << 12];
 	char err[256] = "";
-	int fd = mkstemp(path), mfd, found = 0;
+	int fd = mkstemp(path), mfd;
+	json_t *recs[4];
+	size_t i, n;
 	void *mem;
-	FILE *f;
 
 	assert_true(fd >= 0);
 	close(fd);
@@ -242,21 +224,13 @@ test_unpinnable_umem_is_traced_as_failed(void **state)
 	assert_int_equal(devx_close(ctx), 0);
 	munmap(mem, 2 * (size_t)page);
 	close(mfd);
-	f = fopen(path, "r");
-	assert_non_null(f);
-	while (fgets(line, sizeof(line), f) != NULL) {
-		json_t *j = json_loads(line, 0, NULL);
-
-		assert_non_null(j);
-		if (strcmp(json_string_value(json_object_get(j, "op")), "UMEM_REG") == 0) {
-			assert_int_equal(json_integer_value(json_object_get(j, "status")), -1);
-			found++;
-		}
-		json_decref(j);
+	n = erdma_trace_ops(path, "UMEM_REG", recs, 4);
+	for (i = 0; i < n; i++) {
+		assert_int_equal(json_integer_value(json_object_get(recs[i], "status")), -1);
+		json_decref(recs[i]);
 	}
-	fclose(f);
 	unlink(path);
-	assert_int_equal(found, 1);
+	assert_int_equal(n, 1);
 }
 
 int
@@ -269,16 +243,10 @@ main(void)
 		cmocka_unit_test(test_events_are_read_at_the_kernels_offsets),
 		cmocka_unit_test(test_unpinnable_umem_is_traced_as_failed),
 	};
-	int fd = mkstemp(trace_path), rc;
+	int rc;
 
-	assert_true(fd >= 0);
-	close(fd);
-	setenv("MLX5_LM_ERDMA_TRACE", trace_path, 1);
-	setenv("MLX5_LM_ERDMA_PROFILE", "fast", 1);
-	assert_non_null(mkdtemp(ctl_dir));
-	setenv("MLX5_LM_ERDMA_CONTROL", ctl_dir, 1);
+	erdma_test_env(trace_path);
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	rmdir(ctl_dir);
-	unlink(trace_path);
+	erdma_test_env_done(trace_path);
 	return rc;
 }

@@ -30,6 +30,7 @@
 #include "vu_frame.h"
 #include "vu_guest.h"
 #include "vu_vring.h"
+#include "../lm_clock.h"
 
 #define MAX_BE 4
 #define MAX_QP 4
@@ -58,15 +59,6 @@ static struct backend be[MAX_BE];
 static bool fwd_stop;            /* atomic */
 static volatile bool fwd_paused;
 static pthread_t fwd_thread;
-
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ---- DPDK back end ---- */
 
@@ -292,7 +284,7 @@ traffic(struct vu_guest *g, unsigned int nqp, uint64_t npp)
 {
 	uint64_t target[MAX_QP], total = 0;
 	struct vu_guest_stats st;
-	int64_t deadline = now_ms() + DEADLINE_MS;
+	int64_t deadline = lmt_now_ms() + DEADLINE_MS;
 	unsigned int q;
 
 	for (q = 0; q < nqp; q++) {
@@ -312,7 +304,7 @@ traffic(struct vu_guest *g, unsigned int nqp, uint64_t npp)
 		vu_guest_stats(g, -1, &st);
 		if (st.rx_received >= total && vu_guest_tx_inflight(g, -1) == 0)
 			break;
-		if (now_ms() > deadline) {
+		if (lmt_now_ms() > deadline) {
 			print_error("timeout: sent %" PRIu64 " received %" PRIu64 "/%" PRIu64
 				    " inflight %" PRIu64 "\n", vu_guest_tx_sent(g, -1),
 				    st.rx_received, total, vu_guest_tx_inflight(g, -1));
@@ -460,12 +452,12 @@ test_frame_corrupted_in_guest_memory_is_counted_bad(void **state)
 	assert_non_null(p);
 	p[VU_NET_HDR_LEN + 50] ^= 0xff;
 	fwd_pause(false);
-	deadline = now_ms() + DEADLINE_MS;
+	deadline = lmt_now_ms() + DEADLINE_MS;
 	do {
 		if (vu_guest_poll(s.g) == 0)
 			vu_guest_wait(s.g, 2);
 		vu_guest_stats(s.g, -1, &st);
-	} while (st.rx_received < 3 && now_ms() < deadline);
+	} while (st.rx_received < 3 && lmt_now_ms() < deadline);
 	assert_int_equal(st.rx_received, 3);
 	assert_int_equal(st.rx_bad, 1);
 	assert_int_equal(st.rx_unique, 2);

@@ -42,6 +42,14 @@ def run(*args, env=None):
                           text=True, timeout=60)
 
 
+def wrapped_python(child):
+    """The wrapper running python3 -c child, started (not waited for), its stdout a
+    text pipe: for tests that talk to the command while it runs."""
+    e = dict(os.environ, MLX5_LM_ERDMA_LIBDIR=LIBDIR)
+    return subprocess.Popen([sys.executable, WRAPPER, '--', sys.executable, '-c', child],
+                            env=e, stdout=subprocess.PIPE, text=True)
+
+
 class FakeSysfs(unittest.TestCase):
     def test_three_devices_appear_as_mlx5_functions_and_go_at_exit(self):
         p = run('--devices', '3', '--profile', 'fast', '--', sys.executable, '-c', PROBE)
@@ -75,9 +83,7 @@ class FakeSysfs(unittest.TestCase):
                  'print("ready", flush=True)\n'
                  'while True:\n'
                  '    signal.pause()\n')
-        e = dict(os.environ, MLX5_LM_ERDMA_LIBDIR=LIBDIR)
-        p = subprocess.Popen([sys.executable, WRAPPER, '--', sys.executable, '-c', child],
-                             env=e, stdout=subprocess.PIPE, text=True)
+        p = wrapped_python(child)
         try:
             self.assertEqual(p.stdout.readline().strip(), 'ready')
             p.send_signal(signal.SIGUSR1)
@@ -95,9 +101,7 @@ class FakeSysfs(unittest.TestCase):
                  'print(os.getpid(), flush=True)\n'
                  'while True:\n'
                  '    signal.pause()\n')
-        e = dict(os.environ, MLX5_LM_ERDMA_LIBDIR=LIBDIR)
-        p = subprocess.Popen([sys.executable, WRAPPER, '--', sys.executable, '-c', child],
-                             env=e, stdout=subprocess.PIPE, text=True)
+        p = wrapped_python(child)
         try:
             pid = int(p.stdout.readline())
             p.kill()

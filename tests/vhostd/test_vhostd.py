@@ -39,6 +39,24 @@ def service(d, **kw):
     return Service(d, wrap=WRAP, **kw)
 
 
+def recv_all(c):
+    """What socket c receives until the other end closes it."""
+    data = b''
+    while True:
+        chunk = c.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+
+
+def write_config(d, *devices):
+    """d/cfg.json: a device_add entry for each of devices (its params); its path."""
+    cfg = os.path.join(d, 'cfg.json')
+    with open(cfg, 'w') as f:
+        json.dump({'config': [{'method': 'device_add', 'params': p} for p in devices]}, f)
+    return cfg
+
+
 def stopped_clean(test, srv):
     rc = srv.stop()
     test.assertEqual(rc, 0, srv.p.text()[-3000:])
@@ -142,12 +160,7 @@ class Basics(unittest.TestCase):
                 srv.add('m', 'vm1', os.path.join(d, 'm.sock'), devargs(0))
                 c = socket.create_connection(('127.0.0.1', port), timeout=10)
                 c.sendall(b'GET /metrics HTTP/1.0\r\n\r\n')
-                page = b''
-                while True:
-                    chunk = c.recv(65536)
-                    if not chunk:
-                        break
-                    page += chunk
+                page = recv_all(c)
                 c.close()
                 self.assertIn(b'200 OK', page.split(b'\r\n')[0])
                 self.assertIn(b'mlx5_lm_vhostd_device_state{vm="vm1",device="m",'
@@ -187,11 +200,9 @@ class Basics(unittest.TestCase):
 
     def test_ready_is_notified_once_the_configured_devices_exist(self):
         with tempfile.TemporaryDirectory() as d:
-            cfg = os.path.join(d, 'cfg.json')
             sock = os.path.join(d, 'a.sock')
-            with open(cfg, 'w') as f:
-                json.dump({'config': [{'method': 'device_add', 'params': {
-                    'name': 'a', 'vm': 'vma', 'socket': sock, 'devargs': devargs()}}]}, f)
+            cfg = write_config(d, {'name': 'a', 'vm': 'vma', 'socket': sock,
+                                   'devargs': devargs()})
             notify = os.path.join(d, 'notify.sock')
             n = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
             n.bind(notify)
@@ -327,15 +338,10 @@ class Config(unittest.TestCase):
 
     def test_a_configured_device_that_cannot_probe_is_left_out(self):
         with tempfile.TemporaryDirectory() as d:
-            cfg = os.path.join(d, 'cfg.json')
-            with open(cfg, 'w') as f:
-                json.dump({'config': [
-                    {'method': 'device_add', 'params': {
-                        'name': 'bad', 'vm': 'v1', 'socket': os.path.join(d, 'b.sock'),
-                        'devargs': devargs(0, 'queues=0')}},
-                    {'method': 'device_add', 'params': {
-                        'name': 'good', 'vm': 'v2', 'socket': os.path.join(d, 'g.sock'),
-                        'devargs': devargs(1)}}]}, f)
+            cfg = write_config(d, {'name': 'bad', 'vm': 'v1', 'socket': os.path.join(d, 'b.sock'),
+                                   'devargs': devargs(0, 'queues=0')},
+                               {'name': 'good', 'vm': 'v2', 'socket': os.path.join(d, 'g.sock'),
+                                'devargs': devargs(1)})
             srv = service(d, config=cfg)
             try:
                 self.assertIn('device bad: not added: ', srv.p.text())
@@ -348,11 +354,8 @@ class Config(unittest.TestCase):
 
     def test_bad_config_file_refuses_to_start(self):
         with tempfile.TemporaryDirectory() as d:
-            cfg = os.path.join(d, 'cfg.json')
-            with open(cfg, 'w') as f:
-                json.dump({'config': [{'method': 'device_add', 'params': {
-                    'name': 'a', 'vm': 'v', 'socket': 'relative.sock', 'devargs': 'emu=fast'}}]},
-                          f)
+            cfg = write_config(d, {'name': 'a', 'vm': 'v', 'socket': 'relative.sock',
+                                   'devargs': 'emu=fast'})
             r = subprocess.run([VHOSTD, '--rpc-socket', os.path.join(d, 'r.sock'), '--config',
                                 cfg, '--worker', WORKER], capture_output=True, text=True,
                                timeout=60)
@@ -680,12 +683,7 @@ def http_get(unix_path, url):
     try:
         c.sendall(f'GET {url} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n'
                   .encode())
-        data = b''
-        while True:
-            chunk = c.recv(65536)
-            if not chunk:
-                break
-            data += chunk
+        data = recv_all(c)
     finally:
         c.close()
     head, _, body = data.partition(b'\r\n\r\n')

@@ -31,6 +31,7 @@
 
 #include "vu_client.h"
 #include "vu_guest.h"
+#include "../lm_clock.h"
 
 #define CONNECT_MS 30000
 #define FIRST_FRAME_MS 30000
@@ -48,15 +49,6 @@ static void
 on_term(int sig)
 {
 	stop = 1;
-}
-
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
 }
 
 static uint64_t
@@ -86,7 +78,7 @@ start(struct vu_client **c, struct vu_guest *g, const char *path)
 
 	if (ret != 0)
 		return ret;
-	connected_at = now_ms();
+	connected_at = lmt_now_ms_f();
 	vu_set_reply_timeout(*c, 10000);
 	/* A fresh device: RX buffers before DRIVER_OK, as peer_frontend explains. */
 	vu_guest_reset(g);
@@ -146,13 +138,13 @@ main(int argc, char **argv)
 			strerror(-ret));
 		return 1;
 	}
-	last_rx = now_ms();
+	last_rx = lmt_now_ms_f();
 	while (!stop) {
 		vu_guest_poll(g);
 		if (vu_guest_tx_inflight(g, 0) < INFLIGHT)
 			vu_guest_tx(g, 0, 16);
 		rx = received(g);
-		t = now_ms();
+		t = lmt_now_ms_f();
 		if (rx != base) {
 			if (!running) {
 				running = true;
@@ -175,13 +167,13 @@ main(int argc, char **argv)
 		if (!backend_gone(c, 1))
 			continue;
 		/* Its worker died: connect again and start the device again, as QEMU does. */
-		gone_at = now_ms();
+		gone_at = lmt_now_ms_f();
 		running = false;
 		printf("vu_traffic: back end gone\n");
 		vu_disconnect(c);
 		c = NULL;
 		/* A back end coming up may accept and then drop us: try until CONNECT_MS. */
-		while ((ret = start(&c, g, argv[1])) != 0 && now_ms() - gone_at < CONNECT_MS)
+		while ((ret = start(&c, g, argv[1])) != 0 && lmt_now_ms_f() - gone_at < CONNECT_MS)
 			printf("vu_traffic: start refused (%s): again\n", strerror(-ret));
 		if (ret != 0) {
 			fprintf(stderr, "vu_traffic: cannot start again: %s\n", strerror(-ret));
@@ -190,17 +182,17 @@ main(int argc, char **argv)
 		reconnects++;
 		base = received(g);
 		printf("vu_traffic: reconnected after %.1f ms (connect %.1f ms)\n",
-		       now_ms() - gone_at, connected_at - gone_at);
-		last_rx = now_ms();
+		       lmt_now_ms_f() - gone_at, connected_at - gone_at);
+		last_rx = lmt_now_ms_f();
 	}
 	/* What was sent on this connection and is still in flight, then the count. */
-	t = now_ms();
-	while (vu_guest_tx_inflight(g, 0) > 0 && now_ms() - t < 2000) {
+	t = lmt_now_ms_f();
+	while (vu_guest_tx_inflight(g, 0) > 0 && lmt_now_ms_f() - t < 2000) {
 		vu_guest_poll(g);
 		backend_gone(c, 1);
 	}
-	t = now_ms();
-	while (vu_guest_lost(g, 0) > 0 && now_ms() - t < 2000) {
+	t = lmt_now_ms_f();
+	while (vu_guest_lost(g, 0) > 0 && lmt_now_ms_f() - t < 2000) {
 		vu_guest_poll(g);
 		backend_gone(c, 1);
 	}

@@ -302,6 +302,8 @@ mlx5_lm_pool_threads(const struct mlx5_lm_dev *dev)
 
 /* Monotonic time in milliseconds. */
 double mlx5_lm_now_ms(void);
+/* The CLOCK_REALTIME instant ms from now, for pthread_cond_timedwait. */
+void mlx5_lm_deadline_ts(struct timespec *ts, unsigned int ms);
 
 /* devargs */
 #define MLX5_LM_DEFAULT_QUEUE_SIZE 256

@@ -26,6 +26,18 @@ mlx5_lm_now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+void
+mlx5_lm_deadline_ts(struct timespec *ts, unsigned int ms)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts->tv_nsec >= 1000000000) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000;
+	}
+}
+
 static uint32_t
 log2_floor(uint64_t v)
 {
@@ -740,13 +752,7 @@ mlx5_lm_mr_gc_wait(struct mlx5_lm_dev *dev, unsigned int timeout_ms)
 	struct timespec ts;
 	int pending, ret = 0;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += timeout_ms / 1000;
-	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
+	mlx5_lm_deadline_ts(&ts, timeout_ms);
 	pthread_mutex_lock(&gc.lock);
 	for (;;) {
 		pending = gc.busy > 0;

@@ -313,13 +313,7 @@ mlx5_lm_restore_wait(struct mlx5_lm_dev *dev, unsigned int timeout_ms)
 		pthread_cond_signal(&dev->worker.cv);
 	}
 	pthread_mutex_unlock(&dev->worker.lock);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += timeout_ms / 1000;
-	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
+	mlx5_lm_deadline_ts(&ts, timeout_ms);
 	pthread_mutex_lock(&dev->lock);
 	while (dev->restore.pending && ret == 0)
 		ret = pthread_cond_timedwait(&dev->restore.done, &dev->lock, &ts);

@@ -186,6 +186,26 @@ check_clean_after_failed_conf(struct tc *t, unsigned int nrings)
 	tc_check_live_as_probed(t);
 }
 
+/*
+ * Connect and DRIVER_OK on a device whose configuration is set to fail
+ * (a fault armed at probe): vhost acks DRIVER_OK before dev_conf, so the
+ * failure shows only in the trace; back once the worker is done with it.
+ * The trace mark before DRIVER_OK, and the log's in *lmark.
+ */
+static size_t
+start_failing_conf(struct tc *t, struct vu_guest *g, size_t *lmark)
+{
+	size_t mark;
+
+	tc_connect(t);
+	mark = tc_mark(t);
+	*lmark = lmh_log_mark();
+	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
+	assert_true(tc_wait_trace(t, mark, tc_p_failed_vq_cmd, NULL, 1));
+	tc_barrier(t);
+	return mark;
+}
+
 static void
 test_driver_ok_failing_midway_leaves_no_queue_ready(void **state)
 {
@@ -201,13 +221,7 @@ test_driver_ok_failing_midway_leaves_no_queue_ready(void **state)
 	tc_probe(t, 4, NULL);
 	assert_int_equal(unsetenv("MLX5_LM_EMU_FAULT"), 0);
 	g = tc_guest(t, 0, 4, 256, false);
-	tc_connect(t);
-	mark = tc_mark(t);
-	lmark = lmh_log_mark();
-	/* vhost acks DRIVER_OK before dev_conf: the failure shows only in the trace. */
-	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
-	assert_true(tc_wait_trace(t, mark, tc_p_failed_vq_cmd, NULL, 1));
-	tc_barrier(t);
+	mark = start_failing_conf(t, g, &lmark);
 	assert_true(lmh_log_has(lmark, "DRIVER_OK failed"));
 	/* Some queue had reached RDY before the failure: it must not stay so. */
 	assert_true(tc_count(t, mark, tc_p_rdy, NULL) >= 1);
@@ -230,7 +244,7 @@ test_driver_ok_failure_reported_through_the_public_api(void **state)
 	struct tc *t = *state;
 	struct rte_pmd_mlx5_lm_state st;
 	struct vu_guest *g;
-	size_t mark;
+	size_t lmark;
 
 	tc_probe(t, 2, NULL);
 	assert_int_equal(rte_pmd_mlx5_lm_get_state(t->d.name, &st), 0);
@@ -238,11 +252,7 @@ test_driver_ok_failure_reported_through_the_public_api(void **state)
 	assert_int_equal(lmh_fault_inject(&t->d, PRM_CMD_MODIFY_GENERAL_OBJECT,
 					  PRM_OBJ_VIRTIO_NET_Q, 3, PRM_STATUS_NO_RESOURCES, 0), 0);
 	g = tc_guest(t, 0, 2, 256, false);
-	tc_connect(t);
-	mark = tc_mark(t);
-	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
-	assert_true(tc_wait_trace(t, mark, tc_p_failed_vq_cmd, NULL, 1));
-	tc_barrier(t);
+	start_failing_conf(t, g, &lmark);
 	check_clean_after_failed_conf(t, 4);
 	assert_int_equal(rte_pmd_mlx5_lm_get_state(t->d.name, &st), 0);
 	assert_int_equal(st.state, RTE_PMD_MLX5_LM_STATE_FAILED);
@@ -271,17 +281,13 @@ test_serial_driver_ok_retried_by_vhost_after_a_failure_succeeds(void **state)
 	struct tc *t = *state;
 	struct vu_guest *g;
 	uint8_t status;
-	size_t mark;
+	size_t lmark;
 
 	tc_probe(t, 2, "parallel=0");
 	assert_int_equal(lmh_fault_inject(&t->d, PRM_CMD_MODIFY_GENERAL_OBJECT,
 					  PRM_OBJ_VIRTIO_NET_Q, 3, PRM_STATUS_NO_RESOURCES, 0), 0);
 	g = tc_guest(t, 0, 2, 256, false);
-	tc_connect(t);
-	mark = tc_mark(t);
-	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
-	assert_true(tc_wait_trace(t, mark, tc_p_failed_vq_cmd, NULL, 1));
-	tc_barrier(t);
+	start_failing_conf(t, g, &lmark);
 	check_clean_after_failed_conf(t, 4);
 	/* Any message: vhost calls dev_conf again after handling it. */
 	assert_int_equal(vu_get_status(t->c, &status), 0);
@@ -289,20 +295,49 @@ test_serial_driver_ok_retried_by_vhost_after_a_failure_succeeds(void **state)
 	tc_traffic_and_stop(t, g, 2, 300);
 }
 
+/*
+ * A device and a guest of `pairs` pairs, connected, and the guest's rings
+ * for tc_fe_start with ring's descriptor ring at an address no memory
+ * region covers.
+ */
+static struct vu_guest *
+attach_with_ring_outside(struct tc *t, unsigned int pairs, struct tc_ring *rings,
+			 unsigned int ring)
+{
+	static uint8_t not_guest[65536] __rte_aligned(4096);
+	struct vu_guest *g = tc_attach(t, pairs, NULL);
+
+	tc_rings_of(rings, 2 * pairs, g);
+	rings[ring].bad_desc = (uintptr_t)not_guest;
+	return g;
+}
+
+/*
+ * The front end corrects ring's address: vhost enables the ring, which
+ * starts; traffic on all of the guest's `pairs` pairs, then the stop's
+ * bases checked.
+ */
+static void
+ring_corrected_runs(struct tc *t, struct vu_guest *g, unsigned int ring, unsigned int pairs)
+{
+	uint32_t bases[2 * MAX_QP];
+
+	tc_fe_ring_addr(t, ring, g);
+	tc_wait_running(t);
+	tc_traffic(g, (1u << pairs) - 1, 300);
+	tc_fe_stop(t, 2 * pairs, bases);
+	tc_check_bases(g, bases, pairs, false, 256);
+}
+
 static void
 test_ring_outside_guest_memory_fails_driver_ok_cleanly(void **state)
 {
 	struct tc *t = *state;
-	static uint8_t not_guest[65536] __rte_aligned(4096);
 	struct tc_ring rings[4];
-	uint32_t bases[4];
 	struct vu_guest *g;
 	size_t mark, lmark;
 
-	g = tc_attach(t, 2, NULL);
-	tc_rings_of(rings, 4, g);
-	/* Ring 2's descriptor ring at an address no memory region covers. */
-	rings[2].bad_desc = (uintptr_t)not_guest;
+	g = attach_with_ring_outside(t, 2, rings, 2);
 	mark = tc_mark(t);
 	lmark = lmh_log_mark();
 	tc_fe_start(t, rings, 4, 0xf);
@@ -318,12 +353,7 @@ test_ring_outside_guest_memory_fails_driver_ok_cleanly(void **state)
 	/* Rings 0, 1 and 3 start; ring 2 stays blank. */
 	assert_int_equal(tc_count(t, mark, tc_p_vq_modify, NULL), 3);
 	tc_traffic(g, 0x1, 300);
-	/* The front end corrects the address: vhost enables the ring, which starts. */
-	tc_fe_ring_addr(t, 2, g);
-	tc_wait_running(t);
-	tc_traffic(g, 0x3, 300);
-	tc_fe_stop(t, 4, bases);
-	tc_check_bases(g, bases, 2, false, 256);
+	ring_corrected_runs(t, g, 2, 2);
 }
 
 /* Ring 0 outside guest memory: vhost never starts the device, nothing happens to it. */
@@ -331,16 +361,12 @@ static void
 test_first_ring_outside_guest_memory_never_configures(void **state)
 {
 	struct tc *t = *state;
-	static uint8_t not_guest[65536] __rte_aligned(4096);
 	struct tc_ring rings[2];
-	uint32_t bases[2];
 	struct vu_guest *g;
 	uint8_t status;
 	size_t mark;
 
-	g = tc_attach(t, 1, NULL);
-	tc_rings_of(rings, 2, g);
-	rings[0].bad_desc = (uintptr_t)not_guest;
+	g = attach_with_ring_outside(t, 1, rings, 0);
 	mark = tc_mark(t);
 	tc_fe_start(t, rings, 2, 0x3);
 	/* A round trip: vhost has handled DRIVER_OK and everything before it. */
@@ -349,11 +375,7 @@ test_first_ring_outside_guest_memory_never_configures(void **state)
 	assert_false(tc_running(t));
 	assert_int_equal(tc_count(t, mark, tc_p_vq_any, NULL), 0);
 	tc_check_live_as_probed(t);
-	tc_fe_ring_addr(t, 0, g);
-	tc_wait_running(t);
-	tc_traffic(g, 0x1, 300);
-	tc_fe_stop(t, 2, bases);
-	tc_check_bases(g, bases, 1, false, 256);
+	ring_corrected_runs(t, g, 0, 1);
 }
 
 /*
@@ -368,31 +390,18 @@ run_failed_recreation(struct tc *t, unsigned int queues)
 	const char *serial = "parallel=0";
 	uint32_t bases[2];
 	struct vu_guest *g;
-	unsigned int i;
-	size_t mark, lmark;
+	size_t lmark;
 
 	tc_probe(t, queues, serial);
 	assert_int_equal(lmh_fault_inject(&t->d, PRM_CMD_CREATE_GENERAL_OBJECT,
 					  PRM_OBJ_VIRTIO_NET_Q, 1, PRM_STATUS_NO_RESOURCES, 0), 0);
 	g = tc_guest(t, 0, 1, 1024, false);
-	tc_connect(t);
-	mark = tc_mark(t);
-	lmark = lmh_log_mark();
-	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
-	assert_true(tc_wait_trace(t, mark, tc_p_failed_vq_cmd, NULL, 1));
-	tc_barrier(t);
+	start_failing_conf(t, g, &lmark);
 	assert_true(lmh_log_has(lmark, "DRIVER_OK failed"));
-	assert_false(tc_running(t));
-	for (i = 0; i < 2 * queues; i++)
-		assert_int_equal(tc_vq_state(t, i), PRM_VIRTQ_STATE_INIT);
-	tc_check_live_as_probed(t);
+	check_clean_after_failed_conf(t, 2 * queues);
 	tc_disconnect(t);
 	tc_wait_restored(t);
-	vu_guest_reset(g);
-	assert_int_equal(vu_guest_new_eventfds(g), 0);
-	tc_connect(t);
-	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
-	tc_wait_running(t);
+	tc_restart_front_end(t, g);
 	tc_traffic(g, 0x1, 2000);
 	tc_fe_stop(t, 2, bases);
 	assert_int_equal(bases[1], 2000);

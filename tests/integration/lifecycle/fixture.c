@@ -625,6 +625,20 @@ tc_check_close_suspends_then_queries(struct tc *t, size_t from, unsigned int nri
 		assert_false(tc_p_vq_destroy(&t->tr.c[k], NULL));
 }
 
+size_t
+tc_restart_front_end(struct tc *t, struct vu_guest *g)
+{
+	size_t mark;
+
+	vu_guest_reset(g);
+	assert_int_equal(vu_guest_new_eventfds(g), 0);
+	tc_connect(t);
+	mark = tc_mark(t);
+	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
+	tc_wait_running(t);
+	return mark;
+}
+
 void
 tc_reconnect_and_run(struct tc *t, struct vu_guest *g, unsigned int pairs)
 {
@@ -633,12 +647,7 @@ tc_reconnect_and_run(struct tc *t, struct vu_guest *g, unsigned int pairs)
 
 	tc_disconnect(t);
 	tc_wait_restored(t);
-	vu_guest_reset(g);
-	assert_int_equal(vu_guest_new_eventfds(g), 0);
-	tc_connect(t);
-	mark = tc_mark(t);
-	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
-	tc_wait_running(t);
+	mark = tc_restart_front_end(t, g);
 	for (i = 0; i < 2 * pairs; i++) {
 		int q = (int)i;
 

@@ -177,6 +177,12 @@ void tc_check_bases(struct vu_guest *g, const uint32_t *bases, unsigned int pair
 /* Since from, the stop suspended then queried every running queue, nothing else. */
 void tc_check_close_suspends_then_queries(struct tc *t, size_t from, unsigned int nrings,
 					  struct vu_guest *g, bool packed);
+/*
+ * The next front end on the same device, after the last one stopped it: the
+ * guest's rings and eventfds fresh, connect, DRIVER_OK; running when it
+ * returns. The trace mark before DRIVER_OK.
+ */
+size_t tc_restart_front_end(struct tc *t, struct vu_guest *g);
 /* A new front end on the same device: DRIVER_OK makes every ring RDY once, traffic flows. */
 void tc_reconnect_and_run(struct tc *t, struct vu_guest *g, unsigned int pairs);
 

@@ -94,11 +94,7 @@ test_front_end_gone_after_new_device_failed_leaves_nothing_running(void **state)
 		assert_int_equal(tc_vq_state(t, i), PRM_VIRTQ_STATE_INIT);
 	tc_check_live_as_probed(t);
 	/* The next front end's DRIVER_OK configures the device again. */
-	vu_guest_reset(g);
-	assert_int_equal(vu_guest_new_eventfds(g), 0);
-	tc_connect(t);
-	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
-	tc_wait_running(t);
+	tc_restart_front_end(t, g);
 	tc_traffic(g, 0x1, 32);
 	tc_fe_stop(t, 2, bases);
 }

@@ -4,7 +4,6 @@
  * lcores' CPUs, a stop makes no thread, and the fd table is sized at
  * probe for every ring so that vhost's thread never waits for it to grow.
  */
-#include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -17,6 +16,32 @@
 #include "mlx5_lm_test.h"
 
 #include "lifecycle.h"
+#include "../../lm_threads.h"
+
+struct off_lcore {
+	const char *prefix;
+	rte_cpuset_t lcore;
+	bool several;
+	unsigned int threads;
+};
+
+static bool
+check_off_lcore(int tid, const char *name, void *arg)
+{
+	struct off_lcore *o = arg;
+	cpu_set_t set, both;
+
+	if (strncmp(name, o->prefix, strlen(o->prefix)) != 0)
+		return true;
+	assert_int_equal(sched_getaffinity(tid, sizeof(set), &set), 0);
+	CPU_AND(&both, &set, &o->lcore);
+	if (o->several && CPU_COUNT(&both) != 0) {
+		print_error("thread %d (%s) may run on the lcore's CPU\n", tid, name);
+		fail();
+	}
+	o->threads++;
+	return true;
+}
 
 /*
  * The driver's threads whose name starts with prefix: none may run on the
@@ -26,41 +51,14 @@
 static unsigned int
 driver_threads_off_the_lcore(const char *prefix)
 {
-	rte_cpuset_t lcore = rte_lcore_cpuset(rte_get_main_lcore());
-	bool several = sysconf(_SC_NPROCESSORS_ONLN) >= 2;
-	unsigned int threads = 0;
-	struct dirent *e;
-	DIR *dir;
+	struct off_lcore o = {
+		.prefix = prefix,
+		.lcore = rte_lcore_cpuset(rte_get_main_lcore()),
+		.several = sysconf(_SC_NPROCESSORS_ONLN) >= 2,
+	};
 
-	dir = opendir("/proc/self/task");
-	assert_non_null(dir);
-	while ((e = readdir(dir)) != NULL) {
-		char path[300], comm[32] = "";
-		cpu_set_t set, both;
-		FILE *f;
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-		f = fopen(path, "r");
-		if (f == NULL)
-			continue;  /* the thread ended meanwhile */
-		if (fgets(comm, sizeof(comm), f) == NULL)
-			comm[0] = '\0';
-		fclose(f);
-		comm[strcspn(comm, "\n")] = '\0';
-		if (strncmp(comm, prefix, strlen(prefix)) != 0)
-			continue;
-		assert_int_equal(sched_getaffinity(atoi(e->d_name), sizeof(set), &set), 0);
-		CPU_AND(&both, &set, &lcore);
-		if (several && CPU_COUNT(&both) != 0) {
-			print_error("thread %s (%s) may run on the lcore's CPU\n", e->d_name, comm);
-			fail();
-		}
-		threads++;
-	}
-	closedir(dir);
-	return threads;
+	assert_int_equal(lmt_for_each_thread(check_off_lcore, &o), 0);
+	return o.threads;
 }
 
 /*

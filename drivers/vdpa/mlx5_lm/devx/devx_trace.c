@@ -82,6 +82,8 @@ put_hex(FILE *f, const void *buf, size_t len)
 static uint32_t
 cmd_obj_id(uint16_t opcode, const void *in, size_t inlen, const void *out, size_t outlen)
 {
+	if (prm_opcode_is_create_out(opcode))
+		return outlen >= PRM_SIZE(create_out) ? PRM_GET(create_out, out, id) : 0;
 	switch (opcode) {
 	case PRM_CMD_CREATE_GENERAL_OBJECT:
 		return outlen >= PRM_SIZE(general_obj_out_cmd_hdr) ?
@@ -91,17 +93,6 @@ cmd_obj_id(uint16_t opcode, const void *in, size_t inlen, const void *out, size_
 	case PRM_CMD_DESTROY_GENERAL_OBJECT:
 		return inlen >= PRM_SIZE(general_obj_in_cmd_hdr) ?
 			PRM_GET(general_obj_in_cmd_hdr, in, obj_id) : 0;
-	case PRM_CMD_CREATE_MKEY:
-	case PRM_CMD_CREATE_CQ:
-	case PRM_CMD_CREATE_QP:
-	case PRM_CMD_ALLOC_PD:
-	case PRM_CMD_ALLOC_TRANSPORT_DOMAIN:
-	case PRM_CMD_CREATE_TIR:
-	case PRM_CMD_CREATE_TIS:
-	case PRM_CMD_CREATE_RQT:
-	case PRM_CMD_CREATE_FLOW_TABLE:
-	case PRM_CMD_CREATE_FLOW_GROUP:
-		return outlen >= PRM_SIZE(create_out) ? PRM_GET(create_out, out, id) : 0;
 	case PRM_CMD_DESTROY_MKEY:
 	case PRM_CMD_DESTROY_CQ:
 	case PRM_CMD_DESTROY_QP:

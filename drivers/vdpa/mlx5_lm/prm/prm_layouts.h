@@ -2,7 +2,7 @@
 /*
  * PRM layouts: every command and object mlx5-lm sends or the emulated device
  * decodes. Offsets and widths are bits (see prm.h). The facts come from the
- * public mlx5 interface headers as summarised in shared/prm-facts.md; a
+ * public mlx5 interface headers (Linux include/linux/mlx5/mlx5_ifc.h); a
  * layout's name is the PRM structure's name without the mlx5_ifc_ prefix.
  *
  * Included from prm.h; do not include directly.
@@ -52,6 +52,30 @@ enum prm_opcode {
 	PRM_CMD_DEALLOC_UAR = 0x803,
 	PRM_CMD_DESTROY_UMEM = 0xa0a,
 };
+
+/*
+ * The creators whose output is create_out: the new object's number in its
+ * `id` field (general objects answer with general_obj_out_cmd_hdr instead).
+ */
+static inline int
+prm_opcode_is_create_out(uint16_t opcode)
+{
+	switch (opcode) {
+	case PRM_CMD_CREATE_MKEY:
+	case PRM_CMD_CREATE_CQ:
+	case PRM_CMD_CREATE_QP:
+	case PRM_CMD_ALLOC_PD:
+	case PRM_CMD_ALLOC_TRANSPORT_DOMAIN:
+	case PRM_CMD_CREATE_TIR:
+	case PRM_CMD_CREATE_TIS:
+	case PRM_CMD_CREATE_RQT:
+	case PRM_CMD_CREATE_FLOW_TABLE:
+	case PRM_CMD_CREATE_FLOW_GROUP:
+		return 1;
+	default:
+		return 0;
+	}
+}
 
 /*
  * Command status values (out.status), as the public headers number them
