@@ -274,7 +274,6 @@ int
 mlx5_lm_prereg_init(struct mlx5_lm_dev *dev)
 {
 	struct mlx5_lm_prep_ctl *ctl = calloc(1, sizeof(*ctl));
-	pthread_condattr_t ca;
 
 	if (ctl == NULL)
 		return -ENOMEM;
@@ -294,10 +293,7 @@ mlx5_lm_prereg_init(struct mlx5_lm_dev *dev)
 		return err;
 	}
 	pthread_mutex_init(&ctl->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&ctl->cv, &ca);
-	pthread_condattr_destroy(&ca);
+	pthread_cond_init(&ctl->cv, NULL);
 	dev->prep = ctl;
 	return 0;
 }
@@ -591,13 +587,7 @@ rte_pmd_mlx5_lm_prepare_wait(const char *name, unsigned int timeout_ms)
 	if (dev == NULL)
 		return -ENODEV;
 	ctl = dev->prep;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += timeout_ms / 1000;
-	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
+	mlx5_lm_deadline_ts(&ts, timeout_ms);
 	pthread_mutex_lock(&ctl->lock);
 	while (ctl->st.state == RTE_PMD_MLX5_LM_PREP_PREPARING && ret == 0)
 		if (pthread_cond_timedwait(&ctl->cv, &ctl->lock, &ts) == ETIMEDOUT)
