@@ -8,4 +8,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/build.sh
 exec build/app/test-lm/dpdk-test-lm migrate --scenario seed-mkey --repeat 3 \
+	--stages baseline,precreate,parallel-mkey,deferred-delete,all,prereg \
 	--json build/migrate-seed-mkey.json --plot build/migrate-seed-mkey.svg "$@"

@@ -5,8 +5,10 @@
  * result as JSON with --json. Exit status: 0 done, 1 the service
  * answered an error, 2 usage, 3 the service cannot be reached.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +136,34 @@ add_params(const struct command *cmd, int argc, char **argv)
 	}
 	/* Missing ones are the service's to name (one rule, one message). */
 	return p;
+}
+
+/* device_prepare NAME --pid PID */
+static json_t *
+prepare_params(const struct command *cmd, int argc, char **argv)
+{
+	char *end;
+	long pid;
+
+	if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		cmd_usage(stdout, cmd);
+		printf("\n  NAME       the device (of the destination, before its QEMU starts it)\n"
+		       "  --pid PID  that QEMU's process: its shared guest-memory files are\n"
+		       "             registered now, for it only (the right to trace it is needed)\n");
+		exit(EXIT_OK);
+	}
+	if (argc != 4 || argv[1][0] == '-' || strcmp(argv[2], "--pid") != 0) {
+		cmd_usage(stderr, cmd);
+		return NULL;
+	}
+	errno = 0;
+	pid = strtol(argv[3], &end, 10);
+	if (errno != 0 || *end != '\0' || pid <= 0 || pid > INT32_MAX) {
+		fprintf(stderr, "mlx5-lm-ctl: device_prepare: --pid %s is not a process id\n",
+			argv[3]);
+		return NULL;
+	}
+	return json_pack("{s:s, s:I}", "name", argv[1], "pid", (json_int_t)pid);
 }
 
 /* call METHOD [PARAMS-JSON]: any method, as the API takes it. */
@@ -295,6 +325,15 @@ show_saved(json_t *r)
 }
 
 static void
+show_prepared(json_t *r)
+{
+	printf("preparing %s: %lld MiB of pid %lld's guest memory in %zu files\n",
+	       str(r, "name"), (long long)json_integer_value(json_object_get(r, "bytes")) >> 20,
+	       (long long)json_integer_value(json_object_get(r, "pid")),
+	       json_array_size(json_object_get(r, "files")));
+}
+
+static void
 show_json(json_t *r)
 {
 	char *s = json_dumps(r, JSON_INDENT(2) | JSON_ENCODE_ANY);
@@ -314,6 +353,9 @@ static const struct command commands[] = {
 	  "a device's state, front end, features, queues, last stop and start, memory",
 	  name_params, show_object },
 	{ "device_get_stats", "NAME", "a device's per-queue counters", name_params, show_stats },
+	{ "device_prepare", "NAME --pid PID",
+	  "register a front end's guest memory before it starts the device", prepare_params,
+	  show_prepared },
 	{ "vm_list", "", "every VM: its worker, restarts, uptime, devices", no_params,
 	  show_vm_list },
 	{ "service_get_version", "", "the service's version", no_params, show_object },

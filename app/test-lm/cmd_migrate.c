@@ -42,6 +42,8 @@ static const struct mig_stage_def stage_defs[] = {
 	{ "parallel-mkey", 0, 16, 0, 0 },
 	{ "deferred-delete", 0, 1, 100, 0 },
 	{ "all", 1, 16, 100, 1 },
+	/* all, and the destinations' guest memory prepared while the sources run. */
+	{ "prereg", 1, 16, 100, 1, false, 0, true },
 	/*
 	 * The peer, DPDK's vdpa/mlx5, on the same emulated devices
 	 * through the emulated rdma-core: with its defaults, and with what
@@ -73,7 +75,9 @@ migrate_usage(FILE *f)
 		"  --packed           packed rings instead of split\n"
 		"  --stages LIST      comma-separated, from baseline,precreate,parallel-mkey,\n"
 		"                     deferred-delete,all (default: all five, in that order;\n"
-		"                     with --vms: all), and the peer's: peer, peer-precreate\n"
+		"                     with --vms: all), prereg (all, and the destinations'\n"
+		"                     memory prepared while the sources run), and the peer's:\n"
+		"                     peer, peer-precreate\n"
 		"                     (DPDK's vdpa/mlx5 with its defaults, and with\n"
 		"                     queues=Q,queue_size=S,max_conf_threads=%d), probed on\n"
 		"                     the PCI function of RDMA device i; run them under\n"
@@ -236,7 +240,7 @@ parse_stages(const char *list, const struct mig_stage_def **out, unsigned int *n
 				break;
 		if (i == NSTAGES || *n == 2 * NSTAGES) {
 			fprintf(stderr, "migrate: --stages: '%s' is not a stage (baseline, "
-				"precreate, parallel-mkey, deferred-delete, all, peer, "
+				"precreate, parallel-mkey, deferred-delete, all, prereg, peer, "
 				"peer-precreate)\n", tok);
 			ret = -1;
 			break;
@@ -488,6 +492,13 @@ parse_args(int argc, char **argv, struct mig_cmd *m)
 			 "baseline,precreate,parallel-mkey,deferred-delete,all";
 	if (parse_stages(stages, defs, &ndefs) < 0)
 		return EXIT_USAGE;
+	for (i = 0; i < ndefs; i++)
+		if (defs[i]->prereg && o.service) {
+			/* The services' workers prepare through device_prepare (doc/vhostd.md). */
+			fprintf(stderr, "migrate: stage prereg prepares devices of this process: "
+				"not with --service\n");
+			return EXIT_USAGE;
+		}
 	for (i = 0; i < ndefs; i++) {
 		if (!defs[i]->peer)
 			continue;

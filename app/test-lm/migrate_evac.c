@@ -61,6 +61,8 @@ evac_main(void *arg)
 	v->ret = mig_vm_stop_sources(v->x, &t0);
 	if (v->ret == 0)
 		v->ret = mig_vm_start_destinations(v->x, t0);
+	if (v->ret == 0 && v->x->st->prereg)
+		v->ret = mig_vm_prepare_check(v->x, t0);
 	if (cpu && v->ret == 0) {
 		if (mig_cpu_thread_now(&run1, &wait1) < 0) {
 			mig_fail(v->x, "cannot read the front-end thread's CPU time");
@@ -91,8 +93,9 @@ evac_prepare(const struct mig_opts *o, const struct mig_stage_def *st, struct ev
 	for (i = 0; i < nvm && ret == 0; i++)
 		ret = mig_vm_setup(v[i].x);
 	for (i = 0; i < nvm && ret == 0; i++)
-		if (mig_vm_start_sources(v[i].x) < 0 || mig_vm_begin_logging(v[i].x) < 0 ||
-		    mig_vm_handshake(v[i].x) < 0)
+		if (mig_vm_start_sources(v[i].x) < 0 ||
+		    (st->prereg && mig_vm_prepare(v[i].x) < 0) ||
+		    mig_vm_begin_logging(v[i].x) < 0 || mig_vm_handshake(v[i].x) < 0)
 			ret = -1;
 	for (i = 0; i < nvm && ret == 0; i++)
 		mig_vm_pause(v[i].x);
@@ -369,6 +372,22 @@ mig_run_evacuate(const struct mig_opts *o, const struct mig_stage_def *st, struc
 		r->src_close_ms = slow->src_close_ms;
 		r->src_first_ring_ms = slow->src_first_ring_ms;
 		r->dirty_check_ms = slow->dirty_check_ms;
+		/*
+		 * The VMs are set up one after another, each prepared in turn:
+		 * the longest preparation of a VM, the earliest start and latest
+		 * end relative to each VM's own stop.
+		 */
+		r->prereg = st->prereg;
+		for (i = 0; i < nvm && st->prereg; i++) {
+			if (i == 0 || v[i].r.prep_start_ms < r->prep_start_ms)
+				r->prep_start_ms = v[i].r.prep_start_ms;
+			if (i == 0 || v[i].r.prep_end_ms > r->prep_end_ms)
+				r->prep_end_ms = v[i].r.prep_end_ms;
+			if (v[i].r.prep_ms > r->prep_ms)
+				r->prep_ms = v[i].r.prep_ms;
+			r->prep_bytes += v[i].r.prep_bytes;
+			r->prep_used_bytes += v[i].r.prep_used_bytes;
+		}
 	}
 	r->ok = ret == 0;
 	free(v);

@@ -115,5 +115,7 @@ mig_floor_compute(const char *profile, unsigned int devices, unsigned int queue_
 	f->mr_create_1worker_ms = chunks * (pin + reg) + indirect;
 	f->mr_create_floor_ms = mr_floor;
 	f->src_stop_floor_per_device_ms = src_floor;
+	f->floor_prereg_ms = indirect + waves * modify_rdy + src_floor;
+	f->prereg_model_ms = max2(D * chunks * pin / P, mr_floor - indirect);
 	return 0;
 }

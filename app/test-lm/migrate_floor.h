@@ -25,6 +25,13 @@ struct mig_floor {
 	double mr_create_1worker_ms;
 	double mr_create_floor_ms;
 	double src_stop_floor_per_device_ms;
+	/*
+	 * Stage prereg: the chunks registered before the stop, so the floor
+	 * keeps the stop, the indirect mkey and the queues' MODIFYs; and the
+	 * preparation's own floor (the chunks of every device, pins shared).
+	 */
+	double floor_prereg_ms;
+	double prereg_model_ms;
 };
 
 /*

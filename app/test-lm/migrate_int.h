@@ -60,6 +60,11 @@ struct mig_stage_def {
 	 */
 	bool peer;
 	unsigned int peer_threads;
+	/*
+	 * The destinations' guest memory prepared (rte_pmd_mlx5_lm_prepare)
+	 * while the sources still run, before the stop (migrate_prereg.c).
+	 */
+	bool prereg;
 };
 
 /* Hidden test modes: front ends that do things in an order QEMU would not. */
@@ -209,6 +214,14 @@ struct mig_result {
 	double src_close_ms;       /* PMD: dev_close, summed */
 	double src_first_ring_ms;  /* each source's first GET_VRING_BASE (dev_close), summed */
 	double dirty_check_ms;     /* the front end's log check, inside the downtime */
+	/*
+	 * A prereg stage: the destinations' preparation, its first start and
+	 * last end relative to the first GET_VRING_BASE (negative: before the
+	 * stop), its length, and the memory it served at DRIVER_OK.
+	 */
+	bool prereg;
+	double prep_start_ms, prep_end_ms, prep_ms;
+	uint64_t prep_bytes, prep_used_bytes;
 	/* Packets (exact: counted once nothing is in flight). */
 	uint64_t frames;           /* sent by the guest over the whole migration */
 	uint64_t lost_packets;

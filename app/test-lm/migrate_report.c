@@ -91,10 +91,18 @@ overshoot_us(const struct mig_result *r)
 	       (double)r->model_charges;
 }
 
-static void
-fmt_x_floor(char *buf, size_t len, double ms, const struct mig_floors *f, bool alone)
+/* The floor a stage's downtime is compared with: prereg has its own. */
+static double
+stage_floor(const struct mig_floor *f, bool prereg)
 {
-	double fl = alone ? f->alone.floor_overlapped_ms : f->all.floor_overlapped_ms;
+	return prereg ? f->floor_prereg_ms : f->floor_overlapped_ms;
+}
+
+static void
+fmt_x_floor(char *buf, size_t len, double ms, const struct mig_floors *f, bool alone,
+	    bool prereg)
+{
+	double fl = stage_floor(alone ? &f->alone : &f->all, prereg);
 
 	if (f->have && fl > 0)
 		snprintf(buf, len, "%.1f", ms / fl);
@@ -118,6 +126,31 @@ print_floor_line(const struct mig_opts *o, const struct mig_floors *f)
 		       "%.1f ms one after another; the model's baseline %.1f ms\n", o->profile,
 		       MIG_FLOOR_METHOD, f->all.floor_overlapped_ms,
 		       f->all.floor_serial_ms, f->all.baseline_ms);
+}
+
+/* A prereg stage: when its preparation ran, against the model, and the stage's floor. */
+static void
+print_prereg_line(const struct mig_opts *o, const struct mig_result *r,
+		  const struct mig_floors *f)
+{
+	const struct mig_floor *fl = &f->all;
+	/* An evacuation prepares its VMs one after another: each against one VM's floor. */
+	const struct mig_floor *one = o->shape.vms > 0 ? &f->alone : &f->all;
+
+	printf("%s: the destinations' memory (%.0f GiB) prepared from %.1f to %.1f ms before "
+	       "the stop (%.1f ms%s", r->name, (double)r->prep_bytes / (1u << 30),
+	       -r->prep_start_ms, -r->prep_end_ms, r->prep_ms,
+	       o->shape.vms > 0 ? " for the slowest VM" : "");
+	if (f->have && one->prereg_model_ms > 0)
+		printf("; its model floor %.1f ms, %.2fx", one->prereg_model_ms,
+		       r->prep_ms / one->prereg_model_ms);
+	printf("), %.0f GiB of it used at DRIVER_OK", (double)r->prep_used_bytes / (1u << 30));
+	if (f->have && fl->floor_prereg_ms > 0)
+		printf("; the stage's floor (stop, indirect mkey, queues) %.1f ms%s",
+		       fl->floor_prereg_ms, o->shape.vms > 0 ? " for all VMs at once" : "");
+	if (f->have && o->shape.vms > 0 && f->alone.floor_prereg_ms > 0)
+		printf(", %.1f ms for one VM alone", f->alone.floor_prereg_ms);
+	printf("\n");
 }
 
 static void
@@ -145,7 +178,7 @@ print_table_vm(const struct mig_opts *o, const struct mig_stage_sum *ss, unsigne
 			continue;
 		}
 		snprintf(spread, sizeof(spread), "%.1f-%.1f", ss[i].min_ms, ss[i].max_ms);
-		fmt_x_floor(xf, sizeof(xf), r->downtime_ms, f, false);
+		fmt_x_floor(xf, sizeof(xf), r->downtime_ms, f, false, r->prereg);
 		/* Memory and queues come from our PMD's API: the peer has none. */
 		if (r->peer) {
 			snprintf(mr, sizeof(mr), "-");
@@ -207,7 +240,7 @@ print_table_evac(const struct mig_opts *o, const struct mig_stage_sum *ss, unsig
 		}
 		vm_stats(r, &med, &max);
 		snprintf(spread, sizeof(spread), "%.1f-%.1f", ss[i].min_ms, ss[i].max_ms);
-		fmt_x_floor(xf, sizeof(xf), max, f, false);
+		fmt_x_floor(xf, sizeof(xf), max, f, false, r->prereg);
 		/* The process split: "all, 8 procs" (one process: the stage's name). */
 		if (o->processes > 1)
 			snprintf(label, sizeof(label), "%s, %u procs", r->name, o->processes);
@@ -258,6 +291,9 @@ mig_print_table(const struct mig_opts *o, const struct mig_stage_sum *ss, unsign
 	else
 		print_table_vm(o, ss, n, f);
 	print_floor_line(o, f);
+	for (i = 0; i < n; i++)
+		if (ss[i].ok && ss[i].med.prereg)
+			print_prereg_line(o, &ss[i].med, f);
 	for (i = 0; i < n && o->service; i++)
 		if (ss[i].ok)
 			mig_proj_print(&ss[i].med, f->have ? f->all.floor_overlapped_ms : 0);
@@ -285,7 +321,7 @@ x_floor_json(double ms, double floor_ms)
 static json_t *
 run_json(const struct mig_result *r, const struct mig_stage_def *d, const struct mig_floors *f)
 {
-	double fl = f->have ? f->all.floor_overlapped_ms : 0;
+	double fl = f->have ? stage_floor(&f->all, d->prereg) : 0;
 	json_t *o;
 
 	o = json_pack("{s:s,s:b,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:f,s:f,s:f,s:f,s:I,s:I,s:b,s:I,"
@@ -325,9 +361,17 @@ run_json(const struct mig_result *r, const struct mig_stage_def *d, const struct
 	json_object_set_new(o, "model_dst_ms", json_real(r->model_dst_ms));
 	json_object_set_new(o, "overshoot_mean_us", json_real(overshoot_us(r)));
 	json_object_set_new(o, "floor_ms", json_real(fl));
+	if (d->prereg)
+		json_object_set_new(o, "prereg", json_pack("{s:f,s:f,s:f,s:o,s:I,s:I}",
+			"start_ms", r->prep_start_ms, "end_ms", r->prep_end_ms,
+			"prep_ms", r->prep_ms, "model_floor_ms", f->have ?
+				json_real(r->vms > 0 ? f->alone.prereg_model_ms :
+					  f->all.prereg_model_ms) : json_null(),
+			"bytes", (json_int_t)r->prep_bytes,
+			"used_bytes", (json_int_t)r->prep_used_bytes));
 	json_object_set_new(o, "x_floor", x_floor_json(r->downtime_ms, fl));
 	if (r->vms > 0) {
-		double fa = f->have ? f->alone.floor_overlapped_ms : 0, med, max;
+		double fa = f->have ? stage_floor(&f->alone, d->prereg) : 0, med, max;
 		json_t *vms = json_array();
 		unsigned int i;
 
@@ -387,7 +431,7 @@ stage_json(const struct mig_stage_sum *ss, const struct mig_floors *f)
 static json_t *
 floor_json(const struct mig_floor *f)
 {
-	return json_pack("{s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}",
+	return json_pack("{s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}",
 		"devices", (json_int_t)f->devices, "queue_pairs", (json_int_t)f->queue_pairs,
 		"mem_gib", (json_int_t)f->mem_gb, "chunks", (json_int_t)f->chunks,
 		"baseline_ms", f->baseline_ms, "floor_serial_devices_ms", f->floor_serial_ms,
@@ -396,7 +440,8 @@ floor_json(const struct mig_floor *f)
 		"dst_queues_floor_ms", f->dst_queues_floor_ms,
 		"mr_create_1worker_ms", f->mr_create_1worker_ms,
 		"mr_create_floor_ms", f->mr_create_floor_ms,
-		"src_stop_floor_per_device_ms", f->src_stop_floor_per_device_ms);
+		"src_stop_floor_per_device_ms", f->src_stop_floor_per_device_ms,
+		"floor_prereg_ms", f->floor_prereg_ms, "prereg_model_ms", f->prereg_model_ms);
 }
 
 int

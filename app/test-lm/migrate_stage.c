@@ -52,7 +52,12 @@ migrate_once(struct mig_ctx *x, enum mig_hostile hostile)
 
 	if (hostile == MIG_HOSTILE_EARLY_BASE && early_base(x) < 0)
 		return -1;
-	if (mig_vm_start_sources(x) < 0 || mig_vm_begin_logging(x) < 0 || mig_vm_handshake(x) < 0)
+	/*
+	 * The destination QEMU runs (and shares its RAM) from the migration's
+	 * start: prepared while the sources' traffic runs, before precopy.
+	 */
+	if (mig_vm_start_sources(x) < 0 || (x->st->prereg && mig_vm_prepare(x) < 0) ||
+	    mig_vm_begin_logging(x) < 0 || mig_vm_handshake(x) < 0)
 		return -1;
 	mig_vm_pause(x);
 	if (mig_vm_stop_sources(x, &t0) < 0)
@@ -64,6 +69,8 @@ migrate_once(struct mig_ctx *x, enum mig_hostile hostile)
 		return 1;
 	}
 	if (mig_vm_start_destinations(x, t0) < 0)
+		return -1;
+	if (x->st->prereg && mig_vm_prepare_check(x, t0) < 0)
 		return -1;
 	return mig_vm_finish(x);
 }

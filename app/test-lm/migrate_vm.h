@@ -100,6 +100,14 @@ void mig_vm_pause(struct mig_ctx *x);
 int mig_vm_stop_sources(struct mig_ctx *x, double *t0);
 int mig_vm_start_destinations(struct mig_ctx *x, double t0);
 int mig_vm_svc_conf_after(struct mig_ctx *x);
+/*
+ * A prereg stage (migrate_prereg.c): before the pause, every destination
+ * prepared with the VM's memory file and waited for, the sources' traffic
+ * running; after the start, each preparation checked used whole, and its
+ * times put relative to the stop t0.
+ */
+int mig_vm_prepare(struct mig_ctx *x);
+int mig_vm_prepare_check(struct mig_ctx *x, double t0);
 void mig_vm_count_packets(struct mig_ctx *x);
 int mig_vm_finish(struct mig_ctx *x);
 /* leaked_before: mig_leaked_now() before the set-up. */

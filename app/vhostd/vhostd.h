@@ -126,6 +126,10 @@ void vhostd_dev_remove(struct vhostd_dev *d, struct vhostd_call *call);
 int vhostd_vm_request(struct vhostd_vm *vm, const char *op, const char *dev,
 		      struct vhostd_call *call,
 		      void (*done)(struct vhostd_wreq *, json_t *, int, const char *));
+/* The same with the fields of args (an object, copied) in the worker's request. */
+int vhostd_vm_request_args(struct vhostd_vm *vm, const char *op, const char *dev,
+			   json_t *args, struct vhostd_call *call,
+			   void (*done)(struct vhostd_wreq *, json_t *, int, const char *));
 void vhostd_vm_reap(pid_t pid, int status);
 /* Restarts due, readiness deadlines; the next deadline (ms, -1 none). */
 int64_t vhostd_vm_timers(void);

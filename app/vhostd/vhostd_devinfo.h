@@ -17,5 +17,13 @@ json_t *vhostd_features_json(uint64_t features);
  * "queues": [{"queue": q, "type": "rx"|"tx", "pair": p, "counters": {...}}]}.
  */
 json_t *vhostd_worker_dev_stats(const char *name, struct rte_vdpa_device *vdpa);
+/*
+ * device_prepare (vhostd_prepare.c): device devname prepared with the
+ * shared guest-memory files of process pid, for that process. The result
+ * ({"pid", "bytes", "files": [...]}), or NULL with the reason in err.
+ */
+json_t *vhostd_worker_prepare(const char *devname, int pid, char *err, size_t errlen);
+/* Its preparation as device_get shows it: {"state", "pid", "bytes", ...}. */
+json_t *vhostd_worker_prep_json(const char *devname);
 
 #endif /* VHOSTD_DEVINFO_H */

@@ -19,6 +19,12 @@ static const struct vhostd_param p_name[] = {
 	{ "name", VHOSTD_PARAM_STRING, true, "the device's name" },
 	{ NULL, 0, false, NULL },
 };
+static const struct vhostd_param p_prepare[] = {
+	{ "name", VHOSTD_PARAM_STRING, true, "the device's name" },
+	{ "pid", VHOSTD_PARAM_UINT, true,
+	  "the front end's process (a destination QEMU): its shared guest-memory files" },
+	{ NULL, 0, false, NULL },
+};
 static const struct vhostd_param p_add[] = {
 	{ "name", VHOSTD_PARAM_STRING, true, "the device's name, unique in the service" },
 	{ "vm", VHOSTD_PARAM_STRING, true, "the VM: its devices share one worker process" },
@@ -168,6 +174,31 @@ m_device_get_stats(struct vhostd_call *call, json_t *params)
 	ask_worker(call, params, "stats");
 }
 
+/*
+ * The destination's guest memory registered before its SET_MEM_TABLE: the
+ * worker finds the files process pid maps shared, and prepares the device
+ * with them (rte_pmd_mlx5_lm_prepare) for that process only.
+ */
+static void
+m_device_prepare(struct vhostd_call *call, json_t *params)
+{
+	struct vhostd_dev *d = named_device(call, params);
+	json_t *args;
+
+	if (d == NULL || !worker_up(call, d))
+		return;
+	if (json_integer_value(json_object_get(params, "pid")) <= 0) {
+		vhostd_call_fail(call, VHOSTD_RPC_INVALID_PARAMS, "device_prepare: pid must be "
+				 "a process id (> 0)");
+		return;
+	}
+	args = json_pack("{s:O}", "pid", json_object_get(params, "pid"));
+	if (args == NULL ||
+	    vhostd_vm_request_args(d->vm, "prepare", d->cfg.name, args, call, get_done) < 0)
+		vhostd_call_fail(call, VHOSTD_RPC_INTERNAL_ERROR, "out of memory");
+	json_decref(args);
+}
+
 static void
 m_vm_list(struct vhostd_call *call, json_t *params)
 {
@@ -248,6 +279,8 @@ const struct vhostd_method vhostd_methods[] = {
 	  "a device's state, front end, features, queues, last stop and start, memory" },
 	{ "device_get_stats", m_device_get_stats, p_name,
 	  "a device's per-queue counters, under DPDK's vdpa counter names" },
+	{ "device_prepare", m_device_prepare, p_prepare,
+	  "register a front end's guest memory (from its pid) before it starts the device" },
 	{ "vm_list", m_vm_list, p_none, "every VM: its worker, restarts, uptime, devices" },
 	{ "service_get_version", m_service_get_version, p_none, "the service's version" },
 	{ "rpc_get_methods", m_rpc_get_methods, p_none, "the methods of this API" },

@@ -213,6 +213,14 @@ vhostd_vm_request(struct vhostd_vm *vm, const char *op, const char *dev,
 		  struct vhostd_call *call,
 		  void (*done)(struct vhostd_wreq *, json_t *, int, const char *))
 {
+	return vhostd_vm_request_args(vm, op, dev, NULL, call, done);
+}
+
+int
+vhostd_vm_request_args(struct vhostd_vm *vm, const char *op, const char *dev, json_t *args,
+		       struct vhostd_call *call,
+		       void (*done)(struct vhostd_wreq *, json_t *, int, const char *))
+{
 	struct vhostd_wreq *r = calloc(1, sizeof(*r));
 	struct vhostd_dev *d = dev != NULL ? vhostd_dev_find(dev) : NULL;
 
@@ -225,7 +233,7 @@ vhostd_vm_request(struct vhostd_vm *vm, const char *op, const char *dev,
 	if (strcmp(op, "add") == 0 && d != NULL) {
 		r->msg = vhostd_devcfg_to_json(&d->cfg);
 	} else {
-		r->msg = json_object();
+		r->msg = args != NULL ? json_deep_copy(args) : json_object();
 		if (dev != NULL)
 			json_object_set_new(r->msg, "name", json_string(dev));
 	}

@@ -6,7 +6,7 @@
  * per line, fd --channel) and restarts it when it dies. Nothing a front
  * end of this VM sends reaches another VM: they are other processes.
  *
- * Requests: {"id": N, "op": "add"|"remove"|"get"|"stats"|"exit", ...};
+ * Requests: {"id": N, "op": "add"|"remove"|"get"|"stats"|"prepare"|"exit", ...};
  * answers {"id": N, "result": ...} or {"id": N, "error": {"code", "message"}};
  * events {"event": "ready"|"state"|"metrics"|"exit", ...}.
  */
@@ -520,7 +520,32 @@ dev_info(struct wdev *d)
 	pthread_mutex_unlock(&wlock);
 	if (j != NULL && reason[0] != '\0')
 		json_object_set_new(j, "reason", json_string(reason));
+	if (j != NULL)
+		json_object_set_new(j, "preparation", vhostd_worker_prep_json(d->devname));
 	return j;
+}
+
+/* prepare: the device's guest memory registered from its front end's pid. */
+static json_t *
+op_prepare(json_t *id, json_t *req)
+{
+	const char *name = json_string_value(json_object_get(req, "name"));
+	json_int_t pid = json_integer_value(json_object_get(req, "pid"));
+	struct wdev *d = name != NULL ? find_by_name(name) : NULL;
+	char err[400];
+	json_t *r;
+
+	if (d == NULL)
+		return error_reply(id, VHOSTD_RPC_NOT_FOUND, "no device '%s'", name ? name : "");
+	r = vhostd_worker_prepare(d->devname, (int)pid, err, sizeof(err));
+	if (r == NULL) {
+		DLOG(d, "not prepared for pid %lld: %s", (long long)pid, err);
+		return error_reply(id, VHOSTD_RPC_INVALID_PARAMS, "%s", err);
+	}
+	DLOG(d, "preparing %lld bytes of pid %lld's guest memory",
+	     (long long)json_integer_value(json_object_get(r, "bytes")), (long long)pid);
+	json_object_set_new(r, "name", json_string(d->name));
+	return json_pack("{s:O, s:o}", "id", id, "result", r);
 }
 
 /* get and stats: what the main thread knows of one device. */
@@ -614,6 +639,8 @@ handle(json_t *req)
 		send_msg(op_add(id, req));
 	else if (strcmp(op, "remove") == 0)
 		send_msg(op_remove(id, req));
+	else if (strcmp(op, "prepare") == 0)
+		send_msg(op_prepare(id, req));
 	else if (strcmp(op, "get") == 0 || strcmp(op, "stats") == 0)
 		send_msg(op_describe(id, req, strcmp(op, "stats") == 0));
 	else if (strcmp(op, "exit") == 0)

@@ -231,7 +231,8 @@ class MainJob(unittest.TestCase):
                            timeout=1500)
         self.assertEqual(r.returncode, 0, f'{r.stdout[-3000:]}{r.stderr[-3000:]}')
         # The table of the README: every stage, the model's floor, both files written.
-        for stage in ('baseline', 'precreate', 'parallel-mkey', 'deferred-delete', 'all'):
+        for stage in ('baseline', 'precreate', 'parallel-mkey', 'deferred-delete', 'all',
+                      'prereg'):
             self.assertRegex(r.stdout, r'\| %s +\| +\d' % re.escape(stage), r.stdout)
         self.assertIn('floor (profile cx6dx', r.stdout)
         for f in ('build/migrate-seed-mkey.json', 'build/migrate-seed-mkey.svg'):

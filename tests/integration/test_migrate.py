@@ -254,6 +254,52 @@ class Migrate(unittest.TestCase):
         self.assertEqual(doc['stages'][0]['model_charges'], 0)
         self.assertIn('floor: none', out)
 
+    def check_prereg(self, s, mem_bytes, evacuation=False):
+        """A prereg stage's preparation: whole, before the stop, used whole (an
+        evacuation's: the slowest VM's, within the span of all of them)."""
+        pr = s['prereg']
+        self.assertLess(pr['start_ms'], pr['end_ms'], pr)
+        self.assertLess(pr['end_ms'], 0, pr)
+        if evacuation:
+            self.assertGreater(pr['prep_ms'], 0, pr)
+            self.assertLessEqual(pr['prep_ms'], pr['end_ms'] - pr['start_ms'] + 1e-6, pr)
+        else:
+            self.assertAlmostEqual(pr['prep_ms'], pr['end_ms'] - pr['start_ms'], places=6)
+        self.assertEqual(pr['bytes'], mem_bytes)
+        self.assertEqual(pr['used_bytes'], mem_bytes)
+
+    def test_prereg_stage_prepares_the_destinations_while_the_sources_run(self):
+        """Stage prereg = all + the destinations' memory prepared before the stop:
+        the same checks as every stage (no frame lost or duplicated, the dirty log
+        complete, nothing left alive), the preparation started and ended before the
+        first GET_VRING_BASE and served the whole table; under cx6dx its own floor
+        (stop, indirect mkey, queues) is the one x_floor compares with."""
+        doc, out = self.run_json('--devices', '2', '--queue-pairs', '1', '--mem-gb', '2',
+                                 '--stages', 'all,prereg', profile='cx6dx')
+        self.check_doc(doc, 2, 1, 2, 256, ['all', 'prereg'], 'split', model='cx6dx')
+        fl = doc['floor']
+        all_, pre = doc['stages']
+        self.assertNotIn('prereg', all_)
+        self.check_prereg(pre, 2 * 2 << 30)
+        self.assertEqual(all_['floor_ms'], fl['floor_overlapped_devices_ms'])
+        self.assertEqual(pre['floor_ms'], fl['floor_prereg_ms'])
+        self.assertGreater(fl['floor_prereg_ms'], 0)
+        self.assertLess(fl['floor_prereg_ms'], fl['floor_overlapped_devices_ms'])
+        self.assertEqual(pre['prereg']['model_floor_ms'], fl['prereg_model_ms'])
+        self.assertIn('prereg: the destinations\' memory (4 GiB) prepared from', out)
+        self.assertIn('4 GiB of it used at DRIVER_OK', out)
+        # An evacuation: every VM's destinations prepared, each VM checked.
+        doc, _ = self.run_json('--devices', '1', '--queue-pairs', '1', '--mem-gb', '2',
+                               '--vms', '2', '--stages', 'prereg')
+        self.check_doc(doc, 1, 1, 2, 256, ['prereg'], 'split')
+        self.check_evacuate(doc, 2)
+        self.check_prereg(doc['stages'][0], 2 * 2 << 30, evacuation=True)
+        # The services' devices are not this process's to prepare.
+        rc, out = migrate('--devices', '1', '--queue-pairs', '1', '--mem-gb', '2', '--vms',
+                          '2', '--service', '--stages', 'prereg')
+        self.assertEqual(rc, 2, out)
+        self.assertIn('not with --service', out)
+
     def check_evacuate(self, doc, vms):
         self.assertEqual(doc['scenario']['vms'], vms)
         for s in doc['stages']:

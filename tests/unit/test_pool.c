@@ -219,6 +219,43 @@ test_background_batch_runs_its_budget_at_most(void **state)
 	mlx5_lm_batch_fini(&fg);
 }
 
+/*
+ * A bulk batch (a preparation) runs beyond the budget, up to its limit,
+ * beside a budgeted one that keeps its own budget; and like every
+ * background batch it starts nothing while a device starts or stops.
+ */
+static void
+test_bulk_batch_runs_past_the_budget_and_yields_to_the_foreground(void **state)
+{
+	struct mlx5_lm_batch bulk, bg;
+	unsigned int i;
+
+	(void)state;
+	mlx5_lm_batch_init_bulk(&bulk, 6);
+	mlx5_lm_batch_init_background(&bg, 1);
+	mlx5_lm_fg_enter();
+	for (i = 0; i < 6; i++)
+		assert_int_equal(mlx5_lm_batch_submit(&bulk, task_hold, NULL), 0);
+	/* Held back: the pool's figure says no background task runs. */
+	assert_int_equal(mlx5_lm_bg_running(), 0);
+	pthread_mutex_lock(&mu);
+	assert_int_equal(started, 0);
+	pthread_mutex_unlock(&mu);
+	mlx5_lm_fg_exit();
+	assert_true(wait_at_least(&started, 6));
+	/* The budget is the budgeted batches' still: one of them runs beside. */
+	assert_int_equal(mlx5_lm_batch_submit(&bg, task_count, NULL), 0);
+	assert_int_equal(mlx5_lm_batch_wait(&bg), 0);
+	pthread_mutex_lock(&mu);
+	assert_int_equal(max_cur, 6);
+	release = 1;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+	assert_int_equal(mlx5_lm_batch_wait(&bulk), 0);
+	mlx5_lm_batch_fini(&bulk);
+	mlx5_lm_batch_fini(&bg);
+}
+
 /* Several devices configured at once: the pool holds the workers of each. */
 static void
 test_pool_sized_for_every_device(void **state)
@@ -308,6 +345,9 @@ main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_background_batch_runs_its_budget_at_most,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_bulk_batch_runs_past_the_budget_and_yields_to_the_foreground, setup,
+			teardown),
 		cmocka_unit_test_setup_teardown(test_pool_sized_for_every_device, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_thundering_herd, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fg_exit_wakes_one_worker_at_most, setup,

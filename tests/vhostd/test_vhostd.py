@@ -22,8 +22,8 @@ import time
 import unittest
 
 from lmtest import vu_send_region_past_its_file
-from vhostdlib import (CTL, VHOSTD, WORKER, RpcError, Service, Traffic, children,
-                       closed_by_peer, connect, read_reply, vu_connect)
+from vhostdlib import (CTL, TRAFFIC, VHOSTD, WORKER, Proc, RpcError, Service, Traffic,
+                       children, closed_by_peer, connect, read_reply, vu_connect)
 
 RDMA = os.environ.get('LM_BACKEND') == 'rdma'
 WRAPPER = os.environ.get('LM_WRAPPER')
@@ -92,7 +92,7 @@ class Basics(unittest.TestCase):
                 self.assertEqual(stat.S_IMODE(st.st_mode), 0o600)
                 self.assertEqual(sorted(srv.call('rpc_get_methods')), sorted([
                     'device_add', 'device_remove', 'device_list', 'device_get',
-                    'device_get_stats', 'vm_list', 'service_get_version',
+                    'device_get_stats', 'device_prepare', 'vm_list', 'service_get_version',
                     'rpc_get_methods', 'config_save']))
                 self.assertEqual(srv.call('service_get_version')['name'], 'mlx5-lm-vhostd')
                 sock = os.path.join(d, 'vm1.sock')
@@ -218,6 +218,72 @@ class Basics(unittest.TestCase):
                 n.close()
                 srv.stop()
                 self.assertIn('STOPPING=1', 'STOPPING=1')
+
+
+class Prepare(unittest.TestCase):
+    def preparation(self, srv, name, states, timeout=30.0):
+        """device_get's preparation once its state is one of states (bounded)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            p = srv.call('device_get', {'name': name})['preparation']
+            if p['state'] in states or time.monotonic() > deadline:
+                return p
+
+    def test_device_prepared_from_the_front_ends_pid_serves_its_start(self):
+        """device_prepare NAME --pid PID: the worker finds the shared guest memory of
+        that process (vu_traffic's 1 GiB memfd, made before it connects, as a
+        destination QEMU's), the device registers it; the front end's start then takes
+        it whole and frames flow. Prepared for one process and started by another: not
+        used, and said why. A pid without such memory, one that is no process, pid 0:
+        refused with the reason."""
+        with tempfile.TemporaryDirectory() as d:
+            srv = service(d)
+            try:
+                sock = os.path.join(d, 'vm1.sock')
+                srv.add('n1', 'vm1', sock, devargs(0))
+                fe = Proc([TRAFFIC, sock, '--start-on-usr1'], name='vu_traffic')
+                try:
+                    fe.expect(r'vu_traffic: memory ready', timeout=30)
+                    rc, out, err = srv.ctl('device_prepare', 'n1', '--pid', str(fe.p.pid))
+                    self.assertEqual(rc, 0, err)
+                    self.assertIn('preparing n1: 1024 MiB of pid %d' % fe.p.pid, out)
+                    p = self.preparation(srv, 'n1', ('ready', 'failed', 'released'))
+                    self.assertEqual((p['state'], p['pid'], p['bytes']),
+                                     ('ready', fe.p.pid, 1 << 30), p)
+                    os.kill(fe.p.pid, signal.SIGUSR1)
+                    fe.expect(r'vu_traffic: running', timeout=60)
+                    p = srv.call('device_get', {'name': 'n1'})['preparation']
+                    self.assertEqual((p['state'], p['used_bytes'], p['fallback_bytes']),
+                                     ('used', 1 << 30, 0), p)
+                finally:
+                    fe.kill()
+                srv.wait_state('n1', ('waiting', 'stopped'))
+                # Prepared for a process that is not the one that starts the device.
+                other = Proc([TRAFFIC, sock + '.none', '--start-on-usr1'], name='other')
+                try:
+                    other.expect(r'vu_traffic: memory ready', timeout=30)
+                    srv.call('device_prepare', {'name': 'n1', 'pid': other.p.pid})
+                    self.assertEqual(self.preparation(srv, 'n1', ('ready',))['state'],
+                                     'ready')
+                    t = Traffic(sock)
+                    t.kill()
+                    p = self.preparation(srv, 'n1', ('released',))
+                    self.assertEqual(p['state'], 'released', p)
+                    self.assertIn('the preparation was for pid %d' % other.p.pid,
+                                  p['reason'])
+                finally:
+                    other.kill()
+                for pid, why in ((os.getpid(), 'maps no shared memory file'),
+                                 (0x7ffffff0, '/proc/%d/maps' % 0x7ffffff0),
+                                 (0, 'pid must be a process id')):
+                    with self.assertRaises(RpcError) as e:
+                        srv.call('device_prepare', {'name': 'n1', 'pid': pid})
+                    self.assertEqual(e.exception.code, -32602)
+                    self.assertIn(why, e.exception.message)
+                rc, _, err = srv.ctl('device_prepare', 'n1', '--pid', 'x')
+                self.assertEqual(rc, 2, err)
+            finally:
+                stopped_clean(self, srv)
 
 
 class Config(unittest.TestCase):

@@ -8,7 +8,10 @@
  * until it could connect again and until frames came back; then it
  * starts the device again, as QEMU does on a reconnection.
  *
- * Usage: vu_traffic SOCKET. Lines: "vu_traffic: running" once frames
+ * Usage: vu_traffic SOCKET [--start-on-usr1]. With --start-on-usr1 the
+ * guest's memory exists first ("vu_traffic: memory ready"), the
+ * connection only once SIGUSR1 comes, as a migration's destination QEMU
+ * waits for its incoming state. Lines: "vu_traffic: running" once frames
  * flow; "vu_traffic: back end gone"; "vu_traffic: reconnected after N ms,
  * traffic again after M ms"; on SIGTERM "vu_traffic: done rx=R lost=L
  * max_gap_ms=G reconnects=K" (lost: frames sent on the last connection and
@@ -34,7 +37,13 @@
 #define FIRST_FRAME_MS 30000
 #define INFLIGHT 64
 
-static volatile sig_atomic_t stop;
+static volatile sig_atomic_t stop, go;
+
+static void
+on_usr1(int sig)
+{
+	go = 1;
+}
 
 static void
 on_term(int sig)
@@ -94,10 +103,11 @@ main(int argc, char **argv)
 	bool running = false;
 	int ret;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: vu_traffic SOCKET\n");
+	if (argc != 2 && (argc != 3 || strcmp(argv[2], "--start-on-usr1") != 0)) {
+		fprintf(stderr, "usage: vu_traffic SOCKET [--start-on-usr1]\n");
 		return 2;
 	}
+	signal(SIGUSR1, on_usr1);
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGTERM, on_term);
 	signal(SIGINT, on_term);
@@ -107,6 +117,20 @@ main(int argc, char **argv)
 							      .ring_size = 256 }) != 0) {
 		fprintf(stderr, "vu_traffic: guest set-up failed\n");
 		return 1;
+	}
+	if (argc == 3) {
+		sigset_t block, none;
+
+		/* Blocked until sigsuspend: a signal between the test and the wait is kept. */
+		sigemptyset(&block);
+		sigaddset(&block, SIGUSR1);
+		sigaddset(&block, SIGTERM);
+		sigprocmask(SIG_BLOCK, &block, NULL);
+		sigemptyset(&none);
+		printf("vu_traffic: memory ready\n");
+		while (!go && !stop)
+			sigsuspend(&none);
+		sigprocmask(SIG_UNBLOCK, &block, NULL);
 	}
 	ret = start(&c, g, argv[1]);
 	if (ret != 0) {

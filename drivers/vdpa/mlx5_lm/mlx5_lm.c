@@ -23,6 +23,7 @@
 #include "mlx5_lm_pool.h"
 #include "mlx5_lm_mr.h"
 #include "devx_emu.h"
+#include "mlx5_lm_prereg.h"
 
 /* pmd.vdpa.mlx5_lm (RTE_LOG_DEFAULT_LOGTYPE, meson.build) and its two components. */
 RTE_LOG_REGISTER_DEFAULT(mlx5_lm_logtype, NOTICE);
@@ -125,6 +126,9 @@ queues_setup(struct mlx5_lm_dev *dev)
 		DRV_LOG(ERR, dev, "cannot start the memory garbage thread");
 		goto err_gc;
 	}
+	ret = mlx5_lm_prereg_init(dev);
+	if (ret < 0)
+		goto err_prereg;
 	dev->db = devx_db_alloc(dev->devx);
 	if (dev->db == NULL) {
 		ret = -EIO;
@@ -169,6 +173,8 @@ err_evch:
 	devx_db_free(dev->db);
 	dev->db = NULL;
 err_db:
+	mlx5_lm_prereg_fini(dev);
+err_prereg:
 	mlx5_lm_mr_gc_put();
 err_gc:
 	mlx5_lm_pool_put(mlx5_lm_pool_threads(dev));
@@ -184,6 +190,8 @@ queues_teardown(struct mlx5_lm_dev *dev)
 {
 	/* The configuration in progress ends first, then a deferred restore runs now. */
 	mlx5_lm_worker_stop(dev);
+	/* An unused preparation goes; one in use goes with the registration that took it. */
+	mlx5_lm_prereg_fini(dev);
 	mlx5_lm_notify_stop(dev);
 	mlx5_lm_virtqs_destroy(dev);
 	mlx5_lm_virtq_counters_release(dev);

@@ -47,6 +47,8 @@ struct mlx5_lm_devargs {
 	uint32_t hw_latency_mode;    /* virtq queue_period_mode */
 	uint32_t hw_max_latency_us;  /* virtq queue_period_us */
 	uint32_t hw_max_pending_comp; /* virtq queue_max_count */
+	uint32_t prereg_max_gb;      /* most guest memory one preparation may pin, 0: none */
+	uint32_t prereg_ttl_ms;      /* an unused preparation is released after this */
 };
 
 /* event_mode: upstream's values (mlx5_vdpa.h MLX5_VDPA_EVENT_MODE_*). */
@@ -135,6 +137,7 @@ struct mlx5_lm_steer;
 struct mlx5_lm_notify;
 struct mlx5_lm_uplink;
 struct mlx5_lm_conf_job;
+struct mlx5_lm_prep_ctl;
 struct rte_vdpa_device;
 
 /*
@@ -250,6 +253,7 @@ struct mlx5_lm_dev {
 	struct mlx5_lm_report report;    /* its own lock */
 	struct mlx5_lm_times times;
 	uint8_t stop_handover;           /* the stop hands indices to vhost (0: front end gone) */
+	struct mlx5_lm_prep_ctl *prep;   /* guest memory prepared ahead (mlx5_lm_prereg.c) */
 };
 
 /*
@@ -307,6 +311,8 @@ void mlx5_lm_deadline_ts(struct timespec *ts, unsigned int ms);
 #define MLX5_LM_DEFAULT_WORKERS 16
 #define MLX5_LM_DEFAULT_MR_CHUNK_MB 1024
 #define MLX5_LM_DEFAULT_MR_GC_MS 100
+#define MLX5_LM_DEFAULT_PREREG_MAX_GB 1024
+#define MLX5_LM_DEFAULT_PREREG_TTL_MS 1800000
 int mlx5_lm_devargs_parse(const char *name, const char *args, struct mlx5_lm_devargs *out,
 			  char *err, size_t errlen);
 
@@ -449,6 +455,8 @@ void mlx5_lm_log_stop(struct mlx5_lm_dev *dev);
  * now. 0, or a negative errno (the message must be refused).
  */
 int mlx5_lm_log_rebase(int vid, int fd, uint64_t size);
+/* The process at the other end of vhost device vid's connection, or a negative errno. */
+int mlx5_lm_vhost_peer_pid(int vid);
 
 /* DRV_LOG for a queue: names the device and the queue. */
 #define VQ_LOG(level, vq, fmt, ...) \

@@ -24,6 +24,7 @@
 #include "mlx5_lm.h"
 #include "mlx5_lm_lifecycle.h"
 #include "mlx5_lm_mr.h"
+#include "mlx5_lm_prereg.h"
 
 /* vdpa_driver.h's "every queue" for rte_vhost_host_notifier_ctrl (not installed by Debian). */
 #ifndef RTE_VHOST_QUEUE_ALL
@@ -82,21 +83,25 @@ mem_regions(struct mlx5_lm_dev *dev, struct rte_vhost_memory *mem,
 	return 0;
 }
 
+/* prep: the job's reference on a preparation (or NULL), consumed here. */
 static int
-register_memory(struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_region *regions, uint32_t n)
+register_memory(struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_region *regions, uint32_t n,
+		struct mlx5_lm_prereg *prep, const uint8_t *prep_ok)
 {
 	struct mlx5_lm_mr *mr;
 	int ret;
 
 	if (dev->mr != NULL && mlx5_lm_mr_same_table(dev->mr, regions, n)) {
 		DRV_LOG(INFO, dev, "memory table unchanged: keeping its registration");
+		mlx5_lm_prereg_put(prep, 1);
 		return 0;
 	}
 	mr = mlx5_lm_mr_reclaim(dev, regions, n);
 	if (mr != NULL) {
 		DRV_LOG(INFO, dev, "memory table identical to a released registration: reusing it");
+		mlx5_lm_prereg_put(prep, 1);
 	} else {
-		ret = mlx5_lm_mr_create(dev, regions, n, &mr);
+		ret = mlx5_lm_mr_create_prepared(dev, regions, n, prep, prep_ok, &mr);
 		if (ret < 0)
 			return ret;
 	}
@@ -290,6 +295,9 @@ struct mlx5_lm_conf_job {
 	uint64_t log_base, log_size;
 	uint32_t nregions;
 	struct mlx5_lm_mem_region regions[MLX5_LM_MAX_REGIONS];
+	/* Memory prepared ahead (a reference) and the regions it serves. */
+	struct mlx5_lm_prereg *prep;
+	uint8_t prep_ok[MLX5_LM_MAX_REGIONS];
 	struct mlx5_lm_vq_plan plans[MLX5_LM_MAX_VIRTQS];
 };
 
@@ -333,7 +341,8 @@ conf_run(struct mlx5_lm_dev *dev, struct mlx5_lm_conf_job *job, const char **why
 	int ret, rebuild = 0;
 
 	*why = "guest memory registration failed";
-	ret = register_memory(dev, job->regions, job->nregions);
+	ret = register_memory(dev, job->regions, job->nregions, job->prep, job->prep_ok);
+	job->prep = NULL;
 	if (ret < 0)
 		goto err_mem;
 	t1 = mlx5_lm_now_ms();
@@ -508,6 +517,9 @@ mlx5_lm_dev_conf(int vid)
 	ret = mem_regions(dev, mem, job->regions, &job->nregions);
 	if (ret < 0)
 		goto err;
+	/* The files are vhost's: checked against the preparation here, on its thread. */
+	job->prep = mlx5_lm_prereg_take(dev, vid, mem, job->regions, job->nregions,
+					job->prep_ok);
 	if (dev->features & (1ull << VHOST_F_LOG_ALL)) {
 		why = "logging asked without a log area";
 		ret = mlx5_lm_log_area(dev, vid, &job->log_base, &job->log_size);
@@ -562,6 +574,8 @@ mlx5_lm_dev_conf(int vid)
 err:
 	DRV_LOG(ERR, dev, "DRIVER_OK failed (%s: %d)", why, ret);
 	mlx5_lm_set_state(dev, RTE_PMD_MLX5_LM_STATE_FAILED, ret, why);
+	if (job != NULL)
+		mlx5_lm_prereg_put(job->prep, 0);
 	free(job);
 out:
 	free(mem);

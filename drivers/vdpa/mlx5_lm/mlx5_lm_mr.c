@@ -12,6 +12,7 @@
 #include "mlx5_lm.h"
 #include "mlx5_lm_mr.h"
 #include "mlx5_lm_pool.h"
+#include "mlx5_lm_prereg.h"
 
 /* mkc.qpn for mkeys not bound to a QP. */
 #define MKC_QPN_NONE 0xffffff
@@ -89,6 +90,8 @@ chunk_create(void *arg)
 	struct mlx5_lm_mr_chunk *c = arg;
 	struct mlx5_lm_dev *dev = c->mr->dev;
 
+	if (c->borrowed)
+		return 0;
 	c->mr_reg = devx_mr_reg(dev->res.pd, (void *)(uintptr_t)c->hva, c->size, c->gpa,
 				MLX5_LM_DMA_ACCESS);
 	if (c->mr_reg == NULL) {
@@ -110,6 +113,11 @@ chunk_destroy(void *arg)
 	struct mlx5_lm_mr_chunk *c = arg;
 	int ret;
 
+	/* A preparation's chunk goes with the preparation's last reference. */
+	if (c->borrowed) {
+		c->mr_reg = NULL;
+		return 0;
+	}
 	if (c->mr_reg != NULL) {
 		ret = devx_mr_dereg(c->mr_reg);
 		if (ret < 0)
@@ -138,6 +146,11 @@ for_each_chunk(struct mlx5_lm_mr *mr, mlx5_lm_task_fn fn, int background)
 	else
 		mlx5_lm_batch_init(&b, mr->dev->args.workers);
 	for (i = 0; i < mr->nchunks; i++) {
+		/* A preparation's chunk has nothing to do here: no task, no wake-up. */
+		if (mr->chunks[i].borrowed) {
+			mr->chunks[i].mr_reg = fn == chunk_destroy ? NULL : mr->chunks[i].mr_reg;
+			continue;
+		}
 		ret = mlx5_lm_batch_submit(&b, fn, &mr->chunks[i]);
 		if (ret < 0)
 			break;
@@ -148,9 +161,13 @@ for_each_chunk(struct mlx5_lm_mr *mr, mlx5_lm_task_fn fn, int background)
 	return ret;
 }
 
-/* Split the sorted table into chunks of at most chunk bytes, aligned to each region's pages. */
+/*
+ * Split the sorted table into chunks of at most chunk bytes, aligned to
+ * each region's pages; a region prep serves (ok[r]) into slices of its
+ * prepared chunks instead.
+ */
 static int
-plan_chunks(struct mlx5_lm_mr *mr, uint64_t chunk)
+plan_chunks(struct mlx5_lm_mr *mr, uint64_t chunk, const uint8_t *ok)
 {
 	uint32_t r, n = 0;
 
@@ -158,6 +175,10 @@ plan_chunks(struct mlx5_lm_mr *mr, uint64_t chunk)
 		const struct mlx5_lm_mem_region *reg = &mr->regions[r];
 		uint64_t step = chunk < reg->size ? chunk : reg->size;
 
+		if (ok != NULL && ok[r]) {
+			n += mlx5_lm_prereg_slices(mr->prereg, reg, NULL);
+			continue;
+		}
 		step -= step % reg->page_size;
 		if (step == 0)
 			step = reg->page_size;
@@ -169,8 +190,20 @@ plan_chunks(struct mlx5_lm_mr *mr, uint64_t chunk)
 	for (r = 0; r < mr->nregions; r++) {
 		const struct mlx5_lm_mem_region *reg = &mr->regions[r];
 		uint64_t step = chunk < reg->size ? chunk : reg->size;
+		uint32_t k, got;
 		uint64_t off;
 
+		if (ok != NULL && ok[r]) {
+			got = mlx5_lm_prereg_slices(mr->prereg, reg, &mr->chunks[mr->nchunks]);
+			for (k = 0; k < got; k++) {
+				mr->chunks[mr->nchunks + k].mr = mr;
+				mr->chunks[mr->nchunks + k].region = r;
+				mr->chunks[mr->nchunks + k].log_page_size =
+					log2_floor(reg->page_size);
+			}
+			mr->nchunks += got;
+			continue;
+		}
 		step -= step % reg->page_size;
 		if (step == 0)
 			step = reg->page_size;
@@ -180,6 +213,7 @@ plan_chunks(struct mlx5_lm_mr *mr, uint64_t chunk)
 			c->mr = mr;
 			c->region = r;
 			c->gpa = reg->gpa + off;
+			c->iova = c->gpa;
 			c->hva = reg->hva + off;
 			c->size = reg->size - off < step ? reg->size - off : step;
 			c->log_page_size = log2_floor(reg->page_size);
@@ -225,7 +259,7 @@ fill_klm(const struct mlx5_lm_mr *mr, uint8_t *klm)
 
 			PRM_SET(klm, e, byte_count, mr->chunks[i].size);
 			PRM_SET(klm, e, mkey, devx_mr_lkey(mr->chunks[i].mr_reg));
-			PRM_SET(klm, e, address, mr->chunks[i].gpa);
+			PRM_SET(klm, e, address, mr->chunks[i].iova);
 		}
 		n++;
 		pos = mr->chunks[i].gpa + mr->chunks[i].size;
@@ -338,23 +372,35 @@ int
 mlx5_lm_mr_create(struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_region *regions,
 		  uint32_t nregions, struct mlx5_lm_mr **out)
 {
+	return mlx5_lm_mr_create_prepared(dev, regions, nregions, NULL, NULL, out);
+}
+
+int
+mlx5_lm_mr_create_prepared(struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_region *regions,
+			   uint32_t nregions, struct mlx5_lm_prereg *prep, const uint8_t *ok,
+			   struct mlx5_lm_mr **out)
+{
 	uint64_t chunk = (uint64_t)dev->args.mr_chunk_mb << 20;
 	double t0 = mlx5_lm_now_ms();
 	struct mlx5_lm_mr *mr;
-	uint32_t i;
+	uint32_t i, borrowed = 0;
 	int ret;
 
 	if (nregions == 0) {
 		DRV_LOG(ERR, dev, "empty memory table");
+		mlx5_lm_prereg_put(prep, 0);
 		return -EINVAL;
 	}
 	/* A KLM entry spans at most 2 GiB; a larger chunk would need several entries. */
 	if (chunk > PRM_MAX_KLM_BYTE_COUNT)
 		chunk = PRM_MAX_KLM_BYTE_COUNT;
 	mr = calloc(1, sizeof(*mr));
-	if (mr == NULL)
+	if (mr == NULL) {
+		mlx5_lm_prereg_put(prep, 0);
 		return -ENOMEM;
+	}
 	mr->dev = dev;
+	mr->prereg = prep;
 	mr->regions = calloc(nregions, sizeof(*regions));
 	if (mr->regions == NULL) {
 		ret = -ENOMEM;
@@ -362,6 +408,7 @@ mlx5_lm_mr_create(struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_region *regi
 	}
 	memcpy(mr->regions, regions, nregions * sizeof(*regions));
 	mr->nregions = nregions;
+	/* With ok[] the table comes sorted: distinct gpas, so this keeps ok[]'s order. */
 	qsort(mr->regions, nregions, sizeof(*regions), cmp_region);
 	for (i = 0; i < nregions; i++) {
 		const struct mlx5_lm_mem_region *r = &mr->regions[i];
@@ -380,7 +427,7 @@ mlx5_lm_mr_create(struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_region *regi
 	if (ret < 0)
 		goto err_plan;
 	mr->gpa_end = mr->regions[nregions - 1].gpa + mr->regions[nregions - 1].size;
-	ret = plan_chunks(mr, chunk);
+	ret = plan_chunks(mr, chunk, prep != NULL ? ok : NULL);
 	if (ret < 0)
 		goto err_plan;
 	ret = for_each_chunk(mr, chunk_create, 0);
@@ -390,8 +437,10 @@ mlx5_lm_mr_create(struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_region *regi
 	if (ret < 0)
 		goto err_chunks;
 	mr->create_ms = mlx5_lm_now_ms() - t0;
-	DRV_LOG(INFO, dev, "registered %u regions in %u chunks, %u KLM entries, in %.1f ms",
-		nregions, mr->nchunks, mr->nklm, mr->create_ms);
+	for (i = 0; i < mr->nchunks; i++)
+		borrowed += mr->chunks[i].borrowed;
+	DRV_LOG(INFO, dev, "registered %u regions in %u chunks (%u of them prepared), %u KLM "
+		"entries, in %.1f ms", nregions, mr->nchunks, borrowed, mr->nklm, mr->create_ms);
 	*out = mr;
 	return 0;
 err_chunks:
@@ -401,6 +450,7 @@ err_chunks:
 err_plan:
 	free(mr->regions);
 err_regions:
+	mlx5_lm_prereg_put(prep, 0);
 	free(mr);
 	return ret;
 }
@@ -425,6 +475,7 @@ mr_destroy(struct mlx5_lm_mr *mr, int background)
 	/* The device lets go of the pages before the mapping goes. */
 	if (mr->own_map != NULL)
 		munmap(mr->own_map, mr->own_map_len);
+	mlx5_lm_prereg_put(mr->prereg, background);
 	free(mr->chunks);
 	free(mr->regions);
 	free(mr);

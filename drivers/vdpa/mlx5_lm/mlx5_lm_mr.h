@@ -40,6 +40,7 @@ struct mlx5_lm_mem_region {
 };
 
 struct mlx5_lm_mr;
+struct mlx5_lm_prereg;
 
 struct mlx5_lm_mr_chunk {
 	struct mlx5_lm_mr *mr;
@@ -49,6 +50,8 @@ struct mlx5_lm_mr_chunk {
 	uint32_t region;     /* index in the table, for messages */
 	uint32_t log_page_size;
 	struct devx_mr *mr_reg; /* the memory region (ibv_reg_mr_iova) */
+	uint64_t iova;       /* where gpa lies in mr_reg's address space */
+	uint8_t borrowed;    /* mr_reg is a preparation's (mlx5_lm_prereg.h), not ours */
 	int err;
 };
 
@@ -66,6 +69,8 @@ struct mlx5_lm_mr {
 	/* A mapping the driver made for it (a log it mapped itself): unmapped with it. */
 	void *own_map;
 	size_t own_map_len;
+	/* The preparation whose chunks it borrows (a reference), or NULL. */
+	struct mlx5_lm_prereg *prereg;
 	/* Garbage list linkage (see mlx5_lm_mr_release), guarded by the GC lock. */
 	TAILQ_ENTRY(mlx5_lm_mr) gc_next;
 	double gc_deadline_ms;
@@ -79,6 +84,15 @@ struct mlx5_lm_mr {
  */
 int mlx5_lm_mr_create(struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_region *regions,
 		      uint32_t nregions, struct mlx5_lm_mr **out);
+/*
+ * The same, regions sorted by gpa, with the regions whose ok[i] is set
+ * taken from preparation prep (mlx5_lm_prereg_take): on success the
+ * registration holds the caller's reference on prep, on failure it is
+ * dropped.
+ */
+int mlx5_lm_mr_create_prepared(struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_region *regions,
+			       uint32_t nregions, struct mlx5_lm_prereg *prep, const uint8_t *ok,
+			       struct mlx5_lm_mr **out);
 /* Destroy a registration (chunks in parallel). Returns 0 or the first error. */
 int mlx5_lm_mr_destroy(struct mlx5_lm_mr *mr);
 /* The key the virtqs put in virtio_q_mkey. */

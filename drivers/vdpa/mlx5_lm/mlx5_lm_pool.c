@@ -80,13 +80,15 @@ pick_task_pass(int background, int take)
 	struct task *t;
 
 	/* Foreground first: background waits for a quiet pool and a free budget. */
-	if (background && (pool.fg > 0 || pool.bg_running >= MLX5_LM_BG_BUDGET))
+	if (background && pool.fg > 0)
 		return NULL;
 	TAILQ_FOREACH(t, &pool.queue, next) {
 		struct mlx5_lm_batch *b = t->batch;
 		int ok;
 
 		if (b->background != background)
+			continue;
+		if (background && !b->bulk && pool.bg_running >= MLX5_LM_BG_BUDGET)
 			continue;
 		pthread_mutex_lock(&b->lock);
 		ok = b->running < b->limit;
@@ -96,7 +98,7 @@ pick_task_pass(int background, int take)
 		if (ok) {
 			if (take) {
 				TAILQ_REMOVE(&pool.queue, t, next);
-				pool.bg_running += background;
+				pool.bg_running += background && !b->bulk;
 			}
 			return t;
 		}
@@ -128,7 +130,7 @@ worker(void *unused)
 	for (;;) {
 		struct task *t = pick_task(1);
 		struct mlx5_lm_batch *b;
-		int rc, bg;
+		int rc, bg, budgeted;
 
 		if (t == NULL) {
 			if (pool.stopping)
@@ -151,13 +153,14 @@ worker(void *unused)
 		b = t->batch;
 		/* b may be gone once finished: its waiter owns it. */
 		bg = b->background;
+		budgeted = bg && !b->bulk;
 		in_background = bg;
 		rc = t->fn(t->arg);
 		in_background = 0;
 		free(t);
 		finish_task(b, rc);
 		pthread_mutex_lock(&pool.lock);
-		pool.bg_running -= bg;
+		pool.bg_running -= budgeted;
 		/*
 		 * A batch slot (or background budget) is free again: this worker
 		 * looks for the task that may go now at the top of the loop.
@@ -405,6 +408,7 @@ mlx5_lm_batch_init(struct mlx5_lm_batch *b, unsigned int limit)
 	b->first_err = 0;
 	b->failed = 0;
 	b->background = 0;
+	b->bulk = 0;
 }
 
 void
@@ -412,6 +416,13 @@ mlx5_lm_batch_init_background(struct mlx5_lm_batch *b, unsigned int limit)
 {
 	mlx5_lm_batch_init(b, limit);
 	b->background = 1;
+}
+
+void
+mlx5_lm_batch_init_bulk(struct mlx5_lm_batch *b, unsigned int limit)
+{
+	mlx5_lm_batch_init_background(b, limit);
+	b->bulk = 1;
 }
 
 void

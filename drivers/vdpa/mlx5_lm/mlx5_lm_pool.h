@@ -43,6 +43,7 @@ struct mlx5_lm_batch {
 	unsigned int limit;     /* max running at once (>= 1) */
 	int first_err;          /* first non-zero task result */
 	int background;         /* work off the critical path: yields to other batches */
+	int bulk;               /* background outside MLX5_LM_BG_BUDGET (init_bulk) */
 	unsigned int failed;
 };
 
@@ -83,6 +84,17 @@ int mlx5_lm_batch_wait(struct mlx5_lm_batch *b);
 void mlx5_lm_batch_init_background(struct mlx5_lm_batch *b, unsigned int limit);
 
 #define MLX5_LM_BG_BUDGET 4
+
+/*
+ * Background work of a size the budget would stretch past its use: a
+ * preparation (mlx5_lm_prereg.c) registers a VM's whole memory before its
+ * switch-over, 1024 chunks for 4 devices of 256 GiB. It yields to the
+ * foreground as every background batch does (no task starts while a
+ * device starts or stops; a running one stops at its next command), but
+ * runs up to `limit` tasks, on the command slots of its own device, the
+ * budget's tasks apart.
+ */
+void mlx5_lm_batch_init_bulk(struct mlx5_lm_batch *b, unsigned int limit);
 
 /* A device starts (DRIVER_OK) or stops (GET_VRING_BASE): background work waits. */
 void mlx5_lm_fg_enter(void);

@@ -242,6 +242,70 @@ int rte_pmd_mlx5_lm_vhost_vet_register(int vid);
 __rte_experimental
 int rte_pmd_mlx5_lm_vhost_msg_timeout(int vid, unsigned int ms);
 
+/*
+ * Preparation: the guest memory of a front end that has not sent its
+ * memory table yet (a migration's destination) registered ahead, as
+ * background work that yields to every device's start and stop. A region
+ * of the table that DRIVER_OK brings later uses it when its file (st_dev,
+ * st_ino), offset and length lie in a prepared region, and that file
+ * was neither resized nor modified other than through a mapping since
+ * (truncation, a hole punched, write(2)); the rest of the table is
+ * registered as usual. Released when used by no DRIVER_OK within
+ * prereg_ttl_ms, when the device's front end disconnects or pid exits,
+ * when the device is removed, or by rte_pmd_mlx5_lm_prepare_cancel().
+ */
+struct rte_pmd_mlx5_lm_prep_region {
+	int fd;           /* the memory's file (memfd, hugetlbfs, /dev/shm): read, not kept */
+	uint64_t offset;  /* in the file, a multiple of its page size */
+	uint64_t size;    /* a multiple of its page size, within the file */
+};
+
+enum rte_pmd_mlx5_lm_prep_state {
+	RTE_PMD_MLX5_LM_PREP_NONE = 0,      /* never prepared */
+	RTE_PMD_MLX5_LM_PREP_PREPARING = 1, /* registering in the background */
+	RTE_PMD_MLX5_LM_PREP_READY = 2,     /* registered, waiting for DRIVER_OK */
+	RTE_PMD_MLX5_LM_PREP_USED = 3,      /* a DRIVER_OK took (part of) it */
+	RTE_PMD_MLX5_LM_PREP_RELEASED = 4,  /* given up unused: reason says why */
+	RTE_PMD_MLX5_LM_PREP_FAILED = 5,    /* the registration failed: error, reason */
+};
+
+struct rte_pmd_mlx5_lm_prep_status {
+	int state;               /* enum rte_pmd_mlx5_lm_prep_state */
+	int error;               /* negative errno of a failure, or 0 */
+	int pid;                 /* the front end it was made for, 0: not checked */
+	uint32_t regions;
+	uint32_t chunks;
+	uint64_t bytes;          /* prepared */
+	double start_ms, end_ms; /* the registration, CLOCK_MONOTONIC milliseconds */
+	uint64_t used_bytes;     /* of the last DRIVER_OK's table: from the preparation */
+	uint64_t fallback_bytes; /* of it: registered at DRIVER_OK after all */
+	uint64_t preparations;   /* started since probe */
+	char reason[160];        /* why it was released, or why a part was not used */
+};
+
+/*
+ * Start preparing device `name` with regions r[0..n-1] for front end pid
+ * (> 0: the vhost-user connection's peer must be that process at
+ * DRIVER_OK; 0: not checked). Returns at once: 0 (progress in
+ * rte_pmd_mlx5_lm_prepare_status), -ENODEV, -EINVAL (a region unusable,
+ * logged), -E2BIG (beyond prereg_max_gb), -EOPNOTSUPP (the front end
+ * negotiated postcopy, whose faults pinning would all take at once, or
+ * prereg_max_gb=0). An unused earlier preparation of the device is
+ * released first.
+ */
+__rte_experimental
+int rte_pmd_mlx5_lm_prepare(const char *name, int pid,
+			    const struct rte_pmd_mlx5_lm_prep_region *r, unsigned int n);
+/* 0 or -ENODEV; st->state NONE before any preparation. */
+__rte_experimental
+int rte_pmd_mlx5_lm_prepare_status(const char *name, struct rte_pmd_mlx5_lm_prep_status *st);
+/* Wait, at most timeout_ms, until the preparation is no longer PREPARING: 0 or -ETIMEDOUT. */
+__rte_experimental
+int rte_pmd_mlx5_lm_prepare_wait(const char *name, unsigned int timeout_ms);
+/* Release an unused preparation (deferred, in its own thread). 0, -ENODEV or -ENOENT. */
+__rte_experimental
+int rte_pmd_mlx5_lm_prepare_cancel(const char *name);
+
 #ifdef __cplusplus
 }
 #endif

@@ -402,6 +402,54 @@ conn_of_path(int fd, const char *path)
 	       strncmp(sa.sun_path, path, sizeof(sa.sun_path)) == 0;
 }
 
+/* Most connection fds of one path looked at (both ends when the front end is in-process). */
+#define MAX_CONN_FDS 8
+
+/*
+ * The fds of vid's connection, found by the vhost-user path (vhost names no
+ * fd): the socket's count (>= 0), or a negative errno.
+ */
+static int
+conn_fds(int vid, char *path, size_t plen, int *fds)
+{
+	struct dirent *e;
+	int n = 0;
+	DIR *d;
+
+	if (rte_vhost_get_ifname(vid, path, plen) < 0)
+		return -EINVAL;
+	d = opendir("/proc/self/fd");
+	if (d == NULL)
+		return -errno;
+	while (n < MAX_CONN_FDS && (e = readdir(d)) != NULL) {
+		int fd = atoi(e->d_name);
+
+		if (e->d_name[0] >= '0' && e->d_name[0] <= '9' && fd != dirfd(d) &&
+		    conn_of_path(fd, path))
+			fds[n++] = fd;
+	}
+	closedir(d);
+	return n;
+}
+
+/* The peer of vid's connection (SO_PEERCRED). */
+int
+mlx5_lm_vhost_peer_pid(int vid)
+{
+	int fds[MAX_CONN_FDS], n, i;
+	char path[PATH_MAX];
+	struct ucred cr;
+	socklen_t len;
+
+	n = conn_fds(vid, path, sizeof(path), fds);
+	for (i = 0; i < n; i++) {
+		len = sizeof(cr);
+		if (getsockopt(fds[i], SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0)
+			return cr.pid;
+	}
+	return n < 0 ? n : -ENOENT;
+}
+
 /*
  * Workaround 4: the connection's socket is found by address (the
  * vhost-user path, as local address of an accepted connection or peer of
@@ -412,26 +460,15 @@ int
 rte_pmd_mlx5_lm_vhost_msg_timeout(int vid, unsigned int ms)
 {
 	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+	int fds[MAX_CONN_FDS], found, i, n = 0;
 	char path[PATH_MAX];
-	struct dirent *e;
-	int n = 0;
-	DIR *d;
 
-	if (rte_vhost_get_ifname(vid, path, sizeof(path)) < 0)
-		return -EINVAL;
-	d = opendir("/proc/self/fd");
-	if (d == NULL)
-		return -errno;
-	while ((e = readdir(d)) != NULL) {
-		int fd = atoi(e->d_name);
-
-		if (e->d_name[0] < '0' || e->d_name[0] > '9' || fd == dirfd(d) ||
-		    !conn_of_path(fd, path))
-			continue;
-		if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == 0)
+	found = conn_fds(vid, path, sizeof(path), fds);
+	if (found < 0)
+		return found;
+	for (i = 0; i < found; i++)
+		if (setsockopt(fds[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == 0)
 			n++;
-	}
-	closedir(d);
 	if (n == 0) {
 		vet_log(vid, "no connection of %s found: no message timeout", path);
 		return -ENOENT;

@@ -1,0 +1,365 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Guest memory prepared before the memory table (rte_pmd_mlx5_lm_prepare),
+ * in process through the public path: the PMD API, then a vhost-user
+ * front end whose SET_MEM_TABLE and DRIVER_OK take the preparation or not.
+ *
+ *   - a front end whose table lies in the prepared file uses it: no
+ *     memory region is registered at DRIVER_OK (DevX trace), frames flow;
+ *   - memory from another file, a file changed (truncated and grown back)
+ *     after the preparation, or a preparation made for another process is
+ *     never used: the table is registered as usual, the reason is reported,
+ *     frames flow in the front end's own memory;
+ *   - an unused preparation is released when its time runs out, when its
+ *     process exits, when the device's front end disconnects, when
+ *     cancelled, when the device is removed; 1000 preparations in a row
+ *     leave nothing; bad input and the per-device limit are refused;
+ *   - at every removal the emulator finds nothing alive.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "lm_harness.h"
+#include "rte_pmd_mlx5_lm.h"
+
+#define MIB (1ull << 20)
+/* Two regions of one file, as QEMU lays out RAM below and above 4 GiB. */
+#define MEM_SIZE (64 * MIB)
+
+static const struct vu_mem_region layout[] = {
+	{ .gpa = 0, .size = 32 * MIB, .offset = 0 },
+	{ .gpa = 4ull << 30, .size = 32 * MIB, .offset = 32 * MIB },
+};
+
+static bool
+is_mr_reg(const struct lmh_cmd *c, const void *arg)
+{
+	(void)arg;
+	return strcmp(c->op, "MR_REG") == 0;
+}
+
+static int
+prep_state(struct lmh_dev *d, struct rte_pmd_mlx5_lm_prep_status *st)
+{
+	assert_int_equal(rte_pmd_mlx5_lm_prepare_status(d->name, st), 0);
+	return st->state;
+}
+
+/* Bounded wait until the preparation reaches state (its thread releases it). */
+static bool
+wait_prep_state(struct lmh_dev *d, int state, struct rte_pmd_mlx5_lm_prep_status *st)
+{
+	int64_t end = lmh_now_ms() + LMH_DEADLINE_MS;
+
+	while (prep_state(d, st) != state) {
+		if (lmh_now_ms() > end) {
+			printf("  preparation in state %d, not %d (%s)\n", st->state, state,
+			       st->reason);
+			return false;
+		}
+		lmh_tick();
+	}
+	return true;
+}
+
+static int
+prepare_mem(struct lmh_dev *d, struct vu_mem *m, int pid)
+{
+	struct rte_pmd_mlx5_lm_prep_region r = { .fd = m->fd, .offset = 0, .size = m->size };
+
+	return rte_pmd_mlx5_lm_prepare(d->name, pid, &r, 1);
+}
+
+/*
+ * A front end on socket sock with guest g: started, frames looped, stopped,
+ * gone. Returns the memory regions registered between its start and RDY.
+ */
+static unsigned int
+run_front_end(struct lmh_dev *d, unsigned int sock, struct vu_guest *g)
+{
+	struct lmh_trace t;
+	struct vu_client *c;
+	uint32_t bases[2];
+	unsigned int regs;
+	size_t mark;
+
+	lmh_trace_open(&t, d->trace);
+	assert_int_equal(lmh_trace_sync(&t), 0);
+	mark = lmh_trace_mark(&t);
+	assert_int_equal(vu_connect(&c, lmh_sock(sock), 5000), 0);
+	lmh_conn_opened(sock);
+	vu_set_reply_timeout(c, LMH_DEADLINE_MS);
+	vu_guest_reset(g);
+	assert_int_equal(vu_guest_new_eventfds(g), 0);
+	assert_int_equal(vu_start_device(c, g, NULL), 0);
+	assert_true(lmh_wait_running(d, LMH_DEADLINE_MS));
+	regs = lmh_trace_count(&t, mark, is_mr_reg, NULL);
+	assert_true(lmh_traffic(g, 0x1, 64, 3000));
+	(void)vu_stop_device(c, bases, 2);
+	vu_disconnect(c);
+	assert_true(lmh_wait_closed(sock));
+	assert_true(lmh_wait_restored(d));
+	lmh_trace_free(&t);
+	return regs;
+}
+
+struct fixture {
+	struct lmh_dev d;
+	struct vu_mem *m;
+	struct vu_guest *g;
+};
+
+static void
+fixture_up(struct fixture *f, const char *args)
+{
+	struct vu_guest_cfg cfg = { .queue_pairs = 1, .ring_size = 256 };
+
+	memset(f, 0, sizeof(*f));
+	assert_int_equal(lmh_probe(&f->d, 0, args), 0);
+	assert_int_equal(vu_mem_create(&f->m, MEM_SIZE, layout, 2), 0);
+	assert_int_equal(vu_guest_create(&f->g, f->m, &cfg), 0);
+}
+
+static void
+fixture_down(struct fixture *f)
+{
+	vu_guest_destroy(f->g);
+	vu_mem_destroy(f->m);
+	assert_int_equal(lmh_remove(&f->d), 0);
+}
+
+/* A child process that lives until its pipe closes: another process's pid. */
+static pid_t
+child_start(int *wfd)
+{
+	int p[2];
+	pid_t pid;
+	char b;
+
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(p[1]);
+		(void)!read(p[0], &b, 1);
+		_exit(0);
+	}
+	close(p[0]);
+	*wfd = p[1];
+	return pid;
+}
+
+static void
+child_stop(pid_t pid, int wfd)
+{
+	close(wfd);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+}
+
+/* ---- used --------------------------------------------------------------------- */
+
+static void
+test_prepared_memory_serves_the_table(void **state)
+{
+	struct rte_pmd_mlx5_lm_prep_status st;
+	struct fixture f;
+	unsigned int regs;
+
+	(void)state;
+	fixture_up(&f, "queues=1,workers=2,mr_chunk_mb=16");
+	assert_int_equal(prepare_mem(&f.d, f.m, getpid()), 0);
+	assert_int_equal(rte_pmd_mlx5_lm_prepare_wait(f.d.name, LMH_DEADLINE_MS), 0);
+	assert_int_equal(prep_state(&f.d, &st), RTE_PMD_MLX5_LM_PREP_READY);
+	assert_int_equal(st.chunks, 4);
+	printf("  prepared %" PRIu64 " MiB in %u chunks in %.1f ms\n", st.bytes / MIB,
+	       st.chunks, st.end_ms - st.start_ms);
+	regs = run_front_end(&f.d, 0, f.g);
+	printf("  memory regions registered at DRIVER_OK: %u\n", regs);
+	assert_int_equal(regs, 0);
+	assert_int_equal(prep_state(&f.d, &st), RTE_PMD_MLX5_LM_PREP_USED);
+	assert_int_equal(st.used_bytes, MEM_SIZE);
+	assert_int_equal(st.fallback_bytes, 0);
+	fixture_down(&f);
+}
+
+/* ---- never used ----------------------------------------------------------------- */
+
+static void
+not_used(struct fixture *f, const char *reason)
+{
+	struct rte_pmd_mlx5_lm_prep_status st;
+	unsigned int regs = run_front_end(&f->d, 0, f->g);
+
+	assert_true(wait_prep_state(&f->d, RTE_PMD_MLX5_LM_PREP_RELEASED, &st));
+	printf("  not used (%s), %u memory regions registered at DRIVER_OK\n", st.reason, regs);
+	assert_non_null(strstr(st.reason, reason));
+	assert_true(regs >= 2);
+}
+
+static void
+test_other_or_changed_memory_is_never_used(void **state)
+{
+	struct vu_mem *other;
+	struct fixture f;
+	pid_t child;
+	int wfd;
+
+	(void)state;
+	fixture_up(&f, "queues=1,workers=2,mr_chunk_mb=16");
+	/* Another file of the same size and layout. */
+	assert_int_equal(vu_mem_create(&other, MEM_SIZE, layout, 2), 0);
+	assert_int_equal(prepare_mem(&f.d, other, getpid()), 0);
+	assert_int_equal(rte_pmd_mlx5_lm_prepare_wait(f.d.name, LMH_DEADLINE_MS), 0);
+	not_used(&f, "lies in no prepared range");
+	vu_mem_destroy(other);
+	/* The file truncated and grown back after the preparation: its pages are new. */
+	assert_int_equal(prepare_mem(&f.d, f.m, getpid()), 0);
+	assert_int_equal(rte_pmd_mlx5_lm_prepare_wait(f.d.name, LMH_DEADLINE_MS), 0);
+	assert_int_equal(ftruncate(f.m->fd, MEM_SIZE / 2), 0);
+	assert_int_equal(ftruncate(f.m->fd, MEM_SIZE), 0);
+	not_used(&f, "truncated or changed");
+	/* Prepared for another process: this front end is not it. */
+	child = child_start(&wfd);
+	assert_int_equal(prepare_mem(&f.d, f.m, child), 0);
+	assert_int_equal(rte_pmd_mlx5_lm_prepare_wait(f.d.name, LMH_DEADLINE_MS), 0);
+	not_used(&f, "the preparation was for pid");
+	child_stop(child, wfd);
+	fixture_down(&f);
+}
+
+/* ---- released ------------------------------------------------------------------- */
+
+static void
+released(struct fixture *f, const char *reason)
+{
+	struct rte_pmd_mlx5_lm_prep_status st;
+
+	assert_true(wait_prep_state(&f->d, RTE_PMD_MLX5_LM_PREP_RELEASED, &st));
+	printf("  released: %s\n", st.reason);
+	assert_non_null(strstr(st.reason, reason));
+	/* Its memory regions are gone from the device. */
+	assert_int_equal(lmh_live(&f->d), f->d.live0);
+}
+
+static void
+test_unused_preparation_is_released(void **state)
+{
+	struct rte_pmd_mlx5_lm_prep_status st;
+	struct vu_client *c;
+	struct fixture f;
+	uint64_t feat;
+	pid_t child;
+	int wfd;
+
+	(void)state;
+	fixture_up(&f, "queues=1,workers=2,mr_chunk_mb=16,prereg_ttl_ms=300");
+	assert_int_equal(prepare_mem(&f.d, f.m, 0), 0);
+	released(&f, "prereg_ttl_ms");
+	assert_int_equal(lmh_remove(&f.d), 0);
+	memset(&f.d, 0, sizeof(f.d));
+	assert_int_equal(lmh_probe(&f.d, 0, "queues=1,workers=2,mr_chunk_mb=16"), 0);
+	/* Its process exits. */
+	child = child_start(&wfd);
+	assert_int_equal(prepare_mem(&f.d, f.m, child), 0);
+	assert_int_equal(rte_pmd_mlx5_lm_prepare_wait(f.d.name, LMH_DEADLINE_MS), 0);
+	child_stop(child, wfd);
+	released(&f, "process exited");
+	/* Cancelled. */
+	assert_int_equal(prepare_mem(&f.d, f.m, 0), 0);
+	assert_int_equal(rte_pmd_mlx5_lm_prepare_cancel(f.d.name), 0);
+	released(&f, "cancelled");
+	assert_int_equal(rte_pmd_mlx5_lm_prepare_cancel(f.d.name), -ENOENT);
+	/* The device's front end leaves before DRIVER_OK. */
+	assert_int_equal(prepare_mem(&f.d, f.m, 0), 0);
+	assert_int_equal(rte_pmd_mlx5_lm_prepare_wait(f.d.name, LMH_DEADLINE_MS), 0);
+	assert_int_equal(vu_connect(&c, lmh_sock(0), 5000), 0);
+	lmh_conn_opened(0);
+	vu_set_reply_timeout(c, LMH_DEADLINE_MS);
+	assert_int_equal(vu_get_features(c, &feat), 0);
+	assert_int_equal(vu_set_features(c, feat & (1ull << VU_F_VERSION_1)), 0);
+	vu_disconnect(c);
+	assert_true(lmh_wait_closed(0));
+	released(&f, "disconnected before DRIVER_OK");
+	/* Prepared, then the device goes: nothing stays alive (fixture_down). */
+	assert_int_equal(prepare_mem(&f.d, f.m, 0), 0);
+	assert_int_equal(prep_state(&f.d, &st) == RTE_PMD_MLX5_LM_PREP_PREPARING ||
+			 st.state == RTE_PMD_MLX5_LM_PREP_READY, 1);
+	fixture_down(&f);
+}
+
+static void
+test_bad_preparations_are_refused_and_leave_nothing(void **state)
+{
+	struct rte_pmd_mlx5_lm_prep_region r;
+	struct rte_pmd_mlx5_lm_prep_status st;
+	struct fixture f;
+	int64_t t0;
+	int i;
+
+	(void)state;
+	fixture_up(&f, "queues=1,workers=2,mr_chunk_mb=16,prereg_max_gb=1");
+	r = (struct rte_pmd_mlx5_lm_prep_region){ .fd = -1, .offset = 0, .size = MEM_SIZE };
+	assert_int_equal(rte_pmd_mlx5_lm_prepare(f.d.name, 0, &r, 1), -EINVAL);
+	r.fd = f.m->fd;
+	r.offset = 100;
+	assert_int_equal(rte_pmd_mlx5_lm_prepare(f.d.name, 0, &r, 1), -EINVAL);
+	r.offset = 0;
+	r.size = MEM_SIZE * 2;
+	assert_int_equal(rte_pmd_mlx5_lm_prepare(f.d.name, 0, &r, 1), -EINVAL);
+	r.size = MEM_SIZE;
+	assert_int_equal(rte_pmd_mlx5_lm_prepare("vdpa_mlx5_lm_none", 0, &r, 1), -ENODEV);
+	assert_int_equal(rte_pmd_mlx5_lm_prepare(f.d.name, 0, &r, 0), -EINVAL);
+	/* More than prereg_max_gb in all, though each region fits. */
+	{
+		struct rte_pmd_mlx5_lm_prep_region many[17];
+
+		for (i = 0; i < 17; i++)
+			many[i] = r;
+		assert_int_equal(rte_pmd_mlx5_lm_prepare(f.d.name, 0, many, 17), -E2BIG);
+	}
+	assert_int_equal(prep_state(&f.d, &st), RTE_PMD_MLX5_LM_PREP_NONE);
+	/* 1000 preparations in a row: each replaces the one before. */
+	t0 = lmh_now_ms();
+	r.size = 2 * MIB;
+	for (i = 0; i < 1000; i++)
+		assert_int_equal(rte_pmd_mlx5_lm_prepare(f.d.name, 0, &r, 1), 0);
+	assert_int_equal(rte_pmd_mlx5_lm_prepare_wait(f.d.name, LMH_DEADLINE_MS), 0);
+	assert_int_equal(prep_state(&f.d, &st), RTE_PMD_MLX5_LM_PREP_READY);
+	assert_int_equal(st.preparations, 1000);
+	printf("  1000 preparations in %" PRId64 " ms\n", lmh_now_ms() - t0);
+	fixture_down(&f);
+	/* prereg_max_gb=0: none at all. */
+	fixture_up(&f, "queues=1,workers=2,prereg_max_gb=0");
+	assert_int_equal(prepare_mem(&f.d, f.m, 0), -EOPNOTSUPP);
+	fixture_down(&f);
+}
+
+int
+main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_prepared_memory_serves_the_table),
+		cmocka_unit_test(test_other_or_changed_memory_is_never_used),
+		cmocka_unit_test(test_unused_preparation_is_released),
+		cmocka_unit_test(test_bad_preparations_are_refused_and_leave_nothing),
+	};
+	int ret;
+
+	if (lmh_main_init(argv[0], argc == 2 ? argv[1] : NULL, "test-prereg", 1) < 0)
+		return 1;
+	ret = cmocka_run_group_tests_name("prereg", tests, NULL, NULL);
+	lmh_fini();
+	return ret;
+}
