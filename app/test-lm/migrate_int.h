@@ -388,4 +388,13 @@ int mig_gen_wait_flow(struct mig_gen *gen, uint64_t frames, int timeout_ms);
 
 double mig_now_ms(void);
 
+/* A column of a printed table: its title, its width (negative: left-aligned). */
+struct mig_col {
+	const char *name;
+	int width;
+};
+
+/* A table's title line and its |---| line, as a markdown table. */
+void mig_table_head(const struct mig_col *cols, unsigned int n);
+
 #endif /* MIGRATE_INT_H */

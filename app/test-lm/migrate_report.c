@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <rte_common.h>
 
 #include "test_lm.h"
 #include "migrate_report.h"
@@ -153,20 +154,38 @@ print_prereg_line(const struct mig_opts *o, const struct mig_result *r,
 	printf("\n");
 }
 
+void
+mig_table_head(const struct mig_col *cols, unsigned int n)
+{
+	unsigned int i;
+	int w;
+
+	for (i = 0; i < n; i++)
+		printf("| %*s ", cols[i].width, cols[i].name);
+	printf("|\n");
+	for (i = 0; i < n; i++) {
+		printf("|");
+		for (w = abs(cols[i].width) + 2; w > 0; w--)
+			putchar('-');
+	}
+	printf("|\n");
+}
+
 static void
 print_table_vm(const struct mig_opts *o, const struct mig_stage_sum *ss, unsigned int n,
 	       const struct mig_floors *f)
 {
 	unsigned int i;
 
-	printf("| %-15s | %11s | %15s | %7s | %14s | %20s | %18s | %18s | %13s | "
-	       "%12s | %4s | %3s | %8s |\n", "stage", "downtime ms", "min-max ms", "x floor",
-	       "source stop ms", "destination start ms", "of which memory ms",
-	       "of which queues ms", "model busy ms", "overshoot us", "lost", "dup",
-	       "dirty ok");
-	printf("|-----------------|-------------|-----------------|---------|----------------|"
-	       "----------------------|--------------------|--------------------|"
-	       "---------------|--------------|------|-----|----------|\n");
+	static const struct mig_col cols[] = {
+		{ "stage", -15 }, { "downtime ms", 11 }, { "min-max ms", 15 }, { "x floor", 7 },
+		{ "source stop ms", 14 }, { "destination start ms", 20 },
+		{ "of which memory ms", 18 }, { "of which queues ms", 18 },
+		{ "model busy ms", 13 }, { "overshoot us", 12 }, { "lost", 4 }, { "dup", 3 },
+		{ "dirty ok", 8 },
+	};
+
+	mig_table_head(cols, RTE_DIM(cols));
 	for (i = 0; i < n; i++) {
 		const struct mig_result *r = &ss[i].med;
 		char spread[32], xf[16], mr[32], vq[32];
@@ -220,13 +239,14 @@ print_table_evac(const struct mig_opts *o, const struct mig_stage_sum *ss, unsig
 	unsigned int i;
 	char label[32];
 
-	printf("| %-15s | %3s | %8s | %14s | %14s | %15s | %9s | %7s | %13s | %12s | %4s | "
-	       "%3s | %8s |\n", "stage", "VMs", "alone ms", "at once med ms", "at once max ms",
-	       "min-max ms", "max/alone", "x floor", "model busy ms", "overshoot us", "lost",
-	       "dup", "dirty ok");
-	printf("|-----------------|-----|----------|----------------|----------------|"
-	       "-----------------|-----------|---------|---------------|--------------|"
-	       "------|-----|----------|\n");
+	static const struct mig_col cols[] = {
+		{ "stage", -15 }, { "VMs", 3 }, { "alone ms", 8 }, { "at once med ms", 14 },
+		{ "at once max ms", 14 }, { "min-max ms", 15 }, { "max/alone", 9 },
+		{ "x floor", 7 }, { "model busy ms", 13 }, { "overshoot us", 12 }, { "lost", 4 },
+		{ "dup", 3 }, { "dirty ok", 8 },
+	};
+
+	mig_table_head(cols, RTE_DIM(cols));
 	for (i = 0; i < n; i++) {
 		const struct mig_result *r = &ss[i].med;
 		char spread[32], xf[16], busy[24], over[24];

@@ -527,6 +527,20 @@ lmh_fini(void)
 	lmh_rm_tree(eal_runtime_dir);
 }
 
+int
+lmh_run_main(int argc, char **argv, const char *name, unsigned int nsocks, const char *group,
+	     const struct CMUnitTest *tests, size_t ntests, CMFixtureFunction setup,
+	     CMFixtureFunction teardown)
+{
+	int ret;
+
+	if (lmh_main_init(argv[0], argc == 2 ? argv[1] : NULL, name, nsocks) < 0)
+		return 1;
+	ret = _cmocka_run_group_tests(group, tests, ntests, setup, teardown);
+	lmh_fini();
+	return ret;
+}
+
 /* ---- devices ------------------------------------------------------------------ */
 
 int

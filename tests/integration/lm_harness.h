@@ -49,6 +49,19 @@ int lmh_init(const char *argv0, const char *name, unsigned int nsocks);
 int lmh_main_init(const char *argv0, const char *filter, const char *name,
 		  unsigned int nsocks);
 void lmh_fini(void);
+/*
+ * A test program's whole main: lmh_main_init (argv[1], if given, the
+ * filter), the cmocka group, lmh_fini. The group's result, 1 if the set-up
+ * failed. Needs cmocka.h included first; LMH_RUN_MAIN counts the tests.
+ */
+#ifdef cmocka_unit_test
+int lmh_run_main(int argc, char **argv, const char *name, unsigned int nsocks,
+		 const char *group, const struct CMUnitTest *tests, size_t ntests,
+		 CMFixtureFunction setup, CMFixtureFunction teardown);
+#define LMH_RUN_MAIN(argc, argv, name, nsocks, group, tests, setup, teardown) \
+	lmh_run_main((argc), (argv), (name), (nsocks), (group), (tests), \
+		     sizeof(tests) / sizeof((tests)[0]), (setup), (teardown))
+#endif
 const char *lmh_sock(unsigned int i);
 /*
  * The run's temporary directory (/tmp/<name>-XXXXXX, or inside

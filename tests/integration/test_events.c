@@ -638,11 +638,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_arm_sn_counts_events_not_arms),
 		cmocka_unit_test(test_event_overflow_loses_no_notification),
 	};
-	int ret;
 
-	if (lmh_main_init(argv[0], argc == 2 ? argv[1] : NULL, "test-events", 1) < 0)
-		return 1;
-	ret = cmocka_run_group_tests_name("events", tests, group_setup, group_teardown);
-	lmh_fini();
-	return ret;
+	return LMH_RUN_MAIN(argc, argv, "test-events", 1, "events", tests,
+			    group_setup, group_teardown);
 }

@@ -162,16 +162,7 @@ fe_features(struct vu_client *c)
 static unsigned int
 wire_regions(struct vu_wire_region *r)
 {
-	unsigned int i;
-
-	for (i = 0; i < mem_a->nregions; i++) {
-		r[i].gpa = mem_a->regions[i].gpa;
-		r[i].size = mem_a->regions[i].size;
-		r[i].uaddr = vu_mem_region_uaddr(mem_a, i);
-		r[i].mmap_offset = mem_a->regions[i].offset;
-		r[i].fd = mem_a->fd;
-	}
-	return mem_a->nregions;
+	return vu_mem_wire_regions(mem_a, r);
 }
 
 /* How a hostile start departs from QEMU's. */
@@ -1296,11 +1287,7 @@ main(int argc, char **argv)
 			test_front_end_leaving_after_each_message_leaves_the_device_reusable),
 		cmocka_unit_test(test_front_end_fds_never_block_the_driver),
 	};
-	int ret;
 
-	if (lmh_main_init(argv[0], argc == 2 ? argv[1] : NULL, "test-hostile", 3) < 0)
-		return 1;
-	ret = cmocka_run_group_tests_name("hostile", tests, group_setup, group_teardown);
-	lmh_fini();
-	return ret;
+	return LMH_RUN_MAIN(argc, argv, "test-hostile", 3, "hostile", tests,
+			    group_setup, group_teardown);
 }

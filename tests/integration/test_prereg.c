@@ -355,11 +355,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_unused_preparation_is_released),
 		cmocka_unit_test(test_bad_preparations_are_refused_and_leave_nothing),
 	};
-	int ret;
 
-	if (lmh_main_init(argv[0], argc == 2 ? argv[1] : NULL, "test-prereg", 1) < 0)
-		return 1;
-	ret = cmocka_run_group_tests_name("prereg", tests, NULL, NULL);
-	lmh_fini();
-	return ret;
+	return LMH_RUN_MAIN(argc, argv, "test-prereg", 1, "prereg", tests,
+			    NULL, NULL);
 }

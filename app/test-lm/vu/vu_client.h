@@ -155,6 +155,8 @@ int vu_get_protocol_features(struct vu_client *c, uint64_t *features);
 int vu_set_protocol_features(struct vu_client *c, uint64_t features);
 int vu_get_queue_num(struct vu_client *c, uint64_t *num);
 int vu_set_mem_table(struct vu_client *c, const struct vu_mem *m);
+/* m's regions as SET_MEM_TABLE carries them (r: VU_MEM_MAX_REGIONS); their number. */
+unsigned int vu_mem_wire_regions(const struct vu_mem *m, struct vu_wire_region *r);
 int vu_set_mem_table_raw(struct vu_client *c, const struct vu_wire_region *r,
 			 unsigned int n);
 int vu_set_log_base(struct vu_client *c, int fd, uint64_t size, uint64_t offset);

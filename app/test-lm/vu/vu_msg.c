@@ -110,10 +110,9 @@ vu_set_mem_table_raw(struct vu_client *c, const struct vu_wire_region *r, unsign
 	return vu_request(c, VU_SET_MEM_TABLE, buf, 8 + 32 * n, fds, n, NULL, 0);
 }
 
-int
-vu_set_mem_table(struct vu_client *c, const struct vu_mem *m)
+unsigned int
+vu_mem_wire_regions(const struct vu_mem *m, struct vu_wire_region *r)
 {
-	struct vu_wire_region r[VU_MEM_MAX_REGIONS];
 	unsigned int i;
 
 	/* One fd per region: the same memfd, each with its own offset. */
@@ -124,7 +123,15 @@ vu_set_mem_table(struct vu_client *c, const struct vu_mem *m)
 		r[i].mmap_offset = m->regions[i].offset;
 		r[i].fd = m->fd;
 	}
-	return vu_set_mem_table_raw(c, r, m->nregions);
+	return m->nregions;
+}
+
+int
+vu_set_mem_table(struct vu_client *c, const struct vu_mem *m)
+{
+	struct vu_wire_region r[VU_MEM_MAX_REGIONS];
+
+	return vu_set_mem_table_raw(c, r, vu_mem_wire_regions(m, r));
 }
 
 int

@@ -83,6 +83,19 @@ emu_dp_read(struct emu_dp_batch *b, uint64_t addr, void *buf, size_t len)
 }
 
 int
+emu_dp_read_desc(struct emu_dp_batch *b, uint64_t addr, uint8_t raw[16], uint64_t *buf,
+		 uint32_t *len)
+{
+	if (emu_dp_read(b, addr, raw, 16) < 0)
+		return emu_dp_fail(b, EMU_VQ_ERROR_BAD_DESC, EMU_DP_CNT_INVALID_BUFFER);
+	memcpy(buf, raw, 8);
+	memcpy(len, raw + 8, 4);
+	*buf = le64toh(*buf);
+	*len = le32toh(*len);
+	return 0;
+}
+
+int
 emu_dp_write(struct emu_dp_batch *b, uint64_t addr, const void *buf, size_t len)
 {
 	const uint8_t *src = buf;

@@ -783,6 +783,14 @@ int emu_dp_load16(struct emu_dp_batch *b, uint64_t addr, uint16_t *v);
 int emu_dp_store16(struct emu_dp_batch *b, uint64_t addr, uint16_t v);
 /* Move the queue to ERR, count, post OBJECT_CHANGE. Returns -1. */
 int emu_dp_fail(struct emu_dp_batch *b, uint8_t error_type, enum emu_dp_cnt cnt);
+/*
+ * A 16-byte descriptor of either ring format: both put the buffer's
+ * address at byte 0 and its length at byte 8, little endian (virtio 1.1
+ * 2.7.5, 2.7.13); the other four bytes stay in raw for the caller. -1
+ * with the queue in ERR when the descriptor is outside guest memory.
+ */
+int emu_dp_read_desc(struct emu_dp_batch *b, uint64_t addr, uint8_t raw[16], uint64_t *buf,
+		     uint32_t *len);
 /* Append a descriptor's buffer to the current chain (checks direction and length). */
 int emu_dp_add_seg(struct emu_dp_batch *b, uint64_t addr, uint32_t len, uint16_t flags);
 /*

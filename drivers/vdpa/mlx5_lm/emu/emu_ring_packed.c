@@ -38,16 +38,10 @@ read_desc(struct emu_dp_batch *b, uint64_t addr, struct packed_desc *d)
 {
 	uint8_t raw[DESC_SIZE];
 
-	if (emu_dp_read(b, addr, raw, sizeof(raw)) < 0) {
-		emu_dp_fail(b, EMU_VQ_ERROR_BAD_DESC, EMU_DP_CNT_INVALID_BUFFER);
+	if (emu_dp_read_desc(b, addr, raw, &d->addr, &d->len) < 0)
 		return -1;
-	}
-	memcpy(&d->addr, raw, 8);
-	memcpy(&d->len, raw + DESC_LEN, 4);
 	memcpy(&d->id, raw + DESC_ID, 2);
 	memcpy(&d->flags, raw + DESC_FLAGS, 2);
-	d->addr = le64toh(d->addr);
-	d->len = le32toh(d->len);
 	d->id = le16toh(d->id);
 	d->flags = le16toh(d->flags);
 	return 0;

@@ -38,16 +38,10 @@ read_desc(struct emu_dp_batch *b, uint64_t table, uint32_t i, struct split_desc 
 {
 	uint8_t raw[DESC_SIZE];
 
-	if (emu_dp_read(b, table + (uint64_t)DESC_SIZE * i, raw, sizeof(raw)) < 0) {
-		emu_dp_fail(b, EMU_VQ_ERROR_BAD_DESC, EMU_DP_CNT_INVALID_BUFFER);
+	if (emu_dp_read_desc(b, table + (uint64_t)DESC_SIZE * i, raw, &d->addr, &d->len) < 0)
 		return -1;
-	}
-	memcpy(&d->addr, raw, 8);
-	memcpy(&d->len, raw + 8, 4);
 	memcpy(&d->flags, raw + 12, 2);
 	memcpy(&d->next, raw + 14, 2);
-	d->addr = le64toh(d->addr);
-	d->len = le32toh(d->len);
 	d->flags = le16toh(d->flags);
 	d->next = le16toh(d->next);
 	return 0;
