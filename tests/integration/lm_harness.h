@@ -61,6 +61,14 @@ int lmh_run_main(int argc, char **argv, const char *name, unsigned int nsocks,
 #define LMH_RUN_MAIN(argc, argv, name, nsocks, group, tests, setup, teardown) \
 	lmh_run_main((argc), (argv), (name), (nsocks), (group), (tests), \
 		     sizeof(tests) / sizeof((tests)[0]), (setup), (teardown))
+/* A test program's main that runs the cmocka_unit_test()s given after teardown. */
+#define LMH_TEST_MAIN(name, nsocks, group, setup, teardown, ...) \
+	int \
+	main(int argc, char **argv) \
+	{ \
+		const struct CMUnitTest tests[] = { __VA_ARGS__ }; \
+		return LMH_RUN_MAIN(argc, argv, name, nsocks, group, tests, setup, teardown); \
+	}
 #endif
 const char *lmh_sock(unsigned int i);
 /*

@@ -626,19 +626,11 @@ group_teardown(void **state)
 	return 0;
 }
 
-int
-main(int argc, char **argv)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_every_used_buffer_reaches_the_call_eventfd),
-		cmocka_unit_test(test_fixed_timer_polls_the_cqs),
-		cmocka_unit_test(test_fixed_timer_without_period_polls_and_yields),
-		cmocka_unit_test(test_dynamic_timer_falls_back_to_interrupts_when_idle),
-		cmocka_unit_test(test_torn_event_cqe_read_is_no_count),
-		cmocka_unit_test(test_arm_sn_counts_events_not_arms),
-		cmocka_unit_test(test_event_overflow_loses_no_notification),
-	};
-
-	return LMH_RUN_MAIN(argc, argv, "test-events", 1, "events", tests,
-			    group_setup, group_teardown);
-}
+LMH_TEST_MAIN("test-events", 1, "events", group_setup, group_teardown,
+	cmocka_unit_test(test_every_used_buffer_reaches_the_call_eventfd),
+	cmocka_unit_test(test_fixed_timer_polls_the_cqs),
+	cmocka_unit_test(test_fixed_timer_without_period_polls_and_yields),
+	cmocka_unit_test(test_dynamic_timer_falls_back_to_interrupts_when_idle),
+	cmocka_unit_test(test_torn_event_cqe_read_is_no_count),
+	cmocka_unit_test(test_arm_sn_counts_events_not_arms),
+	cmocka_unit_test(test_event_overflow_loses_no_notification))

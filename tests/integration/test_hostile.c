@@ -1271,23 +1271,15 @@ group_teardown(void **state)
 	return b_clean && la == 0 && lb == 0 ? 0 : -1;
 }
 
-int
-main(int argc, char **argv)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_broken_memory_tables_are_refused_and_the_back_end_stays_up),
-		cmocka_unit_test(test_bad_rings_are_refused_and_the_back_end_stays_up),
-		cmocka_unit_test(test_misaligned_ring_is_refused),
-		cmocka_unit_test(test_out_of_order_front_ends_are_survived),
-		cmocka_unit_test(test_vhost_crashers_are_refused_or_contained),
-		cmocka_unit_test(test_released_registration_never_serves_other_memory),
-		cmocka_unit_test(
-			test_stalled_payload_holds_vhost_until_the_front_end_leaves_or_times_out),
-		cmocka_unit_test(
-			test_front_end_leaving_after_each_message_leaves_the_device_reusable),
-		cmocka_unit_test(test_front_end_fds_never_block_the_driver),
-	};
-
-	return LMH_RUN_MAIN(argc, argv, "test-hostile", 3, "hostile", tests,
-			    group_setup, group_teardown);
-}
+LMH_TEST_MAIN("test-hostile", 3, "hostile", group_setup, group_teardown,
+	cmocka_unit_test(test_broken_memory_tables_are_refused_and_the_back_end_stays_up),
+	cmocka_unit_test(test_bad_rings_are_refused_and_the_back_end_stays_up),
+	cmocka_unit_test(test_misaligned_ring_is_refused),
+	cmocka_unit_test(test_out_of_order_front_ends_are_survived),
+	cmocka_unit_test(test_vhost_crashers_are_refused_or_contained),
+	cmocka_unit_test(test_released_registration_never_serves_other_memory),
+	cmocka_unit_test(
+		test_stalled_payload_holds_vhost_until_the_front_end_leaves_or_times_out),
+	cmocka_unit_test(
+		test_front_end_leaving_after_each_message_leaves_the_device_reusable),
+	cmocka_unit_test(test_front_end_fds_never_block_the_driver))

@@ -300,6 +300,13 @@ class Migrate(unittest.TestCase):
         self.assertEqual(rc, 2, out)
         self.assertIn('not with --service', out)
 
+    def assert_refused_in_one_line(self, args, why):
+        """migrate ARGS exits 2 with one line of output that says why."""
+        rc, out = migrate(*args)
+        self.assertEqual(rc, 2, out)
+        self.assertEqual(len(out.strip().splitlines()), 1, out)
+        self.assertIn(why, out)
+
     def check_evacuate(self, doc, vms):
         self.assertEqual(doc['scenario']['vms'], vms)
         for s in doc['stages']:
@@ -561,10 +568,7 @@ class Migrate(unittest.TestCase):
                            'give --service and 2 VMs or more'),
                           (small + ['--vms', '1', '--service', '--device-list-probe'],
                            'give --service and 2 VMs or more')):
-            rc, out = migrate(*args)
-            self.assertEqual(rc, 2, out)
-            self.assertEqual(len(out.strip().splitlines()), 1, out)
-            self.assertIn(why, out)
+            self.assert_refused_in_one_line(args, why)
 
     def test_bad_processes_values_are_refused_in_one_line(self):
         """Bad --processes values are refused with one line, before any work."""
@@ -576,10 +580,7 @@ class Migrate(unittest.TestCase):
                           (['--scenario', 'seed-mkey', '--processes', '1'], 'give --scenario'),
                           (small + ['--vms', '2', '--processes', '2', '--backend', 'rdma'],
                            'for the emu back end')):
-            rc, out = migrate(*args)
-            self.assertEqual(rc, 2, out)
-            self.assertEqual(len(out.strip().splitlines()), 1, out)
-            self.assertIn(why, out)
+            self.assert_refused_in_one_line(args, why)
 
     def test_bad_arguments_exit_2_and_help_lists_the_options(self):
         for args in (['--devices', '1'],

@@ -346,16 +346,8 @@ test_bad_preparations_are_refused_and_leave_nothing(void **state)
 	fixture_down(&f);
 }
 
-int
-main(int argc, char **argv)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_prepared_memory_serves_the_table),
-		cmocka_unit_test(test_other_or_changed_memory_is_never_used),
-		cmocka_unit_test(test_unused_preparation_is_released),
-		cmocka_unit_test(test_bad_preparations_are_refused_and_leave_nothing),
-	};
-
-	return LMH_RUN_MAIN(argc, argv, "test-prereg", 1, "prereg", tests,
-			    NULL, NULL);
-}
+LMH_TEST_MAIN("test-prereg", 1, "prereg", NULL, NULL,
+	cmocka_unit_test(test_prepared_memory_serves_the_table),
+	cmocka_unit_test(test_other_or_changed_memory_is_never_used),
+	cmocka_unit_test(test_unused_preparation_is_released),
+	cmocka_unit_test(test_bad_preparations_are_refused_and_leave_nothing))
