@@ -226,6 +226,19 @@ parse_uint(const char *opt, const char *s, unsigned int min, unsigned int max,
 	return 0;
 }
 
+/* s is first or second: *is_second says which; -1 after saying why. */
+static int
+parse_either(const char *opt, const char *s, const char *first, const char *second,
+	     bool *is_second)
+{
+	if (strcmp(s, first) != 0 && strcmp(s, second) != 0) {
+		fprintf(stderr, "migrate: %s: %s or %s\n", opt, first, second);
+		return -1;
+	}
+	*is_second = strcmp(s, second) == 0;
+	return 0;
+}
+
 static int
 parse_stages(const char *list, const struct mig_stage_def **out, unsigned int *n)
 {
@@ -353,18 +366,12 @@ parse_args(int argc, char **argv, struct mig_cmd *m)
 		case 't': stages = optarg; break;
 		case 'p': o.profile = optarg; break;
 		case 'b':
-			if (strcmp(optarg, "rdma") != 0 && strcmp(optarg, "emu") != 0) {
-				fprintf(stderr, "migrate: --backend: emu or rdma\n");
+			if (parse_either("--backend", optarg, "emu", "rdma", &o.rdma) < 0)
 				return EXIT_USAGE;
-			}
-			o.rdma = strcmp(optarg, "rdma") == 0;
 			break;
 		case 'A':
-			if (strcmp(optarg, "qemu") != 0 && strcmp(optarg, "every") != 0) {
-				fprintf(stderr, "migrate: --acks: qemu or every\n");
+			if (parse_either("--acks", optarg, "qemu", "every", &o.acks_every) < 0)
 				return EXIT_USAGE;
-			}
-			o.acks_every = strcmp(optarg, "every") == 0;
 			break;
 		case 'f':
 			if (parse_uint("--frames", optarg, 1, 1u << 24, &o.frames) < 0)

@@ -63,23 +63,33 @@ dp_log(struct emu_dp_batch *b, uint64_t addr, uint64_t len)
 	}
 }
 
-int
-emu_dp_read(struct emu_dp_batch *b, uint64_t addr, void *buf, size_t len)
+/* len bytes between buf and guest memory at addr, through the batch's mkey. */
+static int
+dp_copy(struct emu_dp_batch *b, uint64_t addr, uint8_t *buf, size_t len, bool to_guest)
 {
-	uint8_t *dst = buf, *host;
 	uint64_t got;
+	uint8_t *host;
 
 	if (b->mk == NULL || addr + len < addr)
 		return -EFAULT;
 	while (len > 0) {
 		if (emu_mkey_xlate(b->mk, addr, len, &host, &got) < 0 || got == 0)
 			return -EFAULT;
-		memcpy(dst, host, got);
-		dst += got;
+		if (to_guest)
+			memcpy(host, buf, got);
+		else
+			memcpy(buf, host, got);
+		buf += got;
 		addr += got;
 		len -= got;
 	}
 	return 0;
+}
+
+int
+emu_dp_read(struct emu_dp_batch *b, uint64_t addr, void *buf, size_t len)
+{
+	return dp_copy(b, addr, buf, len, false);
 }
 
 int
@@ -98,22 +108,10 @@ emu_dp_read_desc(struct emu_dp_batch *b, uint64_t addr, uint8_t raw[16], uint64_
 int
 emu_dp_write(struct emu_dp_batch *b, uint64_t addr, const void *buf, size_t len)
 {
-	const uint8_t *src = buf;
-	uint64_t start = addr, got;
-	size_t total = len;
-	uint8_t *host;
-
-	if (b->mk == NULL || addr + len < addr)
+	/* dp_copy only reads buf when it copies to the guest. */
+	if (dp_copy(b, addr, (uint8_t *)(uintptr_t)buf, len, true) < 0)
 		return -EFAULT;
-	while (len > 0) {
-		if (emu_mkey_xlate(b->mk, addr, len, &host, &got) < 0 || got == 0)
-			return -EFAULT;
-		memcpy(host, src, got);
-		src += got;
-		addr += got;
-		len -= got;
-	}
-	dp_log(b, start, total);
+	dp_log(b, addr, len);
 	return 0;
 }
 

@@ -781,6 +781,17 @@ int emu_dp_read(struct emu_dp_batch *b, uint64_t addr, void *buf, size_t len);
 int emu_dp_write(struct emu_dp_batch *b, uint64_t addr, const void *buf, size_t len);
 int emu_dp_load16(struct emu_dp_batch *b, uint64_t addr, uint16_t *v);
 int emu_dp_store16(struct emu_dp_batch *b, uint64_t addr, uint16_t v);
+/*
+ * The driver's notification choice at addr, read only once everything the
+ * device wrote to the used ring is globally visible (a full fence: the
+ * store-load order a notification decision needs, virtio 1.1 2.6.7.2, 2.7.10).
+ */
+static inline int
+emu_dp_driver_flags(struct emu_dp_batch *b, uint64_t addr, uint16_t *flags)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return emu_dp_load16(b, addr, flags);
+}
 /* Move the queue to ERR, count, post OBJECT_CHANGE. Returns -1. */
 int emu_dp_fail(struct emu_dp_batch *b, uint8_t error_type, enum emu_dp_cnt cnt);
 /*

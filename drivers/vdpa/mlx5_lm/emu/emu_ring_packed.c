@@ -203,9 +203,8 @@ emu_ring_packed_notify(struct emu_dp_batch *b)
 {
 	uint16_t flags;
 
-	/* The used flags are globally visible before the driver's choice is read. */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (emu_dp_load16(b, b->vq->available_addr + EVENT_FLAGS, &flags) < 0)
+	/* The driver event suppression area's flags, after the used flags. */
+	if (emu_dp_driver_flags(b, b->vq->available_addr + EVENT_FLAGS, &flags) < 0)
 		return false;
 	/* DESC (EVENT_IDX, not offered by the driver) is treated as enable. */
 	return (flags & RING_EVENT_FLAGS_MASK) != RING_EVENT_FLAGS_DISABLE;

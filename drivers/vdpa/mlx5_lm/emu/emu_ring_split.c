@@ -175,9 +175,8 @@ emu_ring_split_notify(struct emu_dp_batch *b)
 {
 	uint16_t flags;
 
-	/* used->idx is globally visible before the driver's flag is read. */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (emu_dp_load16(b, b->vq->available_addr + AVAIL_FLAGS, &flags) < 0)
+	/* avail->flags, after used->idx. */
+	if (emu_dp_driver_flags(b, b->vq->available_addr + AVAIL_FLAGS, &flags) < 0)
 		return false;
 	return (flags & VRING_AVAIL_F_NO_INTERRUPT) == 0;
 }
