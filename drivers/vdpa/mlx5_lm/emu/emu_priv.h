@@ -802,6 +802,26 @@ int emu_dp_fail(struct emu_dp_batch *b, uint8_t error_type, enum emu_dp_cnt cnt)
  */
 int emu_dp_read_desc(struct emu_dp_batch *b, uint64_t addr, uint8_t raw[16], uint64_t *buf,
 		     uint32_t *len);
+/* A new chain: no segment, no byte yet. */
+static inline void
+emu_dp_chain_reset(struct emu_dp_batch *b)
+{
+	b->nsegs = 0;
+	b->chain_bytes = 0;
+}
+
+/*
+ * One more descriptor in the chain: a chain longer than the queue is a
+ * loop (virtio 1.1 2.6.5.3.1, 2.7.17), the queue goes to ERR (-1).
+ */
+static inline int
+emu_dp_chain_step(struct emu_dp_batch *b, uint32_t *seen)
+{
+	if (++*seen > b->vq->queue_size)
+		return emu_dp_fail(b, EMU_VQ_ERROR_EXCEED_MAX_CHAIN, EMU_DP_CNT_EXCEED_CHAIN);
+	return 0;
+}
+
 /* Append a descriptor's buffer to the current chain (checks direction and length). */
 int emu_dp_add_seg(struct emu_dp_batch *b, uint64_t addr, uint32_t len, uint16_t flags);
 /*

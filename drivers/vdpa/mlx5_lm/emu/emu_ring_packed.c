@@ -90,12 +90,10 @@ packed_walk(struct emu_dp_batch *b, uint16_t pos, uint16_t *count, uint16_t *id)
 	uint32_t qs = vq->queue_size, seen = 0;
 	struct packed_desc d;
 
-	b->nsegs = 0;
-	b->chain_bytes = 0;
+	emu_dp_chain_reset(b);
 	for (;;) {
-		if (++seen > qs)
-			return emu_dp_fail(b, EMU_VQ_ERROR_EXCEED_MAX_CHAIN,
-					   EMU_DP_CNT_EXCEED_CHAIN);
+		if (emu_dp_chain_step(b, &seen) < 0)
+			return -1;
 		if (read_desc(b, vq->desc_addr + (uint64_t)DESC_SIZE * pos, &d) < 0)
 			return -1;
 		*id = d.id;

@@ -62,12 +62,10 @@ split_walk(struct emu_dp_batch *b, uint16_t head)
 	bool indirect = false;
 	struct split_desc d;
 
-	b->nsegs = 0;
-	b->chain_bytes = 0;
+	emu_dp_chain_reset(b);
 	for (;;) {
-		if (++seen > qs)
-			return emu_dp_fail(b, EMU_VQ_ERROR_EXCEED_MAX_CHAIN,
-					   EMU_DP_CNT_EXCEED_CHAIN);
+		if (emu_dp_chain_step(b, &seen) < 0)
+			return -1;
 		if (read_desc(b, table, i, &d) < 0)
 			return -1;
 		if (d.flags & EMU_VRING_DESC_F_INDIRECT) {
