@@ -346,6 +346,18 @@ lmh_conn_opened(unsigned int sock)
 	pthread_mutex_unlock(&cb_lock);
 }
 
+struct vu_client *
+lmh_fe_connect(unsigned int sock)
+{
+	struct vu_client *c;
+
+	if (vu_connect(&c, lmh_sock(sock), 5000) != 0)
+		return NULL;
+	lmh_conn_opened(sock);
+	vu_set_reply_timeout(c, LMH_DEADLINE_MS);
+	return c;
+}
+
 /* Count the driver's dev_cleanup lines of d logged since the last look. */
 static void
 scan_cleanups(struct lmh_dev *d)

@@ -106,6 +106,11 @@ void lmh_log_trim(void);
 /* Connections a front end made to socket i (the harness counts them). */
 void lmh_conn_opened(unsigned int sock);
 /*
+ * A front end's connection to socket i, counted (lmh_conn_opened), its
+ * replies bounded by LMH_DEADLINE_MS; NULL if it cannot connect in 5 s.
+ */
+struct vu_client *lmh_fe_connect(unsigned int sock);
+/*
  * Every connection made to socket i has been torn down by vhost (bounded):
  * its destroy_connection callback ran and, since vhost calls the driver's
  * dev_cleanup only after that callback and still uses the vDPA device

@@ -150,10 +150,8 @@ forward_reenable_log(const char *prof, struct lmh_dev *dv, struct lmh_trace *tr,
 	traced = tr;
 	vu_guest_reset(guest);
 	assert_int_equal(vu_guest_new_eventfds(guest), 0);
-	assert_int_equal(vu_connect(&c, lmh_sock(0), 5000), 0);
+	assert_non_null(c = lmh_fe_connect(0));
 	client = c;
-	lmh_conn_opened(0);
-	vu_set_reply_timeout(c, LMH_DEADLINE_MS);
 	assert_int_equal(vu_start_device(c, guest, &o), 0);
 	if (protocol_features != NULL)
 		*protocol_features = vu_protocol_features(c);
@@ -451,10 +449,8 @@ test_minimal_caps_recover_a_queue_in_err(void **state)
 	traced = &t;
 	vu_guest_reset(guest);
 	assert_int_equal(vu_guest_new_eventfds(guest), 0);
-	assert_int_equal(vu_connect(&c, lmh_sock(0), 5000), 0);
+	assert_non_null(c = lmh_fe_connect(0));
 	client = c;
-	lmh_conn_opened(0);
-	vu_set_reply_timeout(c, LMH_DEADLINE_MS);
 	assert_int_equal(vu_start_device(c, guest, &o), 0);
 	assert_true(lmh_wait_running(&d, LMH_DEADLINE_MS));
 	assert_true(lmh_traffic(guest, 0x3, 100, LMH_DEADLINE_MS));
@@ -598,10 +594,8 @@ test_offered_host_notifier_is_handed_to_the_front_end(void **state)
 	d.dev->db->mmap_size = 4096;
 	vu_guest_reset(guest);
 	assert_int_equal(vu_guest_new_eventfds(guest), 0);
-	assert_int_equal(vu_connect(&c, lmh_sock(0), 5000), 0);
+	assert_non_null(c = lmh_fe_connect(0));
 	client = c;
-	lmh_conn_opened(0);
-	vu_set_reply_timeout(c, LMH_DEADLINE_MS);
 	lmark = lmh_log_mark();
 	assert_int_equal(vu_start_device(c, guest, &o), 0);
 	assert_true(vu_protocol_features(c) & PF_HOST_NOTIFIER_BIT);
@@ -714,10 +708,8 @@ test_host_notifiers_go_out_on_vhosts_thread_before_a_held_configuration(void **s
 	d.dev->db->mmap_size = 4096;
 	vu_guest_reset(guest);
 	assert_int_equal(vu_guest_new_eventfds(guest), 0);
-	assert_int_equal(vu_connect(&c, lmh_sock(0), 5000), 0);
+	assert_non_null(c = lmh_fe_connect(0));
 	client = c;
-	lmh_conn_opened(0);
-	vu_set_reply_timeout(c, LMH_DEADLINE_MS);
 	assert_int_equal(vu_device_init(c, &o), 0);
 	assert_true(vu_protocol_features(c) & PF_HOST_NOTIFIER_BIT);
 	chan = new_backend_channel(c);
@@ -776,10 +768,8 @@ test_front_end_silent_on_its_channel_holds_vhost_for_a_bounded_time(void **state
 	d.dev->db->mmap_size = 4096;
 	vu_guest_reset(guest);
 	assert_int_equal(vu_guest_new_eventfds(guest), 0);
-	assert_int_equal(vu_connect(&c, lmh_sock(0), 5000), 0);
+	assert_non_null(c = lmh_fe_connect(0));
 	client = c;
-	lmh_conn_opened(0);
-	vu_set_reply_timeout(c, LMH_DEADLINE_MS);
 	assert_int_equal(vu_device_init(c, &o), 0);
 	chan = new_backend_channel(c);
 	lmark = lmh_log_mark();

@@ -48,9 +48,7 @@ connect_and_start(void)
 {
 	struct vu_client *c;
 
-	assert_int_equal(vu_connect(&c, lmh_sock(0), 5000), 0);
-	lmh_conn_opened(0);
-	vu_set_reply_timeout(c, LMH_DEADLINE_MS);
+	assert_non_null(c = lmh_fe_connect(0));
 	assert_int_equal(vu_start_device(c, g, NULL), 0);
 	assert_true(lmh_wait_running(&dev, LMH_DEADLINE_MS));
 	return c;

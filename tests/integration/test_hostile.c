@@ -56,9 +56,7 @@ connect_a(void)
 {
 	struct vu_client *c;
 
-	assert_int_equal(vu_connect(&c, lmh_sock(0), 5000), 0);
-	lmh_conn_opened(0);
-	vu_set_reply_timeout(c, LMH_DEADLINE_MS);
+	assert_non_null(c = lmh_fe_connect(0));
 	return c;
 }
 
@@ -739,9 +737,7 @@ run_front_end(struct lmh_dev *d, unsigned int sock, struct vu_guest *g, bool *fl
 	uint32_t bases[2];
 	uint64_t hva = 0;
 
-	assert_int_equal(vu_connect(&c, lmh_sock(sock), 5000), 0);
-	lmh_conn_opened(sock);
-	vu_set_reply_timeout(c, LMH_DEADLINE_MS);
+	assert_non_null(c = lmh_fe_connect(sock));
 	vu_guest_reset(g);
 	assert_int_equal(vu_guest_new_eventfds(g), 0);
 	assert_int_equal(vu_start_device(c, g, NULL), 0);

@@ -98,9 +98,7 @@ run_front_end(struct lmh_dev *d, unsigned int sock, struct vu_guest *g)
 	lmh_trace_open(&t, d->trace);
 	assert_int_equal(lmh_trace_sync(&t), 0);
 	mark = lmh_trace_mark(&t);
-	assert_int_equal(vu_connect(&c, lmh_sock(sock), 5000), 0);
-	lmh_conn_opened(sock);
-	vu_set_reply_timeout(c, LMH_DEADLINE_MS);
+	assert_non_null(c = lmh_fe_connect(sock));
 	vu_guest_reset(g);
 	assert_int_equal(vu_guest_new_eventfds(g), 0);
 	assert_int_equal(vu_start_device(c, g, NULL), 0);
@@ -284,9 +282,7 @@ test_unused_preparation_is_released(void **state)
 	/* The device's front end leaves before DRIVER_OK. */
 	assert_int_equal(prepare_mem(&f.d, f.m, 0), 0);
 	assert_int_equal(rte_pmd_mlx5_lm_prepare_wait(f.d.name, LMH_DEADLINE_MS), 0);
-	assert_int_equal(vu_connect(&c, lmh_sock(0), 5000), 0);
-	lmh_conn_opened(0);
-	vu_set_reply_timeout(c, LMH_DEADLINE_MS);
+	assert_non_null(c = lmh_fe_connect(0));
 	assert_int_equal(vu_get_features(c, &feat), 0);
 	assert_int_equal(vu_set_features(c, feat & (1ull << VU_F_VERSION_1)), 0);
 	vu_disconnect(c);

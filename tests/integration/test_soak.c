@@ -46,9 +46,7 @@ one_cycle(struct lmh_dev *d, struct vu_guest *g)
 	uint32_t bases[NRINGS];
 	struct vu_client *c;
 
-	assert_int_equal(vu_connect(&c, lmh_sock(0), 5000), 0);
-	lmh_conn_opened(0);
-	vu_set_reply_timeout(c, LMH_DEADLINE_MS);
+	assert_non_null(c = lmh_fe_connect(0));
 	vu_guest_reset(g);
 	assert_int_equal(vu_guest_new_eventfds(g), 0);
 	assert_int_equal(vu_start_device(c, g, NULL), 0);
