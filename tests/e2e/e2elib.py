@@ -22,6 +22,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -43,6 +44,22 @@ GUEST_MODULES = ['virtio_pci', 'virtio_net']
 
 class Skip(Exception):
     """A prerequisite cannot be had on this machine: the test exits 77."""
+
+
+def run_test(name, variant, body):
+    """An e2e program's run: body() passes (its RESULT line, 0), skips (SKIP) or fails
+    (the traceback, 1)."""
+    try:
+        body()
+    except Skip as e:
+        print(f'SKIP: {e}', flush=True)
+        return SKIP
+    except Exception:
+        traceback.print_exc()
+        print(f'FAIL: e2e {name}', flush=True)
+        return 1
+    print(f'E2E RESULT variant={variant} ok', flush=True)
+    return 0
 
 
 def log(msg):

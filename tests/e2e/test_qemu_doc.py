@@ -22,7 +22,6 @@ import re
 import signal
 import subprocess
 import sys
-import traceback
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -99,17 +98,7 @@ def run():
 def main():
     # meson's timeout sends SIGTERM: clean up on the way out.
     signal.signal(signal.SIGTERM, on_sigterm)
-    try:
-        run()
-    except L.Skip as e:
-        print(f'SKIP: {e}', flush=True)
-        return L.SKIP
-    except Exception:
-        traceback.print_exc()
-        print('FAIL: e2e qemu_doc', flush=True)
-        return 1
-    print('E2E RESULT variant=doc ok', flush=True)
-    return 0
+    return L.run_test('qemu_doc', 'doc', run)
 
 
 if __name__ == '__main__':

@@ -20,7 +20,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -176,18 +175,11 @@ def run(d):
 
 def main():
     signal.signal(signal.SIGTERM, on_sigterm)
-    try:
+
+    def body():
         with tempfile.TemporaryDirectory() as d:
             run(d)
-    except L.Skip as e:
-        print(f'SKIP: {e}', flush=True)
-        return L.SKIP
-    except Exception:
-        traceback.print_exc()
-        print('FAIL: e2e vhostd_qemu', flush=True)
-        return 1
-    print('E2E RESULT variant=vhostd ok', flush=True)
-    return 0
+    return L.run_test('vhostd_qemu', 'vhostd', body)
 
 
 if __name__ == '__main__':
