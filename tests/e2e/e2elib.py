@@ -46,6 +46,20 @@ class Skip(Exception):
     """A prerequisite cannot be had on this machine: the test exits 77."""
 
 
+# The service and its CLI as the build leaves them (or as the environment names them).
+VHOSTD = os.environ.get('VHOSTD', 'build/app/vhostd/mlx5-lm-vhostd')
+CTL = os.environ.get('VHOSTD_CTL', 'build/app/ctl/mlx5-lm-ctl')
+
+
+class Terminated(Exception):
+    pass
+
+
+def on_sigterm(signum, frame):
+    """meson's timeout sends SIGTERM: raised, it unwinds through the cleanups."""
+    raise Terminated(f'signal {signum}')
+
+
 def run_test(name, variant, body):
     """An e2e program's run: body() passes (its RESULT line, 0), skips (SKIP) or fails
     (the traceback, 1)."""

@@ -31,17 +31,7 @@ from lmtest import doc_block, socket_in_use  # noqa: E402
 
 SOCK = '/run/mlx5-lm/vm1.sock'  # the block's
 RPC = '/run/mlx5-lm/vhostd.sock'  # the service's default control socket
-VHOSTD = os.environ.get('VHOSTD', 'build/app/vhostd/mlx5-lm-vhostd')
-CTL = os.environ.get('VHOSTD_CTL', 'build/app/ctl/mlx5-lm-ctl')
 STEP_TIMEOUT = 300  # TCG boot of a Debian kernel on a loaded 2-CPU machine
-
-
-class Terminated(Exception):
-    pass
-
-
-def on_sigterm(signum, frame):
-    raise Terminated(f'signal {signum}')
 
 
 def run():
@@ -51,8 +41,8 @@ def run():
         if socket_in_use(path):
             raise L.Skip(f'{path} (the user guide\'s socket) is served by another process')
     env = {'KERNEL': vmlinuz, 'INITRD': initrd, 'MEM': '256M', 'ACCEL': 'tcg',
-           'PATH': os.path.dirname(os.path.abspath(VHOSTD)) + ':' +
-           os.path.dirname(os.path.abspath(CTL)) + ':' + os.environ['PATH']}
+           'PATH': os.path.dirname(os.path.abspath(L.VHOSTD)) + ':' +
+           os.path.dirname(os.path.abspath(L.CTL)) + ':' + os.environ['PATH']}
     sh = L.Proc(['bash', '-e', '-c', block], name='doc', stdin=True, env=env)
     # The block's shell ending early (QEMU failed: bash -e) fails the waits at once;
     # its background serve would otherwise keep the output open until the deadline.
@@ -97,7 +87,7 @@ def run():
 
 def main():
     # meson's timeout sends SIGTERM: clean up on the way out.
-    signal.signal(signal.SIGTERM, on_sigterm)
+    signal.signal(signal.SIGTERM, L.on_sigterm)
     return L.run_test('qemu_doc', 'doc', run)
 
 

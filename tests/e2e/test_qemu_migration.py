@@ -522,17 +522,9 @@ class Run:
         return '\n'.join(res)
 
 
-class Terminated(Exception):
-    pass
-
-
-def on_sigterm(signum, frame):
-    raise Terminated(f'signal {signum}')
-
-
 def main():
     # meson's timeout sends SIGTERM: clean up (QEMUs, serves, bridge) on the way out.
-    signal.signal(signal.SIGTERM, on_sigterm)
+    signal.signal(signal.SIGTERM, L.on_sigterm)
     ap = argparse.ArgumentParser()
     ap.add_argument('--variant', choices=sorted(VARIANTS), default='base')
     ap.add_argument('--json', help='write the measurements here')

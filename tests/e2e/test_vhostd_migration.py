@@ -66,7 +66,7 @@ class Host:
         self.enter = ['nsenter', '-t', str(self.ns.p.pid), '-m', '--']
         # The control socket as this machine's other namespace reaches it.
         self.rpc = f'/proc/{self.ns.p.pid}/root{RUN}/vhostd.sock'
-        self.srv = L.Proc(self.enter + [V.VHOSTD, '--eal', f'--vdev net_tap0,iface={tap}'],
+        self.srv = L.Proc(self.enter + [L.VHOSTD, '--eal', f'--vdev net_tap0,iface={tap}'],
                           name=f'vhostd-{name}')
         procs.append(self.srv)
         self.srv.expect(r'vhostd: ready: RPC socket %s/vhostd.sock' % RUN, 60)
@@ -74,8 +74,8 @@ class Host:
     def block(self, text):
         """A block of doc/vhostd.md (its text), verbatim, on this host: its output."""
         env = dict(os.environ)
-        env['PATH'] = os.pathsep.join([os.path.dirname(os.path.abspath(V.VHOSTD)),
-                                       os.path.dirname(os.path.abspath(V.CTL)), env['PATH']])
+        env['PATH'] = os.pathsep.join([os.path.dirname(os.path.abspath(L.VHOSTD)),
+                                       os.path.dirname(os.path.abspath(L.CTL)), env['PATH']])
         r = L.run(self.enter + ['bash', '-e', '-c', text], check=False, env=env, timeout=STEP)
         out = r.stdout.decode(errors='replace')
         L.log(f'{self.name}: the doc block {text.splitlines()[0]!r}...:\n{out.rstrip()}')
@@ -264,7 +264,7 @@ def count_pings(qs, qd, res):
 
 def main():
     # meson's timeout sends SIGTERM: clean up on the way out.
-    signal.signal(signal.SIGTERM, V.on_sigterm)
+    signal.signal(signal.SIGTERM, L.on_sigterm)
     procs, res = [], {}
     tmp = tempfile.mkdtemp(prefix='lm-e2e-svc-')
     t0 = time.monotonic()

@@ -26,21 +26,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', 'integration'))
 import e2elib as L  # noqa: E402
 
-VHOSTD = os.environ.get('VHOSTD', 'build/app/vhostd/mlx5-lm-vhostd')
-CTL = os.environ.get('VHOSTD_CTL', 'build/app/ctl/mlx5-lm-ctl')
 STEP = 300  # TCG boot of a Debian kernel on a loaded 2-CPU machine
 
 
-class Terminated(Exception):
-    pass
-
-
-def on_sigterm(signum, frame):
-    raise Terminated(f'signal {signum}')
-
-
 def ctl(rpc, *args, check=True):
-    r = subprocess.run([CTL, '--socket', rpc, '--json'] + list(args), capture_output=True,
+    r = subprocess.run([L.CTL, '--socket', rpc, '--json'] + list(args), capture_output=True,
                        text=True, timeout=120)
     if check and r.returncode != 0:
         raise AssertionError(f'mlx5-lm-ctl {" ".join(args)}: {r.returncode} {r.stderr}')
@@ -96,7 +86,7 @@ def run(d):
     rpc = os.path.join(d, 'rpc.sock')
     s1, s2 = os.path.join(d, 'vm1.sock'), os.path.join(d, 'vm2.sock')
     procs = []
-    srv = L.Proc([VHOSTD, '--rpc-socket', rpc], name='vhostd')
+    srv = L.Proc([L.VHOSTD, '--rpc-socket', rpc], name='vhostd')
     procs.append(srv)
     try:
         srv.expect(r'vhostd: ready', 60)
@@ -174,7 +164,7 @@ def run(d):
 
 
 def main():
-    signal.signal(signal.SIGTERM, on_sigterm)
+    signal.signal(signal.SIGTERM, L.on_sigterm)
 
     def body():
         with tempfile.TemporaryDirectory() as d:
