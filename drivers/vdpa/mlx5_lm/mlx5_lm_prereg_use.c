@@ -40,7 +40,6 @@ mlx5_lm_prereg_note_changes(int ino_fd, struct mlx5_lm_prereg *p)
 	}
 }
 
-/* One region checked, watched and mapped; its chunks counted into *nchunks. */
 /* ---- use at DRIVER_OK --------------------------------------------------------- */
 
 static const struct prep_region *
