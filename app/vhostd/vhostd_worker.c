@@ -70,8 +70,6 @@ struct wdev {
 	bool features_known;
 	bool logging;
 	uint16_t rings;
-	uint32_t mem_regions;
-	uint64_t mem_bytes;
 	/* Main thread only: what the supervisor was last told. */
 	char state[16];
 	char reason[160];
@@ -201,9 +199,7 @@ on_destroy_connection(int vid)
 static int
 on_new_device(int vid)
 {
-	struct rte_vhost_memory *mem = NULL;
 	struct wdev *d;
-	uint32_t i;
 
 	pthread_mutex_lock(&wlock);
 	d = find_by_vid(vid);
@@ -211,14 +207,6 @@ on_new_device(int vid)
 		d->features_known = rte_vhost_get_negotiated_features(vid, &d->features) == 0;
 		d->logging = d->features_known && (d->features & (1ULL << 26));
 		d->rings = rte_vhost_get_vring_num(vid);
-		d->mem_regions = 0;
-		d->mem_bytes = 0;
-		if (rte_vhost_get_mem_table(vid, &mem) == 0) {
-			d->mem_regions = mem->nregions;
-			for (i = 0; i < mem->nregions; i++)
-				d->mem_bytes += mem->regions[i].size;
-			free(mem);
-		}
 	}
 	pthread_mutex_unlock(&wlock);
 	return 0;
@@ -512,8 +500,8 @@ dev_info(struct wdev *d)
 		      "last_start", "total_ms", ms3(t.conf_ms), "memory_ms", ms3(t.conf_mr_ms),
 		      "queues_ms", ms3(t.conf_vq_ms), "count", (json_int_t)t.conf_count,
 		      "last_stop", "total_ms", ms3(t.close_ms),
-		      "memory", "regions", (int)d->mem_regions, "bytes",
-		      (json_int_t)d->mem_bytes,
+		      /* The PMD's: a table changed while running brings no new_device. */
+		      "memory", "regions", (int)t.mem_regions, "bytes", (json_int_t)t.mem_bytes,
 		      "configurations", (json_int_t)st.conf_count,
 		      "configuration_failures", (json_int_t)st.conf_failures,
 		      "logging", d->logging);

@@ -434,6 +434,8 @@ rte_pmd_mlx5_lm_get_timings(const char *name, struct rte_pmd_mlx5_lm_timings *t)
 	t->conf_vq_ms = dev->times.conf_vq_ms;
 	t->close_ms = dev->times.close_ms;
 	t->conf_count = dev->times.conf_count;
+	t->mem_regions = dev->times.mem_regions;
+	t->mem_bytes = dev->times.mem_bytes;
 	pthread_mutex_unlock(&dev->lock);
 	mlx5_lm_dev_put(dev);
 	return 0;

@@ -199,6 +199,8 @@ struct mlx5_lm_report {
 struct mlx5_lm_times {
 	double conf_ms, conf_mr_ms, conf_vq_ms;  /* last configuration, dev->lock */
 	double close_ms;                 /* last stop, dev->lock */
+	uint32_t mem_regions;            /* last configuration's memory table, dev->lock */
+	uint64_t mem_bytes;
 	uint64_t conf_count;             /* successful configurations since probe (atomic) */
 	unsigned int stop_queries_skipped; /* last stop: idle split rings not queried (atomic) */
 	double mr_last_destroy_ms;       /* whoever destroyed a registration last (atomic) */

@@ -402,6 +402,10 @@ conf_run(struct mlx5_lm_dev *dev, struct mlx5_lm_conf_job *job, const char **why
 	release_prev_mr(dev);
 	dev->running = 1;
 	dev->times.conf_vq_ms = mlx5_lm_now_ms() - t1;
+	dev->times.mem_regions = job->nregions;
+	dev->times.mem_bytes = 0;
+	for (i = 0; i < job->nregions; i++)
+		dev->times.mem_bytes += job->regions[i].size;
 	dev->times.conf_ms = mlx5_lm_now_ms() - t0;
 	__atomic_add_fetch(&dev->times.conf_count, 1, __ATOMIC_RELAXED);
 	DRV_LOG(INFO, dev, "DRIVER_OK: %u rings (%s) configured in %.1f ms (memory %.1f ms, "

@@ -169,6 +169,13 @@ struct rte_pmd_mlx5_lm_timings {
 	double conf_vq_ms;       /* of which queue configuration (and steering) */
 	double close_ms;         /* last dev_close */
 	uint64_t conf_count;
+	/*
+	 * The memory table of the last successful configuration: a front end
+	 * that changes it while running (memory hot-plug) restarts the device
+	 * without a new vhost new_device callback.
+	 */
+	uint32_t mem_regions;
+	uint64_t mem_bytes;
 };
 
 /*
