@@ -34,7 +34,7 @@
 #include "lm_harness.h"
 #include "rte_pmd_mlx5_lm.h"
 
-#define MIB (1ull << 20)
+#define MIB (UINT64_C(1) << 20)
 /* Two regions of one file, as QEMU lays out RAM below and above 4 GiB. */
 #define MEM_SIZE (64 * MIB)
 
