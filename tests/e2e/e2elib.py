@@ -703,13 +703,25 @@ def qemu_args(vmlinuz, initrd, mem_mb, sock, qmp, variant, mac, incoming=None):
         dev += ',packed=on'
     if variant.get('rx_queue_size'):
         dev += f',rx_queue_size={variant["rx_queue_size"]}'
+    # maxmem_mb: room (and two slots) for pc-dimms, plugged at the start or later.
+    m = f'{mem_mb}M' + (f',slots=2,maxmem={variant["maxmem_mb"]}M'
+                        if variant.get('maxmem_mb') else '')
     a = ['qemu-system-x86_64', '-machine', 'q35,accel=tcg,memory-backend=mem0',
-         '-m', f'{mem_mb}M', '-smp', '1', '-nodefaults', '-no-user-config', '-display', 'none',
-         '-object', f'memory-backend-memfd,id=mem0,size={mem_mb}M,share=on',
+         '-m', m, '-smp', '1', '-nodefaults', '-no-user-config', '-display', 'none',
+         # ram_file: the machine's RAM on that file (memory-backend-file) rather than a memfd.
+         '-object', (f'memory-backend-file,mem-path={variant["ram_file"]}'
+                     if variant.get('ram_file') else 'memory-backend-memfd') +
+         f',id=mem0,size={mem_mb}M,share=on',
          '-kernel', vmlinuz, '-initrd', initrd,
          '-append', 'console=ttyS0 quiet panic=-1 mitigations=off',
          '-serial', 'stdio', '-qmp', f'unix:{qmp},server=on,wait=off', '-no-reboot',
          '-chardev', chardev, '-netdev', nd, '-device', dev]
+    # dimms: (id, MiB, path) plugged from the start, shared: on a memfd as the machine's RAM,
+    # or on the file at path (memory-backend-file, e.g. in /dev/shm).
+    for dimm, mb, path in variant.get('dimms', ()):
+        backend = f'memory-backend-file,mem-path={path}' if path else 'memory-backend-memfd'
+        a += ['-object', f'{backend},id={dimm},size={mb}M,share=on',
+              '-device', f'pc-dimm,id={dimm}-dimm,memdev={dimm}']
     if incoming:
         a += ['-incoming', incoming] + (['-S'] if variant.get('hold') else [])
     return a
@@ -720,33 +732,105 @@ def qemu_args(vmlinuz, initrd, mem_mb, sock, qmp, variant, mac, incoming=None):
 PAGE = 4096
 
 
-def guest_ram(pid):
-    """The guest RAM of QEMU pid (memory-backend-memfd, the machine's memory-backend): its
-    memfd, opened through /proc (which reaches it in any mount namespace)."""
+SHM_PREFIX = '/dev/shm/lm-e2e-'   # guest RAM files of memory-backend-file
+
+
+def guest_rams(pid):
+    """The guest RAM files of QEMU pid (memory-backend-memfd: the machine's and a DIMM's;
+    memory-backend-file under SHM_PREFIX), opened through /proc (which reaches them in any
+    mount namespace), largest first."""
     fd_dir = f'/proc/{pid}/fd'
+    files = []
     for fd in os.listdir(fd_dir):
         try:
             link = os.readlink(os.path.join(fd_dir, fd))
         except OSError:
             continue  # closed meanwhile
         # QEMU names the memfd after the backend's type (hostmem-memfd.c).
-        if link.startswith('/memfd:memory-backend-memfd'):
-            return open(os.path.join(fd_dir, fd), 'rb')
-    raise AssertionError(f'QEMU {pid} holds no memory-backend-memfd')
+        if link.startswith('/memfd:memory-backend-memfd') or link.startswith(SHM_PREFIX):
+            files.append(open(os.path.join(fd_dir, fd), 'rb'))
+    if not files:
+        raise AssertionError(f'QEMU {pid} holds no memory-backend-memfd')
+    return sorted(files, key=lambda f: -os.fstat(f.fileno()).st_size)
 
 
-def compare_ram(pid_a, pid_b, chunk=1 << 20):
+def compare_ram(pid_a, pid_b, chunk=1 << 20, b_grown=0):
     """Two QEMUs' guest RAM byte for byte (both stopped: a migration's source after it
-    completed, its destination held): (bytes compared, offsets of the pages that differ)."""
-    with guest_ram(pid_a) as a, guest_ram(pid_b) as b:
-        size = os.fstat(a.fileno()).st_size
-        if os.fstat(b.fileno()).st_size != size:
-            raise AssertionError(f'guest RAM sizes differ: {size} and '
-                                 f'{os.fstat(b.fileno()).st_size} bytes')
-        differ = []
-        for off in range(0, size, chunk):
-            x, y = a.read(chunk), b.read(chunk)
-            if x != y:
-                differ += [off + p for p in range(0, len(x), PAGE)
-                           if x[p:p + PAGE] != y[p:p + PAGE]]
+    completed, its destination held): (bytes compared, offsets of the pages that differ;
+    a second backend's offsets follow the first's). b_grown: bytes a file of b's has
+    beyond its backend (a file grown after QEMU mapped it), not compared."""
+    a_all, b_all = guest_rams(pid_a), guest_rams(pid_b)
+    try:
+        sizes = [[os.fstat(f.fileno()).st_size for f in x] for x in (a_all, b_all)]
+        if sorted(sizes[0]) != sorted(x - b_grown if x - b_grown in sizes[0] else x
+                                      for x in sizes[1]):
+            raise AssertionError(f'guest RAM backends differ: {sizes[0]} and {sizes[1]} bytes')
+        total, differ = 0, []
+        for a, b in zip(a_all, b_all):
+            n, d = _compare_file(a, b, chunk)
+            differ += [total + o for o in d]
+            total += n
+        return total, differ
+    finally:
+        for f in a_all + b_all:
+            f.close()
+
+
+def ram_page(pid, off):
+    """The page at off of QEMU pid's guest RAM (its backends one after the other, largest
+    first, as compare_ram counts offsets)."""
+    files = guest_rams(pid)
+    try:
+        for f in files:
+            size = os.fstat(f.fileno()).st_size
+            if off < size:
+                f.seek(off & ~(PAGE - 1))
+                return f.read(PAGE)
+            off -= size
+        raise ValueError(f'offset past the guest RAM of {pid}')
+    finally:
+        for f in files:
+            f.close()
+
+
+VNET_HDR = 12   # virtio_net_hdr_mrg_rxbuf, before each frame the device writes
+
+
+def frames_in(page, mac):
+    """[start, end) of each Ethernet frame to mac in page, its virtio-net header included:
+    IPv4 (its total length) or ARP (28 bytes)."""
+    out, dst = [], bytes.fromhex(mac.replace(':', ''))
+    at = page.find(dst)
+    while at >= 0:
+        kind = page[at + 12:at + 14]
+        if kind == b'\x08\x00' and at + 18 <= len(page):
+            out.append((at - VNET_HDR, at + 14 + int.from_bytes(page[at + 16:at + 18], 'big')))
+        elif kind == b'\x08\x06':
+            out.append((at - VNET_HDR, at + 42))
+        at = page.find(dst, at + 1)
+    return out
+
+
+def in_frame(a, b, mac):
+    """1 when a byte that differs between pages a and b lies in a frame to mac in a."""
+    frames = frames_in(a, mac)
+    return any(x != y and any(s <= k < e for s, e in frames)
+               for k, (x, y) in enumerate(zip(a, b)))
+
+
+def device_pages(pid_a, pid_b, differ, mac):
+    """Of the pages that differ between two QEMUs' guest RAM, those where a differing byte
+    lies in a frame to mac in a's page: what the device wrote and the destination missed.
+    The others hold what the guest's CPU wrote, which QEMU itself must carry (QEMU 7.2
+    under TCG sometimes loses such pages with no vhost-user device at all)."""
+    return [o for o in differ if in_frame(ram_page(pid_a, o), ram_page(pid_b, o), mac)]
+
+
+def _compare_file(a, b, chunk):
+    """(size, offsets of the pages that differ) of two files of a's size."""
+    size, differ = os.fstat(a.fileno()).st_size, []
+    for off in range(0, size, chunk):
+        x, y = a.read(chunk), b.read(chunk)
+        if x != y:
+            differ += [off + p for p in range(0, len(x), PAGE) if x[p:p + PAGE] != y[p:p + PAGE]]
     return size, differ
