@@ -115,7 +115,7 @@ class Host:
 def qemu(host, boot, tmp, procs, var, incoming=None):
     """The guest's QEMU on host: the user guide's client chardev (reconnect=1), QMP in tmp
     (a directory both hosts see); with incoming, held after the migration (-S); the
-    variant's DIMM, and room for a second one."""
+    variant's room for a DIMM plugged in later."""
     variant = {'queues': QUEUES, 'reconnect': True, 'hold': incoming is not None}
     if var.get('dimm_mb'):
         variant['maxmem_mb'] = MAXMEM_MB  # on both sides: the machines must match
@@ -149,8 +149,7 @@ def migration_done(qmp):
 
 
 def hotplug(q, dimm, mb):
-    """A DIMM of mb MiB (a shared memfd, as the machine's RAM) plugged into q's VM, as
-    qemu_args plugs one at the start."""
+    """A DIMM of mb MiB (a shared memfd, as the machine's RAM) plugged into q's running VM."""
     q.qmp.cmd('object-add', **{'qom-type': 'memory-backend-memfd', 'id': dimm,
                                'size': mb << 20, 'share': True})
     q.qmp.cmd('device_add', driver='pc-dimm', id=f'{dimm}-dimm', memdev=dimm)
