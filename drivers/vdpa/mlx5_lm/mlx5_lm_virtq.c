@@ -262,7 +262,12 @@ mlx5_lm_virtq_create(struct mlx5_lm_virtq *vq, uint16_t size, const struct mlx5_
 	PRM_SET(virtio_q, q, umem_3_id, devx_umem_id(vq->umem[2]));
 	PRM_SET(virtio_q, q, umem_3_size, vq->umem_size[2]);
 	put_cfg(obj, q, cfg);
-	vq->obj = devx_obj_create(dev->devx, in, sizeof(in), out, sizeof(out));
+	/*
+	 * Published atomically: the garbage thread reads it without the device
+	 * lock (mlx5_lm_virtq_names_mkey) while a restore re-creates the queue.
+	 */
+	__atomic_store_n(&vq->obj, devx_obj_create(dev->devx, in, sizeof(in), out, sizeof(out)),
+			 __ATOMIC_RELEASE);
 	if (vq->obj == NULL) {
 		VQ_LOG(ERR, vq, "cannot create the virtq (size %u)", size);
 		ret = -EIO;
@@ -283,7 +288,7 @@ mlx5_lm_virtq_create(struct mlx5_lm_virtq *vq, uint16_t size, const struct mlx5_
 	return 0;
 err_subscribe:
 	if (devx_obj_destroy(vq->obj) == 0)
-		vq->obj = NULL;
+		__atomic_store_n(&vq->obj, NULL, __ATOMIC_RELEASE);
 	else
 		vq->cur = *cfg;  /* what the object that stays names (mlx5_lm_virtq_names_mkey) */
 err_obj:
@@ -306,7 +311,7 @@ mlx5_lm_virtq_destroy(struct mlx5_lm_virtq *vq)
 		if (devx_obj_destroy(vq->obj) < 0)
 			VQ_LOG(ERR, vq, "cannot destroy the virtq");
 		else
-			vq->obj = NULL;
+			__atomic_store_n(&vq->obj, NULL, __ATOMIC_RELEASE);
 	}
 	mlx5_lm_eventq_destroy(vq);
 	umems_destroy(vq);
