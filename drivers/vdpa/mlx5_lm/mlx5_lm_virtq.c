@@ -11,6 +11,7 @@
  * queue_size, so a size change means destroy and re-create.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,6 +158,24 @@ put_moderation(const struct mlx5_lm_dev *dev, struct mlx5_lm_vq_cfg *cfg)
 	cfg->max_count = (uint16_t)dev->args.hw_max_pending_comp;
 }
 
+/*
+ * vq->cur = *cfg, its mkey stored atomically and never written plainly:
+ * the garbage thread reads it without the device lock
+ * (mlx5_lm_virtq_names_mkey), as it reads vq->obj, while a restore or a
+ * MODIFY on a pool worker records a new configuration.
+ */
+static void
+cur_store(struct mlx5_lm_virtq *vq, const struct mlx5_lm_vq_cfg *cfg)
+{
+	const size_t at = offsetof(struct mlx5_lm_vq_cfg, mkey);
+	const size_t after = at + sizeof(cfg->mkey);
+
+	memcpy(&vq->cur, cfg, at);
+	memcpy((uint8_t *)&vq->cur + after, (const uint8_t *)cfg + after,
+	       sizeof(*cfg) - after);
+	__atomic_store_n(&vq->cur.mkey, cfg->mkey, __ATOMIC_RELEASE);
+}
+
 /* The modify_field_select bits for going from cur to want. */
 static uint64_t
 cfg_diff(const struct mlx5_lm_vq_cfg *cur, const struct mlx5_lm_vq_cfg *want)
@@ -277,7 +296,7 @@ mlx5_lm_virtq_create(struct mlx5_lm_virtq *vq, uint16_t size, const struct mlx5_
 	if (ret < 0)
 		goto err_subscribe;
 	vq->size = size;
-	vq->cur = *cfg;
+	cur_store(vq, cfg);
 	vq->hw_state = PRM_VIRTQ_STATE_INIT;
 	vq->used = cfg != &blank;
 	if (ready) {
@@ -290,7 +309,7 @@ err_subscribe:
 	if (devx_obj_destroy(vq->obj) == 0)
 		__atomic_store_n(&vq->obj, NULL, __ATOMIC_RELEASE);
 	else
-		vq->cur = *cfg;  /* what the object that stays names (mlx5_lm_virtq_names_mkey) */
+		cur_store(vq, cfg);  /* what the object that stays names */
 err_obj:
 	mlx5_lm_eventq_destroy(vq);
 err_eventq:
@@ -320,7 +339,7 @@ mlx5_lm_virtq_destroy(struct mlx5_lm_virtq *vq)
 	vq->used = 0;
 	/* An object whose destroy failed still names its keys: they are kept for it. */
 	if (vq->obj == NULL) {
-		memset(&vq->cur, 0, sizeof(vq->cur));
+		cur_store(vq, &(const struct mlx5_lm_vq_cfg){ 0 });
 		__atomic_store_n(&vq->log_mkey, 0, __ATOMIC_RELEASE);
 	}
 }
@@ -387,7 +406,7 @@ virtq_modify(struct mlx5_lm_virtq *vq, uint64_t bits, const struct mlx5_lm_vq_cf
 		return ret;
 	}
 	if (bits & ~PRM_VIRTQ_MODIFY_STATE) {
-		vq->cur = *cfg;
+		cur_store(vq, cfg);
 		vq->used = 1;
 	}
 	if (bits & PRM_VIRTQ_MODIFY_STATE) {
