@@ -93,6 +93,14 @@ struct lm_app_fe_region {
  */
 int lm_app_fe_mem_find(pid_t pid, uint64_t min_size, struct lm_app_fe_region *out,
 		       unsigned int max, char *err, size_t errlen);
+/*
+ * The same mappings as lm_app_fe_mem_find without opening anything (fd -1,
+ * and a mapping is listed whether or not pid holds its file open): cheap
+ * enough to watch a process's memory appear (vhostd's automatic
+ * preparation). Needs the right to read /proc/<pid>/maps, as above.
+ */
+int lm_app_fe_mem_layout(pid_t pid, uint64_t min_size, struct lm_app_fe_region *out,
+			 unsigned int max, char *err, size_t errlen);
 void lm_app_fe_mem_close(struct lm_app_fe_region *r, unsigned int n);
 
 #endif /* LM_APP_H */

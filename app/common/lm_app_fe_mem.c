@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,9 +106,14 @@ open_file_of(pid_t pid, dev_t dev, uint64_t ino, char *err, size_t errlen)
 	return fd;
 }
 
-int
-lm_app_fe_mem_find(pid_t pid, uint64_t min_size, struct lm_app_fe_region *out,
-		   unsigned int max, char *err, size_t errlen)
+/*
+ * The candidate mappings of pid into out; with open_files, each file
+ * re-opened through /proc/<pid>/fd and a mapping whose file pid does not
+ * hold open left out; without, every candidate listed with fd -1.
+ */
+static int
+fe_mem_list(pid_t pid, uint64_t min_size, struct lm_app_fe_region *out, unsigned int max,
+	    bool open_files, char *err, size_t errlen)
 {
 	char path[64], *line = NULL;
 	unsigned int n = 0, i;
@@ -141,13 +147,14 @@ lm_app_fe_mem_find(pid_t pid, uint64_t min_size, struct lm_app_fe_region *out,
 			ret = -E2BIG;
 			break;
 		}
-		fd = open_file_of(pid, makedev(m.major, m.minor), m.inode, err, errlen);
-		if (fd == -ENOENT) {
+		fd = open_files ? open_file_of(pid, makedev(m.major, m.minor), m.inode, err,
+					       errlen) : -1;
+		if (open_files && fd == -ENOENT) {
 			/* Mapped but not open: the front end could not send it anyway. */
 			err[0] = '\0';
 			continue;
 		}
-		if (fd < 0) {
+		if (open_files && fd < 0) {
 			ret = fd;
 			break;
 		}
@@ -167,6 +174,20 @@ lm_app_fe_mem_find(pid_t pid, uint64_t min_size, struct lm_app_fe_region *out,
 		return ret;
 	}
 	return (int)n;
+}
+
+int
+lm_app_fe_mem_find(pid_t pid, uint64_t min_size, struct lm_app_fe_region *out,
+		   unsigned int max, char *err, size_t errlen)
+{
+	return fe_mem_list(pid, min_size, out, max, true, err, errlen);
+}
+
+int
+lm_app_fe_mem_layout(pid_t pid, uint64_t min_size, struct lm_app_fe_region *out,
+		     unsigned int max, char *err, size_t errlen)
+{
+	return fe_mem_list(pid, min_size, out, max, false, err, errlen);
 }
 
 void

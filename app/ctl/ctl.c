@@ -88,6 +88,7 @@ add_params(const struct command *cmd, int argc, char **argv)
 		{ "vhost-socket", required_argument, NULL, 's' },
 		{ "client", no_argument, NULL, 'c' },
 		{ "devargs", required_argument, NULL, 'd' },
+		{ "no-auto-prepare", no_argument, NULL, 'a' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -112,6 +113,9 @@ add_params(const struct command *cmd, int argc, char **argv)
 		case 'd':
 			json_object_set_new(p, "devargs", json_string(optarg));
 			break;
+		case 'a':
+			json_object_set_new(p, "auto_prepare", json_false());
+			break;
 		case 'h':
 			cmd_usage(stdout, cmd);
 			printf("\n  --name NAME          the device's name, unique in the service\n"
@@ -120,7 +124,10 @@ add_params(const struct command *cmd, int argc, char **argv)
 			       "  --client             connect to the front end's socket (QEMU\n"
 			       "                       server=on) instead of listening\n"
 			       "  --devargs ARGS       emu=, ibdev=, pci= or sf=, and the keys of\n"
-			       "                       doc/devargs.md, e.g. emu=cx6dx,queues=4\n");
+			       "                       doc/devargs.md, e.g. emu=cx6dx,queues=4\n"
+			       "  --no-auto-prepare    do not register a destination front end's\n"
+			       "                       guest memory before its start unasked\n"
+			       "                       (doc/vhostd.md, preparing the destination)\n");
 			json_decref(p);
 			exit(EXIT_OK);
 		default:
@@ -343,7 +350,8 @@ show_json(json_t *r)
 }
 
 static const struct command commands[] = {
-	{ "device_add", "--name NAME --vm VM --vhost-socket PATH [--client] --devargs ARGS",
+	{ "device_add", "--name NAME --vm VM --vhost-socket PATH [--client] --devargs ARGS "
+	  "[--no-auto-prepare]",
 	  "create a device in its VM's worker and serve its vhost-user socket", add_params,
 	  show_added },
 	{ "device_remove", "NAME", "stop serving a device and destroy it", name_params,

@@ -57,6 +57,7 @@ vhostd_devcfg_from_json(json_t *params, struct vhostd_devcfg *d, char *msg, size
 	const char *sock = json_string_value(json_object_get(params, "socket"));
 	const char *devargs = json_string_value(json_object_get(params, "devargs"));
 	json_t *client = json_object_get(params, "client");
+	json_t *auto_prepare = json_object_get(params, "auto_prepare");
 	size_t i;
 
 	memset(d, 0, sizeof(*d));
@@ -97,14 +98,16 @@ vhostd_devcfg_from_json(json_t *params, struct vhostd_devcfg *d, char *msg, size
 	snprintf(d->socket, sizeof(d->socket), "%s", sock);
 	snprintf(d->devargs, sizeof(d->devargs), "%s", devargs);
 	d->client = client != NULL && json_is_true(client);
+	d->auto_prepare = auto_prepare == NULL || json_is_true(auto_prepare);
 	return 0;
 }
 
 json_t *
 vhostd_devcfg_to_json(const struct vhostd_devcfg *d)
 {
-	return json_pack("{s:s, s:s, s:s, s:b, s:s}", "name", d->name, "vm", d->vm,
-			 "socket", d->socket, "client", d->client, "devargs", d->devargs);
+	return json_pack("{s:s, s:s, s:s, s:b, s:s, s:b}", "name", d->name, "vm", d->vm,
+			 "socket", d->socket, "client", d->client, "devargs", d->devargs,
+			 "auto_prepare", d->auto_prepare);
 }
 
 bool
@@ -112,7 +115,7 @@ vhostd_devcfg_equal(const struct vhostd_devcfg *a, const struct vhostd_devcfg *b
 {
 	return strcmp(a->name, b->name) == 0 && strcmp(a->vm, b->vm) == 0 &&
 	       strcmp(a->socket, b->socket) == 0 && a->client == b->client &&
-	       strcmp(a->devargs, b->devargs) == 0;
+	       strcmp(a->devargs, b->devargs) == 0 && a->auto_prepare == b->auto_prepare;
 }
 
 void
@@ -179,6 +182,7 @@ static const struct vhostd_param devcfg_params[] = {
 	{ "socket", VHOSTD_PARAM_STRING, true, NULL },
 	{ "client", VHOSTD_PARAM_BOOL, false, NULL },
 	{ "devargs", VHOSTD_PARAM_STRING, true, NULL },
+	{ "auto_prepare", VHOSTD_PARAM_BOOL, false, NULL },
 	{ NULL, 0, false, NULL },
 };
 

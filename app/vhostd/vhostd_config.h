@@ -23,6 +23,8 @@ struct vhostd_devcfg {
 	char socket[VHOSTD_SOCKET_MAX];
 	bool client;
 	char devargs[VHOSTD_DEVARGS_MAX];
+	/* Prepare a destination front end's guest memory unasked (default true). */
+	bool auto_prepare;
 };
 
 struct vhostd_config {
@@ -33,8 +35,8 @@ struct vhostd_config {
 /*
  * device_add's params (already type-checked) into d: names of 1-32 of
  * [A-Za-z0-9_.-], an absolute socket path that fits a unix socket, devargs
- * of printable characters naming exactly one of emu=, ibdev=, pci=, sf=.
- * -1 with msg naming the field.
+ * of printable characters naming exactly one of emu=, ibdev=, pci=, sf=;
+ * auto_prepare true unless given false. -1 with msg naming the field.
  */
 int vhostd_devcfg_from_json(json_t *params, struct vhostd_devcfg *d, char *msg, size_t len);
 json_t *vhostd_devcfg_to_json(const struct vhostd_devcfg *d);

@@ -33,16 +33,19 @@ static const struct vhostd_param p_add[] = {
 	  "connect to the front end's socket (QEMU server=on) instead of listening" },
 	{ "devargs", VHOSTD_PARAM_STRING, true,
 	  "device arguments: emu=, ibdev=, pci= or sf=, and any key of doc/devargs.md" },
+	{ "auto_prepare", VHOSTD_PARAM_BOOL, false,
+	  "prepare a destination front end's guest memory before its start, unasked "
+	  "(default true; doc/vhostd.md)" },
 	{ NULL, 0, false, NULL },
 };
 
 static json_t *
 dev_summary(struct vhostd_dev *d)
 {
-	json_t *j = json_pack("{s:s, s:s, s:s, s:b, s:s, s:s, s:i}", "name", d->cfg.name,
+	json_t *j = json_pack("{s:s, s:s, s:s, s:b, s:s, s:b, s:s, s:i}", "name", d->cfg.name,
 			      "vm", d->cfg.vm, "socket", d->cfg.socket, "client", d->cfg.client,
-			      "devargs", d->cfg.devargs, "state", d->state,
-			      "worker_pid", d->vm != NULL ? (int)d->vm->pid : 0);
+			      "devargs", d->cfg.devargs, "auto_prepare", d->cfg.auto_prepare,
+			      "state", d->state, "worker_pid", d->vm != NULL ? (int)d->vm->pid : 0);
 
 	if (d->reason[0] != '\0')
 		json_object_set_new(j, "reason", json_string(d->reason));

@@ -35,6 +35,7 @@
 
 #include "lm_app.h"
 #include "rte_pmd_mlx5_lm.h"
+#include "vhostd_autoprep.h"
 #include "vhostd_chan.h"
 #include "vhostd_config.h"
 #include "vhostd_rpc.h"
@@ -73,6 +74,8 @@ struct wdev {
 	/* Main thread only: what the supervisor was last told. */
 	char state[16];
 	char reason[160];
+	/* Main thread only: the destination's memory prepared unasked. */
+	struct vhostd_autoprep autoprep;
 };
 
 static pthread_mutex_t wlock = PTHREAD_MUTEX_INITIALIZER;
@@ -373,6 +376,7 @@ op_add(json_t *id, json_t *req)
 	snprintf(d->devname, sizeof(d->devname), "%s%u", LM_APP_PMD, next_index++);
 	d->client = cfg.client;
 	d->vid = -1;
+	vhostd_autoprep_init(&d->autoprep, cfg.auto_prepare);
 	if (probe_captured(d->devname, d->devargs, why, sizeof(why)) < 0)
 		return error_reply(id, VHOSTD_RPC_DEVICE_FAILED, "device '%s': bad device: %s",
 				   cfg.name, why);
@@ -508,8 +512,10 @@ dev_info(struct wdev *d)
 	pthread_mutex_unlock(&wlock);
 	if (j != NULL && reason[0] != '\0')
 		json_object_set_new(j, "reason", json_string(reason));
-	if (j != NULL)
+	if (j != NULL) {
 		json_object_set_new(j, "preparation", vhostd_worker_prep_json(d->devname));
+		json_object_set_new(j, "auto_prepare", vhostd_autoprep_json(&d->autoprep));
+	}
 	return j;
 }
 
@@ -525,6 +531,8 @@ op_prepare(json_t *id, json_t *req)
 
 	if (d == NULL)
 		return error_reply(id, VHOSTD_RPC_NOT_FOUND, "no device '%s'", name ? name : "");
+	/* The operator's word: no automatic preparation of this connection after it. */
+	vhostd_autoprep_manual(&d->autoprep);
 	r = vhostd_worker_prepare(d->devname, (int)pid, err, sizeof(err));
 	if (r == NULL) {
 		DLOG(d, "not prepared for pid %lld: %s", (long long)pid, err);
@@ -570,7 +578,41 @@ send_msg(json_t *m)
 	json_decref(m);
 }
 
-/* Tell the supervisor of every state change, once; log it with its reason. */
+static int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* One turn of the device's automatic preparation (vhostd_autoprep.c). */
+static void
+autoprep_turn(struct wdev *d)
+{
+	struct vhostd_autoprep_view v = { .devname = d->devname, .now_ms = now_ms() };
+	struct rte_pmd_mlx5_lm_state st;
+	uint64_t at_connect;
+	const char *said;
+
+	pthread_mutex_lock(&wlock);
+	v.connected = d->connected;
+	v.connection = d->connections;
+	v.pid = d->peer_pid;
+	at_connect = d->conf_at_connect;
+	pthread_mutex_unlock(&wlock);
+	v.started = rte_pmd_mlx5_lm_get_state(d->devname, &st) == 0 &&
+		    (st.conf_count > at_connect || st.state == RTE_PMD_MLX5_LM_STATE_RUNNING);
+	said = vhostd_autoprep_poll(&d->autoprep, &v);
+	if (said != NULL)
+		DLOG(d, "automatic preparation: %s", said);
+}
+
+/*
+ * Tell the supervisor of every state change, once; log it with its reason.
+ * And give each device's automatic preparation its turn.
+ */
 static void
 monitor(void)
 {
@@ -582,6 +624,7 @@ monitor(void)
 
 		if (!d->used)
 			continue;
+		autoprep_turn(d);
 		dev_state(d, state, sizeof(state), reason, sizeof(reason));
 		if (strcmp(state, d->state) == 0 && strcmp(reason, d->reason) == 0)
 			continue;
@@ -637,15 +680,6 @@ handle(json_t *req)
 		send_msg(error_reply(id, VHOSTD_RPC_INTERNAL_ERROR, "unknown op '%s'", op));
 	monitor();
 	return true;
-}
-
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void

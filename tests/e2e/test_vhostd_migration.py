@@ -23,16 +23,19 @@ stop, device_remove) and the destination's (vhostd-migrate-destination) run; the
 powers off; SIGTERM to both services: each exits 0 with 0 device objects left alive,
 and its /run/mlx5-lm is empty (the control socket and the NIC's socket removed).
 
---variant prereg: the destination's NIC is added with a DevX trace, and once its QEMU
-waits for the migration, `mlx5-lm-ctl device_prepare NIC --pid <that QEMU>` registers
-its guest RAM (doc/vhostd.md, "Preparing the destination") while the source still runs.
-After `cont` the device's start must use the preparation whole: in the trace, every
-guest-memory registration (MR_REG) ended before `cont`, none comes after it, and the
-queues' MODIFYs follow; device_get says `used`, nothing fell back. --variant
-prereg-grown: the destination QEMU's RAM is on a file in /dev/shm, which grows by 2 MiB
-after the preparation: its memory is no longer what was prepared, so the start
-registers it all, as without preparation, and says why (device_get's reason, the PMD's
-DRIVER_OK line); the trace has the registration after cont. Then a DIMM plugged into the
+--variant prereg: the destination's NIC is added with a DevX trace and nothing else: its
+service sees that the QEMU connecting to it was started with -incoming, watches its
+memory appear and registers it (doc/vhostd.md, "Preparing the destination") while the
+source still runs, unasked. After `cont` the device's start must use the preparation
+whole: in the trace, every guest-memory registration (MR_REG) ended before `cont`, none
+comes after it, and the queues' MODIFYs follow; device_get says `used`, nothing fell
+back. --variant prereg-grown: the NIC is added with --no-auto-prepare and, once the
+destination QEMU waits for the migration, `mlx5-lm-ctl device_prepare NIC --pid <that
+QEMU>` prepares it, as an operator's migration hook would; its RAM is on a file in
+/dev/shm, which grows by 2 MiB after the preparation: its memory is no longer what was
+prepared, so the start registers it all, as without preparation, and says why
+(device_get's reason, the PMD's DRIVER_OK line); the trace has the registration after
+cont. Then a DIMM plugged into the
 running destination: the device restarts on the new memory table, device_get reports
 it, pings are answered. (No DIMM during the migration: QEMU 7.2 under TCG loses pages
 of the guest's RAM in a quarter of such migrations here, with no vhost-user device at
@@ -71,8 +74,8 @@ STEP = V.STEP
 DIMM_MB = 128                     # prereg-grown: the DIMM plugged in after (a Linux memory block)
 GROW_MB = 2                       # what the destination's RAM file grows by once prepared
 MAXMEM_MB = 1024
-VARIANTS = {'base': {}, 'prereg': {'prepare': True},
-            'prereg-grown': {'prepare': True, 'grow_mb': GROW_MB, 'dimm_mb': DIMM_MB}}
+VARIANTS = {'base': {}, 'prereg': {'prepare': 'auto'},
+            'prereg-grown': {'prepare': 'manual', 'grow_mb': GROW_MB, 'dimm_mb': DIMM_MB}}
 
 
 class Host:
@@ -189,6 +192,28 @@ def prepare(dst, qd, var, res):
     res.update(prep_bytes=p['bytes'], prep_ms=p['prepare_ms'])
 
 
+def auto_prepared(dst, qd, since, res):
+    """The service prepared the destination QEMU's memory by itself: its worker watched
+    it (a destination: -incoming) and prepared it; waits (bounded) until it is ready."""
+    pid = qd.p.pid
+    _, _, m = dst.srv.expect(r"device %s: automatic preparation: pid %d is a migration's "
+                             r'destination \(-incoming\): watching' % (NIC, pid), STEP,
+                             since=since)
+    L.log(f'destination: {m.group(0)}')
+    _, _, m = dst.srv.expect(r"device %s: automatic preparation: preparing \d+ MiB of pid "
+                             r"%d's guest memory" % (NIC, pid), STEP, since=since)
+    L.log(f'destination: {m.group(0)}')
+    _, _, m = dst.srv.expect(r'preparation: \d+ chunks registered in [\d.]+ ms', STEP,
+                             since=since)
+    L.log(f'destination: {m.group(0)}')
+    d = device(dst, 'prepared unasked')
+    p, a = d['preparation'], d['auto_prepare']
+    if (a['state'], a['pid'], a['bytes']) != ('prepared', pid, RAM) or \
+            (p['state'], p['pid'], p['bytes']) != ('ready', pid, RAM):
+        raise AssertionError(f'the QEMU\'s {RAM >> 20} MiB are not prepared unasked: {a}, {p}')
+    res.update(prep_bytes=p['bytes'], prep_ms=p['prepare_ms'], auto_prepare=a['state'])
+
+
 def check_prepared(dst, trace, t_cont, var, res):
     """The destination's start used the preparation whole, or (prereg-grown: its RAM file
     grew after it) not at all and said why; device_get and the PMD's log agree, and the
@@ -277,17 +302,21 @@ def migrate(boot, net, tag, bridge, tmp, procs, res, var):
     if var.get('prepare'):
         V.ctl(dst.rpc, 'device_add', '--name', NIC, '--vm', 'vm1', '--vhost-socket',
               f'{RUN}/vm1.sock', '--devargs',
-              f'emu=cx6dx,queues={QUEUES},uplink=net_tap0,devx_trace={trace}')
+              f'emu=cx6dx,queues={QUEUES},uplink=net_tap0,devx_trace={trace}',
+              *(['--no-auto-prepare'] if var['prepare'] == 'manual' else []))
     else:
         dst.block(doc_block('vhostd-migrate-add'))
     bridge.attach(dst.tap)
     mig = os.path.join(tmp, 'migrate.sock')
+    since = dst.srv.mark()
     qd = qemu(dst, boot, tmp, procs, var, incoming=f'unix:{mig}')
     qd.watch.append(src.srv)
     qs.watch.append(dst.srv)
     V.wait_state(dst.srv, dst.rpc, NIC, 'connected')
-    if var.get('prepare'):
+    if var.get('prepare') == 'manual':
         prepare(dst, qd, var, res)
+    elif var.get('prepare') == 'auto':
+        auto_prepared(dst, qd, since, res)
     if var.get('grow_mb'):
         # The destination's memory is no longer what was prepared: its RAM file grows
         # (QEMU's mapping is unchanged; the preparation watched the file).
@@ -421,8 +450,9 @@ def count_pings(qs, qd, res):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--variant', choices=sorted(VARIANTS), default='base',
-                    help='base: the guide\'s blocks; prereg: the destination prepared from '
-                    'its QEMU\'s pid; prereg-grown: and a memory file of it grown after that')
+                    help='base: the guide\'s blocks; prereg: the destination prepared by its '
+                    'service unasked; prereg-grown: prepared from its QEMU\'s pid by '
+                    'device_prepare, and a memory file of it grown after that')
     args = ap.parse_args()
     # meson's timeout sends SIGTERM: clean up on the way out.
     signal.signal(signal.SIGTERM, L.on_sigterm)

@@ -75,6 +75,11 @@ test_device_parameters_are_checked_field_by_field(void **state)
 	assert_string_equal(d.name, "vm1-net0");
 	assert_true(d.client);
 	assert_string_equal(d.devargs, "ibdev=mlx5_0,queues=4");
+	/* A destination's memory is prepared unasked unless the device says not. */
+	assert_true(d.auto_prepare);
+	assert_int_equal(from("{\"name\":\"a\",\"vm\":\"v\",\"socket\":\"/s\",\"devargs\":"
+			      "\"emu=fast\",\"auto_prepare\":false}", &d, msg, sizeof(msg)), 0);
+	assert_false(d.auto_prepare);
 }
 
 static void
@@ -109,6 +114,7 @@ test_saved_configuration_replays_to_the_same_devices(void **state)
 	assert_true(fd >= 0);
 	close(fd);
 	b.client = true;
+	a.auto_prepare = true;
 	vhostd_config_init(&c);
 	vhostd_config_append(&c, &a);
 	vhostd_config_append(&c, &b);
@@ -119,6 +125,8 @@ test_saved_configuration_replays_to_the_same_devices(void **state)
 	assert_int_equal(back.n, 2);
 	assert_true(vhostd_devcfg_equal(&back.dev[0], &a));
 	assert_true(vhostd_devcfg_equal(&back.dev[1], &b));
+	assert_true(back.dev[0].auto_prepare);
+	assert_false(back.dev[1].auto_prepare);
 	unlink(path);
 	vhostd_config_free(&c);
 	vhostd_config_free(&back);
@@ -142,6 +150,9 @@ test_bad_files_say_which_entry(void **state)
 		  "\"v\", \"socket\": \"/s\", \"devargs\": \"emu=fast\"}}, {\"method\": "
 		  "\"device_add\", \"params\": {\"name\": \"a\", \"vm\": \"v\", \"socket\": \"/t\", "
 		  "\"devargs\": \"emu=fast\"}}]}", "config[1]: device 'a' exists" },
+		{ "{\"config\": [{\"method\": \"device_add\", \"params\": {\"name\": \"a\", \"vm\": "
+		  "\"v\", \"socket\": \"/s\", \"devargs\": \"emu=fast\", \"auto_prepare\": \"no\"}}]}",
+		  "config[0]: invalid params: 'auto_prepare'" },
 	};
 	struct vhostd_config c;
 	char msg[256];

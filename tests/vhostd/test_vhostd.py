@@ -285,6 +285,85 @@ class Prepare(unittest.TestCase):
             finally:
                 stopped_clean(self, srv)
 
+    def auto(self, srv, name, states, timeout=30.0):
+        """device_get once its auto_prepare state is one of states (bounded)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            g = srv.call('device_get', {'name': name})
+            if g['auto_prepare']['state'] in states or time.monotonic() > deadline:
+                return g
+
+    def test_a_destination_front_end_is_prepared_unasked(self):
+        """A front end started with --incoming (as a migration's destination QEMU),
+        connected before its guest memory exists, as QEMU creates its memory backends
+        after its netdevs: the worker watches its maps, prepares the device once the
+        memory holds still, and the start takes the preparation whole. A front end
+        without --incoming is left alone; a device added with auto_prepare false
+        never prepares."""
+        with tempfile.TemporaryDirectory() as d:
+            srv = service(d)
+            try:
+                sock = os.path.join(d, 'vm1.sock')
+                srv.add('n1', 'vm1', sock, devargs(0))
+                self.assertTrue(srv.device('n1')['auto_prepare'])
+                self.assertEqual(srv.call('device_get', {'name': 'n1'})['auto_prepare'],
+                                 {'enabled': True, 'state': 'idle', 'pid': 0,
+                                  'preparations': 0, 'bytes': 0})
+                fe = Proc([TRAFFIC, sock, '--incoming'], name='vu_traffic')
+                try:
+                    fe.expect(r'vu_traffic: connected', timeout=30)
+                    srv.p.expect(r'device n1: automatic preparation: pid %d is a '
+                                 r"migration's destination \(-incoming\): watching"
+                                 % fe.p.pid, timeout=30)
+                    fe.expect(r'vu_traffic: memory ready', timeout=30)
+                    g = self.auto(srv, 'n1', ('prepared', 'failed', 'gave up'))
+                    self.assertEqual((g['auto_prepare']['state'], g['auto_prepare']['pid'],
+                                      g['auto_prepare']['bytes']),
+                                     ('prepared', fe.p.pid, 1 << 30), g['auto_prepare'])
+                    srv.p.expect(r'device n1: automatic preparation: preparing 1024 MiB '
+                                 r"of pid %d's guest memory" % fe.p.pid, timeout=30)
+                    p = self.preparation(srv, 'n1', ('ready', 'failed', 'released'))
+                    self.assertEqual((p['state'], p['pid'], p['bytes']),
+                                     ('ready', fe.p.pid, 1 << 30), p)
+                    os.kill(fe.p.pid, signal.SIGUSR1)
+                    fe.expect(r'vu_traffic: running', timeout=60)
+                    g = srv.call('device_get', {'name': 'n1'})
+                    p = g['preparation']
+                    self.assertEqual((p['state'], p['used_bytes'], p['fallback_bytes']),
+                                     ('used', 1 << 30, 0), p)
+                    self.assertEqual((g['auto_prepare']['state'],
+                                      g['auto_prepare']['preparations']), ('prepared', 1))
+                finally:
+                    fe.kill()
+                srv.wait_state('n1', ('waiting', 'stopped'))
+                # A VM booting (no -incoming): nothing is watched or prepared.
+                t = Traffic(sock)
+                try:
+                    # The worker looks at each new connection within its next turn.
+                    a = self.auto(srv, 'n1', ('not a destination',))['auto_prepare']
+                    self.assertEqual((a['state'], a['pid'], a['preparations']),
+                                     ('not a destination', t.p.pid, 0), a)
+                    self.assertIn('was not started with -incoming', a['reason'])
+                finally:
+                    t.kill()
+                # auto_prepare false: a destination's start registers its memory itself.
+                sock2 = os.path.join(d, 'vm2.sock')
+                srv.add('n2', 'vm2', sock2, devargs(1), auto_prepare=False)
+                self.assertFalse(srv.device('n2')['auto_prepare'])
+                fe = Proc([TRAFFIC, sock2, '--incoming'], name='vu_traffic2')
+                try:
+                    fe.expect(r'vu_traffic: memory ready', timeout=30)
+                    os.kill(fe.p.pid, signal.SIGUSR1)
+                    fe.expect(r'vu_traffic: running', timeout=60)
+                    g = srv.call('device_get', {'name': 'n2'})
+                    self.assertEqual((g['auto_prepare']['enabled'],
+                                      g['auto_prepare']['state']), (False, 'off'))
+                    self.assertEqual(g['preparation']['state'], 'none', g['preparation'])
+                finally:
+                    fe.kill()
+            finally:
+                stopped_clean(self, srv)
+
 
 class Config(unittest.TestCase):
     def test_saved_config_replays_at_start_and_applies_again_on_sighup(self):
@@ -782,10 +861,11 @@ class Docs(unittest.TestCase):
     """doc/vhostd.md's quick start, run verbatim (doc-test vhostd-quick-start)."""
 
     def test_quick_start_block_runs_as_written(self):
-        from lmtest import doc_block, socket_in_use
+        from lmtest import doc_block, run_dir_lock, socket_in_use
         block = doc_block('vhostd-quick-start')
         if os.geteuid() != 0:
             self.skipTest('the block uses /run/mlx5-lm, which needs root')
+        self.enterContext(run_dir_lock())
         for path in ('/run/mlx5-lm/vhostd.sock', '/run/mlx5-lm/vm1-net0.sock',
                      '/run/mlx5-lm/metrics.sock'):
             if socket_in_use(path):

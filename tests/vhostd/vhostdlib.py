@@ -93,10 +93,13 @@ class Service:
                            text=True, timeout=timeout)
         return r.returncode, r.stdout, r.stderr
 
-    def add(self, name, vm, sock, devargs='emu=fast,queues=1', client=False):
+    def add(self, name, vm, sock, devargs='emu=fast,queues=1', client=False,
+            auto_prepare=None):
         p = {'name': name, 'vm': vm, 'socket': sock, 'devargs': devargs}
         if client:
             p['client'] = True
+        if auto_prepare is not None:
+            p['auto_prepare'] = auto_prepare
         return self.call('device_add', p)
 
     def device(self, name):

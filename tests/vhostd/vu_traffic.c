@@ -8,10 +8,14 @@
  * until it could connect again and until frames came back; then it
  * starts the device again, as QEMU does on a reconnection.
  *
- * Usage: vu_traffic SOCKET [--start-on-usr1]. With --start-on-usr1 the
- * guest's memory exists first ("vu_traffic: memory ready"), the
- * connection only once SIGUSR1 comes, as a migration's destination QEMU
- * waits for its incoming state. Lines: "vu_traffic: running" once frames
+ * Usage: vu_traffic SOCKET [--start-on-usr1 | --incoming]. With
+ * --start-on-usr1 the guest's memory exists first ("vu_traffic: memory
+ * ready"), the connection only once SIGUSR1 comes. With --incoming it is
+ * a migration's destination QEMU as the service sees one: the option on
+ * its command line, connected and through the handshake first
+ * ("vu_traffic: connected"), its guest memory made only then (as QEMU
+ * creates its memory backends after its netdevs), and the device started
+ * once SIGUSR1 comes. Lines: "vu_traffic: running" once frames
  * flow; "vu_traffic: back end gone"; "vu_traffic: reconnected after N ms,
  * traffic again after M ms"; on SIGTERM "vu_traffic: done rx=R lost=L
  * max_gap_ms=G reconnects=K" (lost: frames sent on the last connection and
@@ -71,10 +75,11 @@ backend_gone(struct vu_client *c, int wait_ms)
 
 static double connected_at;
 
+/* Connected (unless *c already is), then the device started. */
 static int
 start(struct vu_client **c, struct vu_guest *g, const char *path)
 {
-	int ret = vu_connect(c, path, CONNECT_MS);
+	int ret = *c == NULL ? vu_connect(c, path, CONNECT_MS) : 0;
 
 	if (ret != 0)
 		return ret;
@@ -103,8 +108,10 @@ main(int argc, char **argv)
 	bool running = false;
 	int ret;
 
-	if (argc != 2 && (argc != 3 || strcmp(argv[2], "--start-on-usr1") != 0)) {
-		fprintf(stderr, "usage: vu_traffic SOCKET [--start-on-usr1]\n");
+	bool incoming = argc == 3 && strcmp(argv[2], "--incoming") == 0;
+
+	if (argc != 2 && (argc != 3 || (!incoming && strcmp(argv[2], "--start-on-usr1") != 0))) {
+		fprintf(stderr, "usage: vu_traffic SOCKET [--start-on-usr1 | --incoming]\n");
 		return 2;
 	}
 	signal(SIGUSR1, on_usr1);
@@ -112,6 +119,19 @@ main(int argc, char **argv)
 	signal(SIGTERM, on_term);
 	signal(SIGINT, on_term);
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (incoming) {
+		ret = vu_connect(&c, argv[1], CONNECT_MS);
+		if (ret == 0) {
+			vu_set_reply_timeout(c, 10000);
+			ret = vu_device_init(c, NULL);
+		}
+		if (ret != 0) {
+			fprintf(stderr, "vu_traffic: cannot connect to %s: %s\n", argv[1],
+				strerror(-ret));
+			return 1;
+		}
+		printf("vu_traffic: connected\n");
+	}
 	if (vu_mem_create_qemu(&mem, 1) != 0 ||
 	    vu_guest_create(&g, mem, &(struct vu_guest_cfg){ .queue_pairs = 1,
 							      .ring_size = 256 }) != 0) {
