@@ -18,6 +18,11 @@ packages=(
 # (systemd-analyze, in systemd) need these; each is skipped without them.
 optional=(openvswitch-switch-dpdk librte-vdpa-mlx5-23 librte-common-mlx5-23 systemd)
 
+# One set-up at a time: .ci/run starts the sanitizer builds side by side, and two
+# apt-get runs at once would fail on dpkg's lock.
+exec 9>"${TMPDIR:-/tmp}/mlx5-lm-setup.lock"
+flock -w 1800 9
+
 installed() {
 	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"
 }

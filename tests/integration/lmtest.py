@@ -54,6 +54,30 @@ def doc_block(name, top=TOP):
     return texts.pop()
 
 
+@contextlib.contextmanager
+def run_dir_lock(timeout=900.0):
+    """Held while a test uses the user guide's /run/mlx5-lm (its default control socket
+    and its NICs' sockets): the tests of two builds may run at once (.ci/run runs the
+    sanitizer builds side by side), and the second would find the first's service there
+    and skip. Bounded: a holder that never lets go fails the waiter, naming the lock."""
+    import fcntl
+    path = os.path.join(os.environ.get('TMPDIR', '/tmp'), 'mlx5-lm-run-dir.lock')
+    fd = os.open(path, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f'{path}: held by another test for {timeout:.0f} s')
+                time.sleep(0.1)  # polls the lock; the deadline bounds it
+        yield
+    finally:
+        os.close(fd)
+
+
 def socket_in_use(path):
     """True when a process answers on the unix socket path; a stale one is removed
     (a doc block's wait for its socket would pass on it at once)."""

@@ -187,7 +187,7 @@ class ServeOnEmulatedRdma(unittest.TestCase):
         back leaves the device on IF."""
         if os.geteuid() != 0 or not os.path.exists('/dev/net/tun'):
             self.skipTest('needs root and /dev/net/tun for a tap')
-        tap = f'lmrt{os.getpid() % 100000}'
+        tap = f'lmrt{os.getpid()}'  # unique: two builds' tests may run at once
         with tempfile.TemporaryDirectory() as d:
             sock = os.path.join(d, 'vhost.sock')
             srv = Proc([sys.executable, WRAPPER, '--profile', 'fast', '--tap', f'0={tap}', '--',

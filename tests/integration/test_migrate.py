@@ -36,9 +36,13 @@ MODEL_KEYS = {'model_busy_ms': float, 'model_pin_ms': float, 'model_actual_ms': 
               'downtime_max_ms': float, 'runs': list}
 
 
-def host_semaphores():
-    """The emulator's host pin-token semaphores (MLX5_LM_EMU_HOST) now in /dev/shm."""
-    return {n for n in os.listdir('/dev/shm') if n.startswith('sem.mlx5-lm-host-')}
+def host_semaphore(test, out):
+    """The /dev/shm file of the host pin-token semaphore (MLX5_LM_EMU_HOST) that the run
+    whose output is out created and named. Its own, not any of that prefix: another
+    build's tests may run a migration beside this one (.ci/run)."""
+    m = re.search(r'pinning tokens \(/(mlx5-lm-host-migrate-\d+)\)', out)
+    test.assertIsNotNone(m, out)
+    return os.path.join('/dev/shm', 'sem.' + m.group(1))
 
 
 def processes_with_arg(arg):
@@ -363,7 +367,6 @@ class Migrate(unittest.TestCase):
         and set of devices each), stopped at the same moment: every VM migrates with no
         lost or duplicated frame, a complete dirty log and no device object left; no
         child process and no host semaphore outlives the run."""
-        before = host_semaphores()
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, 'r.json')
             args = ['--devices', '1', '--queue-pairs', '1', '--mem-gb', '2', '--vms', '3',
@@ -374,7 +377,7 @@ class Migrate(unittest.TestCase):
                 doc = json.load(f)
             # The children ran the same command line (they are forks): none is left.
             self.assertEqual(processes_with_arg(path), [])
-        self.assertEqual(host_semaphores() - before, set())
+        self.assertFalse(os.path.exists(host_semaphore(self, out)))
         self.assertEqual(doc['scenario']['processes'], 3)
         self.check_evacuate(doc, 3)
         s = doc['stages'][0]
@@ -391,7 +394,6 @@ class Migrate(unittest.TestCase):
     def test_killed_back_end_process_is_named_and_nothing_outlives_the_run(self):
         """A back-end process that dies mid-run is named by the parent, which exits 1;
         the other process gives up and tears down; nothing outlives the run."""
-        before = host_semaphores()
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, 'r.json')
             p = subprocess.Popen([TOOL, 'migrate', '--profile', 'fast', '--devices', '1',
@@ -421,7 +423,9 @@ class Migrate(unittest.TestCase):
             self.assertEqual(rc, 1, text)
             self.assertIn('(pid %d) was killed by a signal' % victim, text)
             self.assertEqual(processes_with_arg(path), [])
-        self.assertEqual(host_semaphores() - before, set())
+        sem = host_semaphore(self, text)
+        self.assertTrue(sem.endswith('-%d' % p.pid), sem)
+        self.assertFalse(os.path.exists(sem))
 
     def test_evacuate_service(self):
         """--service: 2 VMs whose devices are in mlx5-lm-vhostd workers (a source and a
@@ -430,7 +434,6 @@ class Migrate(unittest.TestCase):
         by part in each window, the projection to 2, 16 and 64 CPUs (more CPUs never a
         larger bound), and nothing left alive: no device object (the services' exit),
         no service or worker process, no host semaphore, no socket directory."""
-        before = host_semaphores()
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, 'r.json')
             p = subprocess.Popen([TOOL, 'migrate', '--profile', 'fast', '--devices', '1',
@@ -443,7 +446,9 @@ class Migrate(unittest.TestCase):
                 doc = json.load(f)
         # Every process of the run took the host's pin tokens through this name.
         self.assertEqual(processes_with_env('MLX5_LM_EMU_HOST', 'migrate-%d' % p.pid), [], out)
-        self.assertEqual(host_semaphores() - before, set())
+        sem = host_semaphore(self, out)
+        self.assertTrue(sem.endswith('-%d' % p.pid), sem)
+        self.assertFalse(os.path.exists(sem))
         dirs = re.findall(r'a source and a destination mlx5-lm-vhostd \(pids \d+, \d+\) in (\S+)',
                           out)
         self.assertEqual(len(dirs), 1, out)

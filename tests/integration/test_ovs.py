@@ -20,7 +20,7 @@ import subprocess
 import tempfile
 import unittest
 
-from lmtest import Proc, Testpmd, doc_block, socket_in_use
+from lmtest import Proc, Testpmd, doc_block, run_dir_lock, socket_in_use
 
 TOOL = os.environ.get('TEST_LM', 'build/app/test-lm/dpdk-test-lm')
 VSWITCHD = '/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk'
@@ -46,6 +46,8 @@ def run(*args, **kw):
                      'OVS-DPDK (openvswitch-switch-dpdk) or ping not installed')
 class OvsDpdk(unittest.TestCase):
     def setUp(self):
+        # Released at cleanup, after tearDown: the service is gone by then.
+        self.enterContext(run_dir_lock())
         for path in (SOCK, RPC):
             if socket_in_use(path):
                 self.skipTest(f'{path} (the user guide\'s socket) is served by another process')

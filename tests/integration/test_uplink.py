@@ -31,7 +31,7 @@ def wait_for(cond, timeout, what):
                      'needs root and /dev/net/tun for net_tap')
 class UplinkTap(unittest.TestCase):
     def test_frames_cross_the_tap_both_ways(self):
-        iface = f'lmtap{os.getpid() % 10000}'
+        iface = f'lmtap{os.getpid()}'  # unique: two builds' tests may run at once
         with tempfile.TemporaryDirectory() as d:
             sock = os.path.join(d, 'vhost.sock')
             srv = serve(TOOL, [sock], 'emu=fast,queues=1,uplink=net_tap0',
