@@ -566,7 +566,15 @@ class Bridge:
     def __init__(self, name, addrs):
         self.name = name
         ip('link', 'del', name, check=False)
-        ip('link', 'add', name, 'type', 'bridge', 'stp_state', '0', 'forward_delay', '0')
+        # An address of its own: a bridge without one takes the lowest of its ports'
+        # (Linux br_stp_recalculate_bridge_id), so attaching the destination's tap while
+        # the guest pings through the source's could change it, and a changed address
+        # flushes the host's neighbour entries on the bridge (NETDEV_CHANGEADDR) under
+        # the guest's traffic. Locally administered, unicast, from the pid.
+        mac = '02:4c:4d:%02x:%02x:%02x' % ((os.getpid() >> 16) & 0xff,
+                                            (os.getpid() >> 8) & 0xff, os.getpid() & 0xff)
+        ip('link', 'add', name, 'address', mac, 'type', 'bridge', 'stp_state', '0',
+           'forward_delay', '0')
         for a in addrs:
             ip('addr', 'add', a, 'dev', name)
         ip('link', 'set', name, 'up')
