@@ -47,9 +47,38 @@ static const struct rte_vhost_device_ops vhost_ops = {
 	.destroy_device = on_destroy_device,
 };
 
-/* Serve vDPA device vdpa on d's vhost-user socket (ours and the peer's alike). */
+/* As serve and mlx5-lm-vhostd wait for a message's payload (cmd_serve.c). */
+#define MSG_TIMEOUT_MS 3000
+
+/*
+ * Our devices' connections as the service has them: every message vetted,
+ * the payload wait bounded (lm_app_vhost_vet). Set up at the connection,
+ * which on a destination comes before the migration, as QEMU's does.
+ */
 static int
-dev_serve(struct mig_ctx *x, struct mig_dev *d, struct rte_vdpa_device *vdpa)
+on_new_connection(int vid)
+{
+	char msg[160];
+	int ret = lm_app_vhost_vet(vid, MSG_TIMEOUT_MS, msg, sizeof(msg));
+
+	if (msg[0] != '\0')
+		fprintf(stderr, "migrate: %s\n", msg);
+	return ret;
+}
+
+static const struct rte_vhost_device_ops vhost_ops_vetted = {
+	.new_device = on_new_device,
+	.destroy_device = on_destroy_device,
+	.new_connection = on_new_connection,
+};
+
+/*
+ * Serve vDPA device vdpa on d's vhost-user socket: ours as the service
+ * does (vetted), the peer's as its own dpdk-vdpa example does (not: the
+ * vetting is this PMD's).
+ */
+static int
+dev_serve(struct mig_ctx *x, struct mig_dev *d, struct rte_vdpa_device *vdpa, bool ours)
 {
 	if (rte_vhost_driver_register(d->path, 0) < 0) {
 		mig_fail(x, "cannot register vhost-user socket %s", d->path);
@@ -57,7 +86,8 @@ dev_serve(struct mig_ctx *x, struct mig_dev *d, struct rte_vdpa_device *vdpa)
 	}
 	d->registered = true;
 	if (rte_vhost_driver_attach_vdpa_device(d->path, vdpa) < 0 ||
-	    rte_vhost_driver_callback_register(d->path, &vhost_ops) < 0 ||
+	    rte_vhost_driver_callback_register(d->path,
+					       ours ? &vhost_ops_vetted : &vhost_ops) < 0 ||
 	    rte_vhost_driver_start(d->path) < 0) {
 		mig_fail(x, "cannot start vhost-user on %s", d->path);
 		return -1;
@@ -116,7 +146,7 @@ dev_setup(struct mig_ctx *x, struct mig_dev *d, unsigned int idx, const char *ro
 		return -1;
 	}
 	d->conf_count = t.conf_count;
-	return dev_serve(x, d, vdpa);
+	return dev_serve(x, d, vdpa, true);
 }
 
 static void
@@ -205,7 +235,7 @@ peer_dev_setup(struct mig_ctx *x, struct mig_dev *d, unsigned int idx, const cha
 		mig_fail(x, "%s: probed, but no vDPA device of that name", d->name);
 		return -1;
 	}
-	return dev_serve(x, d, vdpa);
+	return dev_serve(x, d, vdpa, false);
 }
 
 static void
