@@ -58,12 +58,18 @@
 #include <dirent.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+/* include/uapi/asm-generic/socket.h, for C libraries that predate it. */
+#ifndef SO_COOKIE
+#define SO_COOKIE 57
+#endif
 
 #include <rte_log.h>
 #include <rte_version.h>
@@ -413,35 +419,44 @@ conn_of_path(int fd, const char *path)
  * prepared device asks for its peer on vhost's thread, inside the
  * downtime. The scan is made once, when the application sets the
  * connection's message timeout at its new_connection; a later lookup
- * uses the sockets it found only if each fd still names the same open
- * file (device and inode: a socket's identity while it is open), else
- * it scans again. A closed connection's fd whose number now names
- * another socket, or a vid that vhost gave to a new connection, never
- * matches.
+ * uses the sockets it found only if each fd still names the same socket,
+ * known by its cookie (SO_COOKIE: unique to a socket for the system's
+ * uptime, never reused), else it scans again: a closed connection's fd
+ * number that now names another socket, or a vid vhost gave to a new
+ * connection, never matches. A kernel without socket cookies gets no
+ * record: every lookup scans.
  */
 struct conn_rec {
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	int n;
 	int fd[MAX_CONN_FDS];
-	dev_t dev[MAX_CONN_FDS];
-	ino_t ino[MAX_CONN_FDS];
+	uint64_t cookie[MAX_CONN_FDS];
 };
 
 static pthread_mutex_t conn_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct conn_rec conn_recs[RTE_MAX_VHOST_DEVICE];
 
-/* rec still describes open sockets of path: their fds into fds, their count. */
+/* 0 and fd's socket cookie, or -1. */
+static int
+sock_cookie(int fd, uint64_t *cookie)
+{
+	socklen_t len = sizeof(*cookie);
+
+	return getsockopt(fd, SOL_SOCKET, SO_COOKIE, cookie, &len) == 0 &&
+	       len == sizeof(*cookie) ? 0 : -1;
+}
+
+/* rec still describes the same sockets, found for path: their fds into fds, their count. */
 static int
 conn_rec_valid(const struct conn_rec *rec, const char *path, int *fds)
 {
-	struct stat st;
+	uint64_t cookie;
 	int i;
 
 	if (rec->n <= 0 || strcmp(rec->path, path) != 0)
 		return 0;
 	for (i = 0; i < rec->n; i++) {
-		if (fstat(rec->fd[i], &st) < 0 || !S_ISSOCK(st.st_mode) ||
-		    st.st_dev != rec->dev[i] || st.st_ino != rec->ino[i])
+		if (sock_cookie(rec->fd[i], &cookie) < 0 || cookie != rec->cookie[i])
 			return 0;
 		fds[i] = rec->fd[i];
 	}
@@ -451,18 +466,15 @@ conn_rec_valid(const struct conn_rec *rec, const char *path, int *fds)
 static void
 conn_rec_store(struct conn_rec *rec, const char *path, const int *fds, int n)
 {
-	struct stat st;
 	int i;
 
 	rec->n = 0;
 	if ((size_t)snprintf(rec->path, sizeof(rec->path), "%s", path) >= sizeof(rec->path))
 		return;
 	for (i = 0; i < n; i++) {
-		if (fstat(fds[i], &st) < 0)
+		if (sock_cookie(fds[i], &rec->cookie[i]) < 0)
 			return;
 		rec->fd[i] = fds[i];
-		rec->dev[i] = st.st_dev;
-		rec->ino[i] = st.st_ino;
 	}
 	rec->n = n;
 }
