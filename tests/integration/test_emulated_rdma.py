@@ -214,11 +214,18 @@ class ServeOnEmulatedRdma(unittest.TestCase):
                     s.close()
                     pmd.cmd('stop')
                     _, tx = pmd.port_stats()
+                    # What testpmd queued is the device's to send: wait (bounded) until
+                    # the tap has it, before the front end's exit stops the device.
+                    deadline = time.monotonic() + 30
+                    while True:
+                        with open(stats + 'rx_packets') as f:
+                            host_rx = int(f.read())
+                        if host_rx >= tx or time.monotonic() > deadline:
+                            break
+                        time.sleep(0.05)  # polls a kernel counter; the deadline bounds it
                 finally:
                     pmd.quit()
                 srv.expect(r'front end gone', timeout=30)
-                with open(stats + 'rx_packets') as f:
-                    host_rx = int(f.read())
             self.assertFalse(os.path.exists(stats), 'the tap outlived its device')
         self.assertGreaterEqual(rx, 100)
         # testpmd (io) sent back what it got; all of it left on the tap.
