@@ -68,6 +68,8 @@ void lm_app_vhost_stop(const char *path);
  * missing timeout, which is not fatal: msg non-empty, 0 returned).
  */
 int lm_app_vhost_vet(int vid, unsigned int msg_timeout_ms, char *msg, size_t len);
+/* lm_app_vhost_vet as a new_connection callback wants it: msg on stderr after "who: ". */
+int lm_app_vhost_vet_stderr(int vid, unsigned int msg_timeout_ms, const char *who);
 
 /*
  * A front end's guest memory, found from its process id (lm_app_fe_mem.c):

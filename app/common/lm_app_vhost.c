@@ -68,3 +68,14 @@ lm_app_vhost_vet(int vid, unsigned int msg_timeout_ms, char *msg, size_t len)
 		snprintf(msg, len, "vhost device %d: no message timeout on its connection", vid);
 	return 0;
 }
+
+int
+lm_app_vhost_vet_stderr(int vid, unsigned int msg_timeout_ms, const char *who)
+{
+	char msg[160];
+	int ret = lm_app_vhost_vet(vid, msg_timeout_ms, msg, sizeof(msg));
+
+	if (msg[0] != '\0')
+		fprintf(stderr, "%s: %s\n", who, msg);
+	return ret;
+}

@@ -86,12 +86,7 @@ static unsigned int msg_timeout_ms = 3000;
 static int
 on_new_connection(int vid)
 {
-	char msg[160];
-	int ret = lm_app_vhost_vet(vid, msg_timeout_ms, msg, sizeof(msg));
-
-	if (msg[0] != '\0')
-		fprintf(stderr, "serve: %s\n", msg);
-	return ret;
+	return lm_app_vhost_vet_stderr(vid, msg_timeout_ms, "serve");
 }
 
 static const struct rte_vhost_device_ops vhost_ops = {

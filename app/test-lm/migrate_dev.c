@@ -58,12 +58,7 @@ static const struct rte_vhost_device_ops vhost_ops = {
 static int
 on_new_connection(int vid)
 {
-	char msg[160];
-	int ret = lm_app_vhost_vet(vid, MSG_TIMEOUT_MS, msg, sizeof(msg));
-
-	if (msg[0] != '\0')
-		fprintf(stderr, "migrate: %s\n", msg);
-	return ret;
+	return lm_app_vhost_vet_stderr(vid, MSG_TIMEOUT_MS, "migrate");
 }
 
 static const struct rte_vhost_device_ops vhost_ops_vetted = {
