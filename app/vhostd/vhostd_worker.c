@@ -531,13 +531,13 @@ op_prepare(json_t *id, json_t *req)
 
 	if (d == NULL)
 		return error_reply(id, VHOSTD_RPC_NOT_FOUND, "no device '%s'", name ? name : "");
-	/* The operator's word: no automatic preparation of this connection after it. */
-	vhostd_autoprep_manual(&d->autoprep);
 	r = vhostd_worker_prepare(d->devname, (int)pid, err, sizeof(err));
 	if (r == NULL) {
 		DLOG(d, "not prepared for pid %lld: %s", (long long)pid, err);
 		return error_reply(id, VHOSTD_RPC_INVALID_PARAMS, "%s", err);
 	}
+	/* The operator's word stands: no automatic preparation of this connection after it. */
+	vhostd_autoprep_manual(&d->autoprep);
 	DLOG(d, "preparing %lld bytes of pid %lld's guest memory",
 	     (long long)json_integer_value(json_object_get(r, "bytes")), (long long)pid);
 	json_object_set_new(r, "name", json_string(d->name));

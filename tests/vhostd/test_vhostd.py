@@ -247,6 +247,9 @@ class Prepare(unittest.TestCase):
                     rc, out, err = srv.ctl('device_prepare', 'n1', '--pid', str(fe.p.pid))
                     self.assertEqual(rc, 0, err)
                     self.assertIn('preparing n1: 1024 MiB of pid %d' % fe.p.pid, out)
+                    # The operator's call stands over the automatic preparation.
+                    self.assertEqual(srv.call('device_get', {'name': 'n1'})['auto_prepare']
+                                     ['state'], 'manual')
                     p = self.preparation(srv, 'n1', ('ready', 'failed', 'released'))
                     self.assertEqual((p['state'], p['pid'], p['bytes']),
                                      ('ready', fe.p.pid, 1 << 30), p)
