@@ -296,6 +296,36 @@ class Prepare(unittest.TestCase):
             if g['auto_prepare']['state'] in states or time.monotonic() > deadline:
                 return g
 
+    def test_a_destination_that_leaves_while_watched_leaves_nothing(self):
+        """A destination (--incoming) killed while its memory is being watched: the
+        watch ends (prepared or not, as the kill fell), whatever was prepared is
+        released, the worker stays up, and the next front end's start works and uses
+        nothing of it."""
+        with tempfile.TemporaryDirectory() as d:
+            srv = service(d)
+            try:
+                sock = os.path.join(d, 'vm1.sock')
+                srv.add('n1', 'vm1', sock, devargs(0))
+                fe = Proc([TRAFFIC, sock, '--incoming'], name='vu_traffic')
+                try:
+                    fe.expect(r'vu_traffic: connected', timeout=30)
+                    self.auto(srv, 'n1', ('watching',))
+                finally:
+                    fe.kill()
+                a = self.auto(srv, 'n1', ('idle', 'failed', 'prepared'))['auto_prepare']
+                self.assertIn(a['state'], ('idle', 'failed', 'prepared'), a)
+                if a['state'] == 'prepared':
+                    p = self.preparation(srv, 'n1', ('released',))
+                    self.assertEqual(p['state'], 'released', p)
+                srv.wait_state('n1', 'waiting')
+                t = Traffic(sock)
+                t.kill()
+                p = srv.call('device_get', {'name': 'n1'})['preparation']
+                self.assertIn(p['state'], ('none', 'released'), p)
+                self.assertEqual(p.get('used_bytes', 0), 0, p)
+            finally:
+                stopped_clean(self, srv)
+
     def test_a_destination_front_end_is_prepared_unasked(self):
         """A front end started with --incoming (as a migration's destination QEMU),
         connected before its guest memory exists, as QEMU creates its memory backends
