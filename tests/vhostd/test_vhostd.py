@@ -221,13 +221,18 @@ class Basics(unittest.TestCase):
 
 
 class Prepare(unittest.TestCase):
-    def preparation(self, srv, name, states, timeout=30.0):
-        """device_get's preparation once its state is one of states (bounded)."""
+    def device_until(self, srv, name, part, states, timeout=30.0):
+        """device_get once its part's ('preparation', 'auto_prepare') state is one of
+        states, or the timeout passed (bounded): the whole answer."""
         deadline = time.monotonic() + timeout
         while True:
-            p = srv.call('device_get', {'name': name})['preparation']
-            if p['state'] in states or time.monotonic() > deadline:
-                return p
+            g = srv.call('device_get', {'name': name})
+            if g[part]['state'] in states or time.monotonic() > deadline:
+                return g
+
+    def preparation(self, srv, name, states, timeout=30.0):
+        """device_get's preparation once its state is one of states (bounded)."""
+        return self.device_until(srv, name, 'preparation', states, timeout)['preparation']
 
     def test_device_prepared_from_the_front_ends_pid_serves_its_start(self):
         """device_prepare NAME --pid PID: the worker finds the shared guest memory of
@@ -290,11 +295,7 @@ class Prepare(unittest.TestCase):
 
     def auto(self, srv, name, states, timeout=30.0):
         """device_get once its auto_prepare state is one of states (bounded)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            g = srv.call('device_get', {'name': name})
-            if g['auto_prepare']['state'] in states or time.monotonic() > deadline:
-                return g
+        return self.device_until(srv, name, 'auto_prepare', states, timeout)
 
     def test_a_destination_that_leaves_while_watched_leaves_nothing(self):
         """A destination (--incoming) killed while its memory is being watched: the
