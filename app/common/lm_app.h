@@ -68,6 +68,8 @@ void lm_app_vhost_stop(const char *path);
  * missing timeout, which is not fatal: msg non-empty, 0 returned).
  */
 int lm_app_vhost_vet(int vid, unsigned int msg_timeout_ms, char *msg, size_t len);
+/* The message timeout serve, the service's workers and migrate use unless told. */
+#define LM_APP_MSG_TIMEOUT_MS 3000
 /* lm_app_vhost_vet as a new_connection callback wants it: msg on stderr after "who: ". */
 int lm_app_vhost_vet_stderr(int vid, unsigned int msg_timeout_ms, const char *who);
 

@@ -81,7 +81,7 @@ on_destroy_device(int vid)
 	log_front_end(vid, "gone from");
 }
 
-static unsigned int msg_timeout_ms = 3000;
+static unsigned int msg_timeout_ms = LM_APP_MSG_TIMEOUT_MS;
 
 static int
 on_new_connection(int vid)

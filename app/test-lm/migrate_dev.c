@@ -47,9 +47,6 @@ static const struct rte_vhost_device_ops vhost_ops = {
 	.destroy_device = on_destroy_device,
 };
 
-/* As serve and mlx5-lm-vhostd wait for a message's payload (cmd_serve.c). */
-#define MSG_TIMEOUT_MS 3000
-
 /*
  * Our devices' connections as the service has them: every message vetted,
  * the payload wait bounded (lm_app_vhost_vet). Set up at the connection,
@@ -58,7 +55,7 @@ static const struct rte_vhost_device_ops vhost_ops = {
 static int
 on_new_connection(int vid)
 {
-	return lm_app_vhost_vet_stderr(vid, MSG_TIMEOUT_MS, "migrate");
+	return lm_app_vhost_vet_stderr(vid, LM_APP_MSG_TIMEOUT_MS, "migrate");
 }
 
 static const struct rte_vhost_device_ops vhost_ops_vetted = {

@@ -82,7 +82,7 @@ static pthread_mutex_t wlock = PTHREAD_MUTEX_INITIALIZER;
 static struct wdev devs[MAX_DEVS];
 static unsigned int next_index;
 static int chan_fd = -1;
-static unsigned int msg_timeout_ms = 3000;
+static unsigned int msg_timeout_ms = LM_APP_MSG_TIMEOUT_MS;
 
 static struct wdev *
 find_by_name(const char *name)
