@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -18,6 +20,7 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <semaphore.h>
 #include <unistd.h>
 
@@ -316,6 +319,89 @@ test_pin_tokens_shared_by_processes_of_one_host(void **state)
 	emu_profile_free(p);
 }
 
+struct pin_waiter {
+	const struct emu_profile *p;
+	atomic_bool got;
+};
+
+static void *
+pin_waiter_main(void *arg)
+{
+	struct pin_waiter *w = arg;
+
+	emu_pin_get(w->p);
+	atomic_store(&w->got, true);
+	return NULL;
+}
+
+/* Until cond() holds or 5 s passed: whether it held. */
+static bool
+pin_until(bool (*cond)(const void *), const void *arg)
+{
+	int i;
+
+	for (i = 0; i < 5000 && !cond(arg); i++)
+		nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+	return cond(arg);
+}
+
+static bool
+pin_waiting_is(const void *n)
+{
+	return emu_pin_waiting() == *(const unsigned int *)n;
+}
+
+static bool
+pin_got(const void *w)
+{
+	return atomic_load(&((const struct pin_waiter *)w)->got);
+}
+
+/*
+ * A returned token wakes one waiter when every waiter has the same limit,
+ * and all of them when devices of different profiles wait: with 2 tokens
+ * taken, a waiter whose profile allows 1 (waiting first) and one whose
+ * profile allows 2; a token given back is the second one's, which must
+ * get it although the first, woken alone, could not take it.
+ */
+static void
+test_pin_token_reaches_the_waiter_it_fits(void **state)
+{
+	struct emu_profile *p1, *p2;
+	struct pin_waiter a = { 0 }, b = { 0 };
+	const unsigned int one = 1, two = 2, none = 0;
+	pthread_t ta, tb;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(unsetenv(EMU_HOST_ENV), 0);
+	assert_int_equal(emu_profile_load(write_tmp("{ \"cmd_slots\": 1, "
+		"\"host_pin_parallel\": 1, \"commands\": {} }"), &p1, err, sizeof(err)), 0);
+	assert_int_equal(emu_profile_load(write_tmp("{ \"cmd_slots\": 1, "
+		"\"host_pin_parallel\": 2, \"commands\": {} }"), &p2, err, sizeof(err)), 0);
+	assert_true(emu_pin_tryget(p2));
+	assert_true(emu_pin_tryget(p2));
+	a.p = p1;
+	b.p = p2;
+	assert_int_equal(pthread_create(&ta, NULL, pin_waiter_main, &a), 0);
+	assert_true(pin_until(pin_waiting_is, &one));
+	assert_int_equal(pthread_create(&tb, NULL, pin_waiter_main, &b), 0);
+	assert_true(pin_until(pin_waiting_is, &two));
+	emu_pin_put();
+	assert_true(pin_until(pin_got, &b));
+	assert_int_equal(pthread_join(tb, NULL), 0);
+	assert_false(atomic_load(&a.got));
+	/* The other token and b's: none taken, the limit-1 waiter goes. */
+	emu_pin_put();
+	emu_pin_put();
+	assert_true(pin_until(pin_got, &a));
+	assert_int_equal(pthread_join(ta, NULL), 0);
+	assert_true(pin_until(pin_waiting_is, &none));
+	emu_pin_put();
+	emu_profile_free(p1);
+	emu_profile_free(p2);
+}
+
 int
 main(void)
 {
@@ -325,6 +411,7 @@ main(void)
 		cmocka_unit_test(test_floor_matches_the_figures_of_floor_py),
 		cmocka_unit_test(test_floor_matches_floor_py_run_on_the_shared_profile),
 		cmocka_unit_test(test_pin_tokens_shared_by_processes_of_one_host),
+		cmocka_unit_test(test_pin_token_reaches_the_waiter_it_fits),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -523,6 +523,20 @@ emu_slot_put(struct emu_dev *dev)
 static pthread_mutex_t pin_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t pin_cond = PTHREAD_COND_INITIALIZER;
 static unsigned int pins_busy; /* pin_lock */
+/*
+ * The waiters for a token (pin_lock): how many, the limit of the first,
+ * and whether another limit waits beside it. A returned token wakes one
+ * waiter when they all have one limit (any of them can take it); a
+ * broadcast woke every MKEY worker of every device - 60 threads on two
+ * CPUs for each token, the herd's context switches then counted as
+ * pinning time - where pinning, host-kernel work, runs in each caller's
+ * own syscall. Waiters of different limits (devices of different
+ * profiles) still get a broadcast: the one woken might be the one whose
+ * limit is still reached.
+ */
+static unsigned int pin_waiters;
+static unsigned int pin_wait_limit;
+static bool pin_limits_mixed;
 /* The host's semaphore, for host_name (pin_lock); SEM_FAILED: none. */
 static sem_t *host_sem = SEM_FAILED;
 static char host_name[EMU_HOST_NAME_MAX];
@@ -571,8 +585,15 @@ emu_pin_get(const struct emu_profile *p)
 		return;
 	}
 	pthread_mutex_lock(&pin_lock);
-	while (pins_busy >= p->host_pin_parallel)
+	while (pins_busy >= p->host_pin_parallel) {
+		if (pin_waiters++ == 0)
+			pin_wait_limit = p->host_pin_parallel;
+		else if (pin_wait_limit != p->host_pin_parallel)
+			pin_limits_mixed = true;
 		pthread_cond_wait(&pin_cond, &pin_lock);
+		if (--pin_waiters == 0)
+			pin_limits_mixed = false;
+	}
 	pins_busy++;
 	pthread_mutex_unlock(&pin_lock);
 }
@@ -605,8 +626,22 @@ emu_pin_put(void)
 	}
 	pthread_mutex_lock(&pin_lock);
 	pins_busy--;
-	pthread_cond_broadcast(&pin_cond);
+	if (pin_limits_mixed)
+		pthread_cond_broadcast(&pin_cond);
+	else if (pin_waiters != 0)
+		pthread_cond_signal(&pin_cond);
 	pthread_mutex_unlock(&pin_lock);
+}
+
+unsigned int
+emu_pin_waiting(void)
+{
+	unsigned int n;
+
+	pthread_mutex_lock(&pin_lock);
+	n = pin_waiters;
+	pthread_mutex_unlock(&pin_lock);
+	return n;
 }
 
 void

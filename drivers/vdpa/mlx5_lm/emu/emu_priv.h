@@ -137,6 +137,8 @@ void emu_pin_get(const struct emu_profile *p);
 /* The same without waiting: true when a token was taken. */
 bool emu_pin_tryget(const struct emu_profile *p);
 void emu_pin_put(void);
+/* Threads of this process waiting in emu_pin_get (its own tokens only). */
+unsigned int emu_pin_waiting(void);
 /* Hold a pin token for us microseconds (host pinning for dev), accounted to dev. */
 void emu_pin_hold(struct emu_dev *dev, double us);
 
