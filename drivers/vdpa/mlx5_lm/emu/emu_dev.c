@@ -152,6 +152,10 @@ emu_obj_new(struct emu_dev *dev, enum emu_kind kind, size_t size)
 	o->prev = dev->all.prev;
 	dev->all.prev->next = o;
 	dev->all.prev = o;
+	o->knext = &dev->of_kind[kind];
+	o->kprev = dev->of_kind[kind].kprev;
+	dev->of_kind[kind].kprev->knext = o;
+	dev->of_kind[kind].kprev = o;
 	dev->live[kind]++;
 	dev->obj_gen++;
 	return o;
@@ -219,6 +223,8 @@ emu_obj_free(struct emu_dev *dev, struct emu_obj *obj)
 		*pp = obj->hnext;
 	obj->prev->next = obj->next;
 	obj->next->prev = obj->prev;
+	obj->kprev->knext = obj->knext;
+	obj->knext->kprev = obj->kprev;
 	dev->live[obj->kind]--;
 	dev->obj_gen++;
 	if (obj->kind == EMU_KIND_VIRTQ)
@@ -361,6 +367,7 @@ emu_dev_create(const char *name, const char *profile, char *err, size_t errlen)
 {
 	struct emu_dev *dev;
 	char dummy[8];
+	unsigned int k;
 
 	if (err == NULL) {
 		err = dummy;
@@ -379,6 +386,8 @@ emu_dev_create(const char *name, const char *profile, char *err, size_t errlen)
 	pthread_mutex_init(&dev->lock, NULL);
 	dev->all.next = &dev->all;
 	dev->all.prev = &dev->all;
+	for (k = 0; k < EMU_KIND_MAX; k++)
+		dev->of_kind[k].knext = dev->of_kind[k].kprev = &dev->of_kind[k];
 	if (fault_env(dev, err, errlen) < 0)
 		goto err_faults;
 	if (emu_dp_init(dev) < 0) {
@@ -461,6 +470,8 @@ emu_dev_destroy(struct emu_dev *dev)
 	while ((o = dev->all.next) != &dev->all) {
 		o->prev->next = o->next;
 		o->next->prev = o->prev;
+		o->kprev->knext = o->knext;
+		o->knext->kprev = o->kprev;
 		if (o->kind == EMU_KIND_VIRTQ)
 			emu_dp_vq_free(dev, (struct emu_virtq *)o);
 		obj_free_body(o);

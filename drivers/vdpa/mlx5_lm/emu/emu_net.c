@@ -338,10 +338,10 @@ fte_find(struct emu_dev *dev, uint32_t tid, uint32_t index)
 {
 	struct emu_obj *o;
 
-	for (o = dev->all.next; o != &dev->all; o = o->next) {
+	EMU_FOR_KIND(o, dev, EMU_KIND_FTE) {
 		struct emu_net_obj *f = (struct emu_net_obj *)o;
 
-		if (o->kind == EMU_KIND_FTE && f->table_id == tid && f->flow_index == index)
+		if (f->table_id == tid && f->flow_index == index)
 			return f;
 	}
 	return NULL;

@@ -287,11 +287,11 @@ emu_net_cq_doorbell_others(struct emu_dev *dev, uint32_t uar)
 {
 	struct emu_obj *o;
 
-	for (o = dev->all.next; o != &dev->all; o = o->next) {
+	EMU_FOR_KIND(o, dev, EMU_KIND_CQ) {
 		struct emu_net_obj *cq = (struct emu_net_obj *)o;
 		uint32_t arm;
 
-		if (o->kind != EMU_KIND_CQ || cq->uar_page != uar || cq->dbrec == NULL)
+		if (cq->uar_page != uar || cq->dbrec == NULL)
 			continue;
 		arm = dbrec_load(cq->dbrec, 1);
 		/*

@@ -190,7 +190,12 @@ struct emu_obj {
 	unsigned int held_cap;
 	struct emu_obj *hnext;       /* hash chain */
 	struct emu_obj *prev, *next; /* list of every object (leak report) */
+	struct emu_obj *kprev, *knext; /* list of the objects of its kind */
 };
+
+/* Every object of kind k of dev, in creation order (dev->lock held). */
+#define EMU_FOR_KIND(o, dev, k) \
+	for ((o) = (dev)->of_kind[k].knext; (o) != &(dev)->of_kind[k]; (o) = (o)->knext)
 
 struct emu_umem {
 	struct emu_obj obj;
@@ -499,6 +504,12 @@ struct emu_dev {
 	pthread_mutex_t lock;
 	struct emu_obj *hash[EMU_HASH_BUCKETS]; /* lock */
 	struct emu_obj all;          /* lock: list head of every object */
+	/*
+	 * lock: list heads by kind (knext), in creation order as in all:
+	 * a doorbell looks for its queue among the virtqs, not among the
+	 * hundreds of keys and umems of a large guest's memory.
+	 */
+	struct emu_obj of_kind[EMU_KIND_MAX];
 	unsigned int live[EMU_KIND_MAX];        /* lock */
 	uint32_t next_id[EMU_IDS_MAX];          /* lock */
 	struct emu_sub *subs;        /* lock */

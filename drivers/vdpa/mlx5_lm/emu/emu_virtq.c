@@ -593,10 +593,10 @@ kick_queues(struct emu_dev *dev, uint32_t value, bool others)
 {
 	struct emu_obj *o;
 
-	for (o = dev->all.next; o != &dev->all; o = o->next) {
+	EMU_FOR_KIND(o, dev, EMU_KIND_VIRTQ) {
 		struct emu_virtq *vq = (struct emu_virtq *)o;
 
-		if (o->kind != EMU_KIND_VIRTQ || vq->state != PRM_VIRTQ_STATE_RDY)
+		if (vq->state != PRM_VIRTQ_STATE_RDY)
 			continue;
 		if (vq->queue_index == value) {
 			vq->doorbells++;

@@ -288,12 +288,12 @@ cache_refresh(struct emu_dev *dev)
 	if (cache_grow(&dp->ftes, &dp->ftes_cap, dev->live[EMU_KIND_FTE]) < 0 ||
 	    cache_grow(&dp->roots, &dp->roots_cap, dev->live[EMU_KIND_ROOT_RULE]) < 0)
 		return -ENOMEM;
-	for (o = dev->all.next; o != &dev->all; o = o->next) {
-		if (o->kind == EMU_KIND_FTE && n < dp->ftes_cap)
+	EMU_FOR_KIND(o, dev, EMU_KIND_FTE)
+		if (n < dp->ftes_cap)
 			dp->ftes[n++] = (struct emu_net_obj *)o;
-		else if (o->kind == EMU_KIND_ROOT_RULE && nr < dp->roots_cap)
+	EMU_FOR_KIND(o, dev, EMU_KIND_ROOT_RULE)
+		if (nr < dp->roots_cap)
 			dp->roots[nr++] = (struct emu_root_rule *)o;
-	}
 	if (n > 1)
 		qsort(dp->ftes, n, sizeof(*dp->ftes), fte_cmp);
 	if (nr > 1)
