@@ -11,6 +11,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -422,23 +423,51 @@ lmh_wait_closed(unsigned int sock)
  * thread's stack (gdb, where installed), the process's fds and sockets go to
  * stderr, then the process aborts, so that the run's log says where it hung.
  */
-static void *
-watchdog_main(void *arg)
+/* Every thread's stack (gdb, where installed), the process's fds and unix sockets, to stderr. */
+static void
+dump_process(void)
 {
-	unsigned int secs = (unsigned int)(uintptr_t)arg;
 	char cmd[256];
 
-	sleep(secs);
-	fprintf(stderr, "\nlm_harness watchdog: still running after %u s: every thread's stack, "
-		"the open fds and unix sockets follow\n", secs);
 	/* gdb attaches to its parent only if the parent allows it (Yama ptrace_scope 1). */
 	prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
 	snprintf(cmd, sizeof(cmd), "command -v gdb >/dev/null && gdb -p %d -batch -nx -ex "
 		 "'thread apply all bt' 1>&2; ls -l /proc/%d/fd 1>&2; cat /proc/%d/net/unix 1>&2",
 		 (int)getpid(), (int)getpid(), (int)getpid());
 	(void)!system(cmd);
+}
+
+static void *
+watchdog_main(void *arg)
+{
+	unsigned int secs = (unsigned int)(uintptr_t)arg;
+
+	sleep(secs);
+	fprintf(stderr, "\nlm_harness watchdog: still running after %u s: every thread's stack, "
+		"the open fds and unix sockets follow\n", secs);
+	dump_process();
 	abort();
 	return NULL;
+}
+
+/*
+ * LMH_STALL_DUMP (set by meson for suites where no request is meant to go
+ * unanswered): the first front-end request of the process whose send or
+ * reply runs out of its deadline has the process dumped as the watchdog
+ * does, before the test fails - vhost's thread, its connections and the
+ * driver's threads as they are at that moment, which the test's failure
+ * alone does not say.
+ */
+static void
+stall_dump(uint32_t request, const char *what)
+{
+	static atomic_flag done = ATOMIC_FLAG_INIT;
+
+	if (atomic_flag_test_and_set(&done))
+		return;
+	fprintf(stderr, "\nlm_harness: front-end request %u stalled (%s): every thread's stack, "
+		"the open fds and unix sockets follow\n", request, what);
+	dump_process();
 }
 
 static void
@@ -468,6 +497,8 @@ lmh_init(const char *argv0, const char *name, unsigned int n)
 	if (n > LMH_MAX_SOCKS || backend_init() < 0)
 		return -1;
 	watchdog_start();
+	if (getenv("LMH_STALL_DUMP") != NULL)
+		vu_set_stall_hook(stall_dump);
 	snprintf(prefix, sizeof(prefix), "--file-prefix=%s-%d", name, (int)getpid());
 	/* A child process of a test works inside its parent's directory (removed with it). */
 	if (getenv("LMH_TMPDIR_PARENT") != NULL)

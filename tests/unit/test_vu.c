@@ -827,7 +827,24 @@ fake_stop(struct fake *f, pthread_t t)
 	unlink(f->path);
 }
 
-/* A back end that goes away or stops answering. */
+static struct {
+	unsigned int n;
+	uint32_t request;
+	const char *what;
+} stalls;
+
+static void
+record_stall(uint32_t request, const char *what)
+{
+	stalls.n++;
+	stalls.request = request;
+	stalls.what = what;
+}
+
+/*
+ * A back end that goes away or stops answering; the stall hook hears of
+ * a reply that never came and of a socket the back end stopped reading.
+ */
 static void
 test_back_end_gone_or_silent_is_an_error_not_a_hang(void **state)
 {
@@ -837,6 +854,8 @@ test_back_end_gone_or_silent_is_an_error_not_a_hang(void **state)
 	uint32_t base;
 	uint64_t v;
 	struct setup s;
+	unsigned int i;
+	int ret = 0;
 
 	(void)state;
 	/* No socket at all: a bounded connect. */
@@ -851,7 +870,19 @@ test_back_end_gone_or_silent_is_an_error_not_a_hang(void **state)
 	fake_start(&f, &t, 1);
 	assert_int_equal(vu_connect(&c, f.path, 2000), 0);
 	vu_set_reply_timeout(c, 100);
+	vu_set_stall_hook(record_stall);
 	assert_int_equal(vu_get_features(c, &v), -ETIMEDOUT);
+	assert_int_equal(stalls.n, 1);
+	assert_int_equal(stalls.request, VU_GET_FEATURES);
+	assert_string_equal(stalls.what, "no reply");
+	/* It reads nothing more: requests without a reply fill its socket. */
+	for (i = 0; i < 100000 && ret == 0; i++)
+		ret = vu_set_owner(c);
+	assert_int_equal(ret, -ETIMEDOUT);
+	assert_int_equal(stalls.n, 2);
+	assert_int_equal(stalls.request, VU_SET_OWNER);
+	assert_string_equal(stalls.what, "the back end read nothing");
+	vu_set_stall_hook(NULL);
 	vu_disconnect(c);
 	fake_stop(&f, t);
 	/* The DPDK back end unregistered while a device runs. */

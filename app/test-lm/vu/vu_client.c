@@ -31,6 +31,23 @@ vu_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static void (*_Atomic stall_hook)(uint32_t request, const char *what);
+
+void
+vu_set_stall_hook(void (*hook)(uint32_t request, const char *what))
+{
+	stall_hook = hook;
+}
+
+static void
+vu_stalled(uint32_t request, const char *what)
+{
+	void (*hook)(uint32_t, const char *) = stall_hook;
+
+	if (hook != NULL)
+		hook(request, what);
+}
+
 static int
 vu_dead(struct vu_client *c)
 {
@@ -174,6 +191,7 @@ vu_send_raw(struct vu_client *c, uint32_t request, uint32_t flags,
 					fprintf(stderr, "vu: request %u: the back end has read nothing "
 						"for %d ms (its socket is full)\n", request,
 						c->timeout_ms);
+					vu_stalled(request, "the back end read nothing");
 					return -ETIMEDOUT;
 				}
 				continue;
@@ -304,6 +322,8 @@ vu_read_reply(struct vu_client *c, uint32_t request, void *reply, uint32_t cap)
 	int ret;
 
 	ret = vu_recv_raw(c, &hdr, reply, cap, c->timeout_ms);
+	if (ret == -ETIMEDOUT)
+		vu_stalled(request, "no reply");
 	if (ret < 0)
 		return ret;
 	/* A reply names the request and carries REPLY with version 1. */

@@ -105,6 +105,12 @@ int vu_connect(struct vu_client **out, const char *path, int timeout_ms);
 void vu_disconnect(struct vu_client *c);
 /* Deadline for each reply (default 30000 ms; < 0 waits forever). */
 void vu_set_reply_timeout(struct vu_client *c, int timeout_ms);
+/*
+ * Called (process-wide, NULL: nothing) when a request's send or its reply
+ * ran out of its deadline, before the request fails: the moment to look
+ * at what the back end is doing, while it is still doing it.
+ */
+void vu_set_stall_hook(void (*hook)(uint32_t request, const char *what));
 
 /*
  * Which requests ask for a REPLY_ACK (when negotiated). VU_ACK_EVERY (the
