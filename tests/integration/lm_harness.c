@@ -417,18 +417,16 @@ lmh_wait_closed(unsigned int sock)
 /* ---- process ---------------------------------------------------------------- */
 
 /*
- * A watchdog for the whole test process (LMH_WATCHDOG_S, set by meson a
- * little below the test's timeout): a wait inside the driver or DPDK that
- * never ends otherwise shows as meson's bare timeout. When it fires, every
- * thread's stack (gdb, where installed), the process's fds and sockets go to
- * stderr, then the process aborts, so that the run's log says where it hung.
+ * Why, then every thread's stack (gdb, where installed), the process's fds
+ * and unix sockets, to stderr.
  */
-/* Every thread's stack (gdb, where installed), the process's fds and unix sockets, to stderr. */
 static void
-dump_process(void)
+dump_process(const char *why)
 {
 	char cmd[256];
 
+	fprintf(stderr, "\nlm_harness %s: every thread's stack, the open fds and unix sockets "
+		"follow\n", why);
 	/* gdb attaches to its parent only if the parent allows it (Yama ptrace_scope 1). */
 	prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
 	snprintf(cmd, sizeof(cmd), "command -v gdb >/dev/null && gdb -p %d -batch -nx -ex "
@@ -437,15 +435,21 @@ dump_process(void)
 	(void)!system(cmd);
 }
 
+/*
+ * A watchdog for the whole test process (LMH_WATCHDOG_S, set by meson a
+ * little below the test's timeout): a wait inside the driver or DPDK that
+ * never ends otherwise shows as meson's bare timeout. When it fires, the
+ * process is dumped, then aborts, so that the run's log says where it hung.
+ */
 static void *
 watchdog_main(void *arg)
 {
 	unsigned int secs = (unsigned int)(uintptr_t)arg;
+	char why[64];
 
 	sleep(secs);
-	fprintf(stderr, "\nlm_harness watchdog: still running after %u s: every thread's stack, "
-		"the open fds and unix sockets follow\n", secs);
-	dump_process();
+	snprintf(why, sizeof(why), "watchdog: still running after %u s", secs);
+	dump_process(why);
 	abort();
 	return NULL;
 }
@@ -462,12 +466,12 @@ static void
 stall_dump(uint32_t request, const char *what)
 {
 	static atomic_flag done = ATOMIC_FLAG_INIT;
+	char why[96];
 
 	if (atomic_flag_test_and_set(&done))
 		return;
-	fprintf(stderr, "\nlm_harness: front-end request %u stalled (%s): every thread's stack, "
-		"the open fds and unix sockets follow\n", request, what);
-	dump_process();
+	snprintf(why, sizeof(why), "front-end request %u stalled (%s)", request, what);
+	dump_process(why);
 }
 
 static void
