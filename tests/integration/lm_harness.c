@@ -417,21 +417,21 @@ lmh_wait_closed(unsigned int sock)
 /* ---- process ---------------------------------------------------------------- */
 
 /*
- * Why, then every thread's stack (gdb, where installed), the process's fds
- * and unix sockets, to stderr.
+ * Why, then the process as tests/stress/dump_process.sh prints it (every
+ * thread's kernel wait point and stack, gdb's stacks, the fds, the unix
+ * sockets with their queues), to stderr.
  */
 static void
 dump_process(const char *why)
 {
-	char cmd[256];
+	char cmd[PATH_MAX + 64];
 
-	fprintf(stderr, "\nlm_harness %s: every thread's stack, the open fds and unix sockets "
+	fprintf(stderr, "\nlm_harness %s: the process's threads, fds and unix sockets "
 		"follow\n", why);
+	fflush(stderr);
 	/* gdb attaches to its parent only if the parent allows it (Yama ptrace_scope 1). */
 	prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
-	snprintf(cmd, sizeof(cmd), "command -v gdb >/dev/null && gdb -p %d -batch -nx -ex "
-		 "'thread apply all bt' 1>&2; ls -l /proc/%d/fd 1>&2; cat /proc/%d/net/unix 1>&2",
-		 (int)getpid(), (int)getpid(), (int)getpid());
+	snprintf(cmd, sizeof(cmd), "sh '%s' %d 1>&2", LMH_DUMP_SCRIPT, (int)getpid());
 	(void)!system(cmd);
 }
 

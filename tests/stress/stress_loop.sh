@@ -10,9 +10,10 @@ Usage: tests/stress/stress_loop.sh [--hang-s S] BINARY N LOGDIR [ARGS...]
 Runs BINARY ARGS... N times under build/tests/stress/delay_preload.so
 (DELAY_PRELOAD overrides the path) with STRESS_EBADF=1; STRESS_PCT,
 STRESS_US and STRESS_THREAD pass through (delay_preload.c says what they
-do). A run still alive after S seconds (default 240) is a hang: every
-thread's stack (gdb), its fds and unix sockets go to LOGDIR/hang-I.txt and
-it is killed. LOGDIR/progress has the counts, LOGDIR/summary one line per
+do). A run still alive after S seconds (default 240) is a hang: what
+tests/stress/dump_process.sh prints of it (every thread's kernel wait point
+and stack, gdb's stacks, its fds and unix sockets with their queues) goes to
+LOGDIR/hang-I.txt and it is killed. LOGDIR/progress has the counts, LOGDIR/summary one line per
 run kept (failed, hung, or a close() that failed with EBADF).
 For ASan builds ASAN_OPTIONS gets verify_asan_link_order=0 (the module
 comes before the sanitizer runtime).
@@ -48,9 +49,7 @@ for i in $(seq 1 "$n"); do
 		hang=$((hang + 1))
 		{
 			echo "=== still running after $t s"
-			gdb -p "$pid" -batch -nx -ex 'thread apply all bt' 2>&1
-			ls -l "/proc/$pid/fd"
-			cat "/proc/$pid/net/unix"
+			sh "$here/dump_process.sh" "$pid"
 		} >"$log/hang-$i.txt" 2>&1
 		kill -9 "$pid"
 		wait "$pid" 2>/dev/null
