@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The fixture of test_lifecycle's phases: see lifecycle.h. */
+#include <dirent.h>
 #include <inttypes.h>
 #include <libgen.h>
 #include <limits.h>
@@ -663,13 +664,22 @@ tc_run_isolated(const char *name)
 	char *argv[] = { (char *)self_exe, (char *)"--isolated", (char *)name, NULL };
 	int64_t deadline = lmh_now_ms() + 4 * DEADLINE_MS;
 	char child_eal_dir[PATH_MAX], parent[PATH_MAX];
+	posix_spawn_file_actions_t fa;
 	int wstatus = 0;
 	pid_t pid, r;
 
+	/*
+	 * Nothing of ours but stdio: DPDK opens vhost's sockets without
+	 * close-on-exec, and a child holding a copy of a connection keeps it
+	 * open after vhost closed its end (tc_check_inherited_fds).
+	 */
+	assert_int_equal(posix_spawn_file_actions_init(&fa), 0);
+	assert_int_equal(posix_spawn_file_actions_addclosefrom_np(&fa, 3), 0);
 	/* The child's directory inside ours: removed with ours even if it crashes. */
 	assert_int_equal(setenv("LMH_TMPDIR_PARENT", lmh_tmpdir(), 1), 0);
-	assert_int_equal(posix_spawn(&pid, self_exe, NULL, NULL, argv, environ), 0);
+	assert_int_equal(posix_spawn(&pid, self_exe, &fa, NULL, argv, environ), 0);
 	assert_int_equal(unsetenv("LMH_TMPDIR_PARENT"), 0);
+	posix_spawn_file_actions_destroy(&fa);
 	/* Bounded: the child's own waits are bounded too, this is the backstop. */
 	while ((r = waitpid(pid, &wstatus, WNOHANG)) == 0) {
 		if (lmh_now_ms() > deadline) {
@@ -695,4 +705,30 @@ tc_run_isolated(const char *name)
 			    WEXITSTATUS(wstatus));
 	assert_true(WIFEXITED(wstatus));
 	assert_int_equal(WEXITSTATUS(wstatus), 0);
+}
+
+int
+tc_check_inherited_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int bad = 0;
+
+	if (d == NULL)
+		return -1;
+	while ((e = readdir(d)) != NULL) {
+		char link[64] = "", path[300];
+		int fd = atoi(e->d_name);
+
+		if (e->d_name[0] == '.' || fd < 3 || fd == dirfd(d))
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		if (readlink(path, link, sizeof(link) - 1) > 0 && strncmp(link, "socket:", 7) == 0) {
+			print_error("isolated test: fd %d (%s) inherited from the parent: a copy of "
+				    "one of its vhost sockets\n", fd, link);
+			bad = 1;
+		}
+	}
+	closedir(d);
+	return bad ? -1 : 0;
 }

@@ -193,6 +193,8 @@ void tc_reconnect_and_run(struct tc *t, struct vu_guest *g, unsigned int pairs);
  * the whole run.
  */
 void tc_run_isolated(const char *name);
+/* In the isolated child, first: -1 (named) if it holds a socket of its parent's. */
+int tc_check_inherited_fds(void);
 
 /* ---- the phases (one cmocka group each); the isolated tests main.c runs ---- */
 int tc_run_conf(void);

@@ -29,6 +29,8 @@ main(int argc, char **argv)
 	unsigned int i;
 	int ret = 0;
 
+	if (isolated && tc_check_inherited_fds() < 0)
+		return 1;
 	/* One socket for the whole run; each test attaches its own device to it. */
 	if (lmh_main_init(argv[0], isolated ? argv[2] : argc == 2 ? argv[1] : NULL,
 			  "test-lifecycle", 1) < 0)
