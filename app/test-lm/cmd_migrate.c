@@ -9,9 +9,11 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "test_lm.h"
@@ -126,6 +128,10 @@ migrate_usage(FILE *f)
 		"                     them) and report its count, p50, p99 and largest; the\n"
 		"                     calls take CPU from the migrations: off by default, so\n"
 		"                     that the evacuation's own figures are unperturbed\n"
+		"  --devx-trace DIR   every device of ours writes its DevX trace to\n"
+		"                     DIR/STAGE-runN-vmV-ROLEK.jsonl and every run its\n"
+		"                     downtime window to DIR/STAGE-runN-vmV.json, for\n"
+		"                     doc/perf/downtime_timeline.py (DIR must exist)\n"
 		"  --json FILE        write the results as JSON (design.md)\n"
 		"  --plot FILE        write the per-stage breakdown as an SVG chart\n"
 		"  --eal ARGS         extra EAL arguments (--service: of the workers)\n"
@@ -312,6 +318,7 @@ parse_args(int argc, char **argv, struct mig_cmd *m)
 		{ "service", no_argument, NULL, 'S' },
 		{ "device-list-probe", no_argument, NULL, 'L' },
 		{ "json", required_argument, NULL, 'j' },
+		{ "devx-trace", required_argument, NULL, 'X' },
 		{ "plot", required_argument, NULL, 'P' },
 		{ "eal", required_argument, NULL, 'e' },
 		{ "peer-pmd", required_argument, NULL, 'D' },
@@ -327,6 +334,8 @@ parse_args(int argc, char **argv, struct mig_cmd *m)
 	bool peer = false, peer_threads_set = false;
 	struct mig_opts o = { .profile = "cx6dx", .frames = 256, .peer_pmd = PEER_PMD };
 	const char *scenario = NULL, *stages = NULL, *json = NULL, *plot = NULL;
+	const char *trace_dir = NULL;
+	static char trace_abs[PATH_MAX];
 	unsigned int ndefs = 0, i, size = 256, repeat = 1, vms = 0, procs = 0;
 	const char *extra_eal = NULL;
 	bool custom = false, list_probe = false;
@@ -392,6 +401,7 @@ parse_args(int argc, char **argv, struct mig_cmd *m)
 		case 'S': o.service = true; break;
 		case 'L': list_probe = true; break;
 		case 'j': json = optarg; break;
+		case 'X': trace_dir = optarg; break;
 		case 'P': plot = optarg; break;
 		case 'e': extra_eal = optarg; break;
 		case 'D': o.peer_pmd = optarg; break;
@@ -528,6 +538,30 @@ parse_args(int argc, char **argv, struct mig_cmd *m)
 		return EXIT_USAGE;
 	if (o.rdma && rdma_devices_check(&o) < 0)
 		return EXIT_USAGE;
+	if (trace_dir != NULL) {
+		/* Absolute: the service's workers and the children write there too. */
+		struct stat st;
+
+		const char *why = NULL;
+
+		if (realpath(trace_dir, trace_abs) == NULL || stat(trace_abs, &st) != 0)
+			why = strerror(errno);
+		else if (!S_ISDIR(st.st_mode))
+			why = "not a directory";
+		else if (access(trace_abs, W_OK) != 0)
+			why = strerror(errno);
+		if (why != NULL) {
+			fprintf(stderr, "migrate: --devx-trace %s: %s\n", trace_dir, why);
+			return EXIT_USAGE;
+		}
+		/* The path goes into devargs, where a comma or '=' starts another key. */
+		if (strpbrk(trace_abs, ",=") != NULL || strlen(trace_abs) > PATH_MAX - 64) {
+			fprintf(stderr, "migrate: --devx-trace %s: a path without ',' or '=' and "
+				"shorter than %d characters, please\n", trace_abs, PATH_MAX - 64);
+			return EXIT_USAGE;
+		}
+		o.trace_dir = trace_abs;
+	}
 	if (o.service && mig_svc_check() < 0)
 		return EXIT_USAGE;
 	if (peer && peer_check(&o, &peer_ndev) < 0)

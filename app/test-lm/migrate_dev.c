@@ -100,18 +100,23 @@ dev_unserve(struct mig_dev *d)
 	unlink(d->path);
 }
 
-/* Our PMD's devargs for device idx in this stage (rdma: RDMA device mlx5_<idx>). */
+/*
+ * Our PMD's devargs for device idx, NIC k of the VM in role src or dst, in
+ * this stage (rdma: RDMA device mlx5_<idx>).
+ */
 static void
-dev_args(const struct mig_ctx *x, unsigned int idx, char *args, size_t len)
+dev_args(struct mig_ctx *x, unsigned int idx, const char *role, unsigned int k, char *args,
+	 size_t len)
 {
 	const struct mig_shape *s = &x->o->shape;
-	char ibdev[32];
+	char ibdev[32], trace[PATH_MAX + 32];
 
 	snprintf(ibdev, sizeof(ibdev), "ibdev=mlx5_%u", idx);
+	mig_trace_devarg(x, role, k, trace, sizeof(trace));
 	snprintf(args, len, "%s%s,queues=%u,queue_size=%u,precreate=%u,workers=%u,"
-		 "mr_gc_ms=%u,parallel=%u", x->o->rdma ? ibdev : "emu=",
+		 "mr_gc_ms=%u,parallel=%u%s", x->o->rdma ? ibdev : "emu=",
 		 x->o->rdma ? "" : x->o->profile, s->queue_pairs, s->queue_size,
-		 x->st->precreate, x->st->workers, x->st->mr_gc_ms, x->st->parallel);
+		 x->st->precreate, x->st->workers, x->st->mr_gc_ms, x->st->parallel, trace);
 }
 
 static int
@@ -120,13 +125,13 @@ dev_setup(struct mig_ctx *x, struct mig_dev *d, unsigned int idx, const char *ro
 {
 	struct rte_pmd_mlx5_lm_timings t;
 	struct rte_vdpa_device *vdpa;
-	char args[256];
+	char args[PATH_MAX + 256];
 
 	snprintf(d->name, sizeof(d->name), "%s%u", TEST_LM_PMD, idx);
 	snprintf(d->path, sizeof(d->path), "%s/%s%u.sock", x->dir, role, k);
 	/* rdma: device idx is RDMA device mlx5_<idx> (sources, then destinations). */
 	snprintf(d->ibdev, sizeof(d->ibdev), "mlx5_%u", idx);
-	dev_args(x, idx, args, sizeof(args));
+	dev_args(x, idx, role, k, args, sizeof(args));
 	if (lm_app_probe_device(d->name, args) < 0) {
 		mig_fail(x, "cannot probe %s with \"%s\"", d->name, args);
 		return -1;
@@ -160,11 +165,11 @@ static int
 svc_dev_setup(struct mig_ctx *x, struct mig_dev *d, unsigned int idx, const char *role,
 	      unsigned int k)
 {
-	char args[256];
+	char args[PATH_MAX + 256];
 
 	d->svc = true;
 	d->side = strcmp(role, "dst") == 0 ? MIG_DST : MIG_SRC;
-	dev_args(x, idx, args, sizeof(args));
+	dev_args(x, idx, role, k, args, sizeof(args));
 	if (mig_svc_dev_add(x->o->svc, d->side, x->o->vm_base + x->vm, k, args, d->name,
 			    sizeof(d->name), d->path, sizeof(d->path)) < 0) {
 		mig_fail(x, "the service cannot add NIC %u of the VM (%s) with \"%s\"", k, role,

@@ -98,6 +98,12 @@ struct mig_opts {
 	const char *profile;
 	/* Devices as ibdev=mlx5_<i> (the rdma back end) instead of emu=<profile>. */
 	bool rdma;
+	/*
+	 * --devx-trace: an absolute directory where each device of ours writes
+	 * its DevX trace (devx_trace=) and each run its downtime window
+	 * (migrate_trace.c); NULL: no traces.
+	 */
+	const char *trace_dir;
 	enum mig_hostile hostile;
 	/* The peer's PMD (loaded with EAL -d) when a stage is a peer stage. */
 	const char *peer_pmd;

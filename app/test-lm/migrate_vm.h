@@ -73,6 +73,7 @@ struct mig_ctx {
 	uint32_t bases[MIG_MAX_DEVICES][2 * MIG_MAX_QUEUE_PAIRS];
 	struct mig_model_snap model_t0;  /* at the first GET_VRING_BASE */
 	double phase_t0;
+	unsigned int trace_run;    /* --devx-trace: this run's number in its names, 0 before */
 };
 
 /* ---- the context and its progress lines (migrate_phase.c) ---- */
@@ -86,6 +87,14 @@ void mig_phase_end(struct mig_ctx *x, const char *phase, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Why the stage fails, on stderr, named after the stage (and the VM). */
 void mig_fail(struct mig_ctx *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- --devx-trace (migrate_trace.c) ---- */
+
+/* ",devx_trace=PATH" for NIC k (role src or dst) of the run, or "" without --devx-trace. */
+void mig_trace_devarg(struct mig_ctx *x, const char *role, unsigned int k, char *buf,
+		      size_t len);
+/* The run's downtime window beside its traces; nothing without --devx-trace. */
+void mig_trace_window(struct mig_ctx *x, double t0);
 
 /* ---- the phases, in their order (migrate_phase.c); 0, or -1 after mig_fail ---- */
 

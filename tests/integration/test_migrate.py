@@ -10,6 +10,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import tempfile
 import unittest
 import xml.dom.minidom
@@ -303,6 +304,56 @@ class Migrate(unittest.TestCase):
                           '2', '--service', '--stages', 'prereg')
         self.assertEqual(rc, 2, out)
         self.assertIn('not with --service', out)
+
+    def test_devx_trace_writes_each_devices_trace_and_the_runs_window(self):
+        """--devx-trace DIR: every device of ours traces its DevX commands beside the
+        run's downtime window, in the traces' clock; downtime_timeline.py finds each
+        device's stop or start inside the window; a second invocation into the same
+        directory adds run 2 instead of writing over run 1."""
+        timeline = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..',
+                                'doc', 'perf', 'downtime_timeline.py')
+        with tempfile.TemporaryDirectory() as d:
+            args = ('--devices', '2', '--queue-pairs', '2', '--mem-gb', '2', '--stages',
+                    'prereg', '--devx-trace', d)
+            doc, _ = self.run_json(*args)
+            rc, out = migrate(*args)
+            self.assertEqual(rc, 0, out)
+            for run in (1, 2):
+                with open(os.path.join(d, 'prereg-run%d-vm0.json' % run)) as f:
+                    w = json.load(f)
+                self.assertEqual((w['stage'], w['run'], w['vm'], w['devices']),
+                                 ('prereg', run, 0, 2))
+                self.assertGreater(w['t0_us'], 0)
+                for dev in ('src0', 'src1', 'dst0', 'dst1'):
+                    self.assertTrue(os.path.getsize(os.path.join(
+                        d, 'prereg-run%d-vm0-%s.jsonl' % (run, dev))) > 0, dev)
+            self.assertGreater(w['downtime_ms'], 0)
+            with open(os.path.join(d, 'prereg-run1-vm0.json')) as f:
+                w1 = json.load(f)
+            self.assertAlmostEqual(w1['downtime_ms'], doc['stages'][0]['downtime_ms'],
+                                   delta=0.001)
+            p = subprocess.run([sys.executable, timeline, d, '--run', '1'],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            self.assertEqual(p.returncode, 0, p.stdout)
+            rows = {l.split('|')[1].strip(): l for l in p.stdout.splitlines()
+                    if re.match(r'\| (src|dst)\d ', l)}
+            self.assertEqual(sorted(rows), ['dst0', 'dst1', 'src0', 'src1'], p.stdout)
+            # Each source suspends its 4 queues, each destination makes them RDY,
+            # inside the window (every time from 0, the first GET_VRING_BASE).
+            for dev, row in rows.items():
+                self.assertIn('MODIFY_GENERAL_OBJECT x4', row, p.stdout)
+                first = float(row.split('|')[2])
+                self.assertGreaterEqual(first, 0)
+                self.assertLessEqual(first, w1['downtime_ms'])
+            self.assertIn('no command of the VM in flight', p.stdout)
+            p = subprocess.run([sys.executable, timeline, d, '--stage', 'all'],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            self.assertEqual(p.returncode, 1, p.stdout)
+        self.assert_refused_in_one_line(('--devices', '1', '--queue-pairs', '1', '--mem-gb',
+                                         '2', '--devx-trace', '/nonexistent-dir'),
+                                        'No such file or directory')
+        self.assert_refused_in_one_line(('--devices', '1', '--queue-pairs', '1', '--mem-gb',
+                                         '2', '--devx-trace', timeline), 'not a directory')
 
     def assert_refused_in_one_line(self, args, why):
         """migrate ARGS exits 2 with one line of output that says why."""
