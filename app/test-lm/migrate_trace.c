@@ -9,7 +9,9 @@
  * and when none did (the messages on vhost's thread).
  *
  * N is the run's number, the first one whose files are not in DIR yet, so
- * that the runs of --repeat, and of several invocations, sit side by side.
+ * that the runs of --repeat, and of several invocations, sit side by side;
+ * an evacuation's round of VM 0 alone and its round of every VM at once
+ * are runs of their own (each sets its devices up anew).
  */
 #include <errno.h>
 #include <limits.h>
@@ -23,7 +25,9 @@
 static void
 name_of(const struct mig_ctx *x, unsigned int run, const char *tail, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s/%s-run%u-vm%u%s", x->o->trace_dir, x->st->name, run, x->vm, tail);
+	/* V: the VM's number in the whole evacuation, over every process of --processes. */
+	snprintf(buf, len, "%s/%s-run%u-vm%u%s", x->o->trace_dir, x->st->name, run,
+		 x->o->vm_base + x->vm, tail);
 }
 
 /* The run's number: fixed at its first device, the first free one in the directory. */
@@ -77,6 +81,6 @@ mig_trace_window(struct mig_ctx *x, double t0)
 	}
 	fprintf(f, "{\"stage\": \"%s\", \"run\": %u, \"vm\": %u, \"devices\": %u, "
 		"\"t0_us\": %.1f, \"downtime_ms\": %.3f, \"src_stop_ms\": %.3f}\n", x->st->name,
-		x->trace_run, x->vm, x->n, t0 * 1e3, x->r->downtime_ms, x->r->src_stop_ms);
+		x->trace_run, x->o->vm_base + x->vm, x->n, t0 * 1e3, x->r->downtime_ms, x->r->src_stop_ms);
 	fclose(f);
 }
