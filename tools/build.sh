@@ -6,4 +6,4 @@ bash tools/setup.sh
 if [ ! -f build/build.ninja ]; then
 	meson setup build >/dev/null
 fi
-ninja -C build >/dev/null
+ninja -C build --quiet

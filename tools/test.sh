@@ -16,7 +16,8 @@ if [ "${1:-}" = "--fuzz" ]; then
 	if [ ! -f build-fuzz/build.ninja ]; then
 		CC=clang meson setup build-fuzz -Dfuzz=true >/dev/null
 	fi
-	ninja -C build-fuzz >/dev/null
+	# --quiet: no progress lines, but a compiler error is printed (>/dev/null hid it).
+	ninja -C build-fuzz --quiet
 	exec meson test -C build-fuzz --print-errorlogs --suite fuzz "$@"
 fi
 if [ "${1:-}" = "--sanitize" ]; then
@@ -26,7 +27,7 @@ if [ "${1:-}" = "--sanitize" ]; then
 		# b_lundef=false: the sanitizer runtime resolves symbols at load time.
 		meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
 	fi
-	ninja -C build-asan >/dev/null
+	ninja -C build-asan --quiet
 	# stdbuf's LD_PRELOAD in the test harness would otherwise come before ASan.
 	export ASAN_OPTIONS=detect_leaks=1:verify_asan_link_order=0:abort_on_error=0
 	export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -40,7 +41,7 @@ if [ "${1:-}" = "--tsan" ]; then
 	if [ ! -f build-tsan/build.ninja ]; then
 		meson setup build-tsan -Db_sanitize=thread -Db_lundef=false >/dev/null
 	fi
-	ninja -C build-tsan >/dev/null
+	ninja -C build-tsan --quiet
 	# halt_on_error: the first race fails its test (exit 66), with both stacks.
 	export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tools/sanitizers/tsan.supp"
 	exec meson test -C build-tsan --print-errorlogs --suite unit --suite integration \
