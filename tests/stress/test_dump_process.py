@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'dump_process.sh')
 CHILD = '''
@@ -34,6 +35,11 @@ def main():
     child = subprocess.Popen([sys.executable, '-c', CHILD], stdout=subprocess.PIPE, text=True)
     try:
         reader_fd, listen_fd = (int(x) for x in child.stdout.readline().split())
+        # Asleep (S) before the dump: a thread on a CPU has no wait point to name.
+        deadline = time.monotonic() + 30
+        while open('/proc/%d/stat' % child.pid).read().rsplit(')', 1)[1].split()[0] != 'S':
+            assert time.monotonic() < deadline, 'the child never went to sleep'
+            time.sleep(0.01)
         r = run('--no-gdb', str(child.pid))
         assert r.returncode == 0, r.stderr
         out = r.stdout
