@@ -129,8 +129,9 @@ migrate_usage(FILE *f)
 		"                     calls take CPU from the migrations: off by default, so\n"
 		"                     that the evacuation's own figures are unperturbed\n"
 		"  --devx-trace DIR   every device of ours writes its DevX trace to\n"
-		"                     DIR/STAGE-runN-vmV-ROLEK.jsonl and every run its\n"
-		"                     downtime window to DIR/STAGE-runN-vmV.json, for\n"
+		"                     DIR/STAGE-runN[-ROUND]-vmV-ROLEK.jsonl and every run\n"
+		"                     that ended well its downtime window to\n"
+		"                     DIR/STAGE-runN[-ROUND]-vmV.json, for\n"
 		"                     doc/perf/downtime_timeline.py (DIR must exist)\n"
 		"  --json FILE        write the results as JSON (design.md)\n"
 		"  --plot FILE        write the per-stage breakdown as an SVG chart\n"
@@ -539,11 +540,10 @@ parse_args(int argc, char **argv, struct mig_cmd *m)
 	if (o.rdma && rdma_devices_check(&o) < 0)
 		return EXIT_USAGE;
 	if (trace_dir != NULL) {
-		/* Absolute: the service's workers and the children write there too. */
+		const char *why = NULL, *c;
 		struct stat st;
 
-		const char *why = NULL;
-
+		/* Absolute: the service's workers and the children write there too. */
 		if (realpath(trace_dir, trace_abs) == NULL || stat(trace_abs, &st) != 0)
 			why = strerror(errno);
 		else if (!S_ISDIR(st.st_mode))
@@ -554,10 +554,17 @@ parse_args(int argc, char **argv, struct mig_cmd *m)
 			fprintf(stderr, "migrate: --devx-trace %s: %s\n", trace_dir, why);
 			return EXIT_USAGE;
 		}
-		/* The path goes into devargs, where a comma or '=' starts another key. */
-		if (strpbrk(trace_abs, ",=") != NULL || strlen(trace_abs) > PATH_MAX - 64) {
-			fprintf(stderr, "migrate: --devx-trace %s: a path without ',' or '=' and "
-				"shorter than %d characters, please\n", trace_abs, PATH_MAX - 64);
+		/*
+		 * The path goes into devargs: a comma or '=' would start another
+		 * key, the service takes printable characters without spaces, and
+		 * the devarg holds MIG_TRACE_DIR_MAX characters with the file name.
+		 */
+		for (c = trace_abs; *c > ' ' && *c <= '~' && *c != ',' && *c != '=';)
+			c++;
+		if (*c != '\0' || strlen(trace_abs) > MIG_TRACE_DIR_MAX) {
+			fprintf(stderr, "migrate: --devx-trace %s: a path of printable characters "
+				"without spaces, ',' or '=', at most %d long, please\n", trace_abs,
+				MIG_TRACE_DIR_MAX);
 			return EXIT_USAGE;
 		}
 		o.trace_dir = trace_abs;

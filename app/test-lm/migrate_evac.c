@@ -79,7 +79,8 @@ evac_main(void *arg)
  * destinations, then paused: only the migrations will compete.
  */
 static int
-evac_prepare(const struct mig_opts *o, const struct mig_stage_def *st, struct evac_vm *v)
+evac_prepare(const struct mig_opts *o, const struct mig_stage_def *st, struct evac_vm *v,
+	     const char *round)
 {
 	const unsigned int nvm = o->shape.vms;
 	unsigned int i;
@@ -89,6 +90,8 @@ evac_prepare(const struct mig_opts *o, const struct mig_stage_def *st, struct ev
 		v[i].x = mig_ctx_new(o, st, &v[i].r, i);
 		if (v[i].x == NULL)
 			ret = -1;
+		else
+			v[i].x->trace_round = round;
 	}
 	for (i = 0; i < nvm && ret == 0; i++)
 		ret = mig_vm_setup(v[i].x);
@@ -194,7 +197,8 @@ evac_round(const struct mig_opts *o, const struct mig_stage_def *st, unsigned in
 	unsigned int i;
 	int ret;
 
-	ret = evac_prepare(o, st, v);
+	/* Named apart in traces: not every process of --processes runs the round alone. */
+	ret = evac_prepare(o, st, v, nmig == 1 && !sync ? "alone" : "at-once");
 	/*
 	 * Split over processes: every process's VMs stop at the same moment
 	 * (the parent releases them together once all are ready), and a
@@ -231,7 +235,7 @@ evac_round_each_alone(const struct mig_opts *o, const struct mig_stage_def *st,
 	unsigned int i;
 	int ret;
 
-	ret = evac_prepare(o, st, v);
+	ret = evac_prepare(o, st, v, "alone");
 	for (i = 0; i < nvm && ret == 0; i++) {
 		ret = evac_release(o, v, i, 1, &v[i].win);
 		if (ret == 0)

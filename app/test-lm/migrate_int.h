@@ -104,6 +104,11 @@ struct mig_opts {
 	 * (migrate_trace.c); NULL: no traces.
 	 */
 	const char *trace_dir;
+/*
+ * Its longest: the PMD's devx_trace devarg holds 255 characters
+ * (mlx5_lm.h), the file name after the directory up to 64 of them.
+ */
+#define MIG_TRACE_DIR_MAX (255 - 64)
 	enum mig_hostile hostile;
 	/* The peer's PMD (loaded with EAL -d) when a stage is a peer stage. */
 	const char *peer_pmd;

@@ -515,7 +515,7 @@ mig_vm_start_destinations(struct mig_ctx *x, double t0)
 	t_end = mig_now_ms();
 	x->r->dst_start_ms = t_end - t1;
 	x->r->downtime_ms = t_end - t0;
-	mig_trace_window(x, t0);
+	x->trace_t0 = t0;
 	mig_model_snap(x, &m);
 	x->r->model_busy_ms = m.busy_ms - x->model_t0.busy_ms;
 	x->r->model_pin_ms = m.pin_ms - x->model_t0.pin_ms;
@@ -614,5 +614,7 @@ mig_vm_finish(struct mig_ctx *x)
 	}
 	mig_vm_disconnect(x);
 	mig_phase_end(x, "end", "destinations stopped, front end disconnected");
+	if (rc == 0)
+		mig_trace_window(x);
 	return rc;
 }

@@ -2,18 +2,22 @@
 /*
  * --devx-trace DIR: every device of ours in a run writes its DevX trace
  * (the devx_trace= devarg, doc/devx-trace.md) to
- * DIR/STAGE-runN-vmV-ROLEK.jsonl, and the run writes its downtime window to
- * DIR/STAGE-runN-vmV.json: the first GET_VRING_BASE in the traces' clock
- * (CLOCK_MONOTONIC microseconds) and the downtime. doc/perf/downtime_timeline.py
- * reads both: which command of which device ran when inside the window,
- * and when none did (the messages on vhost's thread).
+ * DIR/STAGE-runN[-ROUND]-vmV-ROLEK.jsonl, and a run that ended well its
+ * downtime window to DIR/STAGE-runN[-ROUND]-vmV.json: the first
+ * GET_VRING_BASE in the traces' clock (CLOCK_MONOTONIC microseconds) and
+ * the downtime. doc/perf/downtime_timeline.py reads both: which command of
+ * which device ran when inside the window, and when none did (the
+ * messages on vhost's thread).
  *
- * N is the run's number, the first one whose files are not in DIR yet, so
- * that the runs of --repeat, and of several invocations, sit side by side;
- * an evacuation's round of VM 0 alone and its round of every VM at once
- * are runs of their own (each sets its devices up anew).
+ * ROUND names an evacuation's rounds ("alone": VM 0 migrated with the
+ * others idle; "at-once"), which not every process of --processes runs.
+ * N is the run's number: the first one whose window file could be created
+ * (O_EXCL, so that runs of --repeat and of invocations side by side never
+ * share one); a run that failed, or an evacuation's VM that stayed idle in
+ * the round, leaves that file empty.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -25,25 +29,35 @@
 static void
 name_of(const struct mig_ctx *x, unsigned int run, const char *tail, char *buf, size_t len)
 {
+	const char *round = x->trace_round != NULL ? x->trace_round : "";
+
 	/* V: the VM's number in the whole evacuation, over every process of --processes. */
-	snprintf(buf, len, "%s/%s-run%u-vm%u%s", x->o->trace_dir, x->st->name, run,
-		 x->o->vm_base + x->vm, tail);
+	snprintf(buf, len, "%s/%s-run%u%s%s-vm%u%s", x->o->trace_dir, x->st->name, run,
+		 round[0] != '\0' ? "-" : "", round, x->o->vm_base + x->vm, tail);
 }
 
-/* The run's number: fixed at its first device, the first free one in the directory. */
+/* The run's number, fixed at its first device: its window file reserved. */
 static unsigned int
 run_number(struct mig_ctx *x)
 {
-	char a[PATH_MAX], b[PATH_MAX];
+	char path[PATH_MAX];
 	unsigned int n;
+	int fd;
 
 	if (x->trace_run != 0)
 		return x->trace_run;
-	for (n = 1;; n++) {
-		name_of(x, n, ".json", a, sizeof(a));
-		name_of(x, n, "-src0.jsonl", b, sizeof(b));
-		if (access(a, F_OK) != 0 && access(b, F_OK) != 0)
+	for (n = 1; n < 100000; n++) {
+		name_of(x, n, ".json", path, sizeof(path));
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd >= 0) {
+			close(fd);
 			break;
+		}
+		if (errno != EEXIST) {
+			fprintf(stderr, "migrate: --devx-trace: cannot create %s: %s\n", path,
+				strerror(errno));
+			break;
+		}
 	}
 	x->trace_run = n;
 	return n;
@@ -65,7 +79,7 @@ mig_trace_devarg(struct mig_ctx *x, const char *role, unsigned int k, char *buf,
 }
 
 void
-mig_trace_window(struct mig_ctx *x, double t0)
+mig_trace_window(struct mig_ctx *x)
 {
 	char path[PATH_MAX];
 	FILE *f;
@@ -79,8 +93,10 @@ mig_trace_window(struct mig_ctx *x, double t0)
 			strerror(errno));
 		return;
 	}
-	fprintf(f, "{\"stage\": \"%s\", \"run\": %u, \"vm\": %u, \"devices\": %u, "
-		"\"t0_us\": %.1f, \"downtime_ms\": %.3f, \"src_stop_ms\": %.3f}\n", x->st->name,
-		x->trace_run, x->o->vm_base + x->vm, x->n, t0 * 1e3, x->r->downtime_ms, x->r->src_stop_ms);
+	fprintf(f, "{\"stage\": \"%s\", \"run\": %u, \"round\": \"%s\", \"vm\": %u, "
+		"\"devices\": %u, \"t0_us\": %.1f, \"downtime_ms\": %.3f, "
+		"\"src_stop_ms\": %.3f}\n", x->st->name, x->trace_run,
+		x->trace_round != NULL ? x->trace_round : "", x->o->vm_base + x->vm, x->n,
+		x->trace_t0 * 1e3, x->r->downtime_ms, x->r->src_stop_ms);
 	fclose(f);
 }

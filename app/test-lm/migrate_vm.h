@@ -73,7 +73,11 @@ struct mig_ctx {
 	uint32_t bases[MIG_MAX_DEVICES][2 * MIG_MAX_QUEUE_PAIRS];
 	struct mig_model_snap model_t0;  /* at the first GET_VRING_BASE */
 	double phase_t0;
-	unsigned int trace_run;    /* --devx-trace: this run's number in its names, 0 before */
+	/* --devx-trace: the run's number in its names (0 before its first device), */
+	unsigned int trace_run;
+	/* its round ("alone", "at-once" in an evacuation; "" otherwise), its t0 in ms. */
+	const char *trace_round;
+	double trace_t0;
 };
 
 /* ---- the context and its progress lines (migrate_phase.c) ---- */
@@ -93,8 +97,8 @@ void mig_fail(struct mig_ctx *x, const char *fmt, ...) __attribute__((format(pri
 /* ",devx_trace=PATH" for NIC k (role src or dst) of the run, or "" without --devx-trace. */
 void mig_trace_devarg(struct mig_ctx *x, const char *role, unsigned int k, char *buf,
 		      size_t len);
-/* The run's downtime window beside its traces; nothing without --devx-trace. */
-void mig_trace_window(struct mig_ctx *x, double t0);
+/* The run's downtime window beside its traces, once it ended well (t0: mig_vm_start_*). */
+void mig_trace_window(struct mig_ctx *x);
 
 /* ---- the phases, in their order (migrate_phase.c); 0, or -1 after mig_fail ---- */
 

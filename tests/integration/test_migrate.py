@@ -321,8 +321,8 @@ class Migrate(unittest.TestCase):
             for run in (1, 2):
                 with open(os.path.join(d, 'prereg-run%d-vm0.json' % run)) as f:
                     w = json.load(f)
-                self.assertEqual((w['stage'], w['run'], w['vm'], w['devices']),
-                                 ('prereg', run, 0, 2))
+                self.assertEqual((w['stage'], w['run'], w['round'], w['vm'], w['devices']),
+                                 ('prereg', run, '', 0, 2))
                 self.assertGreater(w['t0_us'], 0)
                 for dev in ('src0', 'src1', 'dst0', 'dst1'):
                     self.assertTrue(os.path.getsize(os.path.join(
@@ -341,7 +341,7 @@ class Migrate(unittest.TestCase):
             # Each source suspends its 4 queues, each destination makes them RDY,
             # inside the window (every time from 0, the first GET_VRING_BASE).
             for dev, row in rows.items():
-                self.assertIn('MODIFY_GENERAL_OBJECT x4', row, p.stdout)
+                self.assertRegex(row, r'MODIFY_GENERAL_OBJECT x4\b', p.stdout)
                 first = float(row.split('|')[2])
                 self.assertGreaterEqual(first, 0)
                 self.assertLessEqual(first, w1['downtime_ms'])
@@ -349,6 +349,36 @@ class Migrate(unittest.TestCase):
             p = subprocess.run([sys.executable, timeline, d, '--stage', 'all'],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             self.assertEqual(p.returncode, 1, p.stdout)
+        # An evacuation over 2 processes: each round named, the same run number in both
+        # processes (only the first runs VM 0 alone); the VM idle in the round alone
+        # keeps an empty window.
+        with tempfile.TemporaryDirectory() as d:
+            rc, out = migrate('--devices', '1', '--queue-pairs', '1', '--mem-gb', '2',
+                              '--vms', '3', '--processes', '2', '--stages', 'prereg',
+                              '--devx-trace', d)
+            self.assertEqual(rc, 0, out)
+            windows = {f[:-5]: os.path.getsize(os.path.join(d, f))
+                       for f in os.listdir(d) if f.endswith('.json')}
+            self.assertEqual(sorted(windows), ['prereg-run1-alone-vm0', 'prereg-run1-alone-vm1',
+                                               'prereg-run1-at-once-vm0',
+                                               'prereg-run1-at-once-vm1',
+                                               'prereg-run1-at-once-vm2'])
+            self.assertEqual(windows['prereg-run1-alone-vm1'], 0)
+            for name, want in (('prereg-run1-alone-vm0', ('alone', 0)),
+                               ('prereg-run1-at-once-vm2', ('at-once', 2))):
+                with open(os.path.join(d, name + '.json')) as f:
+                    w = json.load(f)
+                self.assertEqual((w['round'], w['vm']), want)
+            p = subprocess.run([sys.executable, timeline, d, '--round', 'at-once'],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            self.assertEqual(p.returncode, 0, p.stdout)
+            self.assertEqual(len(re.findall(r'^## prereg, run 1, at-once, VM \d', p.stdout,
+                                            re.M)), 3, p.stdout)
+            long_dir = os.path.join(d, 'x' * 200)
+            os.mkdir(long_dir)
+            self.assert_refused_in_one_line(('--devices', '1', '--queue-pairs', '1',
+                                             '--mem-gb', '2', '--devx-trace', long_dir),
+                                            'at most 191 long')
         self.assert_refused_in_one_line(('--devices', '1', '--queue-pairs', '1', '--mem-gb',
                                          '2', '--devx-trace', '/nonexistent-dir'),
                                         'No such file or directory')
