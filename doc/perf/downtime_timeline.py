@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Where a run's downtime went, device by device, from the DevX traces of
-`dpdk-test-lm migrate --devx-trace DIR` (doc/performance.md, "What separates
-prereg from its floor").
+`dpdk-test-lm migrate --devx-trace DIR` (doc/performance.md, "prereg on
+seed-mkey, command by command").
 
-For each run's window (DIR/STAGE-runN-vmV.json: the first GET_VRING_BASE in
-the traces' clock and the downtime), every device's commands inside it
+For each run's window (DIR/STAGE-runN[-ROUND]-vmV.json: the first
+GET_VRING_BASE in the traces' clock and the downtime; empty for a VM the
+run did not migrate or a run that failed), every device's commands inside it
 (doorbells left out): when its first one started and its last one ended, in
 ms from the first GET_VRING_BASE, how long at least one of them was in
 flight, and what they were. Then the VM's whole window: the time with no
@@ -12,7 +13,7 @@ command of any of its devices in flight - the front end's messages on
 vhost's thread, the hand-offs between threads and, at the end, the frames
 that prove the destinations forward.
 
-Usage: downtime_timeline.py DIR [--stage S] [--run N] [--vm V]
+Usage: downtime_timeline.py DIR [--stage S] [--run N] [--round R] [--vm V]
 """
 import argparse
 import collections
@@ -22,19 +23,17 @@ import os
 import re
 import sys
 
-WINDOW = re.compile(r'^(?P<stage>.+)-run(?P<run>\d+)-vm(?P<vm>\d+)\.json$')
+from peer_trace_summary import in_flight
+
+WINDOW = re.compile(r'^(?P<stage>.+?)-run(?P<run>\d+)(?:-(?P<round>alone|at-once))?'
+                    r'-vm(?P<vm>\d+)\.json$')
 DEVICE = re.compile(r'-(?P<role>src|dst)(?P<k>\d+)\.jsonl$')
 
 
 def busy(intervals, lo, hi):
-    """Time (us) in [lo, hi) covered by at least one interval."""
-    total, end = 0.0, lo
-    for a, b in sorted(intervals):
-        a, b = max(a, end), min(b, hi)
-        if b > a:
-            total += b - a
-            end = b
-    return total
+    """Time (us) in [lo, hi) with at least one interval in flight."""
+    idle, _ = in_flight(intervals, lo, hi)
+    return (hi - lo) - idle[0]
 
 
 def commands(path, lo, hi):
@@ -72,10 +71,11 @@ def report(directory, name, w):
         rows.append((m.group('role') + m.group('k'),
                      (min(a for a, _ in iv) - t0) / 1e3, (max(b for _, b in iv) - t0) / 1e3,
                      busy(iv, t0, hi) / 1e3, summary(ops)))
-    print('## %s, run %d, VM %d: downtime %.1f ms (source stop %.1f ms)\n'
-          % (w['stage'], w['run'], w['vm'], w['downtime_ms'], w['src_stop_ms']))
+    print('## %s, run %d%s, VM %d: downtime %.1f ms (source stop %.1f ms)\n'
+          % (w['stage'], w['run'], ', ' + w['round'] if w.get('round') else '', w['vm'],
+             w['downtime_ms'], w['src_stop_ms']))
     if not rows:
-        print('no device traces (a peer stage, or traced without --devx-trace)\n')
+        print('no device traces (a peer stage: its devices are not ours)\n')
         return
     print('| device | first command ms | last ends ms | commands in flight ms | commands |')
     print('|---|---|---|---|---|')
@@ -85,11 +85,14 @@ def report(directory, name, w):
         else:
             print('| %s | %.2f | %.2f | %.2f | %s |' % (dev, first, last, b, what))
     idle = w['downtime_ms'] - busy(every, t0, hi) / 1e3
-    last = max(r[2] for r in rows if r[2] is not None)
-    print('\nno command of the VM in flight: %.1f ms of %.1f (%.0f%%); after the last '
-          'command ended (%.1f ms): %.1f ms\n'
-          % (idle, w['downtime_ms'], 100 * idle / w['downtime_ms'], last,
-             w['downtime_ms'] - last))
+    last = max((r[2] for r in rows if r[2] is not None), default=None)
+    print('\nno command of the VM in flight: %.1f ms of %.1f (%.0f%%)'
+          % (idle, w['downtime_ms'], 100 * idle / w['downtime_ms']), end='')
+    if last is None:
+        print('; no command inside the window\n')
+    else:
+        print('; after the last command ended (%.1f ms): %.1f ms\n'
+              % (last, w['downtime_ms'] - last))
 
 
 def main():
@@ -98,6 +101,8 @@ def main():
     ap.add_argument('dir', help='the directory given to migrate --devx-trace')
     ap.add_argument('--stage', help='only this stage')
     ap.add_argument('--run', type=int, help='only this run')
+    ap.add_argument('--round', choices=('alone', 'at-once'),
+                    help="only this round of an evacuation")
     ap.add_argument('--vm', type=int, help='only this VM')
     a = ap.parse_args()
     found = 0
@@ -107,15 +112,20 @@ def main():
             continue
         if ((a.stage and m.group('stage') != a.stage) or
                 (a.run is not None and int(m.group('run')) != a.run) or
+                (a.round and m.group('round') != a.round) or
                 (a.vm is not None and int(m.group('vm')) != a.vm)):
+            continue
+        found += 1
+        if os.path.getsize(path) == 0:
+            print('## %s: no window: the VM was not migrated in this run (an evacuation\'s '
+                  'idle VM) or its run failed\n' % os.path.basename(path))
             continue
         with open(path) as f:
             report(a.dir, os.path.basename(path), json.load(f))
-        found += 1
     if not found:
+        filtered = a.stage or a.run is not None or a.round or a.vm is not None
         print('downtime_timeline: no run window in %s%s' % (
-            a.dir, ' matching the filters' if (a.stage or a.run or a.vm is not None) else ''),
-            file=sys.stderr)
+            a.dir, ' matching the filters' if filtered else ''), file=sys.stderr)
         return 1
     return 0
 
