@@ -338,8 +338,9 @@ class Migrate(unittest.TestCase):
             rows = {l.split('|')[1].strip(): l for l in p.stdout.splitlines()
                     if re.match(r'\| (src|dst)\d ', l)}
             self.assertEqual(sorted(rows), ['dst0', 'dst1', 'src0', 'src1'], p.stdout)
-            # Each source suspends its 4 queues, each destination makes them RDY,
-            # inside the window (every time from 0, the first GET_VRING_BASE).
+            # Each source suspends its 4 queues, each destination makes them RDY
+            # (its mkey made at the first kick, preconf=1), inside the window
+            # (every time from 0, the first GET_VRING_BASE).
             for dev, row in rows.items():
                 self.assertRegex(row, r'MODIFY_GENERAL_OBJECT x4\b', p.stdout)
                 first = float(row.split('|')[2])

@@ -14,6 +14,13 @@
  *     process exits, when the device's front end disconnects, when
  *     cancelled, when the device is removed; 1000 preparations in a row
  *     leave nothing; bad input and the per-device limit are refused;
+ *   - with the memory prepared, its mkey is made at the first ring's
+ *     SET_VRING_KICK and DRIVER_OK registers nothing (preconf=1); with
+ *     preconf=2 each queue pair also gets its fields at its kicks, the
+ *     queues staying INIT, and DRIVER_OK sends RDY alone; a ring resized
+ *     after its kick is re-created at DRIVER_OK; a front end that leaves
+ *     after its kicks leaves blank queues and nothing alive; preconf=0
+ *     does everything at DRIVER_OK;
  *   - at every removal the emulator finds nothing alive.
  */
 #include <errno.h>
@@ -32,6 +39,7 @@
 #include <cmocka.h>
 
 #include "lm_harness.h"
+#include "prm.h"
 #include "rte_pmd_mlx5_lm.h"
 
 #define MIB (UINT64_C(1) << 20)
@@ -48,6 +56,50 @@ is_mr_reg(const struct lmh_cmd *c, const void *arg)
 {
 	(void)arg;
 	return strcmp(c->op, "MR_REG") == 0;
+}
+
+static uint64_t
+mod_bits(const struct lmh_cmd *c)
+{
+	return PRM_GET(virtio_net_q, PRM_CADDR(virtq_cmd, c->in, obj), modify_field_select);
+}
+
+static bool
+is_vq_modify(const struct lmh_cmd *c)
+{
+	return lmh_cmd_is_vq(c) && c->opcode == PRM_CMD_MODIFY_GENERAL_OBJECT && c->status == 0;
+}
+
+/* A MODIFY of fields that leaves the queue's state alone (arg: queue index or NULL). */
+static bool
+is_fields_only(const struct lmh_cmd *c, const void *arg)
+{
+	return is_vq_modify(c) && !(mod_bits(c) & PRM_VIRTQ_MODIFY_STATE) && mod_bits(c) != 0 &&
+	       (arg == NULL || c->qidx == *(const int *)arg);
+}
+
+/* A MODIFY that makes the queue RDY and changes nothing else. */
+static bool
+is_rdy_alone(const struct lmh_cmd *c, const void *arg)
+{
+	return is_vq_modify(c) && mod_bits(c) == PRM_VIRTQ_MODIFY_STATE &&
+	       PRM_GET(virtio_net_q, PRM_CADDR(virtq_cmd, c->in, obj), state) ==
+	       PRM_VIRTQ_STATE_RDY && (arg == NULL || c->qidx == *(const int *)arg);
+}
+
+static bool
+is_any_modify(const struct lmh_cmd *c, const void *arg)
+{
+	(void)arg;
+	return is_vq_modify(c);
+}
+
+static bool
+is_registration(const struct lmh_cmd *c, const void *arg)
+{
+	(void)arg;
+	return strcmp(c->op, "MR_REG") == 0 || strcmp(c->op, "CREATE_MKEY") == 0 ||
+	       strcmp(c->op, "UMEM_REG") == 0;
 }
 
 static int
@@ -120,14 +172,20 @@ struct fixture {
 };
 
 static void
-fixture_up(struct fixture *f, const char *args)
+fixture_up_pairs(struct fixture *f, const char *args, unsigned int pairs)
 {
-	struct vu_guest_cfg cfg = { .queue_pairs = 1, .ring_size = 256 };
+	struct vu_guest_cfg cfg = { .queue_pairs = pairs, .ring_size = 256 };
 
 	memset(f, 0, sizeof(*f));
 	assert_int_equal(lmh_probe(&f->d, 0, args), 0);
 	assert_int_equal(vu_mem_create(&f->m, MEM_SIZE, layout, 2), 0);
 	assert_int_equal(vu_guest_create(&f->g, f->m, &cfg), 0);
+}
+
+static void
+fixture_up(struct fixture *f, const char *args)
+{
+	fixture_up_pairs(f, args, 1);
 }
 
 static void
@@ -235,6 +293,243 @@ test_other_or_changed_memory_is_never_used(void **state)
 	not_used(&f, "the preparation was for pid");
 	child_stop(child, wfd);
 	fixture_down(&f);
+}
+
+/* ---- queues configured at their kicks (mlx5_lm_preconf.c) ---------------------- */
+
+#define PAIRS 2
+#define RINGS (2 * PAIRS)
+#define ARGS_FIELDS "queues=2,workers=2,mr_chunk_mb=16,preconf=2"
+
+/*
+ * A device probed with args, its memory prepared for this process, and a
+ * front end on socket 0 up to its last SET_VRING_KICK/CALL, no enable, no
+ * DRIVER_OK: what the device did meanwhile is in t from mark on.
+ */
+static struct vu_client *
+prepared_start_until_kicks(struct fixture *f, const char *args, struct lmh_trace *t,
+			   size_t *mark)
+{
+	struct vu_start_opts o = { .no_enable = true, .no_status = true };
+	struct vu_client *c;
+
+	fixture_up_pairs(f, args, PAIRS);
+	assert_int_equal(prepare_mem(&f->d, f->m, getpid()), 0);
+	assert_int_equal(rte_pmd_mlx5_lm_prepare_wait(f->d.name, LMH_DEADLINE_MS), 0);
+	lmh_trace_open(t, f->d.trace);
+	assert_int_equal(lmh_trace_sync(t), 0);
+	*mark = lmh_trace_mark(t);
+	assert_non_null(c = lmh_fe_connect(0));
+	vu_guest_reset(f->g);
+	assert_int_equal(vu_guest_new_eventfds(f->g), 0);
+	assert_int_equal(vu_start_device(c, f->g, &o), 0);
+	return c;
+}
+
+static void
+driver_ok(struct fixture *f, struct vu_client *c)
+{
+	unsigned int i;
+
+	for (i = 0; i < RINGS; i++)
+		assert_int_equal(vu_set_vring_enable(c, i, true), 0);
+	assert_int_equal(vu_set_status(c, VU_STATUS_ACK | VU_STATUS_DRIVER |
+				       VU_STATUS_FEATURES_OK | VU_STATUS_DRIVER_OK), 0);
+	assert_true(lmh_wait_running(&f->d, LMH_DEADLINE_MS));
+}
+
+static void
+stop_and_leave(struct fixture *f, struct vu_client *c)
+{
+	uint32_t bases[RINGS];
+
+	(void)vu_stop_device(c, bases, RINGS);
+	vu_disconnect(c);
+	assert_true(lmh_wait_closed(0));
+	assert_true(lmh_wait_restored(&f->d));
+}
+
+static void
+test_preconf_2_sends_the_queues_fields_at_their_kicks(void **state)
+{
+	struct rte_pmd_mlx5_lm_prep_status st;
+	struct vu_client *c;
+	struct lmh_trace t;
+	struct fixture f;
+	size_t mark, at_ok;
+	int q;
+
+	(void)state;
+	c = prepared_start_until_kicks(&f, ARGS_FIELDS, &t, &mark);
+	/* Every queue's fields, before any enable or DRIVER_OK; every queue still INIT. */
+	assert_true(lmh_wait_trace(&t, mark, is_fields_only, NULL, RINGS, LMH_DEADLINE_MS));
+	for (q = 0; q < RINGS; q++) {
+		assert_int_equal(lmh_trace_count(&t, mark, is_fields_only, &q), 1);
+		assert_int_equal(lmh_vq_state(&f.d, (unsigned int)q), PRM_VIRTQ_STATE_INIT);
+	}
+	assert_int_equal(lmh_trace_count(&t, mark, is_rdy_alone, NULL), 0);
+	/* The memory came from the preparation, taken at the first kick. */
+	assert_int_equal(lmh_trace_count(&t, mark, is_mr_reg, NULL), 0);
+	assert_int_equal(prep_state(&f.d, &st), RTE_PMD_MLX5_LM_PREP_USED);
+	at_ok = lmh_trace_mark(&t);
+	driver_ok(&f, c);
+	/* DRIVER_OK: one MODIFY per queue, RDY alone; nothing registered. */
+	for (q = 0; q < RINGS; q++) {
+		assert_int_equal(lmh_trace_count(&t, at_ok, is_rdy_alone, &q), 1);
+		assert_int_equal(lmh_vq_state(&f.d, (unsigned int)q), PRM_VIRTQ_STATE_RDY);
+	}
+	assert_int_equal(lmh_trace_count(&t, at_ok, is_any_modify, NULL), RINGS);
+	assert_int_equal(lmh_trace_count(&t, at_ok, is_registration, NULL), 0);
+	assert_true(lmh_traffic(f.g, (1u << PAIRS) - 1, 64, 3000));
+	stop_and_leave(&f, c);
+	lmh_trace_free(&t);
+	fixture_down(&f);
+}
+
+/* A CREATE of queue *arg (the queue's size in *(arg + 1)). */
+static bool
+is_create_of_size(const struct lmh_cmd *c, const void *arg)
+{
+	const int *a = arg;
+
+	return lmh_cmd_is_vq(c) && c->opcode == PRM_CMD_CREATE_GENERAL_OBJECT &&
+	       c->status == 0 && c->qidx == a[0] &&
+	       (int)PRM_GET(virtio_q, PRM_CADDR(virtq_cmd, c->in, q), queue_size) == a[1];
+}
+
+static void
+test_what_changes_after_a_kick_is_driver_oks_to_apply(void **state)
+{
+	/* Ring 3 (pair 1: no traffic) halved after its kick: a new object at DRIVER_OK. */
+	const int changed[2] = { 3, 128 };
+	struct vu_client *c;
+	struct lmh_trace t;
+	struct fixture f;
+	size_t mark, at_ok;
+	int q;
+
+	(void)state;
+	c = prepared_start_until_kicks(&f, ARGS_FIELDS, &t, &mark);
+	assert_true(lmh_wait_trace(&t, mark, is_fields_only, NULL, RINGS, LMH_DEADLINE_MS));
+	assert_int_equal(vu_set_vring_num(c, (uint32_t)changed[0], (uint32_t)changed[1]), 0);
+	at_ok = lmh_trace_mark(&t);
+	driver_ok(&f, c);
+	/* queue_size has no modify bit: what was sent at the kick is not reused for it. */
+	assert_int_equal(lmh_trace_count(&t, at_ok, is_create_of_size, changed), 1);
+	for (q = 0; q < RINGS; q++) {
+		assert_int_equal(lmh_trace_count(&t, at_ok, is_rdy_alone, &q), q != changed[0]);
+		assert_int_equal(lmh_vq_state(&f.d, (unsigned int)q), PRM_VIRTQ_STATE_RDY);
+	}
+	assert_true(lmh_traffic(f.g, 0x1, 64, 3000));
+	stop_and_leave(&f, c);
+	lmh_trace_free(&t);
+	fixture_down(&f);
+}
+
+static bool
+is_create_mkey(const struct lmh_cmd *c, const void *arg)
+{
+	(void)arg;
+	return strcmp(c->op, "CREATE_MKEY") == 0 && c->status == 0;
+}
+
+static bool
+is_destroy_mkey(const struct lmh_cmd *c, const void *arg)
+{
+	(void)arg;
+	return strcmp(c->op, "DESTROY_MKEY") == 0 && c->status == 0;
+}
+
+/*
+ * A front end gone after its kicks, before DRIVER_OK: the mkey made at the
+ * first kick goes, and each queue that got fields (preconf=2) is re-created
+ * blank; the next front end's start is a normal one; nothing stays alive.
+ */
+static void
+leave_after_the_kicks(const char *args, bool fields)
+{
+	struct vu_client *c;
+	struct lmh_trace t;
+	struct fixture f;
+	size_t mark;
+	int q;
+
+	c = prepared_start_until_kicks(&f, args, &t, &mark);
+	assert_true(lmh_wait_trace(&t, mark, is_create_mkey, NULL, 1, LMH_DEADLINE_MS));
+	if (fields)
+		assert_true(lmh_wait_trace(&t, mark, is_fields_only, NULL, RINGS,
+					   LMH_DEADLINE_MS));
+	mark = lmh_trace_mark(&t);
+	vu_disconnect(c);
+	assert_true(lmh_wait_closed(0));
+	assert_true(lmh_wait_restored(&f.d));
+	/* The mkey goes with its registration, deferred (mr_gc_ms) like every deletion. */
+	assert_true(lmh_wait_trace(&t, mark, is_destroy_mkey, NULL, 1, LMH_DEADLINE_MS));
+	for (q = 0; q < RINGS; q++) {
+		const int blank[2] = { q, 256 };
+
+		assert_int_equal(lmh_trace_count(&t, mark, is_create_of_size, blank), fields);
+		assert_int_equal(lmh_vq_state(&f.d, (unsigned int)q), PRM_VIRTQ_STATE_INIT);
+	}
+	lmh_trace_free(&t);
+	/* The next front end, nothing prepared: its DRIVER_OK registers and configures all. */
+	assert_true(run_front_end(&f.d, 0, f.g) >= 2);
+	fixture_down(&f);
+}
+
+static void
+test_front_end_leaving_after_its_kicks_leaves_blank_queues(void **state)
+{
+	(void)state;
+	leave_after_the_kicks(ARGS_FIELDS, true);
+	leave_after_the_kicks("queues=2,workers=2,mr_chunk_mb=16,mr_gc_ms=50", false);
+}
+
+/*
+ * preconf=0 and 1: no queue touched before DRIVER_OK, which sends fields
+ * and RDY in one MODIFY per queue; the prepared table's mkey made at the
+ * first kick (1) or at DRIVER_OK (0).
+ */
+static void
+preconf_memory_or_nothing(const char *args, bool mkey_ahead)
+{
+	struct vu_client *c;
+	struct lmh_trace t;
+	struct fixture f;
+	size_t mark, at_ok;
+
+	c = prepared_start_until_kicks(&f, args, &t, &mark);
+	if (mkey_ahead)
+		assert_true(lmh_wait_trace(&t, mark, is_create_mkey, NULL, 1, LMH_DEADLINE_MS));
+	/* Everything vhost does for a message is done once its reply is read. */
+	lmh_barrier(&f.d);
+	at_ok = lmh_trace_mark(&t);
+	assert_int_equal(lmh_trace_count(&t, mark, is_create_mkey, NULL), mkey_ahead);
+	assert_int_equal(lmh_trace_count(&t, mark, is_any_modify, NULL), 0);
+	driver_ok(&f, c);
+	assert_int_equal(lmh_trace_count(&t, at_ok, is_create_mkey, NULL), !mkey_ahead);
+	assert_int_equal(lmh_trace_count(&t, at_ok, is_mr_reg, NULL), 0);
+	assert_int_equal(lmh_trace_count(&t, at_ok, is_any_modify, NULL), RINGS);
+	assert_int_equal(lmh_trace_count(&t, at_ok, is_rdy_alone, NULL), 0);
+	assert_true(lmh_traffic(f.g, (1u << PAIRS) - 1, 64, 3000));
+	stop_and_leave(&f, c);
+	lmh_trace_free(&t);
+	fixture_down(&f);
+}
+
+static void
+test_preconf_1_makes_the_mkey_at_the_first_kick(void **state)
+{
+	(void)state;
+	/* The default. */
+	preconf_memory_or_nothing("queues=2,workers=2,mr_chunk_mb=16", true);
+}
+
+static void
+test_preconf_0_does_everything_at_driver_ok(void **state)
+{
+	(void)state;
+	preconf_memory_or_nothing("queues=2,workers=2,mr_chunk_mb=16,preconf=0", false);
 }
 
 /* ---- released ------------------------------------------------------------------- */
@@ -346,4 +641,9 @@ LMH_TEST_MAIN("test-prereg", 1, "prereg", NULL, NULL,
 	cmocka_unit_test(test_prepared_memory_serves_the_table),
 	cmocka_unit_test(test_other_or_changed_memory_is_never_used),
 	cmocka_unit_test(test_unused_preparation_is_released),
-	cmocka_unit_test(test_bad_preparations_are_refused_and_leave_nothing))
+	cmocka_unit_test(test_bad_preparations_are_refused_and_leave_nothing),
+	cmocka_unit_test(test_preconf_2_sends_the_queues_fields_at_their_kicks),
+	cmocka_unit_test(test_what_changes_after_a_kick_is_driver_oks_to_apply),
+	cmocka_unit_test(test_front_end_leaving_after_its_kicks_leaves_blank_queues),
+	cmocka_unit_test(test_preconf_1_makes_the_mkey_at_the_first_kick),
+	cmocka_unit_test(test_preconf_0_does_everything_at_driver_ok))

@@ -24,6 +24,11 @@ extern int mlx5_lm_logtype;
 		(dev) != NULL ? (dev)->name : "-", ##__VA_ARGS__)
 
 /* Validated device arguments (design.md "Device devargs"). */
+/* devarg preconf: what a destination with prepared memory does before DRIVER_OK. */
+#define MLX5_LM_PRECONF_OFF 0            /* nothing */
+#define MLX5_LM_PRECONF_MEMORY 1         /* the indirect mkey, at the first kick */
+#define MLX5_LM_PRECONF_FIELDS 2         /* and each queue pair's fields, at its kicks */
+
 struct mlx5_lm_devargs {
 	char emu[256];          /* emulated device profile, "" for hardware */
 	char ibdev[64];         /* RDMA device name, "" for emulated */
@@ -36,6 +41,7 @@ struct mlx5_lm_devargs {
 	uint32_t mr_chunk_mb;
 	uint32_t mr_gc_ms;
 	uint32_t parallel;
+	uint32_t preconf;                /* MLX5_LM_PRECONF_*: mlx5_lm_preconf.c */
 	char uplink[64];
 	char devx_trace[256];
 	/* DPDK vdpa/mlx5's keys (doc/devargs.md, "coming from DPDK's vdpa/mlx5"). */
@@ -138,6 +144,8 @@ struct mlx5_lm_notify;
 struct mlx5_lm_uplink;
 struct mlx5_lm_conf_job;
 struct mlx5_lm_prep_ctl;
+struct mlx5_lm_preconf;
+struct mlx5_lm_preconf_mem;
 struct rte_vdpa_device;
 
 /*
@@ -177,6 +185,7 @@ struct mlx5_lm_worker {
 	pthread_mutex_t lock;
 	pthread_cond_t cv;               /* work posted, hold released, stop (CLOCK_MONOTONIC) */
 	struct mlx5_lm_conf_job *conf;   /* the DRIVER_OK to configure */
+	struct mlx5_lm_preconf_mem *preconf; /* memory for queues configured ahead: before conf */
 	int restore;                     /* a stop's restore to run... */
 	int restore_now;                 /* ...at once, not at its deadline */
 	double restore_deadline_ms;      /* mlx5_lm_now_ms() clock */
@@ -256,6 +265,9 @@ struct mlx5_lm_dev {
 	struct mlx5_lm_times times;
 	uint8_t stop_handover;           /* the stop hands indices to vhost (0: front end gone) */
 	struct mlx5_lm_prep_ctl *prep;   /* guest memory prepared ahead (mlx5_lm_prereg.c) */
+	/* Queues configured ahead of DRIVER_OK (mlx5_lm_preconf.c), dev->lock. */
+	struct mlx5_lm_preconf *preconf;
+	uint32_t preconf_seq;
 };
 
 /*
@@ -409,6 +421,8 @@ int mlx5_lm_owner(struct mlx5_lm_dev *dev, int vid, const char *what);
 
 /* The vDPA ops that change queue state: DRIVER_OK, stop, ring enable. */
 int mlx5_lm_dev_conf(int vid);                       /* mlx5_lm_conf.c */
+/* vhost's thread, SET_VRING_KICK of ring handled (the vetting's post-handler). */
+void mlx5_lm_preconf_ring(int vid, uint16_t ring);    /* mlx5_lm_preconf.c */
 int mlx5_lm_dev_close(int vid);                      /* mlx5_lm_stop.c */
 /* dev->lock held: stop a device still running for a front end that is gone (dev_cleanup). */
 void mlx5_lm_stop_orphaned(struct mlx5_lm_dev *dev);

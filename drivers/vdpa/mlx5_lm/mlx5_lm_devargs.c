@@ -43,6 +43,8 @@ static const struct arg_spec specs[] = {
 	NUM_ARG("mr_chunk_mb", ARG_POW2, 2, 65536, mr_chunk_mb, "guest memory chunk size"),
 	NUM_ARG("mr_gc_ms", ARG_U32, 0, 600000, mr_gc_ms, "deferred deletion delay"),
 	NUM_ARG("parallel", ARG_BOOL, 0, 1, parallel, "suspend/resume/config in parallel"),
+	NUM_ARG("preconf", ARG_U32, 0, 2, preconf,
+		"prepared memory, before DRIVER_OK: 0 nothing, 1 its mkey, 2 also the queues' fields"),
 	NUM_ARG("prereg_max_gb", ARG_U32, 0, 65536, prereg_max_gb,
 		"most guest memory one preparation may register, 0 refuses preparations"),
 	NUM_ARG("prereg_ttl_ms", ARG_U32, 1, 86400000, prereg_ttl_ms,
@@ -198,6 +200,7 @@ mlx5_lm_devargs_parse(const char *name, const char *args, struct mlx5_lm_devargs
 	out->mr_chunk_mb = MLX5_LM_DEFAULT_MR_CHUNK_MB;
 	out->mr_gc_ms = MLX5_LM_DEFAULT_MR_GC_MS;
 	out->parallel = 1;
+	out->preconf = MLX5_LM_PRECONF_MEMORY;
 	out->prereg_max_gb = MLX5_LM_DEFAULT_PREREG_MAX_GB;
 	out->prereg_ttl_ms = MLX5_LM_DEFAULT_PREREG_TTL_MS;
 	snprintf(out->uplink, sizeof(out->uplink), "loopback");

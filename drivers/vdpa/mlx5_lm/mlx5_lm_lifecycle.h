@@ -8,6 +8,8 @@
  *   mlx5_lm_conf.c     DRIVER_OK (dev_conf): plans read on vhost's thread, the
  *                      configuration the device's worker runs
  *   mlx5_lm_stop.c     GET_VRING_BASE (dev_close): suspend, query, hand over
+ *   mlx5_lm_preconf.c  a destination's queue fields sent at each SET_VRING_KICK,
+ *                      ahead of DRIVER_OK, when its memory was prepared
  *   mlx5_lm_rings.c    a ring enabled or disabled by the guest; ERR recovery
  *   mlx5_lm_worker.c   the device's own thread: configurations, deferred
  *                      restores, recoveries
@@ -45,6 +47,11 @@ int mlx5_lm_steer_reattach(struct mlx5_lm_dev *dev, int rebuild);
 
 /* ---- mlx5_lm_conf.c ---- */
 
+struct mlx5_lm_mem_region;
+/* vhost's memory table as a registration needs it (fstat of its fds), on vhost's thread. */
+int mlx5_lm_mem_regions(struct mlx5_lm_dev *dev, struct rte_vhost_memory *mem,
+			struct mlx5_lm_mem_region *regions, uint32_t *nregions);
+
 /* One ring as DRIVER_OK (or a late enable) configures it. */
 struct mlx5_lm_vq_plan {
 	struct mlx5_lm_virtq *vq;
@@ -73,11 +80,36 @@ void mlx5_lm_conf_run_job(struct mlx5_lm_dev *dev, struct mlx5_lm_conf_job *job)
 /* The worker's part of an ERR recovery, dev->lock held. */
 void mlx5_lm_recover_locked(struct mlx5_lm_virtq *vq);
 
+/* ---- mlx5_lm_preconf.c ---- */
+
+struct mlx5_lm_preconf_mem;
+/* The worker's part: the prepared registration of a table, then the rings waiting for it. */
+void mlx5_lm_preconf_memory(struct mlx5_lm_dev *dev, struct mlx5_lm_preconf_mem *job);
+/*
+ * dev->lock held: the fields sent ahead are in place (their MODIFYs
+ * waited for) and the state goes. Called by DRIVER_OK's job before it
+ * plans its own MODIFYs; *rings: how many were sent ahead.
+ */
+void mlx5_lm_preconf_end(struct mlx5_lm_dev *dev, unsigned int *rings);
+/*
+ * dev->lock held, the front end gone (or the device going) before its
+ * DRIVER_OK: the queues configured ahead and their registration go back
+ * to blank with a restore.
+ */
+void mlx5_lm_preconf_abort(struct mlx5_lm_dev *dev);
+
 /* ---- mlx5_lm_worker.c ---- */
 
 /* dev->lock held: queue a DRIVER_OK's job (conf.busy set by the caller). */
 void mlx5_lm_worker_conf(struct mlx5_lm_dev *dev, struct mlx5_lm_conf_job *job);
 /* dev->lock held: a stop's restore, mr_gc_ms from now (restore.pending set by the caller). */
 void mlx5_lm_worker_restore(struct mlx5_lm_dev *dev);
+/*
+ * dev->lock held: the registration of a table whose rings are configured
+ * ahead. Returns the job it replaces (a start that ended before the worker
+ * took its job), for the caller to drop.
+ */
+struct mlx5_lm_preconf_mem *mlx5_lm_worker_preconf(struct mlx5_lm_dev *dev,
+						   struct mlx5_lm_preconf_mem *job);
 
 #endif /* MLX5_LM_LIFECYCLE_H */

@@ -15,6 +15,7 @@
 #include "prm.h"
 #include "mlx5_lm.h"
 #include "mlx5_lm_mr.h"
+#include "mlx5_lm_lifecycle.h"
 #include "mlx5_lm_prereg.h"
 
 #define dev_by_vid mlx5_lm_dev_by_vid
@@ -179,6 +180,8 @@ mlx5_lm_dev_cleanup(int vid)
 	}
 	/* Its queues ran on its rings: nothing of them may stay in use. */
 	mlx5_lm_stop_orphaned(dev);
+	/* Or were configured ahead of a DRIVER_OK that did not come. */
+	mlx5_lm_preconf_abort(dev);
 	/* Memory prepared for this front end and not used yet: it will not be. */
 	mlx5_lm_prereg_disconnected(dev);
 	__atomic_store_n(&dev->vid, -1, __ATOMIC_RELEASE);

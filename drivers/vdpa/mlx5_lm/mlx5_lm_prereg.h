@@ -44,11 +44,15 @@ void mlx5_lm_prereg_fini(struct mlx5_lm_dev *dev);
  * reference for the configuration job. regions (filled from mem, same
  * order) are sorted by gpa here, ok[] with them (1: from the
  * preparation). Returns the preparation (the job's reference) or NULL.
+ * whole: only if it serves every region, and otherwise nothing changes
+ * (the queues configured ahead of DRIVER_OK, mlx5_lm_preconf.c).
  */
 struct mlx5_lm_prereg *mlx5_lm_prereg_take(struct mlx5_lm_dev *dev, int vid,
 					   struct rte_vhost_memory *mem,
 					   struct mlx5_lm_mem_region *regions, uint32_t n,
-					   uint8_t *ok);
+					   uint8_t *ok, int whole);
+/* A preparation is ready to be taken (no table checked: mlx5_lm_prereg_take does). */
+int mlx5_lm_prereg_ready(struct mlx5_lm_dev *dev);
 /* The last reference deregisters its chunks (background: as background work). */
 void mlx5_lm_prereg_put(struct mlx5_lm_prereg *p, int background);
 struct mlx5_lm_prereg *mlx5_lm_prereg_ref(struct mlx5_lm_prereg *p);

@@ -141,9 +141,22 @@ region_ok(const struct mlx5_lm_prereg *p, const struct mlx5_lm_mem_region *reg, 
 	return 1;
 }
 
+int
+mlx5_lm_prereg_ready(struct mlx5_lm_dev *dev)
+{
+	struct mlx5_lm_prep_ctl *ctl = dev->prep;
+	int ready;
+
+	pthread_mutex_lock(&ctl->lock);
+	ready = ctl->cur != NULL && !ctl->release &&
+		ctl->st.state == RTE_PMD_MLX5_LM_PREP_READY;
+	pthread_mutex_unlock(&ctl->lock);
+	return ready;
+}
+
 struct mlx5_lm_prereg *
 mlx5_lm_prereg_take(struct mlx5_lm_dev *dev, int vid, struct rte_vhost_memory *mem,
-		    struct mlx5_lm_mem_region *regions, uint32_t n, uint8_t *ok)
+		    struct mlx5_lm_mem_region *regions, uint32_t n, uint8_t *ok, int whole)
 {
 	struct mlx5_lm_prep_ctl *ctl = dev->prep;
 	struct mlx5_lm_prereg *p = NULL;
@@ -160,6 +173,9 @@ mlx5_lm_prereg_take(struct mlx5_lm_dev *dev, int vid, struct rte_vhost_memory *m
 	    (ctl->st.state != RTE_PMD_MLX5_LM_PREP_READY &&
 	     ctl->st.state != RTE_PMD_MLX5_LM_PREP_PREPARING))
 		goto out;
+	/* whole: anything short of a ready preparation for this front end is DRIVER_OK's to judge. */
+	if (whole && ctl->st.state != RTE_PMD_MLX5_LM_PREP_READY)
+		goto out;
 	if (ctl->st.state == RTE_PMD_MLX5_LM_PREP_PREPARING) {
 		/* Waiting here would hold the start behind background work that yields to it. */
 		mlx5_lm_prereg_refuse(ctl, "still registering at DRIVER_OK: the table was registered as usual");
@@ -167,12 +183,16 @@ mlx5_lm_prereg_take(struct mlx5_lm_dev *dev, int vid, struct rte_vhost_memory *m
 	}
 	if (rte_vhost_get_negotiated_protocol_features(vid, &pf) == 0 &&
 	    (pf & (1ull << VHOST_USER_PROTOCOL_F_PAGEFAULT))) {
+		if (whole)
+			goto out;
 		mlx5_lm_prereg_refuse(ctl, "the front end negotiated postcopy: not used");
 		goto out;
 	}
 	if (ctl->cur->pid > 0) {
 		peer = mlx5_lm_vhost_peer_pid(vid);
 		if (peer != ctl->cur->pid) {
+			if (whole)
+				goto out;
 			snprintf(why, sizeof(why), "the device's front end is pid %d, the "
 				 "preparation was for pid %d: not used", peer, ctl->cur->pid);
 			mlx5_lm_prereg_refuse(ctl, why);
@@ -192,6 +212,11 @@ mlx5_lm_prereg_take(struct mlx5_lm_dev *dev, int vid, struct rte_vhost_memory *m
 		else
 			fallback += regions[i].size;
 	}
+	if (whole && fallback != 0) {
+		/* Not the whole table: left for DRIVER_OK, which says why. */
+		why[0] = '\0';
+		goto out;
+	}
 	ctl->st.used_bytes = used;
 	ctl->st.fallback_bytes = fallback;
 	if (used == 0) {
@@ -204,9 +229,12 @@ mlx5_lm_prereg_take(struct mlx5_lm_dev *dev, int vid, struct rte_vhost_memory *m
 out:
 	pthread_mutex_unlock(&ctl->lock);
 	sort_regions(regions, ok, n);
+	if (whole && p == NULL)
+		return NULL;
 	if (p != NULL)
-		DRV_LOG(INFO, dev, "DRIVER_OK: %" PRIu64 " MiB of guest memory from the "
-			"preparation, %" PRIu64 " MiB registered now%s%s", used >> 20,
+		DRV_LOG(INFO, dev, "%s: %" PRIu64 " MiB of guest memory from the "
+			"preparation, %" PRIu64 " MiB registered now%s%s",
+			whole ? "SET_VRING_KICK" : "DRIVER_OK", used >> 20,
 			fallback >> 20, why[0] != '\0' ? ": " : "", why);
 	else if (why[0] != '\0' || ctl->st.reason[0] != '\0')
 		DRV_LOG(INFO, dev, "DRIVER_OK: the preparation is not used (%s)",

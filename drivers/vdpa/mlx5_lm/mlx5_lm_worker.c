@@ -8,6 +8,8 @@
  *              that it stays out of the stops and starts of the other
  *              devices of a host being drained), at once when the device is
  *              needed: its DRIVER_OK (which needs blank queues) or removal;
+ *   preconf    the registration of prepared memory for queues configured
+ *              ahead of their DRIVER_OK (mlx5_lm_preconf.c);
  *   conf       the configuration of a DRIVER_OK (mlx5_lm_conf.c), which
  *              vhost's dev_conf queued before returning;
  *   recover    the ERR recovery of the queues the notification thread saw go
@@ -53,6 +55,21 @@ void
 mlx5_lm_worker_conf(struct mlx5_lm_dev *dev, struct mlx5_lm_conf_job *job)
 {
 	worker_post(dev, job, 0, 0);
+}
+
+struct mlx5_lm_preconf_mem *
+mlx5_lm_worker_preconf(struct mlx5_lm_dev *dev, struct mlx5_lm_preconf_mem *job)
+{
+	struct mlx5_lm_worker *w = &dev->worker;
+	struct mlx5_lm_preconf_mem *old;
+
+	pthread_mutex_lock(&w->lock);
+	/* The job of a start that ended before the worker took it: the caller drops it. */
+	old = w->preconf;
+	w->preconf = job;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->lock);
+	return old;
 }
 
 void
@@ -145,7 +162,7 @@ wait_work(struct mlx5_lm_worker *w)
 
 		if (w->restore && (w->restore_now || w->stop || now >= w->restore_deadline_ms))
 			return 1;
-		if (w->conf != NULL && !w->hold)
+		if (w->preconf != NULL || (w->conf != NULL && !w->hold))
 			return 1;
 		if (w->recover_pending)
 			return 1;
@@ -173,6 +190,7 @@ worker_main(void *arg)
 	pthread_mutex_lock(&w->lock);
 	while (wait_work(w)) {
 		struct mlx5_lm_conf_job *conf = NULL;
+		struct mlx5_lm_preconf_mem *preconf = NULL;
 		int restore = 0, urgent = 0, recovering = 0;
 
 		if (w->restore && (w->restore_now || w->stop ||
@@ -181,6 +199,10 @@ worker_main(void *arg)
 			urgent = w->restore_now || w->stop;
 			w->restore = 0;
 			w->restore_now = 0;
+		} else if (w->preconf != NULL) {
+			/* Posted at a start's first kick: before that start's DRIVER_OK. */
+			preconf = w->preconf;
+			w->preconf = NULL;
 		} else if (w->conf != NULL && !w->hold) {
 			conf = w->conf;
 			w->conf = NULL;
@@ -193,6 +215,8 @@ worker_main(void *arg)
 		pthread_mutex_unlock(&w->lock);
 		if (restore) {
 			run_restore(dev, urgent);
+		} else if (preconf != NULL) {
+			mlx5_lm_preconf_memory(dev, preconf);
 		} else if (conf != NULL) {
 			pthread_mutex_lock(&dev->lock);
 			mlx5_lm_conf_run_job(dev, conf);
@@ -250,6 +274,8 @@ mlx5_lm_worker_stop(struct mlx5_lm_dev *dev)
 	pthread_mutex_unlock(&w->lock);
 	pthread_mutex_lock(&dev->lock);
 	mlx5_lm_wait_configured(dev);
+	/* Queues configured ahead of a DRIVER_OK that will not come: restored below. */
+	mlx5_lm_preconf_abort(dev);
 	pthread_mutex_unlock(&dev->lock);
 	/* A deferred restore runs now; then the thread ends. */
 	pthread_mutex_lock(&w->lock);

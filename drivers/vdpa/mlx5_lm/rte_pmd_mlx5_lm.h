@@ -229,11 +229,21 @@ __rte_experimental
 int rte_pmd_mlx5_lm_vhost_vet(int vid, void *msg);
 
 /*
- * Register rte_pmd_mlx5_lm_vhost_vet() as the pre_msg_handle of vhost
- * device vid: call it from the new_connection callback of every socket
- * served by this PMD (an application with its own extern ops calls
- * rte_pmd_mlx5_lm_vhost_vet() from its pre_msg_handle instead).
- * 0, -ENOTSUP (not DPDK 22.11's message layout), or -EINVAL.
+ * After DPDK 22.11's vhost handled a message (msg: what a post_msg_handle
+ * receives): at a ring's SET_VRING_KICK, a destination whose guest memory
+ * was prepared gets its mkey (and, with preconf=2, the queue its fields)
+ * ahead of DRIVER_OK (devarg preconf).
+ * Never changes vhost's answer: returns RTE_VHOST_MSG_RESULT_NOT_HANDLED.
+ */
+__rte_experimental
+int rte_pmd_mlx5_lm_vhost_post(int vid, void *msg);
+
+/*
+ * Register rte_pmd_mlx5_lm_vhost_vet() and rte_pmd_mlx5_lm_vhost_post()
+ * as the pre_msg_handle and post_msg_handle of vhost device vid: call it
+ * from the new_connection callback of every socket served by this PMD (an
+ * application with its own extern ops calls them from its handlers
+ * instead). 0, -ENOTSUP (not DPDK 22.11's message layout), or -EINVAL.
  */
 __rte_experimental
 int rte_pmd_mlx5_lm_vhost_vet_register(int vid);

@@ -41,6 +41,10 @@
  *    socket's messages until it leaves. vhost gives the application no
  *    handle on the connection: its socket is found in /proc/self/fd by
  *    address.
+ * 5. The queues configured ahead of DRIVER_OK (mlx5_lm_preconf.c): vDPA
+ *    drivers get no callback for SET_VRING_KICK, after which vhost holds
+ *    everything a ring's queue needs; the post_msg_handle that
+ *    rte_pmd_mlx5_lm_vhost_vet_register() also registers tells the driver.
  *
  * An application registers rte_pmd_mlx5_lm_vhost_vet() as the
  * pre_msg_handle of rte_vhost_extern_callback_register() on each new
@@ -108,6 +112,8 @@ _Static_assert(offsetof(struct vet_msg, fd_num) == 676, "vhu_msg_context.fd_num 
  */
 #define VET_SET_MEM_TABLE 5
 #define VET_SET_LOG_BASE 6
+#define VET_SET_VRING_KICK 12
+#define VET_VRING_IDX_MASK 0xff
 #define VET_SET_BACKEND_REQ_FD 21
 #define VET_IOTLB_MSG 22
 #define VET_POSTCOPY_ADVISE 28
@@ -371,8 +377,29 @@ vet_pre(int vid, void *msg)
 	return (enum rte_vhost_msg_result)rte_pmd_mlx5_lm_vhost_vet(vid, msg);
 }
 
+/* Workaround 5, after vhost handled the message: never a verdict, vhost's answer stands. */
+int
+rte_pmd_mlx5_lm_vhost_post(int vid, void *msg)
+{
+	const struct vet_msg *m = msg;
+	uint64_t idx;
+
+	if (m->request == VET_SET_VRING_KICK && m->size == sizeof(idx)) {
+		memcpy(&idx, m->payload, sizeof(idx));
+		mlx5_lm_preconf_ring(vid, (uint16_t)(idx & VET_VRING_IDX_MASK));
+	}
+	return RTE_VHOST_MSG_RESULT_NOT_HANDLED;
+}
+
+static enum rte_vhost_msg_result
+vet_post(int vid, void *msg)
+{
+	return (enum rte_vhost_msg_result)rte_pmd_mlx5_lm_vhost_post(vid, msg);
+}
+
 static const struct rte_vhost_user_extern_ops vet_ops = {
 	.pre_msg_handle = vet_pre,
+	.post_msg_handle = vet_post,
 };
 
 int
