@@ -47,6 +47,13 @@ static const struct mig_stage_def stage_defs[] = {
 	/* all, and the destinations' guest memory prepared while the sources run. */
 	{ "prereg", 1, 16, 100, 1, false, 0, true },
 	/*
+	 * prereg with the destinations' mkey made at DRIVER_OK (preconf=0),
+	 * and with the queues' fields also sent at their kicks (preconf=2),
+	 * for comparison with prereg (preconf=1: the mkey at the first kick).
+	 */
+	{ "prereg-late", 1, 16, 100, 1, false, 0, true, ",preconf=0" },
+	{ "prereg-ahead", 1, 16, 100, 1, false, 0, true, ",preconf=2" },
+	/*
 	 * The peer, DPDK's vdpa/mlx5, on the same emulated devices
 	 * through the emulated rdma-core: with its defaults, and with what
 	 * makes it fastest: queues/queue_size (it pre-creates at probe) and
@@ -78,7 +85,9 @@ migrate_usage(FILE *f)
 		"  --stages LIST      comma-separated, from baseline,precreate,parallel-mkey,\n"
 		"                     deferred-delete,all (default: all five, in that order;\n"
 		"                     with --vms: all), prereg (all, and the destinations'\n"
-		"                     memory prepared while the sources run), and the peer's:\n"
+		"                     memory prepared while the sources run), prereg-late\n"
+		"                     and prereg-ahead (prereg with preconf=0 and 2), and\n"
+		"                     the peer's:\n"
 		"                     peer, peer-precreate\n"
 		"                     (DPDK's vdpa/mlx5 with its defaults, and with\n"
 		"                     queues=Q,queue_size=S,max_conf_threads=%d), probed on\n"
@@ -260,8 +269,8 @@ parse_stages(const char *list, const struct mig_stage_def **out, unsigned int *n
 				break;
 		if (i == NSTAGES || *n == 2 * NSTAGES) {
 			fprintf(stderr, "migrate: --stages: '%s' is not a stage (baseline, "
-				"precreate, parallel-mkey, deferred-delete, all, prereg, peer, "
-				"peer-precreate)\n", tok);
+				"precreate, parallel-mkey, deferred-delete, all, prereg, prereg-late, "
+				"prereg-ahead, peer, peer-precreate)\n", tok);
 			ret = -1;
 			break;
 		}

@@ -114,9 +114,10 @@ dev_args(struct mig_ctx *x, unsigned int idx, const char *role, unsigned int k, 
 	snprintf(ibdev, sizeof(ibdev), "ibdev=mlx5_%u", idx);
 	mig_trace_devarg(x, role, k, trace, sizeof(trace));
 	snprintf(args, len, "%s%s,queues=%u,queue_size=%u,precreate=%u,workers=%u,"
-		 "mr_gc_ms=%u,parallel=%u%s", x->o->rdma ? ibdev : "emu=",
+		 "mr_gc_ms=%u,parallel=%u%s%s", x->o->rdma ? ibdev : "emu=",
 		 x->o->rdma ? "" : x->o->profile, s->queue_pairs, s->queue_size,
-		 x->st->precreate, x->st->workers, x->st->mr_gc_ms, x->st->parallel, trace);
+		 x->st->precreate, x->st->workers, x->st->mr_gc_ms, x->st->parallel,
+		 x->st->devargs != NULL ? x->st->devargs : "", trace);
 }
 
 static int

@@ -65,6 +65,8 @@ struct mig_stage_def {
 	 * while the sources still run, before the stop (migrate_prereg.c).
 	 */
 	bool prereg;
+	/* More devargs for our PMD's devices (",key=value..."), or NULL. */
+	const char *devargs;
 };
 
 /* Hidden test modes: front ends that do things in an order QEMU would not. */
