@@ -232,8 +232,10 @@ def check_prepared(dst, trace, t_cont, var, res):
         line = r'DRIVER_OK: the preparation is not used \(region 0 .*its file was ' \
             r'truncated or changed'
     else:
-        line = r'DRIVER_OK: %d MiB of guest memory from the preparation, 0 MiB registered ' \
-            r'now' % MEM_MB
+        # Taken at the first ring's SET_VRING_KICK (preconf=1, the default),
+        # or at DRIVER_OK.
+        line = r'(?:SET_VRING_KICK|DRIVER_OK): %d MiB of guest memory from the preparation, ' \
+            r'0 MiB registered now' % MEM_MB
     _, _, m = dst.srv.expect(line, STEP)
     L.log(f'destination: {m.group(0)}; preparation {p}')
     cont_us = t_cont * 1e6
