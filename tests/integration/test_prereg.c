@@ -19,8 +19,9 @@
  *     preconf=2 each queue pair also gets its fields at its kicks, the
  *     queues staying INIT, and DRIVER_OK sends RDY alone; a ring resized
  *     after its kick is re-created at DRIVER_OK; a front end that leaves
- *     after its kicks leaves blank queues and nothing alive; preconf=0
- *     does everything at DRIVER_OK;
+ *     after its kicks, or whose DRIVER_OK fails, leaves blank queues and
+ *     nothing alive; a file resized after the first kick is registered
+ *     again at DRIVER_OK; preconf=0 does everything at DRIVER_OK;
  *   - at every removal the emulator finds nothing alive.
  */
 #include <errno.h>
@@ -532,6 +533,87 @@ test_preconf_0_does_everything_at_driver_ok(void **state)
 	preconf_memory_or_nothing("queues=2,workers=2,mr_chunk_mb=16,preconf=0", false);
 }
 
+/* Bounded wait until the device reports state (rte_pmd_mlx5_lm_get_state). */
+static bool
+wait_dev_state(struct lmh_dev *d, int state)
+{
+	int64_t end = lmh_now_ms() + LMH_DEADLINE_MS;
+	struct rte_pmd_mlx5_lm_state st;
+
+	for (;;) {
+		assert_int_equal(rte_pmd_mlx5_lm_get_state(d->name, &st), 0);
+		if (st.state == state)
+			return true;
+		if (lmh_now_ms() > end) {
+			printf("  device in state %d, not %d\n", st.state, state);
+			return false;
+		}
+		lmh_tick();
+	}
+}
+
+static void
+test_failed_driver_ok_undoes_what_was_done_ahead(void **state)
+{
+	struct vu_client *c;
+	struct lmh_trace t;
+	struct fixture f;
+	size_t mark, at_ok;
+	unsigned int i;
+	int q;
+
+	(void)state;
+	c = prepared_start_until_kicks(&f, ARGS_FIELDS, &t, &mark);
+	assert_true(lmh_wait_trace(&t, mark, is_fields_only, NULL, RINGS, LMH_DEADLINE_MS));
+	/* DRIVER_OK's first MODIFY is refused: the configuration fails. */
+	assert_int_equal(lmh_fault_inject(&f.d, PRM_CMD_MODIFY_GENERAL_OBJECT,
+					  PRM_OBJ_VIRTIO_NET_Q, 1, PRM_STATUS_NO_RESOURCES, 0), 0);
+	at_ok = lmh_trace_mark(&t);
+	for (i = 0; i < RINGS; i++)
+		assert_int_equal(vu_set_vring_enable(c, i, true), 0);
+	assert_int_equal(vu_set_status(c, VU_STATUS_ACK | VU_STATUS_DRIVER |
+				       VU_STATUS_FEATURES_OK | VU_STATUS_DRIVER_OK), 0);
+	assert_true(wait_dev_state(&f.d, RTE_PMD_MLX5_LM_STATE_FAILED));
+	/* The queues that had the front end's fields are blank again, the mkey goes. */
+	for (q = 0; q < RINGS; q++) {
+		const int blank[2] = { q, 256 };
+
+		assert_int_equal(lmh_trace_count(&t, at_ok, is_create_of_size, blank), 1);
+		assert_int_equal(lmh_vq_state(&f.d, (unsigned int)q), PRM_VIRTQ_STATE_INIT);
+	}
+	assert_true(lmh_wait_trace(&t, at_ok, is_destroy_mkey, NULL, 1, LMH_DEADLINE_MS));
+	vu_disconnect(c);
+	assert_true(lmh_wait_closed(0));
+	lmh_trace_free(&t);
+	/* The next front end starts as on a new device; nothing stays alive (fixture_down). */
+	assert_true(run_front_end(&f.d, 0, f.g) >= 2);
+	fixture_down(&f);
+}
+
+static void
+test_memory_changed_after_the_first_kick_is_registered_again(void **state)
+{
+	struct vu_client *c;
+	struct lmh_trace t;
+	struct fixture f;
+	size_t mark, at_ok;
+
+	(void)state;
+	c = prepared_start_until_kicks(&f, "queues=2,workers=2,mr_chunk_mb=16", &t, &mark);
+	assert_true(lmh_wait_trace(&t, mark, is_create_mkey, NULL, 1, LMH_DEADLINE_MS));
+	/* The file grown by a page after the kick (its table's pages untouched): a change. */
+	assert_int_equal(ftruncate(f.m->fd, MEM_SIZE + 4096), 0);
+	at_ok = lmh_trace_mark(&t);
+	driver_ok(&f, c);
+	/* DRIVER_OK registers the table itself: its chunks and a new mkey. */
+	assert_true(lmh_trace_count(&t, at_ok, is_mr_reg, NULL) >= 2);
+	assert_int_equal(lmh_trace_count(&t, at_ok, is_create_mkey, NULL), 1);
+	assert_true(lmh_traffic(f.g, (1u << PAIRS) - 1, 64, 3000));
+	stop_and_leave(&f, c);
+	lmh_trace_free(&t);
+	fixture_down(&f);
+}
+
 /* ---- released ------------------------------------------------------------------- */
 
 static void
@@ -646,4 +728,6 @@ LMH_TEST_MAIN("test-prereg", 1, "prereg", NULL, NULL,
 	cmocka_unit_test(test_what_changes_after_a_kick_is_driver_oks_to_apply),
 	cmocka_unit_test(test_front_end_leaving_after_its_kicks_leaves_blank_queues),
 	cmocka_unit_test(test_preconf_1_makes_the_mkey_at_the_first_kick),
-	cmocka_unit_test(test_preconf_0_does_everything_at_driver_ok))
+	cmocka_unit_test(test_preconf_0_does_everything_at_driver_ok),
+	cmocka_unit_test(test_failed_driver_ok_undoes_what_was_done_ahead),
+	cmocka_unit_test(test_memory_changed_after_the_first_kick_is_registered_again))

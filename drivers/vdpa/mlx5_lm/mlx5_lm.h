@@ -268,6 +268,7 @@ struct mlx5_lm_dev {
 	/* Queues configured ahead of DRIVER_OK (mlx5_lm_preconf.c), dev->lock. */
 	struct mlx5_lm_preconf *preconf;
 	uint32_t preconf_seq;
+	int removing;                    /* dev->lock: its worker stops, nothing new is started */
 };
 
 /*

@@ -293,6 +293,8 @@ struct mlx5_lm_conf_job {
 	 */
 	int logging;
 	uint64_t log_base, log_size;
+	/* The files registered at the first kick changed since: registered again. */
+	int drop_ahead;
 	uint32_t nregions;
 	struct mlx5_lm_mem_region regions[MLX5_LM_MAX_REGIONS];
 	/* Memory prepared ahead (a reference) and the regions it serves. */
@@ -346,6 +348,16 @@ conf_run(struct mlx5_lm_dev *dev, struct mlx5_lm_conf_job *job, const char **why
 	 * with the queues): the MODIFYs below carry the rest.
 	 */
 	mlx5_lm_preconf_end(dev, &ahead);
+	if (job->drop_ahead && dev->mr != NULL) {
+		/*
+		 * Released now, never taken back, destroyed once no queue names
+		 * it (the garbage thread checks): the MODIFYs below move every
+		 * queue off it.
+		 */
+		dev->mr->stale = 1;
+		mlx5_lm_mr_release(dev->mr);
+		dev->mr = NULL;
+	}
 	tm = mlx5_lm_now_ms();
 	*why = "guest memory registration failed";
 	ret = register_memory(dev, job->regions, job->nregions, job->prep, job->prep_ok);
@@ -422,8 +434,8 @@ conf_run(struct mlx5_lm_dev *dev, struct mlx5_lm_conf_job *job, const char **why
 	return 0;
 err_queues:
 	/*
-	 * No half-configured device: every queue goes back to blank and the new
-	 * registration is released, so that the next DRIVER_OK starts clean.
+	 * No half-configured device: every queue goes back to blank and the
+	 * registrations are released, so that the next DRIVER_OK starts clean.
 	 */
 	for (i = 0; i < nr; i++) {
 		dev->vq[i].configured = 0;
@@ -431,21 +443,25 @@ err_queues:
 	}
 	/* Not running: the log registration goes, the queues are reset below. */
 	mlx5_lm_log_stop(dev);
+	goto reset;
+err_mem:
+	/* Nothing touched by this attempt, nor ahead of it (mlx5_lm_preconf.c). */
+	if (ahead == 0 && dev->mr == NULL && dev->prev_mr == NULL)
+		return ret < 0 ? ret : -EIO;
+reset:
 	if (dev->args.precreate)
 		mlx5_lm_queues_restore_blank(dev, 0);
 	else
 		mlx5_lm_queues_destroy(dev);
-	if (dev->prev_mr != NULL) {
-		/* The registration made for this attempt goes; the older one stays. */
-		mlx5_lm_mr_release(dev->mr);
-		dev->mr = dev->prev_mr;
-		dev->prev_mr = NULL;
-	} else {
-		/* Every queue is blank again: nothing uses the registration. */
-		mlx5_lm_mr_release(dev->mr);
-		dev->mr = NULL;
-	}
-err_mem:
+	/*
+	 * Every queue is blank again: nothing uses the registrations, this
+	 * attempt's or the one made at the first kick (deferred deletion; an
+	 * identical table takes one back).
+	 */
+	mlx5_lm_mr_release(dev->mr);
+	dev->mr = NULL;
+	mlx5_lm_mr_release(dev->prev_mr);
+	dev->prev_mr = NULL;
 	return ret < 0 ? ret : -EIO;
 }
 
@@ -528,7 +544,12 @@ mlx5_lm_dev_conf(int vid)
 	ret = mlx5_lm_mem_regions(dev, mem, job->regions, &job->nregions);
 	if (ret < 0)
 		goto err;
-	/* The files are vhost's: checked against the preparation here, on its thread. */
+	/*
+	 * The files are vhost's: checked against the preparation here, on its
+	 * thread - the one taken at the first kick again (regions still in
+	 * the table's order), or one to take now.
+	 */
+	job->drop_ahead = !mlx5_lm_preconf_recheck(dev, mem, job->regions, job->nregions);
 	job->prep = mlx5_lm_prereg_take(dev, vid, mem, job->regions, job->nregions,
 					job->prep_ok, 0);
 	if (dev->features & (1ull << VHOST_F_LOG_ALL)) {

@@ -92,6 +92,13 @@ void mlx5_lm_preconf_memory(struct mlx5_lm_dev *dev, struct mlx5_lm_preconf_mem 
  */
 void mlx5_lm_preconf_end(struct mlx5_lm_dev *dev, unsigned int *rings);
 /*
+ * dev_conf, vhost's thread, dev->lock held, regions in mem's order: the
+ * files registered at the first kick are still the prepared ones, unchanged
+ * (1, or no state); 0: DRIVER_OK must register the table itself.
+ */
+int mlx5_lm_preconf_recheck(struct mlx5_lm_dev *dev, struct rte_vhost_memory *mem,
+			    const struct mlx5_lm_mem_region *regions, uint32_t n);
+/*
  * dev->lock held, the front end gone (or the device going) before its
  * DRIVER_OK: the queues configured ahead and their registration go back
  * to blank with a restore.

@@ -711,7 +711,7 @@ mlx5_lm_mr_reclaim(struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_region *reg
 	pthread_mutex_lock(&gc.lock);
 	/* A registration whose destruction had begun (no indirect mkey) is not reusable. */
 	TAILQ_FOREACH(mr, &gc.list, gc_next)
-		if (mr->dev == dev && mr->indirect != NULL &&
+		if (mr->dev == dev && mr->indirect != NULL && !mr->stale &&
 		    mlx5_lm_mr_same_table(mr, regions, nregions)) {
 			TAILQ_REMOVE(&gc.list, mr, gc_next);
 			break;

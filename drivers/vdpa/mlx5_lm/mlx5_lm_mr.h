@@ -71,6 +71,8 @@ struct mlx5_lm_mr {
 	size_t own_map_len;
 	/* The preparation whose chunks it borrows (a reference), or NULL. */
 	struct mlx5_lm_prereg *prereg;
+	/* Its files changed since it was made: released, never taken back (reclaim). */
+	uint8_t stale;
 	/* Garbage list linkage (see mlx5_lm_mr_release), guarded by the GC lock. */
 	TAILQ_ENTRY(mlx5_lm_mr) gc_next;
 	double gc_deadline_ms;

@@ -54,6 +54,14 @@
 
 struct mlx5_lm_preconf {
 	uint32_t seq;                 /* which front end's start: dev->preconf_seq */
+	/*
+	 * The preparation taken, for DRIVER_OK to check its files again: no
+	 * reference (the last one's release must not happen under dev->lock),
+	 * only compared with the device's current one, which holds one
+	 * (mlx5_lm_prereg_recheck). While the job or the registration made of
+	 * it holds it, no other preparation can have its address.
+	 */
+	struct mlx5_lm_prereg *prep;
 	int mem_ready;                /* dev->mr is this table's registration */
 	struct mlx5_lm_batch b;       /* the MODIFYs sent */
 	unsigned int sent;
@@ -128,7 +136,8 @@ eligible(struct mlx5_lm_dev *dev, int vid, uint16_t ring)
 	const struct mlx5_lm_virtq *vq;
 
 	if (!dev->args.preconf || !dev->args.precreate || !dev->args.parallel || dev->running ||
-	    dev->conf.busy || dev->restore.pending || dev->vid != vid || ring >= dev->nr_vq ||
+	    dev->conf.busy || dev->restore.pending || dev->removing || dev->vid != vid ||
+	    ring >= dev->nr_vq ||
 	    (dev->preconf != NULL && dev->preconf->planned[ring]))
 		return 0;
 	vq = &dev->vq[ring];
@@ -136,9 +145,14 @@ eligible(struct mlx5_lm_dev *dev, int vid, uint16_t ring)
 	return vq->obj != NULL && !vq->used && vq->hw_state == PRM_VIRTQ_STATE_INIT;
 }
 
-/* dev->lock held, first ring: the table's registration to the worker. */
+/*
+ * dev->lock held, first ring: the table's registration to the worker.
+ * *stale: the job of an earlier start the worker never took, for the
+ * caller to drop once it let go of dev->lock.
+ */
 static struct mlx5_lm_preconf *
-open_state(struct mlx5_lm_dev *dev, int vid, struct rte_vhost_memory *mem)
+open_state(struct mlx5_lm_dev *dev, int vid, struct rte_vhost_memory *mem,
+	   struct mlx5_lm_preconf_mem **stale)
 {
 	struct mlx5_lm_preconf_mem *job;
 	struct mlx5_lm_preconf *pc;
@@ -160,14 +174,10 @@ open_state(struct mlx5_lm_dev *dev, int vid, struct rte_vhost_memory *mem)
 		goto err;
 	}
 	pc->seq = job->seq = ++dev->preconf_seq;
+	pc->prep = job->prep;
 	mlx5_lm_batch_init(&pc->b, mlx5_lm_batch_limit(dev));
 	dev->preconf = pc;
-	job = mlx5_lm_worker_preconf(dev, job);
-	if (job != NULL) {
-		/* Its start ended before the worker took it: its preparation reference goes. */
-		mlx5_lm_prereg_put(job->prep, 1);
-		free(job);
-	}
+	*stale = mlx5_lm_worker_preconf(dev, job);
 	DRV_LOG(DEBUG, dev, "memory prepared: queues configured from their SET_VRING_KICK on");
 	return pc;
 err:
@@ -181,6 +191,7 @@ void
 mlx5_lm_preconf_ring(int vid, uint16_t ring)
 {
 	struct mlx5_lm_dev *dev = mlx5_lm_dev_by_vid(vid);
+	struct mlx5_lm_preconf_mem *stale = NULL;
 	struct rte_vhost_memory *mem = NULL;
 	struct mlx5_lm_preconf *pc;
 	struct rte_vhost_vring vr;
@@ -202,7 +213,7 @@ mlx5_lm_preconf_ring(int vid, uint16_t ring)
 	    rte_vhost_get_mem_table(vid, &mem) < 0)
 		goto out;
 	if (pc == NULL) {
-		pc = open_state(dev, vid, mem);
+		pc = open_state(dev, vid, mem, &stale);
 		if (pc == NULL)
 			goto out;
 	}
@@ -216,6 +227,14 @@ mlx5_lm_preconf_ring(int vid, uint16_t ring)
 out:
 	free(mem);
 	pthread_mutex_unlock(&dev->lock);
+	if (stale != NULL) {
+		/*
+		 * Its start ended before the worker took it. The last reference
+		 * deregisters the preparation's chunks: not under dev->lock.
+		 */
+		mlx5_lm_prereg_put(stale->prep, 1);
+		free(stale);
+	}
 }
 
 void
@@ -272,6 +291,15 @@ mlx5_lm_preconf_end(struct mlx5_lm_dev *dev, unsigned int *rings)
 	*rings = pc->sent;
 	dev->preconf = NULL;
 	free(pc);
+}
+
+int
+mlx5_lm_preconf_recheck(struct mlx5_lm_dev *dev, struct rte_vhost_memory *mem,
+			const struct mlx5_lm_mem_region *regions, uint32_t n)
+{
+	struct mlx5_lm_preconf *pc = dev->preconf;
+
+	return pc == NULL || mlx5_lm_prereg_recheck(dev, pc->prep, mem, regions, n);
 }
 
 void

@@ -51,6 +51,14 @@ struct mlx5_lm_prereg *mlx5_lm_prereg_take(struct mlx5_lm_dev *dev, int vid,
 					   struct rte_vhost_memory *mem,
 					   struct mlx5_lm_mem_region *regions, uint32_t n,
 					   uint8_t *ok, int whole);
+/*
+ * At DRIVER_OK, on vhost's thread: the files of the table (regions in
+ * mem's order) are still those of preparation p, taken at the first kick,
+ * unchanged since (1); or not (0, the reason logged).
+ */
+int mlx5_lm_prereg_recheck(struct mlx5_lm_dev *dev, struct mlx5_lm_prereg *p,
+			   struct rte_vhost_memory *mem,
+			   const struct mlx5_lm_mem_region *regions, uint32_t n);
 /* A preparation is ready to be taken (no table checked: mlx5_lm_prereg_take does). */
 int mlx5_lm_prereg_ready(struct mlx5_lm_dev *dev);
 /* The last reference deregisters its chunks (background: as background work). */

@@ -142,6 +142,33 @@ region_ok(const struct mlx5_lm_prereg *p, const struct mlx5_lm_mem_region *reg, 
 }
 
 int
+mlx5_lm_prereg_recheck(struct mlx5_lm_dev *dev, struct mlx5_lm_prereg *p,
+		       struct rte_vhost_memory *mem, const struct mlx5_lm_mem_region *regions,
+		       uint32_t n)
+{
+	struct mlx5_lm_prep_ctl *ctl = dev->prep;
+	char why[160] = "it was replaced by another preparation";
+	uint32_t i;
+	int ok;
+
+	pthread_mutex_lock(&ctl->lock);
+	/*
+	 * The changes are watched for the device's current preparation only,
+	 * which ctl holds a reference on: p is used only if it is that one.
+	 */
+	ok = p != NULL && ctl->cur == p;
+	if (ok)
+		mlx5_lm_prereg_note_changes(ctl->ino_fd, p);
+	for (i = 0; ok && i < n; i++)
+		ok = region_ok(p, &regions[i], mem->regions[i].fd, why, sizeof(why), i);
+	pthread_mutex_unlock(&ctl->lock);
+	if (!ok)
+		DRV_LOG(INFO, dev, "DRIVER_OK: the memory registered at the first kick is not used "
+			"(%s): the table is registered now", why);
+	return ok;
+}
+
+int
 mlx5_lm_prereg_ready(struct mlx5_lm_dev *dev)
 {
 	struct mlx5_lm_prep_ctl *ctl = dev->prep;

@@ -275,6 +275,7 @@ mlx5_lm_worker_stop(struct mlx5_lm_dev *dev)
 	pthread_mutex_lock(&dev->lock);
 	mlx5_lm_wait_configured(dev);
 	/* Queues configured ahead of a DRIVER_OK that will not come: restored below. */
+	dev->removing = 1;
 	mlx5_lm_preconf_abort(dev);
 	pthread_mutex_unlock(&dev->lock);
 	/* A deferred restore runs now; then the thread ends. */
