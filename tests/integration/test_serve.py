@@ -155,6 +155,10 @@ class ServeDaemon(unittest.TestCase):
                 hdr = recv_exact(c, 12, 30)
                 self.assertEqual(struct.unpack('<III', hdr)[0], 1)
                 c.close()
+                # vhost let go of all three connections before serve stops: its
+                # unregister then closes none vhost may still be replying on.
+                for _ in range(3):
+                    srv.expect(r'serve: front end connection closed on', timeout=30)
         self.assertIn('clean teardown', srv.text())
 
 
