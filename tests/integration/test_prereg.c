@@ -127,6 +127,23 @@ wait_prep_state(struct lmh_dev *d, int state, struct rte_pmd_mlx5_lm_prep_status
 	return true;
 }
 
+/* Bounded wait until the device holds only what it had right after its probe. */
+static bool
+wait_live0(struct lmh_dev *d)
+{
+	int64_t end = lmh_now_ms() + LMH_DEADLINE_MS;
+
+	while (lmh_live(d) != d->live0) {
+		if (lmh_now_ms() > end) {
+			printf("  %u emulator objects alive, %u after the probe\n", lmh_live(d),
+			       d->live0);
+			return false;
+		}
+		lmh_tick();
+	}
+	return true;
+}
+
 static int
 prepare_mem(struct lmh_dev *d, struct vu_mem *m, int pid)
 {
@@ -235,7 +252,7 @@ test_prepared_memory_serves_the_table(void **state)
 	unsigned int regs;
 
 	(void)state;
-	fixture_up(&f, "queues=1,workers=2,mr_chunk_mb=16");
+	fixture_up(&f, "queues=1,workers=2,mr_chunk_mb=16,mr_gc_ms=50");
 	assert_int_equal(prepare_mem(&f.d, f.m, getpid()), 0);
 	assert_int_equal(rte_pmd_mlx5_lm_prepare_wait(f.d.name, LMH_DEADLINE_MS), 0);
 	assert_int_equal(prep_state(&f.d, &st), RTE_PMD_MLX5_LM_PREP_READY);
@@ -248,6 +265,12 @@ test_prepared_memory_serves_the_table(void **state)
 	assert_int_equal(prep_state(&f.d, &st), RTE_PMD_MLX5_LM_PREP_USED);
 	assert_int_equal(st.used_bytes, MEM_SIZE);
 	assert_int_equal(st.fallback_bytes, 0);
+	/*
+	 * The front end gone, its registration goes after mr_gc_ms, and with
+	 * it the pins of the prepared chunks: a departed VM's memory is not
+	 * held until the device's next preparation or its removal.
+	 */
+	assert_true(wait_live0(&f.d));
 	fixture_down(&f);
 }
 
@@ -472,6 +495,8 @@ leave_after_the_kicks(const char *args, bool fields)
 		assert_int_equal(lmh_trace_count(&t, mark, is_create_of_size, blank), fields);
 		assert_int_equal(lmh_vq_state(&f.d, (unsigned int)q), PRM_VIRTQ_STATE_INIT);
 	}
+	/* And the prepared chunks with it: the preparation was taken, nothing holds them. */
+	assert_true(wait_live0(&f.d));
 	lmh_trace_free(&t);
 	/* The next front end, nothing prepared: its DRIVER_OK registers and configures all. */
 	assert_true(run_front_end(&f.d, 0, f.g) >= 2);

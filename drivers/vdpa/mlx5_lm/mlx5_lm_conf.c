@@ -362,6 +362,8 @@ conf_run(struct mlx5_lm_dev *dev, struct mlx5_lm_conf_job *job, const char **why
 	*why = "guest memory registration failed";
 	ret = register_memory(dev, job->regions, job->nregions, job->prep, job->prep_ok);
 	job->prep = NULL;
+	/* Whatever follows, the registration (if any) holds the preparation now. */
+	mlx5_lm_prereg_settle(dev);
 	if (ret < 0)
 		goto err_mem;
 	t1 = mlx5_lm_now_ms();

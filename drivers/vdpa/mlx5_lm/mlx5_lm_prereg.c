@@ -334,6 +334,28 @@ mlx5_lm_prereg_disconnected(struct mlx5_lm_dev *dev)
 		mlx5_lm_prereg_wake(ctl);
 	}
 	pthread_mutex_unlock(&ctl->lock);
+	/* Taken at the first kick, with no DRIVER_OK since. */
+	mlx5_lm_prereg_settle(dev);
+}
+
+void
+mlx5_lm_prereg_settle(struct mlx5_lm_dev *dev)
+{
+	struct mlx5_lm_prep_ctl *ctl = dev->prep;
+	struct mlx5_lm_prereg *p = NULL;
+
+	pthread_mutex_lock(&ctl->lock);
+	/*
+	 * USED is final (mlx5_lm_prereg_take serves only READY): nothing reads
+	 * ctl->cur of a used preparation after its DRIVER_OK, and the status
+	 * keeps its numbers in ctl->st.
+	 */
+	if (ctl->cur != NULL && ctl->st.state == RTE_PMD_MLX5_LM_PREP_USED) {
+		p = ctl->cur;
+		ctl->cur = NULL;
+	}
+	pthread_mutex_unlock(&ctl->lock);
+	mlx5_lm_prereg_put(p, 1);
 }
 
 /* ---- preparing -------------------------------------------------------------- */

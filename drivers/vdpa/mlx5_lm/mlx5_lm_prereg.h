@@ -74,7 +74,17 @@ uint32_t mlx5_lm_prereg_slices(const struct mlx5_lm_prereg *p,
 			       const struct mlx5_lm_mem_region *reg,
 			       struct mlx5_lm_mr_chunk *out);
 
-/* The front end of the device left: an unused preparation goes. */
+/*
+ * The front end of the device left: an unused preparation goes, and a used
+ * one is let go (mlx5_lm_prereg_settle).
+ */
 void mlx5_lm_prereg_disconnected(struct mlx5_lm_dev *dev);
+/*
+ * A DRIVER_OK ended (configured or failed): a preparation it or the first
+ * kick took is no longer the device's to keep. The registration made over
+ * it holds its own reference, so its chunks stay pinned exactly as long as
+ * that registration lives - not until the device's next preparation.
+ */
+void mlx5_lm_prereg_settle(struct mlx5_lm_dev *dev);
 
 #endif /* MLX5_LM_PREREG_H */
