@@ -350,8 +350,19 @@ prepared_start_until_kicks(struct fixture *f, const char *args, struct lmh_trace
 	return c;
 }
 
+/* With preconf=2: the same, then until every queue got its fields (still INIT). */
+static struct vu_client *
+start_until_fields(struct fixture *f, struct lmh_trace *t, size_t *mark)
+{
+	struct vu_client *c = prepared_start_until_kicks(f, ARGS_FIELDS, t, mark);
+
+	assert_true(lmh_wait_trace(t, *mark, is_fields_only, NULL, RINGS, LMH_DEADLINE_MS));
+	return c;
+}
+
+/* The front end's enables and DRIVER_OK, as QEMU sends them; not waiting for the device. */
 static void
-driver_ok(struct fixture *f, struct vu_client *c)
+send_driver_ok(struct vu_client *c)
 {
 	unsigned int i;
 
@@ -359,6 +370,12 @@ driver_ok(struct fixture *f, struct vu_client *c)
 		assert_int_equal(vu_set_vring_enable(c, i, true), 0);
 	assert_int_equal(vu_set_status(c, VU_STATUS_ACK | VU_STATUS_DRIVER |
 				       VU_STATUS_FEATURES_OK | VU_STATUS_DRIVER_OK), 0);
+}
+
+static void
+driver_ok(struct fixture *f, struct vu_client *c)
+{
+	send_driver_ok(c);
 	assert_true(lmh_wait_running(&f->d, LMH_DEADLINE_MS));
 }
 
@@ -384,9 +401,8 @@ test_preconf_2_sends_the_queues_fields_at_their_kicks(void **state)
 	int q;
 
 	(void)state;
-	c = prepared_start_until_kicks(&f, ARGS_FIELDS, &t, &mark);
 	/* Every queue's fields, before any enable or DRIVER_OK; every queue still INIT. */
-	assert_true(lmh_wait_trace(&t, mark, is_fields_only, NULL, RINGS, LMH_DEADLINE_MS));
+	c = start_until_fields(&f, &t, &mark);
 	for (q = 0; q < RINGS; q++) {
 		assert_int_equal(lmh_trace_count(&t, mark, is_fields_only, &q), 1);
 		assert_int_equal(lmh_vq_state(&f.d, (unsigned int)q), PRM_VIRTQ_STATE_INIT);
@@ -433,8 +449,7 @@ test_what_changes_after_a_kick_is_driver_oks_to_apply(void **state)
 	int q;
 
 	(void)state;
-	c = prepared_start_until_kicks(&f, ARGS_FIELDS, &t, &mark);
-	assert_true(lmh_wait_trace(&t, mark, is_fields_only, NULL, RINGS, LMH_DEADLINE_MS));
+	c = start_until_fields(&f, &t, &mark);
 	assert_int_equal(vu_set_vring_num(c, (uint32_t)changed[0], (uint32_t)changed[1]), 0);
 	at_ok = lmh_trace_mark(&t);
 	driver_ok(&f, c);
@@ -584,20 +599,15 @@ test_failed_driver_ok_undoes_what_was_done_ahead(void **state)
 	struct lmh_trace t;
 	struct fixture f;
 	size_t mark, at_ok;
-	unsigned int i;
 	int q;
 
 	(void)state;
-	c = prepared_start_until_kicks(&f, ARGS_FIELDS, &t, &mark);
-	assert_true(lmh_wait_trace(&t, mark, is_fields_only, NULL, RINGS, LMH_DEADLINE_MS));
+	c = start_until_fields(&f, &t, &mark);
 	/* DRIVER_OK's first MODIFY is refused: the configuration fails. */
 	assert_int_equal(lmh_fault_inject(&f.d, PRM_CMD_MODIFY_GENERAL_OBJECT,
 					  PRM_OBJ_VIRTIO_NET_Q, 1, PRM_STATUS_NO_RESOURCES, 0), 0);
 	at_ok = lmh_trace_mark(&t);
-	for (i = 0; i < RINGS; i++)
-		assert_int_equal(vu_set_vring_enable(c, i, true), 0);
-	assert_int_equal(vu_set_status(c, VU_STATUS_ACK | VU_STATUS_DRIVER |
-				       VU_STATUS_FEATURES_OK | VU_STATUS_DRIVER_OK), 0);
+	send_driver_ok(c);
 	assert_true(wait_dev_state(&f.d, RTE_PMD_MLX5_LM_STATE_FAILED));
 	/* The queues that had the front end's fields are blank again, the mkey goes. */
 	for (q = 0; q < RINGS; q++) {
