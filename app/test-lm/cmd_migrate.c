@@ -54,6 +54,11 @@ static const struct mig_stage_def stage_defs[] = {
 	{ "prereg-late", 1, 16, 100, 1, false, 0, true, ",preconf=0" },
 	{ "prereg-ahead", 1, 16, 100, 1, false, 0, true, ",preconf=2" },
 	/*
+	 * prereg with the VM's other sources stopped at once at its first
+	 * source's stop (sibling_stop=1; its front ends are this process).
+	 */
+	{ "prereg-siblings", 1, 16, 100, 1, false, 0, true, ",sibling_stop=1" },
+	/*
 	 * The peer, DPDK's vdpa/mlx5, on the same emulated devices
 	 * through the emulated rdma-core: with its defaults, and with what
 	 * makes it fastest: queues/queue_size (it pre-creates at probe) and
@@ -86,7 +91,8 @@ migrate_usage(FILE *f)
 		"                     deferred-delete,all (default: all five, in that order;\n"
 		"                     with --vms: all), prereg (all, and the destinations'\n"
 		"                     memory prepared while the sources run), prereg-late\n"
-		"                     and prereg-ahead (prereg with preconf=0 and 2), and\n"
+		"                     and prereg-ahead (prereg with preconf=0 and 2),\n"
+		"                     prereg-siblings (prereg with sibling_stop=1), and\n"
 		"                     the peer's:\n"
 		"                     peer, peer-precreate\n"
 		"                     (DPDK's vdpa/mlx5 with its defaults, and with\n"
@@ -270,7 +276,7 @@ parse_stages(const char *list, const struct mig_stage_def **out, unsigned int *n
 		if (i == NSTAGES || *n == 2 * NSTAGES) {
 			fprintf(stderr, "migrate: --stages: '%s' is not a stage (baseline, "
 				"precreate, parallel-mkey, deferred-delete, all, prereg, prereg-late, "
-				"prereg-ahead, peer, peer-precreate)\n", tok);
+				"prereg-ahead, prereg-siblings, peer, peer-precreate)\n", tok);
 			ret = -1;
 			break;
 		}
@@ -541,6 +547,17 @@ parse_args(int argc, char **argv, struct mig_cmd *m)
 		fprintf(stderr, "migrate: the peer stages are for one VM, not an evacuation\n");
 		return EXIT_USAGE;
 	}
+	for (i = 0; i < ndefs; i++)
+		if (o.shape.vms > 0 && defs[i]->devargs != NULL &&
+		    strstr(defs[i]->devargs, "sibling_stop=1") != NULL) {
+			/*
+			 * sibling_stop takes one front-end process for one VM; every VM
+			 * here has this process as its front end.
+			 */
+			fprintf(stderr, "migrate: stage %s is for one VM, not an evacuation (its VMs "
+				"share one front-end process)\n", defs[i]->name);
+			return EXIT_USAGE;
+		}
 	if (test_lm_check_profile("migrate", o.profile) < 0 ||
 	    (json != NULL && test_lm_check_output("migrate", "--json", json) < 0) ||
 	    (plot != NULL && (test_lm_check_output("migrate", "--plot", plot) < 0 ||

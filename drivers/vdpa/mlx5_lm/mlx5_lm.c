@@ -69,6 +69,17 @@ find_dev_by_name(const char *name)
 	return NULL;
 }
 
+void
+mlx5_lm_dev_foreach(void (*fn)(struct mlx5_lm_dev *dev, void *arg), void *arg)
+{
+	struct mlx5_lm_dev *dev;
+
+	pthread_mutex_lock(&dev_list_lock);
+	TAILQ_FOREACH(dev, &dev_list, next)
+		fn(dev, arg);
+	pthread_mutex_unlock(&dev_list_lock);
+}
+
 struct mlx5_lm_dev *
 mlx5_lm_dev_by_vid(int vid)
 {

@@ -42,6 +42,7 @@ struct mlx5_lm_devargs {
 	uint32_t mr_gc_ms;
 	uint32_t parallel;
 	uint32_t preconf;                /* MLX5_LM_PRECONF_*: mlx5_lm_preconf.c */
+	uint32_t sibling_stop;           /* stop ahead at a sibling's stop: mlx5_lm_stop.c */
 	char uplink[64];
 	char devx_trace[256];
 	/* DPDK vdpa/mlx5's keys (doc/devargs.md, "coming from DPDK's vdpa/mlx5"). */
@@ -124,6 +125,7 @@ struct mlx5_lm_virtq {
 	/* Guest side (from vhost). */
 	uint8_t enabled;             /* guest enabled the ring (set_vring_state) */
 	uint8_t configured;          /* part of the running configuration */
+	uint8_t stopped_ahead;       /* suspended by a sibling's stop, RDY before (dev->lock) */
 	int kickfd;
 	int callfd;
 	uint32_t recoveries;         /* ERR recoveries since DRIVER_OK */
@@ -191,6 +193,10 @@ struct mlx5_lm_worker {
 	double restore_deadline_ms;      /* mlx5_lm_now_ms() clock */
 	uint8_t recover[MLX5_LM_MAX_VIRTQS]; /* queues to recover */
 	int recover_pending;
+	int ahead_posted;                /* a sibling's stop: stop ahead... */
+	int ahead_vid;                   /* ...if still running for this connection */
+	int ahead_armed;                 /* stopped ahead: resumed at ahead_deadline_ms... */
+	double ahead_deadline_ms;        /* ...unless its own stop came (mlx5_lm_now_ms clock) */
 	int hold;                        /* test seam: no configuration taken while set */
 	int stop;
 };
@@ -212,6 +218,7 @@ struct mlx5_lm_times {
 	uint64_t mem_bytes;
 	uint64_t conf_count;             /* successful configurations since probe (atomic) */
 	unsigned int stop_queries_skipped; /* last stop: idle split rings not queried (atomic) */
+	uint8_t stop_ahead_used;         /* last stop found its queues stopped ahead (dev->lock) */
 	double mr_last_destroy_ms;       /* whoever destroyed a registration last (atomic) */
 };
 
@@ -264,6 +271,13 @@ struct mlx5_lm_dev {
 	struct mlx5_lm_report report;    /* its own lock */
 	struct mlx5_lm_times times;
 	uint8_t stop_handover;           /* the stop hands indices to vhost (0: front end gone) */
+	uint8_t stopped_ahead;           /* queues suspended at a sibling's stop (dev->lock) */
+	/*
+	 * sibling_stop: the owner's front-end process (SO_PEERCRED), found at
+	 * its DRIVER_OK on vhost's thread; 0 when none. Written under
+	 * dev->lock, read atomically by a sibling's stop.
+	 */
+	int owner_pid;
 	struct mlx5_lm_prep_ctl *prep;   /* guest memory prepared ahead (mlx5_lm_prereg.c) */
 	/* Queues configured ahead of DRIVER_OK (mlx5_lm_preconf.c), dev->lock. */
 	struct mlx5_lm_preconf *preconf;
@@ -427,6 +441,19 @@ void mlx5_lm_preconf_ring(int vid, uint16_t ring);    /* mlx5_lm_preconf.c */
 int mlx5_lm_dev_close(int vid);                      /* mlx5_lm_stop.c */
 /* dev->lock held: stop a device still running for a front end that is gone (dev_cleanup). */
 void mlx5_lm_stop_orphaned(struct mlx5_lm_dev *dev);
+/*
+ * sibling_stop (mlx5_lm_stop.c): a device stopped ahead whose own stop
+ * does not come within this is resumed.
+ */
+#define MLX5_LM_STOP_AHEAD_MS 500
+/* On the device's worker: stop ahead if still running for vid; 1 when it did. */
+int mlx5_lm_stop_ahead(struct mlx5_lm_dev *dev, int vid);
+/* dev->lock held: queues stopped ahead run again (why: logged). */
+void mlx5_lm_stop_ahead_undo(struct mlx5_lm_dev *dev, const char *why);
+/* Post a stop ahead to the device's worker (never waits for dev->lock). */
+void mlx5_lm_worker_stop_ahead(struct mlx5_lm_dev *dev, int vid);
+/* fn on every probed device, under the device list's lock (fn takes no device lock). */
+void mlx5_lm_dev_foreach(void (*fn)(struct mlx5_lm_dev *dev, void *arg), void *arg);
 int mlx5_lm_set_vring_state(int vid, int vring, int state); /* mlx5_lm_rings.c */
 
 /* The device's worker (mlx5_lm_worker.c): started at probe, stopped (joined) at removal. */

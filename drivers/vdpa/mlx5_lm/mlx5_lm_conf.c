@@ -520,6 +520,12 @@ mlx5_lm_dev_conf(int vid)
 		ret = 0;
 		goto out;
 	}
+	if (dev->args.sibling_stop) {
+		/* Here, where the connection is vhost's to close: a sibling's stop reads it. */
+		int pid = mlx5_lm_vhost_peer_pid(vid);
+
+		__atomic_store_n(&dev->owner_pid, pid > 0 ? pid : 0, __ATOMIC_RELEASE);
+	}
 	job = calloc(1, sizeof(*job));
 	if (job == NULL) {
 		why = "out of memory";

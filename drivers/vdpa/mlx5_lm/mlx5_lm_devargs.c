@@ -45,6 +45,8 @@ static const struct arg_spec specs[] = {
 	NUM_ARG("parallel", ARG_BOOL, 0, 1, parallel, "suspend/resume/config in parallel"),
 	NUM_ARG("preconf", ARG_U32, 0, 2, preconf,
 		"prepared memory, before DRIVER_OK: 0 nothing, 1 its mkey, 2 also the queues' fields"),
+	NUM_ARG("sibling_stop", ARG_BOOL, 0, 1, sibling_stop,
+		"a VM's first device stopped while logging stops its other devices at once"),
 	NUM_ARG("prereg_max_gb", ARG_U32, 0, 65536, prereg_max_gb,
 		"most guest memory one preparation may register, 0 refuses preparations"),
 	NUM_ARG("prereg_ttl_ms", ARG_U32, 1, 86400000, prereg_ttl_ms,

@@ -144,6 +144,9 @@ mlx5_lm_set_features(int vid)
 	if (ret < 0)
 		goto out;
 	rte_vhost_get_negotiated_features(vid, &dev->features);
+	/* Logging off: the migration whose pause stopped it ahead was cancelled. */
+	if (dev->stopped_ahead && !(dev->features & (1ull << VHOST_F_LOG_ALL)))
+		mlx5_lm_stop_ahead_undo(dev, "dirty logging stopped");
 	if (dev->running) {
 		int want = !!(dev->features & (1ull << VHOST_F_LOG_ALL));
 		uint64_t base, size;
@@ -185,6 +188,7 @@ mlx5_lm_dev_cleanup(int vid)
 	/* Memory prepared for this front end and not used yet: it will not be. */
 	mlx5_lm_prereg_disconnected(dev);
 	__atomic_store_n(&dev->vid, -1, __ATOMIC_RELEASE);
+	__atomic_store_n(&dev->owner_pid, 0, __ATOMIC_RELEASE);
 	/* The next front end enables its own rings. */
 	for (uint16_t i = 0; i < dev->nr_vq; i++)
 		dev->vq[i].enabled = 0;

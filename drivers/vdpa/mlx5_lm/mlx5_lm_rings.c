@@ -89,6 +89,9 @@ mlx5_lm_set_vring_state(int vid, int vring, int state)
 	ret = mlx5_lm_owner(dev, vid, "SET_VRING_ENABLE");
 	if (ret < 0)
 		goto out;
+	/* The guest runs: the stop guessed from a sibling's was not its VM's pause. */
+	if (dev->stopped_ahead)
+		mlx5_lm_stop_ahead_undo(dev, "the guest enabled or disabled a ring");
 	vq = &dev->vq[vring];
 	vq->enabled = !!state;
 	VQ_LOG(DEBUG, vq, "guest %s the ring%s", state ? "enabled" : "disabled",

@@ -172,26 +172,18 @@ task_stop_pairs(void *arg)
 }
 
 /*
- * Stop a running device, dev->lock held: every ready queue suspended (and,
- * with handover, queried and its indices handed to vhost, its used ring
- * logged), the relay off every ring, and the queues put back to blank
- * after the caller's return, in the background.
+ * Every ready queue suspended and, with handover, queried and its indices
+ * handed to vhost (its used ring logged), in parallel; dev->lock held,
+ * inside mlx5_lm_fg_enter(). 0 or the first error.
  */
-static void
-stop_locked(struct mlx5_lm_dev *dev, int handover)
+static int
+suspend_queues(struct mlx5_lm_dev *dev, int handover)
 {
 	struct stop_group groups[MAX_STOP_TASKS];
-	double t0 = mlx5_lm_now_ms();
 	struct mlx5_lm_batch b;
 	uint16_t i;
 	int ret;
 
-	/* Background work of every device waits until this stop has its reply. */
-	mlx5_lm_fg_enter();
-	for (i = 0; i < dev->nr_vq; i++)
-		if (dev->vq[i].configured)
-			mlx5_lm_notify_del_ring(dev, &dev->vq[i]);
-	/* Only what vhost's GET_VRING_BASE reply needs happens before we return. */
 	dev->times.stop_queries_skipped = 0;
 	dev->stop_handover = (uint8_t)handover;
 	mlx5_lm_batch_init(&b, mlx5_lm_batch_limit(dev));
@@ -212,6 +204,39 @@ stop_locked(struct mlx5_lm_dev *dev, int handover)
 	}
 	ret = mlx5_lm_batch_wait(&b);
 	mlx5_lm_batch_fini(&b);
+	return ret;
+}
+
+/*
+ * Stop a running device, dev->lock held: every ready queue suspended (and,
+ * with handover, queried and its indices handed to vhost, its used ring
+ * logged) unless a sibling's stop did it already, the relay off every
+ * ring, and the queues put back to blank after the caller's return, in
+ * the background.
+ */
+static void
+stop_locked(struct mlx5_lm_dev *dev, int handover)
+{
+	double t0 = mlx5_lm_now_ms();
+	uint16_t i;
+	int ret = 0;
+
+	/* Background work of every device waits until this stop has its reply. */
+	mlx5_lm_fg_enter();
+	for (i = 0; i < dev->nr_vq; i++)
+		if (dev->vq[i].configured)
+			mlx5_lm_notify_del_ring(dev, &dev->vq[i]);
+	/* Only what vhost's GET_VRING_BASE reply needs happens before we return. */
+	if (dev->stopped_ahead) {
+		/* Suspended and handed over already; nothing ran since (mlx5_lm_stop_ahead). */
+		for (i = 0; i < dev->nr_vq; i++)
+			dev->vq[i].stopped_ahead = 0;
+		dev->stopped_ahead = 0;
+		dev->times.stop_ahead_used = 1;
+	} else {
+		dev->times.stop_ahead_used = 0;
+		ret = suspend_queues(dev, handover);
+	}
 	if (ret < 0)
 		DRV_LOG(ERR, dev, "suspending queues failed: some vring bases may be stale");
 	for (i = 0; i < dev->nr_vq; i++) {
@@ -235,6 +260,140 @@ stop_locked(struct mlx5_lm_dev *dev, int handover)
 	}
 }
 
+/* ---- sibling stop (devarg sibling_stop) ---------------------------------------- */
+
+/*
+ * QEMU stops a VM's NICs one after another when it pauses the VM for the
+ * last pass of a migration (each NIC's vhost_net_stop, GET_VRING_BASE
+ * ring after ring, each answered before the next), so a VM's devices add
+ * their stops up inside its downtime. With sibling_stop=1, the first of
+ * them to be stopped while dirty logging is on (a migration) has every
+ * other device whose front end is the same process (SO_PEERCRED: one QEMU
+ * is one VM) with logging on, and sibling_stop=1 itself, suspend and
+ * query its queues at once on its own worker; its own GET_VRING_BASE then
+ * finds its indices handed to vhost already and answers at once. Each
+ * device's peer was read at its DRIVER_OK, on vhost's thread. Nothing
+ * of the other devices is decided from this connection's state but the
+ * process's identity: each one checks, under its own lock, that it still
+ * runs for the same connection, logs, and has that peer.
+ *
+ * A guess, so undone: a device stopped ahead whose own stop does not come
+ * within MLX5_LM_STOP_AHEAD_MS (a guest that reset one NIC while
+ * migrating), whose guest changes a ring, or whose logging stops (the
+ * migration cancelled) has its queues resumed (SUSPEND -> RDY, so only on
+ * devices with freeze_to_rdy_supported) and each ring's doorbell rung.
+ */
+struct sibling_walk {
+	struct mlx5_lm_dev *self;
+	int pid;
+	unsigned int posted;
+};
+
+/* Under the device list's lock: no system call, no device lock (the worker checks). */
+static void
+post_sibling(struct mlx5_lm_dev *d, void *arg)
+{
+	struct sibling_walk *w = arg;
+	int vid = __atomic_load_n(&d->vid, __ATOMIC_ACQUIRE);
+
+	if (d == w->self || !d->args.sibling_stop || vid < 0 || !mlx5_lm_can_resume(d) ||
+	    __atomic_load_n(&d->owner_pid, __ATOMIC_ACQUIRE) != w->pid)
+		return;
+	mlx5_lm_worker_stop_ahead(d, vid);
+	w->posted++;
+}
+
+static void
+stop_siblings(struct mlx5_lm_dev *dev)
+{
+	struct sibling_walk w = { .self = dev, .pid = dev->owner_pid };
+
+	if (!dev->args.sibling_stop || !(dev->features & (1ull << VHOST_F_LOG_ALL)) || w.pid <= 0)
+		return;
+	mlx5_lm_dev_foreach(post_sibling, &w);
+	if (w.posted > 0)
+		DRV_LOG(INFO, dev, "stopping: %u other devices of front end pid %d asked to stop "
+			"ahead", w.posted, w.pid);
+}
+
+int
+mlx5_lm_stop_ahead(struct mlx5_lm_dev *dev, int vid)
+{
+	uint8_t was_rdy[MLX5_LM_MAX_VIRTQS];
+	double t0 = mlx5_lm_now_ms();
+	int ret, done = 0;
+	uint16_t i;
+
+	pthread_mutex_lock(&dev->lock);
+	mlx5_lm_wait_configured(dev);
+	/* Still the connection the sibling's stop saw, running (its own stop may have come). */
+	if (!dev->running || dev->stopped_ahead || dev->removing || dev->vid != vid ||
+	    dev->restore.pending)
+		goto out;
+	if (!(dev->features & (1ull << VHOST_F_LOG_ALL))) {
+		DRV_LOG(INFO, dev, "not stopped ahead at a sibling device's stop: this device "
+			"does not log dirty pages (not migrating)");
+		goto out;
+	}
+	mlx5_lm_fg_enter();
+	for (i = 0; i < dev->nr_vq; i++)
+		was_rdy[i] = dev->vq[i].configured && dev->vq[i].obj != NULL &&
+			     dev->vq[i].hw_state == PRM_VIRTQ_STATE_RDY;
+	ret = suspend_queues(dev, 1);
+	mlx5_lm_fg_exit();
+	for (i = 0; i < dev->nr_vq; i++)
+		dev->vq[i].stopped_ahead = was_rdy[i] &&
+					   dev->vq[i].hw_state == PRM_VIRTQ_STATE_SUSPEND;
+	dev->stopped_ahead = 1;
+	if (ret < 0) {
+		/* Its own stop does it all again; meanwhile nothing stays suspended. */
+		mlx5_lm_stop_ahead_undo(dev, "a queue could not be suspended");
+		goto out;
+	}
+	done = 1;
+	DRV_LOG(INFO, dev, "queues stopped ahead in %.1f ms, at a sibling device's stop "
+		"(%u idle split rings needed no QUERY)", mlx5_lm_now_ms() - t0,
+		dev->times.stop_queries_skipped);
+out:
+	pthread_mutex_unlock(&dev->lock);
+	return done;
+}
+
+void
+mlx5_lm_stop_ahead_undo(struct mlx5_lm_dev *dev, const char *why)
+{
+	unsigned int resumed = 0;
+	int ret = 0;
+	uint16_t i;
+
+	if (!dev->stopped_ahead)
+		return;
+	for (i = 0; i < dev->nr_vq; i++) {
+		struct mlx5_lm_virtq *vq = &dev->vq[i];
+		int r;
+
+		if (!vq->stopped_ahead)
+			continue;
+		vq->stopped_ahead = 0;
+		r = mlx5_lm_virtq_set_state(vq, PRM_VIRTQ_STATE_RDY);
+		if (r < 0) {
+			if (ret == 0)
+				ret = r;
+			continue;
+		}
+		/* Kicks relayed while it was suspended were not fetched: ring it once. */
+		mlx5_lm_notify_del_ring(dev, vq);
+		mlx5_lm_notify_add_ring(dev, vq);
+		resumed++;
+	}
+	dev->stopped_ahead = 0;
+	if (ret < 0)
+		DRV_LOG(ERR, dev, "queues stopped ahead: %s; %u resumed, the others refused (%s)",
+			why, resumed, strerror(-ret));
+	else
+		DRV_LOG(INFO, dev, "queues stopped ahead resumed (%u): %s", resumed, why);
+}
+
 int
 mlx5_lm_dev_close(int vid)
 {
@@ -250,9 +409,16 @@ mlx5_lm_dev_close(int vid)
 		pthread_mutex_unlock(&dev->lock);
 		return 0;
 	}
+	/* The VM's first device to stop: its other devices start stopping now, on their workers. */
+	if (!dev->stopped_ahead)
+		stop_siblings(dev);
 	stop_locked(dev, 1);
-	DRV_LOG(INFO, dev, "stopped in %.1f ms (%u idle split rings needed no QUERY)",
-		dev->times.close_ms, dev->times.stop_queries_skipped);
+	if (dev->times.stop_ahead_used)
+		DRV_LOG(INFO, dev, "stopped in %.1f ms (its queues were stopped ahead, at a "
+			"sibling device's stop)", dev->times.close_ms);
+	else
+		DRV_LOG(INFO, dev, "stopped in %.1f ms (%u idle split rings needed no QUERY)",
+			dev->times.close_ms, dev->times.stop_queries_skipped);
 	pthread_mutex_unlock(&dev->lock);
 	return 0;
 }

@@ -13,7 +13,10 @@
  *   conf       the configuration of a DRIVER_OK (mlx5_lm_conf.c), which
  *              vhost's dev_conf queued before returning;
  *   recover    the ERR recovery of the queues the notification thread saw go
- *              to ERR (mlx5_lm_rings.c).
+ *              to ERR (mlx5_lm_rings.c);
+ *   stop ahead a sibling device's stop (sibling_stop, mlx5_lm_stop.c): first
+ *              of all, as it is inside a VM's downtime; and, once stopped
+ *              ahead, the resume at its deadline if its own stop never came.
  *
  * One thread per device for all of it: no thread is made per stop, and the
  * notification thread posts a recovery without waiting for a configuration
@@ -93,6 +96,29 @@ mlx5_lm_worker_recover(struct mlx5_lm_dev *dev, uint16_t index)
 }
 
 void
+mlx5_lm_worker_stop_ahead(struct mlx5_lm_dev *dev, int vid)
+{
+	struct mlx5_lm_worker *w = &dev->worker;
+
+	pthread_mutex_lock(&w->lock);
+	w->ahead_posted = 1;
+	w->ahead_vid = vid;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* A device stopped ahead whose own stop did not come: it runs again. */
+static void
+run_ahead_deadline(struct mlx5_lm_dev *dev)
+{
+	pthread_mutex_lock(&dev->lock);
+	if (dev->stopped_ahead && dev->running && !dev->removing)
+		mlx5_lm_stop_ahead_undo(dev, "its own stop did not come within "
+					RTE_STR(MLX5_LM_STOP_AHEAD_MS) " ms");
+	pthread_mutex_unlock(&dev->lock);
+}
+
+void
 mlx5_lm_wait_configured(struct mlx5_lm_dev *dev)
 {
 	dev->conf.waiters++;
@@ -162,17 +188,24 @@ wait_work(struct mlx5_lm_worker *w)
 
 		if (w->restore && (w->restore_now || w->stop || now >= w->restore_deadline_ms))
 			return 1;
+		if (w->ahead_posted || (w->ahead_armed && (w->stop || now >= w->ahead_deadline_ms)))
+			return 1;
 		if (w->preconf != NULL || (w->conf != NULL && !w->hold))
 			return 1;
 		if (w->recover_pending)
 			return 1;
 		if (w->stop)
 			return 0;
-		if (w->restore) {
-			uint64_t ns = (uint64_t)(w->restore_deadline_ms * 1e6);
-			struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000u),
-					       .tv_nsec = (long)(ns % 1000000000u) };
+		if (w->restore || w->ahead_armed) {
+			double until = w->restore ? w->restore_deadline_ms : w->ahead_deadline_ms;
+			struct timespec ts;
+			uint64_t ns;
 
+			if (w->ahead_armed && w->ahead_deadline_ms < until)
+				until = w->ahead_deadline_ms;
+			ns = (uint64_t)(until * 1e6);
+			ts.tv_sec = (time_t)(ns / 1000000000u);
+			ts.tv_nsec = (long)(ns % 1000000000u);
 			pthread_cond_timedwait(&w->cv, &w->lock, &ts);
 		} else {
 			pthread_cond_wait(&w->cv, &w->lock);
@@ -191,9 +224,17 @@ worker_main(void *arg)
 	while (wait_work(w)) {
 		struct mlx5_lm_conf_job *conf = NULL;
 		struct mlx5_lm_preconf_mem *preconf = NULL;
-		int restore = 0, urgent = 0, recovering = 0;
+		int restore = 0, urgent = 0, recovering = 0, ahead = 0, ahead_vid = -1;
 
-		if (w->restore && (w->restore_now || w->stop ||
+		if (w->ahead_posted) {
+			/* Inside a VM's downtime: before anything else. */
+			ahead = 1;
+			ahead_vid = w->ahead_vid;
+			w->ahead_posted = 0;
+		} else if (w->ahead_armed && (w->stop || mlx5_lm_now_ms() >= w->ahead_deadline_ms)) {
+			ahead = 2;
+			w->ahead_armed = 0;
+		} else if (w->restore && (w->restore_now || w->stop ||
 				   mlx5_lm_now_ms() >= w->restore_deadline_ms)) {
 			restore = 1;
 			urgent = w->restore_now || w->stop;
@@ -213,7 +254,16 @@ worker_main(void *arg)
 			recovering = 1;
 		}
 		pthread_mutex_unlock(&w->lock);
-		if (restore) {
+		if (ahead == 1) {
+			if (mlx5_lm_stop_ahead(dev, ahead_vid)) {
+				pthread_mutex_lock(&w->lock);
+				w->ahead_armed = 1;
+				w->ahead_deadline_ms = mlx5_lm_now_ms() + MLX5_LM_STOP_AHEAD_MS;
+				pthread_mutex_unlock(&w->lock);
+			}
+		} else if (ahead == 2) {
+			run_ahead_deadline(dev);
+		} else if (restore) {
 			run_restore(dev, urgent);
 		} else if (preconf != NULL) {
 			mlx5_lm_preconf_memory(dev, preconf);

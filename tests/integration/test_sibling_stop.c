@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * sibling_stop=1, in process through vhost-user: two devices whose front
+ * ends are the same process (one VM's two NICs: every front end of this
+ * test is this process).
+ *
+ *   - the first device stopped while both log (a migration's pause) has the
+ *     other one suspend and query its queues at once, before any message
+ *     reaches it; the other's own GET_VRING_BASEs then send no command and
+ *     return the bases the guest saw consumed, its dirty log complete;
+ *   - a device stopped ahead whose own stop never comes runs again after
+ *     MLX5_LM_STOP_AHEAD_MS, its frames flow, its later stop is a normal one;
+ *   - nothing is stopped ahead without dirty logging on the other device, or
+ *     without sibling_stop on it;
+ *   - at every removal the emulator finds nothing alive.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "lm_harness.h"
+#include "prm.h"
+#include "rte_pmd_mlx5_lm.h"
+
+#define MIB (UINT64_C(1) << 20)
+#define PAIRS 2
+#define RINGS (2 * PAIRS)
+/* MLX5_LM_STOP_AHEAD_MS of the driver (mlx5_lm.h). */
+#define STOP_AHEAD_MS 500
+#define ARGS "queues=2,workers=2,mr_chunk_mb=16,mr_gc_ms=50,sibling_stop=1"
+
+static const struct vu_mem_region layout[] = {
+	{ .gpa = 0, .size = 32 * MIB, .offset = 0 },
+};
+
+struct nic {
+	struct lmh_dev d;
+	struct vu_mem *m;
+	struct vu_guest *g;
+	struct vu_client *c;
+	struct vu_log *log;
+	struct lmh_trace t;
+};
+
+static void
+nic_up(struct nic *n, unsigned int sock, const char *args)
+{
+	struct vu_guest_cfg cfg = { .queue_pairs = PAIRS, .ring_size = 256 };
+
+	memset(n, 0, sizeof(*n));
+	assert_int_equal(lmh_probe(&n->d, (int)sock, args), 0);
+	assert_int_equal(vu_mem_create(&n->m, 32 * MIB, layout, 1), 0);
+	assert_int_equal(vu_guest_create(&n->g, n->m, &cfg), 0);
+	lmh_trace_open(&n->t, n->d.trace);
+	assert_non_null(n->c = lmh_fe_connect(sock));
+	assert_int_equal(vu_start_device(n->c, n->g, NULL), 0);
+	assert_true(lmh_wait_running(&n->d, LMH_DEADLINE_MS));
+	assert_true(lmh_traffic(n->g, (1u << PAIRS) - 1, 64, 3000));
+}
+
+/* Dirty logging on, as a migration's first pass turns it on; set_features runs after the ack. */
+static void
+nic_log_on(struct nic *n)
+{
+	size_t mark = lmh_log_mark();
+
+	assert_int_equal(vu_log_create(&n->log, vu_mem_gpa_end(n->m)), 0);
+	assert_int_equal(vu_set_log(n->c, n->log), 0);
+	assert_true(lmh_wait_log(mark, "dirty-page logging on", LMH_DEADLINE_MS));
+	lmh_barrier(&n->d);
+	vu_guest_dirty_mark(n->g);
+}
+
+static void
+nic_down(struct nic *n, unsigned int sock)
+{
+	vu_disconnect(n->c);
+	assert_true(lmh_wait_closed(sock));
+	assert_true(lmh_wait_restored(&n->d));
+	lmh_trace_free(&n->t);
+	vu_guest_destroy(n->g);
+	vu_mem_destroy(n->m);
+	if (n->log != NULL)
+		vu_log_destroy(n->log);
+	assert_int_equal(lmh_remove(&n->d), 0);
+}
+
+static bool
+is_suspend_or_query(const struct lmh_cmd *c, const void *arg)
+{
+	const uint8_t *obj;
+
+	(void)arg;
+	if (!lmh_cmd_is_vq(c) || c->status != 0)
+		return false;
+	if (c->opcode == PRM_CMD_QUERY_GENERAL_OBJECT)
+		return true;
+	if (c->opcode != PRM_CMD_MODIFY_GENERAL_OBJECT)
+		return false;
+	obj = PRM_CADDR(virtq_cmd, c->in, obj);
+	return (PRM_GET(virtio_net_q, obj, modify_field_select) & PRM_VIRTQ_MODIFY_STATE) &&
+	       PRM_GET(virtio_net_q, obj, state) == PRM_VIRTQ_STATE_SUSPEND;
+}
+
+/* Bounded wait until every ring of n's device is in state. */
+static bool
+wait_states(struct nic *n, int state)
+{
+	int64_t end = lmh_now_ms() + LMH_DEADLINE_MS;
+	unsigned int q;
+
+	for (;;) {
+		for (q = 0; q < RINGS; q++)
+			if (lmh_vq_state(&n->d, q) != state)
+				break;
+		if (q == RINGS)
+			return true;
+		if (lmh_now_ms() > end) {
+			printf("  %s: ring %u in state %d, not %d\n", n->d.name, q,
+			       lmh_vq_state(&n->d, q), state);
+			return false;
+		}
+		lmh_tick();
+	}
+}
+
+/* Bases equal what the guest saw the device consume (split rings). */
+static void
+check_bases(struct nic *n, const uint32_t *bases)
+{
+	struct vu_guest_stats st;
+	unsigned int q;
+
+	for (q = 0; q < PAIRS; q++) {
+		vu_guest_stats(n->g, (int)q, &st);
+		assert_int_equal(bases[2 * q], (uint32_t)(st.rx_received & 0xffff));
+		assert_int_equal(bases[2 * q + 1],
+				 (uint32_t)(vu_guest_tx_sent(n->g, (int)q) & 0xffff));
+	}
+}
+
+static void
+check_dirty_log(struct nic *n)
+{
+	int64_t written;
+
+	assert_int_equal(lmh_dirty_pages_missing(n->g, n->log, &written), 0);
+	assert_true(written > 0);
+}
+
+static void
+test_first_stop_of_a_logging_vm_stops_its_sibling_ahead(void **state)
+{
+	uint32_t bases[RINGS];
+	struct nic a, b;
+	size_t mark, lmark;
+
+	(void)state;
+	nic_up(&a, 0, ARGS);
+	nic_up(&b, 1, ARGS);
+	nic_log_on(&a);
+	nic_log_on(&b);
+	assert_true(lmh_traffic(a.g, (1u << PAIRS) - 1, 64, 3000));
+	assert_true(lmh_traffic(b.g, (1u << PAIRS) - 1, 64, 3000));
+	assert_int_equal(lmh_trace_sync(&b.t), 0);
+	mark = lmh_trace_mark(&b.t);
+	lmark = lmh_log_mark();
+	/* The VM pauses: its front end stops the first NIC, ring by ring. */
+	assert_int_equal(vu_stop_device(a.c, bases, RINGS), 0);
+	check_bases(&a, bases);
+	/* The second NIC's queues stop without a message of its own. */
+	assert_true(lmh_wait_log(lmark, "queues stopped ahead in", LMH_DEADLINE_MS));
+	assert_true(wait_states(&b, PRM_VIRTQ_STATE_SUSPEND));
+	assert_true(lmh_trace_count(&b.t, mark, is_suspend_or_query, NULL) >= RINGS);
+	/* Its own stop then sends nothing: the bases were handed to vhost already. */
+	assert_int_equal(lmh_trace_sync(&b.t), 0);
+	mark = lmh_trace_mark(&b.t);
+	assert_int_equal(vu_stop_device(b.c, bases, RINGS), 0);
+	assert_int_equal(lmh_trace_sync(&b.t), 0);
+	assert_int_equal(lmh_trace_count(&b.t, mark, is_suspend_or_query, NULL), 0);
+	assert_true(lmh_log_has(lmark,
+				"(its queues were stopped ahead, at a sibling device's stop)"));
+	check_bases(&b, bases);
+	check_dirty_log(&a);
+	check_dirty_log(&b);
+	/* Past the deadline nothing resumes a device that was stopped. */
+	assert_false(lmh_wait_log(lmark, "queues stopped ahead resumed",
+				  2 * STOP_AHEAD_MS));
+	nic_down(&b, 1);
+	nic_down(&a, 0);
+}
+
+static void
+test_a_sibling_whose_stop_never_comes_runs_again(void **state)
+{
+	uint32_t bases[RINGS];
+	struct nic a, b;
+	size_t lmark;
+
+	(void)state;
+	nic_up(&a, 0, ARGS);
+	nic_up(&b, 1, ARGS);
+	nic_log_on(&a);
+	nic_log_on(&b);
+	lmark = lmh_log_mark();
+	/* Only the first NIC stops (its guest reset it while the VM migrates). */
+	assert_int_equal(vu_stop_device(a.c, bases, RINGS), 0);
+	assert_true(lmh_wait_log(lmark, "queues stopped ahead in", LMH_DEADLINE_MS));
+	assert_true(lmh_wait_log(lmark, "queues stopped ahead resumed (4): its own stop did "
+				 "not come", LMH_DEADLINE_MS));
+	assert_true(wait_states(&b, PRM_VIRTQ_STATE_RDY));
+	/* It runs: frames flow, and its later stop is a normal one. */
+	vu_guest_dirty_mark(b.g);
+	assert_true(lmh_traffic(b.g, (1u << PAIRS) - 1, 64, 3000));
+	assert_int_equal(lmh_trace_sync(&b.t), 0);
+	lmark = lmh_log_mark();
+	assert_int_equal(vu_stop_device(b.c, bases, RINGS), 0);
+	assert_true(lmh_log_has(lmark, "idle split rings needed no QUERY"));
+	check_bases(&b, bases);
+	check_dirty_log(&b);
+	nic_down(&b, 1);
+	nic_down(&a, 0);
+}
+
+/*
+ * The second NIC logs or not, has sibling_stop or not: untouched by the
+ * first's stop. Asked (same process, the devarg) but not logging, it says
+ * so; without the devarg it is not asked at all.
+ */
+static void
+untouched(const char *b_args, bool b_logs)
+{
+	uint32_t bases[RINGS];
+	struct nic a, b;
+	size_t mark, lmark;
+
+	nic_up(&a, 0, ARGS);
+	nic_up(&b, 1, b_args);
+	nic_log_on(&a);
+	if (b_logs)
+		nic_log_on(&b);
+	assert_int_equal(lmh_trace_sync(&b.t), 0);
+	mark = lmh_trace_mark(&b.t);
+	lmark = lmh_log_mark();
+	assert_int_equal(vu_stop_device(a.c, bases, RINGS), 0);
+	if (b_logs)
+		assert_false(lmh_log_has(lmark, "asked to stop ahead"));
+	else
+		assert_true(lmh_wait_log(lmark, "does not log dirty pages (not migrating)",
+					 LMH_DEADLINE_MS));
+	lmh_barrier(&b.d);
+	assert_false(lmh_log_has(lmark, "queues stopped ahead"));
+	assert_int_equal(lmh_trace_sync(&b.t), 0);
+	assert_int_equal(lmh_trace_count(&b.t, mark, is_suspend_or_query, NULL), 0);
+	assert_true(wait_states(&b, PRM_VIRTQ_STATE_RDY));
+	assert_true(lmh_traffic(b.g, (1u << PAIRS) - 1, 64, 3000));
+	nic_down(&b, 1);
+	nic_down(&a, 0);
+}
+
+static void
+test_siblings_without_logging_or_the_devarg_are_untouched(void **state)
+{
+	(void)state;
+	/* Not logging: not migrating, whatever the first NIC does. */
+	untouched(ARGS, false);
+	/* Logging, but not asked to stop ahead. */
+	untouched("queues=2,workers=2,mr_chunk_mb=16,mr_gc_ms=50", true);
+}
+
+LMH_TEST_MAIN("test-sibling-stop", 2, "sibling_stop", NULL, NULL,
+	cmocka_unit_test(test_first_stop_of_a_logging_vm_stops_its_sibling_ahead),
+	cmocka_unit_test(test_a_sibling_whose_stop_never_comes_runs_again),
+	cmocka_unit_test(test_siblings_without_logging_or_the_devarg_are_untouched))
