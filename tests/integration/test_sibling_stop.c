@@ -11,7 +11,9 @@
  *   - a device stopped ahead whose own stop never comes runs again after
  *     MLX5_LM_STOP_AHEAD_MS, its frames flow, its later stop is a normal one;
  *   - nothing is stopped ahead without dirty logging on the other device, or
- *     without sibling_stop on it;
+ *     without sibling_stop on it, or when vhost calls dev_close for a new
+ *     memory table rather than a GET_VRING_BASE; a sibling whose DRIVER_OK is
+ *     still queued on its worker is left to it;
  *   - at every removal the emulator finds nothing alive.
  */
 #include <errno.h>
@@ -27,6 +29,7 @@
 #include <cmocka.h>
 
 #include "lm_harness.h"
+#include "mlx5_lm_test.h"
 #include "prm.h"
 #include "rte_pmd_mlx5_lm.h"
 
@@ -50,8 +53,9 @@ struct nic {
 	struct lmh_trace t;
 };
 
+/* Probed, its front end connected and its DRIVER_OK sent (held: not waited for). */
 static void
-nic_up(struct nic *n, unsigned int sock, const char *args)
+nic_start(struct nic *n, unsigned int sock, const char *args, bool held)
 {
 	struct vu_guest_cfg cfg = { .queue_pairs = PAIRS, .ring_size = 256 };
 
@@ -61,7 +65,16 @@ nic_up(struct nic *n, unsigned int sock, const char *args)
 	assert_int_equal(vu_guest_create(&n->g, n->m, &cfg), 0);
 	lmh_trace_open(&n->t, n->d.trace);
 	assert_non_null(n->c = lmh_fe_connect(sock));
+	/* A test seam: the device's worker takes no configuration until let go. */
+	if (held)
+		mlx5_lm_worker_hold(n->d.dev, 1);
 	assert_int_equal(vu_start_device(n->c, n->g, NULL), 0);
+}
+
+static void
+nic_up(struct nic *n, unsigned int sock, const char *args)
+{
+	nic_start(n, sock, args, false);
 	assert_true(lmh_wait_running(&n->d, LMH_DEADLINE_MS));
 	assert_true(lmh_traffic(n->g, (1u << PAIRS) - 1, 64, 3000));
 }
@@ -266,6 +279,70 @@ untouched(const char *b_args, bool b_logs)
 	nic_down(&a, 0);
 }
 
+/*
+ * vhost calls dev_close for a new memory table of a running device too (memory
+ * hot-plugged while migrating): that stops the device, and says nothing of
+ * the VM's pause.
+ */
+static void
+test_a_memory_table_change_stops_no_sibling(void **state)
+{
+	struct vu_mem *other;
+	struct nic a, b;
+	size_t mark, lmark;
+
+	(void)state;
+	nic_up(&a, 0, ARGS);
+	nic_up(&b, 1, ARGS);
+	nic_log_on(&a);
+	nic_log_on(&b);
+	assert_int_equal(vu_mem_create(&other, 32 * MIB, layout, 1), 0);
+	assert_int_equal(lmh_trace_sync(&b.t), 0);
+	mark = lmh_trace_mark(&b.t);
+	lmark = lmh_log_mark();
+	assert_int_equal(vu_set_mem_table(a.c, other), 0);
+	lmh_barrier(&a.d);
+	/* The first NIC was stopped by it (vhost's dev_close), the second one not asked. */
+	assert_true(lmh_log_line_has_all(lmark, (const char *const[]){ a.d.name, ": stopped in",
+								       NULL }));
+	assert_false(lmh_log_has(lmark, "asked to stop ahead"));
+	lmh_barrier(&b.d);
+	assert_int_equal(lmh_trace_sync(&b.t), 0);
+	assert_int_equal(lmh_trace_count(&b.t, mark, is_suspend_or_query, NULL), 0);
+	assert_true(lmh_traffic(b.g, (1u << PAIRS) - 1, 64, 3000));
+	nic_down(&b, 1);
+	nic_down(&a, 0);
+	vu_mem_destroy(other);
+}
+
+/*
+ * A sibling whose DRIVER_OK is queued on its worker when the stop ahead is
+ * posted: the worker takes the stop ahead first, and waiting there for the
+ * configuration (which only it can run) would hold it, and vhost's thread
+ * at the device's next message, for ever. It is left to its configuration.
+ */
+static void
+test_a_sibling_being_configured_is_left_to_its_configuration(void **state)
+{
+	uint32_t bases[RINGS];
+	struct nic a, b;
+	size_t lmark;
+
+	(void)state;
+	nic_up(&a, 0, ARGS);
+	nic_log_on(&a);
+	nic_start(&b, 1, ARGS, true);
+	lmark = lmh_log_mark();
+	assert_int_equal(vu_stop_device(a.c, bases, RINGS), 0);
+	assert_true(lmh_log_has(lmark, "1 other devices of front end pid"));
+	mlx5_lm_worker_hold(b.d.dev, 0);
+	assert_true(lmh_wait_running(&b.d, LMH_DEADLINE_MS));
+	assert_false(lmh_log_has(lmark, "queues stopped ahead in"));
+	assert_true(lmh_traffic(b.g, (1u << PAIRS) - 1, 64, 3000));
+	nic_down(&b, 1);
+	nic_down(&a, 0);
+}
+
 static void
 test_siblings_without_logging_or_the_devarg_are_untouched(void **state)
 {
@@ -279,4 +356,6 @@ test_siblings_without_logging_or_the_devarg_are_untouched(void **state)
 LMH_TEST_MAIN("test-sibling-stop", 2, "sibling_stop", NULL, NULL,
 	cmocka_unit_test(test_first_stop_of_a_logging_vm_stops_its_sibling_ahead),
 	cmocka_unit_test(test_a_sibling_whose_stop_never_comes_runs_again),
+	cmocka_unit_test(test_a_memory_table_change_stops_no_sibling),
+	cmocka_unit_test(test_a_sibling_being_configured_is_left_to_its_configuration),
 	cmocka_unit_test(test_siblings_without_logging_or_the_devarg_are_untouched))

@@ -126,6 +126,8 @@ struct mlx5_lm_virtq {
 	uint8_t enabled;             /* guest enabled the ring (set_vring_state) */
 	uint8_t configured;          /* part of the running configuration */
 	uint8_t stopped_ahead;       /* suspended by a sibling's stop, RDY before (dev->lock) */
+	uint8_t ahead_base;          /* queried by a stop ahead: its dev_close hands these over */
+	uint16_t ahead_avail, ahead_used;
 	int kickfd;
 	int callfd;
 	uint32_t recoveries;         /* ERR recoveries since DRIVER_OK */
@@ -194,7 +196,8 @@ struct mlx5_lm_worker {
 	uint8_t recover[MLX5_LM_MAX_VIRTQS]; /* queues to recover */
 	int recover_pending;
 	int ahead_posted;                /* a sibling's stop: stop ahead... */
-	int ahead_vid;                   /* ...if still running for this connection */
+	int ahead_vid;                   /* ...if still running for this connection... */
+	int ahead_pid;                   /* ...of this front-end process */
 	int ahead_armed;                 /* stopped ahead: resumed at ahead_deadline_ms... */
 	double ahead_deadline_ms;        /* ...unless its own stop came (mlx5_lm_now_ms clock) */
 	int hold;                        /* test seam: no configuration taken while set */
@@ -438,6 +441,12 @@ int mlx5_lm_owner(struct mlx5_lm_dev *dev, int vid, const char *what);
 int mlx5_lm_dev_conf(int vid);                       /* mlx5_lm_conf.c */
 /* vhost's thread, SET_VRING_KICK of ring handled (the vetting's post-handler). */
 void mlx5_lm_preconf_ring(int vid, uint16_t ring);    /* mlx5_lm_preconf.c */
+/*
+ * The vetting, around vhost's handling of a GET_VRING_BASE of vhost device
+ * vid (1 before, 0 after): a dev_close meanwhile is a front end's stop, not
+ * a memory-table change, a reset or a teardown (mlx5_lm_stop.c).
+ */
+void mlx5_lm_stop_message(int vid, int in);
 int mlx5_lm_dev_close(int vid);                      /* mlx5_lm_stop.c */
 /* dev->lock held: stop a device still running for a front end that is gone (dev_cleanup). */
 void mlx5_lm_stop_orphaned(struct mlx5_lm_dev *dev);
@@ -446,12 +455,12 @@ void mlx5_lm_stop_orphaned(struct mlx5_lm_dev *dev);
  * does not come within this is resumed.
  */
 #define MLX5_LM_STOP_AHEAD_MS 500
-/* On the device's worker: stop ahead if still running for vid; 1 when it did. */
-int mlx5_lm_stop_ahead(struct mlx5_lm_dev *dev, int vid);
+/* On the device's worker: stop ahead if still running for vid of process pid; 1 when it did. */
+int mlx5_lm_stop_ahead(struct mlx5_lm_dev *dev, int vid, int pid);
 /* dev->lock held: queues stopped ahead run again (why: logged). */
 void mlx5_lm_stop_ahead_undo(struct mlx5_lm_dev *dev, const char *why);
 /* Post a stop ahead to the device's worker (never waits for dev->lock). */
-void mlx5_lm_worker_stop_ahead(struct mlx5_lm_dev *dev, int vid);
+void mlx5_lm_worker_stop_ahead(struct mlx5_lm_dev *dev, int vid, int pid);
 /* fn on every probed device, under the device list's lock (fn takes no device lock). */
 void mlx5_lm_dev_foreach(void (*fn)(struct mlx5_lm_dev *dev, void *arg), void *arg);
 int mlx5_lm_set_vring_state(int vid, int vring, int state); /* mlx5_lm_rings.c */

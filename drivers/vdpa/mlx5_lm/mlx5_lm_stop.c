@@ -80,6 +80,13 @@ idle_split_ring(struct mlx5_lm_virtq *vq, uint16_t *idx)
 	return 1;
 }
 
+/* What a stop does with a suspended queue's indices (dev->stop_handover). */
+#define STOP_HANDOVER_NONE 0     /* the front end is gone */
+#define STOP_HANDOVER_NOW 1      /* to vhost, which waits in dev_close */
+#define STOP_HANDOVER_LATER 2    /* kept in the queue (a stop ahead), handed over at dev_close */
+
+static void hand_over(struct mlx5_lm_virtq *vq, uint16_t avail, uint16_t used);
+
 static int
 task_suspend_query(void *arg)
 {
@@ -101,8 +108,23 @@ task_suspend_query(void *arg)
 		return 0;
 	}
 	/* The front end is gone (dev_cleanup): stopped, nothing to hand over. */
-	if (!dev->stop_handover)
+	if (dev->stop_handover == STOP_HANDOVER_NONE)
 		return 0;
+	if (dev->stop_handover == STOP_HANDOVER_LATER) {
+		/*
+		 * A stop ahead, off vhost's thread and while it is free: nothing of
+		 * vhost's is read (its rings) or written (bases, log), which
+		 * SET_VRING_ADDR or SET_LOG_BASE may change meanwhile; the queue is
+		 * queried and its own dev_close hands the indices over.
+		 */
+		ret = mlx5_lm_virtq_query(vq, &state, NULL, &avail, &used);
+		if (ret < 0)
+			return ret;
+		vq->ahead_avail = state == PRM_VIRTQ_STATE_ERR ? used : avail;
+		vq->ahead_used = used;
+		vq->ahead_base = 1;
+		return 0;
+	}
 	if (suspended && idle_split_ring(vq, &used)) {
 		avail = used;
 		__atomic_add_fetch(&dev->times.stop_queries_skipped, 1, __ATOMIC_RELAXED);
@@ -116,6 +138,16 @@ task_suspend_query(void *arg)
 		avail = used;
 	}
 set_base:
+	hand_over(vq, avail, used);
+	return 0;
+}
+
+/* On vhost's thread (it waits in dev_close): the queue's indices to vhost, its used ring logged. */
+static void
+hand_over(struct mlx5_lm_virtq *vq, uint16_t avail, uint16_t used)
+{
+	struct mlx5_lm_dev *dev = vq->dev;
+
 	if (rte_vhost_set_vring_base(dev->vid, vq->index, avail, used) < 0)
 		VQ_LOG(ERR, vq, "vhost refused vring base %u/%u", avail, used);
 	if (dev->log_mr != NULL) {
@@ -132,7 +164,6 @@ set_base:
 
 		rte_vhost_log_used_vring(dev->vid, vq->index, 0, len);
 	}
-	return 0;
 }
 
 /*
@@ -172,9 +203,10 @@ task_stop_pairs(void *arg)
 }
 
 /*
- * Every ready queue suspended and, with handover, queried and its indices
- * handed to vhost (its used ring logged), in parallel; dev->lock held,
- * inside mlx5_lm_fg_enter(). 0 or the first error.
+ * Every ready queue suspended and, as handover says (STOP_HANDOVER_*),
+ * queried and its indices handed to vhost (its used ring logged) or kept,
+ * in parallel; dev->lock held, inside mlx5_lm_fg_enter(). 0 or the first
+ * error.
  */
 static int
 suspend_queues(struct mlx5_lm_dev *dev, int handover)
@@ -228,14 +260,20 @@ stop_locked(struct mlx5_lm_dev *dev, int handover)
 			mlx5_lm_notify_del_ring(dev, &dev->vq[i]);
 	/* Only what vhost's GET_VRING_BASE reply needs happens before we return. */
 	if (dev->stopped_ahead) {
-		/* Suspended and handed over already; nothing ran since (mlx5_lm_stop_ahead). */
-		for (i = 0; i < dev->nr_vq; i++)
-			dev->vq[i].stopped_ahead = 0;
+		/* Suspended and queried already; nothing ran since (mlx5_lm_stop_ahead). */
+		for (i = 0; i < dev->nr_vq; i++) {
+			struct mlx5_lm_virtq *vq = &dev->vq[i];
+
+			if (vq->ahead_base && handover)
+				hand_over(vq, vq->ahead_avail, vq->ahead_used);
+			vq->ahead_base = 0;
+			vq->stopped_ahead = 0;
+		}
 		dev->stopped_ahead = 0;
 		dev->times.stop_ahead_used = 1;
 	} else {
 		dev->times.stop_ahead_used = 0;
-		ret = suspend_queues(dev, handover);
+		ret = suspend_queues(dev, handover ? STOP_HANDOVER_NOW : STOP_HANDOVER_NONE);
 	}
 	if (ret < 0)
 		DRV_LOG(ERR, dev, "suspending queues failed: some vring bases may be stale");
@@ -277,12 +315,32 @@ stop_locked(struct mlx5_lm_dev *dev, int handover)
  * process's identity: each one checks, under its own lock, that it still
  * runs for the same connection, logs, and has that peer.
  *
- * A guess, so undone: a device stopped ahead whose own stop does not come
+ * Only a dev_close that vhost calls for a GET_VRING_BASE (the vetting tells
+ * which): vhost calls it for a SET_MEM_TABLE of a running device (memory
+ * hot-plugged while migrating), a RESET_OWNER and a teardown too, which
+ * say nothing about the VM's pause. A guess all the same, so undone: a device stopped ahead whose own stop does not come
  * within MLX5_LM_STOP_AHEAD_MS (a guest that reset one NIC while
  * migrating), whose guest changes a ring, or whose logging stops (the
  * migration cancelled) has its queues resumed (SUSPEND -> RDY, so only on
  * devices with freeze_to_rdy_supported) and each ring's doorbell rung.
  */
+/* Per vhost device: inside the handling of its GET_VRING_BASE (the vetting says). */
+static uint8_t in_get_vring_base[RTE_MAX_VHOST_DEVICE];
+
+void
+mlx5_lm_stop_message(int vid, int in)
+{
+	if (vid >= 0 && vid < RTE_MAX_VHOST_DEVICE)
+		__atomic_store_n(&in_get_vring_base[vid], (uint8_t)!!in, __ATOMIC_RELAXED);
+}
+
+static int
+stop_message(int vid)
+{
+	return vid >= 0 && vid < RTE_MAX_VHOST_DEVICE &&
+	       __atomic_load_n(&in_get_vring_base[vid], __ATOMIC_RELAXED);
+}
+
 struct sibling_walk {
 	struct mlx5_lm_dev *self;
 	int pid;
@@ -299,7 +357,7 @@ post_sibling(struct mlx5_lm_dev *d, void *arg)
 	if (d == w->self || !d->args.sibling_stop || vid < 0 || !mlx5_lm_can_resume(d) ||
 	    __atomic_load_n(&d->owner_pid, __ATOMIC_ACQUIRE) != w->pid)
 		return;
-	mlx5_lm_worker_stop_ahead(d, vid);
+	mlx5_lm_worker_stop_ahead(d, vid, w->pid);
 	w->posted++;
 }
 
@@ -308,7 +366,8 @@ stop_siblings(struct mlx5_lm_dev *dev)
 {
 	struct sibling_walk w = { .self = dev, .pid = dev->owner_pid };
 
-	if (!dev->args.sibling_stop || !(dev->features & (1ull << VHOST_F_LOG_ALL)) || w.pid <= 0)
+	if (!dev->args.sibling_stop || !(dev->features & (1ull << VHOST_F_LOG_ALL)) ||
+	    w.pid <= 0 || !stop_message(dev->vid))
 		return;
 	mlx5_lm_dev_foreach(post_sibling, &w);
 	if (w.posted > 0)
@@ -317,7 +376,7 @@ stop_siblings(struct mlx5_lm_dev *dev)
 }
 
 int
-mlx5_lm_stop_ahead(struct mlx5_lm_dev *dev, int vid)
+mlx5_lm_stop_ahead(struct mlx5_lm_dev *dev, int vid, int pid)
 {
 	uint8_t was_rdy[MLX5_LM_MAX_VIRTQS];
 	double t0 = mlx5_lm_now_ms();
@@ -325,10 +384,13 @@ mlx5_lm_stop_ahead(struct mlx5_lm_dev *dev, int vid)
 	uint16_t i;
 
 	pthread_mutex_lock(&dev->lock);
-	mlx5_lm_wait_configured(dev);
-	/* Still the connection the sibling's stop saw, running (its own stop may have come). */
-	if (!dev->running || dev->stopped_ahead || dev->removing || dev->vid != vid ||
-	    dev->restore.pending)
+	/*
+	 * Still the connection and process the sibling's stop saw, running
+	 * (its own stop may have come). A configuration queued behind this job
+	 * would be this worker's to run: no waiting for it, no stop ahead.
+	 */
+	if (!dev->running || dev->conf.busy || dev->stopped_ahead || dev->removing ||
+	    dev->vid != vid || dev->owner_pid != pid || dev->restore.pending)
 		goto out;
 	if (!(dev->features & (1ull << VHOST_F_LOG_ALL))) {
 		DRV_LOG(INFO, dev, "not stopped ahead at a sibling device's stop: this device "
@@ -339,7 +401,7 @@ mlx5_lm_stop_ahead(struct mlx5_lm_dev *dev, int vid)
 	for (i = 0; i < dev->nr_vq; i++)
 		was_rdy[i] = dev->vq[i].configured && dev->vq[i].obj != NULL &&
 			     dev->vq[i].hw_state == PRM_VIRTQ_STATE_RDY;
-	ret = suspend_queues(dev, 1);
+	ret = suspend_queues(dev, STOP_HANDOVER_LATER);
 	mlx5_lm_fg_exit();
 	for (i = 0; i < dev->nr_vq; i++)
 		dev->vq[i].stopped_ahead = was_rdy[i] &&
@@ -372,9 +434,13 @@ mlx5_lm_stop_ahead_undo(struct mlx5_lm_dev *dev, const char *why)
 		struct mlx5_lm_virtq *vq = &dev->vq[i];
 		int r;
 
-		if (!vq->stopped_ahead)
+		if (!vq->stopped_ahead) {
+			vq->ahead_base = 0;
 			continue;
+		}
 		vq->stopped_ahead = 0;
+		/* Its indices were kept for a dev_close that did not come. */
+		vq->ahead_base = 0;
 		r = mlx5_lm_virtq_set_state(vq, PRM_VIRTQ_STATE_RDY);
 		if (r < 0) {
 			if (ret == 0)

@@ -96,13 +96,14 @@ mlx5_lm_worker_recover(struct mlx5_lm_dev *dev, uint16_t index)
 }
 
 void
-mlx5_lm_worker_stop_ahead(struct mlx5_lm_dev *dev, int vid)
+mlx5_lm_worker_stop_ahead(struct mlx5_lm_dev *dev, int vid, int pid)
 {
 	struct mlx5_lm_worker *w = &dev->worker;
 
 	pthread_mutex_lock(&w->lock);
 	w->ahead_posted = 1;
 	w->ahead_vid = vid;
+	w->ahead_pid = pid;
 	pthread_cond_signal(&w->cv);
 	pthread_mutex_unlock(&w->lock);
 }
@@ -225,11 +226,13 @@ worker_main(void *arg)
 		struct mlx5_lm_conf_job *conf = NULL;
 		struct mlx5_lm_preconf_mem *preconf = NULL;
 		int restore = 0, urgent = 0, recovering = 0, ahead = 0, ahead_vid = -1;
+		int ahead_pid = 0;
 
 		if (w->ahead_posted) {
 			/* Inside a VM's downtime: before anything else. */
 			ahead = 1;
 			ahead_vid = w->ahead_vid;
+			ahead_pid = w->ahead_pid;
 			w->ahead_posted = 0;
 		} else if (w->ahead_armed && (w->stop || mlx5_lm_now_ms() >= w->ahead_deadline_ms)) {
 			ahead = 2;
@@ -255,7 +258,7 @@ worker_main(void *arg)
 		}
 		pthread_mutex_unlock(&w->lock);
 		if (ahead == 1) {
-			if (mlx5_lm_stop_ahead(dev, ahead_vid)) {
+			if (mlx5_lm_stop_ahead(dev, ahead_vid, ahead_pid)) {
 				pthread_mutex_lock(&w->lock);
 				w->ahead_armed = 1;
 				w->ahead_deadline_ms = mlx5_lm_now_ms() + MLX5_LM_STOP_AHEAD_MS;

@@ -112,6 +112,7 @@ _Static_assert(offsetof(struct vet_msg, fd_num) == 676, "vhu_msg_context.fd_num 
  */
 #define VET_SET_MEM_TABLE 5
 #define VET_SET_LOG_BASE 6
+#define VET_GET_VRING_BASE 11
 #define VET_SET_VRING_KICK 12
 #define VET_VRING_IDX_MASK 0xff
 #define VET_SET_BACKEND_REQ_FD 21
@@ -361,6 +362,11 @@ rte_pmd_mlx5_lm_vhost_vet(int vid, void *msg)
 	case VET_SET_BACKEND_REQ_FD:
 		ret = vet_backend_channel(vid, m);
 		break;
+	case VET_GET_VRING_BASE:
+		/* vhost calls dev_close for more than this: the driver is told which one it is. */
+		mlx5_lm_stop_message(vid, 1);
+		ret = 0;
+		break;
 	default:
 		ret = 0;
 		break;
@@ -388,6 +394,8 @@ rte_pmd_mlx5_lm_vhost_post(int vid, void *msg)
 		memcpy(&idx, m->payload, sizeof(idx));
 		mlx5_lm_preconf_ring(vid, (uint16_t)(idx & VET_VRING_IDX_MASK));
 	}
+	if (m->request == VET_GET_VRING_BASE)
+		mlx5_lm_stop_message(vid, 0);
 	return RTE_VHOST_MSG_RESULT_NOT_HANDLED;
 }
 
@@ -544,11 +552,16 @@ out:
 	return n;
 }
 
-/* The peer of vid's connection (SO_PEERCRED). */
+/*
+ * The peer of vid's connection (SO_PEERCRED). The connection is found by
+ * its path, which another connection to the same socket shares (vhost
+ * accepts it, the driver refuses it as a second front end): peers that
+ * differ are no answer (-ENOTUNIQ), rather than whichever fd came first.
+ */
 int
 mlx5_lm_vhost_peer_pid(int vid)
 {
-	int fds[MAX_CONN_FDS], n, i;
+	int fds[MAX_CONN_FDS], n, i, pid = -ENOENT;
 	char path[PATH_MAX];
 	struct ucred cr;
 	socklen_t len;
@@ -556,10 +569,13 @@ mlx5_lm_vhost_peer_pid(int vid)
 	n = conn_fds(vid, path, sizeof(path), fds);
 	for (i = 0; i < n; i++) {
 		len = sizeof(cr);
-		if (getsockopt(fds[i], SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0)
-			return cr.pid;
+		if (getsockopt(fds[i], SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0)
+			continue;
+		if (pid > 0 && cr.pid != pid)
+			return -ENOTUNIQ;
+		pid = cr.pid;
 	}
-	return n < 0 ? n : -ENOENT;
+	return n < 0 ? n : pid;
 }
 
 /*
