@@ -308,21 +308,22 @@ stop_locked(struct mlx5_lm_dev *dev, int handover)
  * them to be stopped while dirty logging is on (a migration) has every
  * other device whose front end is the same process (SO_PEERCRED: one QEMU
  * is one VM) with logging on, and sibling_stop=1 itself, suspend and
- * query its queues at once on its own worker; its own GET_VRING_BASE then
- * finds its indices handed to vhost already and answers at once. Each
- * device's peer was read at its DRIVER_OK, on vhost's thread. Nothing
- * of the other devices is decided from this connection's state but the
- * process's identity: each one checks, under its own lock, that it still
- * runs for the same connection, logs, and has that peer.
+ * query its queues at once on its own worker, keeping their indices; its
+ * own GET_VRING_BASE then only hands them to vhost. Each device's peer
+ * was read at its DRIVER_OK, on vhost's thread. Nothing of the other
+ * devices is decided from this connection's state but the process's
+ * identity: each one checks, under its own lock, that it still runs for
+ * the same connection and process, and logs.
  *
- * Only a dev_close that vhost calls for a GET_VRING_BASE (the vetting tells
- * which): vhost calls it for a SET_MEM_TABLE of a running device (memory
- * hot-plugged while migrating), a RESET_OWNER and a teardown too, which
- * say nothing about the VM's pause. A guess all the same, so undone: a device stopped ahead whose own stop does not come
- * within MLX5_LM_STOP_AHEAD_MS (a guest that reset one NIC while
- * migrating), whose guest changes a ring, or whose logging stops (the
- * migration cancelled) has its queues resumed (SUSPEND -> RDY, so only on
- * devices with freeze_to_rdy_supported) and each ring's doorbell rung.
+ * Only a dev_close that vhost calls for a GET_VRING_BASE (the vetting
+ * tells which): vhost calls it for a SET_MEM_TABLE of a running device
+ * (memory hot-plugged while migrating), a RESET_OWNER and a teardown too,
+ * which say nothing about the VM's pause. A guess all the same, so
+ * undone: a device stopped ahead whose own stop does not come within
+ * MLX5_LM_STOP_AHEAD_MS (a guest that reset one NIC while migrating),
+ * whose guest changes a ring, or whose logging stops (the migration
+ * cancelled) has its queues resumed (SUSPEND -> RDY, so only on devices
+ * with freeze_to_rdy_supported) and each ring's doorbell rung.
  */
 /* Per vhost device: inside the handling of its GET_VRING_BASE (the vetting says). */
 static uint8_t in_get_vring_base[RTE_MAX_VHOST_DEVICE];
