@@ -10,6 +10,7 @@
  *     return the bases the guest saw consumed, its dirty log complete;
  *   - a device stopped ahead whose own stop never comes runs again after
  *     MLX5_LM_STOP_AHEAD_MS, its frames flow, its later stop is a normal one;
+ *   - a device whose front end is another process is never asked;
  *   - nothing is stopped ahead without dirty logging on the other device, or
  *     without sibling_stop on it, or when vhost calls dev_close for a new
  *     memory table rather than a GET_VRING_BASE; a sibling whose DRIVER_OK is
@@ -17,7 +18,12 @@
  *   - at every removal the emulator finds nothing alive.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <libgen.h>
+#include <limits.h>
+#include <poll.h>
+#include <spawn.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -25,6 +31,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -343,6 +351,90 @@ test_a_sibling_being_configured_is_left_to_its_configuration(void **state)
 	nic_down(&a, 0);
 }
 
+/* Bounded read of fd until needle is in what came (NUL-terminated in buf). */
+static bool
+read_until(int fd, const char *needle, char *buf, size_t len)
+{
+	int64_t end = lmh_now_ms() + LMH_DEADLINE_MS;
+	size_t got = 0;
+
+	buf[0] = '\0';
+	while (strstr(buf, needle) == NULL) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int64_t left = end - lmh_now_ms();
+		ssize_t n;
+
+		if (left <= 0 || got + 1 >= len || poll(&p, 1, (int)left) <= 0)
+			return false;
+		n = read(fd, buf + got, len - 1 - got);
+		if (n <= 0)
+			return false;
+		got += (size_t)n;
+		buf[got] = '\0';
+	}
+	return true;
+}
+
+/*
+ * The second NIC's front end is another process (peer_frontend, beside this
+ * program): the first NIC's stop, logging, asks nothing of it - where the
+ * same process, not logging, is asked (untouched() below).
+ */
+static void
+test_another_processs_device_is_never_asked(void **state)
+{
+	char exe[PATH_MAX], fe[PATH_MAX + 16], out[512];
+	posix_spawn_file_actions_t fa;
+	int in_p[2], out_p[2], ws;
+	uint32_t bases[RINGS];
+	struct lmh_dev bd;
+	struct nic a;
+	size_t lmark;
+	ssize_t n;
+	pid_t pid;
+
+	(void)state;
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	assert_true(n > 0);
+	exe[n] = '\0';
+	snprintf(fe, sizeof(fe), "%s/peer_frontend", dirname(exe));
+	nic_up(&a, 0, ARGS);
+	nic_log_on(&a);
+	memset(&bd, 0, sizeof(bd));
+	assert_int_equal(lmh_probe(&bd, 1, ARGS), 0);
+	assert_int_equal(pipe2(in_p, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(out_p, O_CLOEXEC), 0);
+	assert_int_equal(posix_spawn_file_actions_init(&fa), 0);
+	assert_int_equal(posix_spawn_file_actions_adddup2(&fa, in_p[0], 0), 0);
+	assert_int_equal(posix_spawn_file_actions_adddup2(&fa, out_p[1], 1), 0);
+	assert_int_equal(posix_spawn_file_actions_addclosefrom_np(&fa, 3), 0);
+	assert_int_equal(posix_spawn(&pid, fe, &fa, NULL,
+				     (char *const[]){ fe, (char *)lmh_sock(1), (char *)"1", NULL },
+				     environ), 0);
+	posix_spawn_file_actions_destroy(&fa);
+	lmh_conn_opened(1);
+	close(in_p[0]);
+	close(out_p[1]);
+	assert_true(read_until(out_p[0], "peer_frontend: started", out, sizeof(out)));
+	assert_true(lmh_wait_running(&bd, LMH_DEADLINE_MS));
+	lmark = lmh_log_mark();
+	assert_int_equal(vu_stop_device(a.c, bases, RINGS), 0);
+	assert_false(lmh_log_has(lmark, "asked to stop ahead"));
+	assert_int_equal(lmh_vq_state(&bd, 0), PRM_VIRTQ_STATE_RDY);
+	/* It runs its round (one frame through the device, both calls signalled). */
+	assert_true(write(in_p[1], "go\n", 3) == 3);
+	assert_true(read_until(out_p[0], "each signalled on both call eventfds", out,
+			       sizeof(out)));
+	assert_int_equal(waitpid(pid, &ws, 0), pid);
+	assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+	close(in_p[1]);
+	close(out_p[0]);
+	assert_true(lmh_wait_closed(1));
+	assert_true(lmh_wait_restored(&bd));
+	assert_int_equal(lmh_remove(&bd), 0);
+	nic_down(&a, 0);
+}
+
 static void
 test_siblings_without_logging_or_the_devarg_are_untouched(void **state)
 {
@@ -357,5 +449,6 @@ LMH_TEST_MAIN("test-sibling-stop", 2, "sibling_stop", NULL, NULL,
 	cmocka_unit_test(test_first_stop_of_a_logging_vm_stops_its_sibling_ahead),
 	cmocka_unit_test(test_a_sibling_whose_stop_never_comes_runs_again),
 	cmocka_unit_test(test_a_memory_table_change_stops_no_sibling),
+	cmocka_unit_test(test_another_processs_device_is_never_asked),
 	cmocka_unit_test(test_a_sibling_being_configured_is_left_to_its_configuration),
 	cmocka_unit_test(test_siblings_without_logging_or_the_devarg_are_untouched))
