@@ -335,11 +335,17 @@ mlx5_lm_stop_message(int vid, int in)
 		__atomic_store_n(&in_get_vring_base[vid], (uint8_t)!!in, __ATOMIC_RELAXED);
 }
 
+/*
+ * Taken by the dev_close it is for: vhost calls no post-handler after a
+ * message that failed, and a flag left set would make the next dev_close
+ * of that vid (a teardown, or another connection's once the number is
+ * reused) look like a stop.
+ */
 static int
 stop_message(int vid)
 {
 	return vid >= 0 && vid < RTE_MAX_VHOST_DEVICE &&
-	       __atomic_load_n(&in_get_vring_base[vid], __ATOMIC_RELAXED);
+	       __atomic_exchange_n(&in_get_vring_base[vid], 0, __ATOMIC_RELAXED);
 }
 
 struct sibling_walk {
@@ -368,7 +374,7 @@ stop_siblings(struct mlx5_lm_dev *dev)
 	struct sibling_walk w = { .self = dev, .pid = dev->owner_pid };
 
 	if (!dev->args.sibling_stop || !(dev->features & (1ull << VHOST_F_LOG_ALL)) ||
-	    w.pid <= 0 || !stop_message(dev->vid))
+	    w.pid <= 0)
 		return;
 	mlx5_lm_dev_foreach(post_sibling, &w);
 	if (w.posted > 0)
@@ -465,6 +471,7 @@ int
 mlx5_lm_dev_close(int vid)
 {
 	struct mlx5_lm_dev *dev = mlx5_lm_dev_by_vid(vid);
+	int at_get_vring_base = stop_message(vid);
 
 	if (dev == NULL)
 		return -ENODEV;
@@ -477,7 +484,7 @@ mlx5_lm_dev_close(int vid)
 		return 0;
 	}
 	/* The VM's first device to stop: its other devices start stopping now, on their workers. */
-	if (!dev->stopped_ahead)
+	if (!dev->stopped_ahead && at_get_vring_base)
 		stop_siblings(dev);
 	stop_locked(dev, 1);
 	if (dev->times.stop_ahead_used)
