@@ -61,14 +61,24 @@ struct nic {
 	struct lmh_trace t;
 };
 
-/* Probed, its front end connected and its DRIVER_OK sent (held: not waited for). */
+/*
+ * Probed (on profile, a file of tests/profiles/, or the fast one), its front
+ * end connected and its DRIVER_OK sent (held: not waited for).
+ */
 static void
-nic_start(struct nic *n, unsigned int sock, const char *args, bool held)
+nic_start_on(struct nic *n, unsigned int sock, const char *profile, const char *args,
+	     bool held)
 {
 	struct vu_guest_cfg cfg = { .queue_pairs = PAIRS, .ring_size = 256 };
+	char path[512];
 
 	memset(n, 0, sizeof(*n));
-	assert_int_equal(lmh_probe(&n->d, (int)sock, args), 0);
+	if (profile != NULL) {
+		snprintf(path, sizeof(path), "%s/%s", TEST_PROFILES_DIR, profile);
+		assert_int_equal(lmh_probe_profile(&n->d, (int)sock, path, args), 0);
+	} else {
+		assert_int_equal(lmh_probe(&n->d, (int)sock, args), 0);
+	}
 	assert_int_equal(vu_mem_create(&n->m, 32 * MIB, layout, 1), 0);
 	assert_int_equal(vu_guest_create(&n->g, n->m, &cfg), 0);
 	lmh_trace_open(&n->t, n->d.trace);
@@ -80,11 +90,23 @@ nic_start(struct nic *n, unsigned int sock, const char *args, bool held)
 }
 
 static void
-nic_up(struct nic *n, unsigned int sock, const char *args)
+nic_start(struct nic *n, unsigned int sock, const char *args, bool held)
 {
-	nic_start(n, sock, args, false);
+	nic_start_on(n, sock, NULL, args, held);
+}
+
+static void
+nic_up_on(struct nic *n, unsigned int sock, const char *profile, const char *args)
+{
+	nic_start_on(n, sock, profile, args, false);
 	assert_true(lmh_wait_running(&n->d, LMH_DEADLINE_MS));
 	assert_true(lmh_traffic(n->g, (1u << PAIRS) - 1, 64, 3000));
+}
+
+static void
+nic_up(struct nic *n, unsigned int sock, const char *args)
+{
+	nic_up_on(n, sock, NULL, args);
 }
 
 /* Dirty logging on, as a migration's first pass turns it on; set_features runs after the ack. */
@@ -129,6 +151,13 @@ is_suspend_or_query(const struct lmh_cmd *c, const void *arg)
 	obj = PRM_CADDR(virtq_cmd, c->in, obj);
 	return (PRM_GET(virtio_net_q, obj, modify_field_select) & PRM_VIRTQ_MODIFY_STATE) &&
 	       PRM_GET(virtio_net_q, obj, state) == PRM_VIRTQ_STATE_SUSPEND;
+}
+
+static bool
+is_vq_create(const struct lmh_cmd *c, const void *arg)
+{
+	(void)arg;
+	return lmh_cmd_is_vq(c) && c->opcode == PRM_CMD_CREATE_GENERAL_OBJECT && c->status == 0;
 }
 
 /* Bounded wait until every ring of n's device is in state. */
@@ -219,18 +248,20 @@ test_first_stop_of_a_logging_vm_stops_its_sibling_ahead(void **state)
 	nic_down(&a, 0);
 }
 
+/* b_profile: NULL (SUSPEND -> RDY) or a device that re-creates instead (no freeze_to_rdy). */
 static void
-test_a_sibling_whose_stop_never_comes_runs_again(void **state)
+never_comes(const char *b_profile)
 {
 	uint32_t bases[RINGS];
 	struct nic a, b;
-	size_t lmark;
+	size_t mark, lmark;
 
-	(void)state;
 	nic_up(&a, 0, ARGS);
-	nic_up(&b, 1, ARGS);
+	nic_up_on(&b, 1, b_profile, ARGS);
 	nic_log_on(&a);
 	nic_log_on(&b);
+	assert_int_equal(lmh_trace_sync(&b.t), 0);
+	mark = lmh_trace_mark(&b.t);
 	lmark = lmh_log_mark();
 	/* Only the first NIC stops (its guest reset it while the VM migrates). */
 	assert_int_equal(vu_stop_device(a.c, bases, RINGS), 0);
@@ -238,6 +269,10 @@ test_a_sibling_whose_stop_never_comes_runs_again(void **state)
 	assert_true(lmh_wait_log(lmark, "queues stopped ahead resumed (4): its own stop did "
 				 "not come", LMH_DEADLINE_MS));
 	assert_true(wait_states(&b, PRM_VIRTQ_STATE_RDY));
+	/* Resumed by SUSPEND -> RDY, or re-created where the device cannot. */
+	assert_int_equal(lmh_trace_sync(&b.t), 0);
+	assert_int_equal(lmh_trace_count(&b.t, mark, is_vq_create, NULL),
+			 b_profile != NULL ? RINGS : 0);
 	/* It runs: frames flow, and its later stop is a normal one. */
 	vu_guest_dirty_mark(b.g);
 	assert_true(lmh_traffic(b.g, (1u << PAIRS) - 1, 64, 3000));
@@ -249,6 +284,14 @@ test_a_sibling_whose_stop_never_comes_runs_again(void **state)
 	check_dirty_log(&b);
 	nic_down(&b, 1);
 	nic_down(&a, 0);
+}
+
+static void
+test_a_sibling_whose_stop_never_comes_runs_again(void **state)
+{
+	(void)state;
+	never_comes(NULL);
+	never_comes("caps-no-freeze.json");
 }
 
 /*

@@ -464,6 +464,11 @@ void mlx5_lm_worker_stop_ahead(struct mlx5_lm_dev *dev, int vid, int pid);
 /* fn on every probed device, under the device list's lock (fn takes no device lock). */
 void mlx5_lm_dev_foreach(void (*fn)(struct mlx5_lm_dev *dev, void *arg), void *arg);
 int mlx5_lm_set_vring_state(int vid, int vring, int state); /* mlx5_lm_rings.c */
+/*
+ * dev->lock held: a suspended queue of a running device runs again (RDY, or
+ * without freeze_to_rdy_supported re-created from the indices it reached).
+ */
+int mlx5_lm_resume_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq);
 
 /* The device's worker (mlx5_lm_worker.c): started at probe, stopped (joined) at removal. */
 int mlx5_lm_worker_start(struct mlx5_lm_dev *dev);

@@ -41,8 +41,8 @@ start_late_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq)
  * (PRM); without it the queue is re-created from the indices it reached,
  * with the RQT kept off an RX queue meanwhile.
  */
-static int
-resume_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq)
+int
+mlx5_lm_resume_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq)
 {
 	int ret, rebuild = 0;
 
@@ -107,7 +107,7 @@ mlx5_lm_set_vring_state(int vid, int vring, int state)
 		if (!vq->started)
 			ret = start_late_ring(dev, vq);
 		else if (vq->hw_state != PRM_VIRTQ_STATE_RDY)
-			ret = resume_ring(dev, vq);
+			ret = mlx5_lm_resume_ring(dev, vq);
 		if (ret == 0)
 			mlx5_lm_notify_add_ring(dev, vq);
 	} else {

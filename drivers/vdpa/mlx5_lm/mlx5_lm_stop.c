@@ -322,8 +322,9 @@ stop_locked(struct mlx5_lm_dev *dev, int handover)
  * undone: a device stopped ahead whose own stop does not come within
  * MLX5_LM_STOP_AHEAD_MS (a guest that reset one NIC while migrating),
  * whose guest changes a ring, or whose logging stops (the migration
- * cancelled) has its queues resumed (SUSPEND -> RDY, so only on devices
- * with freeze_to_rdy_supported) and each ring's doorbell rung.
+ * cancelled) has its queues resumed (SUSPEND -> RDY, or re-created from
+ * the indices they reached without freeze_to_rdy_supported) and each
+ * ring's doorbell rung.
  */
 /* Per vhost device: inside the handling of its GET_VRING_BASE (the vetting says). */
 static uint8_t in_get_vring_base[RTE_MAX_VHOST_DEVICE];
@@ -361,7 +362,7 @@ post_sibling(struct mlx5_lm_dev *d, void *arg)
 	struct sibling_walk *w = arg;
 	int vid = __atomic_load_n(&d->vid, __ATOMIC_ACQUIRE);
 
-	if (d == w->self || !d->args.sibling_stop || vid < 0 || !mlx5_lm_can_resume(d) ||
+	if (d == w->self || !d->args.sibling_stop || vid < 0 ||
 	    __atomic_load_n(&d->owner_pid, __ATOMIC_ACQUIRE) != w->pid)
 		return;
 	mlx5_lm_worker_stop_ahead(d, vid, w->pid);
@@ -448,7 +449,7 @@ mlx5_lm_stop_ahead_undo(struct mlx5_lm_dev *dev, const char *why)
 		vq->stopped_ahead = 0;
 		/* Its indices were kept for a dev_close that did not come. */
 		vq->ahead_base = 0;
-		r = mlx5_lm_virtq_set_state(vq, PRM_VIRTQ_STATE_RDY);
+		r = mlx5_lm_resume_ring(dev, vq);
 		if (r < 0) {
 			if (ret == 0)
 				ret = r;
@@ -460,6 +461,8 @@ mlx5_lm_stop_ahead_undo(struct mlx5_lm_dev *dev, const char *why)
 		resumed++;
 	}
 	dev->stopped_ahead = 0;
+	if (resumed > 0 && mlx5_lm_steer_update(dev) < 0 && ret == 0)
+		ret = -EIO;
 	if (ret < 0)
 		DRV_LOG(ERR, dev, "queues stopped ahead: %s; %u resumed, the others refused (%s)",
 			why, resumed, strerror(-ret));
