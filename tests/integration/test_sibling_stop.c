@@ -122,6 +122,16 @@ nic_log_on(struct nic *n)
 	vu_guest_dirty_mark(n->g);
 }
 
+/* One VM's two NICs (b on b_profile, or the fast one), both running and logging. */
+static void
+vm_up_logging(struct nic *a, struct nic *b, const char *b_profile)
+{
+	nic_up(a, 0, ARGS);
+	nic_up_on(b, 1, b_profile, ARGS);
+	nic_log_on(a);
+	nic_log_on(b);
+}
+
 static void
 nic_down(struct nic *n, unsigned int sock)
 {
@@ -214,10 +224,7 @@ test_first_stop_of_a_logging_vm_stops_its_sibling_ahead(void **state)
 	size_t mark, lmark;
 
 	(void)state;
-	nic_up(&a, 0, ARGS);
-	nic_up(&b, 1, ARGS);
-	nic_log_on(&a);
-	nic_log_on(&b);
+	vm_up_logging(&a, &b, NULL);
 	assert_true(lmh_traffic(a.g, (1u << PAIRS) - 1, 64, 3000));
 	assert_true(lmh_traffic(b.g, (1u << PAIRS) - 1, 64, 3000));
 	assert_int_equal(lmh_trace_sync(&b.t), 0);
@@ -256,10 +263,7 @@ never_comes(const char *b_profile)
 	struct nic a, b;
 	size_t mark, lmark;
 
-	nic_up(&a, 0, ARGS);
-	nic_up_on(&b, 1, b_profile, ARGS);
-	nic_log_on(&a);
-	nic_log_on(&b);
+	vm_up_logging(&a, &b, b_profile);
 	assert_int_equal(lmh_trace_sync(&b.t), 0);
 	mark = lmh_trace_mark(&b.t);
 	lmark = lmh_log_mark();
@@ -343,10 +347,7 @@ test_a_memory_table_change_stops_no_sibling(void **state)
 	size_t mark, lmark;
 
 	(void)state;
-	nic_up(&a, 0, ARGS);
-	nic_up(&b, 1, ARGS);
-	nic_log_on(&a);
-	nic_log_on(&b);
+	vm_up_logging(&a, &b, NULL);
 	assert_int_equal(vu_mem_create(&other, 32 * MIB, layout, 1), 0);
 	assert_int_equal(lmh_trace_sync(&b.t), 0);
 	mark = lmh_trace_mark(&b.t);
