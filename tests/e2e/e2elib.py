@@ -654,10 +654,11 @@ def describe_frame(f):
 
 # ---- Pieces of a run -----------------------------------------------------------------------
 
-def serve(sock, devargs, tap, ibdev=None):
+def serve(sock, devargs, tap, ibdev=None, more=()):
     """serve with its device's wire on tap: emu= through a net_tap port (uplink=),
     or, ibdev=N, the emulated rdma-core's device mlx5_<N> (tools/with-emulated-rdma,
-    two devices, device N's wire being the tap, as a ConnectX's port would be)."""
+    two devices, device N's wire being the tap, as a ConnectX's port would be).
+    more: further (socket, devargs) pairs, one device each, after the first."""
     # vhost's INFO lines are the front end's messages in order (SET_VRING_*, SET_STATUS),
     # the driver's DEBUG ones each ring's enable and disable: with the host time of every
     # line, a failed run's serve logs show which message the device was handling when
@@ -671,23 +672,29 @@ def serve(sock, devargs, tap, ibdev=None):
         wrap = [sys.executable, os.environ['LM_WRAPPER'], '--devices', '2', '--profile', 'fast',
                 '--tap', f'{ibdev}={tap}', '--']
         env = {'MLX5_LM_ERDMA_LIBDIR': os.environ['LM_ERDMA_LIBDIR']}
-    args = wrap + [TOOL, 'serve', '--socket', sock, '--devargs', devargs,
-                   '--eal', (eal + ' ' + os.environ.get('E2E_SERVE_EAL', '')).strip()]
+    socks = [a for s, _ in [(sock, devargs)] + list(more) for a in ('--socket', s)]
+    das = [a for _, d in [(sock, devargs)] + list(more) for a in ('--devargs', d)]
+    args = wrap + [TOOL, 'serve'] + socks + das + [
+        '--eal', (eal + ' ' + os.environ.get('E2E_SERVE_EAL', '')).strip()]
     p = Proc(args, name=f'serve[{tap}]', env=env)
     p.expect(r'serve: ready', timeout=60)
     return p
 
 
 def serve_stats(srv, timeout=30.0):
-    """SIGUSR1 -> {('rx'|'tx', q): {counter: value}}."""
+    """SIGUSR1 -> {('rx'|'tx', q): {counter: value}} of serve's first device."""
     start = srv.mark()
     srv.p.send_signal(signal.SIGUSR1)
     end, _, _ = srv.expect(r'serve: end of statistics', timeout, since=start)
     with srv.cv:
         lines = srv.lines[start:end]
-    names, table = [], {}
+    names, table, devices = [], {}, 0
     for _, line in lines:
         s = line.split()
+        if re.match(r'\S+ \(.*\):$', line.strip()):
+            devices += 1
+            if devices > 1:
+                break
         if s[:1] == ['queue']:
             # Counter names have single spaces; columns are two or more apart.
             names = re.split(r'\s{2,}', line.strip())[1:]
@@ -712,11 +719,18 @@ def ram_bytes(mem_mb):
     return (mem_mb << 20) + TCG_RAM_PAD
 
 
+def second_nic_sock(sock):
+    """The socket of a VM's second NIC (qemu_args' nics=2) beside its first one's."""
+    return sock + '-nic1'
+
+
 def qemu_args(vmlinuz, initrd, mem_mb, sock, qmp, variant, mac, incoming=None):
     """variant: queues (mq), packed, rx_queue_size; reconnect: the chardev comes back to a
     back end that restarts (QEMU connects, as the user guide starts it); hold: with
     incoming, the guest stays paused after the migration until QMP cont (as libvirt
-    starts a destination, -S), so that its RAM can be read as it arrived."""
+    starts a destination, -S), so that its RAM can be read as it arrived; nics=2: a
+    second vhost-user NIC on second_nic_sock(sock), which the guest leaves unconfigured
+    (its driver still starts the device)."""
     nd = 'vhost-user,id=n0,chardev=c0'
     chardev = f'socket,id=c0,path={sock}' + (',reconnect=1' if variant.get('reconnect') else '')
     dev = f'virtio-net-pci,netdev=n0,vectors=0,mac={mac}'
@@ -740,6 +754,10 @@ def qemu_args(vmlinuz, initrd, mem_mb, sock, qmp, variant, mac, incoming=None):
          '-append', 'console=ttyS0 quiet panic=-1 mitigations=off',
          '-serial', 'stdio', '-qmp', f'unix:{qmp},server=on,wait=off', '-no-reboot',
          '-chardev', chardev, '-netdev', nd, '-device', dev]
+    if variant.get('nics', 1) == 2:
+        a += ['-chardev', f'socket,id=c1,path={second_nic_sock(sock)}',
+              '-netdev', 'vhost-user,id=n1,chardev=c1',
+              '-device', f'virtio-net-pci,netdev=n1,vectors=0,mac={mac[:-2]}fe']
     if incoming:
         a += ['-incoming', incoming] + (['-S'] if variant.get('hold') else [])
     return a

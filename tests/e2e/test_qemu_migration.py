@@ -19,7 +19,7 @@ Recorded: QEMU's downtime (query-migrate) and the traffic gap, the host time
 between the last ping reply the guest printed on the source and the first on
 the destination (both read from the guests' serial consoles as they arrive).
 
-Usage: test_qemu_migration.py --variant base|mq|packed|rxq1024|ibdev [--json FILE]
+Usage: test_qemu_migration.py --variant base|mq|packed|rxq1024|ibdev|siblings [--json FILE]
 Exit 0 pass, 1 fail, 77 skip (a prerequisite cannot be had on this machine).
 """
 import argparse
@@ -45,6 +45,10 @@ VARIANTS = {
     # The PMD's rdma back end: source ibdev=mlx5_0, destination ibdev=mlx5_1 on the
     # emulated rdma-core, each device's wire a tap.
     'ibdev': {'ibdev': True},
+    # A second NIC (the guest leaves it unconfigured, its driver starts it) and
+    # sibling_stop=1 on every device: the source's first NIC stopped while QEMU logs
+    # asks the second one to stop ahead.
+    'siblings': {'nics': 2, 'sibling_stop': True},
 }
 MEM_MB = 256
 PING_INTERVAL = 0.1
@@ -80,11 +84,17 @@ class Run:
     def devargs(self, i):
         if self.v.get('ibdev'):
             return f'ibdev=mlx5_{i},queues={self.queues}'
+        if self.v.get('sibling_stop'):
+            return f'emu=fast,queues={self.queues},uplink=net_tap0,sibling_stop=1'
         return f'emu=fast,queues={self.queues},uplink=net_tap0'
 
     def start_serve(self, i):
-        srv = L.serve(self.path(f'vhost{i}.sock'), self.devargs(i), self.taps[i],
-                      ibdev=i if self.v.get('ibdev') else None)
+        sock = self.path(f'vhost{i}.sock')
+        # The second NIC's wire is the emulator's loopback: the guest sends nothing there.
+        more = [(L.second_nic_sock(sock), 'emu=fast,queues=1,sibling_stop=1')] \
+            if self.v.get('nics', 1) == 2 else []
+        srv = L.serve(sock, self.devargs(i), self.taps[i],
+                      ibdev=i if self.v.get('ibdev') else None, more=more)
         srv.name = f'serve-{["src", "dst"][i]}[{self.taps[i]}]'
         self.procs.append(srv)
         self.serves.append(srv)
@@ -210,6 +220,8 @@ class Run:
         self.check_counters('destination', dst_stats)
         # The device's part, as the PMD logs it: source stop (GET_VRING_BASE ->
         # every queue suspended) and destination start (DRIVER_OK -> queues RDY).
+        if self.v.get('nics', 1) == 2:
+            self.check_siblings(src_srv, dst_srv)
         stop = src_srv.matches(r'stopped in ([\d.]+) ms')
         start = dst_srv.matches(r'configured in ([\d.]+) ms')
         dev_stop_ms = float(stop[-1][1].group(1)) if stop else None
@@ -246,6 +258,34 @@ class Run:
             rc = srv.stop(timeout=STEP_TIMEOUT)
             if rc != 0 or 'clean teardown' not in srv.text():
                 raise AssertionError(f'{srv.name} exit {rc}:\n{srv.tail()}')
+
+    def check_siblings(self, src_srv, dst_srv):
+        """QEMU stopped the VM's two NICs one after another, logging: the first one it
+        stopped (QEMU 7.2 stops the second NIC first) asked the other to stop ahead,
+        once, naming the source QEMU's pid (whether the other's worker got there before
+        QEMU's GET_VRING_BASE did is timing, and said); both stopped, both started
+        again, and nothing was undone."""
+        asked = src_srv.matches(r'vdpa_mlx5_lm(\d): stopping: 1 other devices of front end '
+                                r'pid (\d+) asked to stop ahead')
+        if len(asked) != 1:
+            raise AssertionError(f'the first NIC\'s stop asked {len(asked)} times:\n'
+                                 f'{src_srv.tail()}')
+        first, pid = int(asked[0][1].group(1)), int(asked[0][1].group(2))
+        other = 1 - first
+        qemu_pid = self.procs[[p.name for p in self.procs].index('qemu-src')].p.pid
+        if pid != qemu_pid:
+            raise AssertionError(f'front end pid {pid}, the source QEMU is {qemu_pid}')
+        for srv, what in ((src_srv, r'stopped in'), (dst_srv, r'configured in')):
+            for d in (0, 1):
+                if not srv.matches(rf'vdpa_mlx5_lm{d}: .*{what} [\d.]+ ms'):
+                    raise AssertionError(f'{srv.name}: device {d} never {what}:\n{srv.tail()}')
+        if src_srv.matches(r'queues stopped ahead resumed'):
+            raise AssertionError(f'a stop ahead was undone:\n{src_srv.tail()}')
+        ahead = bool(src_srv.matches(rf'vdpa_mlx5_lm{other}: stopped in [\d.]+ ms \(its '
+                                     r'queues were stopped ahead'))
+        self.result['sibling_stopped_ahead'] = ahead
+        L.log(f'device {first} stopped first and asked device {other} to stop ahead (QEMU '
+              f'pid {pid}); its own stop found it {"done" if ahead else "not done yet"}')
 
     def check_announce(self, frames):
         """Right after migration the guest announces itself (VIRTIO_NET_F_GUEST_ANNOUNCE:
