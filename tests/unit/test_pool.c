@@ -256,6 +256,40 @@ test_bulk_batch_runs_past_the_budget_and_yields_to_the_foreground(void **state)
 	mlx5_lm_batch_fini(&bg);
 }
 
+/*
+ * A batch at its limit with many tasks queued holds back none of the
+ * batches queued after it (the pool queues batches, each with its tasks):
+ * a serial batch of 200 tasks whose first one is held, then a second
+ * batch of 8, all of whose tasks run meanwhile; and the serial batch never
+ * runs two at once.
+ */
+static void
+test_a_full_batch_holds_back_no_batch_behind_it(void **state)
+{
+	struct mlx5_lm_batch serial, other;
+
+	(void)state;
+	mlx5_lm_batch_init(&serial, 1);
+	mlx5_lm_batch_init(&other, 4);
+	submit_n(&serial, 200, task_hold);
+	assert_true(wait_at_least(&started, 1));
+	submit_n(&other, 8, task_count);
+	assert_int_equal(mlx5_lm_batch_wait(&other), 0);
+	pthread_mutex_lock(&mu);
+	assert_int_equal(count, 8);
+	assert_int_equal(started, 1);
+	release = 1;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+	assert_int_equal(mlx5_lm_batch_wait(&serial), 0);
+	pthread_mutex_lock(&mu);
+	assert_int_equal(started, 200);
+	assert_int_equal(max_cur, 1);
+	pthread_mutex_unlock(&mu);
+	mlx5_lm_batch_fini(&serial);
+	mlx5_lm_batch_fini(&other);
+}
+
 /* Several devices configured at once: the pool holds the workers of each. */
 static void
 test_pool_sized_for_every_device(void **state)
@@ -348,6 +382,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(
 			test_bulk_batch_runs_past_the_budget_and_yields_to_the_foreground, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(test_a_full_batch_holds_back_no_batch_behind_it,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pool_sized_for_every_device, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_thundering_herd, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fg_exit_wakes_one_worker_at_most, setup,

@@ -2,9 +2,13 @@
 /*
  * Process-wide worker pool with per-batch concurrency limits.
  *
- * One FIFO of tasks; a worker takes the first task whose batch is below
- * its limit, so a serial batch (limit 1) and a wide one can share the
- * pool without the serial one gaining parallelism.
+ * A FIFO of batches, each with its FIFO of tasks: a worker takes the next
+ * task of the first batch that is below its limit, so a serial batch
+ * (limit 1) and a wide one can share the pool without the serial one
+ * gaining parallelism. The queue holds batches, not tasks, so that finding
+ * work costs the number of batches waiting: a preparation queues 256
+ * tasks per device at once, and a scan of every task under the pool's
+ * lock (three per task run) made that lock the MKEY workers' first wait.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -16,8 +20,8 @@
 #include "devx.h"
 #include "mlx5_lm_pool.h"
 
-struct task {
-	TAILQ_ENTRY(task) next;
+struct mlx5_lm_task {
+	TAILQ_ENTRY(mlx5_lm_task) next;
 	struct mlx5_lm_batch *batch;
 	mlx5_lm_task_fn fn;
 	void *arg;
@@ -34,13 +38,13 @@ static __thread int in_background;
 static struct {
 	pthread_mutex_t lock;      /* guards everything below */
 	pthread_cond_t work;       /* a task was queued or a batch slot freed */
-	TAILQ_HEAD(, task) queue;
+	TAILQ_HEAD(, mlx5_lm_batch) queue; /* batches with tasks not yet taken */
 	pthread_t threads[MAX_WORKERS];
 	unsigned int nthreads;
 	unsigned int refs;
 	unsigned int wanted;       /* sum of the workers its devices asked for */
 	int stopping;
-	unsigned int fg;           /* devices starting or stopping */
+	unsigned int fg;           /* devices starting or stopping (written atomically) */
 	unsigned int bg_running;   /* background tasks being executed */
 	unsigned int bg_paused;    /* background threads waiting at a checkpoint */
 	uint64_t wakeups;          /* workers woken (tests: no thundering herd) */
@@ -54,16 +58,17 @@ static struct {
 	.queue = TAILQ_HEAD_INITIALIZER(pool.queue),
 };
 
-static struct task *pick_task_pass(int background, int take);
+static struct mlx5_lm_task *pick_task_pass(int background, int take);
 
 /*
- * Under pool.lock: the first task whose batch may run one more, background
- * last; with take, it is dequeued and counted as running, else only found.
+ * Under pool.lock: the next task of the first batch that may run one more,
+ * background last; with take, it is dequeued and counted as running, else
+ * only found.
  */
-static struct task *
+static struct mlx5_lm_task *
 pick_task(int take)
 {
-	struct task *t;
+	struct mlx5_lm_task *t;
 	int pass;
 
 	for (pass = 0; pass < 2; pass++) {
@@ -74,16 +79,16 @@ pick_task(int take)
 	return NULL;
 }
 
-static struct task *
+static struct mlx5_lm_task *
 pick_task_pass(int background, int take)
 {
-	struct task *t;
+	struct mlx5_lm_batch *b;
+	struct mlx5_lm_task *t;
 
 	/* Foreground first: background waits for a quiet pool and a free budget. */
 	if (background && pool.fg > 0)
 		return NULL;
-	TAILQ_FOREACH(t, &pool.queue, next) {
-		struct mlx5_lm_batch *b = t->batch;
+	TAILQ_FOREACH(b, &pool.queue, qnext) {
 		int ok;
 
 		if (b->background != background)
@@ -95,13 +100,16 @@ pick_task_pass(int background, int take)
 		if (ok && take)
 			b->running++;
 		pthread_mutex_unlock(&b->lock);
-		if (ok) {
-			if (take) {
-				TAILQ_REMOVE(&pool.queue, t, next);
-				pool.bg_running += background && !b->bulk;
-			}
-			return t;
+		if (!ok)
+			continue;
+		t = TAILQ_FIRST(&b->tasks);
+		if (take) {
+			TAILQ_REMOVE(&b->tasks, t, next);
+			if (TAILQ_EMPTY(&b->tasks))
+				TAILQ_REMOVE(&pool.queue, b, qnext);
+			pool.bg_running += background && !b->bulk;
 		}
+		return t;
 	}
 	return NULL;
 }
@@ -128,7 +136,7 @@ worker(void *unused)
 	in_worker = 1;
 	pthread_mutex_lock(&pool.lock);
 	for (;;) {
-		struct task *t = pick_task(1);
+		struct mlx5_lm_task *t = pick_task(1);
 		struct mlx5_lm_batch *b;
 		int rc, bg, budgeted;
 
@@ -328,7 +336,7 @@ void
 mlx5_lm_fg_enter(void)
 {
 	pthread_mutex_lock(&pool.lock);
-	pool.fg++;
+	__atomic_store_n(&pool.fg, pool.fg + 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&pool.lock);
 }
 
@@ -336,7 +344,7 @@ void
 mlx5_lm_fg_exit(void)
 {
 	pthread_mutex_lock(&pool.lock);
-	if (pool.fg > 0 && --pool.fg == 0) {
+	if (pool.fg > 0 && __atomic_sub_fetch(&pool.fg, 1, __ATOMIC_RELEASE) == 0) {
 		/* Only the background threads paused at a checkpoint wait on fg_idle. */
 		if (pool.bg_paused > 0)
 			pthread_cond_broadcast(&pool.fg_idle);
@@ -366,6 +374,15 @@ void
 mlx5_lm_bg_checkpoint(void)
 {
 	if (!in_background)
+		return;
+	/*
+	 * Every command of background work passes here: 1024 for a
+	 * preparation of 4 devices, from up to 128 threads. Without a device
+	 * starting or stopping the pool's lock is not taken (a start that
+	 * begins just after this read is the same as one that begins just
+	 * after the command is sent: the command was already on its way).
+	 */
+	if (__atomic_load_n(&pool.fg, __ATOMIC_ACQUIRE) == 0)
 		return;
 	pthread_mutex_lock(&pool.lock);
 	if (pool.fg > 0) {
@@ -409,6 +426,7 @@ mlx5_lm_batch_init(struct mlx5_lm_batch *b, unsigned int limit)
 	b->failed = 0;
 	b->background = 0;
 	b->bulk = 0;
+	TAILQ_INIT(&b->tasks);
 }
 
 void
@@ -435,7 +453,7 @@ mlx5_lm_batch_fini(struct mlx5_lm_batch *b)
 int
 mlx5_lm_batch_submit(struct mlx5_lm_batch *b, mlx5_lm_task_fn fn, void *arg)
 {
-	struct task *t;
+	struct mlx5_lm_task *t;
 	int has_pool;
 
 	pthread_mutex_lock(&pool.lock);
@@ -463,7 +481,9 @@ mlx5_lm_batch_submit(struct mlx5_lm_batch *b, mlx5_lm_task_fn fn, void *arg)
 	t->fn = fn;
 	t->arg = arg;
 	pthread_mutex_lock(&pool.lock);
-	TAILQ_INSERT_TAIL(&pool.queue, t, next);
+	if (TAILQ_EMPTY(&b->tasks))
+		TAILQ_INSERT_TAIL(&pool.queue, b, qnext);
+	TAILQ_INSERT_TAIL(&b->tasks, t, next);
 	/* A batch at its limit gets its next task run by the worker that frees a slot. */
 	if (pick_task(0) != NULL)
 		pthread_cond_signal(&pool.work);

@@ -14,6 +14,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/queue.h>
 
 typedef int (*mlx5_lm_task_fn)(void *arg);
 
@@ -35,7 +36,12 @@ int mlx5_lm_thread_create(pthread_t *th, const char *name, const pthread_attr_t 
  */
 uint64_t mlx5_lm_ctrl_thread_creates(void);
 
+struct mlx5_lm_task;
+
 struct mlx5_lm_batch {
+	/* The pool's lock guards these two: its tasks not yet taken, its place in the queue. */
+	TAILQ_HEAD(, mlx5_lm_task) tasks;
+	TAILQ_ENTRY(mlx5_lm_batch) qnext;
 	pthread_mutex_t lock;   /* guards the fields below */
 	pthread_cond_t done;
 	unsigned int pending;   /* submitted, not finished */
