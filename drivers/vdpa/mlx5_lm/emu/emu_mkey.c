@@ -452,6 +452,7 @@ emu_kernel_reg_mr(struct emu_dev *dev, uint32_t pdn, void *addr, size_t len, uin
 	struct emu_umem *pin = NULL;
 	struct emu_mkey *mk = NULL;
 	struct emu_obj *pd;
+	bool backed = false;
 	int status;
 
 	*syndrome = 0;
@@ -468,6 +469,23 @@ emu_kernel_reg_mr(struct emu_dev *dev, uint32_t pdn, void *addr, size_t len, uin
 		emu_pin_hold(dev, emu_cost_us(p, EMU_COST_GUEST_UMEM_PIN, gib, 0));
 		emu_slot_hold(dev, emu_cost_us(p, EMU_COST_GUEST_UMEM_REG, gib, 0));
 	}
+	/*
+	 * The pin's own mapping and its probe are host work on the caller's
+	 * address space, not the device's state: made before the device's
+	 * lock, which the MKEY workers of a preparation (up to 32 per device)
+	 * and the data path all take. Their outcome is judged below in the
+	 * order the kernel would (a fault injected for the command first).
+	 */
+	pin = calloc(1, sizeof(*pin));
+	if (pin != NULL) {
+		pin->obj.kind = EMU_KIND_UMEM;
+		pin->addr = addr;
+		pin->va = addr;
+		pin->size = len;
+		pin->access = access;
+		emu_umem_pin(pin);
+		backed = emu_umem_backed(pin);
+	}
 	pthread_mutex_lock(&dev->lock);
 	status = emu_fault_check(dev, PRM_CMD_CREATE_MKEY, 0, false, syndrome);
 	if (status != 0)
@@ -478,22 +496,15 @@ emu_kernel_reg_mr(struct emu_dev *dev, uint32_t pdn, void *addr, size_t len, uin
 		status = PRM_STATUS_BAD_RES;
 		goto out;
 	}
-	pin = calloc(1, sizeof(*pin));
-	mk = (struct emu_mkey *)emu_obj_new(dev, EMU_KIND_MKEY, sizeof(*mk));
-	if (pin == NULL || mk == NULL) {
+	mk = pin == NULL ? NULL : (struct emu_mkey *)emu_obj_new(dev, EMU_KIND_MKEY, sizeof(*mk));
+	if (mk == NULL) {
 		*syndrome = EMU_SYND_BAD_PARAM;
 		status = PRM_STATUS_NO_RESOURCES;
 		goto out;
 	}
-	pin->obj.kind = EMU_KIND_UMEM;
-	pin->addr = addr;
-	pin->va = addr;
-	pin->size = len;
-	pin->access = access;
-	emu_umem_pin(pin);
 	mk->mr_pin = pin;
 	mk->mr_va = addr;
-	if (!emu_umem_backed(pin)) {
+	if (!backed) {
 		emu_log(dev, 3, "MR %p+0x%zx: pages beyond the end of their file cannot be "
 			"pinned (ib_umem_get: EFAULT): registration refused", addr, len);
 		*syndrome = EMU_SYND_UMEM_NOT_BACKED;
@@ -524,9 +535,11 @@ emu_kernel_reg_mr(struct emu_dev *dev, uint32_t pdn, void *addr, size_t len, uin
 out:
 	if (status != 0 && mk != NULL)
 		emu_obj_free(dev, &mk->obj);
-	else if (status != 0)
-		free(pin);
 	pthread_mutex_unlock(&dev->lock);
+	if (status != 0 && mk == NULL && pin != NULL) {
+		emu_umem_unpin(pin);
+		free(pin);
+	}
 	if (status == 0)
 		emu_slot_hold(dev, emu_cost_us(p, EMU_COST_CREATE_MKEY_DIRECT, gib, 0));
 	return status;
