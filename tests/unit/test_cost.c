@@ -402,6 +402,126 @@ test_pin_token_reaches_the_waiter_it_fits(void **state)
 	emu_profile_free(p2);
 }
 
+/*
+ * A token given back goes to the thread that waited for it, not to the
+ * next one to ask: with one token, taken, and a waiter, a token given back
+ * leaves none to take here, even before the waiter ran; the waiter has it.
+ * (Were it free for anyone, the waiter, once on a CPU, would find it taken
+ * and sleep again: a context switch per token lost, for up to 128 MKEY
+ * workers of a preparation.)
+ */
+static void
+test_pin_token_handed_to_its_waiter(void **state)
+{
+	struct emu_profile *p;
+	struct pin_waiter a = { 0 };
+	const unsigned int one = 1, none = 0;
+	pthread_t ta;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(unsetenv(EMU_HOST_ENV), 0);
+	assert_int_equal(emu_profile_load(write_tmp("{ \"cmd_slots\": 1, "
+		"\"host_pin_parallel\": 1, \"commands\": {} }"), &p, err, sizeof(err)), 0);
+	assert_true(emu_pin_tryget(p));
+	a.p = p;
+	assert_int_equal(pthread_create(&ta, NULL, pin_waiter_main, &a), 0);
+	assert_true(pin_until(pin_waiting_is, &one));
+	emu_pin_put();
+	assert_int_equal(emu_pin_waiting(), 0);
+	assert_false(emu_pin_tryget(p));
+	assert_true(pin_until(pin_got, &a));
+	assert_int_equal(pthread_join(ta, NULL), 0);
+	assert_false(emu_pin_tryget(p));
+	emu_pin_put();
+	assert_true(pin_until(pin_waiting_is, &none));
+	assert_true(emu_pin_tryget(p));
+	emu_pin_put();
+	emu_profile_free(p);
+}
+
+struct slot_waiter {
+	struct emu_dev *dev;
+	atomic_uint *order;
+	atomic_uint got;  /* 1 + its rank among the threads given a slot */
+	atomic_bool release;
+};
+
+static void *
+slot_waiter_main(void *arg)
+{
+	struct slot_waiter *w = arg;
+
+	emu_slot_get(w->dev);
+	atomic_store(&w->got, atomic_fetch_add(w->order, 1) + 1);
+	while (!atomic_load(&w->release))
+		nanosleep(&(struct timespec){ .tv_nsec = 100000 }, NULL);
+	emu_slot_put(w->dev);
+	return NULL;
+}
+
+static struct emu_dev *slot_dev;
+static unsigned int slot_want;
+
+static bool
+slot_waiting_is(const void *n)
+{
+	return emu_slot_waiting(slot_dev) == *(const unsigned int *)n;
+}
+
+static bool
+slot_got(const void *w)
+{
+	return atomic_load(&((const struct slot_waiter *)w)->got) != 0;
+}
+
+/*
+ * Command slots go to their waiters in the order they came, as the
+ * kernel's command interface hands out its entries: with one slot, held
+ * here, waiters a then b; the slot given back is a's (none left to take);
+ * c comes while a holds it; a's goes to b, b's to c.
+ */
+static void
+test_command_slots_go_to_waiters_in_order(void **state)
+{
+	struct slot_waiter w[3] = { 0 };
+	atomic_uint order = 0;
+	pthread_t th[3];
+	char err[256];
+	unsigned int i;
+
+	(void)state;
+	slot_dev = emu_dev_create("slots", write_tmp("{ \"cmd_slots\": 1, "
+		"\"host_pin_parallel\": 1, \"commands\": {} }"), err, sizeof(err));
+	assert_non_null(slot_dev);
+	for (i = 0; i < 3; i++) {
+		w[i].dev = slot_dev;
+		w[i].order = &order;
+	}
+	emu_slot_get(slot_dev);
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(pthread_create(&th[i], NULL, slot_waiter_main, &w[i]), 0);
+		slot_want = i + 1;
+		assert_true(pin_until(slot_waiting_is, &slot_want));
+	}
+	emu_slot_put(slot_dev);
+	/* Handed to a at once: b still waits, nothing is free. */
+	slot_want = 1;
+	assert_int_equal(emu_slot_waiting(slot_dev), 1);
+	assert_true(pin_until(slot_got, &w[0]));
+	assert_int_equal(pthread_create(&th[2], NULL, slot_waiter_main, &w[2]), 0);
+	slot_want = 2;
+	assert_true(pin_until(slot_waiting_is, &slot_want));
+	for (i = 0; i < 3; i++) {
+		atomic_store(&w[i].release, true);
+		assert_true(pin_until(slot_got, &w[i]));
+		assert_int_equal(atomic_load(&w[i].got), i + 1);
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+	}
+	assert_int_equal(emu_slot_waiting(slot_dev), 0);
+	assert_int_equal(emu_dev_destroy(slot_dev), 0);
+}
+
 int
 main(void)
 {
@@ -412,6 +532,8 @@ main(void)
 		cmocka_unit_test(test_floor_matches_floor_py_run_on_the_shared_profile),
 		cmocka_unit_test(test_pin_tokens_shared_by_processes_of_one_host),
 		cmocka_unit_test(test_pin_token_reaches_the_waiter_it_fits),
+		cmocka_unit_test(test_pin_token_handed_to_its_waiter),
+		cmocka_unit_test(test_command_slots_go_to_waiters_in_order),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -489,23 +489,76 @@ emu_dev_cost_stats(struct emu_dev *dev, struct emu_cost_stats *s)
 	s->pin_actual_us = (double)atomic_load(&dev->pin_actual_ns) / 1000.0;
 }
 
+/*
+ * A command slot freed goes to the thread that has waited longest, handed
+ * over under slot_lock, as the kernel's command interface hands its
+ * entries over (a semaphore: the waiters queue). Were it left for anyone
+ * to take, a thread arriving between the release and the woken waiter's
+ * turn on a CPU would take it, and the waiter would wake for nothing and
+ * wait again: one more context switch per command for each of a
+ * preparation's up to 32 MKEY workers per device, on a host of 2 CPUs.
+ */
+struct emu_slot_waiter {
+	struct emu_slot_waiter *next;
+	pthread_cond_t cv;
+	bool granted;
+};
+
 void
 emu_slot_get(struct emu_dev *dev)
 {
+	struct emu_slot_waiter w = { .next = NULL, .granted = false };
+
 	pthread_mutex_lock(&dev->slot_lock);
-	while (dev->slots_busy >= dev->prof->cmd_slots)
-		pthread_cond_wait(&dev->slot_cond, &dev->slot_lock);
-	dev->slots_busy++;
+	if (dev->slot_head == NULL && dev->slots_busy < dev->prof->cmd_slots) {
+		dev->slots_busy++;
+		pthread_mutex_unlock(&dev->slot_lock);
+		return;
+	}
+	pthread_cond_init(&w.cv, NULL);
+	if (dev->slot_tail != NULL)
+		dev->slot_tail->next = &w;
+	else
+		dev->slot_head = &w;
+	dev->slot_tail = &w;
+	/* The slot is counted busy by the thread that hands it over. */
+	while (!w.granted)
+		pthread_cond_wait(&w.cv, &dev->slot_lock);
 	pthread_mutex_unlock(&dev->slot_lock);
+	pthread_cond_destroy(&w.cv);
 }
 
 void
 emu_slot_put(struct emu_dev *dev)
 {
+	struct emu_slot_waiter *w;
+
 	pthread_mutex_lock(&dev->slot_lock);
-	dev->slots_busy--;
-	pthread_cond_signal(&dev->slot_cond);
+	w = dev->slot_head;
+	if (w != NULL) {
+		dev->slot_head = w->next;
+		if (dev->slot_head == NULL)
+			dev->slot_tail = NULL;
+		/* Signalled under the lock: w lives on its waiter's stack until it sees granted. */
+		w->granted = true;
+		pthread_cond_signal(&w->cv);
+	} else {
+		dev->slots_busy--;
+	}
 	pthread_mutex_unlock(&dev->slot_lock);
+}
+
+unsigned int
+emu_slot_waiting(struct emu_dev *dev)
+{
+	struct emu_slot_waiter *w;
+	unsigned int n = 0;
+
+	pthread_mutex_lock(&dev->slot_lock);
+	for (w = dev->slot_head; w != NULL; w = w->next)
+		n++;
+	pthread_mutex_unlock(&dev->slot_lock);
+	return n;
 }
 
 /*
@@ -521,22 +574,25 @@ emu_slot_put(struct emu_dev *dev)
  * are shared (sem_overview(7)).
  */
 static pthread_mutex_t pin_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t pin_cond = PTHREAD_COND_INITIALIZER;
 static unsigned int pins_busy; /* pin_lock */
 /*
- * The waiters for a token (pin_lock): how many, the limit of the first,
- * and whether another limit waits beside it. A returned token wakes one
- * waiter when they all have one limit (any of them can take it); a
- * broadcast woke every MKEY worker of every device - 60 threads on two
- * CPUs for each token, the herd's context switches then counted as
- * pinning time - where pinning, host-kernel work, runs in each caller's
- * own syscall. Waiters of different limits (devices of different
- * profiles) still get a broadcast: the one woken might be the one whose
- * limit is still reached.
+ * The threads waiting for a token (pin_lock), in arrival order. A thread
+ * waits only while its own limit is reached, and a token given back goes
+ * straight to the first waiter it fits (devices of different profiles
+ * have different limits): one wake-up per token, never a waiter woken to
+ * find its token taken by a thread that came after it. A broadcast had
+ * woken every MKEY worker of every device (60 threads on two CPUs for
+ * each token); a signal let a newcomer take the token while the woken
+ * thread waited for a CPU, which then went back to sleep.
  */
+struct emu_pin_waiter {
+	struct emu_pin_waiter *next;
+	unsigned int limit;
+	pthread_cond_t cv;
+	bool granted;
+};
+static struct emu_pin_waiter *pin_head, **pin_tailp = &pin_head;
 static unsigned int pin_waiters;
-static unsigned int pin_wait_limit;
-static bool pin_limits_mixed;
 /* The host's semaphore, for host_name (pin_lock); SEM_FAILED: none. */
 static sem_t *host_sem = SEM_FAILED;
 static char host_name[EMU_HOST_NAME_MAX];
@@ -577,6 +633,7 @@ host_sem_get(void)
 void
 emu_pin_get(const struct emu_profile *p)
 {
+	struct emu_pin_waiter w = { .next = NULL, .granted = false };
 	sem_t *s = host_sem_get();
 
 	if (s != NULL) {
@@ -585,17 +642,21 @@ emu_pin_get(const struct emu_profile *p)
 		return;
 	}
 	pthread_mutex_lock(&pin_lock);
-	while (pins_busy >= p->host_pin_parallel) {
-		if (pin_waiters++ == 0)
-			pin_wait_limit = p->host_pin_parallel;
-		else if (pin_wait_limit != p->host_pin_parallel)
-			pin_limits_mixed = true;
-		pthread_cond_wait(&pin_cond, &pin_lock);
-		if (--pin_waiters == 0)
-			pin_limits_mixed = false;
+	if (pins_busy < p->host_pin_parallel) {
+		pins_busy++;
+		pthread_mutex_unlock(&pin_lock);
+		return;
 	}
-	pins_busy++;
+	w.limit = p->host_pin_parallel;
+	pthread_cond_init(&w.cv, NULL);
+	*pin_tailp = &w;
+	pin_tailp = &w.next;
+	pin_waiters++;
+	/* Counted busy by the thread that hands the token over. */
+	while (!w.granted)
+		pthread_cond_wait(&w.cv, &pin_lock);
 	pthread_mutex_unlock(&pin_lock);
+	pthread_cond_destroy(&w.cv);
 }
 
 bool
@@ -618,6 +679,7 @@ emu_pin_tryget(const struct emu_profile *p)
 void
 emu_pin_put(void)
 {
+	struct emu_pin_waiter **pp;
 	sem_t *s = host_sem_get();
 
 	if (s != NULL) {
@@ -626,10 +688,21 @@ emu_pin_put(void)
 	}
 	pthread_mutex_lock(&pin_lock);
 	pins_busy--;
-	if (pin_limits_mixed)
-		pthread_cond_broadcast(&pin_cond);
-	else if (pin_waiters != 0)
-		pthread_cond_signal(&pin_cond);
+	for (pp = &pin_head; *pp != NULL; pp = &(*pp)->next) {
+		struct emu_pin_waiter *w = *pp;
+
+		if (pins_busy >= w->limit)
+			continue;
+		*pp = w->next;
+		if (pin_tailp == &w->next)
+			pin_tailp = pp;
+		pin_waiters--;
+		pins_busy++;
+		/* Signalled under the lock: w lives on its waiter's stack until it sees granted. */
+		w->granted = true;
+		pthread_cond_signal(&w->cv);
+		break;
+	}
 	pthread_mutex_unlock(&pin_lock);
 }
 

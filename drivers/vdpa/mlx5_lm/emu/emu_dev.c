@@ -382,7 +382,6 @@ emu_dev_create(const char *name, const char *profile, char *err, size_t errlen)
 	if (emu_profile_load(profile != NULL ? profile : "cx6dx", &dev->prof, err, errlen) < 0)
 		goto err_profile;
 	pthread_mutex_init(&dev->slot_lock, NULL);
-	pthread_cond_init(&dev->slot_cond, NULL);
 	pthread_mutex_init(&dev->lock, NULL);
 	dev->all.next = &dev->all;
 	dev->all.prev = &dev->all;
@@ -400,7 +399,6 @@ emu_dev_create(const char *name, const char *profile, char *err, size_t errlen)
 err_faults:
 	faults_free(dev);
 	pthread_mutex_destroy(&dev->lock);
-	pthread_cond_destroy(&dev->slot_cond);
 	pthread_mutex_destroy(&dev->slot_lock);
 	emu_profile_free(dev->prof);
 err_profile:
@@ -485,7 +483,6 @@ emu_dev_destroy(struct emu_dev *dev)
 	faults_free(dev);
 	pthread_mutex_unlock(&dev->lock);
 	pthread_mutex_destroy(&dev->lock);
-	pthread_cond_destroy(&dev->slot_cond);
 	pthread_mutex_destroy(&dev->slot_lock);
 	emu_profile_free(dev->prof);
 	free(dev);

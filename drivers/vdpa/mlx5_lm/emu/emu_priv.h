@@ -124,6 +124,8 @@ void emu_slot_sleep(struct emu_dev *dev, uint64_t t0_ns, double model_us);
 /* One of the device's cmd_slots firmware command slots. */
 void emu_slot_get(struct emu_dev *dev);
 void emu_slot_put(struct emu_dev *dev);
+/* Threads waiting in emu_slot_get for a slot of dev (tests). */
+unsigned int emu_slot_waiting(struct emu_dev *dev);
 /*
  * Hold a command slot for us microseconds: the modelled time of a command
  * that needs no mailbox work (umem registration, a rejected envelope).
@@ -480,14 +482,17 @@ int emu_fault_check(struct emu_dev *dev, uint16_t opcode, uint16_t obj_type, boo
 #define EMU_HASH_BUCKETS 4096u
 #define EMU_OPCODE_SLOTS 0x1000u
 
+struct emu_slot_waiter;
+
 struct emu_dev {
 	char name[64];
 	struct emu_profile *prof;
 
-	/* Firmware command slots of the cost model. */
+	/* Firmware command slots of the cost model (emu_cost.c). */
 	pthread_mutex_t slot_lock;
-	pthread_cond_t slot_cond;
 	unsigned int slots_busy;     /* slot_lock */
+	/* Threads waiting for a slot, first come first served (slot_lock). */
+	struct emu_slot_waiter *slot_head, *slot_tail;
 	/*
 	 * What the cost model charged and what the sleeps really took
 	 * (emu_cost.c), summed since the device was created; atomics, read
