@@ -95,21 +95,27 @@ rqt_create(struct mlx5_lm_dev *dev, struct mlx5_lm_steer *st)
 	if (in == NULL)
 		return -ENOMEM;
 	memset(out, 0, sizeof(out));
-	/* Before DRIVER_OK no queue receives: point at the first RX queue that exists. */
+	/*
+	 * Every RX queue that exists, as a front end that enables all its
+	 * queue pairs will have them: its DRIVER_OK then finds the RQT as it
+	 * must be and sends no MODIFY_RQT (0.2 ms of the model after the
+	 * queues' MODIFYs, inside the downtime). Before DRIVER_OK no queue is
+	 * RDY, and the device drops what the RQT sends to a queue that is not.
+	 */
+	st->rqt_n = 0;
 	for (i = 0; i < dev->nr_vq; i += 2)
 		if (dev->vq[i].obj != NULL)
-			break;
-	if (i >= dev->nr_vq) {
+			st->rqt_ids[st->rqt_n++] = devx_obj_id(dev->vq[i].obj);
+	if (st->rqt_n == 0) {
 		DRV_LOG(ERR, dev, "no RX queue exists to build the RQT on");
 		free(in);
 		return -ENODEV;
 	}
-	st->rqt_ids[0] = devx_obj_id(dev->vq[i].obj);
-	st->rqt_n = 1;
 	PRM_SET(create_rqt_in, in, opcode, PRM_CMD_CREATE_RQT);
-	fill_rqtc(PRM_ADDR(create_rqt_in, in, rqt_context), st->rqt_max, st->rqt_ids, 1);
-	st->rqt = devx_obj_create(dev->devx, in, PRM_SIZE(create_rqt_in) + PRM_SIZE(rq_num), out,
-				  sizeof(out));
+	fill_rqtc(PRM_ADDR(create_rqt_in, in, rqt_context), st->rqt_max, st->rqt_ids,
+		  st->rqt_n);
+	st->rqt = devx_obj_create(dev->devx, in, PRM_SIZE(create_rqt_in) +
+				  rqt_entries(st->rqt_n) * PRM_SIZE(rq_num), out, sizeof(out));
 	free(in);
 	if (st->rqt == NULL) {
 		DRV_LOG(ERR, dev, "cannot create the RQT (max %u entries)", st->rqt_max);

@@ -60,9 +60,37 @@ check_conf_modifies(struct tc *t, size_t from, struct vu_guest *g, unsigned int 
 	}
 }
 
+/*
+ * The RQT made at probe lists every RX queue, in order: a front end that
+ * enables all its pairs finds it as it must be at DRIVER_OK (no
+ * MODIFY_RQT inside the downtime).
+ */
+static void
+check_rqt_made_with_every_rx_queue(struct tc *t, unsigned int pairs)
+{
+	const struct lmh_cmd *c = NULL;
+	const uint8_t *ctx, *list;
+	unsigned int i;
+	size_t k;
+
+	tc_sync(t);
+	for (k = 0; k < t->tr.n && c == NULL; k++)
+		if (t->tr.c[k].opcode == PRM_CMD_CREATE_RQT && t->tr.c[k].status == 0)
+			c = &t->tr.c[k];
+	assert_non_null(c);
+	assert_non_null(c->in);
+	ctx = PRM_CADDR(create_rqt_in, c->in, rqt_context);
+	list = PRM_CADDR(rqtc, ctx, rq_num);
+	assert_int_equal(PRM_GET(rqtc, ctx, rqt_actual_size), pairs);
+	for (i = 0; i < pairs; i++)
+		assert_int_equal(PRM_GET(rq_num, list + i * PRM_SIZE(rq_num), rq_num),
+				 tc_vq_id(t, 2 * i));
+}
+
 static void
 run_driver_ok_and_close(struct tc *t, bool packed)
 {
+	const uint16_t modify_rqt = PRM_CMD_MODIFY_RQT;
 	const unsigned int pairs = 4, nrings = 2 * pairs;
 	const uint16_t size = 256;
 	struct vu_start_opts o = { 0 };
@@ -89,6 +117,8 @@ run_driver_ok_and_close(struct tc *t, bool packed)
 	 */
 	check_conf_modifies(t, mark, g, nrings, NULL,
 			    packed ? PRM_VIRTQ_MODIFY_Q_TYPE | BITS_INDEX : 0);
+	check_rqt_made_with_every_rx_queue(t, pairs);
+	assert_int_equal(tc_count(t, mark, tc_p_opcode, &modify_rqt), 0);
 	tc_traffic(g, 0xf, 300);
 
 	/* Stop ring by ring: the first reply already follows suspend + query. */
