@@ -254,6 +254,8 @@ struct lmh_cmd {
 	size_t inlen;
 	/* Doorbells (DOORBELL, UAR_DOORBELL) and other operations on an address. */
 	uint64_t addr, value;
+	/* When it was sent and when it ended, in the tracer's microseconds. */
+	uint64_t t_start_us, t_end_us;
 };
 
 struct lmh_vq_id {

@@ -154,6 +154,8 @@ trace_add(struct lmh_trace *t, const char *line)
 	c.syndrome = (uint32_t)json_integer_value(json_object_get(j, "syndrome"));
 	c.addr = (uint64_t)json_integer_value(json_object_get(j, "addr"));
 	c.value = (uint64_t)json_integer_value(json_object_get(j, "value"));
+	c.t_start_us = (uint64_t)json_integer_value(json_object_get(j, "t_start_us"));
+	c.t_end_us = (uint64_t)json_integer_value(json_object_get(j, "t_end_us"));
 	c.obj_type = 0xffff;
 	c.qidx = -1;
 	if (json_object_get(j, "opcode") != NULL) {

@@ -189,13 +189,19 @@ struct fixture {
 	struct vu_guest *g;
 };
 
+/* A test's own cost profile (a file), else the suite's. */
+static const char *probe_profile;
+
 static void
 fixture_up_pairs(struct fixture *f, const char *args, unsigned int pairs)
 {
 	struct vu_guest_cfg cfg = { .queue_pairs = pairs, .ring_size = 256 };
 
 	memset(f, 0, sizeof(*f));
-	assert_int_equal(lmh_probe(&f->d, 0, args), 0);
+	if (probe_profile != NULL)
+		assert_int_equal(lmh_probe_profile(&f->d, 0, probe_profile, args), 0);
+	else
+		assert_int_equal(lmh_probe(&f->d, 0, args), 0);
 	assert_int_equal(vu_mem_create(&f->m, MEM_SIZE, layout, 2), 0);
 	assert_int_equal(vu_guest_create(&f->g, f->m, &cfg), 0);
 }
@@ -424,6 +430,52 @@ test_preconf_2_sends_the_queues_fields_at_their_kicks(void **state)
 	stop_and_leave(&f, c);
 	lmh_trace_free(&t);
 	fixture_down(&f);
+}
+
+/*
+ * preconf=2 on a device with fewer queue pairs than command slots: each
+ * queue's fields go to the pool as a task of their own, so a pair's two
+ * MODIFYs are on the command slots at once (one task per pair sent them
+ * one after the other: a 4-pair device's 8 in two waves on 16 slots, which
+ * its DRIVER_OK then waited for). The MODIFYs of fields cost 300 ms here:
+ * RX's and TX's overlap in time, which one thread sending both cannot do.
+ */
+static void
+test_preconf_2_sends_a_small_devices_fields_on_the_slots_at_once(void **state)
+{
+	char path[] = "/tmp/test-prereg-profile-XXXXXX";
+	const char *profile = "{ \"cmd_slots\": 16, \"host_pin_parallel\": 32, \"commands\": "
+			      "{ \"MODIFY_VIRTQ_FIELDS\": { \"base_us\": 300000 } } }";
+	const struct lmh_cmd *m[2] = { NULL, NULL };
+	struct vu_client *c;
+	struct lmh_trace t;
+	struct fixture f;
+	size_t mark, i;
+	int fd;
+
+	(void)state;
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, profile, strlen(profile)), (ssize_t)strlen(profile));
+	close(fd);
+	probe_profile = path;
+	c = prepared_start_until_kicks(&f, "queues=2,workers=4,mr_chunk_mb=16,preconf=2", &t,
+				       &mark);
+	probe_profile = NULL;
+	assert_true(lmh_wait_trace(&t, mark, is_fields_only, NULL, RINGS, LMH_DEADLINE_MS));
+	for (i = mark; i < t.n; i++)
+		if (is_fields_only(&t.c[i], NULL) && t.c[i].qidx < 2)
+			m[t.c[i].qidx] = &t.c[i];
+	assert_non_null(m[0]);
+	assert_non_null(m[1]);
+	/* Each began before the other ended. */
+	assert_true(m[0]->t_start_us < m[1]->t_end_us && m[1]->t_start_us < m[0]->t_end_us);
+	driver_ok(&f, c);
+	assert_true(lmh_traffic(f.g, (1u << PAIRS) - 1, 64, 3000));
+	stop_and_leave(&f, c);
+	lmh_trace_free(&t);
+	fixture_down(&f);
+	unlink(path);
 }
 
 /* A CREATE of queue *arg (the queue's size in *(arg + 1)). */
@@ -760,6 +812,7 @@ LMH_TEST_MAIN("test-prereg", 1, "prereg", NULL, NULL,
 	cmocka_unit_test(test_unused_preparation_is_released),
 	cmocka_unit_test(test_bad_preparations_are_refused_and_leave_nothing),
 	cmocka_unit_test(test_preconf_2_sends_the_queues_fields_at_their_kicks),
+	cmocka_unit_test(test_preconf_2_sends_a_small_devices_fields_on_the_slots_at_once),
 	cmocka_unit_test(test_what_changes_after_a_kick_is_driver_oks_to_apply),
 	cmocka_unit_test(test_front_end_leaving_after_its_kicks_leaves_blank_queues),
 	cmocka_unit_test(test_preconf_1_makes_the_mkey_at_the_first_kick),
