@@ -490,73 +490,91 @@ emu_dev_cost_stats(struct emu_dev *dev, struct emu_cost_stats *s)
 }
 
 /*
- * A command slot freed goes to the thread that has waited longest, handed
- * over under slot_lock, as the kernel's command interface hands its
- * entries over (a semaphore: the waiters queue). Were it left for anyone
- * to take, a thread arriving between the release and the woken waiter's
- * turn on a CPU would take it, and the waiter would wake for nothing and
- * wait again: one more context switch per command for each of a
- * preparation's up to 32 MKEY workers per device, on a host of 2 CPUs.
+ * A command slot or host pin token given back goes to the thread that has
+ * waited longest (pin tokens: the first whose limit it fits, as devices of
+ * different profiles have different limits), handed over under the lock,
+ * as the kernel's command interface hands its entries over (a semaphore:
+ * the waiters queue). Were it left for anyone to take, a thread arriving
+ * between the release and the woken waiter's turn on a CPU would take it,
+ * and the waiter would wake for nothing and wait again: one more context
+ * switch per command for each of a preparation's up to 128 MKEY workers,
+ * on a host of 2 CPUs. A thread waits only while its limit is reached, so
+ * a free slot or token never sits beside a waiter it fits.
  */
-struct emu_slot_waiter {
-	struct emu_slot_waiter *next;
+struct emu_waiter {
+	struct emu_waiter *next;
+	unsigned int limit;
 	pthread_cond_t cv;
 	bool granted;
 };
 
+/* Under lock, with busy at limit: wait in q until a slot or token is handed over. */
+static void
+waitq_wait(struct emu_waitq *q, pthread_mutex_t *lock, unsigned int limit)
+{
+	struct emu_waiter w = { .next = NULL, .limit = limit, .granted = false };
+
+	pthread_cond_init(&w.cv, NULL);
+	if (q->head == NULL)
+		q->tailp = &q->head;
+	*q->tailp = &w;
+	q->tailp = &w.next;
+	q->n++;
+	/* Counted busy by the thread that hands it over. */
+	while (!w.granted)
+		pthread_cond_wait(&w.cv, lock);
+	pthread_cond_destroy(&w.cv);
+}
+
+/* Under the lock, busy just released: hand it to the first waiter it fits; whether one took it. */
+static bool
+waitq_hand_over(struct emu_waitq *q, unsigned int busy)
+{
+	struct emu_waiter **pp, *w;
+
+	for (pp = &q->head; (w = *pp) != NULL; pp = &w->next) {
+		if (busy >= w->limit)
+			continue;
+		*pp = w->next;
+		if (q->tailp == &w->next)
+			q->tailp = pp;
+		q->n--;
+		/* Signalled under the lock: w lives on its waiter's stack until it sees granted. */
+		w->granted = true;
+		pthread_cond_signal(&w->cv);
+		return true;
+	}
+	return false;
+}
+
 void
 emu_slot_get(struct emu_dev *dev)
 {
-	struct emu_slot_waiter w = { .next = NULL, .granted = false };
-
 	pthread_mutex_lock(&dev->slot_lock);
-	if (dev->slot_head == NULL && dev->slots_busy < dev->prof->cmd_slots) {
+	if (dev->slots_busy < dev->prof->cmd_slots)
 		dev->slots_busy++;
-		pthread_mutex_unlock(&dev->slot_lock);
-		return;
-	}
-	pthread_cond_init(&w.cv, NULL);
-	if (dev->slot_tail != NULL)
-		dev->slot_tail->next = &w;
 	else
-		dev->slot_head = &w;
-	dev->slot_tail = &w;
-	/* The slot is counted busy by the thread that hands it over. */
-	while (!w.granted)
-		pthread_cond_wait(&w.cv, &dev->slot_lock);
+		waitq_wait(&dev->slot_q, &dev->slot_lock, dev->prof->cmd_slots);
 	pthread_mutex_unlock(&dev->slot_lock);
-	pthread_cond_destroy(&w.cv);
 }
 
 void
 emu_slot_put(struct emu_dev *dev)
 {
-	struct emu_slot_waiter *w;
-
 	pthread_mutex_lock(&dev->slot_lock);
-	w = dev->slot_head;
-	if (w != NULL) {
-		dev->slot_head = w->next;
-		if (dev->slot_head == NULL)
-			dev->slot_tail = NULL;
-		/* Signalled under the lock: w lives on its waiter's stack until it sees granted. */
-		w->granted = true;
-		pthread_cond_signal(&w->cv);
-	} else {
+	/* Handed over: the slot stays busy, its waiter's now. */
+	if (!waitq_hand_over(&dev->slot_q, dev->slots_busy - 1))
 		dev->slots_busy--;
-	}
 	pthread_mutex_unlock(&dev->slot_lock);
 }
 
 unsigned int
 emu_slot_waiting(struct emu_dev *dev)
 {
-	struct emu_slot_waiter *w;
-	unsigned int n = 0;
+	unsigned int n;
 
 	pthread_mutex_lock(&dev->slot_lock);
-	for (w = dev->slot_head; w != NULL; w = w->next)
-		n++;
+	n = dev->slot_q.n;
 	pthread_mutex_unlock(&dev->slot_lock);
 	return n;
 }
@@ -575,24 +593,7 @@ emu_slot_waiting(struct emu_dev *dev)
  */
 static pthread_mutex_t pin_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned int pins_busy; /* pin_lock */
-/*
- * The threads waiting for a token (pin_lock), in arrival order. A thread
- * waits only while its own limit is reached, and a token given back goes
- * straight to the first waiter it fits (devices of different profiles
- * have different limits): one wake-up per token, never a waiter woken to
- * find its token taken by a thread that came after it. A broadcast had
- * woken every MKEY worker of every device (60 threads on two CPUs for
- * each token); a signal let a newcomer take the token while the woken
- * thread waited for a CPU, which then went back to sleep.
- */
-struct emu_pin_waiter {
-	struct emu_pin_waiter *next;
-	unsigned int limit;
-	pthread_cond_t cv;
-	bool granted;
-};
-static struct emu_pin_waiter *pin_head, **pin_tailp = &pin_head;
-static unsigned int pin_waiters;
+static struct emu_waitq pin_q;   /* pin_lock */
 /* The host's semaphore, for host_name (pin_lock); SEM_FAILED: none. */
 static sem_t *host_sem = SEM_FAILED;
 static char host_name[EMU_HOST_NAME_MAX];
@@ -633,7 +634,6 @@ host_sem_get(void)
 void
 emu_pin_get(const struct emu_profile *p)
 {
-	struct emu_pin_waiter w = { .next = NULL, .granted = false };
 	sem_t *s = host_sem_get();
 
 	if (s != NULL) {
@@ -642,21 +642,11 @@ emu_pin_get(const struct emu_profile *p)
 		return;
 	}
 	pthread_mutex_lock(&pin_lock);
-	if (pins_busy < p->host_pin_parallel) {
+	if (pins_busy < p->host_pin_parallel)
 		pins_busy++;
-		pthread_mutex_unlock(&pin_lock);
-		return;
-	}
-	w.limit = p->host_pin_parallel;
-	pthread_cond_init(&w.cv, NULL);
-	*pin_tailp = &w;
-	pin_tailp = &w.next;
-	pin_waiters++;
-	/* Counted busy by the thread that hands the token over. */
-	while (!w.granted)
-		pthread_cond_wait(&w.cv, &pin_lock);
+	else
+		waitq_wait(&pin_q, &pin_lock, p->host_pin_parallel);
 	pthread_mutex_unlock(&pin_lock);
-	pthread_cond_destroy(&w.cv);
 }
 
 bool
@@ -679,7 +669,6 @@ emu_pin_tryget(const struct emu_profile *p)
 void
 emu_pin_put(void)
 {
-	struct emu_pin_waiter **pp;
 	sem_t *s = host_sem_get();
 
 	if (s != NULL) {
@@ -688,21 +677,8 @@ emu_pin_put(void)
 	}
 	pthread_mutex_lock(&pin_lock);
 	pins_busy--;
-	for (pp = &pin_head; *pp != NULL; pp = &(*pp)->next) {
-		struct emu_pin_waiter *w = *pp;
-
-		if (pins_busy >= w->limit)
-			continue;
-		*pp = w->next;
-		if (pin_tailp == &w->next)
-			pin_tailp = pp;
-		pin_waiters--;
+	if (waitq_hand_over(&pin_q, pins_busy))
 		pins_busy++;
-		/* Signalled under the lock: w lives on its waiter's stack until it sees granted. */
-		w->granted = true;
-		pthread_cond_signal(&w->cv);
-		break;
-	}
 	pthread_mutex_unlock(&pin_lock);
 }
 
@@ -712,7 +688,7 @@ emu_pin_waiting(void)
 	unsigned int n;
 
 	pthread_mutex_lock(&pin_lock);
-	n = pin_waiters;
+	n = pin_q.n;
 	pthread_mutex_unlock(&pin_lock);
 	return n;
 }

@@ -482,7 +482,15 @@ int emu_fault_check(struct emu_dev *dev, uint16_t opcode, uint16_t obj_type, boo
 #define EMU_HASH_BUCKETS 4096u
 #define EMU_OPCODE_SLOTS 0x1000u
 
-struct emu_slot_waiter;
+/*
+ * Threads waiting for a command slot or a host pin token, in arrival order
+ * (emu_cost.c); guarded by the lock of what they wait for.
+ */
+struct emu_waiter;
+struct emu_waitq {
+	struct emu_waiter *head, **tailp;   /* tailp: valid while head is not NULL */
+	unsigned int n;
+};
 
 struct emu_dev {
 	char name[64];
@@ -491,8 +499,7 @@ struct emu_dev {
 	/* Firmware command slots of the cost model (emu_cost.c). */
 	pthread_mutex_t slot_lock;
 	unsigned int slots_busy;     /* slot_lock */
-	/* Threads waiting for a slot, first come first served (slot_lock). */
-	struct emu_slot_waiter *slot_head, *slot_tail;
+	struct emu_waitq slot_q;     /* slot_lock */
 	/*
 	 * What the cost model charged and what the sleeps really took
 	 * (emu_cost.c), summed since the device was created; atomics, read
