@@ -31,6 +31,12 @@ struct rte_vhost_memory;
 
 /* Commands in flight for a batch of queue work (parallel=0: one). */
 unsigned int mlx5_lm_batch_limit(const struct mlx5_lm_dev *dev);
+/*
+ * Whether the device has at least as many queue pairs as command slots
+ * (workers=): its per-queue commands fill the slots with one task per pair,
+ * which wakes half the threads of one task per queue (the stop, preconf=2).
+ */
+int mlx5_lm_pairs_fill_slots(const struct mlx5_lm_dev *dev);
 /* Run fn on every queue with an object (or every queue with all), in parallel; first error. */
 int mlx5_lm_for_each_vq(struct mlx5_lm_dev *dev, mlx5_lm_task_fn fn, int all, int background);
 /* The steering and every queue object destroyed (precreate=0, a failed DRIVER_OK). */

@@ -130,7 +130,7 @@ send_pair(struct mlx5_lm_dev *dev, struct mlx5_lm_preconf *pc, uint16_t ring)
 	pc->sent_pair[a / 2] = 1;
 	for (i = 0; i < 2; i++)
 		mlx5_lm_plan_finish(dev, &p[i]);
-	if (dev->nr_vq / 2 >= dev->args.workers) {
+	if (mlx5_lm_pairs_fill_slots(dev)) {
 		if (mlx5_lm_batch_submit(&pc->b, task_fields_pair, p) == 0)
 			pc->sent += (unsigned int)(!p[0].recreate + !p[1].recreate);
 		return;

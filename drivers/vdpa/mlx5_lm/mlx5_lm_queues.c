@@ -29,6 +29,12 @@ mlx5_lm_batch_limit(const struct mlx5_lm_dev *dev)
 }
 
 int
+mlx5_lm_pairs_fill_slots(const struct mlx5_lm_dev *dev)
+{
+	return dev->nr_vq / 2 >= dev->args.workers;
+}
+
+int
 mlx5_lm_for_each_vq(struct mlx5_lm_dev *dev, mlx5_lm_task_fn fn, int all, int background)
 {
 	struct mlx5_lm_batch b;

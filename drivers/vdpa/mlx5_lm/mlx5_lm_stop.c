@@ -219,7 +219,7 @@ suspend_queues(struct mlx5_lm_dev *dev, int handover)
 	dev->times.stop_queries_skipped = 0;
 	dev->stop_handover = (uint8_t)handover;
 	mlx5_lm_batch_init(&b, mlx5_lm_batch_limit(dev));
-	if (dev->args.parallel && dev->nr_vq / 2 >= dev->args.workers &&
+	if (dev->args.parallel && mlx5_lm_pairs_fill_slots(dev) &&
 	    dev->args.workers <= MAX_STOP_TASKS) {
 		/* As many tasks as slots (workers=, 16 on a CX6 Dx), pairs spread over them. */
 		for (i = 0; i < dev->args.workers; i++) {
