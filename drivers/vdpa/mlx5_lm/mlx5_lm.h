@@ -492,6 +492,8 @@ int mlx5_lm_notify_start(struct mlx5_lm_dev *dev);
 void mlx5_lm_notify_stop(struct mlx5_lm_dev *dev);
 int mlx5_lm_notify_add_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq);
 void mlx5_lm_notify_del_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq);
+/* Every configured ring's relay off, the thread woken once for all their fds. */
+void mlx5_lm_notify_del_configured(struct mlx5_lm_dev *dev);
 
 /* uplink=<ethdev> (mlx5_lm_uplink.c) */
 int mlx5_lm_uplink_start(struct mlx5_lm_dev *dev);

@@ -255,9 +255,7 @@ stop_locked(struct mlx5_lm_dev *dev, int handover)
 
 	/* Background work of every device waits until this stop has its reply. */
 	mlx5_lm_fg_enter();
-	for (i = 0; i < dev->nr_vq; i++)
-		if (dev->vq[i].configured)
-			mlx5_lm_notify_del_ring(dev, &dev->vq[i]);
+	mlx5_lm_notify_del_configured(dev);
 	/* Only what vhost's GET_VRING_BASE reply needs happens before we return. */
 	if (dev->stopped_ahead) {
 		/* Suspended and queried already; nothing ran since (mlx5_lm_stop_ahead). */
