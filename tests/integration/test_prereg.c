@@ -14,8 +14,9 @@
  *     process exits, when the device's front end disconnects, when
  *     cancelled, when the device is removed; 1000 preparations in a row
  *     leave nothing; bad input and the per-device limit are refused;
- *   - with the memory prepared, its mkey is made at the first ring's
- *     SET_VRING_KICK and DRIVER_OK registers nothing (preconf=1); with
+ *   - with the memory prepared, its mkey is made once vhost has the table
+ *     (SET_MEM_TABLE), before any ring, and DRIVER_OK registers nothing
+ *     (preconf=1); with
  *     preconf=2 each queue pair also gets its fields at its kicks, the
  *     queues staying INIT, and DRIVER_OK sends RDY alone; a ring resized
  *     after its kick is re-created at DRIVER_OK; a front end that leaves
@@ -580,8 +581,8 @@ test_front_end_leaving_after_its_kicks_leaves_blank_queues(void **state)
 
 /*
  * preconf=0 and 1: no queue touched before DRIVER_OK, which sends fields
- * and RDY in one MODIFY per queue; the prepared table's mkey made at the
- * first kick (1) or at DRIVER_OK (0).
+ * and RDY in one MODIFY per queue; the prepared table's mkey made before
+ * the kicks are done (1) or at DRIVER_OK (0).
  */
 static void
 preconf_memory_or_nothing(const char *args, bool mkey_ahead)
@@ -611,11 +612,55 @@ preconf_memory_or_nothing(const char *args, bool mkey_ahead)
 }
 
 static void
-test_preconf_1_makes_the_mkey_at_the_first_kick(void **state)
+test_preconf_1_makes_the_mkey_before_the_kicks(void **state)
 {
 	(void)state;
 	/* The default. */
 	preconf_memory_or_nothing("queues=2,workers=2,mr_chunk_mb=16", true);
+}
+
+/*
+ * preconf=1: the prepared table's mkey is made once vhost has the table,
+ * before any ring's message. Made at the first kick, a small device's
+ * mkey was still in flight at its DRIVER_OK, whose MODIFYs waited for it.
+ * A front end that leaves then takes it with it: the mkey goes, deferred,
+ * and the prepared chunks, the preparation being taken; nothing stays.
+ */
+static void
+test_preconf_1_makes_the_mkey_once_vhost_has_the_table(void **state)
+{
+	const uint64_t want = (1ULL << VU_F_VERSION_1) | (1ULL << VU_F_PROTOCOL_FEATURES) |
+			      (1ULL << VU_F_NET_MQ);
+	struct vu_client *c;
+	struct lmh_trace t;
+	struct fixture f;
+	size_t mark;
+
+	(void)state;
+	fixture_up_pairs(&f, "queues=2,workers=2,mr_chunk_mb=16", PAIRS);
+	assert_int_equal(prepare_mem(&f.d, f.m, getpid()), 0);
+	assert_int_equal(rte_pmd_mlx5_lm_prepare_wait(f.d.name, LMH_DEADLINE_MS), 0);
+	lmh_trace_open(&t, f.d.trace);
+	assert_int_equal(lmh_trace_sync(&t), 0);
+	mark = lmh_trace_mark(&t);
+	assert_non_null(c = lmh_fe_connect(0));
+	vu_guest_reset(f.g);
+	assert_int_equal(vu_device_init(c, NULL), 0);
+	assert_int_equal(vu_set_features(c, want & vu_backend_features(c)), 0);
+	assert_int_equal(vu_set_mem_table(c, vu_guest_mem(f.g)), 0);
+	assert_true(lmh_wait_trace(&t, mark, is_create_mkey, NULL, 1, LMH_DEADLINE_MS));
+	/* The prepared chunks serve it: nothing registered, no queue touched. */
+	assert_int_equal(lmh_trace_count(&t, mark, is_mr_reg, NULL), 0);
+	assert_int_equal(lmh_trace_count(&t, mark, is_any_modify, NULL), 0);
+	mark = lmh_trace_mark(&t);
+	vu_disconnect(c);
+	assert_true(lmh_wait_closed(0));
+	assert_true(lmh_wait_restored(&f.d));
+	assert_true(lmh_wait_trace(&t, mark, is_destroy_mkey, NULL, 1, LMH_DEADLINE_MS));
+	assert_true(wait_live0(&f.d));
+	lmh_trace_free(&t);
+	assert_true(run_front_end(&f.d, 0, f.g) >= 2);
+	fixture_down(&f);
 }
 
 static void
@@ -815,7 +860,8 @@ LMH_TEST_MAIN("test-prereg", 1, "prereg", NULL, NULL,
 	cmocka_unit_test(test_preconf_2_sends_a_small_devices_fields_on_the_slots_at_once),
 	cmocka_unit_test(test_what_changes_after_a_kick_is_driver_oks_to_apply),
 	cmocka_unit_test(test_front_end_leaving_after_its_kicks_leaves_blank_queues),
-	cmocka_unit_test(test_preconf_1_makes_the_mkey_at_the_first_kick),
+	cmocka_unit_test(test_preconf_1_makes_the_mkey_before_the_kicks),
+	cmocka_unit_test(test_preconf_1_makes_the_mkey_once_vhost_has_the_table),
 	cmocka_unit_test(test_preconf_0_does_everything_at_driver_ok),
 	cmocka_unit_test(test_failed_driver_ok_undoes_what_was_done_ahead),
 	cmocka_unit_test(test_memory_changed_after_the_first_kick_is_registered_again))

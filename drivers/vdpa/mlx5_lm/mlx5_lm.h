@@ -439,7 +439,8 @@ int mlx5_lm_owner(struct mlx5_lm_dev *dev, int vid, const char *what);
 
 /* The vDPA ops that change queue state: DRIVER_OK, stop, ring enable. */
 int mlx5_lm_dev_conf(int vid);                       /* mlx5_lm_conf.c */
-/* vhost's thread, SET_VRING_KICK of ring handled (the vetting's post-handler). */
+/* vhost's thread, SET_MEM_TABLE or SET_VRING_KICK of ring handled (the vetting's post-handler). */
+void mlx5_lm_preconf_table(int vid);                 /* mlx5_lm_preconf.c */
 void mlx5_lm_preconf_ring(int vid, uint16_t ring);    /* mlx5_lm_preconf.c */
 /*
  * The vetting, around vhost's handling of a GET_VRING_BASE of vhost device

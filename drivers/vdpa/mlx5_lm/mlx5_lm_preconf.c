@@ -10,8 +10,9 @@
  * over the prepared chunks, and the rest of the start one MODIFY per queue
  * carrying every field and RDY (1.9 ms per wave of 16 on cx6dx).
  *
- *   preconf=1  at the first ring's SET_VRING_KICK (the vetting's
- *              post-handler, compat), the preparation is taken and the
+ *   preconf=1  once vhost has handled SET_MEM_TABLE (the vetting's
+ *              post-handler, compat), or at the first ring's SET_VRING_KICK
+ *              if the table came first, the preparation is taken and the
  *              device's worker makes the indirect mkey while vhost goes on;
  *              DRIVER_OK finds the table registered.
  *   preconf=2  also, once vhost has handled both kicks of a queue pair, one
@@ -29,13 +30,14 @@
  * vhost and its MODIFY carries whatever differs from what the queue holds
  * (mlx5_lm_virtq_modify), a new memory table included; a resized ring is
  * re-created. Only when a preparation serves the whole table: without one
- * the registration would hold the worker as long at the first kick as at
+ * the registration would hold the worker as long before DRIVER_OK as at
  * DRIVER_OK, which would wait for it.
  *
- * The state lives from the first kick to DRIVER_OK's job (which ends it,
- * mlx5_lm_preconf_end), or to the front end's disconnection or the
- * device's removal (mlx5_lm_preconf_abort: the registration and the queues
- * configured ahead go back to blank with a restore). dev->preconf and
+ * The state lives from the table (or the first kick) to DRIVER_OK's job
+ * (which ends it, mlx5_lm_preconf_end), or to the front end's
+ * disconnection or the device's removal (mlx5_lm_preconf_abort: the
+ * registration and the queues configured ahead go back to blank with a
+ * restore). dev->preconf and
  * everything in it are guarded by dev->lock; the MODIFY tasks touch only
  * their own queues, which nothing else touches before the state ends (the
  * device is not running, and whatever would touch its queues ends the
@@ -70,7 +72,7 @@ struct mlx5_lm_preconf {
 	struct mlx5_lm_vq_plan plans[MLX5_LM_MAX_VIRTQS];
 };
 
-/* The worker's job: the table as vhost had it at the first kick, and the preparation. */
+/* The worker's job: the table as vhost had it when the state opened, and the preparation. */
 struct mlx5_lm_preconf_mem {
 	uint32_t seq;
 	uint32_t nregions;
@@ -146,6 +148,14 @@ send_pair(struct mlx5_lm_dev *dev, struct mlx5_lm_preconf *pc, uint16_t ring)
 			pc->sent++;
 }
 
+/* dev->lock held: whether this device configures anything ahead of DRIVER_OK now. */
+static int
+device_eligible(const struct mlx5_lm_dev *dev, int vid)
+{
+	return dev->args.preconf && dev->args.precreate && dev->args.parallel && !dev->running &&
+	       !dev->conf.busy && !dev->restore.pending && !dev->removing && dev->vid == vid;
+}
+
 /*
  * dev->lock held: a ring this device may configure ahead, now. Planned
  * once: its task may be writing the queue (a kick fd replaced later is
@@ -156,9 +166,7 @@ eligible(struct mlx5_lm_dev *dev, int vid, uint16_t ring)
 {
 	const struct mlx5_lm_virtq *vq;
 
-	if (!dev->args.preconf || !dev->args.precreate || !dev->args.parallel || dev->running ||
-	    dev->conf.busy || dev->restore.pending || dev->removing || dev->vid != vid ||
-	    ring >= dev->nr_vq ||
+	if (!device_eligible(dev, vid) || ring >= dev->nr_vq ||
 	    (dev->preconf != NULL && dev->preconf->planned[ring]))
 		return 0;
 	vq = &dev->vq[ring];
@@ -167,7 +175,7 @@ eligible(struct mlx5_lm_dev *dev, int vid, uint16_t ring)
 }
 
 /*
- * dev->lock held, first ring: the table's registration to the worker.
+ * dev->lock held, the table or the first ring: its registration to the worker.
  * *stale: the job of an earlier start the worker never took, for the
  * caller to drop once it let go of dev->lock.
  */
@@ -199,12 +207,51 @@ open_state(struct mlx5_lm_dev *dev, int vid, struct rte_vhost_memory *mem,
 	mlx5_lm_batch_init(&pc->b, mlx5_lm_batch_limit(dev));
 	dev->preconf = pc;
 	*stale = mlx5_lm_worker_preconf(dev, job);
-	DRV_LOG(DEBUG, dev, "memory prepared: queues configured from their SET_VRING_KICK on");
+	DRV_LOG(DEBUG, dev, "memory prepared: registered from SET_MEM_TABLE or the first "
+		"SET_VRING_KICK on");
 	return pc;
 err:
 	free(job);
 	free(pc);
 	return NULL;
+}
+
+/* Its start ended before the worker took it: the last reference is not dropped under dev->lock. */
+static void
+drop_stale(struct mlx5_lm_preconf_mem *stale)
+{
+	if (stale == NULL)
+		return;
+	mlx5_lm_prereg_put(stale->prep, 1);
+	free(stale);
+}
+
+/*
+ * vhost's thread, once it has handled SET_MEM_TABLE (the vetting's
+ * post-handler): a table the preparation serves whole is registered from
+ * now on, by the device's worker. The first kick, which did it before,
+ * comes four messages later (NUM, BASE, ADDR), and a small device's
+ * DRIVER_OK came before the indirect mkey was made: its queues' MODIFYs
+ * waited for it (doc/performance.md, "Before DRIVER_OK"). A table sent
+ * again before DRIVER_OK is DRIVER_OK's to compare, as one sent after the
+ * first kick always was.
+ */
+void
+mlx5_lm_preconf_table(int vid)
+{
+	struct mlx5_lm_dev *dev = mlx5_lm_dev_by_vid(vid);
+	struct mlx5_lm_preconf_mem *stale = NULL;
+	struct rte_vhost_memory *mem = NULL;
+
+	if (dev == NULL)
+		return;
+	pthread_mutex_lock(&dev->lock);
+	if (dev->preconf == NULL && device_eligible(dev, vid) && mlx5_lm_prereg_ready(dev) &&
+	    rte_vhost_get_mem_table(vid, &mem) == 0)
+		(void)open_state(dev, vid, mem, &stale);
+	pthread_mutex_unlock(&dev->lock);
+	free(mem);
+	drop_stale(stale);
 }
 
 /* vhost's thread, once it has handled SET_VRING_KICK of ring (the vetting's post-handler). */
@@ -248,14 +295,7 @@ mlx5_lm_preconf_ring(int vid, uint16_t ring)
 out:
 	free(mem);
 	pthread_mutex_unlock(&dev->lock);
-	if (stale != NULL) {
-		/*
-		 * Its start ended before the worker took it. The last reference
-		 * deregisters the preparation's chunks: not under dev->lock.
-		 */
-		mlx5_lm_prereg_put(stale->prep, 1);
-		free(stale);
-	}
+	drop_stale(stale);
 }
 
 void

@@ -42,8 +42,9 @@
  *    handle on the connection: its socket is found in /proc/self/fd by
  *    address.
  * 5. The queues configured ahead of DRIVER_OK (mlx5_lm_preconf.c): vDPA
- *    drivers get no callback for SET_VRING_KICK, after which vhost holds
- *    everything a ring's queue needs; the post_msg_handle that
+ *    drivers get no callback for SET_MEM_TABLE (after which a prepared
+ *    table can be registered) nor for SET_VRING_KICK, after which vhost
+ *    holds everything a ring's queue needs; the post_msg_handle that
  *    rte_pmd_mlx5_lm_vhost_vet_register() also registers tells the driver.
  *
  * An application registers rte_pmd_mlx5_lm_vhost_vet() as the
@@ -390,6 +391,8 @@ rte_pmd_mlx5_lm_vhost_post(int vid, void *msg)
 	const struct vet_msg *m = msg;
 	uint64_t idx;
 
+	if (m->request == VET_SET_MEM_TABLE)
+		mlx5_lm_preconf_table(vid);
 	if (m->request == VET_SET_VRING_KICK && m->size == sizeof(idx)) {
 		memcpy(&idx, m->payload, sizeof(idx));
 		mlx5_lm_preconf_ring(vid, (uint16_t)(idx & VET_VRING_IDX_MASK));
