@@ -12,7 +12,8 @@
  *     frames flow in the front end's own memory;
  *   - an unused preparation is released when its time runs out, when its
  *     process exits, when the device's front end disconnects, when
- *     cancelled, when the device is removed; 1000 preparations in a row
+ *     cancelled, when the device is removed (a caller waiting for it
+ *     returns at once: the removal does not wait it out); 1000 preparations in a row
  *     leave nothing; bad input and the per-device limit are refused;
  *   - with the memory prepared, its mkey is made once vhost has the table
  *     (SET_MEM_TABLE), before any ring, and DRIVER_OK registers nothing
@@ -25,16 +26,20 @@
  *     again at DRIVER_OK; preconf=0 does everything at DRIVER_OK;
  *   - at every removal the emulator finds nothing alive.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -192,6 +197,17 @@ struct fixture {
 
 /* A test's own cost profile (a file), else the suite's. */
 static const char *probe_profile;
+
+/* A cost profile (JSON) in a temporary file, for probe_profile: its path in path. */
+static void
+profile_file(char *path, const char *json)
+{
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, json, strlen(json)), (ssize_t)strlen(json));
+	close(fd);
+}
 
 static void
 fixture_up_pairs(struct fixture *f, const char *args, unsigned int pairs)
@@ -452,13 +468,9 @@ test_preconf_2_sends_a_small_devices_fields_on_the_slots_at_once(void **state)
 	struct lmh_trace t;
 	struct fixture f;
 	size_t mark, i;
-	int fd;
 
 	(void)state;
-	fd = mkstemp(path);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, profile, strlen(profile)), (ssize_t)strlen(profile));
-	close(fd);
+	profile_file(path, profile);
 	probe_profile = path;
 	c = prepared_start_until_kicks(&f, "queues=2,workers=4,mr_chunk_mb=16,preconf=2", &t,
 				       &mark);
@@ -804,6 +816,88 @@ test_unused_preparation_is_released(void **state)
 	fixture_down(&f);
 }
 
+/* A thread waiting for a device's preparation (rte_pmd_mlx5_lm_prepare_wait). */
+struct prep_waiter {
+	const char *name;
+	_Atomic pid_t tid;
+	int ret;
+};
+
+static void *
+prep_waiter_main(void *arg)
+{
+	struct prep_waiter *w = arg;
+
+	atomic_store(&w->tid, (pid_t)syscall(SYS_gettid));
+	w->ret = rte_pmd_mlx5_lm_prepare_wait(w->name, 60000);
+	return NULL;
+}
+
+/* Bounded wait until the waiter sleeps in a futex (its condition variable's wait). */
+static bool
+waiter_sleeps(struct prep_waiter *w)
+{
+	int64_t end = lmh_now_ms() + LMH_DEADLINE_MS;
+	char path[64], buf[64];
+	pid_t tid;
+	FILE *f;
+
+	while (lmh_now_ms() < end) {
+		tid = atomic_load(&w->tid);
+		snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+		f = tid != 0 ? fopen(path, "r") : NULL;
+		if (f != NULL) {
+			/* "<nr> <args...>" in a system call, "running" otherwise. */
+			bool in = fgets(buf, sizeof(buf), f) != NULL && isdigit((unsigned char)buf[0]) &&
+				  strtol(buf, NULL, 10) == SYS_futex;
+
+			fclose(f);
+			if (in)
+				return true;
+		}
+		lmh_tick();
+	}
+	printf("  the waiting thread never slept in a futex\n");
+	return false;
+}
+
+/*
+ * A caller waiting for a preparation holds the device: its removal tells
+ * it to leave (-ENODEV) rather than waiting for it. The preparation's
+ * chunk registrations cost 1.5 s each here; before, the removal waited
+ * until the last of them ended (or the caller's timeout) and the caller
+ * got 0 for a device that was going.
+ */
+static void
+test_removal_does_not_wait_for_a_caller_of_prepare_wait(void **state)
+{
+	char path[] = "/tmp/test-prereg-profile-XXXXXX";
+	const char *profile = "{ \"cmd_slots\": 16, \"host_pin_parallel\": 32, \"commands\": "
+			      "{ \"GUEST_UMEM_REG\": { \"base_us\": 1500000 } } }";
+	struct rte_pmd_mlx5_lm_prep_status st;
+	struct prep_waiter w = { .tid = 0 };
+	struct fixture f;
+	pthread_t th;
+
+	(void)state;
+	profile_file(path, profile);
+	probe_profile = path;
+	fixture_up(&f, "queues=1,workers=2,mr_chunk_mb=16");
+	probe_profile = NULL;
+	unlink(path);
+	assert_int_equal(prepare_mem(&f.d, f.m, 0), 0);
+	w.name = f.d.name;
+	assert_int_equal(pthread_create(&th, NULL, prep_waiter_main, &w), 0);
+	assert_true(waiter_sleeps(&w));
+	assert_int_equal(prep_state(&f.d, &st), RTE_PMD_MLX5_LM_PREP_PREPARING);
+	/* Nothing left alive: the registrations in flight end, the rest never starts. */
+	assert_int_equal(lmh_remove(&f.d), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(w.ret, -ENODEV);
+	vu_guest_destroy(f.g);
+	vu_mem_destroy(f.m);
+}
+
 static void
 test_bad_preparations_are_refused_and_leave_nothing(void **state)
 {
@@ -855,6 +949,7 @@ LMH_TEST_MAIN("test-prereg", 1, "prereg", NULL, NULL,
 	cmocka_unit_test(test_prepared_memory_serves_the_table),
 	cmocka_unit_test(test_other_or_changed_memory_is_never_used),
 	cmocka_unit_test(test_unused_preparation_is_released),
+	cmocka_unit_test(test_removal_does_not_wait_for_a_caller_of_prepare_wait),
 	cmocka_unit_test(test_bad_preparations_are_refused_and_leave_nothing),
 	cmocka_unit_test(test_preconf_2_sends_the_queues_fields_at_their_kicks),
 	cmocka_unit_test(test_preconf_2_sends_a_small_devices_fields_on_the_slots_at_once),

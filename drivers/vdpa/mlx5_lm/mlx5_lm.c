@@ -347,15 +347,20 @@ mlx5_lm_remove(struct rte_vdev_device *vdev)
 
 	pthread_mutex_lock(&dev_list_lock);
 	dev = find_dev_by_name(name);
-	if (dev != NULL) {
+	if (dev != NULL)
 		TAILQ_REMOVE(&dev_list, dev, next);
-		/* A public call that found the device before finishes with it first. */
-		while (dev->refs > 0)
-			pthread_cond_wait(&dev_refs_cv, &dev_list_lock);
-	}
 	pthread_mutex_unlock(&dev_list_lock);
 	if (dev == NULL)
 		return -ENODEV;
+	/*
+	 * A public call that found the device before finishes with it first;
+	 * one waiting for a preparation is told to leave, not waited out.
+	 */
+	mlx5_lm_prereg_unlisted(dev);
+	pthread_mutex_lock(&dev_list_lock);
+	while (dev->refs > 0)
+		pthread_cond_wait(&dev_refs_cv, &dev_list_lock);
+	pthread_mutex_unlock(&dev_list_lock);
 	mlx5_lm_vdpa_unregister(dev);
 	queues_teardown(dev);
 	for (uint16_t i = 0; i < dev->nr_vq; i++)

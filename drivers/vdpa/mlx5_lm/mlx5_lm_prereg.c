@@ -299,6 +299,19 @@ mlx5_lm_prereg_init(struct mlx5_lm_dev *dev)
 }
 
 void
+mlx5_lm_prereg_unlisted(struct mlx5_lm_dev *dev)
+{
+	struct mlx5_lm_prep_ctl *ctl = dev->prep;
+
+	if (ctl == NULL)
+		return;
+	pthread_mutex_lock(&ctl->lock);
+	ctl->unlisted = 1;
+	pthread_cond_broadcast(&ctl->cv);
+	pthread_mutex_unlock(&ctl->lock);
+}
+
+void
 mlx5_lm_prereg_fini(struct mlx5_lm_dev *dev)
 {
 	struct mlx5_lm_prep_ctl *ctl = dev->prep;
@@ -625,9 +638,11 @@ rte_pmd_mlx5_lm_prepare_wait(const char *name, unsigned int timeout_ms)
 	ctl = dev->prep;
 	mlx5_lm_deadline_ts(&ts, timeout_ms);
 	pthread_mutex_lock(&ctl->lock);
-	while (ctl->st.state == RTE_PMD_MLX5_LM_PREP_PREPARING && ret == 0)
+	while (ctl->st.state == RTE_PMD_MLX5_LM_PREP_PREPARING && ret == 0 && !ctl->unlisted)
 		if (pthread_cond_timedwait(&ctl->cv, &ctl->lock, &ts) == ETIMEDOUT)
 			ret = -ETIMEDOUT;
+	if (ctl->unlisted)
+		ret = -ENODEV;
 	pthread_mutex_unlock(&ctl->lock);
 	mlx5_lm_dev_put(dev);
 	return ret;

@@ -37,6 +37,13 @@ struct mlx5_lm_prep_ctl;
 /* Probe / removal: removal releases an unused preparation and waits for its thread. */
 int mlx5_lm_prereg_init(struct mlx5_lm_dev *dev);
 void mlx5_lm_prereg_fini(struct mlx5_lm_dev *dev);
+/*
+ * Removal, once no lookup can find the device: a caller waiting in
+ * rte_pmd_mlx5_lm_prepare_wait() returns -ENODEV now, so that the removal,
+ * which waits for every caller holding the device, is not held for the
+ * rest of that caller's timeout.
+ */
+void mlx5_lm_prereg_unlisted(struct mlx5_lm_dev *dev);
 
 /*
  * At DRIVER_OK, on vhost's thread (the region fds are vhost's): decide,

@@ -55,6 +55,7 @@ struct mlx5_lm_prep_ctl {
 	 */
 	int ino_fd;
 	int release;                 /* the thread is asked to release it */
+	int unlisted;                /* the device is being removed: waiters leave */
 	struct rte_pmd_mlx5_lm_prep_status st;
 };
 

@@ -316,7 +316,11 @@ int rte_pmd_mlx5_lm_prepare(const char *name, int pid,
 /* 0 or -ENODEV; st->state NONE before any preparation. */
 __rte_experimental
 int rte_pmd_mlx5_lm_prepare_status(const char *name, struct rte_pmd_mlx5_lm_prep_status *st);
-/* Wait, at most timeout_ms, until the preparation is no longer PREPARING: 0 or -ETIMEDOUT. */
+/*
+ * Wait, at most timeout_ms, until the preparation is no longer PREPARING:
+ * 0, -ETIMEDOUT, or -ENODEV (no such device, or removed meanwhile: the
+ * removal does not wait for the timeout).
+ */
 __rte_experimental
 int rte_pmd_mlx5_lm_prepare_wait(const char *name, unsigned int timeout_ms);
 /* Release an unused preparation (deferred, in its own thread). 0, -ENODEV or -ENOENT. */
