@@ -119,7 +119,7 @@ fd_signal_nowait(int fd)
  * it may be reading or writing it right now. The list grows only while
  * the thread does not run; one that cannot grow keeps the fd open until
  * the device goes (logged), rather than close what may be in use. The
- * thread is not woken here but by wake_retired() once the caller has
+ * thread is not woken here but by retire_end() once the caller has
  * retired everything it had (a stop retires 64 fds on vhost's thread):
  * woken at the first one, the thread took each fd as it came and, on a
  * busy 2-CPU host, preempted vhost's thread about 28 times per stop.
@@ -145,16 +145,26 @@ retire(struct mlx5_lm_notify *n, int fd)
 }
 
 /*
- * After n->lock is dropped: wake the thread if the list went from empty
- * (had_none, read when the lock was taken) to not. A list that was not
- * empty has its wake-up pending already, and the thread takes the whole
- * list when it runs.
+ * Retiring fds: retire_begin() takes n->lock and says whether the list
+ * was empty; retire_end() drops the lock and only then wakes the thread,
+ * if the list went from empty to not. A list that was not empty has its
+ * wake-up pending already, and the thread takes the whole list when it
+ * runs.
  */
-static void
-wake_retired(struct mlx5_lm_notify *n, bool had_none, bool have)
+static bool
+retire_begin(struct mlx5_lm_notify *n)
 {
+	pthread_mutex_lock(&n->lock);
+	return n->nretired == 0;
+}
+
+static void
+retire_end(struct mlx5_lm_notify *n, bool had_none)
+{
+	bool have = n->nretired != 0;
 	uint64_t one = 1;
 
+	pthread_mutex_unlock(&n->lock);
 	if (had_none && have)
 		(void)!write(n->wakefd, &one, sizeof(one));
 }
@@ -564,7 +574,7 @@ mlx5_lm_notify_add_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq)
 	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = vq->index };
 	int kick = dup_fd(vq, vq->kickfd, "kickfd");
 	int callfd = dup_fd(vq, vq->callfd, "callfd");
-	bool had_none, have;
+	bool had_none;
 	int ret = 0;
 
 	if ((kick < 0 && vq->kickfd >= 0) || (callfd < 0 && vq->callfd >= 0)) {
@@ -581,14 +591,11 @@ mlx5_lm_notify_add_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq)
 		kick = -1;
 	}
 	/* A ring added again (new fds from vhost) replaces what it had. */
-	pthread_mutex_lock(&n->lock);
-	had_none = n->nretired == 0;
+	had_none = retire_begin(n);
 	unwatch_locked(n, vq->index);
 	n->kickfd[vq->index] = kick;
 	n->callfd[vq->index] = callfd;
-	have = n->nretired != 0;
-	pthread_mutex_unlock(&n->lock);
-	wake_retired(n, had_none, have);
+	retire_end(n, had_none);
 	/* Kicks sent before we watched the fd must not be lost. */
 	if (ret == 0 && kick >= 0)
 		mlx5_lm_vq_doorbell(dev, vq->index);
@@ -599,29 +606,21 @@ void
 mlx5_lm_notify_del_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq)
 {
 	struct mlx5_lm_notify *n = dev->notify;
-	bool had_none, have;
+	bool had_none = retire_begin(n);
 
-	pthread_mutex_lock(&n->lock);
-	had_none = n->nretired == 0;
 	unwatch_locked(n, vq->index);
-	have = n->nretired != 0;
-	pthread_mutex_unlock(&n->lock);
-	wake_retired(n, had_none, have);
+	retire_end(n, had_none);
 }
 
 void
 mlx5_lm_notify_del_configured(struct mlx5_lm_dev *dev)
 {
 	struct mlx5_lm_notify *n = dev->notify;
-	bool had_none, have;
+	bool had_none = retire_begin(n);
 	uint16_t i;
 
-	pthread_mutex_lock(&n->lock);
-	had_none = n->nretired == 0;
 	for (i = 0; i < dev->nr_vq; i++)
 		if (dev->vq[i].configured)
 			unwatch_locked(n, i);
-	have = n->nretired != 0;
-	pthread_mutex_unlock(&n->lock);
-	wake_retired(n, had_none, have);
+	retire_end(n, had_none);
 }
