@@ -453,9 +453,13 @@ mlx5_lm_stop_ahead_undo(struct mlx5_lm_dev *dev, const char *why)
 				ret = r;
 			continue;
 		}
-		/* Kicks relayed while it was suspended were not fetched: ring it once. */
-		mlx5_lm_notify_del_ring(dev, vq);
-		mlx5_lm_notify_add_ring(dev, vq);
+		/*
+		 * Kicks relayed while it was suspended were not fetched: ring it
+		 * once. The relay kept its own duplicates of the ring's fds; the
+		 * ring's fd numbers are vhost's, not to be duplicated again here
+		 * (the worker's deadline runs this off vhost's thread).
+		 */
+		mlx5_lm_vq_doorbell(dev, vq->index);
 		resumed++;
 	}
 	dev->stopped_ahead = 0;
