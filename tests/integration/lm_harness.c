@@ -1204,6 +1204,12 @@ lmh_dirty_pages_missing(struct vu_guest *g, const struct vu_log *log, int64_t *w
 int
 lmh_fds_of_file(int fd)
 {
+	return lmh_fds_sharing(fd, NULL, 0);
+}
+
+int
+lmh_fds_sharing(int fd, int *out, int max)
+{
 	pid_t pid = getpid();
 	struct dirent *e;
 	int n = 0;
@@ -1219,7 +1225,11 @@ lmh_fds_of_file(int fd)
 
 		if (e->d_name[0] < '0' || e->d_name[0] > '9' || other == dirfd(d))
 			continue;
-		n += syscall(SYS_kcmp, pid, pid, KCMP_FILE, fd, other) == 0;
+		if (syscall(SYS_kcmp, pid, pid, KCMP_FILE, fd, other) != 0)
+			continue;
+		if (n < max)
+			out[n] = other;
+		n++;
 	}
 	closedir(d);
 	return n;

@@ -321,6 +321,8 @@ uint64_t lmh_dirty_pages_missing(struct vu_guest *g, const struct vu_log *log, i
  * received over a socket): kcmp(KCMP_FILE). -1 when the kernel has no kcmp.
  */
 int lmh_fds_of_file(int fd);
+/* The same, with the first max of those fds' numbers in out. */
+int lmh_fds_sharing(int fd, int *out, int max);
 /* Wait (bounded) until n fds share fd's file; true when so, or when kcmp is missing. */
 bool lmh_wait_fds_of_file(int fd, int n);
 unsigned int lmh_open_fds(void);

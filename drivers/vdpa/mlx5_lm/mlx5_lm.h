@@ -491,7 +491,13 @@ void mlx5_lm_virtqs_destroy(struct mlx5_lm_dev *dev);
 /* notifications (mlx5_lm_notify.c): kicks to doorbells, completions to callfds, errors */
 int mlx5_lm_notify_start(struct mlx5_lm_dev *dev);
 void mlx5_lm_notify_stop(struct mlx5_lm_dev *dev);
+/* On vhost's thread: the ring's relay on our duplicates of vq->kickfd and vq->callfd. */
 int mlx5_lm_notify_add_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq);
+/* Our duplicate of vhost's fd, on vhost's thread only; -1 for none (or failed, logged). */
+int mlx5_lm_notify_dup(struct mlx5_lm_virtq *vq, int fd, const char *what);
+/* On any thread: the ring's relay on duplicates made on vhost's thread (taken, even on failure). */
+int mlx5_lm_notify_take_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq, int kick,
+			     int callfd);
 void mlx5_lm_notify_del_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq);
 /* Every configured ring's relay off, the thread woken once for all their fds. */
 void mlx5_lm_notify_del_configured(struct mlx5_lm_dev *dev);

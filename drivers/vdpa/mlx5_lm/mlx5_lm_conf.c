@@ -301,7 +301,63 @@ struct mlx5_lm_conf_job {
 	struct mlx5_lm_prereg *prep;
 	uint8_t prep_ok[MLX5_LM_MAX_REGIONS];
 	struct mlx5_lm_vq_plan plans[MLX5_LM_MAX_VIRTQS];
+	/*
+	 * Each plan's kick and call fds, duplicated on vhost's thread: the
+	 * worker hands these to the relay, never vhost's fd numbers, which
+	 * vhost may close meanwhile (a GET_VRING_BASE of a device the
+	 * application's new_device refused calls no dev_close first) and the
+	 * process reuse for another front end's fd. -1: none, or handed over.
+	 */
+	int kick[MLX5_LM_MAX_VIRTQS];
+	int call[MLX5_LM_MAX_VIRTQS];
 };
+
+static struct mlx5_lm_conf_job *
+job_alloc(void)
+{
+	struct mlx5_lm_conf_job *job = calloc(1, sizeof(*job));
+	uint16_t i;
+
+	if (job == NULL)
+		return NULL;
+	for (i = 0; i < MLX5_LM_MAX_VIRTQS; i++)
+		job->kick[i] = job->call[i] = -1;
+	return job;
+}
+
+/* The duplicates not handed to the relay are closed with the job. */
+static void
+job_free(struct mlx5_lm_conf_job *job)
+{
+	uint16_t i;
+
+	if (job == NULL)
+		return;
+	for (i = 0; i < MLX5_LM_MAX_VIRTQS; i++) {
+		if (job->kick[i] >= 0)
+			close(job->kick[i]);
+		if (job->call[i] >= 0)
+			close(job->call[i]);
+	}
+	free(job);
+}
+
+/* On vhost's thread: our own duplicates of every planned ring's fds. */
+static int
+job_dup_fds(struct mlx5_lm_conf_job *job)
+{
+	uint16_t i;
+
+	for (i = 0; i < job->np; i++) {
+		struct mlx5_lm_virtq *vq = job->plans[i].vq;
+
+		job->kick[i] = mlx5_lm_notify_dup(vq, vq->kickfd, "kickfd");
+		job->call[i] = mlx5_lm_notify_dup(vq, vq->callfd, "callfd");
+		if ((job->kick[i] < 0 && vq->kickfd >= 0) || (job->call[i] < 0 && vq->callfd >= 0))
+			return -EMFILE;
+	}
+	return 0;
+}
 
 static int
 task_ready(void *arg)
@@ -417,8 +473,10 @@ conf_run(struct mlx5_lm_dev *dev, struct mlx5_lm_conf_job *job, const char **why
 	 * rings its doorbell once, now that it is RDY, which makes the device
 	 * read the avail index and covers them all.
 	 */
-	for (i = 0; i < np; i++)
-		mlx5_lm_notify_add_ring(dev, plans[i].vq);
+	for (i = 0; i < np; i++) {
+		mlx5_lm_notify_take_ring(dev, plans[i].vq, job->kick[i], job->call[i]);
+		job->kick[i] = job->call[i] = -1;
+	}
 	/* Queues now use the new registration: the previous one can go. */
 	release_prev_mr(dev);
 	dev->running = 1;
@@ -486,7 +544,7 @@ mlx5_lm_conf_run_job(struct mlx5_lm_dev *dev, struct mlx5_lm_conf_job *job)
 	dev->conf.ret = ret;
 	dev->conf.busy = 0;
 	pthread_cond_broadcast(&dev->conf.done);
-	free(job);
+	job_free(job);
 }
 
 /* ---- dev_conf, on vhost's thread -------------------------------------------- */
@@ -526,7 +584,7 @@ mlx5_lm_dev_conf(int vid)
 
 		__atomic_store_n(&dev->owner_pid, pid > 0 ? pid : 0, __ATOMIC_RELEASE);
 	}
-	job = calloc(1, sizeof(*job));
+	job = job_alloc();
 	if (job == NULL) {
 		why = "out of memory";
 		ret = -ENOMEM;
@@ -590,6 +648,10 @@ mlx5_lm_dev_conf(int vid)
 			goto err;
 		job->np++;
 	}
+	why = "no fd left to duplicate a ring's kick or call fd";
+	ret = job_dup_fds(job);
+	if (ret < 0)
+		goto err;
 	dev->conf.busy = 1;
 	mlx5_lm_set_state(dev, RTE_PMD_MLX5_LM_STATE_CONFIGURING, 0, NULL);
 	mlx5_lm_worker_conf(dev, job);
@@ -616,7 +678,7 @@ err:
 	mlx5_lm_set_state(dev, RTE_PMD_MLX5_LM_STATE_FAILED, ret, why);
 	if (job != NULL)
 		mlx5_lm_prereg_put(job->prep, 0);
-	free(job);
+	job_free(job);
 out:
 	free(mem);
 	pthread_mutex_unlock(&dev->lock);

@@ -553,9 +553,13 @@ unwatch_locked(struct mlx5_lm_notify *n, uint16_t index)
 	n->callfd[index] = -1;
 }
 
-/* Our own duplicate of a front end's fd (vhost closes its copy when it likes). */
-static int
-dup_fd(struct mlx5_lm_virtq *vq, int fd, const char *what)
+/*
+ * Our own duplicate of a front end's fd (vhost closes its copy when it
+ * likes). Only on vhost's thread, where vhost's fd numbers are what vhost
+ * says they are: elsewhere the number may have been closed and reused.
+ */
+int
+mlx5_lm_notify_dup(struct mlx5_lm_virtq *vq, int fd, const char *what)
 {
 	int d;
 
@@ -570,12 +574,8 @@ dup_fd(struct mlx5_lm_virtq *vq, int fd, const char *what)
 int
 mlx5_lm_notify_add_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq)
 {
-	struct mlx5_lm_notify *n = dev->notify;
-	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = vq->index };
-	int kick = dup_fd(vq, vq->kickfd, "kickfd");
-	int callfd = dup_fd(vq, vq->callfd, "callfd");
-	bool had_none;
-	int ret = 0;
+	int kick = mlx5_lm_notify_dup(vq, vq->kickfd, "kickfd");
+	int callfd = mlx5_lm_notify_dup(vq, vq->callfd, "callfd");
 
 	if ((kick < 0 && vq->kickfd >= 0) || (callfd < 0 && vq->callfd >= 0)) {
 		if (kick >= 0)
@@ -584,6 +584,17 @@ mlx5_lm_notify_add_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq)
 			close(callfd);
 		return -EMFILE;
 	}
+	return mlx5_lm_notify_take_ring(dev, vq, kick, callfd);
+}
+
+int
+mlx5_lm_notify_take_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq, int kick, int callfd)
+{
+	struct mlx5_lm_notify *n = dev->notify;
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = vq->index };
+	bool had_none;
+	int ret = 0;
+
 	if (kick >= 0 && epoll_ctl(n->epfd, EPOLL_CTL_ADD, kick, &ev) < 0) {
 		ret = -errno;
 		VQ_LOG(ERR, vq, "cannot watch kickfd %d: %s", vq->kickfd, strerror(errno));

@@ -7,7 +7,12 @@
  * end to release the previous probe's doorbell page.
  */
 #include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <rte_vdpa.h>
 
@@ -97,6 +102,95 @@ test_front_end_gone_after_new_device_failed_leaves_nothing_running(void **state)
 	tc_restart_front_end(t, g);
 	tc_traffic(g, 0x1, 32);
 	tc_fe_stop(t, 2, bases);
+}
+
+/*
+ * The fd vhost held of the guest's eventfd fd and closed since before[]
+ * was taken (the fds sharing its file then): its number, or -1 after a
+ * bounded wait.
+ */
+static int
+vhost_copy_closed(int fd, const int *before, int nb)
+{
+	int64_t end = lmh_now_ms() + LMH_DEADLINE_MS;
+	int now[8], n, i, k;
+
+	while (lmh_now_ms() < end) {
+		n = lmh_fds_sharing(fd, now, 8);
+		assert_true(n >= 0 && n <= 8);
+		for (i = 0; i < nb; i++) {
+			for (k = 0; k < n && now[k] != before[i]; k++)
+				;
+			if (k == n)
+				return before[i];
+		}
+		lmh_tick();
+	}
+	return -1;
+}
+
+/*
+ * vhost closes a ring's kick and call fds at GET_VRING_BASE before it
+ * tells the driver anything when the application's new_device refused the
+ * device (no dev_close; the ring's disable comes after, and waits for the
+ * configuration), and the process may give those numbers to anything
+ * meanwhile. A configuration still to run must hand the relay the
+ * duplicates made on vhost's thread at DRIVER_OK, never duplicate vhost's
+ * numbers later. Here the configuration is held until ring 0's numbers,
+ * closed by vhost, name a stranger's files: /dev/null (which epoll
+ * refuses: a relay given it says "cannot watch") and an eventfd.
+ */
+static void
+test_fds_vhost_closed_before_the_configuration_ran_are_not_taken(void **state)
+{
+	struct tc *t = *state;
+	const uint32_t ring0[2] = { 0, 0 };
+	int before[2][8], nb[2], stranger[2], src[2], fd, i;
+	struct rte_pmd_mlx5_lm_state st;
+	struct vu_msg_hdr hdr;
+	struct vu_guest *g;
+	uint32_t reply[2];
+	size_t lmark;
+
+	g = tc_attach(t, 1, NULL);
+	lmark = lmh_log_mark();
+	mlx5_lm_worker_hold(t->d.dev, 1);
+	lmh_new_device_fails(true);
+	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
+	for (i = 0; i < 2; i++) {
+		fd = i ? vu_guest_callfd(g, 0) : vu_guest_kickfd(g, 0);
+		nb[i] = lmh_fds_sharing(fd, before[i], 8);
+		assert_true(nb[i] >= 2 && nb[i] <= 8);
+	}
+	/* The strangers' files, open before vhost frees any number. */
+	src[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	src[1] = eventfd(0, EFD_CLOEXEC);
+	assert_true(src[0] >= 0 && src[1] >= 0);
+	/* Not waiting for the reply: vhost's thread waits for the configuration. */
+	assert_int_equal(vu_send_raw(t->c, VU_GET_VRING_BASE, VU_FLAG_VERSION, ring0,
+				     sizeof(ring0), NULL, 0), 0);
+	for (i = 0; i < 2; i++) {
+		fd = i ? vu_guest_callfd(g, 0) : vu_guest_kickfd(g, 0);
+		stranger[i] = vhost_copy_closed(fd, before[i], nb[i]);
+		assert_true(stranger[i] >= 0);
+		assert_int_equal(dup2(src[i], stranger[i]), stranger[i]);
+	}
+	for (i = 0; i < 2; i++)
+		close(src[i]);
+	assert_int_equal(rte_pmd_mlx5_lm_get_state(t->d.name, &st), 0);
+	assert_int_equal(st.state, RTE_PMD_MLX5_LM_STATE_CONFIGURING);
+	mlx5_lm_worker_hold(t->d.dev, 0);
+	assert_true(vu_recv_raw(t->c, &hdr, reply, sizeof(reply), DEADLINE_MS) ==
+		    (int)sizeof(reply));
+	assert_int_equal(hdr.request, VU_GET_VRING_BASE);
+	lmh_new_device_fails(false);
+	tc_wait_running(t);
+	tc_barrier(t);
+	assert_false(lmh_log_has(lmark, "cannot watch kickfd"));
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(lmh_fds_of_file(stranger[i]), 1);
+		close(stranger[i]);
+	}
 }
 
 /*
@@ -308,6 +402,7 @@ tc_run_stop(void)
 		TC_TEST(test_restore_deferred_until_the_device_is_needed),
 		TC_TEST(test_driver_ok_waiting_for_the_restore_does_not_wait_for_other_devices),
 		TC_TEST(test_front_end_gone_after_new_device_failed_leaves_nothing_running),
+		TC_TEST(test_fds_vhost_closed_before_the_configuration_ran_are_not_taken),
 	};
 
 	return cmocka_run_group_tests_name("lifecycle: stop", tests, NULL, NULL);
