@@ -493,8 +493,12 @@ int mlx5_lm_notify_start(struct mlx5_lm_dev *dev);
 void mlx5_lm_notify_stop(struct mlx5_lm_dev *dev);
 /* On vhost's thread: the ring's relay on our duplicates of vq->kickfd and vq->callfd. */
 int mlx5_lm_notify_add_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq);
-/* Our duplicate of vhost's fd, on vhost's thread only; -1 for none (or failed, logged). */
-int mlx5_lm_notify_dup(struct mlx5_lm_virtq *vq, int fd, const char *what);
+/*
+ * Our duplicates of vq->kickfd and vq->callfd (-1 where it has none), on
+ * vhost's thread only: elsewhere vhost may have closed the numbers and the
+ * process reused them. 0, or -EMFILE with neither kept (logged).
+ */
+int mlx5_lm_notify_dup_ring(struct mlx5_lm_virtq *vq, int *kick, int *callfd);
 /* On any thread: the ring's relay on duplicates made on vhost's thread (taken, even on failure). */
 int mlx5_lm_notify_take_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq, int kick,
 			     int callfd);

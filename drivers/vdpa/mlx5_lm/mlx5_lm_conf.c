@@ -347,16 +347,11 @@ static int
 job_dup_fds(struct mlx5_lm_conf_job *job)
 {
 	uint16_t i;
+	int ret = 0;
 
-	for (i = 0; i < job->np; i++) {
-		struct mlx5_lm_virtq *vq = job->plans[i].vq;
-
-		job->kick[i] = mlx5_lm_notify_dup(vq, vq->kickfd, "kickfd");
-		job->call[i] = mlx5_lm_notify_dup(vq, vq->callfd, "callfd");
-		if ((job->kick[i] < 0 && vq->kickfd >= 0) || (job->call[i] < 0 && vq->callfd >= 0))
-			return -EMFILE;
-	}
-	return 0;
+	for (i = 0; i < job->np && ret == 0; i++)
+		ret = mlx5_lm_notify_dup_ring(job->plans[i].vq, &job->kick[i], &job->call[i]);
+	return ret;
 }
 
 static int

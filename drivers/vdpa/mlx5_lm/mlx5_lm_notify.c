@@ -553,13 +553,9 @@ unwatch_locked(struct mlx5_lm_notify *n, uint16_t index)
 	n->callfd[index] = -1;
 }
 
-/*
- * Our own duplicate of a front end's fd (vhost closes its copy when it
- * likes). Only on vhost's thread, where vhost's fd numbers are what vhost
- * says they are: elsewhere the number may have been closed and reused.
- */
-int
-mlx5_lm_notify_dup(struct mlx5_lm_virtq *vq, int fd, const char *what)
+/* Our own duplicate of a front end's fd (vhost closes its copy when it likes). */
+static int
+dup_fd(struct mlx5_lm_virtq *vq, int fd, const char *what)
 {
 	int d;
 
@@ -572,19 +568,27 @@ mlx5_lm_notify_dup(struct mlx5_lm_virtq *vq, int fd, const char *what)
 }
 
 int
-mlx5_lm_notify_add_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq)
+mlx5_lm_notify_dup_ring(struct mlx5_lm_virtq *vq, int *kick, int *callfd)
 {
-	int kick = mlx5_lm_notify_dup(vq, vq->kickfd, "kickfd");
-	int callfd = mlx5_lm_notify_dup(vq, vq->callfd, "callfd");
-
-	if ((kick < 0 && vq->kickfd >= 0) || (callfd < 0 && vq->callfd >= 0)) {
-		if (kick >= 0)
-			close(kick);
-		if (callfd >= 0)
-			close(callfd);
+	*kick = dup_fd(vq, vq->kickfd, "kickfd");
+	*callfd = dup_fd(vq, vq->callfd, "callfd");
+	if ((*kick < 0 && vq->kickfd >= 0) || (*callfd < 0 && vq->callfd >= 0)) {
+		if (*kick >= 0)
+			close(*kick);
+		if (*callfd >= 0)
+			close(*callfd);
+		*kick = *callfd = -1;
 		return -EMFILE;
 	}
-	return mlx5_lm_notify_take_ring(dev, vq, kick, callfd);
+	return 0;
+}
+
+int
+mlx5_lm_notify_add_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq)
+{
+	int kick, callfd, ret = mlx5_lm_notify_dup_ring(vq, &kick, &callfd);
+
+	return ret < 0 ? ret : mlx5_lm_notify_take_ring(dev, vq, kick, callfd);
 }
 
 int
