@@ -7,8 +7,6 @@
  * end to release the previous probe's doorbell page.
  */
 #include <pthread.h>
-#include <stdlib.h>
-#include <string.h>
 #include <fcntl.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
