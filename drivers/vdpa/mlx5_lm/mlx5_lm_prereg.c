@@ -530,7 +530,7 @@ prepare(struct mlx5_lm_dev *dev, int pid, const struct rte_pmd_mlx5_lm_prep_regi
 	struct mlx5_lm_prep_ctl *ctl = dev->prep;
 	struct mlx5_lm_prereg *p;
 	uint64_t pf = 0, bytes, n_prep;
-	int vid, pidfd = -1, ret;
+	int vid, pidfd = -1, postcopy, ret;
 
 	if (dev->args.prereg_max_gb == 0) {
 		DRV_LOG(ERR, dev, "preparation refused: prereg_max_gb=0");
@@ -541,9 +541,17 @@ prepare(struct mlx5_lm_dev *dev, int pid, const struct rte_pmd_mlx5_lm_prep_regi
 			PREP_MAX_REGIONS, pid);
 		return -EINVAL;
 	}
-	vid = __atomic_load_n(&dev->vid, __ATOMIC_ACQUIRE);
-	if (vid >= 0 && rte_vhost_get_negotiated_protocol_features(vid, &pf) == 0 &&
-	    (pf & (1ull << VHOST_USER_PROTOCOL_F_PAGEFAULT))) {
+	/*
+	 * The caller's thread is not vhost's, which frees a connection's state
+	 * when it goes: read it under dev->lock, which vhost's teardown waits
+	 * for (dev_cleanup takes it and forgets the vid before vhost frees).
+	 */
+	pthread_mutex_lock(&dev->lock);
+	vid = dev->vid;
+	postcopy = vid >= 0 && rte_vhost_get_negotiated_protocol_features(vid, &pf) == 0 &&
+		   (pf & (1ull << VHOST_USER_PROTOCOL_F_PAGEFAULT));
+	pthread_mutex_unlock(&dev->lock);
+	if (postcopy) {
 		/* Postcopy faults pages in on demand: pinning them all would fault every one. */
 		DRV_LOG(ERR, dev, "preparation refused: the front end negotiated postcopy");
 		return -EOPNOTSUPP;
