@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -1076,7 +1077,22 @@ migrate_c(struct vu_client *c, struct vu_guest *g, struct lmh_dev *d)
 struct fd_trap {
 	bool shared_blocking_kick;   /* rings 0 and 1: one blocking eventfd, written once */
 	bool full_call_pipe;         /* ring 0: a blocking pipe that is full and never read */
+	bool broken_call_pipe;       /* ring 0: a pipe whose read end the front end closed */
+	bool hung_up_kick_pipe;      /* ring 3: a pipe whose write end the front end closed */
 };
+
+/* SIGPIPEs delivered to a driver's relay thread (the test process ignores the others). */
+static volatile sig_atomic_t relay_sigpipes;
+
+static void
+count_relay_sigpipe(int sig)
+{
+	char name[16] = "";
+
+	(void)sig;
+	if (prctl(PR_GET_NAME, name) == 0 && strncmp(name, "mlx5-lm-notify", 14) == 0)
+		relay_sigpipes++;
+}
 
 /*
  * Device A's front end hands over fds whose use could block: the relay
@@ -1093,12 +1109,14 @@ trap_session(const struct fd_trap *tr, struct vu_client *cc, struct vu_guest *gc
 {
 	struct vu_client *c = connect_a();
 	uint32_t ring0[2] = { 0, 0 }, bases[NRINGS];   /* vhost_vring_state: index, num */
-	int kick = -1, pipe_fds[2] = { -1, -1 };
+	int kick = -1, pipe_fds[2] = { -1, -1 }, kick3 = -1;
+	struct sigaction count = { .sa_handler = count_relay_sigpipe }, old;
 	uint64_t one = 1, mark;
 	struct vu_msg_hdr hdr;
 	uint8_t reply[64];
 	unsigned int i;
 	double with_ms;
+	size_t log0;
 
 	vu_guest_reset(g_a);
 	assert_int_equal(vu_guest_new_eventfds(g_a), 0);
@@ -1108,6 +1126,19 @@ trap_session(const struct fd_trap *tr, struct vu_client *cc, struct vu_guest *gc
 	}
 	if (tr->full_call_pipe)
 		full_pipe(pipe_fds);
+	if (tr->broken_call_pipe) {
+		assert_int_equal(pipe2(pipe_fds, O_CLOEXEC), 0);
+		close(pipe_fds[0]);
+		pipe_fds[0] = -1;
+	}
+	if (tr->hung_up_kick_pipe) {
+		int hp[2];
+
+		assert_int_equal(pipe2(hp, O_CLOEXEC), 0);
+		close(hp[1]);
+		kick3 = hp[0];
+	}
+	log0 = lmh_log_mark();
 	assert_int_equal(vu_device_init(c, NULL), 0);
 	vu_guest_set_features(g_a, fe_features(c));
 	assert_int_equal(vu_set_features(c, fe_features(c)), 0);
@@ -1121,6 +1152,7 @@ trap_session(const struct fd_trap *tr, struct vu_client *cc, struct vu_guest *gc
 		assert_int_equal(vu_set_vring_addr(c, i, 0, (uintptr_t)ri.desc, (uintptr_t)ri.used,
 						   (uintptr_t)ri.avail, ri.log_gpa), 0);
 		assert_int_equal(vu_set_vring_kick(c, i, i < 2 && kick >= 0 ? kick :
+						   i == 3 && kick3 >= 0 ? kick3 :
 						   vu_guest_kickfd(g_a, i)), 0);
 		assert_int_equal(vu_set_vring_call(c, i, i == 0 && pipe_fds[1] >= 0 ? pipe_fds[1] :
 						   vu_guest_callfd(g_a, i)), 0);
@@ -1130,6 +1162,20 @@ trap_session(const struct fd_trap *tr, struct vu_client *cc, struct vu_guest *gc
 	assert_int_equal(vu_set_status(c, VU_STATUS_ACK | VU_STATUS_DRIVER |
 				       VU_STATUS_FEATURES_OK | VU_STATUS_DRIVER_OK), 0);
 	assert_true(lmh_wait_running(&dev_a, LMH_DEADLINE_MS));
+	if (kick3 >= 0) {
+		/*
+		 * Hung up at once: the relay, which used to watch it on and spin
+		 * on its hang-up, lets go of its duplicate; the front end's and
+		 * vhost's copies are what is left.
+		 */
+		assert_true(lmh_wait_log(log0, "queue 3: kick fd hung up", LMH_DEADLINE_MS));
+		assert_true(lmh_wait_fds_of_file(kick3, 2));
+	}
+	/* The process's SIGPIPE disposition as a host that does not ignore it, counted. */
+	if (tr->broken_call_pipe) {
+		relay_sigpipes = 0;
+		assert_int_equal(sigaction(SIGPIPE, &count, &old), 0);
+	}
 	/* Frames on pair 0: their RX completions signal ring 0's call fd. */
 	vu_guest_rx_refill(g_a);
 	mark = lmh_rx_received(g_a);
@@ -1140,6 +1186,21 @@ trap_session(const struct fd_trap *tr, struct vu_client *cc, struct vu_guest *gc
 		(void)!write(vu_guest_kickfd(g_a, 1), &one, sizeof(one));
 	/* The relay took the kick: the frames came back (the device saw the doorbell). */
 	assert_true(wait_rx(g_a, mark + 32, LMH_DEADLINE_MS));
+	if (tr->broken_call_pipe) {
+		/* The relay wrote into the pipe: EPIPE, and no SIGPIPE reached the process. */
+		int64_t deadline = lmh_now_ms() + LMH_DEADLINE_MS;
+		bool said;
+
+		while (!(said = lmh_log_has(log0, "queue 0: call fd has no reader")) &&
+		       relay_sigpipes == 0 && lmh_now_ms() < deadline)
+			lmh_tick();
+		assert_int_equal(sigaction(SIGPIPE, &old, NULL), 0);
+		if (relay_sigpipes != 0)
+			print_error("%d SIGPIPE delivered to the relay thread (a host that does not "
+				    "ignore it dies)\n", (int)relay_sigpipes);
+		assert_int_equal(relay_sigpipes, 0);
+		assert_true(said);
+	}
 	/* GET_VRING_BASE of A, its reply read later: vhost's thread stops A now. */
 	assert_int_equal(vu_send_raw(c, VU_GET_VRING_BASE, VU_FLAG_VERSION, ring0, sizeof(ring0),
 				     NULL, 0), 0);
@@ -1156,8 +1217,13 @@ trap_session(const struct fd_trap *tr, struct vu_client *cc, struct vu_guest *gc
 	}
 	if (pipe_fds[1] >= 0) {
 		assert_true(lmh_wait_fds_of_file(pipe_fds[1], 1));
-		close(pipe_fds[0]);
+		if (pipe_fds[0] >= 0)
+			close(pipe_fds[0]);
 		close(pipe_fds[1]);
+	}
+	if (kick3 >= 0) {
+		assert_true(lmh_wait_fds_of_file(kick3, 1));
+		close(kick3);
 	}
 	/*
 	 * Not a performance claim (the benchmarks make those): a blocked
@@ -1166,7 +1232,9 @@ trap_session(const struct fd_trap *tr, struct vu_client *cc, struct vu_guest *gc
 	 */
 	printf("  %s: device C migrated in %.1f ms (%.1f ms alone)\n",
 	       tr->shared_blocking_kick ? "blocking kick shared by rings 0 and 1" :
-	       "full blocking pipe as ring 0's call fd", with_ms, alone_ms);
+	       tr->full_call_pipe ? "full blocking pipe as ring 0's call fd" :
+	       tr->broken_call_pipe ? "pipe without reader as ring 0's call fd" :
+	       "pipe without writer as ring 3's kick fd", with_ms, alone_ms);
 	assert_true(with_ms < 10 * alone_ms + 2000);
 }
 
@@ -1177,6 +1245,8 @@ test_front_end_fds_never_block_the_driver(void **state)
 	const struct fd_trap traps[] = {
 		{ .shared_blocking_kick = true },
 		{ .full_call_pipe = true },
+		{ .broken_call_pipe = true },
+		{ .hung_up_kick_pipe = true },
 	};
 	struct lmh_dev dc = { 0 };
 	struct vu_client *cc;

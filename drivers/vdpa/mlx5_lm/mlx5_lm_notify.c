@@ -33,6 +33,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,8 +193,30 @@ close_retired(struct mlx5_lm_notify *n)
 	free(fds);
 }
 
+/*
+ * In the thread: let go of ring index's kick or call duplicate fd, if it
+ * is still the one the thread used (vhost's thread may have replaced it
+ * meanwhile, retiring it itself). A kick fd leaves the epoll set first:
+ * closing a duplicate does not, while the front end and vhost hold the
+ * same file open.
+ */
+static bool
+drop_fd(struct mlx5_lm_notify *n, int *slot, int fd, bool kick)
+{
+	bool had_none = retire_begin(n), dropped = *slot == fd;
+
+	if (dropped) {
+		if (kick)
+			epoll_ctl(n->epfd, EPOLL_CTL_DEL, fd, NULL);
+		retire(n, fd);
+		*slot = -1;
+	}
+	retire_end(n, had_none);
+	return dropped;
+}
+
 static void
-relay_kick(struct mlx5_lm_notify *n, uint16_t index)
+relay_kick(struct mlx5_lm_notify *n, uint16_t index, uint32_t events)
 {
 	int fd;
 
@@ -204,6 +227,32 @@ relay_kick(struct mlx5_lm_notify *n, uint16_t index)
 		return;
 	fd_drain_nowait(fd);
 	mlx5_lm_vq_doorbell(n->dev, index);
+	/*
+	 * A pipe or socket whose writer is gone reports a hang-up at every
+	 * epoll_wait, for good: watched on, it would make this thread spin and
+	 * ring the doorbell on every pass, taking a CPU from every other
+	 * device. No kick can come through it again.
+	 */
+	if ((events & (EPOLLHUP | EPOLLERR)) && drop_fd(n, &n->kickfd[index], fd, true))
+		DRV_LOG(ERR, n->dev, "queue %u: kick fd hung up (its writer is gone): the ring's "
+			"kicks are no longer relayed until the front end gives a new one", index);
+}
+
+/*
+ * A write to a pipe or socket whose reader is gone fails with EPIPE and
+ * raises SIGPIPE in the writing thread, which this thread blocks (see
+ * notify_thread): take it from the pending set.
+ */
+static void
+sigpipe_consume(void)
+{
+	const struct timespec now = { 0, 0 };
+	sigset_t pipe_set;
+
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	while (sigtimedwait(&pipe_set, NULL, &now) == SIGPIPE)
+		;
 }
 
 static void
@@ -217,8 +266,15 @@ call(struct mlx5_lm_notify *n, uint16_t index)
 	if (fd < 0)
 		return;
 	ret = fd_signal_nowait(fd);
-	if (ret < 0)
+	if (ret == -EPIPE) {
+		sigpipe_consume();
+		/* Nobody can read it again: stop writing (and raising SIGPIPE) at each completion. */
+		if (drop_fd(n, &n->callfd[index], fd, false))
+			DRV_LOG(ERR, n->dev, "queue %u: call fd has no reader (EPIPE): the ring's "
+				"interrupts are dropped until the front end gives a new one", index);
+	} else if (ret < 0) {
 		DRV_LOG(DEBUG, n->dev, "queue %u: callfd not written: %s", index, strerror(-ret));
+	}
 }
 
 /*
@@ -402,7 +458,17 @@ notify_thread(void *arg)
 {
 	struct mlx5_lm_notify *n = arg;
 	struct epoll_event evs[32];
+	sigset_t pipe_set;
 
+	/*
+	 * A call fd is the front end's: a pipe whose reader it closed makes a
+	 * write raise SIGPIPE here, which kills a host that does not ignore it
+	 * (DPDK's vdpa example does not). Blocked in this thread only; the
+	 * write then fails with EPIPE (call()).
+	 */
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
 	for (;;) {
 		int i, k = wait_events(n, evs, RTE_DIM(evs));
 
@@ -426,7 +492,7 @@ notify_thread(void *arg)
 				continue;
 			}
 			if (tag < MLX5_LM_MAX_VIRTQS)
-				relay_kick(n, (uint16_t)tag);
+				relay_kick(n, (uint16_t)tag, evs[i].events);
 		}
 		if (n->polling)
 			poll_done(n, poll_queues(n));
