@@ -45,6 +45,9 @@
 
 #include <cmocka.h>
 
+#include <rte_vdpa.h>
+#include <rte_vhost.h>
+
 #include "lm_harness.h"
 #include "prm.h"
 #include "rte_pmd_mlx5_lm.h"
@@ -898,6 +901,68 @@ test_removal_does_not_wait_for_a_caller_of_prepare_wait(void **state)
 	vu_mem_destroy(f.m);
 }
 
+/* One of two threads that prepare the same device over and over. */
+struct prep_racer {
+	const char *name;
+	struct rte_pmd_mlx5_lm_prep_region r;
+	int pid;
+	int fails;
+};
+
+static void *
+prep_racer_main(void *arg)
+{
+	struct prep_racer *x = arg;
+	int i, ret;
+
+	for (i = 0; i < 200; i++) {
+		ret = rte_pmd_mlx5_lm_prepare(x->name, x->pid, &x->r, 1);
+		if (ret != 0 && x->fails++ == 0)
+			printf("  prepare: %s\n", strerror(-ret));
+	}
+	return NULL;
+}
+
+/*
+ * Two callers preparing one device at once (two control clients, a
+ * migration hook beside the automatic preparation): each call replaces
+ * the one before, as in a row. Both used to stop "the" thread and start
+ * their own over the same state: a thread joined twice or never, the
+ * earlier preparation (and its pidfd) kept by nobody.
+ */
+static void
+test_concurrent_preparations_replace_each_other(void **state)
+{
+	struct rte_pmd_mlx5_lm_prep_status st;
+	struct prep_racer x[2];
+	pthread_t th[2];
+	unsigned int fds0;
+	struct fixture f;
+	int i;
+
+	(void)state;
+	fixture_up(&f, "queues=1,workers=2,mr_chunk_mb=16");
+	fds0 = lmh_open_fds();
+	for (i = 0; i < 2; i++) {
+		x[i] = (struct prep_racer){ .name = f.d.name, .pid = i == 0 ? 0 : getpid(),
+			.r = { .fd = f.m->fd, .offset = 0, .size = 2 * MIB } };
+		assert_int_equal(pthread_create(&th[i], NULL, prep_racer_main, &x[i]), 0);
+	}
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+		assert_int_equal(x[i].fails, 0);
+	}
+	assert_int_equal(rte_pmd_mlx5_lm_prepare_wait(f.d.name, LMH_DEADLINE_MS), 0);
+	assert_int_equal(prep_state(&f.d, &st), RTE_PMD_MLX5_LM_PREP_READY);
+	assert_int_equal(st.preparations, 400);
+	/* The last one, cancelled, leaves the device as it was: no registration, no fd. */
+	assert_int_equal(rte_pmd_mlx5_lm_prepare_cancel(f.d.name), 0);
+	assert_true(wait_prep_state(&f.d, RTE_PMD_MLX5_LM_PREP_RELEASED, &st));
+	assert_true(wait_live0(&f.d));
+	assert_int_equal(lmh_open_fds(), fds0 + (st.pid > 0 ? 1 : 0));
+	fixture_down(&f);
+}
+
 static void
 test_bad_preparations_are_refused_and_leave_nothing(void **state)
 {
@@ -929,6 +994,19 @@ test_bad_preparations_are_refused_and_leave_nothing(void **state)
 		assert_int_equal(rte_pmd_mlx5_lm_prepare(f.d.name, 0, many, 17), -E2BIG);
 	}
 	assert_int_equal(prep_state(&f.d, &st), RTE_PMD_MLX5_LM_PREP_NONE);
+	/*
+	 * Postcopy (which would fault in every pinned page) cannot come: the
+	 * PMD never offers it, which is why a preparation does not ask vhost.
+	 */
+	{
+		struct rte_vdpa_device *vd = rte_vdpa_find_device_by_name(f.d.name);
+		uint64_t pf = 0;
+
+		assert_non_null(vd);
+		assert_int_equal(rte_vdpa_get_protocol_features(vd, &pf), 0);
+		assert_true(pf & (1ull << VHOST_USER_PROTOCOL_F_REPLY_ACK));
+		assert_false(pf & (1ull << VHOST_USER_PROTOCOL_F_PAGEFAULT));
+	}
 	/* 1000 preparations in a row: each replaces the one before. */
 	t0 = lmh_now_ms();
 	r.size = 2 * MIB;
@@ -951,6 +1029,7 @@ LMH_TEST_MAIN("test-prereg", 1, "prereg", NULL, NULL,
 	cmocka_unit_test(test_unused_preparation_is_released),
 	cmocka_unit_test(test_removal_does_not_wait_for_a_caller_of_prepare_wait),
 	cmocka_unit_test(test_bad_preparations_are_refused_and_leave_nothing),
+	cmocka_unit_test(test_concurrent_preparations_replace_each_other),
 	cmocka_unit_test(test_preconf_2_sends_the_queues_fields_at_their_kicks),
 	cmocka_unit_test(test_preconf_2_sends_a_small_devices_fields_on_the_slots_at_once),
 	cmocka_unit_test(test_what_changes_after_a_kick_is_driver_oks_to_apply),

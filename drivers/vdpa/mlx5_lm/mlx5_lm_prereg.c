@@ -20,7 +20,6 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include <rte_vhost.h>
 
 #include "mlx5_lm.h"
 #include "mlx5_lm_pool.h"
@@ -292,6 +291,7 @@ mlx5_lm_prereg_init(struct mlx5_lm_dev *dev)
 		free(ctl);
 		return err;
 	}
+	pthread_mutex_init(&ctl->call_lock, NULL);
 	pthread_mutex_init(&ctl->lock, NULL);
 	pthread_cond_init(&ctl->cv, NULL);
 	dev->prep = ctl;
@@ -325,6 +325,7 @@ mlx5_lm_prereg_fini(struct mlx5_lm_dev *dev)
 	close(ctl->ino_fd);
 	pthread_cond_destroy(&ctl->cv);
 	pthread_mutex_destroy(&ctl->lock);
+	pthread_mutex_destroy(&ctl->call_lock);
 	free(ctl);
 	dev->prep = NULL;
 }
@@ -529,8 +530,8 @@ prepare(struct mlx5_lm_dev *dev, int pid, const struct rte_pmd_mlx5_lm_prep_regi
 {
 	struct mlx5_lm_prep_ctl *ctl = dev->prep;
 	struct mlx5_lm_prereg *p;
-	uint64_t pf = 0, bytes, n_prep;
-	int vid, pidfd = -1, postcopy, ret;
+	uint64_t bytes, n_prep;
+	int pidfd = -1, ret;
 
 	if (dev->args.prereg_max_gb == 0) {
 		DRV_LOG(ERR, dev, "preparation refused: prereg_max_gb=0");
@@ -542,20 +543,13 @@ prepare(struct mlx5_lm_dev *dev, int pid, const struct rte_pmd_mlx5_lm_prep_regi
 		return -EINVAL;
 	}
 	/*
-	 * The caller's thread is not vhost's, which frees a connection's state
-	 * when it goes: read it under dev->lock, which vhost's teardown waits
-	 * for (dev_cleanup takes it and forgets the vid before vhost frees).
+	 * Postcopy (pinning would fault in every page) is not asked about
+	 * here: a front end cannot negotiate it with this PMD, which never
+	 * offers VHOST_USER_PROTOCOL_F_PAGEFAULT (mlx5_lm_get_protocol_features,
+	 * test_prereg), and the use checks again on vhost's thread
+	 * (mlx5_lm_prereg_take). Asking vhost from the caller's thread would
+	 * read a connection's state that vhost's thread may be freeing.
 	 */
-	pthread_mutex_lock(&dev->lock);
-	vid = dev->vid;
-	postcopy = vid >= 0 && rte_vhost_get_negotiated_protocol_features(vid, &pf) == 0 &&
-		   (pf & (1ull << VHOST_USER_PROTOCOL_F_PAGEFAULT));
-	pthread_mutex_unlock(&dev->lock);
-	if (postcopy) {
-		/* Postcopy faults pages in on demand: pinning them all would fault every one. */
-		DRV_LOG(ERR, dev, "preparation refused: the front end negotiated postcopy");
-		return -EOPNOTSUPP;
-	}
 	if (pid > 0) {
 		pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 		if (pidfd < 0) {
@@ -614,7 +608,10 @@ rte_pmd_mlx5_lm_prepare(const char *name, int pid, const struct rte_pmd_mlx5_lm_
 
 	if (dev == NULL)
 		return -ENODEV;
+	/* One call at a time: each stops the thread of the one before and starts its own. */
+	pthread_mutex_lock(&dev->prep->call_lock);
 	ret = prepare(dev, pid, r, n);
+	pthread_mutex_unlock(&dev->prep->call_lock);
 	mlx5_lm_dev_put(dev);
 	return ret;
 }

@@ -37,6 +37,12 @@ struct mlx5_lm_prereg {
 };
 
 struct mlx5_lm_prep_ctl {
+	/*
+	 * Taken by rte_pmd_mlx5_lm_prepare for the whole call, before lock:
+	 * a call stops the thread of the preparation before it and starts its
+	 * own (the removal does the first once no call holds the device).
+	 */
+	pthread_mutex_t call_lock;
 	pthread_mutex_t lock;        /* guards everything below */
 	pthread_cond_t cv;           /* st.state changed */
 	struct mlx5_lm_prereg *cur;  /* the device's preparation (a reference) */
