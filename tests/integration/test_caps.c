@@ -11,6 +11,7 @@
  * emulator refuses whatever the caps do not announce.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <setjmp.h>
@@ -676,6 +677,25 @@ new_backend_channel(struct vu_client *c)
 	return sv[0];
 }
 
+/* The same, vhost's end handed over with its send buffer full: a send there blocks. */
+static int
+new_full_backend_channel(struct vu_client *c)
+{
+	uint8_t junk[4096] = { 0 };
+	int sv[2], fl;
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	fl = fcntl(sv[1], F_GETFL);
+	assert_int_equal(fcntl(sv[1], F_SETFL, fl | O_NONBLOCK), 0);
+	while (send(sv[1], junk, sizeof(junk), MSG_NOSIGNAL) > 0)
+		;
+	assert_int_equal(errno, EAGAIN);
+	assert_int_equal(fcntl(sv[1], F_SETFL, fl), 0);
+	assert_int_equal(vu_send_raw(c, SET_SLAVE_REQ_FD, VU_FLAG_VERSION, NULL, 0, &sv[1], 1), 0);
+	close(sv[1]);
+	return sv[0];
+}
+
 /*
  * The host notifiers go to the front end over vhost's channel to it, which
  * vhost closes, with no callback, when the front end sends a new
@@ -741,10 +761,13 @@ test_host_notifiers_go_out_on_vhosts_thread_before_a_held_configuration(void **s
  * reads the answer to each host notifier with a blocking read on its one
  * thread. The vetting gives that read a timeout, so vhost's thread goes on
  * (its next message answered), the driver says the notifiers were not
- * taken, and kicks reach the device through the relay.
+ * taken, and kicks reach the device through the relay. With full, the
+ * front end fills vhost's end of the channel before handing it over: vhost
+ * sends each notifier with a blocking sendmsg, which the vetting bounds
+ * too (without, vhost's thread never came back).
  */
 static void
-test_front_end_silent_on_its_channel_holds_vhost_for_a_bounded_time(void **state)
+silent_channel(bool full)
 {
 	struct vu_start_opts o = {
 		.protocol_features = VU_PROTO_EXPLICIT | VU_PROTO_DEFAULT | PF_SLAVE_REQ_BIT |
@@ -757,7 +780,6 @@ test_front_end_silent_on_its_channel_holds_vhost_for_a_bounded_time(void **state
 	uint8_t status;
 	size_t lmark;
 
-	(void)state;
 	mfd = memfd_create("test-caps-doorbell", 0);
 	assert_true(mfd >= 0);
 	assert_int_equal(ftruncate(mfd, 4096), 0);
@@ -771,7 +793,7 @@ test_front_end_silent_on_its_channel_holds_vhost_for_a_bounded_time(void **state
 	assert_non_null(c = lmh_fe_connect(0));
 	client = c;
 	assert_int_equal(vu_device_init(c, &o), 0);
-	chan = new_backend_channel(c);
+	chan = full ? new_full_backend_channel(c) : new_backend_channel(c);
 	lmark = lmh_log_mark();
 	t0 = lmh_now_ms();
 	assert_int_equal(vu_start_device(c, guest, &o), 0);
@@ -791,6 +813,20 @@ test_front_end_silent_on_its_channel_holds_vhost_for_a_bounded_time(void **state
 	close(mfd);
 	probed = NULL;
 	assert_int_equal(lmh_remove(&d), 0);
+}
+
+static void
+test_front_end_silent_on_its_channel_holds_vhost_for_a_bounded_time(void **state)
+{
+	(void)state;
+	silent_channel(false);
+}
+
+static void
+test_front_end_channel_full_holds_vhost_for_a_bounded_time(void **state)
+{
+	(void)state;
+	silent_channel(true);
 }
 
 int
@@ -814,6 +850,7 @@ main(int argc, char **argv)
 		T(test_offered_host_notifier_is_handed_to_the_front_end),
 		T(test_host_notifiers_go_out_on_vhosts_thread_before_a_held_configuration),
 		T(test_front_end_silent_on_its_channel_holds_vhost_for_a_bounded_time),
+		T(test_front_end_channel_full_holds_vhost_for_a_bounded_time),
 #undef T
 	};
 	int ret;

@@ -205,12 +205,26 @@ vet_mem_table(int vid, const struct vet_msg *m)
 	uint32_t n, i;
 	int ret;
 
-	/* vhost itself refuses a short payload or more regions than fds. */
-	if (m->size < 8)
-		return 0;
+	/*
+	 * vhost 22.11 checks neither the payload's size nor its region count
+	 * against it: what the message lacks it reads from the previous
+	 * message's bytes (its context is reused), so a table one byte short
+	 * can map a region past its file. The size is exactly what QEMU sends.
+	 */
+	if (m->size < 8) {
+		vet_log(vid, "SET_MEM_TABLE of %u bytes, shorter than its region count: refused",
+			m->size);
+		return -EINVAL;
+	}
 	memcpy(&n, m->payload, 4);
-	if (n > VET_MAX_FDS || m->size < 8 + 32 * n || (int)n > m->fd_num)
+	/* vhost itself refuses more regions than it holds or than fds. */
+	if (n > VET_MAX_FDS || (int)n > m->fd_num)
 		return 0;
+	if (m->size != 8 + 32 * n) {
+		vet_log(vid, "SET_MEM_TABLE of %u regions in %u bytes (%u expected): vhost would "
+			"take the rest from the previous message: refused", n, m->size, 8 + 32 * n);
+		return -EINVAL;
+	}
 	for (i = 0; i < n; i++) {
 		ret = vet_region(vid, i, m->payload + 8 + 32 * i, m->fds[i]);
 		if (ret < 0)
@@ -222,8 +236,12 @@ vet_mem_table(int vid, const struct vet_msg *m)
 static int
 vet_add_region(int vid, const struct vet_msg *m)
 {
-	/* Payload: u64 padding, then one region. */
-	if (m->size < 8 + 32 || m->fd_num < 1)
+	/* Payload: u64 padding, then one region; exactly (see vet_mem_table). */
+	if (m->size != 8 + 32) {
+		vet_log(vid, "ADD_MEM_REG of %u bytes (40 expected): refused", m->size);
+		return -EINVAL;
+	}
+	if (m->fd_num < 1)
 		return 0;
 	return vet_region(vid, 0, m->payload + 8, m->fds[0]);
 }
@@ -268,7 +286,11 @@ vet_log_base(int vid, const struct vet_msg *m)
 /*
  * SET_BACKEND_REQ_FD (workaround 2): the fd is vhost's end of the channel
  * (the front end keeps the other end), so a receive timeout on it bounds
- * vhost's wait for a reply and changes nothing for the front end.
+ * vhost's wait for a reply and changes nothing for the front end. vhost
+ * also sends on it with a blocking sendmsg, and the front end can hand it
+ * over with its send buffer already full: a send timeout bounds that too
+ * (QEMU reads the channel from its main loop; the host notifiers are a
+ * few dozen small messages).
  */
 static int
 vet_backend_channel(int vid, const struct vet_msg *m)
@@ -279,10 +301,11 @@ vet_backend_channel(int vid, const struct vet_msg *m)
 	if (m->fd_num < 1 || m->fds[0] < 0)
 		return 0;
 	/* Not a socket: vhost refuses to use it itself (its replies fail). */
-	if (setsockopt(m->fds[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 &&
+	if ((setsockopt(m->fds[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+	     setsockopt(m->fds[0], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0) &&
 	    errno != ENOTSOCK)
-		vet_log(vid, "back-end channel fd %d: no reply timeout (%s): a front end that "
-			"never answers would hold vhost's thread", m->fds[0], strerror(errno));
+		vet_log(vid, "back-end channel fd %d: no timeout (%s): a front end that never "
+			"reads or answers would hold vhost's thread", m->fds[0], strerror(errno));
 	return 0;
 }
 
@@ -447,7 +470,11 @@ conn_of_path(int fd, const char *path)
 	       strncmp(sa.sun_path, path, sizeof(sa.sun_path)) == 0;
 }
 
-/* Most connection fds of one path looked at (both ends when the front end is in-process). */
+/*
+ * Connection fds of one path a record keeps (both ends when the front end
+ * is in-process); a path with more is scanned every time. A lookup itself
+ * has no limit: any connection to the path may be the one asked about.
+ */
 #define MAX_CONN_FDS 8
 
 /*
@@ -519,20 +546,25 @@ conn_rec_store(struct conn_rec *rec, const char *path, const int *fds, int n)
 
 /*
  * The fds of vid's connection, found by the vhost-user path (vhost names no
- * fd): the socket's count (>= 0), or a negative errno.
+ * fd), into *fds (malloc'ed, the caller frees it): every connection fd of
+ * the path, as any may be vid's. Their count (>= 0), or a negative errno.
  */
 static int
-conn_fds(int vid, char *path, size_t plen, int *fds)
+conn_fds(int vid, char *path, size_t plen, int **fds)
 {
 	struct conn_rec *rec = vid >= 0 && vid < RTE_MAX_VHOST_DEVICE ? &conn_recs[vid] : NULL;
+	int n = 0, cap = MAX_CONN_FDS, *a;
 	struct dirent *e;
-	int n = 0;
 	DIR *d;
 
+	*fds = NULL;
 	if (rte_vhost_get_ifname(vid, path, plen) < 0)
 		return -EINVAL;
+	a = malloc(cap * sizeof(*a));
+	if (a == NULL)
+		return -ENOMEM;
 	pthread_mutex_lock(&conn_lock);
-	if (rec != NULL && (n = conn_rec_valid(rec, path, fds)) > 0)
+	if (rec != NULL && (n = conn_rec_valid(rec, path, a)) > 0)
 		goto out;
 	n = 0;
 	d = opendir("/proc/self/fd");
@@ -540,18 +572,33 @@ conn_fds(int vid, char *path, size_t plen, int *fds)
 		n = -errno;
 		goto out;
 	}
-	while (n < MAX_CONN_FDS && (e = readdir(d)) != NULL) {
+	while ((e = readdir(d)) != NULL) {
 		int fd = atoi(e->d_name);
 
-		if (e->d_name[0] >= '0' && e->d_name[0] <= '9' && fd != dirfd(d) &&
-		    conn_of_path(fd, path))
-			fds[n++] = fd;
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || fd == dirfd(d) ||
+		    !conn_of_path(fd, path))
+			continue;
+		if (n == cap) {
+			int *b = realloc(a, 2 * cap * sizeof(*a));
+
+			if (b == NULL) {
+				n = -ENOMEM;
+				break;
+			}
+			a = b;
+			cap *= 2;
+		}
+		a[n++] = fd;
 	}
 	closedir(d);
 	if (rec != NULL)
-		conn_rec_store(rec, path, fds, n);
+		conn_rec_store(rec, path, a, n > MAX_CONN_FDS ? 0 : n);
 out:
 	pthread_mutex_unlock(&conn_lock);
+	if (n < 0)
+		free(a);
+	else
+		*fds = a;
 	return n;
 }
 
@@ -564,20 +611,23 @@ out:
 int
 mlx5_lm_vhost_peer_pid(int vid)
 {
-	int fds[MAX_CONN_FDS], n, i, pid = -ENOENT;
+	int *fds, n, i, pid = -ENOENT;
 	char path[PATH_MAX];
 	struct ucred cr;
 	socklen_t len;
 
-	n = conn_fds(vid, path, sizeof(path), fds);
+	n = conn_fds(vid, path, sizeof(path), &fds);
 	for (i = 0; i < n; i++) {
 		len = sizeof(cr);
 		if (getsockopt(fds[i], SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0)
 			continue;
-		if (pid > 0 && cr.pid != pid)
-			return -ENOTUNIQ;
+		if (pid > 0 && cr.pid != pid) {
+			pid = -ENOTUNIQ;
+			break;
+		}
 		pid = cr.pid;
 	}
+	free(fds);
 	return n < 0 ? n : pid;
 }
 
@@ -591,15 +641,16 @@ int
 rte_pmd_mlx5_lm_vhost_msg_timeout(int vid, unsigned int ms)
 {
 	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
-	int fds[MAX_CONN_FDS], found, i, n = 0;
+	int *fds, found, i, n = 0;
 	char path[PATH_MAX];
 
-	found = conn_fds(vid, path, sizeof(path), fds);
+	found = conn_fds(vid, path, sizeof(path), &fds);
 	if (found < 0)
 		return found;
 	for (i = 0; i < found; i++)
 		if (setsockopt(fds[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == 0)
 			n++;
+	free(fds);
 	if (n == 0) {
 		vet_log(vid, "no connection of %s found: no message timeout", path);
 		return -ENOENT;
