@@ -18,6 +18,13 @@ vhostd_buf_free(struct vhostd_buf *b)
 int
 vhostd_buf_append(struct vhostd_buf *b, const void *p, size_t n)
 {
+	/*
+	 * What was sent (or parsed) before off is dead: dropped once it is at
+	 * least half the buffer, so that a peer that reads slowly, but reads,
+	 * never makes it grow by everything it was ever sent.
+	 */
+	if (b->off > 0 && b->off >= b->len - b->off)
+		vhostd_buf_compact(b);
 	if (b->len + n > b->cap) {
 		size_t cap = b->cap ? b->cap : 4096;
 		char *d;
