@@ -121,8 +121,15 @@ call_done(struct vhostd_call *call, json_t *reply)
 			free(c);
 		return;
 	}
-	if (reply != NULL)
+	if (reply != NULL) {
+		/* conn_send closes a client that does not read: c stays ours until we look. */
+		c->pending++;
 		conn_send(c, reply);
+		if (--c->pending == 0 && c->dead && !c->in_process) {
+			free(c);
+			return;
+		}
+	}
 	/* Answered inside process(): it goes on and flushes. */
 	if (c->dead || c->in_process)
 		return;
@@ -224,9 +231,16 @@ conn_event(struct vhostd_watch *w, uint32_t events)
 					     "request too large: over %u bytes",
 					     VHOSTD_RPC_MAX_REQUEST);
 
+		c->pending++; /* conn_send may close c */
 		conn_send(c, e);
 		json_decref(e);
 		c->closing = true;
+		if (--c->pending == 0 && c->dead) {
+			free(c);
+			return;
+		}
+		if (c->dead)
+			return;
 	}
 	conn_flush(c);
 }
