@@ -68,6 +68,7 @@ struct vhostd_vm {
 	struct vhostd_buf in, out;
 	bool ready;                    /* the worker said so: requests go out */
 	bool stopping;                 /* asked to exit: no device left, or shutdown */
+	bool reaping;                  /* its dead worker's requests being failed: kept */
 	unsigned int restarts;
 	int64_t started_ms;
 	int64_t ready_by_ms;           /* kill a worker not ready by then */

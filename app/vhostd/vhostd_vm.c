@@ -406,7 +406,9 @@ dev_free(struct vhostd_dev *d)
 static void
 vm_release_if_empty(struct vhostd_vm *vm)
 {
-	if (vm_devices(vm, NULL, 0) > 0 || vm->stopping || !TAILQ_EMPTY(&vm->queued))
+	/* The reap of its worker decides once every request is answered. */
+	if (vm->reaping || vm_devices(vm, NULL, 0) > 0 || vm->stopping ||
+	    !TAILQ_EMPTY(&vm->queued))
 		return;
 	if (vm->pid > 0) {
 		vhostd_vm_request(vm, "exit", NULL, NULL, NULL);
@@ -610,7 +612,16 @@ vhostd_vm_reap(pid_t pid, int status)
 		vhostd.leaked_total += vm->leaked;
 	snprintf(why, sizeof(why), "vm %s: its worker %d %s before answering", vm->name,
 		 (int)pid, vm->last_exit);
+	/* Their answers may remove the VM's last device: the VM stays until we look. */
+	vm->reaping = true;
 	vm_fail_requests(vm, &vm->sent, why);
+	vm->reaping = false;
+	if (!vm->stopping && !vhostd.shutting_down && vm_devices(vm, NULL, 0) == 0 &&
+	    TAILQ_EMPTY(&vm->queued)) {
+		VMLOG(vm, "worker %d %s, no device left: not restarted", (int)pid, vm->last_exit);
+		vm_free(vm);
+		return;
+	}
 	if (vm->stopping || vhostd.shutting_down) {
 		VMLOG(vm, "worker %d %s, %ld device objects left alive%s", (int)pid,
 		      vm->last_exit, vm->leaked, vm->leaked < 0 ? " (unknown: it did not say)" :

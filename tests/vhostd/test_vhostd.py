@@ -540,6 +540,38 @@ class Isolation(unittest.TestCase):
             for w in children(srv.p.p.pid):
                 self.fail(f'process {w} left behind')
 
+    def test_a_worker_dying_while_its_last_device_is_removed_leaves_no_vm(self):
+        """The removal's answer, failed by the worker's death, took the VM's last device,
+        and the reap went on with the VM freed under it (a use after free)."""
+        with tempfile.TemporaryDirectory() as d:
+            srv = service(d)
+            s1 = os.path.join(d, 'vm1.sock')
+            try:
+                srv.add('vm1-net0', 'vm1', s1, devargs(0))
+                w = srv.vm('vm1')['worker_pid']
+                os.kill(w, signal.SIGSTOP)
+                c = connect(srv.rpc)
+                try:
+                    c.sendall(json.dumps({'jsonrpc': '2.0', 'id': 7, 'method': 'device_remove',
+                                          'params': {'name': 'vm1-net0'}}).encode() + b'\n' +
+                              json.dumps({'jsonrpc': '2.0', 'id': 8,
+                                          'method': 'device_list'}).encode() + b'\n')
+                    # Answered in order by the supervisor: the removal is with the worker.
+                    r = read_reply(c, 30)
+                    self.assertEqual(r['id'], 8, r)
+                    os.kill(w, signal.SIGKILL)
+                    r = read_reply(c, 30)
+                finally:
+                    c.close()
+                self.assertEqual(r['id'], 7, r)
+                self.assertEqual(r['result']['was'], 'gone', r)
+                srv.p.expect(r'vm vm1: worker %d killed by signal 9 .*no device left: '
+                             r'not restarted' % w, timeout=30)
+                self.assertEqual(srv.call('device_list'), [])
+                self.assertNotIn('vm1', [v['name'] for v in srv.call('vm_list')])
+            finally:
+                stopped_clean(self, srv)
+
     def test_device_list_is_not_delayed_by_another_vms_probe(self):
         if RDMA:
             self.skipTest('the cx6dx cost model is what makes the probe slow')
