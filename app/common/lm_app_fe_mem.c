@@ -95,10 +95,20 @@ open_file_of(pid_t pid, dev_t dev, uint64_t ino, char *err, size_t errlen)
 		if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) || st.st_dev != dev ||
 		    (uint64_t)st.st_ino != ino)
 			continue;
-		fd = open(path, O_RDWR | O_CLOEXEC);
+		/*
+		 * The process may have put another file at that number since the
+		 * stat (dup2): what was opened is checked, not the path. O_NOCTTY
+		 * and O_NONBLOCK: opening whatever it is has no effect of its own.
+		 */
+		fd = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 		if (fd < 0) {
 			fd = -errno;
 			snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		} else if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_dev != dev ||
+			   (uint64_t)st.st_ino != ino) {
+			close(fd);
+			fd = -EAGAIN;
+			snprintf(err, errlen, "%s: replaced while it was opened", path);
 		}
 		break;
 	}
