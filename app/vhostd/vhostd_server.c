@@ -108,7 +108,7 @@ conn_send(struct conn *c, json_t *reply)
 	free(line);
 }
 
-static void process(struct conn *c);
+static void process(struct conn *c, unsigned int held);
 
 static void
 call_done(struct vhostd_call *call, json_t *reply)
@@ -136,7 +136,7 @@ call_done(struct vhostd_call *call, json_t *reply)
 	/* Requests held back while MAX_PENDING were in flight. */
 	if (!c->closing) {
 		c->pending++;
-		process(c);
+		process(c, 1);
 		if (--c->pending == 0 && c->dead) {
 			free(c);
 			return;
@@ -146,12 +146,18 @@ call_done(struct vhostd_call *call, json_t *reply)
 		conn_flush(c);
 }
 
-/* Decode and dispatch what c sent, while it may have more calls in flight. */
+/*
+ * Decode and dispatch what c sent, while it may have more calls in flight.
+ * held: counts the caller added to c->pending to keep c while it runs,
+ * which are not calls (counted as such, a reply's call_done dispatched
+ * nothing, and the client's pipelined requests piled up unread until they
+ * looked like one request too large).
+ */
 static void
-process(struct conn *c)
+process(struct conn *c, unsigned int held)
 {
 	c->in_process = true;
-	while (!c->dead && !c->closing && c->pending < MAX_PENDING) {
+	while (!c->dead && !c->closing && c->pending - held < MAX_PENDING) {
 		struct vhostd_rpc_req req;
 		struct vhostd_call *call;
 		json_t *reply;
@@ -210,6 +216,15 @@ conn_event(struct vhostd_watch *w, uint32_t events)
 	}
 	if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)) || c->closing)
 		return;
+	/*
+	 * At the limit of calls in flight, what is buffered may be whole
+	 * requests waiting for their turn: reading on would pile up a client's
+	 * pipelined requests until they looked like one too large.
+	 */
+	if (c->pending >= MAX_PENDING) {
+		conn_update(c);
+		return;
+	}
 	r = vhostd_buf_read(w->fd, &c->in, VHOSTD_RPC_MAX_REQUEST + 4096);
 	if (r == -EAGAIN)
 		return;
@@ -219,7 +234,7 @@ conn_event(struct vhostd_watch *w, uint32_t events)
 		return;
 	}
 	c->pending++; /* held: process() must not free c under us */
-	process(c);
+	process(c, 1);
 	c->pending--;
 	if (c->dead) {
 		if (c->pending == 0)

@@ -771,6 +771,32 @@ class BadInput(unittest.TestCase):
             c.close()
         self.srv.p.expect(r'sent half a request and stalled', timeout=10)
 
+    def test_a_client_that_never_reads_is_dropped_and_nobody_else_notices(self):
+        """Pipelined requests whose replies are never read: past 16 MiB of replies the
+        client is dropped. Its requests used to pile up unread (a reply's turn dispatched
+        nothing) until they were refused as one request too large, and the client then
+        hung on a connection never closed; and the answer that crossed the limit freed the
+        connection under the code that sent it (a use after free, under ASan)."""
+        c = connect(self.srv.rpc)
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        req = json.dumps({'jsonrpc': '2.0', 'id': 1, 'method': 'device_get_stats',
+                          'params': {'name': 'ok'}}).encode() + b'\n'
+        sent = 0
+        try:
+            c.settimeout(60)
+            while True:
+                try:
+                    c.sendall(req * 64)
+                except (BrokenPipeError, ConnectionResetError):
+                    break
+                sent += 64
+                self.assertLess(sent, 1000000, 'never dropped')
+        finally:
+            c.close()
+        self.srv.p.expect(r'does not read its replies: dropped', timeout=30)
+        self.assertNotIn('request too large', self.srv.p.text())
+        self.unchanged()
+
     def test_1000_connections_at_once_are_answered_or_refused(self):
         conns = []
         try:
