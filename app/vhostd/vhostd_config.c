@@ -2,6 +2,8 @@
 /* mlx5-lm-vhostd's configuration (see vhostd_config.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +51,14 @@ function_keys(const char *devargs)
 	return n;
 }
 
+static bool
+ends_with(const char *s, const char *end)
+{
+	size_t n = strlen(s), m = strlen(end);
+
+	return n >= m && strcmp(s + n - m, end) == 0;
+}
+
 int
 vhostd_devcfg_from_json(json_t *params, struct vhostd_devcfg *d, char *msg, size_t len)
 {
@@ -74,6 +84,14 @@ vhostd_devcfg_from_json(json_t *params, struct vhostd_devcfg *d, char *msg, size
 	if (sock == NULL || sock[0] != '/' || strlen(sock) >= VHOSTD_SOCKET_MAX) {
 		snprintf(msg, len, "invalid params: 'socket' must be an absolute path of at most "
 			 "%d bytes (a unix socket's limit)", VHOSTD_SOCKET_MAX - 1);
+		return -1;
+	}
+	/* One spelling per path: two devices' sockets are told apart by it. */
+	if (strstr(sock, "//") != NULL || strstr(sock, "/./") != NULL ||
+	    strstr(sock, "/../") != NULL || ends_with(sock, "/") || ends_with(sock, "/.") ||
+	    ends_with(sock, "/..")) {
+		snprintf(msg, len, "invalid params: 'socket' must be a plain path: no '//', '.' "
+			 "or '..' in it, no '/' at its end");
 		return -1;
 	}
 	if (devargs == NULL || strlen(devargs) >= VHOSTD_DEVARGS_MAX) {
@@ -155,6 +173,25 @@ vhostd_config_find(const struct vhostd_config *c, const char *name)
 	return -1;
 }
 
+/*
+ * Whether two sockets' paths name one file: the same string, or the same
+ * name in directories that resolve to one (a symlink to a directory).
+ */
+static bool
+same_socket(const char *a, const char *b)
+{
+	const char *na = strrchr(a, '/'), *nb = strrchr(b, '/');
+	char da[PATH_MAX], db[PATH_MAX], ra[PATH_MAX], rb[PATH_MAX];
+
+	if (strcmp(a, b) == 0)
+		return true;
+	if (na == NULL || nb == NULL || strcmp(na, nb) != 0)
+		return false;
+	snprintf(da, sizeof(da), "%.*s", na == a ? 1 : (int)(na - a), a);
+	snprintf(db, sizeof(db), "%.*s", nb == b ? 1 : (int)(nb - b), b);
+	return realpath(da, ra) != NULL && realpath(db, rb) != NULL && strcmp(ra, rb) == 0;
+}
+
 int
 vhostd_config_check_new(const struct vhostd_config *c, const struct vhostd_devcfg *d,
 			char *msg, size_t len)
@@ -166,7 +203,7 @@ vhostd_config_check_new(const struct vhostd_config *c, const struct vhostd_devcf
 			snprintf(msg, len, "device '%s' exists (vm '%s')", d->name, c->dev[i].vm);
 			return -1;
 		}
-		if (strcmp(c->dev[i].socket, d->socket) == 0) {
+		if (same_socket(c->dev[i].socket, d->socket)) {
 			snprintf(msg, len, "socket %s is used by device '%s'", d->socket,
 				 c->dev[i].name);
 			return -1;

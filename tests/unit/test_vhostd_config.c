@@ -60,6 +60,15 @@ test_device_parameters_are_checked_field_by_field(void **state)
 		  "exactly one of" },
 		{ "{\"name\":\"a\",\"vm\":\"v\",\"socket\":\"/s\",\"devargs\":\"emu=fast\\n\"}",
 		  "control character" },
+		/* Another spelling of a path could name another device's socket. */
+		{ "{\"name\":\"a\",\"vm\":\"v\",\"socket\":\"/r//s\",\"devargs\":\"emu=fast\"}",
+		  "plain path" },
+		{ "{\"name\":\"a\",\"vm\":\"v\",\"socket\":\"/r/./s\",\"devargs\":\"emu=fast\"}",
+		  "plain path" },
+		{ "{\"name\":\"a\",\"vm\":\"v\",\"socket\":\"/r/x/../s\",\"devargs\":\"emu=fast\"}",
+		  "plain path" },
+		{ "{\"name\":\"a\",\"vm\":\"v\",\"socket\":\"/r/s/\",\"devargs\":\"emu=fast\"}",
+		  "plain path" },
 	};
 	struct vhostd_devcfg d;
 	char msg[256];
@@ -98,6 +107,35 @@ test_names_and_sockets_are_unique(void **state)
 	assert_int_equal(vhostd_config_check_new(&c, &s, msg, sizeof(msg)), -1);
 	assert_non_null(strstr(msg, "used by device 'a'"));
 	vhostd_config_free(&c);
+}
+
+/* One socket through a symlinked directory is the same socket. */
+static void
+test_a_socket_through_a_symlinked_directory_is_the_same(void **state)
+{
+	char dir[] = "/tmp/test-vhostd-config-XXXXXX", link[64], pa[96], pb[96], pc[96];
+	struct vhostd_config c;
+	struct vhostd_devcfg a, b, other;
+	char msg[256];
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(link, sizeof(link), "%s-link", dir);
+	assert_int_equal(symlink(dir, link), 0);
+	snprintf(pa, sizeof(pa), "%s/a.sock", dir);
+	snprintf(pb, sizeof(pb), "%s/a.sock", link);
+	snprintf(pc, sizeof(pc), "%s/c.sock", link);
+	a = dev("a", "v1", pa, "emu=fast");
+	b = dev("b", "v2", pb, "emu=fast");
+	other = dev("c", "v2", pc, "emu=fast");
+	vhostd_config_init(&c);
+	assert_int_equal(vhostd_config_append(&c, &a), 0);
+	assert_int_equal(vhostd_config_check_new(&c, &b, msg, sizeof(msg)), -1);
+	assert_non_null(strstr(msg, "used by device 'a'"));
+	assert_int_equal(vhostd_config_check_new(&c, &other, msg, sizeof(msg)), 0);
+	vhostd_config_free(&c);
+	unlink(link);
+	rmdir(dir);
 }
 
 static void
@@ -205,6 +243,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_device_parameters_are_checked_field_by_field),
 		cmocka_unit_test(test_names_and_sockets_are_unique),
+		cmocka_unit_test(test_a_socket_through_a_symlinked_directory_is_the_same),
 		cmocka_unit_test(test_saved_configuration_replays_to_the_same_devices),
 		cmocka_unit_test(test_bad_files_say_which_entry),
 		cmocka_unit_test(test_diff_removes_gone_and_changed_and_adds_new_and_changed),
