@@ -268,6 +268,24 @@ vm_fail_requests(struct vhostd_vm *vm, struct vhostd_wreq_list *l, const char *w
 	}
 }
 
+/*
+ * The requests of l a client waits for, answered with why; the service's
+ * own (a restart's replays) stay for the next worker.
+ */
+static void
+vm_fail_calls(struct vhostd_wreq_list *l, const char *why)
+{
+	struct vhostd_wreq *r, *n;
+
+	for (r = TAILQ_FIRST(l); r != NULL; r = n) {
+		n = TAILQ_NEXT(r, next);
+		if (r->call == NULL)
+			continue;
+		TAILQ_REMOVE(l, r, next);
+		wreq_finish(r, NULL, VHOSTD_RPC_UNAVAILABLE, why);
+	}
+}
+
 static void
 on_reply(struct vhostd_vm *vm, json_t *m)
 {
@@ -589,6 +607,7 @@ vhostd_vm_reap(pid_t pid, int status)
 	char why[256], devices[512];
 	struct vhostd_dev *d;
 	struct vhostd_vm *vm;
+	bool was_ready;
 	int64_t up;
 
 	TAILQ_FOREACH(vm, &vhostd.vms, next)
@@ -603,6 +622,7 @@ vhostd_vm_reap(pid_t pid, int status)
 		vm->chan.fd = -1;
 	}
 	vm->pid = 0;
+	was_ready = vm->ready;
 	vm->ready = false;
 	vm->replaying = 0;
 	json_decref(vm->metrics);
@@ -615,6 +635,15 @@ vhostd_vm_reap(pid_t pid, int status)
 	/* Their answers may remove the VM's last device: the VM stays until we look. */
 	vm->reaping = true;
 	vm_fail_requests(vm, &vm->sent, why);
+	if (!was_ready && !vm->stopping && !vhostd.shutting_down) {
+		/*
+		 * Never ready (its EAL refused its options, say): the clients waiting
+		 * for it get their answer now instead of one restart after another.
+		 */
+		snprintf(why, sizeof(why), "vm %s: its worker %d %s before it was ready",
+			 vm->name, (int)pid, vm->last_exit);
+		vm_fail_calls(&vm->queued, why);
+	}
 	vm->reaping = false;
 	if (!vm->stopping && !vhostd.shutting_down && vm_devices(vm, NULL, 0) == 0 &&
 	    TAILQ_EMPTY(&vm->queued)) {

@@ -572,6 +572,23 @@ class Isolation(unittest.TestCase):
             finally:
                 stopped_clean(self, srv)
 
+    def test_a_worker_that_cannot_start_fails_the_add_instead_of_hanging_it(self):
+        """The workers' EAL refuses an option: the device_add that started the worker is
+        answered with why, instead of waiting through one restart after another, and the
+        service is left as it was."""
+        with tempfile.TemporaryDirectory() as d:
+            srv = service(d, extra=('--eal', '--no-such-eal-option'))
+            try:
+                with self.assertRaises(RpcError) as e:
+                    srv.call('device_add', {'name': 'n0', 'vm': 'v0', 'devargs': devargs(0),
+                                            'socket': os.path.join(d, 'n0.sock')},
+                             timeout=60)
+                self.assertIn('before it was ready', e.exception.message)
+                self.assertEqual(srv.call('device_list'), [])
+                self.assertEqual(srv.call('vm_list'), [])
+            finally:
+                stopped_clean(self, srv)
+
     def test_device_list_is_not_delayed_by_another_vms_probe(self):
         if RDMA:
             self.skipTest('the cx6dx cost model is what makes the probe slow')
