@@ -547,8 +547,19 @@ remove_done(struct vhostd_wreq *r, json_t *result, int code, const char *msg)
 	struct vhostd_vm *vm;
 	char was[16];
 
-	if (d == NULL)
+	if (d == NULL) {
+		/*
+		 * Removed by another request meanwhile (a client's and a reload's
+		 * for one device): this one is answered all the same, and a
+		 * reload's counts, or the reload never ends.
+		 */
+		if (r->call != NULL)
+			vhostd_call_reply(r->call, json_pack("{s:s, s:s}", "name", r->dev,
+							     "was", "gone"));
+		else
+			reload_removed();
 		return;
+	}
 	vm = d->vm;
 	/* The worker gone meanwhile took the device with it: removed all the same. */
 	if (code != 0 && code != VHOSTD_RPC_UNAVAILABLE && code != VHOSTD_RPC_NOT_FOUND) {

@@ -449,6 +449,44 @@ class Config(unittest.TestCase):
             finally:
                 stopped_clean(self, srv)
 
+    def test_a_reload_removing_a_device_a_client_removes_too_ends(self):
+        """A client's device_remove and a reload's for the same device, both with the
+        worker: the second answer found no device and never counted for the reload,
+        whose additions never came, and every later SIGHUP was ignored."""
+        with tempfile.TemporaryDirectory() as d:
+            sa, sb = os.path.join(d, 'a.sock'), os.path.join(d, 'b.sock')
+            cfg = write_config(d, {'name': 'a', 'vm': 'vm1', 'socket': sa,
+                                   'devargs': devargs(0)})
+            srv = service(d, config=cfg)
+            c = None
+            try:
+                w = srv.vm('vm1')['worker_pid']
+                os.kill(w, signal.SIGSTOP)
+                c = connect(srv.rpc)
+                c.sendall(json.dumps({'jsonrpc': '2.0', 'id': 5, 'method': 'device_remove',
+                                      'params': {'name': 'a'}}).encode() + b'\n' +
+                          json.dumps({'jsonrpc': '2.0', 'id': 6,
+                                      'method': 'device_list'}).encode() + b'\n')
+                self.assertEqual(read_reply(c, 30)['id'], 6)
+                write_config(d, {'name': 'b', 'vm': 'vm2', 'socket': sb,
+                                 'devargs': devargs(1)})
+                srv.p.p.send_signal(signal.SIGHUP)
+                srv.p.expect(r'SIGHUP: .*1 devices to remove, 1 to add', timeout=30)
+                os.kill(w, signal.SIGCONT)
+                r = read_reply(c, 30)
+                self.assertEqual(r['id'], 5, r)
+                self.assertIn('result', r)
+                # The reload ended: its addition is made, and the next SIGHUP is heard.
+                srv.wait_state('b', 'waiting')
+                srv.p.p.send_signal(signal.SIGHUP)
+                srv.p.expect(r'SIGHUP: .*0 devices to remove, 0 to add', timeout=30)
+                self.assertNotIn('still being applied', srv.p.text())
+                self.assertEqual([x['name'] for x in srv.call('device_list')], ['b'])
+            finally:
+                if c is not None:
+                    c.close()
+                stopped_clean(self, srv)
+
     def test_a_configured_device_that_cannot_probe_is_left_out(self):
         with tempfile.TemporaryDirectory() as d:
             cfg = write_config(d, {'name': 'bad', 'vm': 'v1', 'socket': os.path.join(d, 'b.sock'),
