@@ -110,40 +110,54 @@ conn_send(struct conn *c, json_t *reply)
 
 static void process(struct conn *c, unsigned int held);
 
+/*
+ * Hold c across what may close it (a reply past MAX_OUT, process()): a
+ * close frees a connection nobody holds, and a hold counts as a call in
+ * flight. conn_unhold() lets go: true when c is gone (closed meanwhile;
+ * freed here when nothing else holds it).
+ */
+static void
+conn_hold(struct conn *c)
+{
+	c->pending++;
+}
+
+static bool
+conn_unhold(struct conn *c)
+{
+	if (--c->pending == 0 && c->dead && !c->in_process) {
+		free(c);
+		return true;
+	}
+	return c->dead;
+}
+
 static void
 call_done(struct vhostd_call *call, json_t *reply)
 {
 	struct conn *c = call->conn;
 
-	c->pending--;
-	if (c->dead) {
-		if (c->pending == 0 && !c->in_process)
-			free(c);
+	/* The call held c (process() counted it in flight): it lets go now. */
+	if (conn_unhold(c))
 		return;
-	}
 	if (reply != NULL) {
-		/* conn_send closes a client that does not read: c stays ours until we look. */
-		c->pending++;
+		/* conn_send closes a client that does not read. */
+		conn_hold(c);
 		conn_send(c, reply);
-		if (--c->pending == 0 && c->dead && !c->in_process) {
-			free(c);
+		if (conn_unhold(c))
 			return;
-		}
 	}
 	/* Answered inside process(): it goes on and flushes. */
-	if (c->dead || c->in_process)
+	if (c->in_process)
 		return;
 	/* Requests held back while MAX_PENDING were in flight. */
 	if (!c->closing) {
-		c->pending++;
+		conn_hold(c);
 		process(c, 1);
-		if (--c->pending == 0 && c->dead) {
-			free(c);
+		if (conn_unhold(c))
 			return;
-		}
 	}
-	if (!c->dead)
-		conn_flush(c);
+	conn_flush(c);
 }
 
 /*
@@ -233,28 +247,20 @@ conn_event(struct vhostd_watch *w, uint32_t events)
 		conn_close(c);
 		return;
 	}
-	c->pending++; /* held: process() must not free c under us */
+	conn_hold(c);
 	process(c, 1);
-	c->pending--;
-	if (c->dead) {
-		if (c->pending == 0)
-			free(c);
+	if (conn_unhold(c))
 		return;
-	}
 	if (r == -E2BIG && c->in.len - c->in.off >= VHOSTD_RPC_MAX_REQUEST) {
 		json_t *e = vhostd_rpc_error(NULL, VHOSTD_RPC_TOO_LARGE,
 					     "request too large: over %u bytes",
 					     VHOSTD_RPC_MAX_REQUEST);
 
-		c->pending++; /* conn_send may close c */
+		conn_hold(c);
 		conn_send(c, e);
 		json_decref(e);
 		c->closing = true;
-		if (--c->pending == 0 && c->dead) {
-			free(c);
-			return;
-		}
-		if (c->dead)
+		if (conn_unhold(c))
 			return;
 	}
 	conn_flush(c);
