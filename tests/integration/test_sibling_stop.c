@@ -13,7 +13,8 @@
  *   - a device whose front end is another process is never asked;
  *   - nothing is stopped ahead without dirty logging on the other device, or
  *     without sibling_stop on it, or when vhost calls dev_close for a new
- *     memory table rather than a GET_VRING_BASE; a sibling whose DRIVER_OK is
+ *     memory table rather than a GET_VRING_BASE, or for a teardown after a
+ *     GET_VRING_BASE that vhost refused; a sibling whose DRIVER_OK is
  *     still queued on its worker is left to it;
  *   - at every removal the emulator finds nothing alive.
  */
@@ -31,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -368,6 +370,41 @@ test_a_memory_table_change_stops_no_sibling(void **state)
 }
 
 /*
+ * A GET_VRING_BASE that vhost refuses (an fd attached: it takes none) never
+ * reaches the driver's dev_close, nor the vetting's post-handler: the teardown
+ * that follows (vhost drops the connection) is not a stop, and stops no sibling.
+ */
+static void
+test_a_refused_get_vring_base_stops_no_sibling(void **state)
+{
+	const uint32_t ring0[2] = { 0, 0 };
+	struct nic a, b;
+	size_t mark, lmark;
+	int fd;
+
+	(void)state;
+	vm_up_logging(&a, &b, NULL);
+	assert_int_equal(lmh_trace_sync(&b.t), 0);
+	mark = lmh_trace_mark(&b.t);
+	lmark = lmh_log_mark();
+	assert_true((fd = eventfd(0, EFD_CLOEXEC)) >= 0);
+	assert_int_equal(vu_send_raw(a.c, VU_GET_VRING_BASE, VU_FLAG_VERSION, ring0,
+				     sizeof(ring0), &fd, 1), 0);
+	close(fd);
+	assert_true(lmh_wait_closed(0));
+	assert_true(lmh_wait_restored(&a.d));
+	assert_true(lmh_log_has(lmark, "GET_VRING_BASE with 1 fd(s), which it never carries: refused"));
+	lmh_barrier(&b.d);
+	assert_false(lmh_log_has(lmark, "asked to stop ahead"));
+	assert_int_equal(lmh_trace_sync(&b.t), 0);
+	assert_int_equal(lmh_trace_count(&b.t, mark, is_suspend_or_query, NULL), 0);
+	assert_true(wait_states(&b, PRM_VIRTQ_STATE_RDY));
+	assert_true(lmh_traffic(b.g, (1u << PAIRS) - 1, 64, 3000));
+	nic_down(&b, 1);
+	nic_down(&a, 0);
+}
+
+/*
  * A sibling whose DRIVER_OK is queued on its worker when the stop ahead is
  * posted: the worker takes the stop ahead first, and waiting there for the
  * configuration (which only it can run) would hold it, and vhost's thread
@@ -493,6 +530,7 @@ LMH_TEST_MAIN("test-sibling-stop", 2, "sibling_stop", NULL, NULL,
 	cmocka_unit_test(test_first_stop_of_a_logging_vm_stops_its_sibling_ahead),
 	cmocka_unit_test(test_a_sibling_whose_stop_never_comes_runs_again),
 	cmocka_unit_test(test_a_memory_table_change_stops_no_sibling),
+	cmocka_unit_test(test_a_refused_get_vring_base_stops_no_sibling),
 	cmocka_unit_test(test_another_processs_device_is_never_asked),
 	cmocka_unit_test(test_a_sibling_being_configured_is_left_to_its_configuration),
 	cmocka_unit_test(test_siblings_without_logging_or_the_devarg_are_untouched))

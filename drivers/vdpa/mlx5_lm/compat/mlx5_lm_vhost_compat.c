@@ -387,7 +387,18 @@ rte_pmd_mlx5_lm_vhost_vet(int vid, void *msg)
 		ret = vet_backend_channel(vid, m);
 		break;
 	case VET_GET_VRING_BASE:
-		/* vhost calls dev_close for more than this: the driver is told which one it is. */
+		/*
+		 * vhost calls dev_close for more than this: the driver is told which one
+		 * it is. vhost refuses the message with an fd (it takes none) without a
+		 * dev_close or a post-handler, so the mark would outlive it and make the
+		 * teardown that follows look like a stop: refused here first.
+		 */
+		if (m->fd_num > 0) {
+			vet_log(vid, "GET_VRING_BASE with %d fd(s), which it never carries: "
+				"refused", m->fd_num);
+			ret = -EINVAL;
+			break;
+		}
 		mlx5_lm_stop_message(vid, 1);
 		ret = 0;
 		break;
