@@ -243,14 +243,22 @@ relay_kick(struct mlx5_lm_notify *n, uint16_t index, uint32_t events)
  * raises SIGPIPE in the writing thread, which this thread blocks (see
  * notify_thread): take it from the pending set.
  */
+static sigset_t
+sigpipe_set(void)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGPIPE);
+	return set;
+}
+
 static void
 sigpipe_consume(void)
 {
 	const struct timespec now = { 0, 0 };
-	sigset_t pipe_set;
+	sigset_t pipe_set = sigpipe_set();
 
-	sigemptyset(&pipe_set);
-	sigaddset(&pipe_set, SIGPIPE);
 	while (sigtimedwait(&pipe_set, NULL, &now) == SIGPIPE)
 		;
 }
@@ -458,7 +466,7 @@ notify_thread(void *arg)
 {
 	struct mlx5_lm_notify *n = arg;
 	struct epoll_event evs[32];
-	sigset_t pipe_set;
+	sigset_t pipe_set = sigpipe_set();
 
 	/*
 	 * A call fd is the front end's: a pipe whose reader it closed makes a
@@ -466,8 +474,6 @@ notify_thread(void *arg)
 	 * (DPDK's vdpa example does not). Blocked in this thread only; the
 	 * write then fails with EPIPE (call()).
 	 */
-	sigemptyset(&pipe_set);
-	sigaddset(&pipe_set, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
 	for (;;) {
 		int i, k = wait_events(n, evs, RTE_DIM(evs));
