@@ -21,6 +21,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -39,6 +41,7 @@
 #include "prm.h"
 #include "lm_harness.h"
 #include "mlx5_lm_mr.h"
+#include "mlx5_lm_test.h"
 #include "../lm_threads.h"
 
 #define PAIRS 2
@@ -1148,6 +1151,39 @@ count_relay_sigpipe(int sig)
 }
 
 /*
+ * QEMU's start order for guest g over memory m, with the front end's own
+ * fds where kicks[i] / calls[i] >= 0 (the guest's eventfds elsewhere).
+ */
+static void
+start_with_fds(struct vu_client *c, struct vu_guest *g, struct vu_mem *m, unsigned int nrings,
+	       const int *kicks, const int *calls)
+{
+	unsigned int i;
+
+	assert_int_equal(vu_device_init(c, NULL), 0);
+	vu_guest_set_features(g, fe_features(c));
+	assert_int_equal(vu_set_features(c, fe_features(c)), 0);
+	assert_int_equal(vu_set_mem_table(c, m), 0);
+	for (i = 0; i < nrings; i++) {
+		struct vu_ring_info ri;
+
+		assert_int_equal(vu_guest_ring_info(g, i, &ri), 0);
+		assert_int_equal(vu_set_vring_num(c, i, ri.num), 0);
+		assert_int_equal(vu_set_vring_base(c, i, ri.fresh_base), 0);
+		assert_int_equal(vu_set_vring_addr(c, i, 0, (uintptr_t)ri.desc, (uintptr_t)ri.used,
+						   (uintptr_t)ri.avail, ri.log_gpa), 0);
+		assert_int_equal(vu_set_vring_kick(c, i, kicks[i] >= 0 ? kicks[i] :
+						   vu_guest_kickfd(g, i)), 0);
+		assert_int_equal(vu_set_vring_call(c, i, calls[i] >= 0 ? calls[i] :
+						   vu_guest_callfd(g, i)), 0);
+	}
+	for (i = 0; i < nrings; i++)
+		assert_int_equal(vu_set_vring_enable(c, i, true), 0);
+	assert_int_equal(vu_set_status(c, VU_STATUS_ACK | VU_STATUS_DRIVER |
+				       VU_STATUS_FEATURES_OK | VU_STATUS_DRIVER_OK), 0);
+}
+
+/*
  * Device A's front end hands over fds whose use could block: the relay
  * reads a kick and writes a call in its own thread, and used to do so in
  * place, blocking, under a lock that vhost's thread takes to stop the
@@ -1192,28 +1228,8 @@ trap_session(const struct fd_trap *tr, struct vu_client *cc, struct vu_guest *gc
 		kick3 = hp[0];
 	}
 	log0 = lmh_log_mark();
-	assert_int_equal(vu_device_init(c, NULL), 0);
-	vu_guest_set_features(g_a, fe_features(c));
-	assert_int_equal(vu_set_features(c, fe_features(c)), 0);
-	assert_int_equal(vu_set_mem_table(c, mem_a), 0);
-	for (i = 0; i < NRINGS; i++) {
-		struct vu_ring_info ri;
-
-		assert_int_equal(vu_guest_ring_info(g_a, i, &ri), 0);
-		assert_int_equal(vu_set_vring_num(c, i, ri.num), 0);
-		assert_int_equal(vu_set_vring_base(c, i, ri.fresh_base), 0);
-		assert_int_equal(vu_set_vring_addr(c, i, 0, (uintptr_t)ri.desc, (uintptr_t)ri.used,
-						   (uintptr_t)ri.avail, ri.log_gpa), 0);
-		assert_int_equal(vu_set_vring_kick(c, i, i < 2 && kick >= 0 ? kick :
-						   i == 3 && kick3 >= 0 ? kick3 :
-						   vu_guest_kickfd(g_a, i)), 0);
-		assert_int_equal(vu_set_vring_call(c, i, i == 0 && pipe_fds[1] >= 0 ? pipe_fds[1] :
-						   vu_guest_callfd(g_a, i)), 0);
-	}
-	for (i = 0; i < NRINGS; i++)
-		assert_int_equal(vu_set_vring_enable(c, i, true), 0);
-	assert_int_equal(vu_set_status(c, VU_STATUS_ACK | VU_STATUS_DRIVER |
-				       VU_STATUS_FEATURES_OK | VU_STATUS_DRIVER_OK), 0);
+	start_with_fds(c, g_a, mem_a, NRINGS, (const int[NRINGS]){ kick, kick, -1, kick3 },
+		       (const int[NRINGS]){ pipe_fds[1], -1, -1, -1 });
 	assert_true(lmh_wait_running(&dev_a, LMH_DEADLINE_MS));
 	if (kick3 >= 0) {
 		/*
@@ -1339,6 +1355,126 @@ test_front_end_fds_never_block_the_driver(void **state)
 	vu_mem_destroy(mc);
 }
 
+/* The front end's move inside the relay's window (mlx5_lm_notify_race): once, on ring 0's call. */
+static void
+fill_call(uint16_t index, int fd, int wr, void *arg)
+{
+	const uint64_t full = UINT64_C(0xfffffffffffffffe);   /* an eventfd's largest count */
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int *fired = arg;
+	uint64_t v;
+
+	if (index != 0 || !wr || __atomic_exchange_n(fired, 1, __ATOMIC_ACQ_REL))
+		return;
+	if (poll(&p, 1, 0) == 1)
+		(void)!read(fd, &v, sizeof(v));
+	(void)!write(fd, &full, sizeof(full));
+}
+
+struct removal {
+	struct lmh_dev *d;
+	long alive;
+	int done;
+};
+
+static void *
+remove_thread(void *arg)
+{
+	struct removal *rm = arg;
+
+	rm->alive = lmh_remove(rm->d);
+	__atomic_store_n(&rm->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* rdma (4 devices, one doorbell area each): the next probe takes one that A and B do not hold. */
+static void
+ibdev_beside_a_and_b(void)
+{
+	struct lmh_dev next = { 0 };
+	unsigned int i;
+
+	for (i = 0; i < 4; i++) {
+		snprintf(next.ibdev, sizeof(next.ibdev), "mlx5_%u", i);
+		if (strcmp(next.ibdev, dev_a.ibdev) != 0 && strcmp(next.ibdev, dev_b.ibdev) != 0)
+			break;
+	}
+	lmh_reuse_ibdev(&next);
+}
+
+/* Bounded wait for *flag (set by another thread). */
+static bool
+wait_flag(const int *flag, int timeout_ms)
+{
+	int64_t end = lmh_now_ms() + timeout_ms;
+
+	while (!__atomic_load_n(flag, __ATOMIC_ACQUIRE) && lmh_now_ms() < end)
+		lmh_tick();
+	return __atomic_load_n(flag, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * An eventfd's write takes no RWF_NOWAIT: the relay writes a call fd once
+ * poll says it has room, and a front end that keeps the fd blocking and
+ * fills its counter in between holds the relay in that write. Its own
+ * device's relay only: vhost goes on answering. The front end then leaves
+ * for good, nobody can ever read the fd again, and the device is removed:
+ * the removal used to wait for the relay for ever.
+ */
+static void
+test_a_relay_held_by_its_front_end_does_not_hold_the_removal(void **state)
+{
+	struct vu_guest_cfg cfg = { .queue_pairs = 1, .ring_size = 256 };
+	int call = eventfd(0, EFD_CLOEXEC), fired = 0;
+	struct removal rm = { 0 };
+	struct lmh_dev d = { 0 };
+	struct vu_client *c;
+	struct vu_guest *g;
+	struct vu_mem *m;
+	uint32_t bases[2];
+	uint64_t mark;
+	size_t log0;
+	pthread_t t;
+
+	(void)state;
+	assert_true(call >= 0);
+	ibdev_beside_a_and_b();
+	assert_int_equal(lmh_probe(&d, 2, "queues=1,workers=2,mr_gc_ms=0"), 0);
+	assert_int_equal(vu_mem_create_qemu(&m, 1), 0);
+	assert_int_equal(vu_guest_create(&g, m, &cfg), 0);
+	assert_int_equal(vu_connect(&c, lmh_sock(2), 5000), 0);
+	lmh_conn_opened(2);
+	vu_set_reply_timeout(c, LMH_DEADLINE_MS);
+	start_with_fds(c, g, m, 2, (const int[2]){ -1, -1 }, (const int[2]){ call, -1 });
+	assert_true(lmh_wait_running(&d, LMH_DEADLINE_MS));
+	mlx5_lm_notify_race(d.dev, fill_call, &fired);
+	log0 = lmh_log_mark();
+	/* Frames on the pair: ring 0's completions are signalled. */
+	vu_guest_rx_refill(g);
+	mark = lmh_rx_received(g);
+	assert_true(vu_guest_tx(g, 0, 32) > 0);
+	assert_true(wait_rx(g, mark + 32, LMH_DEADLINE_MS));
+	assert_true(wait_flag(&fired, LMH_DEADLINE_MS));
+	/* vhost is not held: the device stops, its front end leaves and its fd is gone. */
+	assert_int_equal(vu_get_vring_base(c, 0, &bases[0]), 0);
+	assert_int_equal(vu_get_vring_base(c, 1, &bases[1]), 0);
+	vu_disconnect(c);
+	assert_true(lmh_wait_closed(2));
+	assert_true(lmh_wait_restored(&d));
+	close(call);
+	rm.d = &d;
+	assert_int_equal(pthread_create(&t, NULL, remove_thread, &rm), 0);
+	if (!wait_flag(&rm.done, LMH_DEADLINE_MS)) {
+		print_error("the removal did not return in %d ms\n", LMH_DEADLINE_MS);
+		fail();
+	}
+	pthread_join(t, NULL);
+	assert_int_equal(rm.alive, 0);
+	assert_true(lmh_log_has(log0, "notification thread still held after 1 s"));
+	vu_guest_destroy(g);
+	vu_mem_destroy(m);
+}
+
 /* ---- group setup: A and B probed, B running with traffic ---------------------- */
 
 static int
@@ -1401,4 +1537,5 @@ LMH_TEST_MAIN("test-hostile", 3, "hostile", group_setup, group_teardown,
 		test_stalled_payload_holds_vhost_until_the_front_end_leaves_or_times_out),
 	cmocka_unit_test(
 		test_front_end_leaving_after_each_message_leaves_the_device_reusable),
-	cmocka_unit_test(test_front_end_fds_never_block_the_driver))
+	cmocka_unit_test(test_front_end_fds_never_block_the_driver),
+	cmocka_unit_test(test_a_relay_held_by_its_front_end_does_not_hold_the_removal))

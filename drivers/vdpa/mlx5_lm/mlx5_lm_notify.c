@@ -27,7 +27,14 @@
  * name another connection's file), and reads and writes them without
  * ever blocking and without holding a lock that vhost's thread takes:
  * only this thread closes the duplicates, so a number it read under the
- * lock stays its own until it closes it.
+ * lock stays its own until it closes it. One wait is left that the relay
+ * cannot rule out: an eventfd's write takes no RWF_NOWAIT (Linux 6.18 still),
+ * so a call fd is written after poll says it has room, and a front end that
+ * keeps the fd blocking and fills its counter in between holds the thread
+ * in that write until it reads the fd again: its own device's relay only
+ * (a kernel without RWF_NOWAIT for reads has the same with a kick emptied).
+ * The thread accepts cancellation in that read or write alone, and the
+ * device's removal cancels it there (mlx5_lm_notify_stop).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,11 +48,20 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
+
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/asan_interface.h>
+#endif
 
 #include "prm.h"
 #include "mlx5_lm.h"
 #include "mlx5_lm_pool.h"
+#include "mlx5_lm_test.h"
+
+/* How long a removal waits for the thread before cancelling it (mlx5_lm_notify_stop). */
+#define NOTIFY_STOP_S 1
 
 /* Longest polling period of the dynamic timer mode. */
 #define MAX_DELAY_US 1000000u
@@ -68,6 +84,9 @@ struct mlx5_lm_notify {
 	int *retired;                   /* duplicates out of use, closed by the thread */
 	unsigned int nretired, capretired;
 	/* Timer event modes, the thread's own state. */
+	/* Test seam (mlx5_lm_notify_race): between a ring fd's check and its use. */
+	void (*race)(uint16_t index, int fd, int wr, void *arg);
+	void *race_arg;
 	int timer;                      /* event_mode 0 or 1 */
 	int polling;                    /* polling; 0: CQs armed, waiting for an event */
 	uint32_t delay_us;              /* current polling period */
@@ -75,12 +94,53 @@ struct mlx5_lm_notify {
 };
 
 /*
+ * The read or write of a ring's fd that poll said would not block, and
+ * that blocks all the same if the front end raced it (above): the only
+ * place where the thread can be cancelled. It holds no lock here.
+ */
+#ifdef __SANITIZE_ADDRESS__
+/*
+ * A cancellation unwinds the thread's frames without their epilogues: ASan
+ * leaves their redzones poisoned, and the thread's own exit then trips on
+ * them (a false stack-buffer-underflow in sigaltstack). Unpoisoned as a
+ * longjmp would be.
+ */
+static void
+cancel_unpoison(void *arg)
+{
+	(void)arg;
+	__asan_handle_no_return();
+}
+#endif
+
+static ssize_t
+ring_fd_io(struct mlx5_lm_notify *n, uint16_t index, int fd, uint64_t *v, int wr)
+{
+	void (*race)(uint16_t, int, int, void *) = __atomic_load_n(&n->race, __ATOMIC_ACQUIRE);
+	ssize_t r;
+	int old;
+
+	if (race != NULL)
+		race(index, fd, wr, n->race_arg);
+#ifdef __SANITIZE_ADDRESS__
+	pthread_cleanup_push(cancel_unpoison, NULL);
+#endif
+	pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old);
+	r = wr ? write(fd, v, sizeof(*v)) : read(fd, v, sizeof(*v));
+	pthread_setcancelstate(old, NULL);
+#ifdef __SANITIZE_ADDRESS__
+	pthread_cleanup_pop(0);
+#endif
+	return r;
+}
+
+/*
  * Read a kick's count without blocking, whatever flags the front end gave
  * its fd: RWF_NOWAIT (eventfd and pipes support it); a kernel without it
  * is asked first whether there is anything to read.
  */
 static void
-fd_drain_nowait(int fd)
+fd_drain_nowait(struct mlx5_lm_notify *n, uint16_t index, int fd)
 {
 	uint64_t v;
 	struct iovec iov = { .iov_base = &v, .iov_len = sizeof(v) };
@@ -89,7 +149,7 @@ fd_drain_nowait(int fd)
 	if (preadv2(fd, &iov, 1, -1, RWF_NOWAIT) >= 0 || errno != EOPNOTSUPP)
 		return;
 	if (poll(&p, 1, 0) == 1 && (p.revents & POLLIN))
-		(void)!read(fd, &v, sizeof(v));
+		(void)ring_fd_io(n, index, fd, &v, 0);
 }
 
 /*
@@ -100,7 +160,7 @@ fd_drain_nowait(int fd)
  * front end stopped reading it. Returns 0, or a negative errno.
  */
 static int
-fd_signal_nowait(int fd)
+fd_signal_nowait(struct mlx5_lm_notify *n, uint16_t index, int fd)
 {
 	uint64_t one = 1;
 	struct iovec iov = { .iov_base = &one, .iov_len = sizeof(one) };
@@ -112,7 +172,7 @@ fd_signal_nowait(int fd)
 		return -errno;
 	if (poll(&p, 1, 0) != 1 || !(p.revents & POLLOUT))
 		return -EAGAIN;
-	return write(fd, &one, sizeof(one)) < 0 ? -errno : 0;
+	return ring_fd_io(n, index, fd, &one, 1) < 0 ? -errno : 0;
 }
 
 /*
@@ -225,7 +285,7 @@ relay_kick(struct mlx5_lm_notify *n, uint16_t index, uint32_t events)
 	pthread_mutex_unlock(&n->lock);
 	if (fd < 0)
 		return;
-	fd_drain_nowait(fd);
+	fd_drain_nowait(n, index, fd);
 	mlx5_lm_vq_doorbell(n->dev, index);
 	/*
 	 * A pipe or socket whose writer is gone reports a hang-up at every
@@ -273,7 +333,7 @@ call(struct mlx5_lm_notify *n, uint16_t index)
 	pthread_mutex_unlock(&n->lock);
 	if (fd < 0)
 		return;
-	ret = fd_signal_nowait(fd);
+	ret = fd_signal_nowait(n, index, fd);
 	if (ret == -EPIPE) {
 		sigpipe_consume();
 		/* Nobody can read it again: stop writing (and raising SIGPIPE) at each completion. */
@@ -475,6 +535,7 @@ notify_thread(void *arg)
 	 * write then fails with EPIPE (call()).
 	 */
 	pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 	for (;;) {
 		int i, k = wait_events(n, evs, RTE_DIM(evs));
 
@@ -587,6 +648,8 @@ void
 mlx5_lm_notify_stop(struct mlx5_lm_dev *dev)
 {
 	struct mlx5_lm_notify *n = dev->notify;
+	struct timespec until;
+	bool joined = false;
 	uint64_t one = 1;
 	unsigned int i;
 
@@ -594,7 +657,19 @@ mlx5_lm_notify_stop(struct mlx5_lm_dev *dev)
 		return;
 	if (write(n->stopfd, &one, sizeof(one)) < 0)
 		DRV_LOG(ERR, dev, "cannot stop the notification thread: %s", strerror(errno));
-	pthread_join(n->thread, NULL);
+	if (clock_gettime(CLOCK_REALTIME, &until) == 0) {
+		until.tv_sec += NOTIFY_STOP_S;
+		if (pthread_timedjoin_np(n->thread, NULL, &until) == 0)
+			joined = true;
+	}
+	if (!joined) {
+		/* Held by a front end's fd (above): cancelled in that read or write, its one way out. */
+		DRV_LOG(ERR, dev, "notification thread still held after %d s, in a read or write of "
+			"a front end's kick or call fd (a blocking eventfd emptied or filled after "
+			"its check): cancelled", NOTIFY_STOP_S);
+		pthread_cancel(n->thread);
+		pthread_join(n->thread, NULL);
+	}
 	/* The thread is gone: its duplicates, retired or still in place, go now. */
 	for (i = 0; i < n->nretired; i++)
 		close(n->retired[i]);
@@ -710,4 +785,14 @@ mlx5_lm_notify_del_configured(struct mlx5_lm_dev *dev)
 		if (dev->vq[i].configured)
 			unwatch_locked(n, i);
 	retire_end(n, had_none);
+}
+
+void
+mlx5_lm_notify_race(struct mlx5_lm_dev *dev, void (*fn)(uint16_t index, int fd, int wr, void *arg),
+		    void *arg)
+{
+	struct mlx5_lm_notify *n = dev->notify;
+
+	n->race_arg = arg;
+	__atomic_store_n(&n->race, fn, __ATOMIC_RELEASE);
 }

@@ -7,6 +7,8 @@
 #ifndef MLX5_LM_TEST_H
 #define MLX5_LM_TEST_H
 
+#include <stdint.h>
+
 struct mlx5_lm_dev;
 
 /* The device's worker takes no configuration while on (it still restores and recovers). */
@@ -17,5 +19,13 @@ unsigned int mlx5_lm_conf_waiters(struct mlx5_lm_dev *dev);
 int mlx5_lm_restore_pending(struct mlx5_lm_dev *dev);
 /* Start a deferred restore now and wait for it, at most timeout_ms: 0 or -ETIMEDOUT. */
 int mlx5_lm_restore_wait(struct mlx5_lm_dev *dev, unsigned int timeout_ms);
+/*
+ * fn(index, fd, wr, arg) runs in the device's notification thread between
+ * its check that ring index's kick (wr 0) or call (wr 1) fd would not block
+ * and its read or write of it: the window in which a front end can race it.
+ * NULL: none.
+ */
+void mlx5_lm_notify_race(struct mlx5_lm_dev *dev,
+			 void (*fn)(uint16_t index, int fd, int wr, void *arg), void *arg);
 
 #endif /* MLX5_LM_TEST_H */
