@@ -1307,10 +1307,39 @@ trap_session(const struct fd_trap *tr, struct vu_client *cc, struct vu_guest *gc
 	assert_true(with_ms < 10 * alone_ms + 2000);
 }
 
+/* rdma (4 devices, one doorbell area each): the next probe takes one that A and B do not hold. */
+static void
+ibdev_beside_a_and_b(void)
+{
+	struct lmh_dev next = { 0 };
+	unsigned int i;
+
+	for (i = 0; i < 4; i++) {
+		snprintf(next.ibdev, sizeof(next.ibdev), "mlx5_%u", i);
+		if (strcmp(next.ibdev, dev_a.ibdev) != 0 && strcmp(next.ibdev, dev_b.ibdev) != 0)
+			break;
+	}
+	lmh_reuse_ibdev(&next);
+}
+
+/* Device C (socket 2, one pair) probed beside A and B, its front end connected. */
+static void
+device_c_connect(struct lmh_dev *d, struct vu_mem **m, struct vu_guest **g, struct vu_client **c)
+{
+	struct vu_guest_cfg cfg = { .queue_pairs = 1, .ring_size = 256 };
+
+	ibdev_beside_a_and_b();
+	assert_int_equal(lmh_probe(d, 2, "queues=1,workers=2,mr_gc_ms=0"), 0);
+	assert_int_equal(vu_mem_create_qemu(m, 1), 0);
+	assert_int_equal(vu_guest_create(g, *m, &cfg), 0);
+	assert_int_equal(vu_connect(c, lmh_sock(2), 5000), 0);
+	lmh_conn_opened(2);
+	vu_set_reply_timeout(*c, LMH_DEADLINE_MS);
+}
+
 static void
 test_front_end_fds_never_block_the_driver(void **state)
 {
-	struct vu_guest_cfg cfg = { .queue_pairs = 1, .ring_size = 256 };
 	const struct fd_trap traps[] = {
 		{ .shared_blocking_kick = true },
 		{ .full_call_pipe = true },
@@ -1325,12 +1354,7 @@ test_front_end_fds_never_block_the_driver(void **state)
 	unsigned int i;
 
 	(void)state;
-	assert_int_equal(lmh_probe(&dc, 2, "queues=1,workers=2,mr_gc_ms=0"), 0);
-	assert_int_equal(vu_mem_create_qemu(&mc, 1), 0);
-	assert_int_equal(vu_guest_create(&gc, mc, &cfg), 0);
-	assert_int_equal(vu_connect(&cc, lmh_sock(2), 5000), 0);
-	lmh_conn_opened(2);
-	vu_set_reply_timeout(cc, LMH_DEADLINE_MS);
+	device_c_connect(&dc, &mc, &gc, &cc);
 	assert_int_equal(vu_start_device(cc, gc, NULL), 0);
 	assert_true(lmh_wait_running(&dc, LMH_DEADLINE_MS));
 	assert_true(lmh_traffic(gc, 0x1, 32, LMH_DEADLINE_MS));
@@ -1387,21 +1411,6 @@ remove_thread(void *arg)
 	return NULL;
 }
 
-/* rdma (4 devices, one doorbell area each): the next probe takes one that A and B do not hold. */
-static void
-ibdev_beside_a_and_b(void)
-{
-	struct lmh_dev next = { 0 };
-	unsigned int i;
-
-	for (i = 0; i < 4; i++) {
-		snprintf(next.ibdev, sizeof(next.ibdev), "mlx5_%u", i);
-		if (strcmp(next.ibdev, dev_a.ibdev) != 0 && strcmp(next.ibdev, dev_b.ibdev) != 0)
-			break;
-	}
-	lmh_reuse_ibdev(&next);
-}
-
 /* Bounded wait for *flag (set by another thread). */
 static bool
 wait_flag(const int *flag, int timeout_ms)
@@ -1424,7 +1433,6 @@ wait_flag(const int *flag, int timeout_ms)
 static void
 test_a_relay_held_by_its_front_end_does_not_hold_the_removal(void **state)
 {
-	struct vu_guest_cfg cfg = { .queue_pairs = 1, .ring_size = 256 };
 	int call = eventfd(0, EFD_CLOEXEC), fired = 0;
 	struct removal rm = { 0 };
 	struct lmh_dev d = { 0 };
@@ -1438,13 +1446,7 @@ test_a_relay_held_by_its_front_end_does_not_hold_the_removal(void **state)
 
 	(void)state;
 	assert_true(call >= 0);
-	ibdev_beside_a_and_b();
-	assert_int_equal(lmh_probe(&d, 2, "queues=1,workers=2,mr_gc_ms=0"), 0);
-	assert_int_equal(vu_mem_create_qemu(&m, 1), 0);
-	assert_int_equal(vu_guest_create(&g, m, &cfg), 0);
-	assert_int_equal(vu_connect(&c, lmh_sock(2), 5000), 0);
-	lmh_conn_opened(2);
-	vu_set_reply_timeout(c, LMH_DEADLINE_MS);
+	device_c_connect(&d, &m, &g, &c);
 	start_with_fds(c, g, m, 2, (const int[2]){ -1, -1 }, (const int[2]){ call, -1 });
 	assert_true(lmh_wait_running(&d, LMH_DEADLINE_MS));
 	mlx5_lm_notify_race(d.dev, fill_call, &fired);

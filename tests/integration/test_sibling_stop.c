@@ -218,6 +218,17 @@ check_dirty_log(struct nic *n)
 	assert_true(written > 0);
 }
 
+/* Nothing of b stopped since its trace's mark: no SUSPEND nor QUERY, its queues run. */
+static void
+check_not_stopped(struct nic *b, size_t mark)
+{
+	lmh_barrier(&b->d);
+	assert_int_equal(lmh_trace_sync(&b->t), 0);
+	assert_int_equal(lmh_trace_count(&b->t, mark, is_suspend_or_query, NULL), 0);
+	assert_true(wait_states(b, PRM_VIRTQ_STATE_RDY));
+	assert_true(lmh_traffic(b->g, (1u << PAIRS) - 1, 64, 3000));
+}
+
 static void
 test_first_stop_of_a_logging_vm_stops_its_sibling_ahead(void **state)
 {
@@ -326,12 +337,8 @@ untouched(const char *b_args, bool b_logs)
 	else
 		assert_true(lmh_wait_log(lmark, "does not log dirty pages (not migrating)",
 					 LMH_DEADLINE_MS));
-	lmh_barrier(&b.d);
+	check_not_stopped(&b, mark);
 	assert_false(lmh_log_has(lmark, "queues stopped ahead"));
-	assert_int_equal(lmh_trace_sync(&b.t), 0);
-	assert_int_equal(lmh_trace_count(&b.t, mark, is_suspend_or_query, NULL), 0);
-	assert_true(wait_states(&b, PRM_VIRTQ_STATE_RDY));
-	assert_true(lmh_traffic(b.g, (1u << PAIRS) - 1, 64, 3000));
 	nic_down(&b, 1);
 	nic_down(&a, 0);
 }
@@ -360,10 +367,7 @@ test_a_memory_table_change_stops_no_sibling(void **state)
 	assert_true(lmh_log_line_has_all(lmark, (const char *const[]){ a.d.name, ": stopped in",
 								       NULL }));
 	assert_false(lmh_log_has(lmark, "asked to stop ahead"));
-	lmh_barrier(&b.d);
-	assert_int_equal(lmh_trace_sync(&b.t), 0);
-	assert_int_equal(lmh_trace_count(&b.t, mark, is_suspend_or_query, NULL), 0);
-	assert_true(lmh_traffic(b.g, (1u << PAIRS) - 1, 64, 3000));
+	check_not_stopped(&b, mark);
 	nic_down(&b, 1);
 	nic_down(&a, 0);
 	vu_mem_destroy(other);
@@ -393,13 +397,9 @@ test_a_refused_get_vring_base_stops_no_sibling(void **state)
 	close(fd);
 	assert_true(lmh_wait_closed(0));
 	assert_true(lmh_wait_restored(&a.d));
-	assert_true(lmh_log_has(lmark, "GET_VRING_BASE with 1 fd(s), which it never carries: refused"));
-	lmh_barrier(&b.d);
+	assert_true(lmh_log_has(lmark, "GET_VRING_BASE with 1 fd(s), which it never carries"));
 	assert_false(lmh_log_has(lmark, "asked to stop ahead"));
-	assert_int_equal(lmh_trace_sync(&b.t), 0);
-	assert_int_equal(lmh_trace_count(&b.t, mark, is_suspend_or_query, NULL), 0);
-	assert_true(wait_states(&b, PRM_VIRTQ_STATE_RDY));
-	assert_true(lmh_traffic(b.g, (1u << PAIRS) - 1, 64, 3000));
+	check_not_stopped(&b, mark);
 	nic_down(&b, 1);
 	nic_down(&a, 0);
 }
