@@ -123,6 +123,11 @@ void vhostd_config_of_devs(struct vhostd_config *c);
  */
 void vhostd_dev_add(const struct vhostd_devcfg *cfg, struct vhostd_call *call);
 void vhostd_dev_remove(struct vhostd_dev *d, struct vhostd_call *call);
+/*
+ * SIGHUP, once its removals are answered: its additions (reload_next),
+ * each unless a device of its name or socket exists (a client's add).
+ */
+void vhostd_reload_add(void);
 /* Send op about device d to its worker; done gets the answer. */
 int vhostd_vm_request(struct vhostd_vm *vm, const char *op, const char *dev,
 		      struct vhostd_call *call,

@@ -143,11 +143,8 @@ reload(void)
 		if (d != NULL)
 			vhostd_dev_remove(d, NULL);
 	}
-	if (nrm == 0) {
-		for (i = 0; i < vhostd.reload_next.n; i++)
-			vhostd_dev_add(&vhostd.reload_next.dev[i], NULL);
-		vhostd_config_free(&vhostd.reload_next);
-	}
+	if (nrm == 0)
+		vhostd_reload_add();
 out:
 	free(rm);
 	free(add);

@@ -527,17 +527,52 @@ vhostd_dev_add(const struct vhostd_devcfg *cfg, struct vhostd_call *call)
 	}
 }
 
+void
+vhostd_reload_add(void)
+{
+	struct vhostd_config cur;
+	struct vhostd_dev *d;
+	char msg[400];
+	size_t i;
+
+	for (i = 0; i < vhostd.reload_next.n; i++) {
+		const struct vhostd_devcfg *cfg = &vhostd.reload_next.dev[i];
+
+		/*
+		 * The reload's difference left out the devices being added: a
+		 * client's device_add may be adding this very one. A second record
+		 * of one name would never settle (the worker refuses the second
+		 * add, and its answer finds the first record by name), so the
+		 * reload's add is answered as any second add is: the device
+		 * exists. The same device joins the client's add; another one
+		 * (other socket, devargs) is left out, and the next SIGHUP sees it
+		 * as changed.
+		 */
+		vhostd_config_init(&cur);
+		TAILQ_FOREACH(d, &vhostd.devs, next)
+			vhostd_config_append(&cur, &d->cfg);
+		if (vhostd_config_check_new(&cur, cfg, msg, sizeof(msg)) < 0) {
+			d = vhostd_dev_find(cfg->name);
+			if (d != NULL && vhostd_devcfg_equal(&d->cfg, cfg))
+				SLOG("SIGHUP: device %s is being added already (%s): left to that "
+				     "add", cfg->name, d->state);
+			else
+				SLOG("SIGHUP: device %s not added: %s", cfg->name, msg);
+		} else {
+			vhostd_dev_add(cfg, NULL);
+		}
+		vhostd_config_free(&cur);
+	}
+	vhostd_config_free(&vhostd.reload_next);
+}
+
 /* SIGHUP: one of its removals answered; after the last, its additions. */
 static void
 reload_removed(void)
 {
-	size_t i;
-
 	if (vhostd.reload_removes == 0 || --vhostd.reload_removes > 0)
 		return;
-	for (i = 0; i < vhostd.reload_next.n; i++)
-		vhostd_dev_add(&vhostd.reload_next.dev[i], NULL);
-	vhostd_config_free(&vhostd.reload_next);
+	vhostd_reload_add();
 }
 
 static void

@@ -487,6 +487,52 @@ class Config(unittest.TestCase):
                     c.close()
                 stopped_clean(self, srv)
 
+    def test_a_reload_adding_a_device_a_client_is_adding_ends_with_one_device(self):
+        """A client's device_add in flight and a reload adding the same device: the reload
+        made a second record of the name, the worker refused its add, and that answer
+        freed the first record (found by name): the device stayed 'adding' for ever,
+        its removal refused. Now the reload's add joins the client's (logged)."""
+        with tempfile.TemporaryDirectory() as d:
+            sa, sx = os.path.join(d, 'a.sock'), os.path.join(d, 'x.sock')
+            a = {'name': 'a', 'vm': 'vm1', 'socket': sa, 'devargs': devargs(0)}
+            x = {'name': 'x', 'vm': 'vm1', 'socket': sx, 'devargs': devargs(1)}
+            cfg = write_config(d, a)
+            srv = service(d, config=cfg)
+            c = None
+            try:
+                w = srv.vm('vm1')['worker_pid']
+                # The worker stopped: the client's add waits there, x is 'adding'.
+                os.kill(w, signal.SIGSTOP)
+                c = connect(srv.rpc)
+                c.sendall(json.dumps({'jsonrpc': '2.0', 'id': 5, 'method': 'device_add',
+                                      'params': x}).encode() + b'\n' +
+                          json.dumps({'jsonrpc': '2.0', 'id': 6,
+                                      'method': 'device_list'}).encode() + b'\n')
+                r = read_reply(c, 30)
+                self.assertEqual(r['id'], 6, r)
+                self.assertEqual({e['name']: e['state'] for e in r['result']},
+                                 {'a': 'waiting', 'x': 'adding'})
+                write_config(d, a, x)
+                srv.p.p.send_signal(signal.SIGHUP)
+                srv.p.expect(r'SIGHUP: .*0 devices to remove, 1 to add', timeout=30)
+                srv.p.expect(r'SIGHUP: device x is being added already', timeout=30)
+                os.kill(w, signal.SIGCONT)
+                r = read_reply(c, 30)
+                self.assertEqual(r['id'], 5, r)
+                self.assertEqual(r.get('result', {}).get('state'), 'waiting', r)
+                srv.wait_state('x', 'waiting', timeout=30)
+                self.assertEqual(sorted(e['name'] for e in srv.call('device_list')),
+                                 ['a', 'x'])
+                # Settled: the next SIGHUP finds nothing to do, and x can be removed.
+                srv.p.p.send_signal(signal.SIGHUP)
+                srv.p.expect(r'SIGHUP: .*0 devices to remove, 0 to add', timeout=30)
+                self.assertEqual(srv.call('device_remove', {'name': 'x'})['was'], 'waiting')
+                self.assertFalse(os.path.exists(sx))
+            finally:
+                if c is not None:
+                    c.close()
+                stopped_clean(self, srv)
+
     def test_a_configured_device_that_cannot_probe_is_left_out(self):
         with tempfile.TemporaryDirectory() as d:
             cfg = write_config(d, {'name': 'bad', 'vm': 'v1', 'socket': os.path.join(d, 'b.sock'),
