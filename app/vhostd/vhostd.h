@@ -91,6 +91,7 @@ struct vhostd {
 	gid_t rpc_gid;
 	bool rpc_group;
 	unsigned int msg_timeout_ms;
+	unsigned int rpc_idle_ms;      /* control connections idle this long are closed; 0 never */
 	/* state */
 	int epfd;
 	TAILQ_HEAD(, vhostd_dev) devs;

@@ -26,6 +26,12 @@
 #include "vhostd.h"
 
 #define DEFAULT_RPC_SOCKET "/run/mlx5-lm/vhostd.sock"
+/*
+ * A control connection that does nothing holds one of the 128 places:
+ * mlx5-lm-ctl's calls take milliseconds, a client that keeps its
+ * connection between calls gets half a minute of silence.
+ */
+#define DEFAULT_RPC_IDLE_MS 30000
 /* SIGTERM: workers that have not torn down by then are killed. */
 #define SHUTDOWN_TIMEOUT_MS 10000
 
@@ -157,8 +163,8 @@ usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: mlx5-lm-vhostd [--rpc-socket PATH] [--config FILE] [--metrics ADDRESS]\n"
-		"                      [--rpc-group GROUP] [--msg-timeout MS] [--eal \"ARGS\"]\n"
-		"                      [--worker PATH]\n\n"
+		"                      [--rpc-group GROUP] [--rpc-idle-timeout MS]\n"
+		"                      [--msg-timeout MS] [--eal \"ARGS\"] [--worker PATH]\n\n"
 		"vhost-user back end service for vdpa_mlx5_lm devices: one worker process per VM,\n"
 		"controlled by JSON-RPC 2.0 (mlx5-lm-ctl). Runs in the foreground until SIGTERM.\n\n"
 		"  --rpc-socket PATH  the control socket (default %s)\n"
@@ -167,6 +173,9 @@ usage(FILE *f)
 		"  --metrics ADDRESS  Prometheus metrics over HTTP at /metrics: a unix socket\n"
 		"                     path, or 127.0.0.1:PORT (loopback only)\n"
 		"  --rpc-group GROUP  members of GROUP may use the control socket too (0660)\n"
+		"  --rpc-idle-timeout MS\n"
+		"                     close a control connection with no call in flight that\n"
+		"                     sent and read nothing for MS (default %u; 0: never)\n"
 		"  --msg-timeout MS   close a front end whose vhost-user message payload does not\n"
 		"                     arrive within MS (default 3000; 0: wait forever)\n"
 		"  --eal ARGS         extra EAL arguments of every worker\n"
@@ -174,7 +183,7 @@ usage(FILE *f)
 		"                     this program, or in its libexec directory)\n"
 		"  -h, --help         this text\n\n"
 		"Exit status: 0 clean, 1 failure, 2 usage, 3 device objects left alive.\n",
-		DEFAULT_RPC_SOCKET);
+		DEFAULT_RPC_SOCKET, DEFAULT_RPC_IDLE_MS);
 }
 
 /* The worker: --worker, else beside us (the build tree), else ../libexec (installed). */
@@ -209,6 +218,7 @@ parse_args(int argc, char **argv)
 		{ "metrics", required_argument, NULL, 'm' },
 		{ "rpc-group", required_argument, NULL, 'g' },
 		{ "msg-timeout", required_argument, NULL, 't' },
+		{ "rpc-idle-timeout", required_argument, NULL, 'i' },
 		{ "eal", required_argument, NULL, 'e' },
 		{ "worker", required_argument, NULL, 'w' },
 		{ "help", no_argument, NULL, 'h' },
@@ -220,6 +230,7 @@ parse_args(int argc, char **argv)
 
 	vhostd.rpc_socket = DEFAULT_RPC_SOCKET;
 	vhostd.msg_timeout_ms = 3000;
+	vhostd.rpc_idle_ms = DEFAULT_RPC_IDLE_MS;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
@@ -245,6 +256,14 @@ parse_args(int argc, char **argv)
 			if (*optarg == '\0' || *end != '\0' || vhostd.msg_timeout_ms > 3600000) {
 				fprintf(stderr, "mlx5-lm-vhostd: --msg-timeout takes milliseconds, "
 					"0..3600000\n");
+				return 2;
+			}
+			break;
+		case 'i':
+			vhostd.rpc_idle_ms = (unsigned int)strtoul(optarg, &end, 0);
+			if (*optarg == '\0' || *end != '\0' || vhostd.rpc_idle_ms > 86400000) {
+				fprintf(stderr, "mlx5-lm-vhostd: --rpc-idle-timeout takes "
+					"milliseconds, 0..86400000\n");
 				return 2;
 			}
 			break;

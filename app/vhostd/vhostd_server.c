@@ -3,9 +3,9 @@
  * The control socket: a unix stream socket (mode 0600, 0660 with a
  * group), peers checked with SO_PEERCRED, JSON-RPC requests decoded by
  * vhostd_rpc.c and dispatched to vhostd_methods.c. Connections are
- * bounded in number, in what they may send at once and in how long half
- * a request may wait: a client that misbehaves is answered and dropped,
- * nothing else waits for it.
+ * bounded in number, in what they may send at once, in how long half a
+ * request may wait and in how long they may sit idle: a client that
+ * misbehaves is answered and dropped, nothing else waits for it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +40,7 @@ struct conn {
 	bool dead;                /* fd closed; freed when pending reaches 0 */
 	bool in_process;          /* process() runs: replies answered meanwhile wait for it */
 	int64_t partial_since;    /* bytes of an incomplete request waiting since */
+	int64_t active_ms;        /* the last byte read or written, or call answered */
 	int uid, pid;
 };
 
@@ -81,7 +82,12 @@ conn_update(struct conn *c)
 static void
 conn_flush(struct conn *c)
 {
+	size_t waiting = c->out.len - c->out.off;
 	int r = vhostd_buf_flush(c->w.fd, &c->out);
+
+	/* A client reading a long answer slowly is not idle. */
+	if (r > 0 || (r == 0 && c->out.len - c->out.off < waiting))
+		c->active_ms = vhostd_now_ms();
 
 	if (r < 0 || (r == 1 && c->closing && c->pending == 0)) {
 		conn_close(c);
@@ -140,6 +146,7 @@ call_done(struct vhostd_call *call, json_t *reply)
 	/* The call held c (process() counted it in flight): it lets go now. */
 	if (conn_unhold(c))
 		return;
+	c->active_ms = vhostd_now_ms();
 	if (reply != NULL) {
 		/* conn_send closes a client that does not read. */
 		conn_hold(c);
@@ -247,6 +254,7 @@ conn_event(struct vhostd_watch *w, uint32_t events)
 		conn_close(c);
 		return;
 	}
+	c->active_ms = vhostd_now_ms();
 	conn_hold(c);
 	process(c, 1);
 	if (conn_unhold(c))
@@ -354,6 +362,7 @@ listener_event(struct vhostd_watch *w, uint32_t events)
 		c->w.fn = conn_event;
 		c->uid = (int)cr.uid;
 		c->pid = (int)cr.pid;
+		c->active_ms = vhostd_now_ms();
 		if (vhostd_watch_add(&c->w, EPOLLIN) < 0) {
 			close(fd);
 			free(c);
@@ -428,15 +437,30 @@ vhostd_server_stop(void)
 	spare_fd = -1;
 }
 
-/* Connections whose half request waited too long are dropped. */
+/*
+ * Connections whose half request waited too long, or that did nothing for
+ * --rpc-idle-timeout, are dropped: MAX_CONNS silent clients would lock
+ * every other one out for as long as they kept their connections.
+ */
 int64_t
 vhostd_server_timers(void)
 {
-	int64_t now = vhostd_now_ms(), next = -1;
+	int64_t now = vhostd_now_ms(), next = -1, idle = vhostd.rpc_idle_ms;
 	struct conn *c, *tmp;
 
 	for (c = TAILQ_FIRST(&conns); c != NULL; c = tmp) {
 		tmp = TAILQ_NEXT(c, next);
+		/* A call in flight is the service's delay, not the client's idleness. */
+		if (idle > 0 && c->pending == 0) {
+			if (now - c->active_ms >= idle) {
+				SLOG("control client pid %d idle for %lld ms: closed", c->pid,
+				     (long long)idle);
+				conn_close(c);
+				continue;
+			}
+			if (next < 0 || c->active_ms + idle < next)
+				next = c->active_ms + idle;
+		}
 		if (c->partial_since == 0)
 			continue;
 		if (now - c->partial_since >= PARTIAL_TIMEOUT_MS) {

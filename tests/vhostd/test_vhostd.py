@@ -949,6 +949,70 @@ class BadInput(unittest.TestCase):
         self.unchanged()
 
 
+def version_or_refused(srv):
+    """service_get_version's reply on a new connection, or the refusal the service sends
+    (and closes) before reading the request."""
+    c = connect(srv.rpc)
+    try:
+        try:
+            c.sendall(b'{"jsonrpc":"2.0","id":1,"method":"service_get_version"}')
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        return read_reply(c, 30)
+    finally:
+        c.close()
+
+
+class Connections(unittest.TestCase):
+    def test_idle_connections_are_closed_and_no_longer_lock_others_out(self):
+        """128 connections that never send a byte held every place for ever: each new
+        client was refused. Past --rpc-idle-timeout with nothing sent, read or in flight
+        they are closed and the next client is served; one whose call waits for its
+        worker is not idle."""
+        with tempfile.TemporaryDirectory() as d:
+            srv = service(d, extra=('--rpc-idle-timeout', '1000'))
+            held = []
+            busy = None
+            try:
+                srv.add('a', 'vm1', os.path.join(d, 'a.sock'), devargs(0))
+                w = srv.vm('vm1')['worker_pid']
+                os.kill(w, signal.SIGSTOP)
+                busy = connect(srv.rpc)
+                busy.sendall(b'{"jsonrpc":"2.0","id":1,"method":"device_get",'
+                             b'"params":{"name":"a"}}')
+                held = [connect(srv.rpc) for _ in range(127)]
+                r = version_or_refused(srv)
+                self.assertEqual(r['error']['code'], -32005, r)
+                t0 = time.monotonic()
+                deadline = t0 + 15
+                while True:
+                    r = version_or_refused(srv)
+                    if 'result' in r:
+                        break
+                    self.assertEqual(r['error']['code'], -32005, r)
+                    self.assertLess(time.monotonic(), deadline,
+                                    'idle connections never closed: still refused')
+                    srv.p._read(0.1)  # the service's log, or 0.1 s
+                self.assertGreaterEqual(time.monotonic() - t0, 0.5)
+                self.assertIn('idle for 1000 ms: closed', srv.p.text())
+                for c in held:
+                    self.assertTrue(closed_by_peer(c, 10))
+                # The call in flight kept its connection: answered once the worker is.
+                busy.setblocking(False)
+                try:
+                    self.assertNotEqual(busy.recv(1), b'', 'busy connection closed')
+                except BlockingIOError:
+                    pass
+                busy.setblocking(True)
+                os.kill(w, signal.SIGCONT)
+                r = read_reply(busy, 30)
+                self.assertEqual(r['result']['state'], 'waiting', r)
+            finally:
+                for c in held + ([busy] if busy else []):
+                    c.close()
+                stopped_clean(self, srv)
+
+
 def http_get(unix_path, url):
     """The body of GET url on a unix-socket HTTP server (the metrics page)."""
     c = connect(unix_path)
