@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* JSON-RPC 2.0 decoding, replies and dispatch (see vhostd_rpc.h). */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,11 +116,66 @@ check_request(json_t *root, struct vhostd_rpc_req *req)
 	return NULL;
 }
 
+/*
+ * Whether the value at v[0] ends within v[0, len): *end gets its length.
+ * An object, an array or a string ends at the byte that closes it, found
+ * from the brackets and the strings alone (jansson checks all the rest
+ * once the end is there); s goes on from s->pos, where the last call
+ * stopped. Any other value (a number, a literal: never a request, and
+ * ended by its token) goes to jansson as it is.
+ */
+static bool
+scan_end(struct vhostd_rpc_scan *s, const char *v, size_t len, size_t *end)
+{
+	size_t i;
+
+	if (v[0] != '{' && v[0] != '[' && v[0] != '"') {
+		*end = len;
+		return true;
+	}
+	for (i = s->pos; i < len; i++) {
+		char c = v[i];
+
+		s->examined++;
+		if (s->in_string) {
+			if (s->escape)
+				s->escape = false;
+			else if (c == '\\')
+				s->escape = true;
+			else if (c == '"')
+				s->in_string = false;
+			if (s->in_string || s->depth > 0)
+				continue;
+			*end = i + 1;
+			return true;
+		}
+		if (c == '"') {
+			s->in_string = true;
+		} else if (c == '{' || c == '[') {
+			s->depth++;
+		} else if ((c == '}' || c == ']') && s->depth > 0 && --s->depth == 0) {
+			*end = i + 1;
+			return true;
+		}
+	}
+	s->pos = len;
+	return false;
+}
+
 enum vhostd_rpc_status
 vhostd_rpc_decode(const char *buf, size_t len, size_t *consumed, struct vhostd_rpc_req *req,
 		  json_t **reply, bool *fatal)
 {
-	size_t start = skip_space(buf, len);
+	struct vhostd_rpc_scan s = { 0 };
+
+	return vhostd_rpc_decode_next(&s, buf, len, consumed, req, reply, fatal);
+}
+
+enum vhostd_rpc_status
+vhostd_rpc_decode_next(struct vhostd_rpc_scan *s, const char *buf, size_t len,
+		       size_t *consumed, struct vhostd_rpc_req *req, json_t **reply, bool *fatal)
+{
+	size_t start = skip_space(buf, len), end;
 	json_error_t e;
 	json_t *root;
 
@@ -129,12 +185,27 @@ vhostd_rpc_decode(const char *buf, size_t len, size_t *consumed, struct vhostd_r
 	*consumed = start;
 	if (start == len)
 		return VHOSTD_RPC_NEED_MORE;
+	if (!scan_end(s, buf + start, len - start, &end)) {
+		if (len - start < VHOSTD_RPC_MAX_REQUEST)
+			return VHOSTD_RPC_NEED_MORE;
+		*reply = vhostd_rpc_error(NULL, VHOSTD_RPC_TOO_LARGE,
+					  "request too large: over %u bytes",
+					  VHOSTD_RPC_MAX_REQUEST);
+		*fatal = true;
+		*consumed = len;
+		return VHOSTD_RPC_BAD;
+	}
+	/*
+	 * Whatever jansson makes of it, the next call starts on the next
+	 * request: the scan state goes, the count (the last member) stays.
+	 */
+	memset(s, 0, offsetof(struct vhostd_rpc_scan, examined));
 	/*
 	 * Requests follow each other on the stream: decode the first value and
 	 * learn its end (JSON_DISABLE_EOF_CHECK). Duplicate members are refused:
 	 * which of two "name"s was meant is not ours to guess.
 	 */
-	root = json_loadb(buf + start, len - start,
+	root = json_loadb(buf + start, end,
 			  JSON_DISABLE_EOF_CHECK | JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &e);
 	if (root == NULL) {
 		if (json_error_code(&e) == json_error_premature_end_of_input) {

@@ -35,6 +35,7 @@ struct conn {
 	struct vhostd_watch w;
 	TAILQ_ENTRY(conn) next;
 	struct vhostd_buf in, out;
+	struct vhostd_rpc_scan scan;  /* how far in's head request has been looked at */
 	unsigned int pending;     /* calls not answered yet */
 	bool closing;             /* no more reads; close once out is written */
 	bool dead;                /* fd closed; freed when pending reaches 0 */
@@ -184,9 +185,10 @@ process(struct conn *c, unsigned int held)
 		json_t *reply;
 		size_t used;
 		bool fatal;
-		enum vhostd_rpc_status st = vhostd_rpc_decode(c->in.data + c->in.off,
-							      c->in.len - c->in.off, &used, &req,
-							      &reply, &fatal);
+		enum vhostd_rpc_status st = vhostd_rpc_decode_next(&c->scan,
+								   c->in.data + c->in.off,
+								   c->in.len - c->in.off, &used,
+								   &req, &reply, &fatal);
 
 		c->in.off += used;
 		if (st == VHOSTD_RPC_NEED_MORE) {

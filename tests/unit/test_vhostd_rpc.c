@@ -3,7 +3,8 @@
  * mlx5-lm-vhostd's JSON-RPC layer alone (app/vhostd/vhostd_rpc.c): decoding
  * a stream of requests, the standard's errors, the parameter checks and
  * the dispatch to a table of fake methods; and the output buffer a client's
- * replies wait in (app/vhostd/vhostd_chan.c).
+ * replies wait in (app/vhostd/vhostd_chan.c). json_loadb is wrapped (meson
+ * links with --wrap): the tests count the bytes the decoder has jansson parse.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +21,20 @@
 
 #include "vhostd_chan.h"
 #include "vhostd_rpc.h"
+
+json_t *__real_json_loadb(const char *buffer, size_t buflen, size_t flags,
+			  json_error_t *error);
+json_t *__wrap_json_loadb(const char *buffer, size_t buflen, size_t flags,
+			  json_error_t *error);
+
+static unsigned long long parsed_bytes;
+
+json_t *
+__wrap_json_loadb(const char *buffer, size_t buflen, size_t flags, json_error_t *error)
+{
+	parsed_bytes += buflen;
+	return __real_json_loadb(buffer, buflen, flags, error);
+}
 
 static enum vhostd_rpc_status
 decode(const char *s, size_t *used, struct vhostd_rpc_req *req, json_t **reply, bool *fatal)
@@ -159,6 +174,152 @@ test_a_request_over_the_limit_is_refused(void **state)
 	free(s);
 }
 
+/*
+ * A stream fed a byte at a time, as a client trickling its requests sends
+ * it, through the decoder the control socket uses: each answer, its code,
+ * in *out (one line each), and the bytes left undecoded.
+ */
+static size_t
+trickle(const char *in, char *out, size_t outlen, unsigned long long *examined)
+{
+	size_t n = strlen(in), len = 0, off = 0, used, o = 0;
+	struct vhostd_rpc_scan s = { 0 };
+	struct vhostd_rpc_req req;
+	char *buf = malloc(n + 1);
+	json_t *reply;
+	bool fatal;
+
+	assert_non_null(buf);
+	out[0] = '\0';
+	while (len < n) {
+		enum vhostd_rpc_status st;
+
+		buf[len] = in[len];
+		len++;
+		do {
+			st = vhostd_rpc_decode_next(&s, buf + off, len - off, &used, &req, &reply,
+						    &fatal);
+			off += used;
+			if (st == VHOSTD_RPC_REQUEST) {
+				o += (size_t)snprintf(out + o, outlen - o, "request %s\n",
+						      req.method);
+				vhostd_rpc_req_free(&req);
+			} else if (st == VHOSTD_RPC_BAD) {
+				o += (size_t)snprintf(out + o, outlen - o, "error %d%s\n",
+						      error_code(reply), fatal ? " fatal" : "");
+				json_decref(reply);
+			}
+			assert_true(o < outlen);
+		} while (st != VHOSTD_RPC_NEED_MORE && !fatal && off < len);
+		/* The connection closes: what it would have sent next is never decoded. */
+		if (fatal) {
+			off = n;
+			break;
+		}
+	}
+	free(buf);
+	*examined = s.examined;
+	return n - off;
+}
+
+/* The same stream decoded as it comes whole. */
+static size_t
+whole(const char *in, char *out, size_t outlen)
+{
+	size_t n = strlen(in), off = 0, used, o = 0;
+	struct vhostd_rpc_req req;
+	json_t *reply;
+	bool fatal = false;
+
+	out[0] = '\0';
+	while (off < n && !fatal) {
+		enum vhostd_rpc_status st = vhostd_rpc_decode(in + off, n - off, &used, &req,
+							      &reply, &fatal);
+
+		off += used;
+		if (st == VHOSTD_RPC_NEED_MORE)
+			break;
+		if (st == VHOSTD_RPC_REQUEST) {
+			o += (size_t)snprintf(out + o, outlen - o, "request %s\n", req.method);
+			vhostd_rpc_req_free(&req);
+		} else {
+			o += (size_t)snprintf(out + o, outlen - o, "error %d%s\n",
+					      error_code(reply), fatal ? " fatal" : "");
+			json_decref(reply);
+		}
+		assert_true(o < outlen);
+	}
+	return n - off;
+}
+
+/*
+ * A large request sent a byte at a time was parsed again from its first
+ * byte on every read: 64 KiB cost jansson 2 GiB. Each byte is now looked
+ * at once by the scan for the request's end, and once by jansson.
+ */
+static void
+test_a_trickled_request_is_looked_at_once_per_byte(void **state)
+{
+	static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"device_add\","
+				   "\"params\":{\"devargs\":\"";
+	/* Brackets, quotes and backslashes in a string: not the request's end. */
+	static const char piece[] = "}]{[\\\"x\\\\";
+	static const char tail[] = "\",\"n\":[{\"a\":[]}]}}  ";
+	size_t n = sizeof(head) - 1 + 8192 * (sizeof(piece) - 1) + sizeof(tail) - 1;
+	char *in = malloc(n + 1), out[256];
+	unsigned long long examined;
+	size_t i, o = 0;
+
+	assert_non_null(in);
+	o += (size_t)snprintf(in, n + 1, "%s", head);
+	for (i = 0; i < 8192; i++)
+		o += (size_t)snprintf(in + o, n + 1 - o, "%s", piece);
+	snprintf(in + o, n + 1 - o, "%s", tail);
+	assert_int_equal(strlen(in), n);
+	parsed_bytes = 0;
+	assert_int_equal(trickle(in, out, sizeof(out), &examined), 0);
+	assert_string_equal(out, "request device_add\n");
+	/* The trailing whitespace is examined by neither. */
+	if (examined > n || parsed_bytes > n)
+		print_error("%zu bytes: scanned %llu, parsed %llu\n", n, examined,
+			    parsed_bytes);
+	assert_true(examined <= n);
+	assert_true(parsed_bytes <= n);
+	free(in);
+}
+
+/* What a stream decodes to does not depend on how its bytes arrive. */
+static void
+test_a_trickled_stream_decodes_as_the_whole_one(void **state)
+{
+	static const char *const streams[] = {
+		" {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"a\"}\n"
+		"{\"jsonrpc\":\"2.0\",\"id\":\"}{\\\"\",\"method\":\"b\",\"params\":{\"k\":[1]}}",
+		"\"hello\" {\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"c\"}",
+		"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"a\"}]\t{\"jsonrpc\":\"2.0\",\"id\":3,"
+		"\"method\":\"d\",\"x\":1}",
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"method\":\"y\"}",
+		"{\"a\": } {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"a\"}",
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"e\"} {\"jsonrpc\":\"2.0\",\"id\":2,\"me",
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"f\"}] {\"jsonrpc\":\"2.0\",\"id\":2}",
+	};
+	char a[512], b[512];
+	unsigned long long examined;
+	size_t i;
+
+	for (i = 0; i < sizeof(streams) / sizeof(streams[0]); i++) {
+		size_t left_whole = whole(streams[i], a, sizeof(a));
+
+		size_t left = trickle(streams[i], b, sizeof(b), &examined);
+
+		if (left != left_whole || strcmp(a, b) != 0)
+			print_error("stream %zu: whole: %s(%zu left), trickled: %s(%zu left)\n",
+				    i, a, left_whole, b, left);
+		assert_int_equal(left, left_whole);
+		assert_string_equal(b, a);
+	}
+}
+
 /* ---- dispatch ---- */
 
 static json_t *last_reply;
@@ -296,6 +457,8 @@ main(void)
 		cmocka_unit_test(test_malformed_json_is_a_fatal_parse_error),
 		cmocka_unit_test(test_invalid_requests_name_what_is_wrong),
 		cmocka_unit_test(test_a_request_over_the_limit_is_refused),
+		cmocka_unit_test(test_a_trickled_request_is_looked_at_once_per_byte),
+		cmocka_unit_test(test_a_trickled_stream_decodes_as_the_whole_one),
 		cmocka_unit_test(test_dispatch_checks_method_and_params_before_the_method_runs),
 		cmocka_unit_test(test_a_notification_runs_but_gets_no_reply),
 		cmocka_unit_test(test_a_client_reading_behind_does_not_grow_its_output_buffer),
