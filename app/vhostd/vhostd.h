@@ -45,6 +45,10 @@ struct vhostd_dev {
 	/* adding | waiting | connected | running | stopped | failed | removing */
 	char state[16];
 	char reason[256];
+	/* The socket file its worker created (a server's), as the worker reported it. */
+	bool sock_known;
+	dev_t sock_dev;
+	ino_t sock_ino;
 };
 
 /* A request to a worker, waiting for its answer (or for the worker to be ready). */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "vhostd.h"
@@ -437,6 +438,44 @@ vm_release_if_empty(struct vhostd_vm *vm)
 	}
 }
 
+/* What an add's answer says of the socket file the worker created for d. */
+static void
+dev_socket_created(struct vhostd_dev *d, json_t *result)
+{
+	json_t *dev = json_object_get(result, "socket_dev");
+	json_t *ino = json_object_get(result, "socket_ino");
+
+	d->sock_known = !d->cfg.client && json_is_integer(dev) && json_is_integer(ino);
+	if (!d->sock_known)
+		return;
+	d->sock_dev = (dev_t)json_integer_value(dev);
+	d->sock_ino = (ino_t)json_integer_value(ino);
+}
+
+/*
+ * d is removed, its worker maybe gone without removing its socket (killed,
+ * or a restarted one that never re-created d): the file is removed here
+ * if it is still the socket d's worker created (same device and inode,
+ * never through a symlink). Anything else there is not ours: left alone.
+ */
+static void
+dev_socket_remove(struct vhostd_dev *d)
+{
+	struct stat st;
+
+	if (!d->sock_known || lstat(d->cfg.socket, &st) < 0)
+		return;
+	if (!S_ISSOCK(st.st_mode) || st.st_dev != d->sock_dev || st.st_ino != d->sock_ino) {
+		DEVLOG(d, "%s is no longer the socket its worker created: left alone",
+		       d->cfg.socket);
+		return;
+	}
+	if (unlink(d->cfg.socket) < 0)
+		DEVLOG(d, "cannot remove its socket %s: %s", d->cfg.socket, strerror(errno));
+	else
+		DEVLOG(d, "its worker gone, its socket %s removed", d->cfg.socket);
+}
+
 static void
 add_done(struct vhostd_wreq *r, json_t *result, int code, const char *msg)
 {
@@ -457,6 +496,7 @@ add_done(struct vhostd_wreq *r, json_t *result, int code, const char *msg)
 
 		snprintf(d->state, sizeof(d->state), "%s", st != NULL ? st : "waiting");
 		d->reason[0] = '\0';
+		dev_socket_created(d, result);
 		DEVLOG(d, "added on %s (%s), devargs %s", d->cfg.socket,
 		       d->cfg.client ? "client" : "server", d->cfg.devargs);
 		if (r->call != NULL)
@@ -488,6 +528,7 @@ replay_done(struct vhostd_wreq *r, json_t *result, int code, const char *msg)
 		} else {
 			snprintf(d->state, sizeof(d->state), "waiting");
 			d->reason[0] = '\0';
+			dev_socket_created(d, result);
 			DEVLOG(d, "re-created by worker %d", (int)d->vm->pid);
 		}
 	}
@@ -610,6 +651,7 @@ remove_done(struct vhostd_wreq *r, json_t *result, int code, const char *msg)
 		 json_is_string(json_object_get(result, "was")) ?
 		 json_string_value(json_object_get(result, "was")) : "gone");
 	DEVLOG(d, "removed (was %s)", was);
+	dev_socket_remove(d);
 	if (r->call != NULL)
 		vhostd_call_reply(r->call, json_pack("{s:s, s:s, s:s}", "name", d->cfg.name,
 						     "vm", d->cfg.vm, "was", was));

@@ -25,6 +25,7 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 
 #include <jansson.h>
@@ -349,7 +350,9 @@ op_add(json_t *id, json_t *req)
 	struct vhostd_devcfg cfg;
 	char why[600];
 	struct wdev *d = NULL;
+	struct stat st;
 	unsigned int i;
+	json_t *res;
 	int r;
 
 	if (vhostd_devcfg_from_json(req, &cfg, why, sizeof(why)) < 0)
@@ -396,8 +399,18 @@ op_add(json_t *id, json_t *req)
 	snprintf(d->state, sizeof(d->state), "waiting");
 	DLOG(d, "%s on %s (%s), devargs %s", d->devname, d->socket,
 	     d->client ? "client" : "server", d->devargs);
-	return json_pack("{s:O, s:{s:s, s:s, s:s}}", "id", id, "result", "name", d->name,
-			 "device", d->devname, "state", d->state);
+	res = json_pack("{s:s, s:s, s:s}", "name", d->name, "device", d->devname, "state",
+			d->state);
+	/*
+	 * The socket file this worker created: should the worker die, the
+	 * supervisor removes the device's socket itself, and only if the file
+	 * there is still this one.
+	 */
+	if (!d->client && lstat(d->socket, &st) == 0 && S_ISSOCK(st.st_mode)) {
+		json_object_set_new(res, "socket_dev", json_integer((json_int_t)st.st_dev));
+		json_object_set_new(res, "socket_ino", json_integer((json_int_t)st.st_ino));
+	}
+	return json_pack("{s:O, s:o}", "id", id, "result", res);
 err_unuse:
 	pthread_mutex_lock(&wlock);
 	d->used = false;

@@ -656,6 +656,38 @@ class Isolation(unittest.TestCase):
             finally:
                 stopped_clean(self, srv)
 
+    def test_removing_a_device_whose_worker_is_down_removes_its_socket(self):
+        """device_remove while the device's worker was down (killed, not yet back) left
+        the socket file the dead worker had created on disk. The service removes it now,
+        and only that file: another one at the path is not its to remove."""
+        with tempfile.TemporaryDirectory() as d:
+            srv = service(d)
+            s1, s2 = os.path.join(d, 'n1.sock'), os.path.join(d, 'n2.sock')
+            try:
+                srv.add('n1', 'vm1', s1, devargs(0))
+                srv.add('n2', 'vm2', s2, devargs(1))
+                os.kill(srv.vm('vm1')['worker_pid'], signal.SIGKILL)
+                self.assertTrue(stat.S_ISSOCK(os.lstat(s1).st_mode))
+                r = srv.call('device_remove', {'name': 'n1'})
+                # Removed without its worker: the dead one, or a new one that never had it.
+                self.assertEqual(r['was'], 'gone', r)
+                self.assertFalse(os.path.lexists(s1), 'the dead worker\'s socket left')
+                self.assertIsNone(srv.device('n1'))
+                # The device comes back on its socket.
+                self.assertEqual(srv.add('n1', 'vm1', s1, devargs(0))['state'], 'waiting')
+                self.assertTrue(stat.S_ISSOCK(os.lstat(s1).st_mode))
+                self.assertEqual(srv.call('device_get', {'name': 'n1'})['state'], 'waiting')
+                # A file put in the place of a dead worker's socket is not the service's.
+                os.kill(srv.vm('vm2')['worker_pid'], signal.SIGKILL)
+                os.unlink(s2)
+                with open(s2, 'w') as f:
+                    f.write('keep me')
+                self.assertEqual(srv.call('device_remove', {'name': 'n2'})['was'], 'gone')
+                with open(s2) as f:
+                    self.assertEqual(f.read(), 'keep me')
+            finally:
+                stopped_clean(self, srv)
+
     def test_a_worker_that_cannot_start_fails_the_add_instead_of_hanging_it(self):
         """The workers' EAL refuses an option: the device_add that started the worker is
         answered with why, instead of waiting through one restart after another, and the
