@@ -5,7 +5,8 @@
  * runs inside the supervisor's epoll loop (MHD_USE_EPOLL, its epoll fd
  * watched there): no thread, no lock, the page is rendered from the
  * state the loop owns. Each worker pushes its devices' counters every
- * second; the page shows the last push.
+ * second; the page shows the last push. Every label value is escaped
+ * (vhostd_prom.c): what a worker pushes must not make one sample two.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -22,6 +23,7 @@
 
 #include "lm_app.h"
 #include "vhostd.h"
+#include "vhostd_prom.h"
 
 static struct MHD_Daemon *mhd;
 static struct vhostd_watch mhd_watch = { .fd = -1 };
@@ -75,10 +77,12 @@ family_samples(FILE *f, const struct family *fam)
 
 			if (dev == NULL)
 				continue;
-			fprintf(f, "mlx5_lm_vhostd_%s{vm=\"%s\",device=\"%s\"%s%s%s} %.3f\n",
-				fam->name, vm->name, dev, fam->part ? ",part=\"" : "",
-				fam->part ? fam->part : "", fam->part ? "\"" : "",
-				json_number_value(json_object_get(o, fam->key)));
+			fprintf(f, "mlx5_lm_vhostd_%s{", fam->name);
+			vhostd_prom_label(f, "", "vm", vm->name);
+			vhostd_prom_label(f, ",", "device", dev);
+			if (fam->part != NULL)
+				vhostd_prom_label(f, ",", "part", fam->part);
+			fprintf(f, "} %.3f\n", json_number_value(json_object_get(o, fam->key)));
 		}
 	}
 }
@@ -101,6 +105,11 @@ queue_samples(FILE *f, bool descriptors)
 			json_t *queues = json_object_get(json_object_get(d, "stats"), "queues");
 
 			json_array_foreach(queues, j, q) {
+				const char *type = json_string_value(json_object_get(q, "type"));
+				char queue[16];
+
+				snprintf(queue, sizeof(queue), "%d",
+					 (int)json_integer_value(json_object_get(q, "queue")));
 				json_object_foreach(json_object_get(q, "counters"), key, v) {
 					size_t n = strlen(key), k;
 					bool desc = n > 12 &&
@@ -114,13 +123,14 @@ queue_samples(FILE *f, bool descriptors)
 					for (k = 0; kind[k] != '\0'; k++)
 						if (kind[k] == ' ')
 							kind[k] = '_';
-					fprintf(f, "mlx5_lm_vhostd_queue_%s_total{vm=\"%s\","
-						"device=\"%s\",queue=\"%d\",type=\"%s\","
-						"kind=\"%s\"} %lld\n",
-						desc ? "descriptors" : "errors", vm->name, dev,
-						(int)json_integer_value(json_object_get(q, "queue")),
-						json_string_value(json_object_get(q, "type")), kind,
-						(long long)json_integer_value(v));
+					fprintf(f, "mlx5_lm_vhostd_queue_%s_total{",
+						desc ? "descriptors" : "errors");
+					vhostd_prom_label(f, "", "vm", vm->name);
+					vhostd_prom_label(f, ",", "device", dev);
+					vhostd_prom_label(f, ",", "queue", queue);
+					vhostd_prom_label(f, ",", "type", type);
+					vhostd_prom_label(f, ",", "kind", kind);
+					fprintf(f, "} %lld\n", (long long)json_integer_value(v));
 				}
 			}
 		}
@@ -141,24 +151,34 @@ render(size_t *len)
 		return NULL;
 	fprintf(f, "# HELP mlx5_lm_vhostd_worker_up 1 while the VM's worker runs\n"
 		"# TYPE mlx5_lm_vhostd_worker_up gauge\n");
-	TAILQ_FOREACH(vm, &vhostd.vms, next)
-		fprintf(f, "mlx5_lm_vhostd_worker_up{vm=\"%s\"} %d\n", vm->name,
-			vm->pid > 0 && vm->ready);
+	TAILQ_FOREACH(vm, &vhostd.vms, next) {
+		fputs("mlx5_lm_vhostd_worker_up{", f);
+		vhostd_prom_label(f, "", "vm", vm->name);
+		fprintf(f, "} %d\n", vm->pid > 0 && vm->ready);
+	}
 	fprintf(f, "# HELP mlx5_lm_vhostd_worker_restarts_total restarts of the VM's worker\n"
 		"# TYPE mlx5_lm_vhostd_worker_restarts_total counter\n");
-	TAILQ_FOREACH(vm, &vhostd.vms, next)
-		fprintf(f, "mlx5_lm_vhostd_worker_restarts_total{vm=\"%s\"} %u\n", vm->name,
-			vm->restarts);
+	TAILQ_FOREACH(vm, &vhostd.vms, next) {
+		fputs("mlx5_lm_vhostd_worker_restarts_total{", f);
+		vhostd_prom_label(f, "", "vm", vm->name);
+		fprintf(f, "} %u\n", vm->restarts);
+	}
 	fprintf(f, "# HELP mlx5_lm_vhostd_worker_uptime_seconds since the worker started\n"
 		"# TYPE mlx5_lm_vhostd_worker_uptime_seconds gauge\n");
-	TAILQ_FOREACH(vm, &vhostd.vms, next)
-		fprintf(f, "mlx5_lm_vhostd_worker_uptime_seconds{vm=\"%s\"} %.3f\n", vm->name,
-			vm->pid > 0 ? (now - vm->started_ms) / 1000.0 : 0.0);
+	TAILQ_FOREACH(vm, &vhostd.vms, next) {
+		fputs("mlx5_lm_vhostd_worker_uptime_seconds{", f);
+		vhostd_prom_label(f, "", "vm", vm->name);
+		fprintf(f, "} %.3f\n", vm->pid > 0 ? (now - vm->started_ms) / 1000.0 : 0.0);
+	}
 	fprintf(f, "# HELP mlx5_lm_vhostd_device_state 1 for the device's state\n"
 		"# TYPE mlx5_lm_vhostd_device_state gauge\n");
-	TAILQ_FOREACH(d, &vhostd.devs, next)
-		fprintf(f, "mlx5_lm_vhostd_device_state{vm=\"%s\",device=\"%s\",state=\"%s\"} 1\n",
-			d->cfg.vm, d->cfg.name, d->state);
+	TAILQ_FOREACH(d, &vhostd.devs, next) {
+		fputs("mlx5_lm_vhostd_device_state{", f);
+		vhostd_prom_label(f, "", "vm", d->cfg.vm);
+		vhostd_prom_label(f, ",", "device", d->cfg.name);
+		vhostd_prom_label(f, ",", "state", d->state);
+		fputs("} 1\n", f);
+	}
 	for (i = 0; i < sizeof(families) / sizeof(families[0]); i++)
 		family_samples(f, &families[i]);
 	fprintf(f, "# HELP mlx5_lm_vhostd_queue_descriptors_total descriptors by queue (DPDK "

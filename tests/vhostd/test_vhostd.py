@@ -174,6 +174,37 @@ class Basics(unittest.TestCase):
             self.assertIn('only a loopback address', r.stderr)
             self.assertFalse(os.path.exists(os.path.join(d, 'r.sock')))
 
+    def test_metrics_labels_from_a_worker_are_escaped(self):
+        """A worker's device and counter names went into the page as they came: a '"',
+        a '\\' or a newline ended the label or the line, and made up samples of its
+        own. A fake worker pushes such names; every line of the page must still be one
+        comment or one sample, the values escaped (\\\\, \\", \\n)."""
+        fake = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'fake_worker.py')
+        sample = re.compile(r'^[a-z0-9_]+\{(?:[a-z]+="(?:[^"\\\n]|\\[\\"n])*",?)+\} '
+                            r'[0-9.e+-]+$')
+        with tempfile.TemporaryDirectory() as d:
+            metrics = os.path.join(d, 'metrics.sock')
+            srv = Service(d, metrics=metrics, extra=('--worker', fake))
+            try:
+                srv.add('n', 'vm1', os.path.join(d, 'n.sock'))
+                deadline = time.monotonic() + 30
+                while True:
+                    page = http_get(metrics, '/metrics')
+                    if 'queue_errors_total{' in page:
+                        break
+                    self.assertLess(time.monotonic(), deadline, 'no queue metrics')
+                    srv.p._read(0.1)  # the fake worker pushes once, right after the add
+                for line in page.splitlines():
+                    if not line.startswith('#'):
+                        self.assertRegex(line, sample)
+                odd = 'x\\"} 1\\nfake_metric{a=\\"\\\\'
+                self.assertIn('device="n' + odd + '"', page)
+                self.assertIn('type="rx' + odd + '"', page)
+                self.assertIn('kind="bad_' + odd.replace(' ', '_') + '_errors"', page)
+                self.assertNotIn('\nfake_metric', page)
+            finally:
+                stopped_clean(self, srv)
+
     def test_rpc_group_members_may_use_the_socket(self):
         if os.geteuid() != 0:
             self.skipTest('needs root to act as another user')
