@@ -16,22 +16,16 @@
 /* The service bounds a request to 1 MiB; a device's statistics are far smaller. */
 #define RPC_READ_CHUNK 65536
 
-int
-lm_app_rpc_open(struct lm_app_rpc *c, const char *path, char *err, size_t errlen)
+/* c->fd, connected to c->path. 0, or -1 with why in err. */
+static int
+connect_path(struct lm_app_rpc *c, char *err, size_t errlen)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 
-	memset(c, 0, sizeof(*c));
-	c->fd = -1;
-	if (strlen(path) >= sizeof(sa.sun_path) || strlen(path) >= sizeof(c->path)) {
-		snprintf(err, errlen, "socket path too long: %s", path);
-		return -1;
-	}
-	snprintf(c->path, sizeof(c->path), "%s", path);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", c->path);
 	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		snprintf(err, errlen, "cannot reach mlx5-lm-vhostd at %s: %s", path,
+		snprintf(err, errlen, "cannot reach mlx5-lm-vhostd at %s: %s", c->path,
 			 strerror(errno));
 		if (c->fd >= 0)
 			close(c->fd);
@@ -39,6 +33,20 @@ lm_app_rpc_open(struct lm_app_rpc *c, const char *path, char *err, size_t errlen
 		return -1;
 	}
 	return 0;
+}
+
+int
+lm_app_rpc_open(struct lm_app_rpc *c, const char *path, char *err, size_t errlen)
+{
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+	if (strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path) ||
+	    strlen(path) >= sizeof(c->path)) {
+		snprintf(err, errlen, "socket path too long: %s", path);
+		return -1;
+	}
+	snprintf(c->path, sizeof(c->path), "%s", path);
+	return connect_path(c, err, errlen);
 }
 
 void
@@ -52,6 +60,26 @@ lm_app_rpc_close(struct lm_app_rpc *c)
 	c->len = c->cap = 0;
 }
 
+/*
+ * The service closes a control connection that sat idle for its
+ * --rpc-idle-timeout (30 s by default), and never one with a call in
+ * flight: a client keeping its connection between calls far apart (migrate
+ * --service, across a stage) finds it closed by then (the end of its
+ * stream read: nothing more will come), and connects again. Replies it
+ * read and has not taken yet stay. 0, or -1 with why in err.
+ */
+static int
+reopen_if_closed(struct lm_app_rpc *c, char *err, size_t errlen)
+{
+	struct pollfd p = { .fd = c->fd, .events = POLLIN };
+	char b;
+
+	if (c->fd < 0 || poll(&p, 1, 0) != 1 || recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) != 0)
+		return 0;
+	close(c->fd);
+	return connect_path(c, err, errlen);
+}
+
 int
 lm_app_rpc_send(struct lm_app_rpc *c, const char *method, json_t *params, json_int_t id,
 		char *err, size_t errlen)
@@ -61,6 +89,10 @@ lm_app_rpc_send(struct lm_app_rpc *c, const char *method, json_t *params, json_i
 	size_t len, off = 0;
 	int ret = -1;
 
+	if (reopen_if_closed(c, err, errlen) < 0) {
+		json_decref(req);
+		return -1;
+	}
 	if (req != NULL && params != NULL)
 		json_object_set(req, "params", params);
 	if (req != NULL)

@@ -26,7 +26,11 @@ struct lm_app_rpc {
 int lm_app_rpc_open(struct lm_app_rpc *c, const char *path, char *err, size_t errlen);
 void lm_app_rpc_close(struct lm_app_rpc *c);
 
-/* Send {"jsonrpc": "2.0", "id": id, "method": method, "params": params} (not stolen). */
+/*
+ * Send {"jsonrpc": "2.0", "id": id, "method": method, "params": params} (not
+ * stolen). A connection the service closed as idle, with no reply owed, is
+ * opened again first.
+ */
 int lm_app_rpc_send(struct lm_app_rpc *c, const char *method, json_t *params, json_int_t id,
 		    char *err, size_t errlen);
 

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The control-socket client (app/common/lm_app_rpc.c) against a service
+ * played by this test: a connection the service closed as idle (its
+ * --rpc-idle-timeout) is opened again by the next call, which is answered.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "lm_app_rpc.h"
+
+#define DEADLINE_MS 10000
+
+struct service {
+	int lfd;
+	unsigned int served;     /* connections that got their answer */
+	int closed;              /* the first one closed, as idle */
+};
+
+static int64_t
+now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* One request read whole from fd (bounded), answered with its id and the connection's number. */
+static bool
+answer_one(int fd, unsigned int conn)
+{
+	char buf[4096], reply[128];
+	size_t len = 0;
+	json_error_t e;
+	json_t *req = NULL;
+	int64_t end = now_ms() + DEADLINE_MS;
+
+	while (req == NULL) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t r;
+
+		if (now_ms() > end || poll(&p, 1, DEADLINE_MS) != 1)
+			return false;
+		r = read(fd, buf + len, sizeof(buf) - len);
+		if (r <= 0)
+			return false;
+		len += (size_t)r;
+		req = json_loadb(buf, len, JSON_DISABLE_EOF_CHECK, &e);
+	}
+	snprintf(reply, sizeof(reply), "{\"jsonrpc\": \"2.0\", \"id\": %lld, \"result\": %u}\n",
+		 (long long)json_integer_value(json_object_get(req, "id")), conn);
+	json_decref(req);
+	return write(fd, reply, strlen(reply)) == (ssize_t)strlen(reply);
+}
+
+/* Connection 1: one call answered, then closed as idle; connection 2: one call answered. */
+static void *
+service_thread(void *arg)
+{
+	struct service *s = arg;
+	unsigned int conn;
+
+	for (conn = 1; conn <= 2; conn++) {
+		int fd = accept(s->lfd, NULL, NULL);
+
+		if (fd < 0)
+			break;
+		if (answer_one(fd, conn))
+			__atomic_add_fetch(&s->served, 1, __ATOMIC_RELEASE);
+		close(fd);
+		if (conn == 1)
+			__atomic_store_n(&s->closed, 1, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+static void
+test_a_connection_closed_as_idle_is_opened_again(void **state)
+{
+	char dir[] = "/tmp/test-lm-app-rpc-XXXXXX", path[108], err[256];
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct service s = { 0 };
+	struct lm_app_rpc c;
+	pthread_t t;
+	json_t *r;
+	int64_t end;
+	int code;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/rpc.sock", dir);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	s.lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(s.lfd >= 0);
+	assert_int_equal(bind(s.lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(s.lfd, 4), 0);
+	assert_int_equal(pthread_create(&t, NULL, service_thread, &s), 0);
+
+	assert_int_equal(lm_app_rpc_open(&c, path, err, sizeof(err)), 0);
+	r = lm_app_rpc_call(&c, "device_list", NULL, DEADLINE_MS, &code, err, sizeof(err));
+	assert_non_null(r);
+	assert_int_equal(json_integer_value(r), 1);
+	json_decref(r);
+	/* The service lets the idle connection go. */
+	end = now_ms() + DEADLINE_MS;
+	while (!__atomic_load_n(&s.closed, __ATOMIC_ACQUIRE) && now_ms() < end)
+		usleep(1000);
+	assert_true(__atomic_load_n(&s.closed, __ATOMIC_ACQUIRE));
+	/* The next call goes on a new connection, with the next id. */
+	r = lm_app_rpc_call(&c, "device_list", NULL, DEADLINE_MS, &code, err, sizeof(err));
+	if (r == NULL)
+		print_error("second call: %s\n", err);
+	assert_non_null(r);
+	assert_int_equal(json_integer_value(r), 2);
+	assert_int_equal(c.next_id, 2);
+	json_decref(r);
+	lm_app_rpc_close(&c);
+	pthread_join(t, NULL);
+	assert_int_equal(s.served, 2);
+	close(s.lfd);
+	unlink(path);
+	rmdir(dir);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_a_connection_closed_as_idle_is_opened_again),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
