@@ -574,6 +574,24 @@ mem_region_past_its_file(void)
 }
 
 /*
+ * Region 0 on a device file (/dev/zero here; QEMU's mem-path=/dev/dax0.0 the
+ * real case), which fstat gives no size: refused as such, not as a region
+ * past its file.
+ */
+static void
+mem_region_on_a_device_file(void)
+{
+	struct vu_wire_region r[1];
+	int fd = open("/dev/zero", O_RDWR | O_CLOEXEC);
+
+	assert_true(fd >= 0);
+	wire_regions(r);
+	r[0].fd = fd;
+	hostile_session(&(struct start){ .regions = r, .nregions = 1, .bad_ring = -1 });
+	close(fd);
+}
+
+/*
  * The same region in a table one byte short. DPDK 22.11's vhost checks
  * neither the payload's size nor the region count against it and takes
  * the missing byte from the previous message (its context is reused),
@@ -741,6 +759,7 @@ test_vhost_crashers_are_refused_or_contained(void **state)
 	CASE(second_front_end_on_a_running_device, "one front end per device");
 	CASE(mem_region_past_its_file, "is past the end of its file");
 	CASE(mem_table_one_byte_short, "SET_MEM_TABLE of 1 regions in 39 bytes (40 expected)");
+	CASE(mem_region_on_a_device_file, "is on a device file, whose size cannot be checked");
 	CASE_PIN(mem_region_past_its_file_unvetted);
 	CASE(log_fd_smaller_than_declared, "SET_LOG_BASE of 0x100000 bytes refused");
 	CASE(log_with_mmap_offset, "SET_LOG_BASE with mmap_offset 0x1000 refused");

@@ -175,6 +175,14 @@ file_size(int fd)
 	return (int64_t)st.st_size;
 }
 
+static bool
+fd_is_device(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode));
+}
+
 /* One region {gpa, size, uaddr, mmap_offset} mapped from fd: its bytes must all be in the file. */
 static int
 vet_region(int vid, unsigned int i, const uint8_t *r, int fd)
@@ -187,6 +195,17 @@ vet_region(int vid, unsigned int i, const uint8_t *r, int fd)
 	if (fsize < 0) {
 		vet_log(vid, "memory region %u: no file behind its fd (%d): refused", i, fd);
 		return -EBADF;
+	}
+	/*
+	 * A device file (QEMU's mem-path=/dev/dax0.0) has no size to fstat: how
+	 * far the region may reach cannot be checked, and past the device's end
+	 * is a SIGBUS in vhost's thread. Said as such, not as "past its file".
+	 */
+	if (fsize == 0 && fd_is_device(fd)) {
+		vet_log(vid, "memory region %u (gpa 0x%" PRIx64 ") is on a device file, whose size "
+			"cannot be checked: refused (guest memory backed by memfd, hugetlbfs or "
+			"shared memory files is)", i, v[0]);
+		return -EINVAL;
 	}
 	/* An empty region vhost refuses itself. */
 	if (v[3] + v[1] < v[3] || v[3] + v[1] > (uint64_t)fsize) {
