@@ -24,6 +24,8 @@
  *     after its kicks, or whose DRIVER_OK fails, leaves blank queues and
  *     nothing alive; a file resized after the first kick is registered
  *     again at DRIVER_OK; preconf=0 does everything at DRIVER_OK;
+ *   - a preparation replaced after a DRIVER_OK took it, before its
+ *     configuration ran, does not hold that configuration for ever;
  *   - at every removal the emulator finds nothing alive.
  */
 #include <ctype.h>
@@ -49,6 +51,7 @@
 #include <rte_vhost.h>
 
 #include "lm_harness.h"
+#include "mlx5_lm_test.h"
 #include "prm.h"
 #include "rte_pmd_mlx5_lm.h"
 
@@ -761,6 +764,61 @@ test_memory_changed_after_the_first_kick_is_registered_again(void **state)
 	fixture_down(&f);
 }
 
+/*
+ * A preparation replaced (rte_pmd_mlx5_lm_prepare again) after a DRIVER_OK
+ * took it and before the device's worker ran that configuration: the
+ * configuration's reference is then the last one. When the configuration
+ * does not need the prepared chunks (the table's released registration is
+ * taken back), it drops that reference itself, on the worker, inside the
+ * foreground and under dev->lock. The worker is held here to make the
+ * window (a few microseconds otherwise) certain.
+ */
+static void
+test_preparation_replaced_before_its_driver_ok_ran(void **state)
+{
+	struct rte_pmd_mlx5_lm_prep_status st;
+	struct vu_client *c;
+	struct fixture f;
+	uint32_t bases[2];
+	bool running;
+
+	(void)state;
+	/* preconf=0: DRIVER_OK takes the preparation; the registration is kept 60 s. */
+	fixture_up(&f, "queues=1,workers=2,mr_chunk_mb=16,mr_gc_ms=60000,preconf=0");
+	assert_non_null(c = lmh_fe_connect(0));
+	vu_guest_reset(f.g);
+	assert_int_equal(vu_guest_new_eventfds(f.g), 0);
+	assert_int_equal(vu_start_device(c, f.g, NULL), 0);
+	assert_true(lmh_wait_running(&f.d, LMH_DEADLINE_MS));
+	assert_int_equal(vu_stop_device(c, bases, 2), 0);
+	/* The queues blank again, the table's registration released (reusable). */
+	assert_true(lmh_wait_restored(&f.d));
+	assert_int_equal(prepare_mem(&f.d, f.m, getpid()), 0);
+	assert_int_equal(rte_pmd_mlx5_lm_prepare_wait(f.d.name, LMH_DEADLINE_MS), 0);
+	mlx5_lm_worker_hold(f.d.dev, 1);
+	assert_int_equal(vu_start_device(c, f.g, NULL), 0);
+	/* vhost's thread took it at DRIVER_OK; the configuration is queued. */
+	assert_true(wait_prep_state(&f.d, RTE_PMD_MLX5_LM_PREP_USED, &st));
+	/* The application prepares the device again: the device lets go of the one taken. */
+	assert_int_equal(prepare_mem(&f.d, f.m, getpid()), 0);
+	assert_int_equal(rte_pmd_mlx5_lm_prepare_wait(f.d.name, LMH_DEADLINE_MS), 0);
+	mlx5_lm_worker_hold(f.d.dev, 0);
+	/* The report's lock, not dev->lock, which a stuck configuration would hold. */
+	running = wait_dev_state(&f.d, RTE_PMD_MLX5_LM_STATE_RUNNING);
+	if (!running) {
+		printf("  DRIVER_OK's configuration never ended: the worker is stuck\n");
+		/* The removal would wait for it for ever: leave at once. */
+		fflush(stdout);
+		_exit(1);
+	}
+	assert_true(lmh_traffic(f.g, 0x1, 64, 3000));
+	(void)vu_stop_device(c, bases, 2);
+	vu_disconnect(c);
+	assert_true(lmh_wait_closed(0));
+	assert_true(lmh_wait_restored(&f.d));
+	fixture_down(&f);
+}
+
 /* ---- released ------------------------------------------------------------------- */
 
 static void
@@ -1038,4 +1096,5 @@ LMH_TEST_MAIN("test-prereg", 1, "prereg", NULL, NULL,
 	cmocka_unit_test(test_preconf_1_makes_the_mkey_once_vhost_has_the_table),
 	cmocka_unit_test(test_preconf_0_does_everything_at_driver_ok),
 	cmocka_unit_test(test_failed_driver_ok_undoes_what_was_done_ahead),
-	cmocka_unit_test(test_memory_changed_after_the_first_kick_is_registered_again))
+	cmocka_unit_test(test_memory_changed_after_the_first_kick_is_registered_again),
+	cmocka_unit_test(test_preparation_replaced_before_its_driver_ok_ran))

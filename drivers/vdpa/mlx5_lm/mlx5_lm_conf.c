@@ -83,25 +83,31 @@ mlx5_lm_mem_regions(struct mlx5_lm_dev *dev, struct rte_vhost_memory *mem,
 	return 0;
 }
 
-/* prep: the job's reference on a preparation (or NULL), consumed here. */
+/*
+ * *prep: the job's reference on a preparation (or NULL), consumed here by
+ * a new registration only. A registration kept or taken back leaves it in
+ * *prep for the worker to drop once it let go of dev->lock and of the
+ * foreground: it may be the last one (the application prepared the device
+ * again meanwhile), whose chunks are deregistered as background work,
+ * which never runs while this configuration is foreground work.
+ */
 static int
 register_memory(struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_region *regions, uint32_t n,
-		struct mlx5_lm_prereg *prep, const uint8_t *prep_ok)
+		struct mlx5_lm_prereg **prep, const uint8_t *prep_ok)
 {
 	struct mlx5_lm_mr *mr;
 	int ret;
 
 	if (dev->mr != NULL && mlx5_lm_mr_same_table(dev->mr, regions, n)) {
 		DRV_LOG(INFO, dev, "memory table unchanged: keeping its registration");
-		mlx5_lm_prereg_put(prep, 1);
 		return 0;
 	}
 	mr = mlx5_lm_mr_reclaim(dev, regions, n);
 	if (mr != NULL) {
 		DRV_LOG(INFO, dev, "memory table identical to a released registration: reusing it");
-		mlx5_lm_prereg_put(prep, 1);
 	} else {
-		ret = mlx5_lm_mr_create_prepared(dev, regions, n, prep, prep_ok, &mr);
+		ret = mlx5_lm_mr_create_prepared(dev, regions, n, *prep, prep_ok, &mr);
+		*prep = NULL;
 		if (ret < 0)
 			return ret;
 	}
@@ -411,8 +417,7 @@ conf_run(struct mlx5_lm_dev *dev, struct mlx5_lm_conf_job *job, const char **why
 	}
 	tm = mlx5_lm_now_ms();
 	*why = "guest memory registration failed";
-	ret = register_memory(dev, job->regions, job->nregions, job->prep, job->prep_ok);
-	job->prep = NULL;
+	ret = register_memory(dev, job->regions, job->nregions, &job->prep, job->prep_ok);
 	/* Whatever follows, the registration (if any) holds the preparation now. */
 	mlx5_lm_prereg_settle(dev);
 	if (ret < 0)
@@ -520,9 +525,10 @@ reset:
 	return ret < 0 ? ret : -EIO;
 }
 
-void
+struct mlx5_lm_prereg *
 mlx5_lm_conf_run_job(struct mlx5_lm_dev *dev, struct mlx5_lm_conf_job *job)
 {
+	struct mlx5_lm_prereg *left;
 	const char *why = "";
 	int ret;
 
@@ -539,7 +545,9 @@ mlx5_lm_conf_run_job(struct mlx5_lm_dev *dev, struct mlx5_lm_conf_job *job)
 	dev->conf.ret = ret;
 	dev->conf.busy = 0;
 	pthread_cond_broadcast(&dev->conf.done);
+	left = job->prep;
 	job_free(job);
+	return left;
 }
 
 /* ---- dev_conf, on vhost's thread -------------------------------------------- */

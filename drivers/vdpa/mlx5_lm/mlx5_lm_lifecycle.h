@@ -78,8 +78,13 @@ int mlx5_lm_task_configure(void *arg);
 /* Detach the RX queues of plans that re-create them; *rebuild as mlx5_lm_steer_detach. */
 void mlx5_lm_plans_detach(struct mlx5_lm_dev *dev, struct mlx5_lm_vq_plan *plans, uint16_t n,
 			  int *rebuild);
-/* The worker's part of DRIVER_OK, dev->lock held; frees the job. */
-void mlx5_lm_conf_run_job(struct mlx5_lm_dev *dev, struct mlx5_lm_conf_job *job);
+/*
+ * The worker's part of DRIVER_OK, dev->lock held; frees the job. Returns
+ * the job's reference on a preparation that no registration took (or
+ * NULL), for the caller to drop once it let go of dev->lock.
+ */
+struct mlx5_lm_prereg *mlx5_lm_conf_run_job(struct mlx5_lm_dev *dev,
+					    struct mlx5_lm_conf_job *job);
 
 /* ---- mlx5_lm_rings.c ---- */
 

@@ -33,6 +33,7 @@
 #include "mlx5_lm.h"
 #include "mlx5_lm_lifecycle.h"
 #include "mlx5_lm_mr.h"
+#include "mlx5_lm_prereg.h"
 
 static void
 worker_post(struct mlx5_lm_dev *dev, struct mlx5_lm_conf_job *conf, int restore, int urgent)
@@ -271,9 +272,13 @@ worker_main(void *arg)
 		} else if (preconf != NULL) {
 			mlx5_lm_preconf_memory(dev, preconf);
 		} else if (conf != NULL) {
+			struct mlx5_lm_prereg *left;
+
 			pthread_mutex_lock(&dev->lock);
-			mlx5_lm_conf_run_job(dev, conf);
+			left = mlx5_lm_conf_run_job(dev, conf);
 			pthread_mutex_unlock(&dev->lock);
+			/* Possibly the last reference: its chunks go as background work. */
+			mlx5_lm_prereg_put(left, 1);
 		} else if (recovering) {
 			run_recoveries(dev, recover);
 		}
