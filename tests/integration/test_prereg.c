@@ -26,6 +26,8 @@
  *     again at DRIVER_OK; preconf=0 does everything at DRIVER_OK;
  *   - a preparation replaced after a DRIVER_OK took it, before its
  *     configuration ran, does not hold that configuration for ever;
+ *   - prepared ranges of one file that overlap serve a region once: the
+ *     device finds the guest's rings where the guest put them;
  *   - at every removal the emulator finds nothing alive.
  */
 #include <ctype.h>
@@ -819,6 +821,52 @@ test_preparation_replaced_before_its_driver_ok_ran(void **state)
 	fixture_down(&f);
 }
 
+/*
+ * Two prepared ranges of one file that overlap (a front end that maps its
+ * memory file twice, at different offsets: vhostd prepares each mapping):
+ * a region of the table lies in the first, and the chunks of the second
+ * that overlap it must not be taken too. Each is a KLM entry, which the
+ * device places one after the other: an extra one shifts every region
+ * after it, and the device would look for the guest's rings, and write
+ * its frames and used entries, 4 MiB away from where the guest put them.
+ */
+static void
+test_overlapping_prepared_ranges_serve_a_region_once(void **state)
+{
+	/* The rings and buffers go in the first (gpa 4 GiB); gpa 1 GiB comes first in the KLM. */
+	static const struct vu_mem_region two[] = {
+		{ .gpa = 4ull << 30, .size = 32 * MIB, .offset = 32 * MIB },
+		{ .gpa = 1ull << 30, .size = 32 * MIB, .offset = 0 },
+	};
+	struct vu_guest_cfg cfg = { .queue_pairs = 1, .ring_size = 256 };
+	struct rte_pmd_mlx5_lm_prep_region r[2];
+	struct vu_guest *g;
+	struct vu_mem *m;
+	struct lmh_dev d;
+	uint64_t gpa;
+	size_t mark;
+
+	(void)state;
+	assert_int_equal(lmh_probe(&d, 0, "queues=1,workers=2,mr_chunk_mb=16,mr_gc_ms=50"), 0);
+	assert_int_equal(vu_mem_create(&m, MEM_SIZE, two, 2), 0);
+	/* The guest's rings past the first 8 MiB of its region. */
+	assert_int_equal(vu_mem_alloc(m, 8 * MIB, 4096, &gpa), 0);
+	assert_int_equal(vu_guest_create(&g, m, &cfg), 0);
+	/* The whole file, and its last 4 MiB below 32 MiB again. */
+	r[0] = (struct rte_pmd_mlx5_lm_prep_region){ .fd = m->fd, .offset = 0, .size = MEM_SIZE };
+	r[1] = (struct rte_pmd_mlx5_lm_prep_region){ .fd = m->fd, .offset = 28 * MIB,
+						     .size = 4 * MIB };
+	assert_int_equal(rte_pmd_mlx5_lm_prepare(d.name, getpid(), r, 2), 0);
+	assert_int_equal(rte_pmd_mlx5_lm_prepare_wait(d.name, LMH_DEADLINE_MS), 0);
+	mark = lmh_log_mark();
+	/* Four chunks of 16 MiB cover the table: no more. */
+	assert_int_equal(run_front_end(&d, 0, g), 0);
+	assert_true(lmh_log_has(mark, "registered 2 regions in 4 chunks (4 of them prepared)"));
+	vu_guest_destroy(g);
+	vu_mem_destroy(m);
+	assert_int_equal(lmh_remove(&d), 0);
+}
+
 /* ---- released ------------------------------------------------------------------- */
 
 static void
@@ -1097,4 +1145,5 @@ LMH_TEST_MAIN("test-prereg", 1, "prereg", NULL, NULL,
 	cmocka_unit_test(test_preconf_0_does_everything_at_driver_ok),
 	cmocka_unit_test(test_failed_driver_ok_undoes_what_was_done_ahead),
 	cmocka_unit_test(test_memory_changed_after_the_first_kick_is_registered_again),
-	cmocka_unit_test(test_preparation_replaced_before_its_driver_ok_ran))
+	cmocka_unit_test(test_preparation_replaced_before_its_driver_ok_ran),
+	cmocka_unit_test(test_overlapping_prepared_ranges_serve_a_region_once))

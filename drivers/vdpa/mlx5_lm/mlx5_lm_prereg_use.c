@@ -64,17 +64,22 @@ mlx5_lm_prereg_slices(const struct mlx5_lm_prereg *p, const struct mlx5_lm_mem_r
 		      struct mlx5_lm_mr_chunk *out)
 {
 	uint64_t lo = reg->file_off, hi = reg->file_off + reg->size;
+	const struct prep_region *pr = find_region(p, reg);
 	uint32_t i, n = 0;
 
-	if (find_region(p, reg) == NULL)
+	if (pr == NULL)
 		return 0;
+	/*
+	 * The chunks of that one range only, which cover the region once:
+	 * those of another range of the same file overlapping it would be
+	 * KLM entries too, and shift every address the device translates
+	 * after them (the ranges are not checked for overlaps).
+	 */
 	for (i = 0; i < p->nchunks; i++) {
 		const struct prep_chunk *c = &p->chunks[i];
-		const struct prep_region *pr = &p->regions[c->region];
 		uint64_t s, e;
 
-		if (pr->file_dev != reg->file_dev || pr->file_ino != reg->file_ino ||
-		    c->off + c->size <= lo || c->off >= hi)
+		if (&p->regions[c->region] != pr || c->off + c->size <= lo || c->off >= hi)
 			continue;
 		s = c->off > lo ? c->off : lo;
 		e = c->off + c->size < hi ? c->off + c->size : hi;
