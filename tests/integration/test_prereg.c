@@ -28,6 +28,8 @@
  *     configuration ran, does not hold that configuration for ever;
  *   - prepared ranges of one file that overlap serve a region once: the
  *     device finds the guest's rings where the guest put them;
+ *   - a preparation refused after the first kick leaves the file's changes
+ *     since then for DRIVER_OK to see;
  *   - at every removal the emulator finds nothing alive.
  */
 #include <ctype.h>
@@ -867,6 +869,40 @@ test_overlapping_prepared_ranges_serve_a_region_once(void **state)
 	assert_int_equal(lmh_remove(&d), 0);
 }
 
+/*
+ * The file truncated and grown back to its size after the first kick (new
+ * pages: the registration made ahead pins the old ones), then a
+ * preparation refused (a region the device cannot use): the refused one
+ * must not take the news of that change with it. DRIVER_OK registers the
+ * table again, as without the refused call.
+ */
+static void
+test_a_refused_preparation_keeps_the_changes_seen_since_the_kick(void **state)
+{
+	struct rte_pmd_mlx5_lm_prep_region bad = { .fd = -1, .offset = 0, .size = 4096 };
+	struct vu_client *c;
+	struct lmh_trace t;
+	struct fixture f;
+	size_t mark, at_ok;
+
+	(void)state;
+	c = prepared_start_until_kicks(&f, "queues=2,workers=2,mr_chunk_mb=16", &t, &mark);
+	assert_true(lmh_wait_trace(&t, mark, is_create_mkey, NULL, 1, LMH_DEADLINE_MS));
+	/* Its size unchanged: only the watch on the file tells. */
+	assert_int_equal(ftruncate(f.m->fd, MEM_SIZE / 2), 0);
+	assert_int_equal(ftruncate(f.m->fd, MEM_SIZE), 0);
+	assert_int_equal(rte_pmd_mlx5_lm_prepare(f.d.name, getpid(), &bad, 1), -EINVAL);
+	at_ok = lmh_trace_mark(&t);
+	driver_ok(&f, c);
+	/* DRIVER_OK registers the table itself: its chunks and a new mkey. */
+	assert_true(lmh_trace_count(&t, at_ok, is_mr_reg, NULL) >= 2);
+	assert_int_equal(lmh_trace_count(&t, at_ok, is_create_mkey, NULL), 1);
+	assert_true(lmh_traffic(f.g, (1u << PAIRS) - 1, 64, 3000));
+	stop_and_leave(&f, c);
+	lmh_trace_free(&t);
+	fixture_down(&f);
+}
+
 /* ---- released ------------------------------------------------------------------- */
 
 static void
@@ -1146,4 +1182,5 @@ LMH_TEST_MAIN("test-prereg", 1, "prereg", NULL, NULL,
 	cmocka_unit_test(test_failed_driver_ok_undoes_what_was_done_ahead),
 	cmocka_unit_test(test_memory_changed_after_the_first_kick_is_registered_again),
 	cmocka_unit_test(test_preparation_replaced_before_its_driver_ok_ran),
-	cmocka_unit_test(test_overlapping_prepared_ranges_serve_a_region_once))
+	cmocka_unit_test(test_overlapping_prepared_ranges_serve_a_region_once),
+	cmocka_unit_test(test_a_refused_preparation_keeps_the_changes_seen_since_the_kick))

@@ -477,9 +477,15 @@ prereg_build(struct mlx5_lm_dev *dev, int pid, const struct rte_pmd_mlx5_lm_prep
 		return -ENOMEM;
 	p->dev = dev;
 	p->pid = pid;
-	/* Changes seen before are an earlier preparation's. */
+	/*
+	 * Changes seen before are an earlier preparation's: recorded on the
+	 * device's current one, not dropped. A registration made of it ahead
+	 * of DRIVER_OK is kept only if its files did not change
+	 * (mlx5_lm_prereg_recheck), and this call may yet fail and leave it
+	 * the device's.
+	 */
 	pthread_mutex_lock(&dev->prep->lock);
-	mlx5_lm_prereg_note_changes(dev->prep->ino_fd, NULL);
+	mlx5_lm_prereg_note_changes(dev->prep->ino_fd, dev->prep->cur);
 	pthread_mutex_unlock(&dev->prep->lock);
 	p->regions = calloc(n, sizeof(*p->regions));
 	if (p->regions == NULL) {
