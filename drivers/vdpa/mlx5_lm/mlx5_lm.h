@@ -200,7 +200,7 @@ struct mlx5_lm_worker {
 	int ahead_pid;                   /* ...of this front-end process */
 	int ahead_armed;                 /* stopped ahead: resumed at ahead_deadline_ms... */
 	double ahead_deadline_ms;        /* ...unless its own stop came (mlx5_lm_now_ms clock) */
-	int hold;                        /* test seam: no configuration taken while set */
+	int hold;                        /* test seam: 1 no configuration taken, 2 no stop ahead either */
 	int stop;
 };
 
@@ -275,6 +275,12 @@ struct mlx5_lm_dev {
 	struct mlx5_lm_times times;
 	uint8_t stop_handover;           /* the stop hands indices to vhost (0: front end gone) */
 	uint8_t stopped_ahead;           /* queues suspended at a sibling's stop (dev->lock) */
+	/*
+	 * A sibling's stop asked it to stop ahead since its DRIVER_OK: its own
+	 * stop is then not the VM's first, and asks nobody. Set by that stop,
+	 * cleared at the next DRIVER_OK or undo; read and written atomically.
+	 */
+	uint8_t asked_ahead;
 	/*
 	 * sibling_stop: the owner's front-end process (SO_PEERCRED), found at
 	 * its DRIVER_OK on vhost's thread; 0 when none. Written under

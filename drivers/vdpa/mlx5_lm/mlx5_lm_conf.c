@@ -581,6 +581,8 @@ mlx5_lm_dev_conf(int vid)
 		ret = 0;
 		goto out;
 	}
+	/* A new run: a stop ahead asked of the previous one is over. */
+	__atomic_store_n(&dev->asked_ahead, 0, __ATOMIC_RELEASE);
 	if (dev->args.sibling_stop) {
 		/* Here, where the connection is vhost's to close: a sibling's stop reads it. */
 		int pid = mlx5_lm_vhost_peer_pid(vid);

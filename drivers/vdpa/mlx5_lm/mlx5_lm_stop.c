@@ -363,6 +363,7 @@ post_sibling(struct mlx5_lm_dev *d, void *arg)
 	if (d == w->self || !d->args.sibling_stop || vid < 0 ||
 	    __atomic_load_n(&d->owner_pid, __ATOMIC_ACQUIRE) != w->pid)
 		return;
+	__atomic_store_n(&d->asked_ahead, 1, __ATOMIC_RELEASE);
 	mlx5_lm_worker_stop_ahead(d, vid, w->pid);
 	w->posted++;
 }
@@ -463,6 +464,8 @@ mlx5_lm_stop_ahead_undo(struct mlx5_lm_dev *dev, const char *why)
 		resumed++;
 	}
 	dev->stopped_ahead = 0;
+	/* The VM did not pause: its next stop may be the first of the real pause. */
+	__atomic_store_n(&dev->asked_ahead, 0, __ATOMIC_RELEASE);
 	if (resumed > 0 && mlx5_lm_steer_update(dev) < 0 && ret == 0)
 		ret = -EIO;
 	if (ret < 0)
@@ -488,8 +491,14 @@ mlx5_lm_dev_close(int vid)
 		pthread_mutex_unlock(&dev->lock);
 		return 0;
 	}
-	/* The VM's first device to stop: its other devices start stopping now, on their workers. */
-	if (!dev->stopped_ahead && at_get_vring_base)
+	/*
+	 * The VM's first device to stop: its other devices start stopping now,
+	 * on their workers. One that was asked already is not the first, even
+	 * when its own stop came before its worker got to the stop ahead: it
+	 * would ask the first one again.
+	 */
+	if (!dev->stopped_ahead && at_get_vring_base &&
+	    !__atomic_load_n(&dev->asked_ahead, __ATOMIC_ACQUIRE))
 		stop_siblings(dev);
 	stop_locked(dev, 1);
 	if (dev->times.stop_ahead_used)

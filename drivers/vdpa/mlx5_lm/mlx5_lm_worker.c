@@ -190,7 +190,8 @@ wait_work(struct mlx5_lm_worker *w)
 
 		if (w->restore && (w->restore_now || w->stop || now >= w->restore_deadline_ms))
 			return 1;
-		if (w->ahead_posted || (w->ahead_armed && (w->stop || now >= w->ahead_deadline_ms)))
+		if ((w->ahead_posted && w->hold < 2) ||
+		    (w->ahead_armed && (w->stop || now >= w->ahead_deadline_ms)))
 			return 1;
 		if (w->preconf != NULL || (w->conf != NULL && !w->hold))
 			return 1;
@@ -229,7 +230,7 @@ worker_main(void *arg)
 		int restore = 0, urgent = 0, recovering = 0, ahead = 0, ahead_vid = -1;
 		int ahead_pid = 0;
 
-		if (w->ahead_posted) {
+		if (w->ahead_posted && w->hold < 2) {
 			/* Inside a VM's downtime: before anything else. */
 			ahead = 1;
 			ahead_vid = w->ahead_vid;
