@@ -38,6 +38,8 @@
 
 #include <cmocka.h>
 
+#include <rte_dev.h>
+
 #include "prm.h"
 #include "lm_harness.h"
 #include "mlx5_lm_mr.h"
@@ -1496,6 +1498,40 @@ test_a_relay_held_by_its_front_end_does_not_hold_the_removal(void **state)
 	vu_mem_destroy(m);
 }
 
+/*
+ * vhost keeps a connection's vDPA device and calls it at the connection's
+ * next message and at its close: removed under a running front end, the
+ * device was freed and vhost's thread crashed when the front end then
+ * left. The removal is refused until the front end is gone.
+ */
+static void
+test_a_device_a_front_end_uses_is_not_removed(void **state)
+{
+	struct lmh_dev d = { 0 };
+	struct vu_client *c;
+	struct vu_guest *g;
+	struct vu_mem *m;
+	uint32_t bases[2];
+	size_t log0;
+
+	(void)state;
+	device_c_connect(&d, &m, &g, &c);
+	assert_int_equal(vu_start_device(c, g, NULL), 0);
+	assert_true(lmh_wait_running(&d, LMH_DEADLINE_MS));
+	log0 = lmh_log_mark();
+	assert_int_not_equal(rte_eal_hotplug_remove("vdev", d.name), 0);
+	assert_true(lmh_log_has(log0, "not removed: vhost device"));
+	/* Still the front end's: its frames flow, its stop is answered. */
+	assert_true(lmh_traffic(g, 0x1, 32, LMH_DEADLINE_MS));
+	assert_int_equal(vu_stop_device(c, bases, 2), 0);
+	vu_disconnect(c);
+	assert_true(lmh_wait_closed(2));
+	assert_true(lmh_wait_restored(&d));
+	assert_int_equal(lmh_remove(&d), 0);
+	vu_guest_destroy(g);
+	vu_mem_destroy(m);
+}
+
 /* ---- group setup: A and B probed, B running with traffic ---------------------- */
 
 static int
@@ -1559,4 +1595,5 @@ LMH_TEST_MAIN("test-hostile", 3, "hostile", group_setup, group_teardown,
 	cmocka_unit_test(
 		test_front_end_leaving_after_each_message_leaves_the_device_reusable),
 	cmocka_unit_test(test_front_end_fds_never_block_the_driver),
-	cmocka_unit_test(test_a_relay_held_by_its_front_end_does_not_hold_the_removal))
+	cmocka_unit_test(test_a_relay_held_by_its_front_end_does_not_hold_the_removal),
+	cmocka_unit_test(test_a_device_a_front_end_uses_is_not_removed))

@@ -343,10 +343,24 @@ mlx5_lm_remove(struct rte_vdev_device *vdev)
 {
 	const char *name = rte_dev_name(MLX5_LM_VDEV_DEVICE(vdev));
 	struct mlx5_lm_dev *dev;
-	int alive;
+	int alive, vid;
 
 	pthread_mutex_lock(&dev_list_lock);
 	dev = find_dev_by_name(name);
+	/*
+	 * vhost keeps the vDPA device of a connection and calls it at the
+	 * connection's next message and at its close (dev_close, dev_cleanup):
+	 * removed under a front end, the device would be used after its free.
+	 * The application unregisters the vhost-user socket first (which closes
+	 * its connections); until then the device stays. A connection that has
+	 * not owned the device yet is not known here.
+	 */
+	if (dev != NULL && (vid = __atomic_load_n(&dev->vid, __ATOMIC_ACQUIRE)) >= 0) {
+		pthread_mutex_unlock(&dev_list_lock);
+		DRV_LOG(ERR, dev, "not removed: vhost device %d (a front end) still uses it; "
+			"unregister its vhost-user socket (rte_vhost_driver_unregister) first", vid);
+		return -EBUSY;
+	}
 	if (dev != NULL)
 		TAILQ_REMOVE(&dev_list, dev, next);
 	pthread_mutex_unlock(&dev_list_lock);
