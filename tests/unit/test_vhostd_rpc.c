@@ -300,7 +300,8 @@ test_a_trickled_stream_decodes_as_the_whole_one(void **state)
 		"\"method\":\"d\",\"x\":1}",
 		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"method\":\"y\"}",
 		"{\"a\": } {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"a\"}",
-		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"e\"} {\"jsonrpc\":\"2.0\",\"id\":2,\"me",
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"e\"} "
+		"{\"jsonrpc\":\"2.0\",\"id\":2,\"me",
 		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"f\"}] {\"jsonrpc\":\"2.0\",\"id\":2}",
 	};
 	char a[512], b[512];

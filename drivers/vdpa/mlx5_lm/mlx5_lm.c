@@ -358,7 +358,8 @@ mlx5_lm_remove(struct rte_vdev_device *vdev)
 	if (dev != NULL && (vid = __atomic_load_n(&dev->vid, __ATOMIC_ACQUIRE)) >= 0) {
 		pthread_mutex_unlock(&dev_list_lock);
 		DRV_LOG(ERR, dev, "not removed: vhost device %d (a front end) still uses it; "
-			"unregister its vhost-user socket (rte_vhost_driver_unregister) first", vid);
+			"unregister its vhost-user socket (rte_vhost_driver_unregister) first",
+			vid);
 		return -EBUSY;
 	}
 	if (dev != NULL)

@@ -663,10 +663,10 @@ mlx5_lm_notify_stop(struct mlx5_lm_dev *dev)
 			joined = true;
 	}
 	if (!joined) {
-		/* Held by a front end's fd (above): cancelled in that read or write, its one way out. */
-		DRV_LOG(ERR, dev, "notification thread still held after %d s, in a read or write of "
-			"a front end's kick or call fd (a blocking eventfd emptied or filled after "
-			"its check): cancelled", NOTIFY_STOP_S);
+		/* Held by a front end's fd (above): cancelled in that read or write. */
+		DRV_LOG(ERR, dev, "notification thread still held after %d s, in a read or write "
+			"of a front end's kick or call fd (a blocking eventfd emptied or filled "
+			"after its check): cancelled", NOTIFY_STOP_S);
 		pthread_cancel(n->thread);
 		pthread_join(n->thread, NULL);
 	}
