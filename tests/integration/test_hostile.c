@@ -1502,7 +1502,8 @@ test_a_relay_held_by_its_front_end_does_not_hold_the_removal(void **state)
  * vhost keeps a connection's vDPA device and calls it at the connection's
  * next message and at its close: removed under a running front end, the
  * device was freed and vhost's thread crashed when the front end then
- * left. The removal is refused until the front end is gone.
+ * left. The removal is refused until the front end is gone, a RESET_OWNER
+ * (which ends the ownership, not the connection) included.
  */
 static void
 test_a_device_a_front_end_uses_is_not_removed(void **state)
@@ -1524,6 +1525,12 @@ test_a_device_a_front_end_uses_is_not_removed(void **state)
 	/* Still the front end's: its frames flow, its stop is answered. */
 	assert_true(lmh_traffic(g, 0x1, 32, LMH_DEADLINE_MS));
 	assert_int_equal(vu_stop_device(c, bases, 2), 0);
+	/* A RESET_OWNER ends the ownership (vhost's dev_cleanup), not the connection. */
+	log0 = lmh_log_mark();
+	assert_int_equal(vu_send_raw(c, VU_RESET_OWNER, VU_FLAG_VERSION, NULL, 0, NULL, 0), 0);
+	assert_true(lmh_wait_log(log0, "front end disconnected", LMH_DEADLINE_MS));
+	assert_int_not_equal(rte_eal_hotplug_remove("vdev", d.name), 0);
+	assert_true(lmh_log_has(log0, "not removed: vhost device"));
 	vu_disconnect(c);
 	assert_true(lmh_wait_closed(2));
 	assert_true(lmh_wait_restored(&d));

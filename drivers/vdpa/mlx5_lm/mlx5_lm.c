@@ -123,6 +123,7 @@ queues_setup(struct mlx5_lm_dev *dev)
 		dev->args.queues = RTE_MIN(pairs, (uint32_t)MLX5_LM_DEFAULT_QUEUE_PAIRS);
 	dev->nr_vq = (uint16_t)(dev->args.queues * 2);
 	dev->vid = -1;
+	dev->held_vid = -1;
 	pthread_mutex_init(&dev->lock, NULL);
 	ret = mlx5_lm_worker_start(dev);
 	if (ret < 0)
@@ -352,10 +353,13 @@ mlx5_lm_remove(struct rte_vdev_device *vdev)
 	 * connection's next message and at its close (dev_close, dev_cleanup):
 	 * removed under a front end, the device would be used after its free.
 	 * The application unregisters the vhost-user socket first (which closes
-	 * its connections); until then the device stays. A connection that has
-	 * not owned the device yet is not known here.
+	 * its connections); until then the device stays. The owner's connection
+	 * counts until it closes, through a RESET_OWNER too (with the vetting,
+	 * which tells dev_cleanup which one it is); a connection that has not
+	 * owned the device is not known here.
 	 */
-	if (dev != NULL && (vid = __atomic_load_n(&dev->vid, __ATOMIC_ACQUIRE)) >= 0) {
+	if (dev != NULL && ((vid = __atomic_load_n(&dev->vid, __ATOMIC_ACQUIRE)) >= 0 ||
+			    (vid = __atomic_load_n(&dev->held_vid, __ATOMIC_ACQUIRE)) >= 0)) {
 		pthread_mutex_unlock(&dev_list_lock);
 		DRV_LOG(ERR, dev, "not removed: vhost device %d (a front end) still uses it; "
 			"unregister its vhost-user socket (rte_vhost_driver_unregister) first",

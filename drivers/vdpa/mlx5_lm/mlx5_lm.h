@@ -259,6 +259,12 @@ struct mlx5_lm_dev {
 	 * one front end per device, see mlx5_lm_owner().
 	 */
 	int vid;
+	/*
+	 * The last owner's connection while vhost may still call the device for
+	 * it, -1 when none: a RESET_OWNER ends the ownership (dev_cleanup) but
+	 * not the connection. Removal waits for it (atomic).
+	 */
+	int held_vid;
 	int running;                     /* between dev_conf and dev_close */
 	uint64_t features;               /* negotiated */
 	uint16_t nr_vq;                  /* virtqs the driver manages (pre-created or not) */
@@ -454,6 +460,8 @@ void mlx5_lm_preconf_ring(int vid, uint16_t ring);    /* mlx5_lm_preconf.c */
  * a memory-table change, a reset or a teardown (mlx5_lm_stop.c).
  */
 void mlx5_lm_stop_message(int vid, int in);
+/* The vetting, before vhost handles a RESET_OWNER of vhost device vid (mlx5_lm_ops.c). */
+void mlx5_lm_reset_message(int vid);
 int mlx5_lm_dev_close(int vid);                      /* mlx5_lm_stop.c */
 /* dev->lock held: stop a device still running for a front end that is gone (dev_cleanup). */
 void mlx5_lm_stop_orphaned(struct mlx5_lm_dev *dev);

@@ -164,17 +164,36 @@ out:
 	return ret;
 }
 
-/* The front end's connection is gone: its fds and memory go with it. */
+/* Per vhost device: a RESET_OWNER is being handled (the vetting says). */
+static uint8_t in_reset_owner[RTE_MAX_VHOST_DEVICE];
+
+void
+mlx5_lm_reset_message(int vid)
+{
+	if (vid >= 0 && vid < RTE_MAX_VHOST_DEVICE)
+		__atomic_store_n(&in_reset_owner[vid], 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * The front end's connection is gone, or it sent RESET_OWNER (vhost calls
+ * dev_cleanup for both): its fds and memory go with it.
+ */
 static int
 mlx5_lm_dev_cleanup(int vid)
 {
 	struct mlx5_lm_dev *dev = dev_by_vid(vid);
+	/* Taken here: vhost calls dev_cleanup for each RESET_OWNER it handles. */
+	int reset = vid >= 0 && vid < RTE_MAX_VHOST_DEVICE &&
+		    __atomic_exchange_n(&in_reset_owner[vid], 0, __ATOMIC_RELAXED);
 
 	if (dev == NULL)
 		return -ENODEV;
 	pthread_mutex_lock(&dev->lock);
 	/* The configuration uses this connection's vid (host notifiers): it ends first. */
 	mlx5_lm_wait_configured(dev);
+	/* A former owner's connection, reset earlier, now closes: it holds the device no more. */
+	if (!reset && dev->vid != vid && __atomic_load_n(&dev->held_vid, __ATOMIC_ACQUIRE) == vid)
+		__atomic_store_n(&dev->held_vid, -1, __ATOMIC_RELEASE);
 	if (dev->vid != vid) {
 		/* A connection that never owned the device leaves the owner's state alone. */
 		DRV_LOG(INFO, dev, "front end disconnected (vhost device %d, not the owner)", vid);
@@ -188,6 +207,8 @@ mlx5_lm_dev_cleanup(int vid)
 	/* Memory prepared for this front end and not used yet: it will not be. */
 	mlx5_lm_prereg_disconnected(dev);
 	__atomic_store_n(&dev->vid, -1, __ATOMIC_RELEASE);
+	/* After a RESET_OWNER the connection stays, and vhost may call the device for it. */
+	__atomic_store_n(&dev->held_vid, reset ? vid : -1, __ATOMIC_RELEASE);
 	__atomic_store_n(&dev->owner_pid, 0, __ATOMIC_RELEASE);
 	/* The next front end enables its own rings. */
 	for (uint16_t i = 0; i < dev->nr_vq; i++)

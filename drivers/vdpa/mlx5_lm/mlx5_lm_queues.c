@@ -179,6 +179,7 @@ mlx5_lm_owner(struct mlx5_lm_dev *dev, int vid, const char *what)
 	if (dev->vid < 0) {
 		/* Stored atomically: the host-notifier callbacks read it without the lock. */
 		__atomic_store_n(&dev->vid, vid, __ATOMIC_RELEASE);
+		__atomic_store_n(&dev->held_vid, vid, __ATOMIC_RELEASE);
 		DRV_LOG(INFO, dev, "vhost device %d owns the device", vid);
 		return 0;
 	}

@@ -111,6 +111,7 @@ _Static_assert(offsetof(struct vet_msg, fd_num) == 676, "vhu_msg_context.fd_num 
  * Front-end requests vetted here (vhost-user.rst, "Front-end message
  * types"): vhost's own names for them are in its private vhost_user.h.
  */
+#define VET_RESET_OWNER 4
 #define VET_SET_MEM_TABLE 5
 #define VET_SET_LOG_BASE 6
 #define VET_GET_VRING_BASE 11
@@ -404,6 +405,11 @@ rte_pmd_mlx5_lm_vhost_vet(int vid, void *msg)
 		break;
 	case VET_SET_BACKEND_REQ_FD:
 		ret = vet_backend_channel(vid, m);
+		break;
+	case VET_RESET_OWNER:
+		/* vhost calls dev_cleanup for it, the connection staying: the driver is told. */
+		mlx5_lm_reset_message(vid);
+		ret = 0;
 		break;
 	case VET_GET_VRING_BASE:
 		/*
