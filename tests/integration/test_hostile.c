@@ -1539,6 +1539,44 @@ test_a_device_a_front_end_uses_is_not_removed(void **state)
 	vu_mem_destroy(m);
 }
 
+/*
+ * A call fd that is neither an eventfd, a pipe nor a socket (a memfd here;
+ * a FUSE file, whose poll waits for its daemon, the case that matters):
+ * refused before the relay could poll it.
+ */
+static void
+test_a_ring_fd_of_another_kind_is_refused(void **state)
+{
+	struct lmh_dev d = { 0 };
+	uint32_t bases[2];
+	struct vu_client *c;
+	struct vu_guest *g;
+	struct vu_mem *m;
+	size_t log0;
+	int fd;
+
+	(void)state;
+	device_c_connect(&d, &m, &g, &c);
+	assert_int_equal(vu_start_device(c, g, NULL), 0);
+	assert_true(lmh_wait_running(&d, LMH_DEADLINE_MS));
+	fd = memfd_create("not-an-eventfd", MFD_CLOEXEC);
+	assert_true(fd >= 0);
+	log0 = lmh_log_mark();
+	assert_int_not_equal(vu_set_vring_call(c, 0, fd), 0);
+	assert_true(lmh_log_has(log0, "request 13 for ring 0: its fd is not an eventfd, a pipe or "
+				"a socket"));
+	/* Refused (nacked): the ring keeps the call fd it had, its frames complete. */
+	assert_true(lmh_traffic(g, 0x1, 32, LMH_DEADLINE_MS));
+	assert_int_equal(vu_stop_device(c, bases, 2), 0);
+	vu_disconnect(c);
+	assert_true(lmh_wait_closed(2));
+	assert_true(lmh_wait_restored(&d));
+	close(fd);
+	assert_int_equal(lmh_remove(&d), 0);
+	vu_guest_destroy(g);
+	vu_mem_destroy(m);
+}
+
 /* ---- group setup: A and B probed, B running with traffic ---------------------- */
 
 static int
@@ -1603,4 +1641,5 @@ LMH_TEST_MAIN("test-hostile", 3, "hostile", group_setup, group_teardown,
 		test_front_end_leaving_after_each_message_leaves_the_device_reusable),
 	cmocka_unit_test(test_front_end_fds_never_block_the_driver),
 	cmocka_unit_test(test_a_relay_held_by_its_front_end_does_not_hold_the_removal),
-	cmocka_unit_test(test_a_device_a_front_end_uses_is_not_removed))
+	cmocka_unit_test(test_a_device_a_front_end_uses_is_not_removed),
+	cmocka_unit_test(test_a_ring_fd_of_another_kind_is_refused))

@@ -116,7 +116,10 @@ _Static_assert(offsetof(struct vet_msg, fd_num) == 676, "vhu_msg_context.fd_num 
 #define VET_SET_LOG_BASE 6
 #define VET_GET_VRING_BASE 11
 #define VET_SET_VRING_KICK 12
+#define VET_SET_VRING_CALL 13
+#define VET_SET_VRING_ERR 14
 #define VET_VRING_IDX_MASK 0xff
+#define VET_VRING_NOFD 0x100
 #define VET_SET_BACKEND_REQ_FD 21
 #define VET_IOTLB_MSG 22
 #define VET_POSTCOPY_ADVISE 28
@@ -182,6 +185,39 @@ fd_is_device(int fd)
 	struct stat st;
 
 	return fstat(fd, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode));
+}
+
+/*
+ * A ring's kick, call or error fd is an eventfd (QEMU's), a pipe or a
+ * socket: files whose readiness the kernel answers at once. The relay
+ * polls and reads or writes them in its thread; a file of any other kind
+ * may wait on someone else (a FUSE file's poll waits for its daemon, which
+ * the front end may be), where no removal could take the thread back.
+ */
+static int
+vet_ring_fd(int vid, const struct vet_msg *m)
+{
+	static const char eventfd_link[] = "anon_inode:[eventfd]";
+	char path[64], link[sizeof(eventfd_link) + 1];
+	uint64_t v;
+	struct stat st;
+	ssize_t n;
+
+	if (m->size != sizeof(v) || m->fd_num < 1)
+		return 0;
+	memcpy(&v, m->payload, sizeof(v));
+	if ((v & VET_VRING_NOFD) || fstat(m->fds[0], &st) < 0)
+		return 0;
+	if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))
+		return 0;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", m->fds[0]);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n == (ssize_t)strlen(eventfd_link) && memcmp(link, eventfd_link, (size_t)n) == 0)
+		return 0;
+	vet_log(vid, "request %u for ring %u: its fd is not an eventfd, a pipe or a socket "
+		"(st_mode 0%o): refused", m->request, (unsigned int)(v & VET_VRING_IDX_MASK),
+		(unsigned int)st.st_mode);
+	return -EINVAL;
 }
 
 /* One region {gpa, size, uaddr, mmap_offset} mapped from fd: its bytes must all be in the file. */
@@ -405,6 +441,11 @@ rte_pmd_mlx5_lm_vhost_vet(int vid, void *msg)
 		break;
 	case VET_SET_BACKEND_REQ_FD:
 		ret = vet_backend_channel(vid, m);
+		break;
+	case VET_SET_VRING_KICK:
+	case VET_SET_VRING_CALL:
+	case VET_SET_VRING_ERR:
+		ret = vet_ring_fd(vid, m);
 		break;
 	case VET_RESET_OWNER:
 		/* vhost calls dev_cleanup for it, the connection staying: the driver is told. */
