@@ -74,7 +74,10 @@ reopen_if_closed(struct lm_app_rpc *c, char *err, size_t errlen)
 	struct pollfd p = { .fd = c->fd, .events = POLLIN };
 	char b;
 
-	if (c->fd < 0 || poll(&p, 1, 0) != 1 || recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) != 0)
+	/* A service that was down at the last try (restarting) may be back. */
+	if (c->fd < 0)
+		return connect_path(c, err, errlen);
+	if (poll(&p, 1, 0) != 1 || recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) != 0)
 		return 0;
 	close(c->fd);
 	return connect_path(c, err, errlen);

@@ -28,6 +28,7 @@
 
 struct service {
 	int lfd;
+	unsigned int conns;      /* connections it serves */
 	unsigned int served;     /* connections that got their answer */
 	int closed;              /* the first one closed, as idle */
 };
@@ -69,14 +70,14 @@ answer_one(int fd, unsigned int conn)
 	return write(fd, reply, strlen(reply)) == (ssize_t)strlen(reply);
 }
 
-/* Connection 1: one call answered, then closed as idle; connection 2: one call answered. */
+/* Each connection: one call answered, then closed (as idle, for the first one). */
 static void *
 service_thread(void *arg)
 {
 	struct service *s = arg;
 	unsigned int conn;
 
-	for (conn = 1; conn <= 2; conn++) {
+	for (conn = 1; conn <= s->conns; conn++) {
 		int fd = accept(s->lfd, NULL, NULL);
 
 		if (fd < 0)
@@ -90,11 +91,38 @@ service_thread(void *arg)
 	return NULL;
 }
 
+/* The service's listening socket at path. */
+static int
+listening(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fd, 4), 0);
+	return fd;
+}
+
+/* The other end of fd closed (its stream ended). */
+static bool
+peer_closed(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char b;
+
+	return poll(&p, 1, 0) == 1 && recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
+/*
+ * A connection closed as idle is opened again by the next call; one that
+ * found the service gone (restarting) is tried again by the call after.
+ */
 static void
 test_a_connection_closed_as_idle_is_opened_again(void **state)
 {
 	char dir[] = "/tmp/test-lm-app-rpc-XXXXXX", path[108], err[256];
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct service s = { 0 };
 	struct lm_app_rpc c;
 	pthread_t t;
@@ -105,11 +133,7 @@ test_a_connection_closed_as_idle_is_opened_again(void **state)
 	(void)state;
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/rpc.sock", dir);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	s.lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	assert_true(s.lfd >= 0);
-	assert_int_equal(bind(s.lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(s.lfd, 4), 0);
+	s = (struct service){ .lfd = listening(path), .conns = 2 };
 	assert_int_equal(pthread_create(&t, NULL, service_thread, &s), 0);
 
 	assert_int_equal(lm_app_rpc_open(&c, path, err, sizeof(err)), 0);
@@ -130,9 +154,28 @@ test_a_connection_closed_as_idle_is_opened_again(void **state)
 	assert_int_equal(json_integer_value(r), 2);
 	assert_int_equal(c.next_id, 2);
 	json_decref(r);
-	lm_app_rpc_close(&c);
 	pthread_join(t, NULL);
 	assert_int_equal(s.served, 2);
+	/* The service goes (its socket too): the next call cannot reach it. */
+	close(s.lfd);
+	unlink(path);
+	end = now_ms() + DEADLINE_MS;
+	while (!peer_closed(c.fd) && now_ms() < end)
+		usleep(1000);
+	r = lm_app_rpc_call(&c, "device_list", NULL, DEADLINE_MS, &code, err, sizeof(err));
+	assert_null(r);
+	assert_non_null(strstr(err, "cannot reach mlx5-lm-vhostd"));
+	/* It comes back: the call after reaches it. */
+	s = (struct service){ .lfd = listening(path), .conns = 1 };
+	assert_int_equal(pthread_create(&t, NULL, service_thread, &s), 0);
+	r = lm_app_rpc_call(&c, "device_list", NULL, DEADLINE_MS, &code, err, sizeof(err));
+	if (r == NULL)
+		print_error("call after the service came back: %s\n", err);
+	assert_non_null(r);
+	assert_int_equal(json_integer_value(r), 1);
+	json_decref(r);
+	lm_app_rpc_close(&c);
+	pthread_join(t, NULL);
 	close(s.lfd);
 	unlink(path);
 	rmdir(dir);
