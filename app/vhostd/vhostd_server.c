@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -439,6 +440,15 @@ vhostd_server_stop(void)
 	spare_fd = -1;
 }
 
+/* Whether fd has bytes waiting to be read. */
+static bool
+has_input(int fd)
+{
+	int n = 0;
+
+	return ioctl(fd, FIONREAD, &n) == 0 && n > 0;
+}
+
 /*
  * Connections whose half request waited too long, or that did nothing for
  * --rpc-idle-timeout, are dropped: MAX_CONNS silent clients would lock
@@ -454,6 +464,12 @@ vhostd_server_timers(void)
 		tmp = TAILQ_NEXT(c, next);
 		/* A call in flight is the service's delay, not the client's idleness. */
 		if (idle > 0 && c->pending == 0) {
+			/*
+			 * Bytes that came and are not read yet (the loop takes one
+			 * event a pass, the timers first): the client is not idle.
+			 */
+			if (now - c->active_ms >= idle && !c->dead && has_input(c->w.fd))
+				c->active_ms = now;
 			if (now - c->active_ms >= idle) {
 				SLOG("control client pid %d idle for %lld ms: closed", c->pid,
 				     (long long)idle);

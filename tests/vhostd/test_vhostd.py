@@ -1075,6 +1075,40 @@ class Connections(unittest.TestCase):
                     c.close()
                 stopped_clean(self, srv)
 
+    def test_a_request_that_came_in_time_is_answered_not_dropped_as_idle(self):
+        """The service takes one event a pass, its timers first: a connection whose request
+        had come, unread behind another one's, was closed as idle with it. The service is
+        stopped (SIGSTOP) while two idle clients send past their idle deadline, then let go:
+        both are answered."""
+        with tempfile.TemporaryDirectory() as d:
+            srv = service(d, extra=('--rpc-idle-timeout', '1000'))
+            cs = []
+            try:
+                cs = [connect(srv.rpc) for _ in range(2)]
+                t0 = time.monotonic()
+                # The service itself (SO_PEERCRED), not a wrapper around it.
+                pid = struct.unpack('3i', cs[0].getsockopt(socket.SOL_SOCKET,
+                                                           socket.SO_PEERCRED, 12))[0]
+                os.kill(pid, signal.SIGSTOP)
+                try:
+                    # Past the idle deadline while the service cannot look: a stopped
+                    # process, not a race.
+                    time.sleep(max(0.0, 1.3 - (time.monotonic() - t0)))
+                    for i, c in enumerate(cs):
+                        c.sendall(b'{"jsonrpc":"2.0","id":%d,"method":"service_get_version"}'
+                                  % (i + 1))
+                finally:
+                    os.kill(pid, signal.SIGCONT)
+                for i, c in enumerate(cs):
+                    r = read_reply(c, 30)
+                    self.assertIsNotNone(r, f'client {i}: closed with its request unread')
+                    self.assertEqual(r['id'], i + 1, r)
+                    self.assertIn('result', r)
+            finally:
+                for c in cs:
+                    c.close()
+                stopped_clean(self, srv)
+
 
 def http_get(unix_path, url):
     """The body of GET url on a unix-socket HTTP server (the metrics page)."""
