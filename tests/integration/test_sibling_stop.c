@@ -476,6 +476,12 @@ test_a_sibling_being_configured_is_left_to_its_configuration(void **state)
 	assert_true(lmh_wait_running(&b.d, LMH_DEADLINE_MS));
 	assert_false(lmh_log_has(lmark, "queues stopped ahead in"));
 	assert_true(lmh_traffic(b.g, (1u << PAIRS) - 1, 64, 3000));
+	/* Nothing was stopped ahead: its own stop, logging, is a first one and asks. */
+	nic_log_on(&b);
+	lmark = lmh_log_mark();
+	assert_int_equal(vu_stop_device(b.c, bases, RINGS), 0);
+	assert_true(lmh_log_line_has_all(lmark, (const char *const[]){ b.d.name,
+				"1 other devices of front end pid", NULL }));
 	nic_down(&b, 1);
 	nic_down(&a, 0);
 }

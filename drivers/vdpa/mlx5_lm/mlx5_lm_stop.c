@@ -387,7 +387,7 @@ mlx5_lm_stop_ahead(struct mlx5_lm_dev *dev, int vid, int pid)
 {
 	uint8_t was_rdy[MLX5_LM_MAX_VIRTQS];
 	double t0 = mlx5_lm_now_ms();
-	int ret, done = 0;
+	int ret, done = 0, pausing = 0;
 	uint16_t i;
 
 	pthread_mutex_lock(&dev->lock);
@@ -417,6 +417,7 @@ mlx5_lm_stop_ahead(struct mlx5_lm_dev *dev, int vid, int pid)
 	if (ret < 0) {
 		/* Its own stop does it all again; meanwhile nothing stays suspended. */
 		mlx5_lm_stop_ahead_undo(dev, "a queue could not be suspended");
+		pausing = 1;
 		goto out;
 	}
 	done = 1;
@@ -424,6 +425,15 @@ mlx5_lm_stop_ahead(struct mlx5_lm_dev *dev, int vid, int pid)
 	DRV_LOG(INFO, dev, "queues stopped ahead in %.1f ms, at a sibling device's stop",
 		mlx5_lm_now_ms() - t0);
 out:
+	/*
+	 * Not stopped ahead, and not for a failure inside the VM's pause (whose
+	 * own stop comes, and is not its first): nothing of this run was asked
+	 * of it after all, and its next stop may be the first of a real pause.
+	 */
+	if (pausing)
+		__atomic_store_n(&dev->asked_ahead, 1, __ATOMIC_RELEASE);
+	else if (!done && !dev->stopped_ahead)
+		__atomic_store_n(&dev->asked_ahead, 0, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&dev->lock);
 	return done;
 }
