@@ -192,6 +192,7 @@ err_gc:
 	mlx5_lm_pool_put(mlx5_lm_pool_threads(dev));
 err_pool:
 	mlx5_lm_worker_stop(dev);
+	mlx5_lm_worker_fini(dev);
 err_worker:
 	pthread_mutex_destroy(&dev->lock);
 	return ret;
@@ -215,6 +216,7 @@ queues_teardown(struct mlx5_lm_dev *dev)
 	dev->db = NULL;
 	mlx5_lm_mr_gc_put();
 	mlx5_lm_pool_put(mlx5_lm_pool_threads(dev));
+	mlx5_lm_worker_fini(dev);
 	pthread_mutex_destroy(&dev->lock);
 }
 

@@ -186,6 +186,7 @@ struct mlx5_lm_restore {
 struct mlx5_lm_worker {
 	pthread_t thread;
 	int up;
+	int made;                        /* its locks and conditions exist (start to fini) */
 	pthread_mutex_t lock;
 	pthread_cond_t cv;               /* work posted, hold released, stop (CLOCK_MONOTONIC) */
 	struct mlx5_lm_conf_job *conf;   /* the DRIVER_OK to configure */
@@ -489,6 +490,8 @@ int mlx5_lm_resume_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq);
 int mlx5_lm_worker_start(struct mlx5_lm_dev *dev);
 /* Removal: the configuration and restore in flight finish first. */
 void mlx5_lm_worker_stop(struct mlx5_lm_dev *dev);
+/* Its locks and conditions, once nothing can post to it (the notification thread gone). */
+void mlx5_lm_worker_fini(struct mlx5_lm_dev *dev);
 /* Under dev->lock: wait until no configuration is queued or running. */
 void mlx5_lm_wait_configured(struct mlx5_lm_dev *dev);
 /* From the relay: queue index went to ERR (OBJECT_CHANGE); never waits for dev->lock. */

@@ -316,6 +316,7 @@ mlx5_lm_worker_start(struct mlx5_lm_dev *dev)
 		return -EAGAIN;
 	}
 	w->up = 1;
+	w->made = 1;
 	return 0;
 }
 
@@ -344,6 +345,20 @@ mlx5_lm_worker_stop(struct mlx5_lm_dev *dev)
 	pthread_mutex_unlock(&w->lock);
 	pthread_join(w->thread, NULL);
 	w->up = 0;
+}
+
+/*
+ * After the notification thread is gone too: until then it may post a
+ * recovery (an OBJECT_CHANGE event), under w->lock, to the stopped worker.
+ */
+void
+mlx5_lm_worker_fini(struct mlx5_lm_dev *dev)
+{
+	struct mlx5_lm_worker *w = &dev->worker;
+
+	if (!w->made)
+		return;
+	w->made = 0;
 	pthread_mutex_destroy(&dev->report.lock);
 	pthread_cond_destroy(&dev->restore.done);
 	pthread_cond_destroy(&dev->conf.done);
