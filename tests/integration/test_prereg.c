@@ -692,6 +692,25 @@ test_preconf_0_does_everything_at_driver_ok(void **state)
 	preconf_memory_or_nothing("queues=2,workers=2,mr_chunk_mb=16,preconf=0", false);
 }
 
+/*
+ * The table's prepared registration was not kept: DRIVER_OK registers the
+ * table itself (its chunks and a new mkey), and the frames flow. Then the
+ * front end leaves and everything goes.
+ */
+static void
+driver_ok_registers_itself(struct fixture *f, struct vu_client *c, struct lmh_trace *t)
+{
+	size_t at_ok = lmh_trace_mark(t);
+
+	driver_ok(f, c);
+	assert_true(lmh_trace_count(t, at_ok, is_mr_reg, NULL) >= 2);
+	assert_int_equal(lmh_trace_count(t, at_ok, is_create_mkey, NULL), 1);
+	assert_true(lmh_traffic(f->g, (1u << PAIRS) - 1, 64, 3000));
+	stop_and_leave(f, c);
+	lmh_trace_free(t);
+	fixture_down(f);
+}
+
 /* Bounded wait until the device reports state (rte_pmd_mlx5_lm_get_state). */
 static bool
 wait_dev_state(struct lmh_dev *d, int state)
@@ -750,22 +769,14 @@ test_memory_changed_after_the_first_kick_is_registered_again(void **state)
 	struct vu_client *c;
 	struct lmh_trace t;
 	struct fixture f;
-	size_t mark, at_ok;
+	size_t mark;
 
 	(void)state;
 	c = prepared_start_until_kicks(&f, "queues=2,workers=2,mr_chunk_mb=16", &t, &mark);
 	assert_true(lmh_wait_trace(&t, mark, is_create_mkey, NULL, 1, LMH_DEADLINE_MS));
 	/* The file grown by a page after the kick (its table's pages untouched): a change. */
 	assert_int_equal(ftruncate(f.m->fd, MEM_SIZE + 4096), 0);
-	at_ok = lmh_trace_mark(&t);
-	driver_ok(&f, c);
-	/* DRIVER_OK registers the table itself: its chunks and a new mkey. */
-	assert_true(lmh_trace_count(&t, at_ok, is_mr_reg, NULL) >= 2);
-	assert_int_equal(lmh_trace_count(&t, at_ok, is_create_mkey, NULL), 1);
-	assert_true(lmh_traffic(f.g, (1u << PAIRS) - 1, 64, 3000));
-	stop_and_leave(&f, c);
-	lmh_trace_free(&t);
-	fixture_down(&f);
+	driver_ok_registers_itself(&f, c, &t);
 }
 
 /*
@@ -883,7 +894,7 @@ test_a_refused_preparation_keeps_the_changes_seen_since_the_kick(void **state)
 	struct vu_client *c;
 	struct lmh_trace t;
 	struct fixture f;
-	size_t mark, at_ok;
+	size_t mark;
 
 	(void)state;
 	c = prepared_start_until_kicks(&f, "queues=2,workers=2,mr_chunk_mb=16", &t, &mark);
@@ -892,15 +903,7 @@ test_a_refused_preparation_keeps_the_changes_seen_since_the_kick(void **state)
 	assert_int_equal(ftruncate(f.m->fd, MEM_SIZE / 2), 0);
 	assert_int_equal(ftruncate(f.m->fd, MEM_SIZE), 0);
 	assert_int_equal(rte_pmd_mlx5_lm_prepare(f.d.name, getpid(), &bad, 1), -EINVAL);
-	at_ok = lmh_trace_mark(&t);
-	driver_ok(&f, c);
-	/* DRIVER_OK registers the table itself: its chunks and a new mkey. */
-	assert_true(lmh_trace_count(&t, at_ok, is_mr_reg, NULL) >= 2);
-	assert_int_equal(lmh_trace_count(&t, at_ok, is_create_mkey, NULL), 1);
-	assert_true(lmh_traffic(f.g, (1u << PAIRS) - 1, 64, 3000));
-	stop_and_leave(&f, c);
-	lmh_trace_free(&t);
-	fixture_down(&f);
+	driver_ok_registers_itself(&f, c, &t);
 }
 
 /* ---- released ------------------------------------------------------------------- */
