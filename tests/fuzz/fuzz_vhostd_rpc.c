@@ -8,6 +8,9 @@
  * for more), every reply a JSON-RPC 2.0 object with a result or an error
  * code and message, exactly one reply per request with an id, none for a
  * notification; a device that passes the checks has well-formed fields.
+ * The same bytes then arrive in chunks (their sizes from the first byte), as
+ * the service reads them: the incremental decoder keeps its scan between
+ * calls and must keep the same rules on every partial view of the stream.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -94,6 +97,45 @@ static const struct vhostd_method table[] = {
 	{ "device_list", fake_list, NULL, "" },
 };
 
+/* The stream in chunks of 1..16 bytes, decoded as the server does (vhostd_server.c process). */
+static void
+trickle(const char *buf, size_t size)
+{
+	struct vhostd_rpc_scan scan = { 0 };
+	size_t step = size > 0 ? 1 + (uint8_t)buf[0] % 16 : 1, have = 0, off = 0;
+
+	while (have < size) {
+		have = have + step < size ? have + step : size;
+		for (;;) {
+			struct vhostd_rpc_req req;
+			json_t *reply = NULL;
+			size_t used;
+			bool fatal = false;
+			enum vhostd_rpc_status st = vhostd_rpc_decode_next(&scan, buf + off,
+									   have - off, &used, &req,
+									   &reply, &fatal);
+
+			check(used <= have - off, "trickled: consumed past what came");
+			off += used;
+			if (st == VHOSTD_RPC_NEED_MORE) {
+				check(reply == NULL, "trickled: reply while waiting for more");
+				break;
+			}
+			if (st == VHOSTD_RPC_BAD) {
+				check(reply != NULL, "trickled: bad request without a reply");
+				check_reply(reply);
+				json_decref(reply);
+				if (fatal)
+					return;
+				check(used > 0, "trickled: no progress");
+				continue;
+			}
+			check(used > 0 && req.method != NULL, "trickled: request without method");
+			vhostd_rpc_req_free(&req);
+		}
+	}
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -133,6 +175,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check(replies - before == (expect_reply ? 1u : 0u), "not exactly one reply");
 		vhostd_rpc_req_free(&req);
 	}
+	trickle(buf, size);
 	/* The configuration file's parser on the same bytes. */
 	{
 		struct vhostd_config c;
