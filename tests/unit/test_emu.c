@@ -637,6 +637,34 @@ test_dirty_bitmap_fields_are_modifiable_while_rdy(void **state)
 				PRM_VIRTQ_MODIFY_HW_USED_INDEX, 0));
 }
 
+/*
+ * The RDY exception for the dirty bitmap is for running queues only: a
+ * queue in ERR takes no field at all. Linux mlx5_vnet.c
+ * modifiable_virtqueue_fields: "Only state is always modifiable", other
+ * fields only while INIT or SUSPEND; DPDK's vdpa/mlx5 (mlx5_vdpa_lm.c)
+ * adds RDY for bits 3 and 4, and nothing for ERR (destroy and re-create).
+ */
+static void
+test_dirty_bitmap_fields_are_refused_in_err(void **state)
+{
+	uint8_t out[PRM_SIZE(virtq_cmd)];
+	void *obj = PRM_ADDR(virtq_cmd, out, obj);
+	struct vq_env e;
+	uint32_t vq;
+
+	(void)state;
+	env_init(&e, 256);
+	vq = vq_rdy(&e, 0);
+	assert_int_equal(emu_virtq_force_error(dev, vq, 3), 0);
+	assert_int_equal(vq_state(vq), PRM_VIRTQ_STATE_ERR);
+	assert_status(PRM_STATUS_BAD_RES_STATE, EMU_SYND_MODIFY_NOT_ALLOWED,
+		      vq_modify(&e, vq, PRM_VIRTQ_MODIFY_DIRTY_BITMAP_PARAMS, 0));
+	assert_status(PRM_STATUS_BAD_RES_STATE, EMU_SYND_MODIFY_NOT_ALLOWED,
+		      vq_modify(&e, vq, PRM_VIRTQ_MODIFY_DIRTY_BITMAP_DUMP_ENABLE, 0));
+	vq_query(vq, out);
+	assert_int_equal(PRM_GET(virtio_net_q, obj, state), PRM_VIRTQ_STATE_ERR);
+}
+
 static void
 test_queue_size_change_is_an_unknown_modify_bit(void **state)
 {
@@ -2224,6 +2252,7 @@ main(void)
 		T(test_suspend_to_rdy_is_allowed_because_freeze_to_rdy_is_set),
 		T(test_modify_fields_outside_init_or_suspend_is_refused),
 		T(test_dirty_bitmap_fields_are_modifiable_while_rdy),
+		T(test_dirty_bitmap_fields_are_refused_in_err),
 		T(test_queue_size_change_is_an_unknown_modify_bit),
 		T(test_rdy_needs_mkey_and_ring_addresses),
 		T(test_virtq_create_checks_size_and_umems),

@@ -453,15 +453,19 @@ emu_virtq_modify(struct emu_ctx *c)
 		return status;
 	/*
 	 * Fields other than STATE only while INIT or SUSPEND (Linux mlx5_vnet.c
-	 * modifiable_virtqueue_fields), but for the dirty bitmap's: the
-	 * vendor's DPDK vdpa/mlx5 starts and stops logging on running queues
-	 * with them (mlx5_vdpa_lm.c), the only way a live migration logs while
-	 * the guest runs (doc/emulator.md, "The peer").
+	 * modifiable_virtqueue_fields), but for the dirty bitmap's on a RDY
+	 * queue: the vendor's DPDK vdpa/mlx5 starts and stops logging on
+	 * running queues with them (mlx5_vdpa_lm.c), the only way a live
+	 * migration logs while the guest runs (doc/emulator.md, "The peer").
+	 * That exception is for RDY only: a queue in ERR takes no field (neither
+	 * source modifies one; the queue is destroyed and re-created).
 	 */
-	if ((fields & ~(c->dev->prof->caps.dirty_bitmap_in_rdy ? VQ_MODIFY_WHILE_RDY : 0)) != 0 &&
-	    vq->state != PRM_VIRTQ_STATE_INIT && vq->state != PRM_VIRTQ_STATE_SUSPEND) {
+	if (fields != 0 && vq->state != PRM_VIRTQ_STATE_INIT &&
+	    vq->state != PRM_VIRTQ_STATE_SUSPEND &&
+	    (vq->state != PRM_VIRTQ_STATE_RDY || !c->dev->prof->caps.dirty_bitmap_in_rdy ||
+	     (fields & ~(uint64_t)VQ_MODIFY_WHILE_RDY) != 0)) {
 		emu_log(c->dev, 4, "virtq %u: MODIFY fields 0x%" PRIx64 " refused in state %u: "
-			"only INIT or SUSPEND take them (but the dirty bitmap's)", vq->obj.id,
+			"only INIT or SUSPEND take them (RDY: the dirty bitmap's)", vq->obj.id,
 			fields, vq->state);
 		return emu_fail(c, PRM_STATUS_BAD_RES_STATE, EMU_SYND_MODIFY_NOT_ALLOWED);
 	}
