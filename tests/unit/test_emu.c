@@ -2076,6 +2076,43 @@ test_modify_bits_need_their_modify_caps(void **state)
 }
 
 /*
+ * QUERY answers modify_field_select with the fields the object takes:
+ * NVIDIA snap-rdma snap_virtio_query_queue() reads it from the QUERY output
+ * as the device's modifiable fields (STATE, QUEUE_PERIOD, the dirty bitmap's
+ * two bits; the address and index bits it takes from the caps), so a 0
+ * there says that not even STATE may be modified.
+ */
+static void
+test_query_reports_the_modifiable_fields(void **state)
+{
+	const uint64_t always = PRM_VIRTQ_MODIFY_STATE | PRM_VIRTQ_MODIFY_QUEUE_PERIOD |
+				PRM_VIRTQ_MODIFY_DIRTY_BITMAP_PARAMS |
+				PRM_VIRTQ_MODIFY_DIRTY_BITMAP_DUMP_ENABLE;
+	uint8_t out[PRM_SIZE(virtq_cmd)];
+	void *obj = PRM_ADDR(virtq_cmd, out, obj);
+	struct vq_env e;
+	uint64_t sel;
+	uint32_t vq;
+
+	(void)state;
+	env_init(&e, 256);
+	assert_int_equal(vq_create(&e, 0, 256, &vq), 0);
+	vq_query(vq, out);
+	sel = PRM_GET(virtio_net_q, obj, modify_field_select);
+	assert_int_equal(sel & always, always);
+	assert_int_equal(sel & PRM_VIRTQ_MODIFY_ADDRS, PRM_VIRTQ_MODIFY_ADDRS);
+	/* Nothing this device refuses: no desc_group_mkey, no unknown bit. */
+	assert_int_equal(sel & ~(uint64_t)PRM_VIRTQ_MODIFY_ALL_KNOWN, 0);
+	assert_int_equal(sel & PRM_VIRTQ_MODIFY_DESC_GROUP_MKEY, 0);
+	/* Without the modify caps, only the ungated fields. */
+	use_profile("caps-no-modify.json");
+	env_init(&e, 256);
+	assert_int_equal(vq_create(&e, 0, 256, &vq), 0);
+	vq_query(vq, out);
+	assert_int_equal(PRM_GET(virtio_net_q, obj, modify_field_select), always);
+}
+
+/*
  * Completion moderation (DPDK devargs hw_latency_mode / hw_max_latency_us /
  * hw_max_pending_comp -> virtio_q queue_period_mode[2] / queue_period_us[12]
  * / queue_max_count[16], mlx5_ifc / DPDK mlx5_prm.h, DPDK mlx5_devx_cmds.c
@@ -2287,6 +2324,7 @@ main(void)
 		T(test_profile_caps_refuse_unknown_names_and_bad_values),
 		T(test_suspend_to_rdy_is_refused_without_freeze_to_rdy),
 		T(test_modify_bits_need_their_modify_caps),
+		T(test_query_reports_the_modifiable_fields),
 		T(test_queue_features_outside_the_device_mask_are_refused),
 		T(test_queue_period_mode_is_checked_and_recorded),
 		T(test_counters_need_their_general_obj_types_bit),

@@ -342,6 +342,25 @@ vq_check_modify_caps(struct emu_ctx *c, const struct emu_virtq *vq, uint64_t fie
 	return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_CAP_NOT_SUPPORTED);
 }
 
+/*
+ * The select bits this device takes for a queue: the known ones it supports,
+ * less those whose modify cap is 0 (vq_check_modify_caps). QUERY reports
+ * them in modify_field_select (emu_virtq_query).
+ */
+static uint64_t
+vq_modifiable(const struct emu_caps *caps)
+{
+	uint64_t m = VQ_MODIFY_SUPPORTED;
+
+	if (!caps->virtio_net_q_addr_modify)
+		m &= ~(uint64_t)PRM_VIRTQ_MODIFY_ADDRS;
+	if (!caps->virtio_q_index_modify)
+		m &= ~(uint64_t)VQ_MODIFY_INDEX_BITS;
+	if (!caps->vnet_modify_ext)
+		m &= ~(uint64_t)VQ_MODIFY_EXT_BITS;
+	return m;
+}
+
 /* What a RDY queue takes beside STATE: the dirty bitmap (see emu_virtq_modify). */
 #define VQ_MODIFY_WHILE_RDY (PRM_VIRTQ_MODIFY_DIRTY_BITMAP_PARAMS | \
 			     PRM_VIRTQ_MODIFY_DIRTY_BITMAP_DUMP_ENABLE)
@@ -521,6 +540,16 @@ emu_virtq_query(struct emu_ctx *c)
 		return emu_fail(c, PRM_STATUS_BAD_RES, EMU_SYND_UNKNOWN_OBJ);
 	PRM_SET(general_obj_out_cmd_hdr, c->out, obj_id, vq->obj.id);
 	vq_encode(vq, PRM_ADDR(virtq_cmd, c->out, obj), PRM_ADDR(virtq_cmd, c->out, q));
+	/*
+	 * In a QUERY output modify_field_select is the set of fields the
+	 * object may be modified in: NVIDIA snap-rdma snap_virtio_query_queue()
+	 * reads it as the device's modifiable fields (STATE, QUEUE_PERIOD, the
+	 * dirty bitmap's bits; addresses and indices from the caps), as it
+	 * reads the same field of its other emulation objects. 0 would say
+	 * that not even STATE may change.
+	 */
+	PRM_SET(virtio_net_q, PRM_ADDR(virtq_cmd, c->out, obj), modify_field_select,
+		vq_modifiable(&c->dev->prof->caps));
 	return PRM_STATUS_OK;
 }
 
