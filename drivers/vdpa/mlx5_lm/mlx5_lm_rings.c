@@ -162,8 +162,21 @@ mlx5_lm_recover_locked(struct mlx5_lm_virtq *vq)
 	cfg.hw_available_index = used;
 	cfg.hw_used_index = used;
 	mlx5_lm_steer_detach(dev, vq, &rebuild);
+	/*
+	 * While logging (a migration), the new object marks the log before it
+	 * runs: made RDY only once it has the dirty bitmap, or its writes
+	 * would reach the guest unlogged and the destination miss them.
+	 */
 	ret = mlx5_lm_virtq_recreate(vq, vq->size ? vq->size : dev->args.queue_size, &cfg,
-				     vq->enabled);
+				     dev->log_mr != NULL ? 0 : vq->enabled);
+	if (ret == 0 && dev->log_mr != NULL) {
+		ret = mlx5_lm_virtq_set_dirty_log(vq, mlx5_lm_mr_mkey(dev->log_mr), 0,
+						  (uint32_t)dev->log_size, 1);
+		if (ret == 0 && vq->enabled)
+			ret = mlx5_lm_virtq_set_state(vq, PRM_VIRTQ_STATE_RDY);
+		if (ret < 0)
+			VQ_LOG(ERR, vq, "re-created, but not logging dirty pages: left stopped");
+	}
 	mlx5_lm_steer_reattach(dev, rebuild);
 	mlx5_lm_steer_update(dev);
 	if (ret == 0 && vq->kickfd >= 0)

@@ -4,7 +4,8 @@
  * pairs suspended and rings every running queue once, a DRIVER_OK with
  * the log on logs before any queue runs, a queue never enabled but given
  * the log is put back to blank at the stop, and a new log base (while
- * logging, or during a held configuration) is the log the device marks.
+ * logging, or during a held configuration) is the log the device marks, and
+ * a queue recovered from ERR while logging logs.
  */
 #include <inttypes.h>
 #include <time.h>
@@ -300,6 +301,35 @@ test_log_on_ring_never_enabled_leaves_nothing_after_the_front_end(void **state)
 	vu_log_destroy(log);
 }
 
+/*
+ * A queue that goes to ERR while logging is re-created with the dirty
+ * bitmap before it runs again: the device's writes after the recovery are
+ * in the log (the recovery used to re-create it from its configuration
+ * alone, unlogged, and the destination would miss those pages).
+ */
+static void
+test_a_queue_recovered_while_logging_still_logs(void **state)
+{
+	struct tc *t = *state;
+	struct vu_guest *g;
+	struct vu_log *log;
+	size_t lmark;
+
+	g = tc_start(t, 1, NULL);
+	tc_traffic(g, 0x1, 100);
+	log = log_on(t);
+	lmark = lmh_log_mark();
+	/* RX queue 0: the device writes the guest's buffers, the writes the log must hold. */
+	assert_int_equal(lmh_vq_force_error(&t->d, tc_vq_id(t, 0), EMU_VQ_ERROR_BAD_DESC), 0);
+	assert_true(tc_wait_log(lmark, "re-creating it (recovery 1/3)"));
+	tc_barrier(t);
+	assert_int_equal(tc_vq_state(t, 0), PRM_VIRTQ_STATE_RDY);
+	vu_guest_dirty_mark(g);
+	tc_traffic(g, 0x1, 200);
+	check_written_pages_logged(g, log);
+	log_off_and_leave(t, 2, log);
+}
+
 int
 tc_run_logging(void)
 {
@@ -310,6 +340,7 @@ tc_run_logging(void)
 		TC_TEST(test_log_on_ring_never_enabled_leaves_nothing_after_the_front_end),
 		TC_TEST(test_new_log_base_while_logging_is_the_log_the_device_marks),
 		TC_TEST(test_new_log_base_during_a_held_configuration_is_the_log_registered),
+		TC_TEST(test_a_queue_recovered_while_logging_still_logs),
 	};
 
 	return cmocka_run_group_tests_name("lifecycle: logging", tests, NULL, NULL);
