@@ -13,7 +13,8 @@ struct mlx5_lm_dev;
 
 /*
  * The device's worker takes no configuration while on (it still restores and
- * recovers); on 2, no stop ahead asked by a sibling's stop either.
+ * recovers); on 2, no stop ahead asked by a sibling's stop either; on 3, no
+ * recovery (an OBJECT_CHANGE's) either.
  */
 void mlx5_lm_worker_hold(struct mlx5_lm_dev *dev, int on);
 /* Threads waiting for the device's configuration to end (mlx5_lm_wait_configured). */

@@ -567,7 +567,7 @@ mlx5_lm_virtq_set_dirty_log(struct mlx5_lm_virtq *vq, uint32_t mkey, uint64_t ad
 {
 	struct mlx5_lm_dev *dev = vq->dev;
 	int was_ready = vq->hw_state == PRM_VIRTQ_STATE_RDY;
-	uint8_t status = 0;
+	uint8_t status = 0, state;
 	int ret;
 
 	if (was_ready && !__atomic_load_n(&dev->dirty_log_rdy_refused, __ATOMIC_ACQUIRE)) {
@@ -578,6 +578,19 @@ mlx5_lm_virtq_set_dirty_log(struct mlx5_lm_virtq *vq, uint32_t mkey, uint64_t ad
 			VQ_LOG(ERR, vq, "cannot %s dirty-page logging on the running queue",
 			       enable ? "start" : "stop");
 			return ret;
+		}
+		/*
+		 * Refused for its state, not for the field: a queue gone to ERR
+		 * (its OBJECT_CHANGE not handled yet) takes no field either, and
+		 * says nothing of the device. Its recovery, posted by that event,
+		 * re-creates it with the log (mlx5_lm_recover_locked).
+		 */
+		if (mlx5_lm_virtq_query(vq, &state, NULL, NULL, NULL) == 0 &&
+		    state == PRM_VIRTQ_STATE_ERR) {
+			vq->hw_state = PRM_VIRTQ_STATE_ERR;
+			VQ_LOG(WARNING, vq, "in ERR before its dirty log was %s: left to its recovery",
+			       enable ? "set" : "cleared");
+			return 0;
 		}
 		if (!__atomic_exchange_n(&dev->dirty_log_rdy_refused, 1, __ATOMIC_ACQ_REL))
 			DRV_LOG(WARNING, dev, "the device does not take the dirty bitmap on a "

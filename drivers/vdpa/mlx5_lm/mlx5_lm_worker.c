@@ -195,7 +195,7 @@ wait_work(struct mlx5_lm_worker *w)
 			return 1;
 		if (w->preconf != NULL || (w->conf != NULL && !w->hold))
 			return 1;
-		if (w->recover_pending)
+		if (w->recover_pending && w->hold < 3)
 			return 1;
 		if (w->stop)
 			return 0;
@@ -252,7 +252,7 @@ worker_main(void *arg)
 		} else if (w->conf != NULL && !w->hold) {
 			conf = w->conf;
 			w->conf = NULL;
-		} else if (w->recover_pending) {
+		} else if (w->recover_pending && w->hold < 3) {
 			memcpy(recover, w->recover, sizeof(recover));
 			memset(w->recover, 0, sizeof(w->recover));
 			w->recover_pending = 0;

@@ -330,6 +330,40 @@ test_a_queue_recovered_while_logging_still_logs(void **state)
 	log_off_and_leave(t, 2, log);
 }
 
+/*
+ * A queue gone to ERR whose OBJECT_CHANGE is not handled yet (the worker
+ * held) when logging starts: the device refuses its dirty bitmap for its
+ * state, which says nothing of the device (it used to switch every queue to
+ * the SUSPEND-and-resume fallback, and fail the start). Its recovery then
+ * re-creates it logging.
+ */
+static void
+test_a_queue_in_err_when_logging_starts_is_left_to_its_recovery(void **state)
+{
+	struct tc *t = *state;
+	struct vu_guest *g;
+	struct vu_log *log;
+	size_t lmark;
+
+	g = tc_start(t, 1, NULL);
+	tc_traffic(g, 0x1, 100);
+	mlx5_lm_worker_hold(t->d.dev, 3);
+	assert_int_equal(lmh_vq_force_error(&t->d, tc_vq_id(t, 0), EMU_VQ_ERROR_BAD_DESC), 0);
+	assert_int_equal(tc_vq_state(t, 0), PRM_VIRTQ_STATE_ERR);
+	lmark = lmh_log_mark();
+	log = log_on(t);
+	assert_true(lmh_log_has(lmark, "queue 0 (rx 0): in ERR before its dirty log was set"));
+	assert_false(lmh_log_has(lmark, "does not take the dirty bitmap on a running queue"));
+	mlx5_lm_worker_hold(t->d.dev, 0);
+	assert_true(tc_wait_log(lmark, "re-creating it (recovery 1/3)"));
+	tc_barrier(t);
+	assert_int_equal(tc_vq_state(t, 0), PRM_VIRTQ_STATE_RDY);
+	vu_guest_dirty_mark(g);
+	tc_traffic(g, 0x1, 200);
+	check_written_pages_logged(g, log);
+	log_off_and_leave(t, 2, log);
+}
+
 int
 tc_run_logging(void)
 {
@@ -341,6 +375,7 @@ tc_run_logging(void)
 		TC_TEST(test_new_log_base_while_logging_is_the_log_the_device_marks),
 		TC_TEST(test_new_log_base_during_a_held_configuration_is_the_log_registered),
 		TC_TEST(test_a_queue_recovered_while_logging_still_logs),
+		TC_TEST(test_a_queue_in_err_when_logging_starts_is_left_to_its_recovery),
 	};
 
 	return cmocka_run_group_tests_name("lifecycle: logging", tests, NULL, NULL);
