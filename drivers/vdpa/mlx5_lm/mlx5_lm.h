@@ -201,7 +201,7 @@ struct mlx5_lm_worker {
 	int ahead_pid;                   /* ...of this front-end process */
 	int ahead_armed;                 /* stopped ahead: resumed at ahead_deadline_ms... */
 	double ahead_deadline_ms;        /* ...unless its own stop came (mlx5_lm_now_ms clock) */
-	int hold;                        /* test seam: 1 no configuration, 2 nor stop ahead, 3 recovery */
+	int hold;                        /* test seam (mlx5_lm_worker_hold): 0, 1, 2, 3 */
 	int stop;
 };
 

@@ -588,8 +588,8 @@ mlx5_lm_virtq_set_dirty_log(struct mlx5_lm_virtq *vq, uint32_t mkey, uint64_t ad
 		if (mlx5_lm_virtq_query(vq, &state, NULL, NULL, NULL) == 0 &&
 		    state == PRM_VIRTQ_STATE_ERR) {
 			vq->hw_state = PRM_VIRTQ_STATE_ERR;
-			VQ_LOG(WARNING, vq, "in ERR before its dirty log was %s: left to its recovery",
-			       enable ? "set" : "cleared");
+			VQ_LOG(WARNING, vq, "in ERR before its dirty log was %s: left to its "
+			       "recovery", enable ? "set" : "cleared");
 			return 0;
 		}
 		if (!__atomic_exchange_n(&dev->dirty_log_rdy_refused, 1, __ATOMIC_ACQ_REL))
