@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -153,14 +154,44 @@ test_requests_of_features_not_negotiated_are_refused(void **state)
 	msg_init(m, 37, p, 40, &fd, 1);
 	assert_int_equal(rte_pmd_mlx5_lm_vhost_vet(NO_VID, m), RTE_VHOST_MSG_RESULT_ERR);
 	assert_false(fd_open(fd));
-	/* Everything else is vhost's: GET_FEATURES, SET_VRING_KICK with its fd. */
+	/* Everything else is vhost's: GET_FEATURES, SET_VRING_KICK with its eventfd. */
 	msg_init(m, 1, p, 0, NULL, 0);
 	assert_int_equal(rte_pmd_mlx5_lm_vhost_vet(NO_VID, m), RTE_VHOST_MSG_RESULT_NOT_HANDLED);
-	fd = file_of(0);
+	fd = eventfd(0, EFD_CLOEXEC);
+	assert_true(fd >= 0);
 	msg_init(m, 12, p, 8, &fd, 1);
 	assert_int_equal(rte_pmd_mlx5_lm_vhost_vet(NO_VID, m), RTE_VHOST_MSG_RESULT_NOT_HANDLED);
 	assert_true(fd_open(fd));
 	close(fd);
+}
+
+/*
+ * A ring's kick, call and error fds are eventfds, pipes or sockets (the
+ * relay polls them in its thread); a file of another kind is refused and
+ * closed, and the "no fd" flag (bit 8) is vhost's.
+ */
+static void
+test_ring_fds_of_another_kind_are_refused(void **state)
+{
+	uint8_t m[MSG_SIZE], p[8] = { 0 };
+	int fd, pipe_fds[2];
+	unsigned int req;
+
+	(void)state;
+	for (req = 12; req <= 14; req++) {
+		fd = file_of(0);
+		msg_init(m, req, p, 8, &fd, 1);
+		assert_int_equal(rte_pmd_mlx5_lm_vhost_vet(NO_VID, m), RTE_VHOST_MSG_RESULT_ERR);
+		assert_false(fd_open(fd));
+	}
+	assert_int_equal(pipe2(pipe_fds, O_CLOEXEC), 0);
+	msg_init(m, 13, p, 8, &pipe_fds[1], 1);
+	assert_int_equal(rte_pmd_mlx5_lm_vhost_vet(NO_VID, m), RTE_VHOST_MSG_RESULT_NOT_HANDLED);
+	close(pipe_fds[0]);
+	close(pipe_fds[1]);
+	p[1] = 1;   /* index 0 | VHOST_USER_VRING_NOFD_MASK (0x100), little endian */
+	msg_init(m, 13, p, 8, NULL, 0);
+	assert_int_equal(rte_pmd_mlx5_lm_vhost_vet(NO_VID, m), RTE_VHOST_MSG_RESULT_NOT_HANDLED);
 }
 
 int
@@ -170,6 +201,7 @@ main(void)
 		cmocka_unit_test(test_regions_past_their_file_are_refused_and_their_fds_closed),
 		cmocka_unit_test(test_log_base_must_fit_its_fd_at_offset_zero),
 		cmocka_unit_test(test_requests_of_features_not_negotiated_are_refused),
+		cmocka_unit_test(test_ring_fds_of_another_kind_are_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
