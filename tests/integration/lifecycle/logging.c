@@ -302,6 +302,22 @@ test_log_on_ring_never_enabled_leaves_nothing_after_the_front_end(void **state)
 }
 
 /*
+ * RX queue 0, in ERR since lmark, recovered (re-created RDY): the device's
+ * writes from here are all in the log. Then the front end leaves.
+ */
+static void
+recovered_and_logging(struct tc *t, struct vu_guest *g, struct vu_log *log, size_t lmark)
+{
+	assert_true(tc_wait_log(lmark, "re-creating it (recovery 1/3)"));
+	tc_barrier(t);
+	assert_int_equal(tc_vq_state(t, 0), PRM_VIRTQ_STATE_RDY);
+	vu_guest_dirty_mark(g);
+	tc_traffic(g, 0x1, 200);
+	check_written_pages_logged(g, log);
+	log_off_and_leave(t, 2, log);
+}
+
+/*
  * A queue that goes to ERR while logging is re-created with the dirty
  * bitmap before it runs again: the device's writes after the recovery are
  * in the log (the recovery used to re-create it from its configuration
@@ -321,13 +337,7 @@ test_a_queue_recovered_while_logging_still_logs(void **state)
 	lmark = lmh_log_mark();
 	/* RX queue 0: the device writes the guest's buffers, the writes the log must hold. */
 	assert_int_equal(lmh_vq_force_error(&t->d, tc_vq_id(t, 0), EMU_VQ_ERROR_BAD_DESC), 0);
-	assert_true(tc_wait_log(lmark, "re-creating it (recovery 1/3)"));
-	tc_barrier(t);
-	assert_int_equal(tc_vq_state(t, 0), PRM_VIRTQ_STATE_RDY);
-	vu_guest_dirty_mark(g);
-	tc_traffic(g, 0x1, 200);
-	check_written_pages_logged(g, log);
-	log_off_and_leave(t, 2, log);
+	recovered_and_logging(t, g, log, lmark);
 }
 
 /*
@@ -355,13 +365,7 @@ test_a_queue_in_err_when_logging_starts_is_left_to_its_recovery(void **state)
 	assert_true(lmh_log_has(lmark, "queue 0 (rx 0): in ERR before its dirty log was set"));
 	assert_false(lmh_log_has(lmark, "does not take the dirty bitmap on a running queue"));
 	mlx5_lm_worker_hold(t->d.dev, 0);
-	assert_true(tc_wait_log(lmark, "re-creating it (recovery 1/3)"));
-	tc_barrier(t);
-	assert_int_equal(tc_vq_state(t, 0), PRM_VIRTQ_STATE_RDY);
-	vu_guest_dirty_mark(g);
-	tc_traffic(g, 0x1, 200);
-	check_written_pages_logged(g, log);
-	log_off_and_leave(t, 2, log);
+	recovered_and_logging(t, g, log, lmark);
 }
 
 int
