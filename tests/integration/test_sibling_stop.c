@@ -316,6 +316,53 @@ test_a_sibling_asked_already_asks_nobody(void **state)
 	nic_down(&a, 0);
 }
 
+/*
+ * The second NIC's stop ahead fails inside the VM's pause (a SUSPEND the
+ * device refuses): what it had suspended runs again, and its own stop,
+ * which follows, suspends and queries everything itself. It is not the
+ * VM's first stop: it asks nobody in turn (the first NIC, stopped, would
+ * be asked again).
+ */
+static void
+test_a_sibling_whose_stop_ahead_fails_is_stopped_by_its_own_stop(void **state)
+{
+	uint32_t bases[RINGS];
+	struct nic a, b;
+	size_t mark, lmark;
+
+	(void)state;
+	vm_up_logging(&a, &b, NULL);
+	assert_true(lmh_traffic(a.g, (1u << PAIRS) - 1, 64, 3000));
+	assert_true(lmh_traffic(b.g, (1u << PAIRS) - 1, 64, 3000));
+	/* The second SUSPEND of the stop ahead is refused. */
+	assert_int_equal(lmh_fault_inject(&b.d, PRM_CMD_MODIFY_GENERAL_OBJECT,
+					  PRM_OBJ_VIRTIO_NET_Q, 2, PRM_STATUS_NO_RESOURCES, 0), 0);
+	lmark = lmh_log_mark();
+	assert_int_equal(vu_stop_device(a.c, bases, RINGS), 0);
+	check_bases(&a, bases);
+	assert_true(lmh_wait_log(lmark, "a queue could not be suspended", LMH_DEADLINE_MS));
+	assert_false(lmh_log_has(lmark, "queues stopped ahead in"));
+	assert_true(wait_states(&b, PRM_VIRTQ_STATE_RDY));
+	/* Its own stop: every queue suspended and queried by it, the bases right. */
+	assert_int_equal(lmh_trace_sync(&b.t), 0);
+	mark = lmh_trace_mark(&b.t);
+	assert_int_equal(vu_stop_device(b.c, bases, RINGS), 0);
+	assert_int_equal(lmh_trace_sync(&b.t), 0);
+	assert_true(lmh_trace_count(&b.t, mark, is_suspend_or_query, NULL) >= RINGS);
+	assert_true(wait_states(&b, PRM_VIRTQ_STATE_SUSPEND));
+	check_bases(&b, bases);
+	assert_true(lmh_log_line_has_all(lmark, (const char *const[]){ b.d.name,
+				": stopped in", "idle split rings needed no QUERY", NULL }));
+	/* Asked once, by the first NIC's stop. */
+	assert_int_equal(log_count(lmark, "asked to stop ahead"), 1);
+	assert_true(lmh_log_line_has_all(lmark, (const char *const[]){ a.d.name,
+				"1 other devices of front end pid", NULL }));
+	check_dirty_log(&a);
+	check_dirty_log(&b);
+	nic_down(&b, 1);
+	nic_down(&a, 0);
+}
+
 /* b_profile: NULL (SUSPEND -> RDY) or a device that re-creates instead (no freeze_to_rdy). */
 static void
 never_comes(const char *b_profile)
@@ -584,6 +631,7 @@ LMH_TEST_MAIN("test-sibling-stop", 2, "sibling_stop", NULL, NULL,
 	cmocka_unit_test(test_first_stop_of_a_logging_vm_stops_its_sibling_ahead),
 	cmocka_unit_test(test_a_sibling_whose_stop_never_comes_runs_again),
 	cmocka_unit_test(test_a_sibling_asked_already_asks_nobody),
+	cmocka_unit_test(test_a_sibling_whose_stop_ahead_fails_is_stopped_by_its_own_stop),
 	cmocka_unit_test(test_a_memory_table_change_stops_no_sibling),
 	cmocka_unit_test(test_a_refused_get_vring_base_stops_no_sibling),
 	cmocka_unit_test(test_another_processs_device_is_never_asked),
