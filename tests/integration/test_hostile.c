@@ -1540,6 +1540,49 @@ test_a_device_a_front_end_uses_is_not_removed(void **state)
 }
 
 /*
+ * Every connection vhost attached to the device counts, not only its
+ * owner's: vhost calls the device at each one's next message and at its
+ * close. A front end that only asked for the features, and one still
+ * connected after the owner left, each keep the device from removal.
+ */
+static void
+test_a_device_with_any_connection_is_not_removed(void **state)
+{
+	struct lmh_dev d = { 0 };
+	struct vu_client *c, *c2;
+	struct vu_guest *g;
+	struct vu_mem *m;
+	uint64_t f;
+	size_t log0;
+
+	(void)state;
+	device_c_connect(&d, &m, &g, &c);
+	/* Answered: vhost has the connection, attached to the device. */
+	assert_int_equal(vu_get_features(c, &f), 0);
+	log0 = lmh_log_mark();
+	assert_int_not_equal(rte_eal_hotplug_remove("vdev", d.name), 0);
+	assert_true(lmh_log_has(log0, "not removed: vhost device"));
+	/* A second connection; the first one then owns the device, runs, and leaves. */
+	assert_non_null(c2 = lmh_fe_connect(2));
+	assert_int_equal(vu_get_features(c2, &f), 0);
+	assert_int_equal(vu_start_device(c, g, NULL), 0);
+	assert_true(lmh_wait_running(&d, LMH_DEADLINE_MS));
+	assert_true(lmh_traffic(g, 0x1, 32, LMH_DEADLINE_MS));
+	log0 = lmh_log_mark();
+	vu_disconnect(c);
+	assert_true(lmh_wait_log(log0, "front end disconnected", LMH_DEADLINE_MS));
+	assert_true(lmh_wait_restored(&d));
+	assert_int_not_equal(rte_eal_hotplug_remove("vdev", d.name), 0);
+	assert_true(lmh_log_has(log0, "not removed: vhost device"));
+	/* Its last connection gone, the device goes. */
+	vu_disconnect(c2);
+	assert_true(lmh_wait_closed(2));
+	assert_int_equal(lmh_remove(&d), 0);
+	vu_guest_destroy(g);
+	vu_mem_destroy(m);
+}
+
+/*
  * A call fd that is neither an eventfd, a pipe nor a socket (a memfd here;
  * a FUSE file, whose poll waits for its daemon, the case that matters):
  * refused before the relay could poll it.
@@ -1642,4 +1685,5 @@ LMH_TEST_MAIN("test-hostile", 3, "hostile", group_setup, group_teardown,
 	cmocka_unit_test(test_front_end_fds_never_block_the_driver),
 	cmocka_unit_test(test_a_relay_held_by_its_front_end_does_not_hold_the_removal),
 	cmocka_unit_test(test_a_device_a_front_end_uses_is_not_removed),
+	cmocka_unit_test(test_a_device_with_any_connection_is_not_removed),
 	cmocka_unit_test(test_a_ring_fd_of_another_kind_is_refused))

@@ -88,6 +88,62 @@ mlx5_lm_dev_by_vid(int vid)
 	return vdpa != NULL ? mlx5_lm_dev_by_vdpa(vdpa) : NULL;
 }
 
+/* Per vid: counted in its device's conns[] (the vetting's messages skip the lookup then). */
+static uint8_t conn_counted[RTE_MAX_VHOST_DEVICE];
+
+int
+mlx5_lm_conn_opened(int vid)
+{
+	struct rte_vdpa_device *vdpa;
+	struct mlx5_lm_dev *dev;
+	int ret = -ENODEV;
+
+	if (vid < 0 || vid >= RTE_MAX_VHOST_DEVICE)
+		return -ENODEV;
+	if (__atomic_load_n(&conn_counted[vid], __ATOMIC_ACQUIRE))
+		return 0;
+	vdpa = rte_vhost_get_vdpa_device(vid);
+	if (vdpa == NULL)
+		return -ENODEV;
+	/* Under the list's lock: a removal either sees the bit or came first. */
+	pthread_mutex_lock(&dev_list_lock);
+	TAILQ_FOREACH(dev, &dev_list, next)
+		if (dev->vdpa == vdpa) {
+			__atomic_or_fetch(&dev->conns[vid / 64], UINT64_C(1) << (vid % 64),
+					  __ATOMIC_RELEASE);
+			__atomic_store_n(&conn_counted[vid], 1, __ATOMIC_RELEASE);
+			ret = 0;
+			break;
+		}
+	pthread_mutex_unlock(&dev_list_lock);
+	return ret;
+}
+
+void
+mlx5_lm_conn_closed(struct mlx5_lm_dev *dev, int vid)
+{
+	if (vid < 0 || vid >= RTE_MAX_VHOST_DEVICE)
+		return;
+	__atomic_store_n(&conn_counted[vid], 0, __ATOMIC_RELEASE);
+	__atomic_and_fetch(&dev->conns[vid / 64], ~(UINT64_C(1) << (vid % 64)),
+			   __ATOMIC_RELEASE);
+}
+
+/* A connection still attached (mlx5_lm_conn_opened), the lowest vid; -1 when none. */
+static int
+conn_attached(const struct mlx5_lm_dev *dev)
+{
+	unsigned int i;
+
+	for (i = 0; i < RTE_DIM(dev->conns); i++) {
+		uint64_t w = __atomic_load_n(&dev->conns[i], __ATOMIC_ACQUIRE);
+
+		if (w != 0)
+			return (int)(i * 64) + __builtin_ctzll(w);
+	}
+	return -1;
+}
+
 struct mlx5_lm_dev *
 mlx5_lm_dev_by_vdpa(struct rte_vdpa_device *vdpa)
 {
@@ -357,11 +413,14 @@ mlx5_lm_remove(struct rte_vdev_device *vdev)
 	 * The application unregisters the vhost-user socket first (which closes
 	 * its connections); until then the device stays. The owner's connection
 	 * counts until it closes, through a RESET_OWNER too (with the vetting,
-	 * which tells dev_cleanup which one it is); a connection that has not
-	 * owned the device is not known here.
+	 * which tells dev_cleanup which one it is); so does every connection
+	 * the application told of (the vetting's registration at its
+	 * new_connection), owner or not. Without the vetting, a connection
+	 * that has not owned the device is not known here.
 	 */
 	if (dev != NULL && ((vid = __atomic_load_n(&dev->vid, __ATOMIC_ACQUIRE)) >= 0 ||
-			    (vid = __atomic_load_n(&dev->held_vid, __ATOMIC_ACQUIRE)) >= 0)) {
+			    (vid = __atomic_load_n(&dev->held_vid, __ATOMIC_ACQUIRE)) >= 0 ||
+			    (vid = conn_attached(dev)) >= 0)) {
 		pthread_mutex_unlock(&dev_list_lock);
 		DRV_LOG(ERR, dev, "not removed: vhost device %d (a front end) still uses it; "
 			"unregister its vhost-user socket (rte_vhost_driver_unregister) first",

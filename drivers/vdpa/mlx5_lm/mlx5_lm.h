@@ -10,6 +10,7 @@
 #include <sys/queue.h>
 
 #include <rte_log.h>
+#include <rte_vhost.h>
 
 #include "devx.h"
 #include "prm.h"
@@ -266,6 +267,14 @@ struct mlx5_lm_dev {
 	 * not the connection. Removal waits for it (atomic).
 	 */
 	int held_vid;
+	/*
+	 * Every vhost device (connection) attached to this device that the
+	 * application told of (rte_pmd_mlx5_lm_vhost_vet_register, at its
+	 * new_connection), owner or not, until vhost's dev_cleanup for its
+	 * close: vhost calls the device for each of them. Removal waits for
+	 * all (atomic bits, by vid).
+	 */
+	uint64_t conns[(RTE_MAX_VHOST_DEVICE + 63) / 64];
 	int running;                     /* between dev_conf and dev_close */
 	uint64_t features;               /* negotiated */
 	uint16_t nr_vq;                  /* virtqs the driver manages (pre-created or not) */
@@ -439,6 +448,13 @@ struct mlx5_lm_dev *mlx5_lm_dev_get(const char *name);
 void mlx5_lm_dev_put(struct mlx5_lm_dev *dev);
 /* The device behind a vhost device id, NULL when none. */
 struct mlx5_lm_dev *mlx5_lm_dev_by_vid(int vid);
+/*
+ * The connection vid, attached to one of our devices, counts until it
+ * closes (mlx5_lm_conn_closed): that device is not removed meanwhile.
+ * 0, or -ENODEV when vid's vDPA device is none of ours.
+ */
+int mlx5_lm_conn_opened(int vid);
+void mlx5_lm_conn_closed(struct mlx5_lm_dev *dev, int vid);
 
 /*
  * One front end per device: the first vhost device (vid) that

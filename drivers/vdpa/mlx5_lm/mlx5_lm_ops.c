@@ -198,7 +198,7 @@ mlx5_lm_dev_cleanup(int vid)
 		/* A connection that never owned the device leaves the owner's state alone. */
 		DRV_LOG(INFO, dev, "front end disconnected (vhost device %d, not the owner)", vid);
 		pthread_mutex_unlock(&dev->lock);
-		return 0;
+		goto closed;
 	}
 	/* Its queues ran on its rings: nothing of them may stay in use. */
 	mlx5_lm_stop_orphaned(dev);
@@ -215,6 +215,10 @@ mlx5_lm_dev_cleanup(int vid)
 		dev->vq[i].enabled = 0;
 	DRV_LOG(INFO, dev, "front end disconnected");
 	pthread_mutex_unlock(&dev->lock);
+closed:
+	/* The last use of dev here: a removal waiting for this connection may free it next. */
+	if (!reset)
+		mlx5_lm_conn_closed(dev, vid);
 	return 0;
 }
 

@@ -243,7 +243,10 @@ int rte_pmd_mlx5_lm_vhost_post(int vid, void *msg);
  * as the pre_msg_handle and post_msg_handle of vhost device vid: call it
  * from the new_connection callback of every socket served by this PMD (an
  * application with its own extern ops calls them from its handlers
- * instead). 0, -ENOTSUP (not DPDK 22.11's message layout), or -EINVAL.
+ * instead). It also counts the connection on its device until vhost's
+ * dev_cleanup for its close: the device's removal fails (-EBUSY) while any
+ * is connected, owner or not. 0, -ENOTSUP (not DPDK 22.11's message
+ * layout), or -EINVAL.
  */
 __rte_experimental
 int rte_pmd_mlx5_lm_vhost_vet_register(int vid);

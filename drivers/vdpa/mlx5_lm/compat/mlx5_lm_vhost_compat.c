@@ -417,6 +417,8 @@ rte_pmd_mlx5_lm_vhost_vet(int vid, void *msg)
 
 	if (m->fd_num < 0 || m->fd_num > VET_MAX_FDS)
 		return RTE_VHOST_MSG_RESULT_NOT_HANDLED;
+	/* An application with extern ops of its own did not register: counted at its first. */
+	(void)mlx5_lm_conn_opened(vid);
 	ret = vet_negotiated(vid, m);
 	if (ret < 0) {
 		close_fds(m);
@@ -516,6 +518,12 @@ static const struct rte_vhost_user_extern_ops vet_ops = {
 int
 rte_pmd_mlx5_lm_vhost_vet_register(int vid)
 {
+	/*
+	 * vhost calls this connection's vDPA device from now until its close
+	 * (dev_cleanup): counted, the device is not removed under it, owner or
+	 * not, even before its first message.
+	 */
+	(void)mlx5_lm_conn_opened(vid);
 	/* The message layout above is DPDK 22.11's; another vhost gets no vetting. */
 	if (RTE_VER_YEAR != 22 || RTE_VER_MONTH != 11) {
 		DRV_LOG(ERR, mlx5_lm_dev_by_vid(vid), "vhost-user message vetting is built for "
