@@ -476,6 +476,23 @@ dev_socket_remove(struct vhostd_dev *d)
 		DEVLOG(d, "its worker gone, its socket %s removed", d->cfg.socket);
 }
 
+/*
+ * The service stops and vm's worker is down (killed, its restart not due
+ * yet), or went without its teardown (killed, or a restarted one that
+ * never re-created the devices): no worker is left to remove its devices'
+ * sockets, so the service does, each only if still the file that worker
+ * made. A worker that tore down removed its own: nothing is found.
+ */
+static void
+vm_sockets_remove(struct vhostd_vm *vm)
+{
+	struct vhostd_dev *d;
+
+	TAILQ_FOREACH(d, &vhostd.devs, next)
+		if (d->vm == vm)
+			dev_socket_remove(d);
+}
+
 static void
 add_done(struct vhostd_wreq *r, json_t *result, int code, const char *msg)
 {
@@ -751,6 +768,8 @@ vhostd_vm_reap(pid_t pid, int status)
 			return;
 		}
 		vm_fail_requests(vm, &vm->queued, why);
+		if (vhostd.shutting_down)
+			vm_sockets_remove(vm);
 		vm_free(vm);
 		return;
 	}
@@ -820,6 +839,7 @@ vhostd_vm_shutdown_all(void)
 		} else {
 			vm->stopping = true;
 			vm_fail_requests(vm, &vm->queued, "the service is stopping");
+			vm_sockets_remove(vm);
 			vm_free(vm);
 		}
 	}

@@ -719,6 +719,56 @@ class Isolation(unittest.TestCase):
             finally:
                 stopped_clean(self, srv)
 
+    def stop_with_the_worker_down(self, then):
+        """vm1's worker killed, its restarts kept from coming back (once_worker.py,
+        ONCE_THEN then), the service stopped (SIGTERM): the socket the dead worker made
+        is removed; a file an operator put at the other device's path meanwhile is not
+        the service's to remove."""
+        once = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'once_worker.py')
+        with tempfile.TemporaryDirectory() as d:
+            env = {'ONCE_MARK': os.path.join(d, 'started'), 'ONCE_WORKER': WORKER,
+                   'ONCE_THEN': then}
+            srv = service(d, extra=('--worker', once), env=env)
+            s1, s2 = os.path.join(d, 'n1.sock'), os.path.join(d, 'n2.sock')
+            try:
+                srv.add('n1', 'vm1', s1, devargs(0))
+                srv.add('n2', 'vm1', s2, devargs(1))
+                w = srv.vm('vm1')['worker_pid']
+                os.kill(w, signal.SIGKILL)
+                srv.p.expect(r'vm vm1: worker %d killed by signal 9' % w, timeout=30)
+                if then == 'fail':
+                    # Down, and for a while: each restart fails, the next one 3.2 s away.
+                    srv.p.expect(r'vm vm1: worker \d+ exited with status 1 .*restart \d+ '
+                                 r'in 3200 ms', timeout=60)
+                else:
+                    # Restarting, never ready: it never re-creates the devices.
+                    srv.p.expect(r'once_worker \d+: a restart, hang', timeout=60)
+                self.assertTrue(stat.S_ISSOCK(os.lstat(s1).st_mode))
+                os.unlink(s2)
+                with open(s2, 'w') as f:
+                    f.write('keep me')
+                rc = srv.stop()
+            except BaseException:
+                srv.kill()
+                raise
+            self.assertEqual(rc, 0, srv.p.text()[-3000:])
+            self.assertFalse(os.path.lexists(s1), 'the dead worker\'s socket left at stop')
+            self.assertIn(f'device n1: its worker gone, its socket {s1} removed', srv.p.text())
+            with open(s2) as f:
+                self.assertEqual(f.read(), 'keep me')
+            self.assertIn(f'device n2: {s2} is no longer the socket its worker created',
+                          srv.p.text())
+
+    def test_stopping_with_a_worker_down_removes_its_sockets(self):
+        """SIGTERM while a VM's worker was down (killed, its restart not due yet) left
+        the dead worker's sockets on disk: no worker was left to remove them."""
+        self.stop_with_the_worker_down('fail')
+
+    def test_stopping_with_a_worker_restarting_removes_its_sockets(self):
+        """The same while its restarted worker was starting: stopped before it re-created
+        its devices, it had none of their sockets to remove."""
+        self.stop_with_the_worker_down('hang')
+
     def test_a_worker_that_cannot_start_fails_the_add_instead_of_hanging_it(self):
         """The workers' EAL refuses an option: the device_add that started the worker is
         answered with why, instead of waiting through one restart after another, and the
