@@ -11,6 +11,7 @@
 
 #include "vhostd_config.h"
 #include "vhostd_rpc.h"
+#include "vhostd_sockdir.h"
 
 static bool
 name_ok(const char *s)
@@ -292,12 +293,29 @@ err:
 }
 
 int
+vhostd_devcfg_check_dir(const struct vhostd_devcfg *d, char *msg, size_t len)
+{
+	const char *base;
+	int fd;
+
+	if (d->client)
+		return 0;
+	fd = vhostd_sockdir_open(d->socket, &base, msg, len);
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	/* A directory missing or unusable is the worker's to report, as it always was. */
+	return fd == -EPERM ? -1 : 0;
+}
+
+int
 vhostd_config_load(const char *path, struct vhostd_config *c, char *msg, size_t len)
 {
-	char why[400];
+	char why[640];
 	FILE *f = fopen(path, "re");
 	char *text = NULL;
-	size_t n = 0, cap = 0;
+	size_t n = 0, cap = 0, i;
 	int ret;
 
 	vhostd_config_init(c);
@@ -335,9 +353,20 @@ vhostd_config_load(const char *path, struct vhostd_config *c, char *msg, size_t 
 	fclose(f);
 	ret = vhostd_config_parse(text != NULL ? text : "", n, c, why, sizeof(why));
 	free(text);
-	if (ret < 0)
+	if (ret < 0) {
 		snprintf(msg, len, "%s: %s", path, why);
-	return ret;
+		return ret;
+	}
+	/* Refused with the entry's index here rather than found out at a socket left. */
+	for (i = 0; i < c->n; i++) {
+		if (vhostd_devcfg_check_dir(&c->dev[i], why, sizeof(why)) < 0) {
+			snprintf(msg, len, "%s: config[%zu]: invalid params: 'socket': %s", path,
+				 i, why);
+			vhostd_config_free(c);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 json_t *

@@ -42,6 +42,13 @@ int vhostd_devcfg_from_json(json_t *params, struct vhostd_devcfg *d, char *msg, 
 json_t *vhostd_devcfg_to_json(const struct vhostd_devcfg *d);
 bool vhostd_devcfg_equal(const struct vhostd_devcfg *a, const struct vhostd_devcfg *b);
 
+/*
+ * Whether d's socket may be in its directory (vhostd_sockdir.h): -1 with
+ * msg for a directory others may change; 0 otherwise (a client's socket is
+ * not the service's file; a missing directory is the worker's to report).
+ */
+int vhostd_devcfg_check_dir(const struct vhostd_devcfg *d, char *msg, size_t len);
+
 void vhostd_config_init(struct vhostd_config *c);
 void vhostd_config_free(struct vhostd_config *c);
 int vhostd_config_append(struct vhostd_config *c, const struct vhostd_devcfg *d);
@@ -57,6 +64,7 @@ int vhostd_config_check_new(const struct vhostd_config *c, const struct vhostd_d
 /* Parse the file's text into c (empty on error): -1 with msg naming the entry. */
 int vhostd_config_parse(const char *text, size_t textlen, struct vhostd_config *c, char *msg,
 			size_t len);
+/* The file parsed, and its server sockets' directories checked (vhostd_devcfg_check_dir). */
 int vhostd_config_load(const char *path, struct vhostd_config *c, char *msg, size_t len);
 json_t *vhostd_config_to_json(const struct vhostd_config *c);
 /* Write c to path atomically (a temporary file renamed over it), mode 0600. */

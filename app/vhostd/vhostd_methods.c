@@ -64,6 +64,11 @@ m_device_add(struct vhostd_call *call, json_t *params)
 		vhostd_call_fail(call, VHOSTD_RPC_INVALID_PARAMS, "device_add: %s", msg);
 		return;
 	}
+	if (vhostd_devcfg_check_dir(&cfg, msg, sizeof(msg)) < 0) {
+		vhostd_call_fail(call, VHOSTD_RPC_INVALID_PARAMS, "device_add: invalid params: "
+				 "'socket': %s", msg);
+		return;
+	}
 	/* Devices still being added count: two adds of one name cannot both win. */
 	vhostd_config_init(&cur);
 	TAILQ_FOREACH(d, &vhostd.devs, next)

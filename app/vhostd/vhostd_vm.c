@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 
 #include "vhostd.h"
+#include "vhostd_sockdir.h"
 
 /* Back-off between restarts: none for the first, then doubling to at most 5 s. */
 #define BACKOFF_FIRST_MS 100
@@ -457,23 +458,39 @@ dev_socket_created(struct vhostd_dev *d, json_t *result)
  * or a restarted one that never re-created d): the file is removed here
  * if it is still the socket d's worker created (same device and inode,
  * never through a symlink). Anything else there is not ours: left alone.
+ * The check and the removal are made in one directory, through its fd,
+ * and only in a directory nobody but root or our user can change names
+ * in: so the file checked is the file removed.
  */
 static void
 dev_socket_remove(struct vhostd_dev *d)
 {
+	const char *base;
+	char why[640];
 	struct stat st;
+	int dfd;
 
-	if (!d->sock_known || lstat(d->cfg.socket, &st) < 0)
+	if (!d->sock_known)
 		return;
+	dfd = vhostd_sockdir_open(d->cfg.socket, &base, why, sizeof(why));
+	if (dfd < 0) {
+		if (dfd != -ENOENT)
+			DEVLOG(d, "its socket %s left: %s", d->cfg.socket, why);
+		return;
+	}
+	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		goto out;
 	if (!S_ISSOCK(st.st_mode) || st.st_dev != d->sock_dev || st.st_ino != d->sock_ino) {
 		DEVLOG(d, "%s is no longer the socket its worker created: left alone",
 		       d->cfg.socket);
-		return;
+		goto out;
 	}
-	if (unlink(d->cfg.socket) < 0)
+	if (unlinkat(dfd, base, 0) < 0)
 		DEVLOG(d, "cannot remove its socket %s: %s", d->cfg.socket, strerror(errno));
 	else
 		DEVLOG(d, "its worker gone, its socket %s removed", d->cfg.socket);
+out:
+	close(dfd);
 }
 
 /*

@@ -590,6 +590,32 @@ class Config(unittest.TestCase):
             self.assertEqual(r.returncode, 1)
             self.assertIn("config[0]: invalid params: 'socket'", r.stderr)
 
+    def test_a_config_with_a_socket_directory_others_may_change_refuses_to_start(self):
+        with tempfile.TemporaryDirectory() as d:
+            loose = os.path.join(d, 'loose')
+            os.mkdir(loose)
+            os.chmod(loose, 0o777)
+            cfg = write_config(d, {'name': 'a', 'vm': 'v', 'devargs': devargs(0),
+                                   'socket': os.path.join(d, 'a.sock')},
+                               {'name': 'b', 'vm': 'v', 'devargs': devargs(1),
+                                'socket': os.path.join(loose, 'b.sock')})
+            r = subprocess.run([VHOSTD, '--rpc-socket', os.path.join(d, 'r.sock'), '--config',
+                                cfg, '--worker', WORKER], capture_output=True, text=True,
+                               timeout=60)
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn(f"config[1]: invalid params: 'socket': directory {loose} of socket "
+                          f'{loose}/b.sock is writable by group or others (mode 0777) and not '
+                          'sticky', r.stderr)
+            self.assertFalse(os.path.lexists(os.path.join(d, 'a.sock')))
+
+
+def service_once(d, then):
+    """The service, whose VMs' workers are real only once (tests/vhostd/once_worker.py):
+    their restarts 'fail' (down) or 'hang' (never ready)."""
+    once = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'once_worker.py')
+    env = {'ONCE_MARK': os.path.join(d, 'started'), 'ONCE_WORKER': WORKER, 'ONCE_THEN': then}
+    return service(d, extra=('--worker', once), env=env)
+
 
 class Isolation(unittest.TestCase):
     """Two VMs, two workers: one VM's worker killed, the other's frames never stop."""
@@ -724,11 +750,8 @@ class Isolation(unittest.TestCase):
         ONCE_THEN then), the service stopped (SIGTERM): the socket the dead worker made
         is removed; a file an operator put at the other device's path meanwhile is not
         the service's to remove."""
-        once = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'once_worker.py')
         with tempfile.TemporaryDirectory() as d:
-            env = {'ONCE_MARK': os.path.join(d, 'started'), 'ONCE_WORKER': WORKER,
-                   'ONCE_THEN': then}
-            srv = service(d, extra=('--worker', once), env=env)
+            srv = service_once(d, then)
             s1, s2 = os.path.join(d, 'n1.sock'), os.path.join(d, 'n2.sock')
             try:
                 srv.add('n1', 'vm1', s1, devargs(0))
@@ -768,6 +791,30 @@ class Isolation(unittest.TestCase):
         """The same while its restarted worker was starting: stopped before it re-created
         its devices, it had none of their sockets to remove."""
         self.stop_with_the_worker_down('hang')
+
+    def test_a_dead_workers_socket_in_a_directory_others_may_change_is_left(self):
+        """The service checks that the file at a dead worker's socket path is its socket,
+        then removes it: where others may change names in the directory they could swap
+        another file in between, so there (made so after the add) nothing is removed."""
+        with tempfile.TemporaryDirectory() as d:
+            sub = os.path.join(d, 'socks')
+            os.mkdir(sub, 0o755)
+            s1 = os.path.join(sub, 'n1.sock')
+            srv = service_once(d, 'fail')
+            try:
+                srv.add('n1', 'vm1', s1, devargs(0))
+                w = srv.vm('vm1')['worker_pid']
+                os.kill(w, signal.SIGKILL)
+                srv.p.expect(r'vm vm1: worker \d+ exited with status 1', timeout=60)
+                os.chmod(sub, 0o777)
+                self.assertEqual(srv.call('device_remove', {'name': 'n1'})['was'], 'gone')
+                self.assertTrue(stat.S_ISSOCK(os.lstat(s1).st_mode),
+                                'removed from a directory others may change')
+                srv.p.expect(r'device n1: its socket %s left: directory %s of socket %s is '
+                             r'writable by group or others \(mode 0777\) and not sticky'
+                             % (re.escape(s1), re.escape(sub), re.escape(s1)), timeout=10)
+            finally:
+                stopped_clean(self, srv)
 
     def test_a_worker_that_cannot_start_fails_the_add_instead_of_hanging_it(self):
         """The workers' EAL refuses an option: the device_add that started the worker is
@@ -938,6 +985,36 @@ class BadInput(unittest.TestCase):
         # The failed VM's worker goes; the good VM's worker is the same.
         self.srv.p.expect(r'vm v2: worker \d+ exited with status 0', timeout=30)
         self.assertEqual([v['vm'] for v in self.srv.call('vm_list')], ['vmok'])
+
+    def test_a_socket_directory_others_may_change_is_refused(self):
+        """A socket in a directory where group or others (not sticky), or its owner, not
+        root nor the service's user, may change names: the service could not remove a dead
+        worker's socket there without maybe removing another file swapped in. Refused."""
+        loose, sticky, theirs = (os.path.join(self.d, x) for x in ('loose', 'sticky', 'theirs'))
+        os.mkdir(loose)
+        os.chmod(loose, 0o777)
+        os.mkdir(sticky)
+        os.chmod(sticky, 0o1777)
+        os.mkdir(theirs, 0o755)
+        os.chown(theirs, 65534, 65534)
+        for path, text in [(loose, 'is writable by group or others (mode 0777) and not sticky'),
+                           (theirs, 'is owned by uid 65534, neither root nor the service')]:
+            rc, out, err = self.srv.ctl('device_add', '--name', 'x', '--vm', 'vx',
+                                        '--vhost-socket', os.path.join(path, 'x.sock'),
+                                        '--devargs', devargs(1))
+            self.assertNotEqual(rc, 0, out)
+            self.assertIn("error -32602: device_add: invalid params: 'socket': directory "
+                          f'{path} of socket {path}/x.sock {text}', err)
+            self.assertFalse(os.path.lexists(os.path.join(path, 'x.sock')))
+        self.unchanged()
+        # Sticky (as /tmp): others may add names there, but not remove or rename ours.
+        rc, out, err = self.srv.ctl('device_add', '--name', 'x', '--vm', 'vx',
+                                    '--vhost-socket', os.path.join(sticky, 'x.sock'),
+                                    '--devargs', devargs(1))
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(self.srv.call('device_remove', {'name': 'x'})['name'], 'x')
+        self.srv.p.expect(r'vm vx: worker \d+ exited with status 0', timeout=30)
+        self.unchanged()
 
     def test_socket_paths_that_are_not_ours_are_refused(self):
         f = os.path.join(self.d, 'file')
