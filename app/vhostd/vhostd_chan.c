@@ -49,6 +49,7 @@ vhostd_buf_compact(struct vhostd_buf *b)
 		return;
 	memmove(b->data, b->data + b->off, b->len - b->off);
 	b->len -= b->off;
+	b->scan = b->scan > b->off ? b->scan - b->off : 0;
 	b->off = 0;
 }
 
@@ -88,22 +89,26 @@ vhostd_buf_flush(int fd, struct vhostd_buf *b)
 		}
 		b->off += (size_t)w;
 	}
-	b->off = b->len = 0;
+	b->off = b->len = b->scan = 0;
 	return 1;
 }
 
 int
 vhostd_chan_next(struct vhostd_buf *b, json_t **msg)
 {
+	size_t from = b->scan > b->off ? b->scan : b->off;
 	char *start = b->data + b->off;
-	char *nl = b->len > b->off ? memchr(start, '\n', b->len - b->off) : NULL;
+	char *nl = b->len > from ? memchr(b->data + from, '\n', b->len - from) : NULL;
 	json_error_t e;
 
 	*msg = NULL;
-	if (nl == NULL)
+	if (nl == NULL) {
+		b->scan = b->len;
 		return 0;
+	}
 	*msg = json_loadb(start, (size_t)(nl - start), JSON_REJECT_DUPLICATES, &e);
 	b->off += (size_t)(nl - start) + 1;
+	b->scan = b->off;
 	if (*msg != NULL && !json_is_object(*msg)) {
 		json_decref(*msg);
 		*msg = NULL;

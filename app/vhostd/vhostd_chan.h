@@ -21,6 +21,12 @@ struct vhostd_buf {
 	size_t len;   /* bytes held */
 	size_t off;   /* bytes already consumed (output: already written) */
 	size_t cap;
+	/*
+	 * Input framed in lines: the bytes from off up to scan hold no newline
+	 * (scan < off: none looked at yet). A line that arrives in many reads
+	 * is then searched once, not again from its start at every read.
+	 */
+	size_t scan;
 };
 
 void vhostd_buf_free(struct vhostd_buf *b);

@@ -2,9 +2,11 @@
 /*
  * mlx5-lm-vhostd's JSON-RPC layer alone (app/vhostd/vhostd_rpc.c): decoding
  * a stream of requests, the standard's errors, the parameter checks and
- * the dispatch to a table of fake methods; and the output buffer a client's
- * replies wait in (app/vhostd/vhostd_chan.c). json_loadb is wrapped (meson
- * links with --wrap): the tests count the bytes the decoder has jansson parse.
+ * the dispatch to a table of fake methods; and the buffers of
+ * app/vhostd/vhostd_chan.c: the one a client's replies wait in, the
+ * line framing of a worker's channel. json_loadb and memchr are wrapped
+ * (meson links with --wrap): the tests count the bytes the decoders have
+ * jansson parse, and the bytes the channel searches for a line's end.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,13 +29,26 @@ json_t *__real_json_loadb(const char *buffer, size_t buflen, size_t flags,
 json_t *__wrap_json_loadb(const char *buffer, size_t buflen, size_t flags,
 			  json_error_t *error);
 
-static unsigned long long parsed_bytes;
+void *__real_memchr(const void *s, int c, size_t n);
+void *__wrap_memchr(const void *s, int c, size_t n);
+
+static unsigned long long parsed_bytes, searched_bytes;
 
 json_t *
 __wrap_json_loadb(const char *buffer, size_t buflen, size_t flags, json_error_t *error)
 {
 	parsed_bytes += buflen;
 	return __real_json_loadb(buffer, buflen, flags, error);
+}
+
+/* The bytes looked at: up to the one found, or all n. */
+void *
+__wrap_memchr(const void *s, int c, size_t n)
+{
+	void *p = __real_memchr(s, c, n);
+
+	searched_bytes += p != NULL ? (size_t)((const char *)p - (const char *)s) + 1 : n;
+	return p;
 }
 
 static enum vhostd_rpc_status
@@ -449,6 +464,68 @@ test_a_client_reading_behind_does_not_grow_its_output_buffer(void **state)
 	close(sv[1]);
 }
 
+/*
+ * A worker's message arrives in many reads (a device's statistics are
+ * large; the channel's socket hands them over as they come): the search
+ * for its end began again at the message's first byte at every read, n^2
+ * over the reads of one message. Each byte is now searched once, and what
+ * the channel frames does not depend on how the bytes arrive.
+ */
+static void
+test_a_worker_message_in_small_chunks_is_searched_once_per_byte(void **state)
+{
+	static const char tail[] = "\"}\n{\"id\":1,\"result\":{}}\n{\"event\":\"ready\"}\n"
+				   "{\"id\":2,\"res";
+	size_t big = 65536, n, sent = 0, got = 0;
+	struct vhostd_buf b = { 0 };
+	char *in, *o;
+	json_t *m;
+	int sv[2], r;
+
+	(void)state;
+	n = strlen("{\"event\":\"metrics\",\"devices\":\"") + big + strlen(tail);
+	in = malloc(n + 1);
+	assert_non_null(in);
+	o = in + sprintf(in, "{\"event\":\"metrics\",\"devices\":\"");
+	memset(o, 'x', big);
+	strcpy(o + big, tail);
+	assert_int_equal(strlen(in), n);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_int_equal(fcntl(sv[1], F_SETFL, O_NONBLOCK), 0);
+	searched_bytes = 0;
+	/* 7 bytes a read: chunks that end within a line and span two. */
+	while (sent < n) {
+		size_t k = n - sent < 7 ? n - sent : 7;
+
+		assert_int_equal(write(sv[0], in + sent, k), (ssize_t)k);
+		sent += k;
+		assert_int_equal(vhostd_buf_read(sv[1], &b, 1u << 20), (ssize_t)k);
+		while ((r = vhostd_chan_next(&b, &m)) != 0) {
+			assert_int_equal(r, 1);
+			if (got == 0)
+				assert_int_equal(strlen(json_string_value(
+					json_object_get(m, "devices"))), big);
+			else if (got == 1)
+				assert_int_equal(json_integer_value(json_object_get(m, "id")), 1);
+			else
+				assert_string_equal(json_string_value(json_object_get(m, "event")),
+						    "ready");
+			json_decref(m);
+			got++;
+		}
+	}
+	assert_int_equal(got, 3);
+	/* The last line's start waits for the rest: searched, once. */
+	assert_int_equal(b.len - b.off, strlen("{\"id\":2,\"res"));
+	if (searched_bytes > n)
+		print_error("%zu bytes in 7-byte reads: %llu searched\n", n, searched_bytes);
+	assert_true(searched_bytes <= n);
+	vhostd_buf_free(&b);
+	free(in);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 int
 main(void)
 {
@@ -463,6 +540,7 @@ main(void)
 		cmocka_unit_test(test_dispatch_checks_method_and_params_before_the_method_runs),
 		cmocka_unit_test(test_a_notification_runs_but_gets_no_reply),
 		cmocka_unit_test(test_a_client_reading_behind_does_not_grow_its_output_buffer),
+		cmocka_unit_test(test_a_worker_message_in_small_chunks_is_searched_once_per_byte),
 	};
 	int r = cmocka_run_group_tests(tests, NULL, NULL);
 
