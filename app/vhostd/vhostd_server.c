@@ -31,6 +31,8 @@
 #define MAX_PENDING 16
 /* A client that does not read its replies: dropped past this. */
 #define MAX_OUT (16u << 20)
+/* Connections closed as idle: one line, then at most one more per this. */
+#define IDLE_LOG_INTERVAL_MS 5000
 
 struct conn {
 	struct vhostd_watch w;
@@ -51,6 +53,16 @@ static TAILQ_HEAD(, conn) conns = TAILQ_HEAD_INITIALIZER(conns);
 static unsigned int nconns;
 /* Spare fd: with the fd table full, accept-and-close still answers a client. */
 static int spare_fd = -1;
+/*
+ * A line per connection closed as idle, and a client that opens them by
+ * the hundred floods the log: the first of an interval is logged, the
+ * others only counted, and told in one line at the interval's end.
+ */
+static struct {
+	int64_t until;             /* the interval's end */
+	unsigned int more;         /* closed in it, not logged */
+	int last_pid;
+} idle_log;
 
 static void
 conn_close(struct conn *c)
@@ -422,6 +434,31 @@ vhostd_server_start(void)
 	return 0;
 }
 
+/* The connections closed as idle that were not logged, in one line: at the interval's end. */
+static void
+idle_log_flush(int64_t now, bool force)
+{
+	if (idle_log.more == 0 || (!force && now < idle_log.until))
+		return;
+	SLOG("control clients idle for %u ms: %u more closed in the last %d s (the last pid %d)",
+	     vhostd.rpc_idle_ms, idle_log.more, IDLE_LOG_INTERVAL_MS / 1000, idle_log.last_pid);
+	idle_log.more = 0;
+	idle_log.until = now + IDLE_LOG_INTERVAL_MS;
+}
+
+static void
+idle_close(struct conn *c, int64_t now)
+{
+	if (now >= idle_log.until) {
+		SLOG("control client pid %d idle for %u ms: closed", c->pid, vhostd.rpc_idle_ms);
+		idle_log.until = now + IDLE_LOG_INTERVAL_MS;
+	} else {
+		idle_log.more++;
+		idle_log.last_pid = c->pid;
+	}
+	conn_close(c);
+}
+
 void
 vhostd_server_stop(void)
 {
@@ -435,6 +472,7 @@ vhostd_server_stop(void)
 	}
 	while ((c = TAILQ_FIRST(&conns)) != NULL)
 		conn_close(c);
+	idle_log_flush(vhostd_now_ms(), true);
 	if (spare_fd >= 0)
 		close(spare_fd);
 	spare_fd = -1;
@@ -460,6 +498,7 @@ vhostd_server_timers(void)
 	int64_t now = vhostd_now_ms(), next = -1, idle = vhostd.rpc_idle_ms;
 	struct conn *c, *tmp;
 
+	idle_log_flush(now, false);
 	for (c = TAILQ_FIRST(&conns); c != NULL; c = tmp) {
 		tmp = TAILQ_NEXT(c, next);
 		/* A call in flight is the service's delay, not the client's idleness. */
@@ -471,9 +510,7 @@ vhostd_server_timers(void)
 			if (now - c->active_ms >= idle && !c->dead && has_input(c->w.fd))
 				c->active_ms = now;
 			if (now - c->active_ms >= idle) {
-				SLOG("control client pid %d idle for %lld ms: closed", c->pid,
-				     (long long)idle);
-				conn_close(c);
+				idle_close(c, now);
 				continue;
 			}
 			if (next < 0 || c->active_ms + idle < next)
@@ -490,5 +527,8 @@ vhostd_server_timers(void)
 		if (next < 0 || c->partial_since + PARTIAL_TIMEOUT_MS < next)
 			next = c->partial_since + PARTIAL_TIMEOUT_MS;
 	}
+	/* Closes not logged yet: their line is due at the interval's end. */
+	if (idle_log.more > 0 && (next < 0 || idle_log.until < next))
+		next = idle_log.until;
 	return next;
 }

@@ -1202,6 +1202,42 @@ class Connections(unittest.TestCase):
                     c.close()
                 stopped_clean(self, srv)
 
+    def test_idle_connections_by_the_hundred_log_a_line_and_a_count(self):
+        """Each connection closed as idle logged a line of its own: a client that opened
+        them by the hundred flooded the log. The first of an interval (5 s) is logged, the
+        others counted and told in one line at its end."""
+        n = 100
+        with tempfile.TemporaryDirectory() as d:
+            srv = service(d, extra=('--rpc-idle-timeout', '300'))
+            held = []
+            try:
+                held = [connect(srv.rpc) for _ in range(n)]
+                for c in held:
+                    self.assertTrue(closed_by_peer(c, 30))
+                # Every close told, one way or the other, within the interval and a margin.
+                deadline = time.monotonic() + 15
+                while True:
+                    text = srv.p.text()
+                    each = len(re.findall(r'control client pid \d+ idle for 300 ms: closed',
+                                          text))
+                    counts = [int(x) for x in re.findall(
+                        r'control clients idle for 300 ms: (\d+) more closed in the last 5 s '
+                        r'\(the last pid \d+\)', text)]
+                    if each + sum(counts) >= n:
+                        break
+                    self.assertLess(time.monotonic(), deadline,
+                                    f'{each} lines and {counts} counted of {n} closes')
+                    srv.p._read(0.2)  # the service's next line, or 0.2 s
+                self.assertEqual(each + sum(counts), n)
+                # Opened within 5 s (a second at most): one line, one count; two of each
+                # should the opening straddle an interval's end.
+                self.assertLessEqual(each + len(counts), 4, text[-3000:])
+                self.assertGreaterEqual(each, 1)
+            finally:
+                for c in held:
+                    c.close()
+                stopped_clean(self, srv)
+
     def test_a_request_that_came_in_time_is_answered_not_dropped_as_idle(self):
         """The service takes one event a pass, its timers first: a connection whose request
         had come, unread behind another one's, was closed as idle with it. The service is
