@@ -214,15 +214,13 @@ vq_mailbox(uint8_t *in, size_t len, uint16_t opcode, uint32_t id)
 /* doorbell_stride_index of the queues vq_create makes (0, as every driver). */
 static uint16_t vq_stride;
 
-/* A blank queue: size, umems, pd, counters only (what probe pre-creates). */
-static int
-vq_create(const struct vq_env *e, uint16_t index, uint16_t qs, uint32_t *id)
+/* The CREATE of a blank queue: size, umems, pd, counters only (what probe pre-creates). */
+static void
+vq_create_mailbox(uint8_t *in, size_t len, const struct vq_env *e, uint16_t index, uint16_t qs)
 {
-	uint8_t in[PRM_SIZE(virtq_cmd)], out[16];
 	void *q = PRM_ADDR(virtq_cmd, in, q);
-	int st;
 
-	vq_mailbox(in, sizeof(in), PRM_CMD_CREATE_GENERAL_OBJECT, 0);
+	vq_mailbox(in, len, PRM_CMD_CREATE_GENERAL_OBJECT, 0);
 	PRM_SET(virtio_q, q, queue_index, index);
 	PRM_SET(virtio_q, q, doorbell_stride_index, vq_stride);
 	PRM_SET(virtio_q, q, queue_size, qs);
@@ -234,6 +232,15 @@ vq_create(const struct vq_env *e, uint16_t index, uint16_t qs, uint32_t *id)
 	PRM_SET(virtio_q, q, umem_3_size, UMEM_SZ(cap_a[2], cap_b[2], qs));
 	PRM_SET(virtio_q, q, pd, e->pd);
 	PRM_SET(virtio_q, q, counter_set_id, e->counters);
+}
+
+static int
+vq_create(const struct vq_env *e, uint16_t index, uint16_t qs, uint32_t *id)
+{
+	uint8_t in[PRM_SIZE(virtq_cmd)], out[16];
+	int st;
+
+	vq_create_mailbox(in, sizeof(in), e, index, qs);
 	st = run(in, sizeof(in), out, sizeof(out));
 	if (id != NULL)
 		*id = (uint32_t)PRM_GET(general_obj_out_cmd_hdr, out, obj_id);
@@ -700,6 +707,52 @@ test_rdy_needs_mkey_and_ring_addresses(void **state)
 				PRM_VIRTQ_STATE_RDY));
 	/* The rejected MODIFY left the queue untouched. */
 	assert_int_equal(vq_state(vq), PRM_VIRTQ_STATE_INIT);
+}
+
+/*
+ * A queue is created INIT, whatever else its CREATE carries: no public
+ * driver writes the state at creation (Linux create_virtqueue(), DPDK
+ * mlx5_devx_cmd_create_virtq(), snap-rdma snap_virtio_create_queue()), all
+ * reach RDY by MODIFY. A filled CREATE asking for RDY (rings, indices,
+ * mkey: everything a RDY queue needs) is refused as SUSPEND and ERR are,
+ * and leaves nothing behind.
+ */
+static void
+test_virtq_create_takes_only_init(void **state)
+{
+	static const uint8_t not_init[] = {
+		PRM_VIRTQ_STATE_RDY, PRM_VIRTQ_STATE_SUSPEND, PRM_VIRTQ_STATE_ERR,
+	};
+	uint8_t in[PRM_SIZE(virtq_cmd)], out[16];
+	void *obj = PRM_ADDR(virtq_cmd, in, obj), *q = PRM_ADDR(virtq_cmd, in, q);
+	struct vq_env e;
+	unsigned int live, i;
+	uint32_t vq;
+
+	(void)state;
+	env_init(&e, 256);
+	live = emu_dev_live_objects(dev);
+	emu_set_log(quiet);
+	for (i = 0; i < sizeof(not_init); i++) {
+		vq_create_mailbox(in, sizeof(in), &e, 0, 256);
+		PRM_SET(virtio_net_q, obj, state, not_init[i]);
+		PRM_SET(virtio_q, q, desc_addr, GUEST_BASE);
+		PRM_SET(virtio_q, q, used_addr, GUEST_BASE + 0x2000);
+		PRM_SET(virtio_q, q, available_addr, GUEST_BASE + 0x1000);
+		PRM_SET(virtio_q, q, virtio_q_mkey, e.mkey);
+		PRM_SET(virtio_q, q, virtio_version_1_0, 1);
+		assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_VQ_CREATE_NOT_INIT,
+			      run(in, sizeof(in), out, sizeof(out)));
+		assert_int_equal(emu_dev_live_objects(dev), live);
+	}
+	emu_set_log(NULL);
+	/* The same CREATE in INIT is taken; RDY follows by MODIFY. */
+	PRM_SET(virtio_net_q, obj, state, PRM_VIRTQ_STATE_INIT);
+	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
+	vq = (uint32_t)PRM_GET(general_obj_out_cmd_hdr, out, obj_id);
+	assert_int_equal(vq_state(vq), PRM_VIRTQ_STATE_INIT);
+	assert_int_equal(vq_modify(NULL, vq, PRM_VIRTQ_MODIFY_STATE, PRM_VIRTQ_STATE_RDY), 0);
+	assert_int_equal(vq_state(vq), PRM_VIRTQ_STATE_RDY);
 }
 
 static void
@@ -2292,6 +2345,7 @@ main(void)
 		T(test_dirty_bitmap_fields_are_refused_in_err),
 		T(test_queue_size_change_is_an_unknown_modify_bit),
 		T(test_rdy_needs_mkey_and_ring_addresses),
+		T(test_virtq_create_takes_only_init),
 		T(test_virtq_create_checks_size_and_umems),
 		T(test_257th_virtq_exceeds_the_limit),
 		T(test_counters_query_returns_zeroes),

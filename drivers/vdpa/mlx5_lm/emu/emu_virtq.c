@@ -184,9 +184,24 @@ vq_check_create(struct emu_ctx *c, struct emu_virtq *vq)
 			EMU_CAP_LOG_DOORBELL_STRIDE);
 		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_VQ_BAD_STRIDE);
 	}
-	/* Creating straight into RDY is accepted; SUSPEND/ERR are not creatable. */
-	if (vq->state != PRM_VIRTQ_STATE_INIT && vq->state != PRM_VIRTQ_STATE_RDY)
-		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
+	/*
+	 * A queue is born INIT; RDY is reached only by MODIFY (PRM state
+	 * machine). No public driver writes virtio_net_q.state at CREATE:
+	 * Linux mlx5_vnet create_virtqueue() leaves it 0 for blank and filled
+	 * queues alike and moves a filled one to RDY through resume_vq()
+	 * (commits "vdpa/mlx5: Allow creation of blank VQs", "Accept Init ->
+	 * Ready VQ transition in resume_vq()", "Consolidate all VQ modify to
+	 * Ready to use resume_vq()"), DPDK mlx5_devx_cmd_create_virtq() never
+	 * sets it and mlx5_vdpa_virtq_setup() follows the CREATE with a MODIFY
+	 * to RDY, NVIDIA snap-rdma snap_virtio_create_queue() likewise. No
+	 * source says firmware takes another state at creation: the stricter
+	 * reading refuses it.
+	 */
+	if (vq->state != PRM_VIRTQ_STATE_INIT) {
+		emu_log(c->dev, 4, "CREATE VIRTIO_NET_Q refused: state %u; a queue is created INIT "
+			"and made RDY by MODIFY (PRM virtio_net_q state machine)", vq->state);
+		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_VQ_CREATE_NOT_INIT);
+	}
 	for (i = 0; i < 3; i++) {
 		struct emu_umem_ref *r = &vq->umem[i];
 		struct emu_umem *u;
@@ -424,8 +439,6 @@ emu_virtq_create(struct emu_ctx *c)
 	status = vq_check_create(c, &tmp);
 	if (status == 0)
 		status = vq_check_fields(c, &tmp, PRM_VIRTQ_MODIFY_ALL_KNOWN);
-	if (status == 0 && tmp.state == PRM_VIRTQ_STATE_RDY)
-		status = vq_check_rdy(c, &tmp);
 	if (status != 0)
 		return status;
 	vq = (struct emu_virtq *)emu_obj_new(c->dev, EMU_KIND_VIRTQ, sizeof(*vq));
@@ -439,7 +452,6 @@ emu_virtq_create(struct emu_ctx *c)
 		return emu_fail(c, PRM_STATUS_NO_RESOURCES, EMU_SYND_BAD_PARAM);
 	}
 	PRM_SET(general_obj_out_cmd_hdr, c->out, obj_id, vq->obj.id);
-	/* Created straight into RDY: the rings are read at the first doorbell (below). */
 	return PRM_STATUS_OK;
 }
 
