@@ -296,13 +296,29 @@ vq_check_fields(struct emu_ctx *c, struct emu_virtq *vq, uint64_t mask)
 	return 0;
 }
 
-/* A queue may run only with its rings reachable through a real mkey. */
+/*
+ * A queue may run only with an mkey to reach its rings through. The ring
+ * addresses themselves are not checked: 0 is an address like any other
+ * (QEMU's guest RAM starts at GPA 0, and the mkey translates from there),
+ * no public PRM text makes RDY depend on them, and the vendor's DPDK
+ * driver moves a packed queue to RDY with all three at 0:
+ * mlx5_vdpa_virtq_sub_objs_prepare() fills desc/used/available only for a
+ * split ring (since "vdpa/mlx5: support stateless offloads", DPDK 20.02,
+ * which lists packed = Y in doc/guides/vdpadevs/features/mlx5.ini), on a
+ * CREATE followed by MODIFY STATE, or a MODIFY with the ADDR bit of a
+ * pre-created queue. Linux resume_vq() sends an INIT queue's modified
+ * fields then RDY with no address test either. A ring the mkey cannot
+ * translate faults at the queue's first access (ERR, OBJECT_CHANGE), as
+ * any bad address does.
+ */
 static int
 vq_check_rdy(struct emu_ctx *c, const struct emu_virtq *vq)
 {
-	if (vq->mkey == NULL || vq->desc_addr == 0 || vq->used_addr == 0 ||
-	    vq->available_addr == 0)
+	if (vq->mkey == NULL) {
+		emu_log(c->dev, 4, "virtq index %u: RDY refused: no virtio_q_mkey to reach its "
+			"rings through", vq->queue_index);
 		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
+	}
 	return 0;
 }
 
