@@ -525,6 +525,61 @@ test_offloads_follow_the_device_mask_and_upstream_features_are_offered(void **st
 }
 
 /*
+ * A front end that asks for every offload (CSUM, GUEST_CSUM, HOST_TSO4,
+ * HOST_TSO6 acked whenever offered, as QEMU acks what its device wants)
+ * against a device whose mask has no checksum offload (caps-no-csum: mask
+ * bits 10 and 9 clear, 12 and 11 set): it gets none of them (no TSO
+ * without CSUM, virtio 1.1 5.1.3.1), every queue is configured with
+ * features inside the mask (the emulator refuses any other, at CREATE and
+ * MODIFY), both directions forward, nothing is refused. The control, the
+ * CX6 Dx mask: all four negotiated, the same steps.
+ */
+static void
+forward_asking_every_offload(const char *prof, uint64_t *acked)
+{
+	const uint64_t offloads = 1ull << 0 | 1ull << 1 | 1ull << 11 | 1ull << 12;
+	struct vu_start_opts o = { .mrg_rxbuf = true, .extra_features = offloads };
+	uint32_t bases[NRINGS];
+	struct vu_client *c;
+
+	probed = &d;
+	assert_int_equal(lmh_probe_profile(&d, 0, prof, "queues=2,workers=2,mr_gc_ms=0"), 0);
+	lmh_trace_open(&t, d.trace);
+	traced = &t;
+	vu_guest_reset(guest);
+	assert_int_equal(vu_guest_new_eventfds(guest), 0);
+	assert_non_null(c = lmh_fe_connect(0));
+	client = c;
+	assert_int_equal(vu_start_device(c, guest, &o), 0);
+	*acked = vu_acked_features(c) & offloads;
+	assert_true(lmh_wait_running(&d, LMH_DEADLINE_MS));
+	assert_true(lmh_traffic(guest, 0x3, 200, LMH_DEADLINE_MS));
+	assert_int_equal(vu_stop_device(c, bases, NRINGS), 0);
+	client = NULL;
+	vu_disconnect(c);
+	assert_true(lmh_wait_closed(0));
+	assert_true(lmh_wait_restored(&d));
+	assert_int_equal(failed_cmds(&t), 0);
+	lmh_trace_free(&t);
+	traced = NULL;
+	probed = NULL;
+	assert_int_equal(lmh_remove(&d), 0);
+}
+
+static void
+test_offloads_asked_by_the_front_end_stay_within_the_device_mask(void **state)
+{
+	const uint64_t all = 1ull << 0 | 1ull << 1 | 1ull << 11 | 1ull << 12;
+	uint64_t acked = 0;
+
+	(void)state;
+	forward_asking_every_offload("fast", &acked);
+	assert_true(acked == all);
+	forward_asking_every_offload(profile("caps-no-csum.json"), &acked);
+	assert_true(acked == 0);
+}
+
+/*
  * DPDK vdpa/mlx5's devarg max_conf_threads is the worker pool here:
  * N threads give N workers, 0 (upstream: no internal threads, the caller
  * configures) gives one.
@@ -845,6 +900,7 @@ main(int argc, char **argv)
 		T(test_minimal_caps_recover_a_queue_in_err),
 		T(test_mrg_rxbuf_is_offered_only_when_the_device_mask_has_it),
 		T(test_offloads_follow_the_device_mask_and_upstream_features_are_offered),
+		T(test_offloads_asked_by_the_front_end_stay_within_the_device_mask),
 		T(test_max_conf_threads_sizes_the_worker_pool),
 		T(test_host_notifier_is_offered_only_with_a_mappable_doorbell),
 		T(test_offered_host_notifier_is_handed_to_the_front_end),

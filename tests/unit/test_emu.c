@@ -2281,6 +2281,43 @@ test_queue_features_outside_the_device_mask_are_refused(void **state)
 	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
 }
 
+/*
+ * The same rule at CREATE, for the offloads: on a device without CSUM and
+ * GUEST_CSUM (caps-no-csum: mask bits 10 and 9 clear, HOST_TSO4/6 set),
+ * the blank queue DPDK vdpa/mlx5 pre-creates with tso_ipv4, tso_ipv6,
+ * tx_csum and rx_csum all set (mlx5_vdpa_virtq_sub_objs_prepare(),
+ * is_prepare) is refused, and creates nothing; with the offloads the mask
+ * has (the TSOs) it is created.
+ */
+static void
+test_queue_offloads_outside_the_device_mask_are_refused_at_create(void **state)
+{
+	uint8_t in[PRM_SIZE(virtq_cmd)], out[16];
+	void *obj = PRM_ADDR(virtq_cmd, in, obj);
+	struct vq_env e;
+	unsigned int live;
+
+	(void)state;
+	use_profile("caps-no-csum.json");
+	env_init(&e, 256);
+	live = emu_dev_live_objects(dev);
+	vq_create_mailbox(in, sizeof(in), &e, 1, 256);
+	/* Mask bits 12..9 are queue_feature_bit_mask_12_3 bits 9..6. */
+	PRM_SET(virtio_net_q, obj, queue_feature_bit_mask_12_3, 0xfu << 6);
+	emu_set_log(quiet);
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_CAP_NOT_SUPPORTED,
+		      run(in, sizeof(in), out, sizeof(out)));
+	/* rx_csum alone (GUEST_CSUM) is as much outside the mask. */
+	PRM_SET(virtio_net_q, obj, queue_feature_bit_mask_12_3, 1u << 6);
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_CAP_NOT_SUPPORTED,
+		      run(in, sizeof(in), out, sizeof(out)));
+	emu_set_log(NULL);
+	assert_int_equal(emu_dev_live_objects(dev), live);
+	PRM_SET(virtio_net_q, obj, queue_feature_bit_mask_12_3, 0x3u << 8);
+	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
+	assert_int_equal(emu_dev_live_objects(dev), live + 1);
+}
+
 /* CREATE of VIRTIO_Q_COUNTERS needs general_obj_types bit 28 (PRM general object caps). */
 static void
 test_counters_need_their_general_obj_types_bit(void **state)
@@ -2414,6 +2451,7 @@ main(void)
 		T(test_modify_bits_need_their_modify_caps),
 		T(test_query_reports_the_modifiable_fields),
 		T(test_queue_features_outside_the_device_mask_are_refused),
+		T(test_queue_offloads_outside_the_device_mask_are_refused_at_create),
 		T(test_queue_period_mode_is_checked_and_recorded),
 		T(test_counters_need_their_general_obj_types_bit),
 		T(test_max_num_virtio_queues_override_is_enforced),

@@ -249,8 +249,28 @@ vq_check_fields(struct emu_ctx *c, struct emu_virtq *vq, uint64_t mask)
 		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
 	/*
 	 * The queue's feature mask may only name features the caps announce in
-	 * device_features_bits_mask (Linux mlx5_vdpa offers a virtio feature
-	 * only when its bit is in that mask, mlx_to_vritio_features()).
+	 * device_features_bits_mask, at CREATE (mask = every field) as at
+	 * MODIFY. The offload bits are the mask's top four: HOST_TSO4 12,
+	 * HOST_TSO6 11, CSUM 10, GUEST_CSUM 9, which DPDK's mlx5_prm.h names
+	 * tso_ipv4/tso_ipv6/tx_csum/rx_csum in virtio_net_q and in the caps
+	 * alike. No public source says what firmware does with a bit outside
+	 * the mask, and no driver sends one to a device that lacks it:
+	 * - Linux mlx5_vdpa offers a virtio feature only when its bit is in the
+	 *   mask (get_supported_features(), mlx_to_vritio_features()), takes
+	 *   no more from the guest (verify_driver_features()), and creates its
+	 *   blank queues with those features ("vdpa/mlx5: Allow creation of
+	 *   blank VQs": mvdev->mlx_features), filled ones with the negotiated.
+	 * - DPDK vdpa/mlx5 offers the offloads by the same caps
+	 *   (mlx5_vdpa_get_vdpa_features()) and refuses a negotiated one the
+	 *   caps lack (mlx5_vdpa_features_validate(): -ENOTSUP). Its blank
+	 *   queues (devargs queues/queue_size) are created with all four set
+	 *   (mlx5_vdpa_virtq_sub_objs_prepare(), is_prepare), and HOST_TSO
+	 *   without CSUM gets CSUM forced (ff09f80697 "vdpa/mlx5: fix TSO
+	 *   offload without checksum"): within the mask of a device that
+	 *   announces all four, as the mlx5 devices of the Linux examples do
+	 *   (`vdpa mgmtdev show`: dev_features CSUM GUEST_CSUM MTU HOST_TSO4
+	 *   HOST_TSO6 ...). No hardware is known to take a bit its caps lack:
+	 *   the stricter reading stands, refused.
 	 */
 	if ((mask & PRM_VIRTQ_MODIFY_QUEUE_FEATURES) &&
 	    (vq->queue_features & ~caps->device_features_bits_mask)) {
