@@ -134,6 +134,15 @@ vm_up_logging(struct nic *a, struct nic *b, const char *b_profile)
 	nic_log_on(b);
 }
 
+/* Both NICs running and logging, frames through both since logging began. */
+static void
+vm_up_logging_traffic(struct nic *a, struct nic *b)
+{
+	vm_up_logging(a, b, NULL);
+	assert_true(lmh_traffic(a->g, (1u << PAIRS) - 1, 64, 3000));
+	assert_true(lmh_traffic(b->g, (1u << PAIRS) - 1, 64, 3000));
+}
+
 static void
 nic_down(struct nic *n, unsigned int sock)
 {
@@ -237,9 +246,7 @@ test_first_stop_of_a_logging_vm_stops_its_sibling_ahead(void **state)
 	size_t mark, lmark;
 
 	(void)state;
-	vm_up_logging(&a, &b, NULL);
-	assert_true(lmh_traffic(a.g, (1u << PAIRS) - 1, 64, 3000));
-	assert_true(lmh_traffic(b.g, (1u << PAIRS) - 1, 64, 3000));
+	vm_up_logging_traffic(&a, &b);
 	assert_int_equal(lmh_trace_sync(&b.t), 0);
 	mark = lmh_trace_mark(&b.t);
 	lmark = lmh_log_mark();
@@ -296,9 +303,7 @@ test_a_sibling_asked_already_asks_nobody(void **state)
 	size_t lmark;
 
 	(void)state;
-	vm_up_logging(&a, &b, NULL);
-	assert_true(lmh_traffic(a.g, (1u << PAIRS) - 1, 64, 3000));
-	assert_true(lmh_traffic(b.g, (1u << PAIRS) - 1, 64, 3000));
+	vm_up_logging_traffic(&a, &b);
 	mlx5_lm_worker_hold(b.d.dev, 2);
 	lmark = lmh_log_mark();
 	assert_int_equal(vu_stop_device(a.c, bases, RINGS), 0);
@@ -331,9 +336,7 @@ test_a_sibling_whose_stop_ahead_fails_is_stopped_by_its_own_stop(void **state)
 	size_t mark, lmark;
 
 	(void)state;
-	vm_up_logging(&a, &b, NULL);
-	assert_true(lmh_traffic(a.g, (1u << PAIRS) - 1, 64, 3000));
-	assert_true(lmh_traffic(b.g, (1u << PAIRS) - 1, 64, 3000));
+	vm_up_logging_traffic(&a, &b);
 	/* The second SUSPEND of the stop ahead is refused. */
 	assert_int_equal(lmh_fault_inject(&b.d, PRM_CMD_MODIFY_GENERAL_OBJECT,
 					  PRM_OBJ_VIRTIO_NET_Q, 2, PRM_STATUS_NO_RESOURCES, 0), 0);
