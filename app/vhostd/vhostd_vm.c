@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -413,6 +414,41 @@ vm_chan_event(struct vhostd_watch *w, uint32_t events)
 	}
 }
 
+/*
+ * vm's worker is dead and its channel about to be closed. Its last message,
+ * the exit report (how many device objects it left alive), is written
+ * before it dies, but the two race to the loop: its SIGCHLD handled first,
+ * the report is still in the channel, or half read behind a large message.
+ * What the socket holds now is read, and no more (a process the worker
+ * left behind may hold the channel and write on), and an exit report found
+ * there counts. The rest is dropped, as the close would have: a dead
+ * worker's replies fail as unanswered, its events describe nothing alive.
+ */
+static void
+vm_chan_drain(struct vhostd_vm *vm)
+{
+	int queued = 0;
+	json_t *m;
+	ssize_t r;
+	int n;
+
+	if (ioctl(vm->chan.fd, FIONREAD, &queued) < 0)
+		return;
+	while (queued > 0) {
+		r = vhostd_buf_read(vm->chan.fd, &vm->in, VHOSTD_CHAN_MAX_LINE);
+		if (r <= 0)
+			return;
+		queued -= (int)r;
+		while ((n = vhostd_chan_next(&vm->in, &m)) != 0) {
+			const char *ev = json_string_value(json_object_get(m, "event"));
+
+			if (n > 0 && ev != NULL && strcmp(ev, "exit") == 0)
+				on_event(vm, m);
+			json_decref(m);
+		}
+	}
+}
+
 /* ---- devices ---- */
 
 static void
@@ -739,6 +775,7 @@ vhostd_vm_reap(pid_t pid, int status)
 		return;
 	describe_status(status, vm->last_exit, sizeof(vm->last_exit));
 	if (vm->chan.fd >= 0) {
+		vm_chan_drain(vm);
 		vhostd_watch_del(&vm->chan);
 		close(vm->chan.fd);
 		vm->chan.fd = -1;

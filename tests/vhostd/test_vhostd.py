@@ -205,6 +205,30 @@ class Basics(unittest.TestCase):
             finally:
                 stopped_clean(self, srv)
 
+    def test_a_workers_exit_report_read_after_its_death_still_counts(self):
+        """A worker's last message (exit, its count of device objects left alive) races
+        its SIGCHLD: handled first, the death closed the channel with the report unread,
+        the count was unknown and the service stopped 0 where the worker had said 2.
+        late_exit_worker.py makes the death come first, every time: the report left in
+        the channel counts, and the service exits 3."""
+        late = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'late_exit_worker.py')
+        with tempfile.TemporaryDirectory() as d:
+            srv = service(d, extra=('--worker', late), env={'LATE_LEAKED': '2'})
+            try:
+                srv.add('n1', 'vm1', os.path.join(d, 'n1.sock'))
+                w = srv.vm('vm1')['worker_pid']
+                rc = srv.stop()
+            except BaseException:
+                srv.kill()
+                raise
+            text = srv.p.text()
+            # The order this test is for: the report written once the worker was dead.
+            self.assertIn(f'late_exit_worker {w}: exit report sent after its death', text)
+            self.assertIn(f'vm vm1: worker {w} exited with status 3, 2 device objects left '
+                          'alive', text)
+            self.assertIn('stopped: 2 device objects were left alive in the workers', text)
+            self.assertEqual(rc, 3, text[-3000:])
+
     def test_rpc_group_members_may_use_the_socket(self):
         if os.geteuid() != 0:
             self.skipTest('needs root to act as another user')

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""A --worker for mlx5-lm-vhostd whose exit report reaches the supervisor after its
+death does, in that order every time: a test of what the supervisor makes of the race
+between a worker's last message and its SIGCHLD. It speaks the channel as
+fake_worker.py does (adds answered, no DPDK, no socket). Told to exit (the service
+stopping; its SIGTERM is ignored), it stops the supervisor (SIGSTOP, and waits to see
+it stopped), leaves a child holding the channel, and exits 3 as a worker that leaked
+does: its SIGCHLD is the first thing the stopped supervisor has to handle. The child,
+once the worker is dead (a zombie: the stopped supervisor cannot reap it), writes the
+worker's exit report {"event": "exit", "leaked": LATE_LEAKED} on the channel, says so
+on stderr, closes the channel and lets the supervisor go on (SIGCONT)."""
+import json
+import os
+import signal
+import sys
+import time
+
+
+def state(pid):
+    """The state letter of process pid (/proc/PID/stat), or None once it is gone."""
+    try:
+        with open(f'/proc/{pid}/stat') as f:
+            return f.read().rsplit(')', 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
+def wait_state(pid, letters, what, timeout=30.0):
+    """Until process pid is in one of the states letters (polled: no event tells)."""
+    deadline = time.monotonic() + timeout
+    while state(pid) not in letters:
+        if time.monotonic() > deadline:
+            sys.exit(f'late_exit_worker: {what} not seen within {timeout} s')
+        time.sleep(0.005)
+
+
+def main():
+    chan = int(sys.argv[sys.argv.index('--channel') + 1])
+    leaked = int(os.environ.get('LATE_LEAKED', '2'))
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    ch = os.fdopen(chan, 'r+b', buffering=0)
+
+    def send(m):
+        ch.write(json.dumps(m).encode() + b'\n')
+
+    send({'event': 'ready', 'pid': os.getpid()})
+    for line in ch:
+        req = json.loads(line)
+        if req['op'] == 'add':
+            send({'id': req['id'], 'result': {'name': req['name'], 'state': 'waiting'}})
+        elif req['op'] == 'remove':
+            send({'id': req['id'], 'result': {'name': req['name'], 'was': 'waiting'}})
+        elif req['op'] == 'exit':
+            break
+        else:
+            send({'id': req['id'], 'error': {'code': -32001, 'message': 'late_exit_worker'}})
+    sup, me = os.getppid(), os.getpid()
+    try:
+        os.kill(sup, signal.SIGSTOP)
+        wait_state(sup, 'Tt', f'the supervisor {sup} stopped')
+        if os.fork() > 0:
+            os._exit(3)
+        wait_state(me, 'Z', f'the worker {me} dead')
+        send({'event': 'exit', 'leaked': leaked})
+        print(f'late_exit_worker {me}: exit report sent after its death', file=sys.stderr,
+              flush=True)
+        ch.close()
+    finally:
+        # Whatever failed here, the supervisor is not left stopped.
+        os.kill(sup, signal.SIGCONT)
+
+
+if __name__ == '__main__':
+    main()
