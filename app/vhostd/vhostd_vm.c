@@ -720,7 +720,8 @@ remove_done(struct vhostd_wreq *r, json_t *result, int code, const char *msg)
 	snprintf(was, sizeof(was), "%s", result != NULL &&
 		 json_is_string(json_object_get(result, "was")) ?
 		 json_string_value(json_object_get(result, "was")) : "gone");
-	DEVLOG(d, "removed (was %s)", was);
+	/* Removed without its worker's word: the log says why (down, died, knew it not). */
+	DEVLOG(d, "removed (was %s%s%s)", was, code != 0 ? ": " : "", code != 0 ? msg : "");
 	dev_socket_remove(d);
 	if (r->call != NULL)
 		vhostd_call_reply(r->call, json_pack("{s:s, s:s, s:s}", "name", d->cfg.name,
@@ -743,7 +744,7 @@ vhostd_dev_remove(struct vhostd_dev *d, struct vhostd_call *call)
 		struct vhostd_wreq r = { .call = call };
 
 		snprintf(r.dev, sizeof(r.dev), "%s", d->cfg.name);
-		remove_done(&r, NULL, VHOSTD_RPC_UNAVAILABLE, "no worker");
+		remove_done(&r, NULL, VHOSTD_RPC_UNAVAILABLE, "its worker is down");
 	}
 }
 

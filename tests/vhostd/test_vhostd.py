@@ -740,32 +740,46 @@ class Isolation(unittest.TestCase):
     def test_removing_a_device_whose_worker_is_down_removes_its_socket(self):
         """device_remove while the device's worker was down (killed, not yet back) left
         the socket file the dead worker had created on disk. The service removes it now,
-        and only that file: another one at the path is not its to remove."""
+        and only that file: another one at the path is not its to remove. The worker's
+        first restart is immediate: its restarts fail (once_worker.py) so that it is down,
+        for 3.2 s, when the removals come."""
         with tempfile.TemporaryDirectory() as d:
-            srv = service(d)
+            srv = service_once(d, 'fail')
             s1, s2 = os.path.join(d, 'n1.sock'), os.path.join(d, 'n2.sock')
             try:
                 srv.add('n1', 'vm1', s1, devargs(0))
-                srv.add('n2', 'vm2', s2, devargs(1))
-                os.kill(srv.vm('vm1')['worker_pid'], signal.SIGKILL)
+                srv.add('n2', 'vm1', s2, devargs(1))
+                w = srv.vm('vm1')['worker_pid']
+                os.kill(w, signal.SIGKILL)
+                srv.p.expect(r'vm vm1: worker %d killed by signal 9' % w, timeout=30)
+                srv.p.expect(r'vm vm1: worker \d+ exited with status 1 .*restart \d+ '
+                             r'in 3200 ms', timeout=60)
                 self.assertTrue(stat.S_ISSOCK(os.lstat(s1).st_mode))
-                r = srv.call('device_remove', {'name': 'n1'})
-                # Removed without its worker: the dead one, or a new one that never had it.
-                self.assertEqual(r['was'], 'gone', r)
-                self.assertFalse(os.path.lexists(s1), 'the dead worker\'s socket left')
-                self.assertIsNone(srv.device('n1'))
-                # The device comes back on its socket.
-                self.assertEqual(srv.add('n1', 'vm1', s1, devargs(0))['state'], 'waiting')
-                self.assertTrue(stat.S_ISSOCK(os.lstat(s1).st_mode))
-                self.assertEqual(srv.call('device_get', {'name': 'n1'})['state'], 'waiting')
                 # A file put in the place of a dead worker's socket is not the service's.
-                os.kill(srv.vm('vm2')['worker_pid'], signal.SIGKILL)
                 os.unlink(s2)
                 with open(s2, 'w') as f:
                     f.write('keep me')
+                self.assertEqual(srv.call('device_remove', {'name': 'n1'})['was'], 'gone')
                 self.assertEqual(srv.call('device_remove', {'name': 'n2'})['was'], 'gone')
+                # Removed without a worker to ask: the path this test is for.
+                srv.p.expect(r'device n1: removed \(was gone: its worker is down\)',
+                             timeout=10)
+                srv.p.expect(f'device n1: its worker gone, its socket {re.escape(s1)} '
+                             'removed', timeout=10)
+                srv.p.expect(r'device n2: removed \(was gone: its worker is down\)',
+                             timeout=10)
+                srv.p.expect(f'device n2: {re.escape(s2)} is no longer the socket its '
+                             'worker created', timeout=10)
+                self.assertFalse(os.path.lexists(s1), 'the dead worker\'s socket left')
                 with open(s2) as f:
                     self.assertEqual(f.read(), 'keep me')
+                self.assertEqual(srv.call('device_list'), [])
+                self.assertNotIn('vm1', [v['vm'] for v in srv.call('vm_list')])
+                # The device comes back on its socket, its VM's worker a real one again.
+                os.unlink(os.path.join(d, 'started'))
+                self.assertEqual(srv.add('n1', 'vm1', s1, devargs(0))['state'], 'waiting')
+                self.assertTrue(stat.S_ISSOCK(os.lstat(s1).st_mode))
+                self.assertEqual(srv.call('device_get', {'name': 'n1'})['state'], 'waiting')
             finally:
                 stopped_clean(self, srv)
 
