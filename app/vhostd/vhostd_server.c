@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,8 +32,8 @@
 #define MAX_PENDING 16
 /* A client that does not read its replies: dropped past this. */
 #define MAX_OUT (16u << 20)
-/* Connections closed as idle: one line, then at most one more per this. */
-#define IDLE_LOG_INTERVAL_MS 5000
+/* Connections dropped or refused, of one kind: one line, then at most one more per this. */
+#define CONN_LOG_INTERVAL_MS 5000
 
 struct conn {
 	struct vhostd_watch w;
@@ -54,15 +55,79 @@ static unsigned int nconns;
 /* Spare fd: with the fd table full, accept-and-close still answers a client. */
 static int spare_fd = -1;
 /*
- * A line per connection closed as idle, and a client that opens them by
- * the hundred floods the log: the first of an interval is logged, the
- * others only counted, and told in one line at the interval's end.
+ * What a client can make happen to its connections at will, by the hundred
+ * (left idle, half a request, replies never read, a peer not allowed): a
+ * line each floods the log and buries what the operator looks for. Of each
+ * kind the first of an interval is logged, the others only counted, and
+ * told in one line at the interval's end (or when the service stops).
  */
-static struct {
+enum conn_log_kind { CLOG_IDLE, CLOG_STALLED, CLOG_UNREAD, CLOG_REFUSED, CLOG_KINDS };
+
+static struct conn_log {
+	const char *who;           /* the count's subject */
+	const char *done;          /* what was done to them */
 	int64_t until;             /* the interval's end */
-	unsigned int more;         /* closed in it, not logged */
-	int last_pid;
-} idle_log;
+	unsigned int more;         /* events in it, not logged */
+	int last_pid, last_uid;
+} conn_logs[CLOG_KINDS] = {
+	[CLOG_IDLE] = { .who = "control clients idle", .done = "closed" },
+	[CLOG_STALLED] = { .who = "control clients that sent half a request and stalled",
+			   .done = "dropped" },
+	[CLOG_UNREAD] = { .who = "control clients that do not read their replies",
+			  .done = "dropped" },
+	[CLOG_REFUSED] = { .who = "control socket peers not root, the service's user or a "
+			   "member of its group", .done = "refused" },
+};
+
+/* An event of kind k, client pid and uid: its line (fmt) if the first of an interval. */
+static void __attribute__((format(printf, 4, 5)))
+conn_log(enum conn_log_kind k, int pid, int uid, const char *fmt, ...)
+{
+	struct conn_log *l = &conn_logs[k];
+	int64_t now = vhostd_now_ms();
+	char line[512];
+	va_list ap;
+
+	if (now < l->until) {
+		l->more++;
+		l->last_pid = pid;
+		l->last_uid = uid;
+		return;
+	}
+	l->until = now + CONN_LOG_INTERVAL_MS;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	SLOG("%s", line);
+}
+
+/*
+ * The events counted and not logged, a line per kind: at the interval's
+ * end, or at once (force); the next deadline of such a line (-1 none).
+ */
+static int64_t
+conn_logs_flush(int64_t now, bool force)
+{
+	int64_t next = -1;
+	int k;
+
+	for (k = 0; k < CLOG_KINDS; k++) {
+		struct conn_log *l = &conn_logs[k];
+
+		if (l->more == 0)
+			continue;
+		if (!force && now < l->until) {
+			if (next < 0 || l->until < next)
+				next = l->until;
+			continue;
+		}
+		SLOG("%s: %u more %s in the last %d s (the last pid %d uid %d)", l->who,
+		     l->more, l->done, CONN_LOG_INTERVAL_MS / 1000, l->last_pid, l->last_uid);
+		l->more = 0;
+		l->until = now + CONN_LOG_INTERVAL_MS;
+	}
+	return next;
+}
 
 static void
 conn_close(struct conn *c)
@@ -119,7 +184,8 @@ conn_send(struct conn *c, json_t *reply)
 	if (line == NULL)
 		return;
 	if (c->out.len - c->out.off + len > MAX_OUT) {
-		SLOG("control client pid %d does not read its replies: dropped", c->pid);
+		conn_log(CLOG_UNREAD, c->pid, c->uid, "control client pid %d does not read its "
+			 "replies: dropped", c->pid);
 		free(line);
 		conn_close(c);
 		return;
@@ -336,7 +402,8 @@ listener_event(struct vhostd_watch *w, uint32_t events)
 
 	/* A bounded batch per wake-up: the loop serves everything else in between. */
 	for (i = 0; i < 64; i++) {
-		struct ucred cr;
+		/* -1s for a peer whose SO_PEERCRED fails: its refusal's line says so. */
+		struct ucred cr = { .pid = -1, .uid = (uid_t)-1, .gid = (gid_t)-1 };
 		socklen_t cl = sizeof(cr);
 		struct conn *c;
 		int fd = accept4(w->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -357,8 +424,9 @@ listener_event(struct vhostd_watch *w, uint32_t events)
 			return;
 		}
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 || !peer_allowed(&cr)) {
-			SLOG("control socket: pid %d uid %d refused: not root, the service's user "
-			     "or a member of its group", (int)cr.pid, (int)cr.uid);
+			conn_log(CLOG_REFUSED, (int)cr.pid, (int)cr.uid, "control socket: pid %d "
+				 "uid %d refused: not root, the service's user or a member of its "
+				 "group", (int)cr.pid, (int)cr.uid);
 			refuse(fd, VHOSTD_RPC_INVALID_REQUEST, "permission denied");
 			continue;
 		}
@@ -434,31 +502,6 @@ vhostd_server_start(void)
 	return 0;
 }
 
-/* The connections closed as idle that were not logged, in one line: at the interval's end. */
-static void
-idle_log_flush(int64_t now, bool force)
-{
-	if (idle_log.more == 0 || (!force && now < idle_log.until))
-		return;
-	SLOG("control clients idle for %u ms: %u more closed in the last %d s (the last pid %d)",
-	     vhostd.rpc_idle_ms, idle_log.more, IDLE_LOG_INTERVAL_MS / 1000, idle_log.last_pid);
-	idle_log.more = 0;
-	idle_log.until = now + IDLE_LOG_INTERVAL_MS;
-}
-
-static void
-idle_close(struct conn *c, int64_t now)
-{
-	if (now >= idle_log.until) {
-		SLOG("control client pid %d idle for %u ms: closed", c->pid, vhostd.rpc_idle_ms);
-		idle_log.until = now + IDLE_LOG_INTERVAL_MS;
-	} else {
-		idle_log.more++;
-		idle_log.last_pid = c->pid;
-	}
-	conn_close(c);
-}
-
 void
 vhostd_server_stop(void)
 {
@@ -472,7 +515,7 @@ vhostd_server_stop(void)
 	}
 	while ((c = TAILQ_FIRST(&conns)) != NULL)
 		conn_close(c);
-	idle_log_flush(vhostd_now_ms(), true);
+	conn_logs_flush(vhostd_now_ms(), true);
 	if (spare_fd >= 0)
 		close(spare_fd);
 	spare_fd = -1;
@@ -495,10 +538,9 @@ has_input(int fd)
 int64_t
 vhostd_server_timers(void)
 {
-	int64_t now = vhostd_now_ms(), next = -1, idle = vhostd.rpc_idle_ms;
+	int64_t now = vhostd_now_ms(), next = -1, idle = vhostd.rpc_idle_ms, logs;
 	struct conn *c, *tmp;
 
-	idle_log_flush(now, false);
 	for (c = TAILQ_FIRST(&conns); c != NULL; c = tmp) {
 		tmp = TAILQ_NEXT(c, next);
 		/* A call in flight is the service's delay, not the client's idleness. */
@@ -510,7 +552,9 @@ vhostd_server_timers(void)
 			if (now - c->active_ms >= idle && !c->dead && has_input(c->w.fd))
 				c->active_ms = now;
 			if (now - c->active_ms >= idle) {
-				idle_close(c, now);
+				conn_log(CLOG_IDLE, c->pid, c->uid, "control client pid %d idle for "
+					 "%u ms: closed", c->pid, vhostd.rpc_idle_ms);
+				conn_close(c);
 				continue;
 			}
 			if (next < 0 || c->active_ms + idle < next)
@@ -519,16 +563,20 @@ vhostd_server_timers(void)
 		if (c->partial_since == 0)
 			continue;
 		if (now - c->partial_since >= PARTIAL_TIMEOUT_MS) {
-			SLOG("control client pid %d sent half a request and stalled %d ms: "
-			     "dropped", c->pid, PARTIAL_TIMEOUT_MS);
+			conn_log(CLOG_STALLED, c->pid, c->uid, "control client pid %d sent half "
+				 "a request and stalled %d ms: dropped", c->pid, PARTIAL_TIMEOUT_MS);
 			conn_close(c);
 			continue;
 		}
 		if (next < 0 || c->partial_since + PARTIAL_TIMEOUT_MS < next)
 			next = c->partial_since + PARTIAL_TIMEOUT_MS;
 	}
-	/* Closes not logged yet: their line is due at the interval's end. */
-	if (idle_log.more > 0 && (next < 0 || idle_log.until < next))
-		next = idle_log.until;
+	/*
+	 * Events counted and not logged (these closes included): their line is
+	 * due at their interval's end, the loop wakes for it.
+	 */
+	logs = conn_logs_flush(now, false);
+	if (logs >= 0 && (next < 0 || logs < next))
+		next = logs;
 	return next;
 }

@@ -1191,6 +1191,21 @@ def version_or_refused(srv):
         c.close()
 
 
+def each_and_counted(test, srv, n, each, counted, timeout=15.0):
+    """Until n events of one kind are told in srv's log, each in a line of its own
+    (regex each) or counted in a line (regex counted, the count its group 1); the
+    number of lines of each kind, and the counts."""
+    deadline = time.monotonic() + timeout
+    while True:
+        text = srv.p.text()
+        lines = len(re.findall(each, text))
+        counts = [int(x) for x in re.findall(counted, text)]
+        if lines + sum(counts) >= n:
+            return lines, counts
+        test.assertLess(time.monotonic(), deadline, f'{lines} lines and {counts} counted of {n}')
+        srv.p._read(0.2)  # the service's next line, or 0.2 s
+
+
 class Connections(unittest.TestCase):
     def test_idle_connections_are_closed_and_no_longer_lock_others_out(self):
         """128 connections that never send a byte held every place for ever: each new
@@ -1253,23 +1268,45 @@ class Connections(unittest.TestCase):
                 for c in held:
                     self.assertTrue(closed_by_peer(c, 30))
                 # Every close told, one way or the other, within the interval and a margin.
-                deadline = time.monotonic() + 15
-                while True:
-                    text = srv.p.text()
-                    each = len(re.findall(r'control client pid \d+ idle for 300 ms: closed',
-                                          text))
-                    counts = [int(x) for x in re.findall(
-                        r'control clients idle for 300 ms: (\d+) more closed in the last 5 s '
-                        r'\(the last pid \d+\)', text)]
-                    if each + sum(counts) >= n:
-                        break
-                    self.assertLess(time.monotonic(), deadline,
-                                    f'{each} lines and {counts} counted of {n} closes')
-                    srv.p._read(0.2)  # the service's next line, or 0.2 s
+                each, counts = each_and_counted(
+                    self, srv, n, r'control client pid \d+ idle for 300 ms: closed',
+                    r'control clients idle: (\d+) more closed in the last 5 s \(the last pid '
+                    r'\d+ uid \d+\)')
                 self.assertEqual(each + sum(counts), n)
                 # Opened within 5 s (a second at most): one line, one count; two of each
                 # should the opening straddle an interval's end.
-                self.assertLessEqual(each + len(counts), 4, text[-3000:])
+                self.assertLessEqual(each + len(counts), 4, srv.p.text()[-3000:])
+                self.assertGreaterEqual(each, 1)
+            finally:
+                for c in held:
+                    c.close()
+                stopped_clean(self, srv)
+
+    def test_half_requests_by_the_hundred_log_a_line_and_a_count(self):
+        """The other lines a client can make by the hundred (half a request that stalls,
+        replies never read, a peer refused) are told as the idle closes are: each one
+        logged a line, 100 half requests 100 lines. The first of an interval (5 s) is
+        logged, the others counted and told in one line at its end."""
+        n = 100
+        with tempfile.TemporaryDirectory() as d:
+            srv = service(d)
+            held = []
+            try:
+                for _ in range(n):
+                    c = connect(srv.rpc)
+                    held.append(c)
+                    c.sendall(b'{"jsonrpc":"2.0","id":1,"meth')
+                for c in held:
+                    self.assertTrue(closed_by_peer(c, 30))
+                each, counts = each_and_counted(
+                    self, srv, n, r'control client pid \d+ sent half a request and stalled '
+                    r'5000 ms: dropped',
+                    r'control clients that sent half a request and stalled: (\d+) more '
+                    r'dropped in the last 5 s \(the last pid \d+ uid \d+\)')
+                self.assertEqual(each + sum(counts), n)
+                # Sent within 5 s (a second at most): one line, one count; two of each
+                # should the stalls' ends straddle an interval's end.
+                self.assertLessEqual(each + len(counts), 4, srv.p.text()[-3000:])
                 self.assertGreaterEqual(each, 1)
             finally:
                 for c in held:
