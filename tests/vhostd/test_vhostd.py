@@ -733,7 +733,7 @@ class Isolation(unittest.TestCase):
                 srv.p.expect(r'vm vm1: worker %d killed by signal 9 .*no device left: '
                              r'not restarted' % w, timeout=30)
                 self.assertEqual(srv.call('device_list'), [])
-                self.assertNotIn('vm1', [v['name'] for v in srv.call('vm_list')])
+                self.assertNotIn('vm1', [v['vm'] for v in srv.call('vm_list')])
             finally:
                 stopped_clean(self, srv)
 
