@@ -2318,6 +2318,89 @@ test_queue_offloads_outside_the_device_mask_are_refused_at_create(void **state)
 	assert_int_equal(emu_dev_live_objects(dev), live + 1);
 }
 
+/* CREATE of a blank queue with virtio_version_1_0, its status. */
+static int
+vq_create_v1(const struct vq_env *e, uint16_t index, uint8_t v1, uint32_t *id)
+{
+	uint8_t in[PRM_SIZE(virtq_cmd)], out[16];
+	int st;
+
+	vq_create_mailbox(in, sizeof(in), e, index, 256);
+	PRM_SET(virtio_q, PRM_ADDR(virtq_cmd, in, q), virtio_version_1_0, v1);
+	st = run(in, sizeof(in), out, sizeof(out));
+	*id = (uint32_t)PRM_GET(general_obj_out_cmd_hdr, out, obj_id);
+	return st;
+}
+
+/* MODIFY of virtio_version_1_0 alone (select bit 10), its status. */
+static int
+vq_modify_v1(uint32_t id, uint8_t v1)
+{
+	uint8_t in[PRM_SIZE(virtq_cmd)], out[16];
+
+	vq_mailbox(in, sizeof(in), PRM_CMD_MODIFY_GENERAL_OBJECT, id);
+	PRM_SET(virtio_net_q, PRM_ADDR(virtq_cmd, in, obj), modify_field_select,
+		PRM_VIRTQ_MODIFY_VIRTIO_VERSION_1_0);
+	PRM_SET(virtio_q, PRM_ADDR(virtq_cmd, in, q), virtio_version_1_0, v1);
+	return run(in, sizeof(in), out, sizeof(out));
+}
+
+static uint8_t
+vq_v1(uint32_t id)
+{
+	uint8_t out[PRM_SIZE(virtq_cmd)];
+
+	vq_query(id, out);
+	return (uint8_t)PRM_GET(virtio_q, PRM_ADDR(virtq_cmd, out, q), virtio_version_1_0);
+}
+
+/*
+ * A VERSION_1 queue needs the caps' virtio_version_1_0 (Linux mlx5_vdpa
+ * get_supported_features, DPDK mlx5_vdpa_features_validate): on a device
+ * without it (caps-no-v1) a CREATE or MODIFY with virtio_version_1_0 = 1
+ * is refused and changes nothing; a legacy queue (0) is created and
+ * modified. With the cap (the CX6 Dx caps) both values are taken.
+ */
+static void
+test_version_1_queues_need_the_virtio_version_1_0_cap(void **state)
+{
+	uint8_t out[PRM_SIZE(query_hca_cap_out)];
+	struct vq_env e;
+	unsigned int live;
+	uint32_t vq, id;
+
+	(void)state;
+	use_profile("caps-no-v1.json");
+	assert_int_equal(PRM_GET(virtio_emulation_cap, query_cap(PRM_CAP_VIRTIO_EMULATION, out),
+				 virtio_version_1_0), 0);
+	env_init(&e, 256);
+	live = emu_dev_live_objects(dev);
+	emu_set_log(quiet);
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_VQ_NO_VERSION_1, vq_create_v1(&e, 0, 1, &id));
+	emu_set_log(NULL);
+	assert_int_equal(emu_dev_live_objects(dev), live);
+	assert_int_equal(vq_create_v1(&e, 0, 0, &vq), 0);
+	assert_int_equal(emu_dev_live_objects(dev), live + 1);
+	emu_set_log(quiet);
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_VQ_NO_VERSION_1, vq_modify_v1(vq, 1));
+	emu_set_log(NULL);
+	assert_int_equal(vq_v1(vq), 0);
+	assert_int_equal(vq_modify_v1(vq, 0), 0);
+
+	/* The control: with the cap, VERSION_1 is taken at CREATE and MODIFY. */
+	use_profile("fast");
+	assert_int_equal(PRM_GET(virtio_emulation_cap, query_cap(PRM_CAP_VIRTIO_EMULATION, out),
+				 virtio_version_1_0), 1);
+	env_init(&e, 256);
+	assert_int_equal(vq_create_v1(&e, 0, 1, &vq), 0);
+	assert_int_equal(vq_v1(vq), 1);
+	assert_int_equal(vq_create_v1(&e, 1, 0, &id), 0);
+	assert_int_equal(vq_modify_v1(id, 1), 0);
+	assert_int_equal(vq_v1(id), 1);
+	assert_int_equal(vq_modify_v1(id, 0), 0);
+	assert_int_equal(vq_v1(id), 0);
+}
+
 /* CREATE of VIRTIO_Q_COUNTERS needs general_obj_types bit 28 (PRM general object caps). */
 static void
 test_counters_need_their_general_obj_types_bit(void **state)
@@ -2452,6 +2535,7 @@ main(void)
 		T(test_query_reports_the_modifiable_fields),
 		T(test_queue_features_outside_the_device_mask_are_refused),
 		T(test_queue_offloads_outside_the_device_mask_are_refused_at_create),
+		T(test_version_1_queues_need_the_virtio_version_1_0_cap),
 		T(test_queue_period_mode_is_checked_and_recorded),
 		T(test_counters_need_their_general_obj_types_bit),
 		T(test_max_num_virtio_queues_override_is_enforced),

@@ -64,6 +64,8 @@ enum emu_syndrome {
 	EMU_SYND_QP_BAD_UAR = 0x5e0c00e8,        /* status BAD_PARAM: QP uar_page not allocated */
 	EMU_SYND_QP_BAD_TS_FORMAT = 0x5e0c00e9,  /* status BAD_PARAM: ts_format the caps refuse */
 	EMU_SYND_VQ_CREATE_NOT_INIT = 0x5e0c00ea, /* status BAD_PARAM: virtq CREATE not INIT */
+	/* status BAD_PARAM: virtio_version_1_0 on a device whose caps lack it */
+	EMU_SYND_VQ_NO_VERSION_1 = 0x5e0c00eb,
 	EMU_SYND_INJECTED = 0x5e0cfa17,          /* default syndrome of an injected fault */
 };
 

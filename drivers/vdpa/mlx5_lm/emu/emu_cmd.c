@@ -127,7 +127,7 @@ is_general(uint16_t opcode)
 static void
 virtio_caps(const struct emu_caps *caps, void *cap)
 {
-	PRM_SET(virtio_emulation_cap, cap, virtio_version_1_0, 1);
+	PRM_SET(virtio_emulation_cap, cap, virtio_version_1_0, caps->virtio_version_1_0);
 	PRM_SET(virtio_emulation_cap, cap, device_features_bits_mask,
 		caps->device_features_bits_mask);
 	PRM_SET(virtio_emulation_cap, cap, event_mode, caps->event_mode);

@@ -101,6 +101,7 @@ static const struct cap_desc {
 	uint64_t max;
 } cap_table[] = {
 #define CAP(n, w, m) { #n, offsetof(struct emu_caps, n), w, m }
+	CAP(virtio_version_1_0, CAP_U8, 1),
 	CAP(freeze_to_rdy_supported, CAP_U8, 1),
 	CAP(vnet_modify_ext, CAP_U8, 1),
 	CAP(virtio_net_q_addr_modify, CAP_U8, 1),
@@ -124,6 +125,7 @@ static const struct cap_desc {
 static void
 caps_default(struct emu_caps *c)
 {
+	c->virtio_version_1_0 = EMU_CAP_VIRTIO_VERSION_1_0;
 	c->freeze_to_rdy_supported = EMU_CAP_FREEZE_TO_RDY;
 	c->vnet_modify_ext = EMU_CAP_VNET_MODIFY_EXT;
 	c->virtio_net_q_addr_modify = EMU_CAP_VIRTIO_NET_Q_ADDR_MODIFY;

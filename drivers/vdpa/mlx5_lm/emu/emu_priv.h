@@ -60,6 +60,7 @@ struct emu_cost_entry {
  * device does not announce is refused as firmware refuses it.
  */
 struct emu_caps {
+	uint8_t virtio_version_1_0;       /* virtio emulation caps: VERSION_1 queues */
 	uint8_t freeze_to_rdy_supported;
 	uint8_t vnet_modify_ext;
 	uint8_t virtio_net_q_addr_modify;
@@ -929,6 +930,7 @@ void emu_wire_cache_free(struct emu_dev *dev);
 #define EMU_CAP_USER_AFFILIATED_EVENTS ((1ull << PRM_EVENT_CQ_ERROR) | \
 					(1ull << PRM_EVENT_WQ_CATAS_ERROR) | \
 					(1ull << PRM_EVENT_OBJECT_CHANGE))
+#define EMU_CAP_VIRTIO_VERSION_1_0 1u
 #define EMU_CAP_FREEZE_TO_RDY 1u
 #define EMU_CAP_VNET_MODIFY_EXT 1u
 #define EMU_CAP_VIRTIO_NET_Q_ADDR_MODIFY 1u

@@ -280,6 +280,34 @@ vq_check_fields(struct emu_ctx *c, struct emu_virtq *vq, uint64_t mask)
 		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_CAP_NOT_SUPPORTED);
 	}
 	/*
+	 * A VERSION_1 queue (virtio_q virtio_version_1_0: the 12-byte header,
+	 * the modern ring semantics) only on a device whose virtio emulation
+	 * caps report virtio_version_1_0, at CREATE as at MODIFY. No public
+	 * source says what firmware does with one on a device without it, and
+	 * no driver sends one there:
+	 * - Linux mlx5_vdpa offers VERSION_1 only with the cap
+	 *   (get_supported_features()), sets a queue's bit from the negotiated
+	 *   features (create_virtqueue(); modify_virtqueue() after
+	 *   set_driver_features marks it modified) and a blank queue's from the
+	 *   device's own (mlx_features, "vdpa/mlx5: Allow creation of blank
+	 *   VQs").
+	 * - DPDK vdpa/mlx5 offers it by the cap (mlx5_vdpa_get_vdpa_features())
+	 *   and refuses a negotiated VERSION_1 the caps lack
+	 *   (mlx5_vdpa_features_validate(): -ENOTSUP). Its pre-created queues
+	 *   carry it whatever the caps (mlx5_vdpa_virtq_sub_objs_prepare(),
+	 *   is_prepare), as they carry the four offloads: on the devices it
+	 *   runs on, which report it.
+	 * The stricter reading, as for the feature mask above: refused.
+	 */
+	if ((mask & PRM_VIRTQ_MODIFY_VIRTIO_VERSION_1_0) && vq->virtio_version_1_0 &&
+	    !caps->virtio_version_1_0) {
+		emu_log(c->dev, 4, "virtq index %u: virtio_version_1_0 refused: the device's "
+			"virtio emulation caps have virtio_version_1_0 = 0 (Linux mlx5_vdpa "
+			"get_supported_features, DPDK mlx5_vdpa_features_validate)",
+			vq->queue_index);
+		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_VQ_NO_VERSION_1);
+	}
+	/*
 	 * Completion moderation (virtio_q queue_period_mode[2], mlx5_ifc /
 	 * DPDK mlx5_prm.h): 0 the device's default, 1 the period counts from
 	 * the first completion reported, 2 from the last (DPDK's
