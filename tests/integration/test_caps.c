@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The driver's fallbacks for devices that lack optional capabilities
- * (freeze_to_rdy, the modify caps, counters, MRG_RXBUF, a mappable
+ * (freeze_to_rdy, the modify caps, counters, MRG_RXBUF, VERSION_1, a mappable
  * doorbell), in process through lm_harness: the PMD on an emulated device
  * whose profile (tests/profiles/) turns a capability off, the built-in
  * vhost-user front end and guest. On each profile the device must forward
@@ -534,11 +534,15 @@ test_offloads_follow_the_device_mask_and_upstream_features_are_offered(void **st
  * MODIFY), both directions forward, nothing is refused. The control, the
  * CX6 Dx mask: all four negotiated, the same steps.
  */
+/*
+ * Probe on prof, a front end started with o forwards both ways on both
+ * pairs and stops, nothing refused, nothing left. *offered: what its
+ * GET_FEATURES got; *acked: what it acked.
+ */
 static void
-forward_asking_every_offload(const char *prof, uint64_t *acked)
+forward_once(const char *prof, const struct vu_start_opts *o, uint64_t *offered,
+	     uint64_t *acked)
 {
-	const uint64_t offloads = 1ull << 0 | 1ull << 1 | 1ull << 11 | 1ull << 12;
-	struct vu_start_opts o = { .mrg_rxbuf = true, .extra_features = offloads };
 	uint32_t bases[NRINGS];
 	struct vu_client *c;
 
@@ -550,8 +554,9 @@ forward_asking_every_offload(const char *prof, uint64_t *acked)
 	assert_int_equal(vu_guest_new_eventfds(guest), 0);
 	assert_non_null(c = lmh_fe_connect(0));
 	client = c;
-	assert_int_equal(vu_start_device(c, guest, &o), 0);
-	*acked = vu_acked_features(c) & offloads;
+	assert_int_equal(vu_start_device(c, guest, o), 0);
+	*offered = vu_backend_features(c);
+	*acked = vu_acked_features(c);
 	assert_true(lmh_wait_running(&d, LMH_DEADLINE_MS));
 	assert_true(lmh_traffic(guest, 0x3, 200, LMH_DEADLINE_MS));
 	assert_int_equal(vu_stop_device(c, bases, NRINGS), 0);
@@ -567,6 +572,17 @@ forward_asking_every_offload(const char *prof, uint64_t *acked)
 }
 
 static void
+forward_asking_every_offload(const char *prof, uint64_t *acked)
+{
+	const uint64_t offloads = 1ull << 0 | 1ull << 1 | 1ull << 11 | 1ull << 12;
+	struct vu_start_opts o = { .mrg_rxbuf = true, .extra_features = offloads };
+	uint64_t offered;
+
+	forward_once(prof, &o, &offered, acked);
+	*acked &= offloads;
+}
+
+static void
 test_offloads_asked_by_the_front_end_stay_within_the_device_mask(void **state)
 {
 	const uint64_t all = 1ull << 0 | 1ull << 1 | 1ull << 11 | 1ull << 12;
@@ -577,6 +593,48 @@ test_offloads_asked_by_the_front_end_stay_within_the_device_mask(void **state)
 	assert_true(acked == all);
 	forward_asking_every_offload(profile("caps-no-csum.json"), &acked);
 	assert_true(acked == 0);
+}
+
+/*
+ * VERSION_1 is offered only when the virtio emulation caps report
+ * virtio_version_1_0 (Linux mlx5_vdpa get_supported_features, DPDK
+ * mlx5_vdpa_get_vdpa_features), and a queue is VERSION_1 only when the
+ * front end negotiated it. On caps-no-v1 the front end's GET_FEATURES has
+ * no VERSION_1, and a legacy front end forwards both ways with the legacy
+ * header - 10 bytes, and 12 with MRG_RXBUF (virtio 1.1, 5.1.6; the guest
+ * checks every frame's length) - with no command refused: the emulator
+ * refuses any queue with virtio_version_1_0 there, blank ones at probe
+ * included. The control: a legacy front end on the CX6 Dx caps is offered
+ * VERSION_1, acks it not, and forwards (its queues, pre-created VERSION_1,
+ * made legacy at DRIVER_OK).
+ */
+static void
+test_without_virtio_version_1_0_a_legacy_front_end_forwards(void **state)
+{
+	const uint64_t v1 = 1ull << VU_F_VERSION_1;
+	struct vu_start_opts o = { .legacy = true };
+	uint64_t offered = 0, acked = 0, f = 0;
+
+	(void)state;
+	probe_alone(&d, profile("caps-no-v1.json"), "queues=1");
+	assert_int_equal(rte_vdpa_get_features(d.vdpa, &f), 0);
+	assert_false(f & v1);
+	remove_alone(&d);
+
+	/* Legacy header of 10 bytes (no MRG_RXBUF), then 12 (MRG_RXBUF). */
+	forward_once(profile("caps-no-v1.json"), &o, &offered, &acked);
+	assert_false(offered & v1);
+	assert_false(acked & v1);
+	assert_false(acked & F_MRG_RXBUF_BIT);
+	o.mrg_rxbuf = true;
+	forward_once(profile("caps-no-v1.json"), &o, &offered, &acked);
+	assert_false(acked & v1);
+	assert_true(acked & F_MRG_RXBUF_BIT);
+
+	o.mrg_rxbuf = false;
+	forward_once("fast", &o, &offered, &acked);
+	assert_true(offered & v1);
+	assert_false(acked & v1);
 }
 
 /*
@@ -901,6 +959,7 @@ main(int argc, char **argv)
 		T(test_mrg_rxbuf_is_offered_only_when_the_device_mask_has_it),
 		T(test_offloads_follow_the_device_mask_and_upstream_features_are_offered),
 		T(test_offloads_asked_by_the_front_end_stay_within_the_device_mask),
+		T(test_without_virtio_version_1_0_a_legacy_front_end_forwards),
 		T(test_max_conf_threads_sizes_the_worker_pool),
 		T(test_host_notifier_is_offered_only_with_a_mappable_doorbell),
 		T(test_offered_host_notifier_is_handed_to_the_front_end),

@@ -190,6 +190,12 @@ struct vu_start_opts {
 	/* 0 = default set (VU_PROTO_DEFAULT); or VU_PROTO_EXPLICIT | bits. */
 	uint64_t protocol_features;
 	bool mrg_rxbuf;		/* ack VIRTIO_NET_F_MRG_RXBUF if offered */
+	/*
+	 * A legacy driver (QEMU's for a legacy virtio-pci device): VERSION_1
+	 * neither needed nor acked, and no bit from 32 on (the legacy
+	 * interface has 32 feature bits).
+	 */
+	bool legacy;
 	bool event_idx;		/* ack VIRTIO_F_EVENT_IDX if offered */
 	uint64_t extra_features;	/* more bits to ack when offered */
 	/* SET_VRING_BASE per ring (2 * queue pairs); NULL = fresh rings. */
@@ -217,8 +223,9 @@ int vu_device_init(struct vu_client *c, const struct vu_start_opts *o);
  * and layout). vu_device_init() if not done yet; then (also on a restart of
  * the same connection): SET_FEATURES, SET_MEM_TABLE, per ring NUM, BASE,
  * ADDR, KICK, CALL; ENABLE per ring; SET_STATUS 0x0f. Pushes the acked
- * features to g. -ENOTSUP if the back end lacks VERSION_1, RING_PACKED for a
- * packed guest, or MQ / enough queues for several pairs.
+ * features to g. -ENOTSUP if the back end lacks VERSION_1 (unless legacy),
+ * RING_PACKED for a packed guest (legacy: always), or MQ / enough queues for
+ * several pairs.
  */
 int vu_start_device(struct vu_client *c, struct vu_guest *g, const struct vu_start_opts *o);
 /* GET_VRING_BASE on every ring, in order; bases[] gets 2 * queue pairs values. */

@@ -100,12 +100,12 @@ vu_start_device(struct vu_client *c, struct vu_guest *g, const struct vu_start_o
 		if (ret < 0)
 			return ret;
 	}
-	if (!(c->features & (1ULL << VU_F_VERSION_1)) ||
-	    (cfg->packed && !(c->features & (1ULL << VU_F_RING_PACKED))) ||
+	if ((!o->legacy && !(c->features & (1ULL << VU_F_VERSION_1))) ||
+	    (cfg->packed && (o->legacy || !(c->features & (1ULL << VU_F_RING_PACKED)))) ||
 	    (cfg->queue_pairs > 1 &&
 	     (!(c->features & (1ULL << VU_F_NET_MQ)) || c->queue_num < cfg->queue_pairs)))
 		return -ENOTSUP;
-	feat = (1ULL << VU_F_VERSION_1) | o->extra_features;
+	feat = (o->legacy ? 0 : 1ULL << VU_F_VERSION_1) | o->extra_features;
 	/* Bit 30 is acked back so that the back end keeps protocol features. */
 	feat |= 1ULL << VU_F_PROTOCOL_FEATURES;
 	if (o->mrg_rxbuf)
@@ -117,6 +117,8 @@ vu_start_device(struct vu_client *c, struct vu_guest *g, const struct vu_start_o
 	if (cfg->packed)
 		feat |= 1ULL << VU_F_RING_PACKED;
 	feat &= c->features & ~(1ULL << VU_F_LOG_ALL);
+	if (o->legacy)
+		feat &= UINT32_MAX;
 	c->acked = feat;
 	vu_guest_set_features(g, feat);
 	ret = vu_set_features(c, vu_acked_features(c));

@@ -26,6 +26,7 @@
 /* Feature bits the driver cares about (virtio 1.1, 6 and 5.1.3). */
 #define VU_NET_F_MRG_RXBUF 15
 #define VU_F_EVENT_IDX 29
+#define VU_F_VERSION_1 32
 
 /* What the device asks of notifications: split (virtio 1.1, 2.6.10), packed (2.7.10). */
 #define VU_USED_F_NO_NOTIFY 1
@@ -68,6 +69,7 @@ struct vu_guest {
 	uint64_t features;
 	bool event_idx;
 	bool mrg_rxbuf;
+	uint32_t hdr_len;	/* the virtio-net header the features give (5.1.6) */
 	unsigned int nrings;
 	struct vu_ring *rings;
 	struct vu_qp *qps;
@@ -203,14 +205,16 @@ vu_frame_check(struct vu_guest *g, struct vu_ring *r, const uint8_t *buf, uint32
 	int ret;
 
 	st->rx_received++;
-	if (len < VU_NET_HDR_LEN || len - VU_NET_HDR_LEN != g->cfg.frame_len)
+	if (len < g->hdr_len || len - g->hdr_len != g->cfg.frame_len)
 		goto bad;
-	memcpy(&nbufs, buf + 10, 2);
 	/* With MRG_RXBUF, num_buffers must say how many buffers (here 1). */
-	if (g->mrg_rxbuf && nbufs != 1)
-		goto bad;
+	if (g->mrg_rxbuf) {
+		memcpy(&nbufs, buf + 10, 2);
+		if (nbufs != 1)
+			goto bad;
+	}
 	/* A sequence number never sent is corruption, not a duplicate. */
-	if (vu_frame_parse(buf + VU_NET_HDR_LEN, len - VU_NET_HDR_LEN, &qp, &seq) != 0 ||
+	if (vu_frame_parse(buf + g->hdr_len, len - g->hdr_len, &qp, &seq) != 0 ||
 	    qp >= g->cfg.queue_pairs || seq >= g->qps[qp].tx_seq)
 		goto bad;
 	ret = vu_seen_record(&g->qps[qp].seen, seq);
@@ -348,6 +352,7 @@ vu_guest_create(struct vu_guest **out, struct vu_mem *m, const struct vu_guest_c
 	pthread_mutex_init(&g->lock, NULL);
 	g->mem = m;
 	g->cfg = *cfg;
+	g->hdr_len = VU_NET_HDR_LEN;
 	if (g->cfg.frame_len == 0)
 		g->cfg.frame_len = 64;
 	g->nrings = 2u * cfg->queue_pairs;
@@ -551,6 +556,12 @@ vu_guest_set_features(struct vu_guest *g, uint64_t features)
 	g->features = features;
 	g->event_idx = !!(features & (1ULL << VU_F_EVENT_IDX));
 	g->mrg_rxbuf = !!(features & (1ULL << VU_NET_F_MRG_RXBUF));
+	/*
+	 * num_buffers is in the header with VERSION_1 or MRG_RXBUF (virtio
+	 * 1.1, 5.1.6): a legacy driver without MRG_RXBUF has 10 bytes.
+	 */
+	g->hdr_len = g->mrg_rxbuf || (features & (1ULL << VU_F_VERSION_1)) ?
+		     VU_NET_HDR_LEN : VU_NET_HDR_LEN_LEGACY;
 	pthread_mutex_unlock(&g->lock);
 }
 
@@ -578,10 +589,10 @@ vu_guest_tx(struct vu_guest *g, unsigned int qp, unsigned int n)
 		uint8_t *buf = r->bufs + (uint64_t)id * VU_BUF_STRIDE;
 
 		/* No offloads: an all-zero virtio-net header (5.1.6). */
-		memset(buf, 0, VU_NET_HDR_LEN);
-		vu_frame_build(buf + VU_NET_HDR_LEN, g->cfg.frame_len, qp, q->tx_seq);
+		memset(buf, 0, g->hdr_len);
+		vu_frame_build(buf + g->hdr_len, g->cfg.frame_len, qp, q->tx_seq);
 		q->tx_seq++;
-		vu_ring_post(r, id, VU_NET_HDR_LEN + g->cfg.frame_len);
+		vu_ring_post(r, id, g->hdr_len + g->cfg.frame_len);
 		q->st.tx_posted++;
 	}
 	vu_ring_publish(g, r, &q->st);

@@ -23,8 +23,10 @@ extern "C" {
 #define VU_GIB (1ULL << 30)
 /* Regions a memory object may describe (the vhost-user limit is 8; more is hostile). */
 #define VU_MEM_MAX_REGIONS 32
-/* virtio-net header with VIRTIO_F_VERSION_1 (virtio 1.1, 5.1.6). */
+/* virtio-net header with VIRTIO_F_VERSION_1 or MRG_RXBUF (virtio 1.1, 5.1.6). */
 #define VU_NET_HDR_LEN 12
+/* A legacy driver's without MRG_RXBUF: no num_buffers. */
+#define VU_NET_HDR_LEN_LEGACY 10
 /* Largest Ethernet frame (no FCS) carried by the driver, and the RX buffer size. */
 #define VU_FRAME_MAX 1518
 #define VU_RX_BUF_LEN (VU_NET_HDR_LEN + VU_FRAME_MAX)

@@ -104,6 +104,9 @@ mlx5_lm_caps_query(struct mlx5_lm_dev *dev)
 	c->umem_param_b[1] = PRM_GET(virtio_emulation_cap, cap, umem_2_buffer_param_b);
 	c->umem_param_a[2] = PRM_GET(virtio_emulation_cap, cap, umem_3_buffer_param_a);
 	c->umem_param_b[2] = PRM_GET(virtio_emulation_cap, cap, umem_3_buffer_param_b);
+	if (!c->virtio_version_1_0)
+		DRV_LOG(INFO, dev, "device has no virtio_version_1_0: VERSION_1 is not offered, "
+			"queues are legacy (a legacy front end only)");
 	if (!(c->event_mode & (1u << PRM_VIRTQ_EVENT_MODE_QP))) {
 		/* User space relays completions through an event QP: nothing else works here. */
 		DRV_LOG(ERR, dev, "virtio caps lack QP event mode (event_mode 0x%x)", c->event_mode);

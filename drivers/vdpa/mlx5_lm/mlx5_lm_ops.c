@@ -52,9 +52,22 @@ mlx5_lm_get_features(struct rte_vdpa_device *vdpa, uint64_t *features)
 
 	if (dev == NULL)
 		return -ENODEV;
-	f = 1ull << VIRTIO_F_VERSION_1 | 1ull << VIRTIO_F_ANY_LAYOUT |
+	f = 1ull << VIRTIO_F_ANY_LAYOUT |
 	    1ull << VIRTIO_RING_F_INDIRECT_DESC | 1ull << VIRTIO_NET_F_STATUS |
 	    1ull << VHOST_USER_F_PROTOCOL_FEATURES | 1ull << VHOST_F_LOG_ALL;
+	/*
+	 * VERSION_1 only when the virtio emulation caps report
+	 * virtio_version_1_0, as Linux mlx5_vdpa (get_supported_features) and
+	 * DPDK vdpa/mlx5 (mlx5_vdpa_get_vdpa_features) offer it: a queue is
+	 * VERSION_1 on such a device only. Without it a legacy front end still
+	 * works: the queues are created with virtio_version_1_0 = 0 and the
+	 * device puts the legacy header (10 bytes, 12 with MRG_RXBUF) in front
+	 * of each frame; a legacy guest negotiates none of the bits from 32 on
+	 * (VERSION_1, RING_PACKED, ORDER_PLATFORM), and vhost refuses a
+	 * SET_FEATURES beyond this offer.
+	 */
+	if (dev->caps.virtio_version_1_0)
+		f |= 1ull << VIRTIO_F_VERSION_1;
 	/*
 	 * The device reads and writes guest memory by DMA: the driver must
 	 * order its ring accesses with the platform's barriers (virtio 1.1,

@@ -214,9 +214,16 @@ mlx5_lm_virtq_create(struct mlx5_lm_virtq *vq, uint16_t size, const struct mlx5_
 	void *hdr = PRM_ADDR(virtq_cmd, in, hdr);
 	void *obj = PRM_ADDR(virtq_cmd, in, obj);
 	void *q = PRM_ADDR(virtq_cmd, in, q);
+	/*
+	 * A blank queue is VERSION_1 where the device offers it (the modern
+	 * front end, the common case, then needs no MODIFY of the bit), as
+	 * Linux creates its blank queues with the device's own features
+	 * (mlx_features); on a device without virtio_version_1_0 it is legacy,
+	 * the only kind such a device takes.
+	 */
 	struct mlx5_lm_vq_cfg blank = {
 		.type = PRM_VIRTQ_TYPE_SPLIT,
-		.version_1 = 1,
+		.version_1 = !!dev->caps.virtio_version_1_0,
 		.event_mode = PRM_VIRTQ_EVENT_MODE_QP,
 	};
 	struct mlx5_lm_vq_cfg full;
