@@ -423,6 +423,43 @@ test_minimal_caps_forward_reenable_and_log(void **state)
 	traced = NULL;
 }
 
+/* d probed on prof (traced), the guest fresh, its front end started with o: running. */
+static struct vu_client *
+fe_start(const char *prof, const struct vu_start_opts *o)
+{
+	struct vu_client *c;
+
+	probed = &d;
+	assert_int_equal(lmh_probe_profile(&d, 0, prof, "queues=2,workers=2,mr_gc_ms=0"), 0);
+	lmh_trace_open(&t, d.trace);
+	traced = &t;
+	vu_guest_reset(guest);
+	assert_int_equal(vu_guest_new_eventfds(guest), 0);
+	assert_non_null(c = lmh_fe_connect(0));
+	client = c;
+	assert_int_equal(vu_start_device(c, guest, o), 0);
+	assert_true(lmh_wait_running(&d, LMH_DEADLINE_MS));
+	return c;
+}
+
+/* fe_start's front end stopped and gone, no command refused, d removed. */
+static void
+fe_end(struct vu_client *c)
+{
+	uint32_t bases[NRINGS];
+
+	assert_int_equal(vu_stop_device(c, bases, NRINGS), 0);
+	client = NULL;
+	vu_disconnect(c);
+	assert_true(lmh_wait_closed(0));
+	assert_true(lmh_wait_restored(&d));
+	assert_int_equal(failed_cmds(&t), 0);
+	lmh_trace_free(&t);
+	traced = NULL;
+	probed = NULL;
+	assert_int_equal(lmh_remove(&d), 0);
+}
+
 /*
  * ERR recovery on a device with none of the optional caps: the queue is
  * re-created whole from what it completed (a blank queue cannot be
@@ -433,7 +470,6 @@ static void
 test_minimal_caps_recover_a_queue_in_err(void **state)
 {
 	struct vu_start_opts o = { .mrg_rxbuf = true };
-	uint32_t bases[NRINGS];
 	struct vu_client *c;
 	size_t lmark;
 	unsigned int q;
@@ -443,17 +479,7 @@ test_minimal_caps_recover_a_queue_in_err(void **state)
 			     "emu_virtq_force_error reaches only the emulator linked into this "
 			     "program, not the emulated rdma-core's"))
 		skip();
-	probed = &d;
-	assert_int_equal(lmh_probe_profile(&d, 0, profile("caps-minimal.json"),
-					   "queues=2,workers=2,mr_gc_ms=0"), 0);
-	lmh_trace_open(&t, d.trace);
-	traced = &t;
-	vu_guest_reset(guest);
-	assert_int_equal(vu_guest_new_eventfds(guest), 0);
-	assert_non_null(c = lmh_fe_connect(0));
-	client = c;
-	assert_int_equal(vu_start_device(c, guest, &o), 0);
-	assert_true(lmh_wait_running(&d, LMH_DEADLINE_MS));
+	c = fe_start(profile("caps-minimal.json"), &o);
 	assert_true(lmh_traffic(guest, 0x3, 100, LMH_DEADLINE_MS));
 	for (q = 0; q < 2; q++) {
 		lmark = lmh_log_mark();
@@ -463,16 +489,7 @@ test_minimal_caps_recover_a_queue_in_err(void **state)
 		lmh_barrier(&d);
 	}
 	assert_true(lmh_traffic(guest, 0x3, 200, LMH_DEADLINE_MS));
-	assert_int_equal(vu_stop_device(c, bases, NRINGS), 0);
-	client = NULL;
-	vu_disconnect(c);
-	assert_true(lmh_wait_closed(0));
-	assert_true(lmh_wait_restored(&d));
-	assert_int_equal(failed_cmds(&t), 0);
-	probed = NULL;
-	assert_int_equal(lmh_remove(&d), 0);
-	lmh_trace_free(&t);
-	traced = NULL;
+	fe_end(c);
 }
 
 /*
@@ -543,32 +560,12 @@ static void
 forward_once(const char *prof, const struct vu_start_opts *o, uint64_t *offered,
 	     uint64_t *acked)
 {
-	uint32_t bases[NRINGS];
-	struct vu_client *c;
+	struct vu_client *c = fe_start(prof, o);
 
-	probed = &d;
-	assert_int_equal(lmh_probe_profile(&d, 0, prof, "queues=2,workers=2,mr_gc_ms=0"), 0);
-	lmh_trace_open(&t, d.trace);
-	traced = &t;
-	vu_guest_reset(guest);
-	assert_int_equal(vu_guest_new_eventfds(guest), 0);
-	assert_non_null(c = lmh_fe_connect(0));
-	client = c;
-	assert_int_equal(vu_start_device(c, guest, o), 0);
 	*offered = vu_backend_features(c);
 	*acked = vu_acked_features(c);
-	assert_true(lmh_wait_running(&d, LMH_DEADLINE_MS));
 	assert_true(lmh_traffic(guest, 0x3, 200, LMH_DEADLINE_MS));
-	assert_int_equal(vu_stop_device(c, bases, NRINGS), 0);
-	client = NULL;
-	vu_disconnect(c);
-	assert_true(lmh_wait_closed(0));
-	assert_true(lmh_wait_restored(&d));
-	assert_int_equal(failed_cmds(&t), 0);
-	lmh_trace_free(&t);
-	traced = NULL;
-	probed = NULL;
-	assert_int_equal(lmh_remove(&d), 0);
+	fe_end(c);
 }
 
 static void
