@@ -1206,6 +1206,15 @@ def each_and_counted(test, srv, n, each, counted, timeout=15.0):
         srv.p._read(0.2)  # the service's next line, or 0.2 s
 
 
+def told_in_few_lines(test, srv, n, each, counted):
+    """n events made within a second or so: every one told (each_and_counted), in one
+    line and one count, two of each should they straddle an interval's end."""
+    lines, counts = each_and_counted(test, srv, n, each, counted)
+    test.assertEqual(lines + sum(counts), n)
+    test.assertLessEqual(lines + len(counts), 4, srv.p.text()[-3000:])
+    test.assertGreaterEqual(lines, 1)
+
+
 class Connections(unittest.TestCase):
     def test_idle_connections_are_closed_and_no_longer_lock_others_out(self):
         """128 connections that never send a byte held every place for ever: each new
@@ -1268,15 +1277,10 @@ class Connections(unittest.TestCase):
                 for c in held:
                     self.assertTrue(closed_by_peer(c, 30))
                 # Every close told, one way or the other, within the interval and a margin.
-                each, counts = each_and_counted(
+                told_in_few_lines(
                     self, srv, n, r'control client pid \d+ idle for 300 ms: closed',
                     r'control clients idle: (\d+) more closed in the last 5 s \(the last pid '
                     r'\d+ uid \d+\)')
-                self.assertEqual(each + sum(counts), n)
-                # Opened within 5 s (a second at most): one line, one count; two of each
-                # should the opening straddle an interval's end.
-                self.assertLessEqual(each + len(counts), 4, srv.p.text()[-3000:])
-                self.assertGreaterEqual(each, 1)
             finally:
                 for c in held:
                     c.close()
@@ -1298,16 +1302,11 @@ class Connections(unittest.TestCase):
                     c.sendall(b'{"jsonrpc":"2.0","id":1,"meth')
                 for c in held:
                     self.assertTrue(closed_by_peer(c, 30))
-                each, counts = each_and_counted(
+                told_in_few_lines(
                     self, srv, n, r'control client pid \d+ sent half a request and stalled '
                     r'5000 ms: dropped',
                     r'control clients that sent half a request and stalled: (\d+) more '
                     r'dropped in the last 5 s \(the last pid \d+ uid \d+\)')
-                self.assertEqual(each + sum(counts), n)
-                # Sent within 5 s (a second at most): one line, one count; two of each
-                # should the stalls' ends straddle an interval's end.
-                self.assertLessEqual(each + len(counts), 4, srv.p.text()[-3000:])
-                self.assertGreaterEqual(each, 1)
             finally:
                 for c in held:
                     c.close()
