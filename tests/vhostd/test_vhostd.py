@@ -747,11 +747,7 @@ class Isolation(unittest.TestCase):
             srv = service_once(d, 'fail')
             s1, s2 = os.path.join(d, 'n1.sock'), os.path.join(d, 'n2.sock')
             try:
-                srv.add('n1', 'vm1', s1, devargs(0))
-                srv.add('n2', 'vm1', s2, devargs(1))
-                w = srv.vm('vm1')['worker_pid']
-                os.kill(w, signal.SIGKILL)
-                srv.p.expect(r'vm vm1: worker %d killed by signal 9' % w, timeout=30)
+                two_devices_worker_killed(srv, s1, s2)
                 srv.p.expect(r'vm vm1: worker \d+ exited with status 1 .*restart \d+ '
                              r'in 3200 ms', timeout=60)
                 self.assertTrue(stat.S_ISSOCK(os.lstat(s1).st_mode))
@@ -792,11 +788,7 @@ class Isolation(unittest.TestCase):
             srv = service_once(d, then)
             s1, s2 = os.path.join(d, 'n1.sock'), os.path.join(d, 'n2.sock')
             try:
-                srv.add('n1', 'vm1', s1, devargs(0))
-                srv.add('n2', 'vm1', s2, devargs(1))
-                w = srv.vm('vm1')['worker_pid']
-                os.kill(w, signal.SIGKILL)
-                srv.p.expect(r'vm vm1: worker %d killed by signal 9' % w, timeout=30)
+                two_devices_worker_killed(srv, s1, s2)
                 if then == 'fail':
                     # Down, and for a while: each restart fails, the next one 3.2 s away.
                     srv.p.expect(r'vm vm1: worker \d+ exited with status 1 .*restart \d+ '
@@ -1204,6 +1196,15 @@ def each_and_counted(test, srv, n, each, counted, timeout=15.0):
             return lines, counts
         test.assertLess(time.monotonic(), deadline, f'{lines} lines and {counts} counted of {n}')
         srv.p._read(0.2)  # the service's next line, or 0.2 s
+
+
+def two_devices_worker_killed(srv, s1, s2):
+    """Devices n1 and n2 (sockets s1, s2) added on vm1, whose worker is then killed."""
+    srv.add('n1', 'vm1', s1, devargs(0))
+    srv.add('n2', 'vm1', s2, devargs(1))
+    w = srv.vm('vm1')['worker_pid']
+    os.kill(w, signal.SIGKILL)
+    srv.p.expect(r'vm vm1: worker %d killed by signal 9' % w, timeout=30)
 
 
 def told_in_few_lines(test, srv, n, each, counted):
