@@ -108,6 +108,8 @@ struct vhostd {
 	struct vhostd_config reload_next;
 	int64_t start_ms;
 	long leaked_total;
+	/* Workers that exited 3 (they leaked) with their count lost: how many, unknown. */
+	unsigned int leaked_uncounted;
 };
 
 extern struct vhostd vhostd;

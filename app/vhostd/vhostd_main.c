@@ -428,9 +428,14 @@ main(int argc, char **argv)
 	vhostd_config_free(&vhostd.reload_next);
 	close(sigw.fd);
 	close(vhostd.epfd);
-	if (vhostd.leaked_total > 0) {
-		SLOG("stopped: %ld device objects were left alive in the workers",
-		     vhostd.leaked_total);
+	if (vhostd.leaked_total > 0 || vhostd.leaked_uncounted > 0) {
+		if (vhostd.leaked_uncounted > 0)
+			SLOG("stopped: %ld device objects were left alive in the workers, and more "
+			     "in %u whose exit status (3) said so but whose count was lost",
+			     vhostd.leaked_total, vhostd.leaked_uncounted);
+		else
+			SLOG("stopped: %ld device objects were left alive in the workers",
+			     vhostd.leaked_total);
 		return 3;
 	}
 	SLOG("stopped: every worker gone, 0 device objects left alive");

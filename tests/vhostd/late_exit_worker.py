@@ -8,7 +8,8 @@ it stopped), leaves a child holding the channel, and exits 3 as a worker that le
 does: its SIGCHLD is the first thing the stopped supervisor has to handle. The child,
 once the worker is dead (a zombie: the stopped supervisor cannot reap it), writes the
 worker's exit report {"event": "exit", "leaked": LATE_LEAKED} on the channel, says so
-on stderr, closes the channel and lets the supervisor go on (SIGCONT)."""
+on stderr, closes the channel and lets the supervisor go on (SIGCONT). With
+LATE_REPORT=0 it exits 3 at once and never sends the report."""
 import json
 import os
 import signal
@@ -54,6 +55,12 @@ def main():
             break
         else:
             send({'id': req['id'], 'error': {'code': -32001, 'message': 'late_exit_worker'}})
+    if os.environ.get('LATE_REPORT') == '0':
+        # A worker that leaked and whose report never came: its exit status alone says so.
+        print(f'late_exit_worker {os.getpid()}: exits 3 without its report', file=sys.stderr,
+              flush=True)
+        ch.close()
+        os._exit(3)
     sup, me = os.getppid(), os.getpid()
     try:
         os.kill(sup, signal.SIGSTOP)

@@ -229,6 +229,28 @@ class Basics(unittest.TestCase):
             self.assertIn('stopped: 2 device objects were left alive in the workers', text)
             self.assertEqual(rc, 3, text[-3000:])
 
+    def test_a_worker_that_exits_3_without_its_report_still_counts(self):
+        """A worker exits 3 only when it left device objects alive; its report lost (never
+        sent here), the service stopped 0, the count 'unknown'. Its status says it leaked:
+        the service stops 3, and says how much it could not count."""
+        late = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'late_exit_worker.py')
+        with tempfile.TemporaryDirectory() as d:
+            srv = service(d, extra=('--worker', late), env={'LATE_REPORT': '0'})
+            try:
+                srv.add('n1', 'vm1', os.path.join(d, 'n1.sock'))
+                w = srv.vm('vm1')['worker_pid']
+                rc = srv.stop()
+            except BaseException:
+                srv.kill()
+                raise
+            text = srv.p.text()
+            self.assertIn(f'late_exit_worker {w}: exits 3 without its report', text)
+            self.assertIn(f'vm vm1: worker {w} exited with status 3, -1 device objects left '
+                          'alive (unknown: it did not say)', text)
+            self.assertIn('stopped: 0 device objects were left alive in the workers, and more '
+                          'in 1 whose exit status (3) said so but whose count was lost', text)
+            self.assertEqual(rc, 3, text[-3000:])
+
     def test_rpc_group_members_may_use_the_socket(self):
         if os.geteuid() != 0:
             self.skipTest('needs root to act as another user')
