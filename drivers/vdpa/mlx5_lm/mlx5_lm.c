@@ -441,6 +441,12 @@ mlx5_lm_remove(struct rte_vdev_device *vdev)
 	while (dev->refs > 0)
 		pthread_cond_wait(&dev_refs_cv, &dev_list_lock);
 	pthread_mutex_unlock(&dev_list_lock);
+	/*
+	 * vhost's dev_cleanup for the last connection uncounts it under dev->lock
+	 * and touches the device no more once it lets go: waited for here.
+	 */
+	pthread_mutex_lock(&dev->lock);
+	pthread_mutex_unlock(&dev->lock);
 	mlx5_lm_vdpa_unregister(dev);
 	queues_teardown(dev);
 	for (uint16_t i = 0; i < dev->nr_vq; i++)

@@ -209,9 +209,11 @@ mlx5_lm_dev_cleanup(int vid)
 		__atomic_store_n(&dev->held_vid, -1, __ATOMIC_RELEASE);
 	if (dev->vid != vid) {
 		/* A connection that never owned the device leaves the owner's state alone. */
+		if (!reset)
+			mlx5_lm_conn_closed(dev, vid);
 		DRV_LOG(INFO, dev, "front end disconnected (vhost device %d, not the owner)", vid);
 		pthread_mutex_unlock(&dev->lock);
-		goto closed;
+		return 0;
 	}
 	/* Its queues ran on its rings: nothing of them may stay in use. */
 	mlx5_lm_stop_orphaned(dev);
@@ -226,12 +228,15 @@ mlx5_lm_dev_cleanup(int vid)
 	/* The next front end enables its own rings. */
 	for (uint16_t i = 0; i < dev->nr_vq; i++)
 		dev->vq[i].enabled = 0;
-	DRV_LOG(INFO, dev, "front end disconnected");
-	pthread_mutex_unlock(&dev->lock);
-closed:
-	/* The last use of dev here: a removal waiting for this connection may free it next. */
+	/*
+	 * Uncounted before the line that says so (which the application may wait
+	 * for, then remove the device): the removal takes dev->lock once before
+	 * tearing down, so it waits for this hold to end.
+	 */
 	if (!reset)
 		mlx5_lm_conn_closed(dev, vid);
+	DRV_LOG(INFO, dev, "front end disconnected");
+	pthread_mutex_unlock(&dev->lock);
 	return 0;
 }
 
