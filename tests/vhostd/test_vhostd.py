@@ -211,45 +211,25 @@ class Basics(unittest.TestCase):
         the count was unknown and the service stopped 0 where the worker had said 2.
         late_exit_worker.py makes the death come first, every time: the report left in
         the channel counts, and the service exits 3."""
-        late = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'late_exit_worker.py')
-        with tempfile.TemporaryDirectory() as d:
-            srv = service(d, extra=('--worker', late), env={'LATE_LEAKED': '2'})
-            try:
-                srv.add('n1', 'vm1', os.path.join(d, 'n1.sock'))
-                w = srv.vm('vm1')['worker_pid']
-                rc = srv.stop()
-            except BaseException:
-                srv.kill()
-                raise
-            text = srv.p.text()
-            # The order this test is for: the report written once the worker was dead.
-            self.assertIn(f'late_exit_worker {w}: exit report sent after its death', text)
-            self.assertIn(f'vm vm1: worker {w} exited with status 3, 2 device objects left '
-                          'alive', text)
-            self.assertIn('stopped: 2 device objects were left alive in the workers', text)
-            self.assertEqual(rc, 3, text[-3000:])
+        w, rc, text = stopped_with_late_exit_worker({'LATE_LEAKED': '2'})
+        # The order this test is for: the report written once the worker was dead.
+        self.assertIn(f'late_exit_worker {w}: exit report sent after its death', text)
+        self.assertIn(f'vm vm1: worker {w} exited with status 3, 2 device objects left '
+                      'alive', text)
+        self.assertIn('stopped: 2 device objects were left alive in the workers', text)
+        self.assertEqual(rc, 3, text[-3000:])
 
     def test_a_worker_that_exits_3_without_its_report_still_counts(self):
         """A worker exits 3 only when it left device objects alive; its report lost (never
         sent here), the service stopped 0, the count 'unknown'. Its status says it leaked:
         the service stops 3, and says how much it could not count."""
-        late = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'late_exit_worker.py')
-        with tempfile.TemporaryDirectory() as d:
-            srv = service(d, extra=('--worker', late), env={'LATE_REPORT': '0'})
-            try:
-                srv.add('n1', 'vm1', os.path.join(d, 'n1.sock'))
-                w = srv.vm('vm1')['worker_pid']
-                rc = srv.stop()
-            except BaseException:
-                srv.kill()
-                raise
-            text = srv.p.text()
-            self.assertIn(f'late_exit_worker {w}: exits 3 without its report', text)
-            self.assertIn(f'vm vm1: worker {w} exited with status 3, -1 device objects left '
-                          'alive (unknown: it did not say)', text)
-            self.assertIn('stopped: 0 device objects were left alive in the workers, and more '
-                          'in 1 whose exit status (3) said so but whose count was lost', text)
-            self.assertEqual(rc, 3, text[-3000:])
+        w, rc, text = stopped_with_late_exit_worker({'LATE_REPORT': '0'})
+        self.assertIn(f'late_exit_worker {w}: exits 3 without its report', text)
+        self.assertIn(f'vm vm1: worker {w} exited with status 3, -1 device objects left '
+                      'alive (unknown: it did not say)', text)
+        self.assertIn('stopped: 0 device objects were left alive in the workers, and more '
+                      'in 1 whose exit status (3) said so but whose count was lost', text)
+        self.assertEqual(rc, 3, text[-3000:])
 
     def test_rpc_group_members_may_use_the_socket(self):
         if os.geteuid() != 0:
@@ -1218,6 +1198,23 @@ def each_and_counted(test, srv, n, each, counted, timeout=15.0):
             return lines, counts
         test.assertLess(time.monotonic(), deadline, f'{lines} lines and {counts} counted of {n}')
         srv.p._read(0.2)  # the service's next line, or 0.2 s
+
+
+def stopped_with_late_exit_worker(env):
+    """A service whose worker is late_exit_worker.py (env its settings), a device added
+    on vm1, then the service stopped: the worker's pid, the service's exit status, its
+    log."""
+    late = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'late_exit_worker.py')
+    with tempfile.TemporaryDirectory() as d:
+        srv = service(d, extra=('--worker', late), env=env)
+        try:
+            srv.add('n1', 'vm1', os.path.join(d, 'n1.sock'))
+            w = srv.vm('vm1')['worker_pid']
+            rc = srv.stop()
+        except BaseException:
+            srv.kill()
+            raise
+        return w, rc, srv.p.text()
 
 
 def two_devices_worker_killed(srv, s1, s2):
