@@ -204,13 +204,19 @@ mlx5_lm_dev_cleanup(int vid)
 	pthread_mutex_lock(&dev->lock);
 	/* The configuration uses this connection's vid (host notifiers): it ends first. */
 	mlx5_lm_wait_configured(dev);
+	/*
+	 * Uncounted before the line that says it left (which the application may
+	 * wait for, then remove the device): the removal takes dev->lock once
+	 * before tearing down, so it waits for this hold to end. A RESET_OWNER's
+	 * connection stays, and stays counted.
+	 */
+	if (!reset)
+		mlx5_lm_conn_closed(dev, vid);
 	/* A former owner's connection, reset earlier, now closes: it holds the device no more. */
 	if (!reset && dev->vid != vid && __atomic_load_n(&dev->held_vid, __ATOMIC_ACQUIRE) == vid)
 		__atomic_store_n(&dev->held_vid, -1, __ATOMIC_RELEASE);
 	if (dev->vid != vid) {
 		/* A connection that never owned the device leaves the owner's state alone. */
-		if (!reset)
-			mlx5_lm_conn_closed(dev, vid);
 		DRV_LOG(INFO, dev, "front end disconnected (vhost device %d, not the owner)", vid);
 		pthread_mutex_unlock(&dev->lock);
 		return 0;
@@ -228,13 +234,6 @@ mlx5_lm_dev_cleanup(int vid)
 	/* The next front end enables its own rings. */
 	for (uint16_t i = 0; i < dev->nr_vq; i++)
 		dev->vq[i].enabled = 0;
-	/*
-	 * Uncounted before the line that says so (which the application may wait
-	 * for, then remove the device): the removal takes dev->lock once before
-	 * tearing down, so it waits for this hold to end.
-	 */
-	if (!reset)
-		mlx5_lm_conn_closed(dev, vid);
 	DRV_LOG(INFO, dev, "front end disconnected");
 	pthread_mutex_unlock(&dev->lock);
 	return 0;
