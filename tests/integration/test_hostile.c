@@ -370,6 +370,21 @@ features_never_offered(void)
 }
 
 /*
+ * RING_PACKED (bit 34) without VERSION_1: a legacy driver negotiates 32
+ * bits only, so no virtio driver asks for a packed ring that is not 1.x.
+ * vhost takes any subset of the offer; DRIVER_OK refuses it, before any
+ * queue is touched (the emulator would take a packed queue with
+ * virtio_version_1_0 = 0, so this is the driver's own check).
+ */
+static void
+packed_without_version_1(void)
+{
+	hostile_session(&(struct start){ .bad_ring = -1,
+		.features = (1ULL << VU_F_PROTOCOL_FEATURES) | (1ULL << VU_F_NET_MQ) |
+			    (1ULL << VU_F_RING_PACKED) });
+}
+
+/*
  * Cases where the front end breaks no rule the back end can refuse, but
  * does things out of order: the device must simply work.
  */
@@ -490,6 +505,7 @@ test_out_of_order_front_ends_are_survived(void **state)
 	CASE(get_vring_base_before_driver_ok, NULL);
 	CASE(driver_ok_twice, NULL);
 	CASE(features_never_offered, "invalid negotiated features");
+	CASE(packed_without_version_1, "RING_PACKED acked without VERSION_1");
 }
 
 /* A second region the device cannot address (GPA 2^63), or wrapping 2^64. */

@@ -337,6 +337,22 @@ mlx5_lm_has_counters(const struct mlx5_lm_dev *dev)
 }
 
 /*
+ * Negotiated features a queue cannot be configured from, or NULL. A packed
+ * ring exists only in virtio 1.x: RING_PACKED is bit 34, beyond the 32 bits
+ * a legacy driver can negotiate, so a front end that acks it without
+ * VERSION_1 says it is legacy and modern at once, and the queue would be a
+ * packed ring with virtio_version_1_0 = 0, which no virtio driver makes.
+ * vhost passes any subset of the offer, consistent or not.
+ */
+static inline const char *
+mlx5_lm_features_refused(uint64_t f)
+{
+	if ((f & (1ull << VIRTIO_F_RING_PACKED)) && !(f & (1ull << VIRTIO_F_VERSION_1)))
+		return "RING_PACKED acked without VERSION_1";
+	return NULL;
+}
+
+/*
  * Guest memory registrations in flight per device, per worker. A
  * registration is one ioctl that first pins the pages in the host kernel
  * (no command slot: mlx5dv_devx_umem_reg -> ib_umem_get) and then holds a

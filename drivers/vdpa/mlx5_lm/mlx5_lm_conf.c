@@ -603,6 +603,12 @@ mlx5_lm_dev_conf(int vid)
 		ret = -EINVAL;
 		goto err;
 	}
+	why = mlx5_lm_features_refused(dev->features);
+	if (why != NULL) {
+		DRV_LOG(ERR, dev, "vhost device %d: %s: no queue is configured", vid, why);
+		ret = -EINVAL;
+		goto err;
+	}
 	job->nr = rte_vhost_get_vring_num(vid);
 	if (job->nr > dev->nr_vq) {
 		DRV_LOG(ERR, dev, "front end set up %u rings, the device has %u", job->nr,

@@ -198,7 +198,9 @@ open_state(struct mlx5_lm_dev *dev, int vid, struct rte_vhost_memory *mem,
 					job->prep_ok, 1);
 	if (job->prep == NULL)
 		goto err;
-	if (rte_vhost_get_negotiated_features(vid, &dev->features) < 0) {
+	/* Features DRIVER_OK will refuse: nothing configured ahead for them. */
+	if (rte_vhost_get_negotiated_features(vid, &dev->features) < 0 ||
+	    mlx5_lm_features_refused(dev->features) != NULL) {
 		mlx5_lm_prereg_put(job->prep, 0);
 		goto err;
 	}
