@@ -445,6 +445,10 @@ config_larger_than_the_device(void)
 	/* The real size is still served. */
 	assert_int_equal(vu_get_config(c, 0, 12, cfg, sizeof(cfg)), 12);
 	assert_int_equal(cfg[0], 0x02);
+	/* status LINK_UP, max_virtqueue_pairs, mtu 1500: little-endian (virtio 1.1, 2.4). */
+	assert_int_equal(cfg[6] | cfg[7] << 8, 1);
+	assert_int_equal(cfg[8] | cfg[9] << 8, PAIRS);
+	assert_int_equal(cfg[10] | cfg[11] << 8, 1500);
 	disconnect_a(c);
 }
 

@@ -6,9 +6,11 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <rte_byteorder.h>
 #include <rte_vhost.h>
 
 #include "mlx5_lm_dpdk.h"
@@ -389,7 +391,9 @@ mlx5_lm_get_config(int vid, uint8_t *config, uint32_t size)
 {
 	struct mlx5_lm_dev *dev = dev_by_vid(vid);
 	uint8_t cfg[12] = { 0x02, 0x4c, 0x4d, 0x00, 0x00, 0x00 };
+	uint64_t f = 0;
 	uint16_t v;
+	bool le;
 	int ret;
 
 	if (dev == NULL)
@@ -412,11 +416,17 @@ mlx5_lm_get_config(int vid, uint8_t *config, uint32_t size)
 	 * The front end ORs its own ANNOUNCE bit into the status it shows the
 	 * guest (QEMU's virtio-net does for vhost-vdpa devices).
 	 */
-	v = 1;
+	/*
+	 * Little-endian for a virtio 1.x driver (virtio 1.1, 2.4); the legacy
+	 * interface uses the guest's own order, the host's for a vhost-user
+	 * front end on it. The same bytes on a little-endian host.
+	 */
+	le = rte_vhost_get_negotiated_features(vid, &f) == 0 && (f & (1ull << VIRTIO_F_VERSION_1));
+	v = le ? rte_cpu_to_le_16(1) : 1;
 	memcpy(&cfg[6], &v, 2);
-	v = dev->nr_vq / 2;
+	v = le ? rte_cpu_to_le_16(dev->nr_vq / 2) : dev->nr_vq / 2;
 	memcpy(&cfg[8], &v, 2);
-	v = 1500;
+	v = le ? rte_cpu_to_le_16(1500) : 1500;
 	memcpy(&cfg[10], &v, 2);
 	memcpy(config, cfg, size);
 	return 0;
