@@ -81,6 +81,13 @@ struct mlx5_lm_notify {
 	/* Our duplicates of the front end's fds, -1 when none; kickfd[] are in epfd. */
 	int kickfd[MLX5_LM_MAX_VIRTQS];
 	int callfd[MLX5_LM_MAX_VIRTQS];
+	/*
+	 * The thread's own: the call fd number whose write took no RWF_NOWAIT
+	 * (an eventfd), -1 when none. Its next signals skip the attempt. A
+	 * number reused for another kind of file only costs that file the
+	 * fallback, which is safe for any file.
+	 */
+	int call_plain[MLX5_LM_MAX_VIRTQS];
 	int *retired;                   /* duplicates out of use, closed by the thread */
 	unsigned int nretired, capretired;
 	/* Timer event modes, the thread's own state. */
@@ -166,10 +173,13 @@ fd_signal_nowait(struct mlx5_lm_notify *n, uint16_t index, int fd)
 	struct iovec iov = { .iov_base = &one, .iov_len = sizeof(one) };
 	struct pollfd p = { .fd = fd, .events = POLLOUT };
 
-	if (pwritev2(fd, &iov, 1, -1, RWF_NOWAIT) >= 0)
-		return 0;
-	if (errno != EOPNOTSUPP)
-		return -errno;
+	if (n->call_plain[index] != fd) {
+		if (pwritev2(fd, &iov, 1, -1, RWF_NOWAIT) >= 0)
+			return 0;
+		if (errno != EOPNOTSUPP)
+			return -errno;
+		n->call_plain[index] = fd;
+	}
 	if (poll(&p, 1, 0) != 1 || !(p.revents & POLLOUT))
 		return -EAGAIN;
 	return ring_fd_io(n, index, fd, &one, 1) < 0 ? -errno : 0;
@@ -607,7 +617,7 @@ mlx5_lm_notify_start(struct mlx5_lm_dev *dev)
 	n->timer = dev->args.event_mode != MLX5_LM_EVENT_MODE_INTERRUPT;
 	n->delay_us = dev->args.event_us;
 	for (i = 0; i < MLX5_LM_MAX_VIRTQS; i++)
-		n->kickfd[i] = n->callfd[i] = -1;
+		n->kickfd[i] = n->callfd[i] = n->call_plain[i] = -1;
 	pthread_mutex_init(&n->lock, NULL);
 	n->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (n->epfd < 0)
