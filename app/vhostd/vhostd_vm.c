@@ -371,6 +371,16 @@ on_event(struct vhostd_vm *vm, json_t *m)
 	}
 }
 
+/* A message of vm's worker, read whole from its channel: an event or an answer. */
+static void
+vm_dispatch(struct vhostd_vm *vm, json_t *m)
+{
+	if (json_object_get(m, "event") != NULL)
+		on_event(vm, m);
+	else
+		on_reply(vm, m);
+}
+
 static void
 vm_chan_event(struct vhostd_watch *w, uint32_t events)
 {
@@ -406,23 +416,23 @@ vm_chan_event(struct vhostd_watch *w, uint32_t events)
 			kill(vm->pid, SIGKILL);
 			return;
 		}
-		if (json_object_get(m, "event") != NULL)
-			on_event(vm, m);
-		else
-			on_reply(vm, m);
+		vm_dispatch(vm, m);
 		json_decref(m);
 	}
 }
 
 /*
- * vm's worker is dead and its channel about to be closed. Its last message,
- * the exit report (how many device objects it left alive), is written
- * before it dies, but the two race to the loop: its SIGCHLD handled first,
- * the report is still in the channel, or half read behind a large message.
- * What the socket holds now is read, and no more (a process the worker
- * left behind may hold the channel and write on), and an exit report found
- * there counts. The rest is dropped, as the close would have: a dead
- * worker's replies fail as unanswered, its events describe nothing alive.
+ * vm's worker is dead and its channel about to be closed. What it wrote
+ * before it died, its answers and its last message, the exit report (how
+ * many device objects it left alive), races its death to the loop: its
+ * SIGCHLD handled first, they are still in the channel, or half read
+ * behind a large message. What the socket holds now is read, and no more
+ * (a process the worker left behind may hold the channel and write on),
+ * and handled as it would have been before the death: an answer answers
+ * its request (failed as unanswered, the worker had created a device its
+ * client was told it had not), an exit report counts. But 'ready': a dead
+ * worker takes no request. The caller is reaping vm (vm->reaping, no
+ * longer ready): what the answers do cannot free vm or send it anything.
  */
 static void
 vm_chan_drain(struct vhostd_vm *vm)
@@ -440,10 +450,12 @@ vm_chan_drain(struct vhostd_vm *vm)
 			return;
 		queued -= (int)r;
 		while ((n = vhostd_chan_next(&vm->in, &m)) != 0) {
-			const char *ev = json_string_value(json_object_get(m, "event"));
+			json_t *ev = json_object_get(m, "event");
 
-			if (n > 0 && ev != NULL && strcmp(ev, "exit") == 0)
-				on_event(vm, m);
+			/* Malformed: the worker's own kill is moot, its pid may be another's. */
+			if (n > 0 && (ev == NULL || (json_is_string(ev) &&
+						     strcmp(json_string_value(ev), "ready") != 0)))
+				vm_dispatch(vm, m);
 			json_decref(m);
 		}
 	}
@@ -775,6 +787,14 @@ vhostd_vm_reap(pid_t pid, int status)
 	if (vm == NULL)
 		return;
 	describe_status(status, vm->last_exit, sizeof(vm->last_exit));
+	was_ready = vm->ready;
+	/*
+	 * The answers its channel still holds first, then the requests left
+	 * unanswered: the answers may remove the VM's last device (the VM
+	 * stays until we look) or send it a request (queued for the next).
+	 */
+	vm->reaping = true;
+	vm->ready = false;
 	if (vm->chan.fd >= 0) {
 		vm_chan_drain(vm);
 		vhostd_watch_del(&vm->chan);
@@ -782,8 +802,6 @@ vhostd_vm_reap(pid_t pid, int status)
 		vm->chan.fd = -1;
 	}
 	vm->pid = 0;
-	was_ready = vm->ready;
-	vm->ready = false;
 	vm->replaying = 0;
 	json_decref(vm->metrics);
 	vm->metrics = NULL;
@@ -795,8 +813,6 @@ vhostd_vm_reap(pid_t pid, int status)
 		vhostd.leaked_uncounted++;
 	snprintf(why, sizeof(why), "vm %s: its worker %d %s before answering", vm->name,
 		 (int)pid, vm->last_exit);
-	/* Their answers may remove the VM's last device: the VM stays until we look. */
-	vm->reaping = true;
 	vm_fail_requests(vm, &vm->sent, why);
 	if (!was_ready && !vm->stopping && !vhostd.shutting_down) {
 		/*

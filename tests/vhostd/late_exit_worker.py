@@ -9,7 +9,12 @@ does: its SIGCHLD is the first thing the stopped supervisor has to handle. The c
 once the worker is dead (a zombie: the stopped supervisor cannot reap it), writes the
 worker's exit report {"event": "exit", "leaked": LATE_LEAKED} on the channel, says so
 on stderr, closes the channel and lets the supervisor go on (SIGCONT). With
-LATE_REPORT=0 it exits 3 at once and never sends the report."""
+LATE_REPORT=0 it exits 3 at once and never sends the report.
+
+With LATE_ANSWER_MARK set, the first worker to get an add while that file does not
+exist creates it and dies (exit 1) the same way, its answer to the add written by its
+child after its death: what the supervisor makes of an answer that races its
+worker's SIGCHLD. Its restarts, the file there, answer as the others do."""
 import json
 import os
 import signal
@@ -35,9 +40,31 @@ def wait_state(pid, letters, what, timeout=30.0):
         time.sleep(0.005)
 
 
+def sent_after_death(ch, send, msg, what, status):
+    """The worker exits status with the supervisor stopped; a child it leaves holding
+    the channel writes msg there once the worker is dead, says so (what) on stderr and
+    lets the supervisor go on. Never returns."""
+    sup, me = os.getppid(), os.getpid()
+    try:
+        os.kill(sup, signal.SIGSTOP)
+        wait_state(sup, 'Tt', f'the supervisor {sup} stopped')
+        if os.fork() > 0:
+            os._exit(status)
+        wait_state(me, 'Z', f'the worker {me} dead')
+        send(msg)
+        print(f'late_exit_worker {me}: {what} sent after its death', file=sys.stderr,
+              flush=True)
+        ch.close()
+    finally:
+        # Whatever failed here, the supervisor is not left stopped.
+        os.kill(sup, signal.SIGCONT)
+    os._exit(0)
+
+
 def main():
     chan = int(sys.argv[sys.argv.index('--channel') + 1])
     leaked = int(os.environ.get('LATE_LEAKED', '2'))
+    answer_mark = os.environ.get('LATE_ANSWER_MARK')
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     ch = os.fdopen(chan, 'r+b', buffering=0)
 
@@ -48,7 +75,11 @@ def main():
     for line in ch:
         req = json.loads(line)
         if req['op'] == 'add':
-            send({'id': req['id'], 'result': {'name': req['name'], 'state': 'waiting'}})
+            answer = {'id': req['id'], 'result': {'name': req['name'], 'state': 'waiting'}}
+            if answer_mark is not None and not os.path.exists(answer_mark):
+                open(answer_mark, 'w').close()
+                sent_after_death(ch, send, answer, f'answer to add {req["name"]}', 1)
+            send(answer)
         elif req['op'] == 'remove':
             send({'id': req['id'], 'result': {'name': req['name'], 'was': 'waiting'}})
         elif req['op'] == 'exit':
@@ -61,20 +92,7 @@ def main():
               flush=True)
         ch.close()
         os._exit(3)
-    sup, me = os.getppid(), os.getpid()
-    try:
-        os.kill(sup, signal.SIGSTOP)
-        wait_state(sup, 'Tt', f'the supervisor {sup} stopped')
-        if os.fork() > 0:
-            os._exit(3)
-        wait_state(me, 'Z', f'the worker {me} dead')
-        send({'event': 'exit', 'leaked': leaked})
-        print(f'late_exit_worker {me}: exit report sent after its death', file=sys.stderr,
-              flush=True)
-        ch.close()
-    finally:
-        # Whatever failed here, the supervisor is not left stopped.
-        os.kill(sup, signal.SIGCONT)
+    sent_after_death(ch, send, {'event': 'exit', 'leaked': leaked}, 'exit report', 3)
 
 
 if __name__ == '__main__':

@@ -231,6 +231,35 @@ class Basics(unittest.TestCase):
                       'in 1 whose exit status (3) said so but whose count was lost', text)
         self.assertEqual(rc, 3, text[-3000:])
 
+    def test_an_answer_read_after_its_workers_death_still_answers(self):
+        """A worker's answer races its SIGCHLD as its exit report does: handled first, the
+        death failed the device_add as unanswered (-32004 '... before answering') and
+        dropped the device the worker had created. late_exit_worker.py makes the death come
+        first, every time: the answer left in the channel is the add's, and the restarted
+        worker re-creates the device."""
+        late = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'late_exit_worker.py')
+        with tempfile.TemporaryDirectory() as d:
+            srv = service(d, extra=('--worker', late),
+                          env={'LATE_ANSWER_MARK': os.path.join(d, 'answered'),
+                               'LATE_LEAKED': '0'})
+            try:
+                r = srv.add('n1', 'vm1', os.path.join(d, 'n1.sock'))
+                w = r['worker_pid']
+                self.assertEqual(r['state'], 'waiting', r)
+                # The order this test is for: the answer written once the worker was dead.
+                srv.p.expect(f'late_exit_worker {w}: answer to add n1 sent after its death',
+                             timeout=30)
+                srv.p.expect(r'vm vm1: worker %d exited with status 1 .*devices: n1\); '
+                             r'restart 1' % w, timeout=30)
+                srv.p.expect(r'device n1: re-created by worker \d+', timeout=30)
+                v = srv.vm('vm1')
+                self.assertNotEqual(v['worker_pid'], w)
+                self.assertEqual(v['restarts'], 1)
+                self.assertEqual(srv.device('n1')['state'], 'waiting')
+                self.assertNotIn('before answering', srv.p.text())
+            finally:
+                stopped_clean(self, srv)
+
     def test_rpc_group_members_may_use_the_socket(self):
         if os.geteuid() != 0:
             self.skipTest('needs root to act as another user')
