@@ -748,16 +748,36 @@ void
 vhostd_dev_remove(struct vhostd_dev *d, struct vhostd_call *call)
 {
 	struct vhostd_vm *vm = d->vm;
+	char was[sizeof(d->state)];
+	int ret;
 
-	snprintf(d->state, sizeof(d->state), "removing");
-	if (vm->pid <= 0 || vhostd_vm_request(vm, "remove", d->cfg.name, call,
-					      remove_done) < 0) {
+	if (vm->pid <= 0) {
 		/* No worker (restarting): nothing holds the device. */
 		struct vhostd_wreq r = { .call = call };
 
+		snprintf(d->state, sizeof(d->state), "removing");
 		snprintf(r.dev, sizeof(r.dev), "%s", d->cfg.name);
 		remove_done(&r, NULL, VHOSTD_RPC_UNAVAILABLE, "its worker is down");
+		return;
 	}
+	snprintf(was, sizeof(was), "%s", d->state);
+	snprintf(d->state, sizeof(d->state), "removing");
+	ret = vhostd_vm_request(vm, "remove", d->cfg.name, call, remove_done);
+	if (ret == 0)
+		return;
+	/*
+	 * No memory for the request: the worker still runs the device, so
+	 * this call fails alone. Taken for a worker down, the device was
+	 * dropped while its worker ran it, and the worker told to exit with
+	 * what looked like its last device.
+	 */
+	snprintf(d->state, sizeof(d->state), "%s", was);
+	DEVLOG(d, "not removed: no memory to queue the request: %s", strerror(-ret));
+	if (call != NULL)
+		vhostd_call_fail(call, VHOSTD_RPC_INTERNAL_ERROR,
+				 "no memory to queue the request: %s", strerror(-ret));
+	else
+		reload_removed();
 }
 
 /* ---- exits, restarts ---- */
