@@ -56,12 +56,15 @@ static unsigned int nconns;
 static int spare_fd = -1;
 /*
  * What a client can make happen to its connections at will, by the hundred
- * (left idle, half a request, replies never read, a peer not allowed): a
- * line each floods the log and buries what the operator looks for. Of each
- * kind the first of an interval is logged, the others only counted, and
- * told in one line at the interval's end (or when the service stops).
+ * (left idle, half a request, replies never read, a peer not allowed, a
+ * connection refused with the fd table full): a line each floods the log
+ * and buries what the operator looks for. Of each kind the first of an
+ * interval is logged, the others only counted, and told in one line at the
+ * interval's end (or when the service stops).
  */
-enum conn_log_kind { CLOG_IDLE, CLOG_STALLED, CLOG_UNREAD, CLOG_REFUSED, CLOG_KINDS };
+enum conn_log_kind {
+	CLOG_IDLE, CLOG_STALLED, CLOG_UNREAD, CLOG_REFUSED, CLOG_NOFD, CLOG_KINDS
+};
 
 static struct conn_log {
 	const char *who;           /* the count's subject */
@@ -77,6 +80,8 @@ static struct conn_log {
 			  .done = "dropped" },
 	[CLOG_REFUSED] = { .who = "control socket peers not root, the service's user or a "
 			   "member of its group", .done = "refused" },
+	[CLOG_NOFD] = { .who = "control clients refused for want of a file descriptor",
+			.done = "refused" },
 };
 
 /* An event of kind k, client pid and uid: its line (fmt) if the first of an interval. */
@@ -414,12 +419,18 @@ listener_event(struct vhostd_watch *w, uint32_t events)
 				if (spare_fd >= 0) {
 					close(spare_fd);
 					fd = accept4(w->fd, NULL, NULL, SOCK_CLOEXEC);
-					if (fd >= 0)
+					if (fd >= 0) {
+						(void)getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr,
+								 &cl);
 						refuse(fd, VHOSTD_RPC_TOO_MANY,
 						       "too many open files in the service: retry");
+					}
 					spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 				}
-				SLOG("control socket: out of file descriptors");
+				/* A client that connects in a loop makes one each time. */
+				conn_log(CLOG_NOFD, (int)cr.pid, (int)cr.uid, "control socket: "
+					 "out of file descriptors: pid %d uid %d refused",
+					 (int)cr.pid, (int)cr.uid);
 			}
 			return;
 		}

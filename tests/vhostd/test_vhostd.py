@@ -12,6 +12,7 @@ tools/with-emulated-rdma."""
 import json
 import os
 import re
+import resource
 import signal
 import socket
 import stat
@@ -1214,6 +1215,16 @@ def version_or_refused(srv):
         c.close()
 
 
+def read_reply_after(c, request):
+    """The reply to request sent on connection c, or the refusal the service sent (and
+    closed c) before reading it; None when c closed without either."""
+    try:
+        c.sendall(request)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    return read_reply(c, 30)
+
+
 def each_and_counted(test, srv, n, each, counted, timeout=15.0):
     """Until n events of one kind are told in srv's log, each in a line of its own
     (regex each) or counted in a line (regex counted, the count its group 1); the
@@ -1356,6 +1367,48 @@ class Connections(unittest.TestCase):
                     r'5000 ms: dropped',
                     r'control clients that sent half a request and stalled: (\d+) more '
                     r'dropped in the last 5 s \(the last pid \d+ uid \d+\)')
+            finally:
+                for c in held:
+                    c.close()
+                stopped_clean(self, srv)
+
+    def test_clients_refused_for_want_of_fds_log_a_line_and_a_count(self):
+        """With its fd table full the service refuses each new client (-32005, through
+        its spare fd) and logged a line for each: a client connecting in a loop flooded
+        the log. Its RLIMIT_NOFILE lowered to the fds it holds, 100 clients are refused:
+        the first in a line, the others counted in one line at the interval's end (5 s)."""
+        n = 100
+        with tempfile.TemporaryDirectory() as d:
+            srv = service(d)
+            held = []
+            try:
+                held.append(connect(srv.rpc))
+                # The service itself (SO_PEERCRED), not a wrapper around it.
+                pid = struct.unpack('3i', held[0].getsockopt(socket.SOL_SOCKET,
+                                                             socket.SO_PEERCRED, 12))[0]
+                self.assertIsNotNone(read_reply_after(held[0], b'{"jsonrpc":"2.0","id":1,'
+                                                      b'"method":"service_get_version"}'))
+                # No fd above the highest it holds: its spare is the only one left.
+                top = max(int(f) for f in os.listdir(f'/proc/{pid}/fd'))
+                hard = resource.prlimit(pid, resource.RLIMIT_NOFILE)[1]
+                resource.prlimit(pid, resource.RLIMIT_NOFILE, (top + 1, hard))
+                refused = 0
+                # Those accepted (an fd below the highest was free) are held: no fd back.
+                while refused < n:
+                    c = connect(srv.rpc)
+                    held.append(c)
+                    r = read_reply_after(c, b'{"jsonrpc":"2.0","id":1,'
+                                         b'"method":"service_get_version"}')
+                    self.assertIsNotNone(r)
+                    if 'error' in r:
+                        self.assertEqual(r['error']['code'], -32005, r)
+                        self.assertIn('too many open files in the service', r['error']['message'])
+                        refused += 1
+                    self.assertLess(len(held), n + 20, 'clients accepted past the fd limit')
+                told_in_few_lines(
+                    self, srv, n, r'control socket: out of file descriptors',
+                    r'control clients refused for want of a file descriptor: (\d+) more '
+                    r'refused in the last 5 s \(the last pid \d+ uid \d+\)')
             finally:
                 for c in held:
                     c.close()
