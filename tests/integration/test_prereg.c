@@ -14,7 +14,8 @@
  *     process exits, when the device's front end disconnects, when
  *     cancelled, when the device is removed (a caller waiting for it
  *     returns at once: the removal does not wait it out); 1000 preparations in a row
- *     leave nothing; bad input and the per-device limit are refused;
+ *     leave nothing; bad input and the per-device limit are refused; a
+ *     preparation whose thread cannot start leaves no fd;
  *   - with the memory prepared, its mkey is made once vhost has the table
  *     (SET_MEM_TABLE), before any ring, and DRIVER_OK registers nothing
  *     (preconf=1); with
@@ -33,6 +34,7 @@
  *   - at every removal the emulator finds nothing alive.
  */
 #include <ctype.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -1168,6 +1170,61 @@ test_bad_preparations_are_refused_and_leave_nothing(void **state)
 	fixture_down(&f);
 }
 
+/*
+ * The next thread this process starts fails with EAGAIN, once: the test's
+ * own pthread_create comes before libc's for every caller in the process
+ * (the driver starts its threads through it, or through DPDK, which does).
+ */
+static _Atomic int fail_next_thread;
+
+int
+pthread_create(pthread_t *th, const pthread_attr_t *a, void *(*fn)(void *), void *arg)
+{
+	static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+
+	if (real == NULL)
+		real = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))
+			dlsym(RTLD_NEXT, "pthread_create");
+	if (atomic_exchange(&fail_next_thread, 0))
+		return EAGAIN;
+	return real(th, a, fn, arg);
+}
+
+/*
+ * A preparation whose thread cannot start (no thread left to the process)
+ * fails, and leaves nothing of its own: its front end's pidfd was the
+ * thread's to close at its stop, which never comes for a thread that never
+ * ran - an fd lost at every such call. The next preparation works.
+ */
+static void
+test_a_preparation_whose_thread_cannot_start_leaves_no_fd(void **state)
+{
+	struct rte_pmd_mlx5_lm_prep_region r;
+	struct rte_pmd_mlx5_lm_prep_status st;
+	unsigned int fds0;
+	struct fixture f;
+	int ret;
+
+	(void)state;
+	fixture_up(&f, "queues=1,workers=2,mr_chunk_mb=16");
+	r = (struct rte_pmd_mlx5_lm_prep_region){ .fd = f.m->fd, .offset = 0, .size = 2 * MIB };
+	fds0 = lmh_open_fds();
+	atomic_store(&fail_next_thread, 1);
+	ret = rte_pmd_mlx5_lm_prepare(f.d.name, getpid(), &r, 1);
+	/* Consumed by the preparation's thread and no other: its call failed. */
+	assert_int_equal(atomic_exchange(&fail_next_thread, 0), 0);
+	assert_int_equal(ret, -EAGAIN);
+	assert_int_equal(prep_state(&f.d, &st), RTE_PMD_MLX5_LM_PREP_FAILED);
+	printf("  failed: %s; open fds %u before, %u after\n", st.reason, fds0,
+	       lmh_open_fds());
+	assert_int_equal(lmh_open_fds(), fds0);
+	assert_true(wait_live0(&f.d));
+	assert_int_equal(rte_pmd_mlx5_lm_prepare(f.d.name, getpid(), &r, 1), 0);
+	assert_int_equal(rte_pmd_mlx5_lm_prepare_wait(f.d.name, LMH_DEADLINE_MS), 0);
+	assert_int_equal(prep_state(&f.d, &st), RTE_PMD_MLX5_LM_PREP_READY);
+	fixture_down(&f);
+}
+
 LMH_TEST_MAIN("test-prereg", 1, "prereg", NULL, NULL,
 	cmocka_unit_test(test_prepared_memory_serves_the_table),
 	cmocka_unit_test(test_other_or_changed_memory_is_never_used),
@@ -1186,4 +1243,5 @@ LMH_TEST_MAIN("test-prereg", 1, "prereg", NULL, NULL,
 	cmocka_unit_test(test_memory_changed_after_the_first_kick_is_registered_again),
 	cmocka_unit_test(test_preparation_replaced_before_its_driver_ok_ran),
 	cmocka_unit_test(test_overlapping_prepared_ranges_serve_a_region_once),
-	cmocka_unit_test(test_a_refused_preparation_keeps_the_changes_seen_since_the_kick))
+	cmocka_unit_test(test_a_refused_preparation_keeps_the_changes_seen_since_the_kick),
+	cmocka_unit_test(test_a_preparation_whose_thread_cannot_start_leaves_no_fd))

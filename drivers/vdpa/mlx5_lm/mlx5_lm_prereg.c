@@ -577,7 +577,6 @@ prepare(struct mlx5_lm_dev *dev, int pid, const struct rte_pmd_mlx5_lm_prep_regi
 	mlx5_lm_prereg_put(ctl->cur, 0);
 	p->refs = 1;
 	ctl->cur = p;
-	ctl->pidfd = pidfd;
 	n_prep = ctl->st.preparations;
 	memset(&ctl->st, 0, sizeof(ctl->st));
 	ctl->st.preparations = n_prep + 1;
@@ -594,8 +593,13 @@ prepare(struct mlx5_lm_dev *dev, int pid, const struct rte_pmd_mlx5_lm_prep_regi
 		ctl->st.error = -ret;
 		pthread_mutex_unlock(&ctl->lock);
 		mlx5_lm_prereg_put(p, 0);
+		/* No thread, nothing to stop: stop_thread would never close it. */
+		if (pidfd >= 0)
+			close(pidfd);
 		return -ret;
 	}
+	/* Under ctl->lock still: the thread reads it once it has taken the lock. */
+	ctl->pidfd = pidfd;
 	ctl->thread_up = 1;
 	pthread_mutex_unlock(&ctl->lock);
 	DRV_LOG(INFO, dev, "preparation of %u regions (%" PRIu64 " MiB) for pid %d started",
