@@ -26,7 +26,9 @@
  *     nothing alive; a file resized after the first kick is registered
  *     again at DRIVER_OK; preconf=0 does everything at DRIVER_OK;
  *   - a preparation replaced after a DRIVER_OK took it, before its
- *     configuration ran, does not hold that configuration for ever;
+ *     configuration ran, does not hold that configuration for ever; a
+ *     taken one's deregistration, when the next preparation replaces it,
+ *     does not hold vhost's thread;
  *   - prepared ranges of one file that overlap serve a region once: the
  *     device finds the guest's rings where the guest put them;
  *   - a preparation refused after the first kick leaves the file's changes
@@ -836,6 +838,106 @@ test_preparation_replaced_before_its_driver_ok_ran(void **state)
 	fixture_down(&f);
 }
 
+static bool
+is_mr_dereg(const struct lmh_cmd *c, const void *arg)
+{
+	(void)arg;
+	return strcmp(c->op, "MR_DEREG") == 0;
+}
+
+/* rte_pmd_mlx5_lm_prepare() on a thread of its own: the application's. */
+struct prep_call {
+	const char *name;
+	struct rte_pmd_mlx5_lm_prep_region r;
+	int ret;
+};
+
+static void *
+prep_call_main(void *arg)
+{
+	struct prep_call *a = arg;
+
+	a->ret = rte_pmd_mlx5_lm_prepare(a->name, getpid(), &a->r, 1);
+	return NULL;
+}
+
+/*
+ * A taken preparation whose registration failed (its mkey, made once vhost
+ * has the table) is held by the device alone until the DRIVER_OK: the
+ * application's next rte_pmd_mlx5_lm_prepare() drops that last reference.
+ * Its chunks' deregistration (2 s a chunk here, 2 at a time) ran in that
+ * call, under the preparation's lock, which a DRIVER_OK sent meanwhile
+ * waited for on vhost's thread (dev->lock held): the front end's next
+ * message was answered once the last chunk was deregistered. The
+ * deregistration is the garbage thread's: vhost's thread answers while it
+ * runs (the bound, 1 s, is half a deregistration, and far above the few
+ * milliseconds of DRIVER_OK and a message).
+ */
+static void
+test_an_old_preparations_deregistration_does_not_hold_vhosts_thread(void **state)
+{
+	char path[] = "/tmp/test-prereg-profile-XXXXXX";
+	const char *profile = "{ \"cmd_slots\": 16, \"host_pin_parallel\": 32, \"commands\": "
+			      "{ \"GUEST_UMEM_DEREG\": { \"base_us\": 2000000 } } }";
+	struct vu_start_opts o = { .no_status = true };
+	struct rte_pmd_mlx5_lm_prep_status st;
+	struct vu_client *c;
+	struct prep_call a;
+	struct lmh_trace t;
+	struct fixture f;
+	int64_t t0, took;
+	uint64_t feat;
+	pthread_t th;
+	size_t mark, log;
+	unsigned int i;
+
+	(void)state;
+	profile_file(path, profile);
+	probe_profile = path;
+	/* preconf=1 (the default): the table's mkey is made once vhost has the table. */
+	fixture_up(&f, "queues=1,workers=2,mr_chunk_mb=16,mr_gc_ms=50");
+	probe_profile = NULL;
+	unlink(path);
+	assert_int_equal(prepare_mem(&f.d, f.m, getpid()), 0);
+	assert_int_equal(rte_pmd_mlx5_lm_prepare_wait(f.d.name, LMH_DEADLINE_MS), 0);
+	lmh_trace_open(&t, f.d.trace);
+	assert_int_equal(lmh_trace_sync(&t), 0);
+	log = lmh_log_mark();
+	assert_int_equal(lmh_fault_inject(&f.d, PRM_CMD_CREATE_MKEY, 0xffff, 1,
+					  PRM_STATUS_NO_RESOURCES, 0), 0);
+	assert_non_null(c = lmh_fe_connect(0));
+	vu_guest_reset(f.g);
+	assert_int_equal(vu_guest_new_eventfds(f.g), 0);
+	assert_int_equal(vu_start_device(c, f.g, &o), 0);
+	/* The worker gave up the registration, and with it the job's reference. */
+	assert_true(lmh_wait_log(log, "prepared registration failed ahead of DRIVER_OK",
+				 LMH_DEADLINE_MS));
+	assert_int_equal(prep_state(&f.d, &st), RTE_PMD_MLX5_LM_PREP_USED);
+	/* The application prepares the device again. */
+	mark = lmh_trace_mark(&t);
+	a = (struct prep_call){ .name = f.d.name,
+		.r = { .fd = f.m->fd, .offset = 0, .size = MEM_SIZE } };
+	assert_int_equal(pthread_create(&th, NULL, prep_call_main, &a), 0);
+	/* The old chunks' first deregistrations ended, the next ones are under way. */
+	assert_true(lmh_wait_trace(&t, mark, is_mr_dereg, NULL, 1, LMH_DEADLINE_MS));
+	t0 = lmh_now_ms();
+	for (i = 0; i < 2; i++)
+		assert_int_equal(vu_set_vring_enable(c, i, true), 0);
+	assert_int_equal(vu_set_status(c, VU_STATUS_ACK | VU_STATUS_DRIVER |
+				       VU_STATUS_FEATURES_OK | VU_STATUS_DRIVER_OK), 0);
+	assert_int_equal(vu_get_features(c, &feat), 0);
+	took = lmh_now_ms() - t0;
+	printf("  DRIVER_OK and the next message answered in %" PRId64 " ms\n", took);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(a.ret, 0);
+	assert_true(took < 1000);
+	assert_true(lmh_wait_running(&f.d, LMH_DEADLINE_MS));
+	assert_true(lmh_traffic(f.g, 0x1, 64, 3000));
+	stop_and_leave(&f, c);
+	lmh_trace_free(&t);
+	fixture_down(&f);
+}
+
 /*
  * Two prepared ranges of one file that overlap (a front end that maps its
  * memory file twice, at different offsets: vhostd prepares each mapping):
@@ -1244,4 +1346,5 @@ LMH_TEST_MAIN("test-prereg", 1, "prereg", NULL, NULL,
 	cmocka_unit_test(test_preparation_replaced_before_its_driver_ok_ran),
 	cmocka_unit_test(test_overlapping_prepared_ranges_serve_a_region_once),
 	cmocka_unit_test(test_a_refused_preparation_keeps_the_changes_seen_since_the_kick),
-	cmocka_unit_test(test_a_preparation_whose_thread_cannot_start_leaves_no_fd))
+	cmocka_unit_test(test_a_preparation_whose_thread_cannot_start_leaves_no_fd),
+	cmocka_unit_test(test_an_old_preparations_deregistration_does_not_hold_vhosts_thread))

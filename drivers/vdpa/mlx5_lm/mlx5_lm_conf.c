@@ -86,10 +86,9 @@ mlx5_lm_mem_regions(struct mlx5_lm_dev *dev, struct rte_vhost_memory *mem,
 /*
  * *prep: the job's reference on a preparation (or NULL), consumed here by
  * a new registration only. A registration kept or taken back leaves it in
- * *prep for the worker to drop once it let go of dev->lock and of the
- * foreground: it may be the last one (the application prepared the device
- * again meanwhile), whose chunks are deregistered as background work,
- * which never runs while this configuration is foreground work.
+ * *prep for the worker to drop once it let go of dev->lock: it may be the
+ * last one (the application prepared the device again meanwhile), whose
+ * chunks the garbage thread deregisters (mlx5_lm_prereg_put).
  */
 static int
 register_memory(struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_region *regions, uint32_t n,
@@ -565,6 +564,7 @@ mlx5_lm_dev_conf(int vid)
 	struct mlx5_lm_dev *dev = mlx5_lm_dev_by_vid(vid);
 	struct rte_vhost_memory *mem = NULL;
 	struct mlx5_lm_conf_job *job = NULL;
+	struct mlx5_lm_prereg *left = NULL;
 	const char *why = "";
 	int ret, notifiers = 0;
 	uint16_t i;
@@ -688,11 +688,13 @@ err:
 	DRV_LOG(ERR, dev, "DRIVER_OK failed (%s: %d)", why, ret);
 	mlx5_lm_set_state(dev, RTE_PMD_MLX5_LM_STATE_FAILED, ret, why);
 	if (job != NULL)
-		mlx5_lm_prereg_put(job->prep, 0);
+		left = job->prep;
 	job_free(job);
 out:
 	free(mem);
 	pthread_mutex_unlock(&dev->lock);
+	/* The last reference when a preparation replaced it meanwhile: deregistered later. */
+	mlx5_lm_prereg_put(left);
 	/*
 	 * On vhost's thread, which alone may use the front end's channel
 	 * (vhost closes it at a new SET_SLAVE_REQ_FD, with no callback), and

@@ -388,7 +388,7 @@ mlx5_lm_mr_create_prepared(struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_reg
 
 	if (nregions == 0) {
 		DRV_LOG(ERR, dev, "empty memory table");
-		mlx5_lm_prereg_put(prep, 0);
+		mlx5_lm_prereg_put(prep);
 		return -EINVAL;
 	}
 	/* A KLM entry spans at most 2 GiB; a larger chunk would need several entries. */
@@ -396,7 +396,7 @@ mlx5_lm_mr_create_prepared(struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_reg
 		chunk = PRM_MAX_KLM_BYTE_COUNT;
 	mr = calloc(1, sizeof(*mr));
 	if (mr == NULL) {
-		mlx5_lm_prereg_put(prep, 0);
+		mlx5_lm_prereg_put(prep);
 		return -ENOMEM;
 	}
 	mr->dev = dev;
@@ -450,7 +450,7 @@ err_chunks:
 err_plan:
 	free(mr->regions);
 err_regions:
-	mlx5_lm_prereg_put(prep, 0);
+	mlx5_lm_prereg_put(prep);
 	free(mr);
 	return ret;
 }
@@ -475,7 +475,7 @@ mr_destroy(struct mlx5_lm_mr *mr, int background)
 	/* The device lets go of the pages before the mapping goes. */
 	if (mr->own_map != NULL)
 		munmap(mr->own_map, mr->own_map_len);
-	mlx5_lm_prereg_put(mr->prereg, background);
+	mlx5_lm_prereg_put(mr->prereg);
 	free(mr->chunks);
 	free(mr->regions);
 	free(mr);
@@ -525,6 +525,7 @@ static struct {
 	pthread_mutex_t lock;          /* guards everything below */
 	pthread_cond_t cv;             /* list changed, or stop */
 	TAILQ_HEAD(, mlx5_lm_mr) list; /* ordered by deadline */
+	TAILQ_HEAD(, mlx5_lm_gc_work) work; /* at once, before the list */
 	pthread_t thread;
 	unsigned int refs;
 	int stop;
@@ -535,6 +536,7 @@ static struct {
 	.cv = PTHREAD_COND_INITIALIZER,
 	.idle = PTHREAD_COND_INITIALIZER,
 	.list = TAILQ_HEAD_INITIALIZER(gc.list),
+	.work = TAILQ_HEAD_INITIALIZER(gc.work),
 };
 
 /*
@@ -617,9 +619,21 @@ gc_thread(void *arg)
 	mlx5_lm_bg_thread(1);
 	pthread_mutex_lock(&gc.lock);
 	while (!gc.stop) {
+		struct mlx5_lm_gc_work *w = TAILQ_FIRST(&gc.work);
 		struct mlx5_lm_mr *mr = TAILQ_FIRST(&gc.list);
 		double now = mlx5_lm_now_ms();
 
+		if (w != NULL) {
+			TAILQ_REMOVE(&gc.work, w, next);
+			gc.busy++;
+			pthread_mutex_unlock(&gc.lock);
+			/* w is freed by its fn. */
+			w->fn(w->arg, 1);
+			pthread_mutex_lock(&gc.lock);
+			if (--gc.busy == 0)
+				pthread_cond_broadcast(&gc.idle);
+			continue;
+		}
 		if (mr == NULL) {
 			pthread_cond_wait(&gc.cv, &gc.lock);
 			continue;
@@ -702,6 +716,15 @@ mlx5_lm_mr_release(struct mlx5_lm_mr *mr)
 	pthread_mutex_unlock(&gc.lock);
 }
 
+void
+mlx5_lm_mr_gc_defer(struct mlx5_lm_gc_work *w)
+{
+	pthread_mutex_lock(&gc.lock);
+	TAILQ_INSERT_TAIL(&gc.work, w, next);
+	pthread_cond_broadcast(&gc.cv);
+	pthread_mutex_unlock(&gc.lock);
+}
+
 struct mlx5_lm_mr *
 mlx5_lm_mr_reclaim(struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_region *regions,
 		   uint32_t nregions)
@@ -725,6 +748,8 @@ mlx5_lm_mr_gc_flush(struct mlx5_lm_dev *dev)
 {
 	struct mlx5_lm_mr *mr, *next;
 	TAILQ_HEAD(, mlx5_lm_mr) mine = TAILQ_HEAD_INITIALIZER(mine);
+	struct mlx5_lm_gc_work *w, *wnext;
+	TAILQ_HEAD(, mlx5_lm_gc_work) work = TAILQ_HEAD_INITIALIZER(work);
 
 	pthread_mutex_lock(&gc.lock);
 	/* One being destroyed by the thread must finish before the device goes. */
@@ -743,6 +768,22 @@ mlx5_lm_mr_gc_flush(struct mlx5_lm_dev *dev)
 		TAILQ_REMOVE(&mine, mr, gc_next);
 		destroy_timed(mr, 0, 1);
 	}
+	/* Its work, that handed over by the registrations just destroyed included. */
+	pthread_mutex_lock(&gc.lock);
+	while (gc.busy > 0)
+		pthread_cond_wait(&gc.idle, &gc.lock);
+	for (w = TAILQ_FIRST(&gc.work); w != NULL; w = wnext) {
+		wnext = TAILQ_NEXT(w, next);
+		if (w->dev == dev) {
+			TAILQ_REMOVE(&gc.work, w, next);
+			TAILQ_INSERT_TAIL(&work, w, next);
+		}
+	}
+	pthread_mutex_unlock(&gc.lock);
+	while ((w = TAILQ_FIRST(&work)) != NULL) {
+		TAILQ_REMOVE(&work, w, next);
+		w->fn(w->arg, 0);
+	}
 }
 
 int
@@ -755,9 +796,14 @@ mlx5_lm_mr_gc_wait(struct mlx5_lm_dev *dev, unsigned int timeout_ms)
 	mlx5_lm_deadline_ts(&ts, timeout_ms);
 	pthread_mutex_lock(&gc.lock);
 	for (;;) {
+		struct mlx5_lm_gc_work *w;
+
 		pending = gc.busy > 0;
 		TAILQ_FOREACH(mr, &gc.list, gc_next)
 			if (mr->dev == dev)
+				pending = 1;
+		TAILQ_FOREACH(w, &gc.work, next)
+			if (w->dev == dev)
 				pending = 1;
 		if (!pending)
 			break;

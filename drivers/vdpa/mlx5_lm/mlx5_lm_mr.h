@@ -117,14 +117,32 @@ int mlx5_lm_mr_same_table(const struct mlx5_lm_mr *mr, const struct mlx5_lm_mem_
 void mlx5_lm_mr_release(struct mlx5_lm_mr *mr);
 struct mlx5_lm_mr *mlx5_lm_mr_reclaim(struct mlx5_lm_dev *dev,
 				      const struct mlx5_lm_mem_region *regions, uint32_t nregions);
-/* Destroy now every released registration of dev (device removal). */
+/*
+ * Work for the garbage thread at once, not mr_gc_ms later: a preparation's
+ * last reference deregisters every chunk of it (seconds for a large VM),
+ * which neither vhost's thread nor a holder of dev->lock or of the
+ * preparation's lock may wait for (mlx5_lm_prereg_put). Embedded in what
+ * fn frees, so that handing it over cannot fail.
+ */
+struct mlx5_lm_gc_work {
+	TAILQ_ENTRY(mlx5_lm_gc_work) next;  /* guarded by the GC lock */
+	struct mlx5_lm_dev *dev;
+	/* background: on the garbage thread (0: the removal's, mlx5_lm_mr_gc_flush). */
+	void (*fn)(void *arg, int background);
+	void *arg;
+};
+void mlx5_lm_mr_gc_defer(struct mlx5_lm_gc_work *w);
+/*
+ * Destroy now every released registration of dev, and run its work
+ * handed to the garbage thread (device removal).
+ */
 void mlx5_lm_mr_gc_flush(struct mlx5_lm_dev *dev);
 /* Start (first device) / stop (last device) the garbage thread. */
 int mlx5_lm_mr_gc_get(void);
 void mlx5_lm_mr_gc_put(void);
 /*
  * Wait until the garbage thread has destroyed every released registration
- * of dev, at most timeout_ms. 0, or -ETIMEDOUT.
+ * of dev and run its work, at most timeout_ms. 0, or -ETIMEDOUT.
  */
 int mlx5_lm_mr_gc_wait(struct mlx5_lm_dev *dev, unsigned int timeout_ms);
 /* Time the last destroyed registration of dev took to destroy (ms). */

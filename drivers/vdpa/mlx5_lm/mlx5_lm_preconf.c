@@ -201,7 +201,8 @@ open_state(struct mlx5_lm_dev *dev, int vid, struct rte_vhost_memory *mem,
 	/* Features DRIVER_OK will refuse: nothing configured ahead for them. */
 	if (rte_vhost_get_negotiated_features(vid, &dev->features) < 0 ||
 	    mlx5_lm_features_refused(dev->features) != NULL) {
-		mlx5_lm_prereg_put(job->prep, 0);
+		/* Not the deregistration, even if last: the garbage thread's. */
+		mlx5_lm_prereg_put(job->prep);
 		goto err;
 	}
 	pc->seq = job->seq = ++dev->preconf_seq;
@@ -218,13 +219,13 @@ err:
 	return NULL;
 }
 
-/* Its start ended before the worker took it: the last reference is not dropped under dev->lock. */
+/* Its start ended before the worker took it: dropped once dev->lock is let go. */
 static void
 drop_stale(struct mlx5_lm_preconf_mem *stale)
 {
 	if (stale == NULL)
 		return;
-	mlx5_lm_prereg_put(stale->prep, 1);
+	mlx5_lm_prereg_put(stale->prep);
 	free(stale);
 }
 

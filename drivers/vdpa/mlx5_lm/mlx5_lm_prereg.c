@@ -103,6 +103,12 @@ prereg_destroy(struct mlx5_lm_prereg *p, int background)
 	free(p);
 }
 
+static void
+prereg_gc(void *arg, int background)
+{
+	prereg_destroy(arg, background);
+}
+
 struct mlx5_lm_prereg *
 mlx5_lm_prereg_ref(struct mlx5_lm_prereg *p)
 {
@@ -111,7 +117,19 @@ mlx5_lm_prereg_ref(struct mlx5_lm_prereg *p)
 }
 
 void
-mlx5_lm_prereg_put(struct mlx5_lm_prereg *p, int background)
+mlx5_lm_prereg_put(struct mlx5_lm_prereg *p)
+{
+	if (p != NULL && __atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) == 0)
+		mlx5_lm_mr_gc_defer(&p->gc);
+}
+
+/*
+ * The same in the caller, which may wait: the preparation's own thread
+ * (RELEASED is reported once the device let go), the removal, a
+ * preparation that never registered anything.
+ */
+static void
+put_here(struct mlx5_lm_prereg *p, int background)
 {
 	if (p != NULL && __atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) == 0)
 		prereg_destroy(p, background);
@@ -214,7 +232,7 @@ prep_thread(void *arg)
 	}
 	if (why == NULL) {
 		/* Taken: the registration that took it holds it now. */
-		mlx5_lm_prereg_put(p, 1);
+		put_here(p, 1);
 		return NULL;
 	}
 	/* Unused: this thread registered it, this thread releases it. */
@@ -228,7 +246,7 @@ prep_thread(void *arg)
 	snprintf(msg, sizeof(msg), "%s", ctl->st.reason);
 	pthread_mutex_unlock(&ctl->lock);
 	__atomic_store_n(&p->cancel, 1, __ATOMIC_RELAXED);
-	mlx5_lm_prereg_put(p, 1);
+	put_here(p, 1);
 	/* Released once the device let go of it: a caller that sees the state may count. */
 	pthread_mutex_lock(&ctl->lock);
 	if (ctl->st.state != RTE_PMD_MLX5_LM_PREP_FAILED)
@@ -320,7 +338,7 @@ mlx5_lm_prereg_fini(struct mlx5_lm_dev *dev)
 		return;
 	stop_thread(ctl, "the device was removed");
 	/* Used: the registration that took it holds its own reference. */
-	mlx5_lm_prereg_put(ctl->cur, 0);
+	put_here(ctl->cur, 0);
 	close(ctl->wake_fd);
 	close(ctl->ino_fd);
 	pthread_cond_destroy(&ctl->cv);
@@ -477,6 +495,9 @@ prereg_build(struct mlx5_lm_dev *dev, int pid, const struct rte_pmd_mlx5_lm_prep
 		return -ENOMEM;
 	p->dev = dev;
 	p->pid = pid;
+	p->gc.dev = dev;
+	p->gc.fn = prereg_gc;
+	p->gc.arg = p;
 	/*
 	 * Changes seen before are an earlier preparation's: recorded on the
 	 * device's current one, not dropped. A registration made of it ahead
@@ -535,7 +556,7 @@ prepare(struct mlx5_lm_dev *dev, int pid, const struct rte_pmd_mlx5_lm_prep_regi
 	unsigned int n)
 {
 	struct mlx5_lm_prep_ctl *ctl = dev->prep;
-	struct mlx5_lm_prereg *p;
+	struct mlx5_lm_prereg *p, *old;
 	uint64_t bytes, n_prep;
 	int pidfd = -1, ret;
 
@@ -574,7 +595,13 @@ prepare(struct mlx5_lm_dev *dev, int pid, const struct rte_pmd_mlx5_lm_prep_regi
 		return ret;
 	}
 	pthread_mutex_lock(&ctl->lock);
-	mlx5_lm_prereg_put(ctl->cur, 0);
+	/*
+	 * A used one not settled yet (taken at a first kick, its DRIVER_OK to
+	 * come): the last reference if the registration made of it failed.
+	 * Dropped once the lock is let go, which vhost's thread may be waiting
+	 * for, and deregistered by the garbage thread (mlx5_lm_prereg_put).
+	 */
+	old = ctl->cur;
 	p->refs = 1;
 	ctl->cur = p;
 	n_prep = ctl->st.preparations;
@@ -592,7 +619,8 @@ prepare(struct mlx5_lm_dev *dev, int pid, const struct rte_pmd_mlx5_lm_prep_regi
 		mlx5_lm_prereg_set_state(ctl, RTE_PMD_MLX5_LM_PREP_FAILED, "cannot start its thread");
 		ctl->st.error = -ret;
 		pthread_mutex_unlock(&ctl->lock);
-		mlx5_lm_prereg_put(p, 0);
+		mlx5_lm_prereg_put(old);
+		put_here(p, 0);
 		/* No thread, nothing to stop: stop_thread would never close it. */
 		if (pidfd >= 0)
 			close(pidfd);
@@ -602,6 +630,7 @@ prepare(struct mlx5_lm_dev *dev, int pid, const struct rte_pmd_mlx5_lm_prep_regi
 	ctl->pidfd = pidfd;
 	ctl->thread_up = 1;
 	pthread_mutex_unlock(&ctl->lock);
+	mlx5_lm_prereg_put(old);
 	DRV_LOG(INFO, dev, "preparation of %u regions (%" PRIu64 " MiB) for pid %d started",
 		n, bytes >> 20, pid);
 	return 0;

@@ -68,8 +68,12 @@ int mlx5_lm_prereg_recheck(struct mlx5_lm_dev *dev, struct mlx5_lm_prereg *p,
 			   const struct mlx5_lm_mem_region *regions, uint32_t n);
 /* A preparation is ready to be taken (no table checked: mlx5_lm_prereg_take does). */
 int mlx5_lm_prereg_ready(struct mlx5_lm_dev *dev);
-/* The last reference deregisters its chunks (background: as background work). */
-void mlx5_lm_prereg_put(struct mlx5_lm_prereg *p, int background);
+/*
+ * The last reference's deregistration of every chunk (seconds for a large
+ * VM) is the garbage thread's (mlx5_lm_mr_gc_defer): a caller never waits
+ * for it, whether vhost's thread, the device's worker or a holder of a lock.
+ */
+void mlx5_lm_prereg_put(struct mlx5_lm_prereg *p);
 struct mlx5_lm_prereg *mlx5_lm_prereg_ref(struct mlx5_lm_prereg *p);
 
 /*

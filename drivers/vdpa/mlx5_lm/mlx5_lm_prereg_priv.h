@@ -34,6 +34,7 @@ struct mlx5_lm_prereg {
 	uint32_t nregions, nchunks;
 	struct prep_region *regions;
 	struct prep_chunk *chunks;
+	struct mlx5_lm_gc_work gc;   /* its release by the garbage thread (mlx5_lm_prereg_put) */
 };
 
 struct mlx5_lm_prep_ctl {

@@ -278,8 +278,8 @@ worker_main(void *arg)
 			pthread_mutex_lock(&dev->lock);
 			left = mlx5_lm_conf_run_job(dev, conf);
 			pthread_mutex_unlock(&dev->lock);
-			/* Possibly the last reference: its chunks go as background work. */
-			mlx5_lm_prereg_put(left, 1);
+			/* Possibly the last reference: deregistered by the garbage thread. */
+			mlx5_lm_prereg_put(left);
 		} else if (recovering) {
 			run_recoveries(dev, recover);
 		}
