@@ -13,7 +13,8 @@
  *   - an unused preparation is released when its time runs out, when its
  *     process exits, when the device's front end disconnects, when
  *     cancelled, when the device is removed (a caller waiting for it
- *     returns at once: the removal does not wait it out); 1000 preparations in a row
+ *     returns at once: the removal does not wait it out); a used one
+ *     when the DRIVER_OK that took it failed; 1000 preparations in a row
  *     leave nothing; bad input and the per-device limit are refused; a
  *     preparation whose thread cannot start leaves no fd;
  *   - with the memory prepared, its mkey is made once vhost has the table
@@ -1068,6 +1069,91 @@ test_unused_preparation_is_released(void **state)
 	fixture_down(&f);
 }
 
+/* How the DRIVER_OK that took a preparation fails. */
+enum taken_then_failed {
+	/* The table's regions overlap: refused before any command. */
+	FAIL_TABLE,
+	/* The device refuses the mkey over the prepared chunks. */
+	FAIL_MKEY,
+	/* Logging without a log area: refused before the configuration. */
+	FAIL_LOG,
+};
+
+/*
+ * A DRIVER_OK (preconf=0) takes the preparation, then fails; the front end
+ * stays, then leaves. Once the DRIVER_OK ended, the device lets go of the
+ * preparation: nothing of it stays alive in the emulator (its chunks
+ * deregistered, its mapping gone). It kept it when the registration made
+ * of it failed - its own reference then the last one - and its thread,
+ * whose time limit would have released it, had ended at its use: the
+ * departed VM's memory stayed pinned until the next preparation or the
+ * device's removal.
+ */
+static void
+taken_then_failed(enum taken_then_failed how)
+{
+	static const struct vu_mem_region overlapping[] = {
+		{ .gpa = 0, .size = 32 * MIB, .offset = 0 },
+		{ .gpa = 16 * MIB, .size = 32 * MIB, .offset = 32 * MIB },
+	};
+	struct vu_start_opts o = { .no_status = true };
+	struct rte_pmd_mlx5_lm_prep_status st;
+	struct vu_client *c;
+	struct fixture f;
+	unsigned int i;
+
+	fixture_up(&f, "queues=1,workers=2,mr_chunk_mb=16,mr_gc_ms=50,preconf=0");
+	if (how == FAIL_TABLE) {
+		struct vu_guest_cfg cfg = { .queue_pairs = 1, .ring_size = 256 };
+
+		vu_guest_destroy(f.g);
+		vu_mem_destroy(f.m);
+		assert_int_equal(vu_mem_create(&f.m, MEM_SIZE, overlapping, 2), 0);
+		assert_int_equal(vu_guest_create(&f.g, f.m, &cfg), 0);
+	}
+	assert_int_equal(prepare_mem(&f.d, f.m, getpid()), 0);
+	assert_int_equal(rte_pmd_mlx5_lm_prepare_wait(f.d.name, LMH_DEADLINE_MS), 0);
+	assert_non_null(c = lmh_fe_connect(0));
+	vu_guest_reset(f.g);
+	assert_int_equal(vu_guest_new_eventfds(f.g), 0);
+	assert_int_equal(vu_start_device(c, f.g, &o), 0);
+	if (how == FAIL_MKEY)
+		assert_int_equal(lmh_fault_inject(&f.d, PRM_CMD_CREATE_MKEY, 0xffff, 1,
+						  PRM_STATUS_NO_RESOURCES, 0), 0);
+	if (how == FAIL_LOG)
+		assert_int_equal(vu_set_features(c, vu_acked_features(c) |
+						 (1ull << VU_F_LOG_ALL)), 0);
+	for (i = 0; i < 2; i++)
+		assert_int_equal(vu_set_vring_enable(c, i, true), 0);
+	assert_int_equal(vu_set_status(c, VU_STATUS_ACK | VU_STATUS_DRIVER |
+				       VU_STATUS_FEATURES_OK | VU_STATUS_DRIVER_OK), 0);
+	assert_true(wait_dev_state(&f.d, RTE_PMD_MLX5_LM_STATE_FAILED));
+	assert_int_equal(prep_state(&f.d, &st), RTE_PMD_MLX5_LM_PREP_USED);
+	printf("  taken, DRIVER_OK failed: %u emulator objects alive, %u after the probe\n",
+	       lmh_live(&f.d), f.d.live0);
+	assert_true(wait_live0(&f.d));
+	vu_disconnect(c);
+	assert_true(lmh_wait_closed(0));
+	assert_true(lmh_wait_restored(&f.d));
+	assert_true(wait_live0(&f.d));
+	/* The next preparation and front end as on a new device. */
+	if (how != FAIL_TABLE) {
+		assert_int_equal(prepare_mem(&f.d, f.m, getpid()), 0);
+		assert_int_equal(rte_pmd_mlx5_lm_prepare_wait(f.d.name, LMH_DEADLINE_MS), 0);
+		assert_int_equal(run_front_end(&f.d, 0, f.g), 0);
+	}
+	fixture_down(&f);
+}
+
+static void
+test_a_preparation_taken_by_a_failed_driver_ok_is_released(void **state)
+{
+	(void)state;
+	taken_then_failed(FAIL_TABLE);
+	taken_then_failed(FAIL_MKEY);
+	taken_then_failed(FAIL_LOG);
+}
+
 /* A thread waiting for a device's preparation (rte_pmd_mlx5_lm_prepare_wait). */
 struct prep_waiter {
 	const char *name;
@@ -1347,4 +1433,5 @@ LMH_TEST_MAIN("test-prereg", 1, "prereg", NULL, NULL,
 	cmocka_unit_test(test_overlapping_prepared_ranges_serve_a_region_once),
 	cmocka_unit_test(test_a_refused_preparation_keeps_the_changes_seen_since_the_kick),
 	cmocka_unit_test(test_a_preparation_whose_thread_cannot_start_leaves_no_fd),
-	cmocka_unit_test(test_an_old_preparations_deregistration_does_not_hold_vhosts_thread))
+	cmocka_unit_test(test_an_old_preparations_deregistration_does_not_hold_vhosts_thread),
+	cmocka_unit_test(test_a_preparation_taken_by_a_failed_driver_ok_is_released))

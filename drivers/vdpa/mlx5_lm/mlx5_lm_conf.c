@@ -693,8 +693,16 @@ err:
 out:
 	free(mem);
 	pthread_mutex_unlock(&dev->lock);
-	/* The last reference when a preparation replaced it meanwhile: deregistered later. */
-	mlx5_lm_prereg_put(left);
+	/*
+	 * Taken by this DRIVER_OK, which failed before its configuration: the
+	 * device lets go of it too, as after a failed configuration
+	 * (mlx5_lm_prereg_settle). The last reference when a preparation
+	 * replaced it meanwhile: deregistered later.
+	 */
+	if (left != NULL) {
+		mlx5_lm_prereg_put(left);
+		mlx5_lm_prereg_settle(dev);
+	}
 	/*
 	 * On vhost's thread, which alone may use the front end's channel
 	 * (vhost closes it at a new SET_SLAVE_REQ_FD, with no callback), and

@@ -370,38 +370,29 @@ mlx5_lm_prereg_disconnected(struct mlx5_lm_dev *dev)
 	mlx5_lm_prereg_settle(dev);
 }
 
-/* Drop a reference that is not the last one: 1 when dropped. */
-static int
-put_unless_last(struct mlx5_lm_prereg *p)
-{
-	unsigned int r = __atomic_load_n(&p->refs, __ATOMIC_ACQUIRE);
-
-	while (r > 1)
-		if (__atomic_compare_exchange_n(&p->refs, &r, r - 1, 0, __ATOMIC_ACQ_REL,
-						__ATOMIC_ACQUIRE))
-			return 1;
-	return 0;
-}
-
 void
 mlx5_lm_prereg_settle(struct mlx5_lm_dev *dev)
 {
 	struct mlx5_lm_prep_ctl *ctl = dev->prep;
+	struct mlx5_lm_prereg *p = NULL;
 
 	pthread_mutex_lock(&ctl->lock);
 	/*
 	 * USED is final (mlx5_lm_prereg_take serves only READY): nothing reads
 	 * ctl->cur of a used preparation after its DRIVER_OK, and the status
-	 * keeps its numbers in ctl->st. Only while a registration holds it:
-	 * the last reference deregisters every chunk in the caller, which is
-	 * vhost's thread or the device's worker under dev->lock here; with no
-	 * registration left (it failed, or was destroyed at once with
-	 * mr_gc_ms=0) it stays for the next preparation or the removal.
+	 * keeps its numbers in ctl->st. Let go of even when it is the last
+	 * reference - the registration made of it failed, or was destroyed at
+	 * once (mr_gc_ms=0) - for the preparation's thread, whose time limit
+	 * would have released it, is gone: kept, it stayed pinned until the
+	 * next preparation or the removal, the VM that left included.
 	 */
-	if (ctl->cur != NULL && ctl->st.state == RTE_PMD_MLX5_LM_PREP_USED &&
-	    put_unless_last(ctl->cur))
+	if (ctl->cur != NULL && ctl->st.state == RTE_PMD_MLX5_LM_PREP_USED) {
+		p = ctl->cur;
 		ctl->cur = NULL;
+	}
 	pthread_mutex_unlock(&ctl->lock);
+	/* Deregistered by the garbage thread: the caller is vhost's or the worker (dev->lock). */
+	mlx5_lm_prereg_put(p);
 }
 
 /* ---- preparing -------------------------------------------------------------- */
