@@ -14,7 +14,8 @@
  *     process exits, when the device's front end disconnects, when
  *     cancelled, when the device is removed (a caller waiting for it
  *     returns at once: the removal does not wait it out); a used one
- *     when the DRIVER_OK that took it failed; 1000 preparations in a row
+ *     when the DRIVER_OK that took it failed, never one taken as its time
+ *     runs out; 1000 preparations in a row
  *     leave nothing; bad input and the per-device limit are refused; a
  *     preparation whose thread cannot start leaves no fd;
  *   - with the memory prepared, its mkey is made once vhost has the table
@@ -1154,6 +1155,86 @@ test_a_preparation_taken_by_a_failed_driver_ok_is_released(void **state)
 	taken_then_failed(FAIL_LOG);
 }
 
+/* The preparation thread inside its window (mlx5_lm_prereg_race). */
+struct late_take {
+	const char *name;
+	_Atomic pid_t tid;           /* the preparation's thread, once in the window */
+};
+
+/* In the window: stay until a DRIVER_OK took the preparation (bounded). */
+static void
+wait_for_the_take(void *arg)
+{
+	struct late_take *l = arg;
+	struct rte_pmd_mlx5_lm_prep_status st;
+	int64_t end = lmh_now_ms() + LMH_DEADLINE_MS;
+
+	atomic_store(&l->tid, (pid_t)syscall(SYS_gettid));
+	while (rte_pmd_mlx5_lm_prepare_status(l->name, &st) == 0 &&
+	       st.state != RTE_PMD_MLX5_LM_PREP_USED && lmh_now_ms() < end)
+		lmh_tick();
+}
+
+/* Bounded wait until thread tid of this process has exited. */
+static bool
+thread_gone(pid_t tid)
+{
+	int64_t end = lmh_now_ms() + LMH_DEADLINE_MS;
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d", (int)tid);
+	while (access(path, F_OK) == 0) {
+		if (lmh_now_ms() > end)
+			return false;
+		lmh_tick();
+	}
+	return true;
+}
+
+/*
+ * The preparation's time runs out as a DRIVER_OK takes it: its thread
+ * checks for the take under the preparation's lock, lets go of the lock,
+ * then releases it. A take in between (the seam holds the thread there
+ * until it came) made it USED; the thread still released it as unused:
+ * state RELEASED "not used within prereg_ttl_ms" for a preparation in use,
+ * the device's reference dropped (a registration made of it at the first
+ * kick would then be found replaced at DRIVER_OK and done again), its
+ * registration cancelled. Used, it stays USED; the device runs on its
+ * chunks, and lets go of them with the front end.
+ */
+static void
+test_a_preparation_taken_as_its_time_runs_out_stays_used(void **state)
+{
+	struct rte_pmd_mlx5_lm_prep_status st;
+	struct late_take l = { .tid = 0 };
+	struct fixture f;
+	int64_t end;
+
+	(void)state;
+	fixture_up(&f, "queues=1,workers=2,mr_chunk_mb=16,mr_gc_ms=50,preconf=0,"
+		   "prereg_ttl_ms=300");
+	l.name = f.d.name;
+	mlx5_lm_prereg_race(f.d.dev, wait_for_the_take, &l);
+	assert_int_equal(prepare_mem(&f.d, f.m, getpid()), 0);
+	assert_int_equal(rte_pmd_mlx5_lm_prepare_wait(f.d.name, LMH_DEADLINE_MS), 0);
+	/* Its time ran out: its thread is between the wait's end and the release. */
+	end = lmh_now_ms() + LMH_DEADLINE_MS;
+	while (atomic_load(&l.tid) == 0 && lmh_now_ms() < end)
+		lmh_tick();
+	assert_true(atomic_load(&l.tid) != 0);
+	assert_int_equal(prep_state(&f.d, &st), RTE_PMD_MLX5_LM_PREP_READY);
+	/* A front end: its DRIVER_OK takes it; the thread goes on and ends. */
+	assert_int_equal(run_front_end(&f.d, 0, f.g), 0);
+	assert_true(thread_gone(atomic_load(&l.tid)));
+	mlx5_lm_prereg_race(f.d.dev, NULL, NULL);
+	printf("  state %d, reason '%s'\n", prep_state(&f.d, &st), st.reason);
+	assert_int_equal(st.state, RTE_PMD_MLX5_LM_PREP_USED);
+	assert_null(strstr(st.reason, "prereg_ttl_ms"));
+	assert_int_equal(st.used_bytes, MEM_SIZE);
+	assert_true(wait_live0(&f.d));
+	fixture_down(&f);
+}
+
 /* A thread waiting for a device's preparation (rte_pmd_mlx5_lm_prepare_wait). */
 struct prep_waiter {
 	const char *name;
@@ -1434,4 +1515,5 @@ LMH_TEST_MAIN("test-prereg", 1, "prereg", NULL, NULL,
 	cmocka_unit_test(test_a_refused_preparation_keeps_the_changes_seen_since_the_kick),
 	cmocka_unit_test(test_a_preparation_whose_thread_cannot_start_leaves_no_fd),
 	cmocka_unit_test(test_an_old_preparations_deregistration_does_not_hold_vhosts_thread),
-	cmocka_unit_test(test_a_preparation_taken_by_a_failed_driver_ok_is_released))
+	cmocka_unit_test(test_a_preparation_taken_by_a_failed_driver_ok_is_released),
+	cmocka_unit_test(test_a_preparation_taken_as_its_time_runs_out_stays_used))

@@ -24,6 +24,7 @@
 #include "mlx5_lm.h"
 #include "mlx5_lm_pool.h"
 #include "mlx5_lm_prereg_priv.h"
+#include "mlx5_lm_test.h"
 
 #define HUGETLBFS_MAGIC 0x958458f6
 #define PREP_MAX_REGIONS 64
@@ -201,6 +202,7 @@ prep_thread(void *arg)
 	struct mlx5_lm_dev *dev = arg;
 	struct mlx5_lm_prep_ctl *ctl = dev->prep;
 	struct mlx5_lm_prereg *p;
+	void (*race)(void *arg);
 	const char *why;
 	char msg[160];
 	double took;
@@ -235,8 +237,24 @@ prep_thread(void *arg)
 		put_here(p, 1);
 		return NULL;
 	}
-	/* Unused: this thread registered it, this thread releases it. */
+	race = __atomic_load_n(&ctl->race, __ATOMIC_ACQUIRE);
+	if (race != NULL)
+		race(ctl->race_arg);
 	pthread_mutex_lock(&ctl->lock);
+	/*
+	 * Taken after all: wait_for_use checked for a take under the lock,
+	 * then let go of it before acting on the time limit or the front
+	 * end's exit, and a DRIVER_OK may have taken it in between. Released,
+	 * a preparation in use would be reported released for its time limit
+	 * and lose the device's reference (ctl->cur), which the DRIVER_OK
+	 * after a first kick checks.
+	 */
+	if (ctl->st.state == RTE_PMD_MLX5_LM_PREP_USED) {
+		pthread_mutex_unlock(&ctl->lock);
+		put_here(p, 1);
+		return NULL;
+	}
+	/* Unused: this thread registered it, this thread releases it. */
 	if (ctl->cur == p) {
 		ctl->cur = NULL;
 		__atomic_sub_fetch(&p->refs, 1, __ATOMIC_RELAXED);
@@ -625,6 +643,15 @@ prepare(struct mlx5_lm_dev *dev, int pid, const struct rte_pmd_mlx5_lm_prep_regi
 	DRV_LOG(INFO, dev, "preparation of %u regions (%" PRIu64 " MiB) for pid %d started",
 		n, bytes >> 20, pid);
 	return 0;
+}
+
+/* ---- test seam (tests/integration: mlx5_lm_test.h) ------------------------- */
+
+void
+mlx5_lm_prereg_race(struct mlx5_lm_dev *dev, void (*fn)(void *arg), void *arg)
+{
+	dev->prep->race_arg = arg;
+	__atomic_store_n(&dev->prep->race, fn, __ATOMIC_RELEASE);
 }
 
 /* ---- public API ------------------------------------------------------------------ */

@@ -63,6 +63,9 @@ struct mlx5_lm_prep_ctl {
 	int ino_fd;
 	int release;                 /* the thread is asked to release it */
 	int unlisted;                /* the device is being removed: waiters leave */
+	/* Test seam (mlx5_lm_prereg_race): between the wait's end and the release. */
+	void (*race)(void *arg);
+	void *race_arg;
 	struct rte_pmd_mlx5_lm_prep_status st;
 };
 

@@ -32,4 +32,12 @@ int mlx5_lm_restore_wait(struct mlx5_lm_dev *dev, unsigned int timeout_ms);
 void mlx5_lm_notify_race(struct mlx5_lm_dev *dev,
 			 void (*fn)(uint16_t index, int fd, int wr, void *arg), void *arg);
 
+/*
+ * fn(arg) runs in the device's preparation thread between the end of its
+ * wait for the preparation's use (its time ran out, its front end exited,
+ * its release was asked) and its release: the window in which a DRIVER_OK
+ * can still take it. NULL: none.
+ */
+void mlx5_lm_prereg_race(struct mlx5_lm_dev *dev, void (*fn)(void *arg), void *arg);
+
 #endif /* MLX5_LM_TEST_H */
