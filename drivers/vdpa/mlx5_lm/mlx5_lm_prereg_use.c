@@ -259,6 +259,9 @@ mlx5_lm_prereg_take(struct mlx5_lm_dev *dev, int vid, struct rte_vhost_memory *m
 	mlx5_lm_prereg_set_state(ctl, RTE_PMD_MLX5_LM_PREP_USED, why[0] != '\0' ? why : "");
 	mlx5_lm_prereg_wake(ctl);
 out:
+	/* Why not used, for the log: a preparation or a cancel may write it once unlocked. */
+	if (p == NULL && !whole && why[0] == '\0')
+		snprintf(why, sizeof(why), "%s", ctl->st.reason);
 	pthread_mutex_unlock(&ctl->lock);
 	sort_regions(regions, ok, n);
 	if (whole && p == NULL)
@@ -268,8 +271,7 @@ out:
 			"preparation, %" PRIu64 " MiB registered now%s%s",
 			whole ? "SET_VRING_KICK" : "DRIVER_OK", used >> 20,
 			fallback >> 20, why[0] != '\0' ? ": " : "", why);
-	else if (why[0] != '\0' || ctl->st.reason[0] != '\0')
-		DRV_LOG(INFO, dev, "DRIVER_OK: the preparation is not used (%s)",
-			why[0] != '\0' ? why : ctl->st.reason);
+	else if (why[0] != '\0')
+		DRV_LOG(INFO, dev, "DRIVER_OK: the preparation is not used (%s)", why);
 	return p;
 }
