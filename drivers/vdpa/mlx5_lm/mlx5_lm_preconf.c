@@ -58,8 +58,8 @@ struct mlx5_lm_preconf {
 	uint32_t seq;                 /* which front end's start: dev->preconf_seq */
 	/*
 	 * The preparation taken, for DRIVER_OK to check its files again: no
-	 * reference (the last one's release must not happen under dev->lock),
-	 * only compared with the device's current one, which holds one
+	 * reference (one more would only have to be dropped at every end of
+	 * the state), only compared with the device's current one, which holds one
 	 * (mlx5_lm_prereg_recheck). While the job or the registration made of
 	 * it holds it, no other preparation can have its address.
 	 */
