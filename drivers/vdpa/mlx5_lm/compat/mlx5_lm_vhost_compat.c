@@ -187,6 +187,19 @@ fd_is_device(int fd)
 	return fstat(fd, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode));
 }
 
+static const char *
+ring_fd_request_name(uint32_t request)
+{
+	switch (request) {
+	case VET_SET_VRING_KICK:
+		return "SET_VRING_KICK";
+	case VET_SET_VRING_CALL:
+		return "SET_VRING_CALL";
+	default:
+		return "SET_VRING_ERR";
+	}
+}
+
 /*
  * A ring's kick, call or error fd is an eventfd (QEMU's), a pipe or a
  * socket: files whose readiness the kernel answers at once. The relay
@@ -203,7 +216,20 @@ vet_ring_fd(int vid, const struct vet_msg *m)
 	struct stat st;
 	ssize_t n;
 
-	if (m->size != sizeof(v) || m->fd_num < 1)
+	/*
+	 * DPDK 22.11 never checks this size: it takes the ring index from the
+	 * payload's first 8 bytes and the fd from the first one sent. Its
+	 * message buffer is not cleared, so a shorter payload's index is a
+	 * previous message's bytes; a longer one was let through here
+	 * unchecked, its fd taken whatever its kind.
+	 */
+	if (m->size != sizeof(v)) {
+		vet_log(vid, "request %u (%s) with a %u-byte payload, not the 8 bytes of its "
+			"ring index: refused", m->request, ring_fd_request_name(m->request),
+			m->size);
+		return -EINVAL;
+	}
+	if (m->fd_num < 1)
 		return 0;
 	memcpy(&v, m->payload, sizeof(v));
 	if ((v & VET_VRING_NOFD) || fstat(m->fds[0], &st) < 0)
@@ -495,6 +521,7 @@ rte_pmd_mlx5_lm_vhost_post(int vid, void *msg)
 
 	if (m->request == VET_SET_MEM_TABLE)
 		mlx5_lm_preconf_table(vid);
+	/* The vetting refused a kick of any other size; the check keeps the copy in bounds. */
 	if (m->request == VET_SET_VRING_KICK && m->size == sizeof(idx)) {
 		memcpy(&idx, m->payload, sizeof(idx));
 		mlx5_lm_preconf_ring(vid, (uint16_t)(idx & VET_VRING_IDX_MASK));
