@@ -1695,6 +1695,47 @@ test_a_ring_fd_in_a_message_of_another_size_is_refused(void **state)
 	vu_mem_destroy(m);
 }
 
+/*
+ * A RESET_OWNER with an fd, which DPDK 22.11 refuses (it takes none) and
+ * closes the connection for, without calling the driver. The vetting used
+ * to tell the driver of the reset first: that mark outlived the message,
+ * the connection's close was taken for the reset, its count never dropped,
+ * and the device could never be removed, no connection left. Any message
+ * with an fd it never carries is refused before the driver hears of it.
+ */
+static void
+test_a_message_with_an_fd_it_never_carries_leaves_the_device_removable(void **state)
+{
+	struct lmh_dev d = { 0 };
+	struct vu_client *c;
+	struct vu_guest *g;
+	struct vu_mem *m;
+	uint64_t f;
+	size_t log0;
+	int fd;
+
+	(void)state;
+	device_c_connect(&d, &m, &g, &c);
+	/* Answered: the connection is attached to the device, counted. */
+	assert_int_equal(vu_get_features(c, &f), 0);
+	fd = eventfd(0, EFD_CLOEXEC);
+	assert_true(fd >= 0);
+	log0 = lmh_log_mark();
+	assert_int_equal(vu_send_raw(c, VU_RESET_OWNER, VU_FLAG_VERSION, NULL, 0, &fd, 1), 0);
+	close(fd);
+	/* No REPLY_ACK asked: the refusal is the connection's close. */
+	assert_true(lmh_wait_closed(2));
+	vu_disconnect(c);
+	assert_true(lmh_wait_restored(&d));
+	/* Its only connection gone, the device goes. */
+	assert_int_equal(lmh_remove(&d), 0);
+	assert_false(lmh_log_has(log0, "not removed: vhost device"));
+	assert_true(lmh_log_has(log0, "RESET_OWNER (request 4) with 1 fd(s), which it never "
+				"carries"));
+	vu_guest_destroy(g);
+	vu_mem_destroy(m);
+}
+
 /* ---- group setup: A and B probed, B running with traffic ---------------------- */
 
 static int
@@ -1762,4 +1803,5 @@ LMH_TEST_MAIN("test-hostile", 3, "hostile", group_setup, group_teardown,
 	cmocka_unit_test(test_a_device_a_front_end_uses_is_not_removed),
 	cmocka_unit_test(test_a_device_with_any_connection_is_not_removed),
 	cmocka_unit_test(test_a_ring_fd_of_another_kind_is_refused),
-	cmocka_unit_test(test_a_ring_fd_in_a_message_of_another_size_is_refused))
+	cmocka_unit_test(test_a_ring_fd_in_a_message_of_another_size_is_refused),
+	cmocka_unit_test(test_a_message_with_an_fd_it_never_carries_leaves_the_device_removable))

@@ -435,6 +435,44 @@ vet_negotiated(int vid, const struct vet_msg *m)
 	return 0;
 }
 
+/*
+ * The requests of DPDK 22.11's message table that take no fd (accepts_fd
+ * false), by name. The others of its table (SET_MEM_TABLE, SET_LOG_BASE,
+ * SET_LOG_FD, SET_VRING_KICK, CALL and ERR, SET_SLAVE_REQ_FD,
+ * SET_INFLIGHT_FD) take fds; requests outside it vhost refuses itself,
+ * ADD_MEM_REG and REM_MEM_REG (vetted here, never negotiated) included.
+ */
+static const char *const vet_no_fd_request[] = {
+	[1] = "GET_FEATURES", [2] = "SET_FEATURES", [3] = "SET_OWNER", [4] = "RESET_OWNER",
+	[8] = "SET_VRING_NUM", [9] = "SET_VRING_ADDR", [10] = "SET_VRING_BASE",
+	[11] = "GET_VRING_BASE", [15] = "GET_PROTOCOL_FEATURES",
+	[16] = "SET_PROTOCOL_FEATURES", [17] = "GET_QUEUE_NUM", [18] = "SET_VRING_ENABLE",
+	[19] = "SEND_RARP", [20] = "NET_SET_MTU", [22] = "IOTLB_MSG", [24] = "GET_CONFIG",
+	[25] = "SET_CONFIG", [28] = "POSTCOPY_ADVISE", [29] = "POSTCOPY_LISTEN",
+	[30] = "POSTCOPY_END", [31] = "GET_INFLIGHT_FD", [39] = "SET_STATUS",
+	[40] = "GET_STATUS",
+};
+
+/*
+ * vhost refuses a message with an fd its request never carries, but only
+ * after this pre-handler, and then calls neither its handler nor the
+ * post-handler: what the driver was told here would outlive the message.
+ * GET_VRING_BASE's stop mark made the teardown that follows look like a
+ * stop; RESET_OWNER's reset mark made the connection's close look like a
+ * reset, never uncounted, the device then never removable. vhost's verdict,
+ * given here first, before the driver hears of the message.
+ */
+static int
+vet_fds_carried(int vid, struct vet_msg *m)
+{
+	if (m->fd_num == 0 || m->request >= RTE_DIM(vet_no_fd_request) ||
+	    vet_no_fd_request[m->request] == NULL)
+		return 0;
+	vet_log(vid, "%s (request %u) with %d fd(s), which it never carries: refused",
+		vet_no_fd_request[m->request], m->request, m->fd_num);
+	return -EINVAL;
+}
+
 int
 rte_pmd_mlx5_lm_vhost_vet(int vid, void *msg)
 {
@@ -445,7 +483,9 @@ rte_pmd_mlx5_lm_vhost_vet(int vid, void *msg)
 		return RTE_VHOST_MSG_RESULT_NOT_HANDLED;
 	/* An application with extern ops of its own did not register: counted at its first. */
 	(void)mlx5_lm_conn_opened(vid);
-	ret = vet_negotiated(vid, m);
+	ret = vet_fds_carried(vid, m);
+	if (ret == 0)
+		ret = vet_negotiated(vid, m);
 	if (ret < 0) {
 		close_fds(m);
 		return RTE_VHOST_MSG_RESULT_ERR;
@@ -476,23 +516,18 @@ rte_pmd_mlx5_lm_vhost_vet(int vid, void *msg)
 		ret = vet_ring_fd(vid, m);
 		break;
 	case VET_RESET_OWNER:
-		/* vhost calls dev_cleanup for it, the connection staying: the driver is told. */
+		/*
+		 * vhost calls dev_cleanup for it, the connection staying: the driver is
+		 * told (one with an fd was refused above, never reaching dev_cleanup).
+		 */
 		mlx5_lm_reset_message(vid);
 		ret = 0;
 		break;
 	case VET_GET_VRING_BASE:
 		/*
 		 * vhost calls dev_close for more than this: the driver is told which one
-		 * it is. vhost refuses the message with an fd (it takes none) without a
-		 * dev_close or a post-handler, so the mark would outlive it and make the
-		 * teardown that follows look like a stop: refused here first.
+		 * it is (one with an fd was refused above, never reaching dev_close).
 		 */
-		if (m->fd_num > 0) {
-			vet_log(vid, "GET_VRING_BASE with %d fd(s), which it never carries: "
-				"refused", m->fd_num);
-			ret = -EINVAL;
-			break;
-		}
 		mlx5_lm_stop_message(vid, 1);
 		ret = 0;
 		break;
