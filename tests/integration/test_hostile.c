@@ -34,6 +34,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -882,11 +883,20 @@ test_released_registration_never_serves_other_memory(void **state)
  * mitigation (rte_pmd_mlx5_lm_vhost_msg_timeout, serve --msg-timeout)
  * vhost gives up on X after the timeout and serves Y. Both measured.
  */
-/* One thread's test: is it vhost's, and sitting in read(2)? */
+/* x86-64 syscall numbers, first on the line of /proc/<tid>/syscall. */
+#define SYS_NR_READ "0 "
+#define SYS_NR_SENDMSG "46 "
+
+struct vhost_syscall {
+	const char *nr;
+	bool found;
+};
+
+/* One thread's test: is it vhost's, and sitting in that syscall? */
 static bool
-vhost_thread_not_in_read(int tid, const char *name, void *arg)
+vhost_thread_not_in(int tid, const char *name, void *arg)
 {
-	bool *found = arg;
+	struct vhost_syscall *q = arg;
 	char path[64], sys[64] = "";
 	FILE *f;
 
@@ -899,17 +909,17 @@ vhost_thread_not_in_read(int tid, const char *name, void *arg)
 	if (fgets(sys, sizeof(sys), f) == NULL)
 		sys[0] = '\0';
 	fclose(f);
-	/* "0 0x<fd> ...": blocked in read(2) (x86-64 syscall 0). */
-	*found = strncmp(sys, "0 ", 2) == 0;
-	return !*found;
+	/* "0 0x<fd> ...": blocked in read(2). */
+	q->found = strncmp(sys, q->nr, strlen(q->nr)) == 0;
+	return !q->found;
 }
 
 static bool
-vhost_thread_in_read(void)
+vhost_thread_in(const char *nr)
 {
-	bool found = false;
+	struct vhost_syscall q = { nr, false };
 
-	return lmt_for_each_thread(vhost_thread_not_in_read, &found) == 0 && found;
+	return lmt_for_each_thread(vhost_thread_not_in, &q) == 0 && q.found;
 }
 
 /*
@@ -937,7 +947,7 @@ stalled_payload(bool x_leaves, unsigned int idle)
 	x = connect_a();
 	assert_int_equal(vu_get_features(x, &feat), 0);
 	assert_int_equal(write(vu_client_fd(x), &hdr, sizeof(hdr)), (ssize_t)sizeof(hdr));
-	while (!vhost_thread_in_read()) {
+	while (!vhost_thread_in(SYS_NR_READ)) {
 		if (lmh_now_ms() > deadline)
 			fail_msg("vhost's thread never blocked in the payload read");
 		lmh_tick();
@@ -981,7 +991,7 @@ test_stalled_payload_holds_vhost_until_the_front_end_leaves_or_times_out(void **
 
 	(void)state;
 #ifndef __x86_64__
-	/* vhost_thread_in_read() knows read(2) by its x86-64 number. */
+	/* vhost_thread_in() knows read(2) by its x86-64 number. */
 	skip();
 #endif
 	ms = stalled_payload(true, 0);
@@ -1003,6 +1013,77 @@ test_stalled_payload_holds_vhost_until_the_front_end_leaves_or_times_out(void **
 	       " ms\n", ms);
 	check_b_served(rx);
 	check_a_clean("stalled payload");
+	well_behaved_a();
+}
+
+/*
+ * DPDK 22.11 sends each reply with a blocking sendmsg in its one vhost
+ * thread. Front end X pipelines GET_FEATURES and reads none of the
+ * replies: once its receive buffer is full, that thread sits in
+ * sendmsg(2) (looked at, as above), and without a send timeout would stay
+ * there while X stays connected - DPDK's own behaviour. With the message
+ * timeout (rte_pmd_mlx5_lm_vhost_msg_timeout, serve --msg-timeout), which
+ * bounds the sends as well as the reads, each of X's replies waits at most
+ * the timeout, and front end Y on another socket is answered meanwhile:
+ * vhost's thread takes each ready connection in turn, once per round, and
+ * a round waits for one of X's replies. Y's connection is accepted in one
+ * round and its request read in the next (about 3 s here, from within one
+ * of X's waits); without the send timeout, never while X stays.
+ */
+static void
+test_unread_replies_hold_vhost_only_for_the_message_timeout(void **state)
+{
+	const struct vu_msg_hdr hdr = { VU_GET_FEATURES, VU_FLAG_VERSION, 0 };
+	uint64_t rx = lmh_rx_received(g_b), feat;
+	int64_t t0, deadline;
+	struct vu_client *x, *y;
+	unsigned int sent = 0;
+	ssize_t n;
+	int ret;
+
+	(void)state;
+#ifndef __x86_64__
+	/* vhost_thread_in() knows sendmsg(2) by its x86-64 number. */
+	skip();
+#endif
+	lmh_msg_timeout(1000);
+	x = connect_a();
+	/* Non-blocking sends until vhost's thread blocks in a reply X never reads. */
+	deadline = lmh_now_ms() + LMH_DEADLINE_MS;
+	for (;;) {
+		n = send(vu_client_fd(x), &hdr, sizeof(hdr), MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n == (ssize_t)sizeof(hdr)) {
+			sent++;
+			continue;
+		}
+		/* A header cut short at a full buffer would stall a read instead. */
+		assert_true(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+		if (vhost_thread_in(SYS_NR_SENDMSG))
+			break;
+		if (lmh_now_ms() > deadline)
+			fail_msg("vhost's thread never blocked in a reply to X (%u sent)", sent);
+		lmh_tick();
+	}
+	/* Socket 2: no device attached, vhost answers GET_FEATURES itself. */
+	assert_int_equal(vu_connect(&y, lmh_sock(2), 5000), 0);
+	lmh_conn_opened(2);
+	/* Three rounds of at most 1 s each, and the machine's slack. */
+	vu_set_reply_timeout(y, 6000);
+	t0 = lmh_now_ms();
+	ret = vu_get_features(y, &feat);
+	t0 = lmh_now_ms() - t0;
+	printf("  %u GET_FEATURES pipelined, none of their replies read: another socket's "
+	       "GET_FEATURES %s after %" PRId64 " ms (1000 ms message timeout)\n", sent,
+	       ret == 0 ? "answered" : "unanswered", t0);
+	lmh_msg_timeout(0);
+	/* X leaving frees vhost's thread in any case: the checks below still mean something. */
+	vu_disconnect(x);
+	vu_disconnect(y);
+	assert_int_equal(ret, 0);
+	assert_true(lmh_wait_closed(2));
+	assert_true(lmh_wait_closed(0));
+	check_b_served(rx);
+	check_a_clean("unread replies");
 	well_behaved_a();
 }
 
@@ -1796,6 +1877,7 @@ LMH_TEST_MAIN("test-hostile", 3, "hostile", group_setup, group_teardown,
 	cmocka_unit_test(test_released_registration_never_serves_other_memory),
 	cmocka_unit_test(
 		test_stalled_payload_holds_vhost_until_the_front_end_leaves_or_times_out),
+	cmocka_unit_test(test_unread_replies_hold_vhost_only_for_the_message_timeout),
 	cmocka_unit_test(
 		test_front_end_leaving_after_each_message_leaves_the_device_reusable),
 	cmocka_unit_test(test_front_end_fds_never_block_the_driver),

@@ -256,8 +256,11 @@ int rte_pmd_mlx5_lm_vhost_vet_register(int vid);
  * its one thread: a front end that announces a payload and never sends
  * it stops the messages of every socket until it disconnects. Give the
  * connections of vhost device vid's socket a receive timeout of ms: such
- * a read then fails and vhost closes that connection. Call it from
- * new_connection. 0, or a negative errno (connection not found).
+ * a read then fails and vhost closes that connection. And a send timeout
+ * of ms: vhost sends each reply with a blocking sendmsg, which a front end
+ * that reads none of its replies held the same way; each such reply then
+ * waits at most ms. Call it from new_connection. 0, or a negative errno
+ * (connection not found).
  */
 __rte_experimental
 int rte_pmd_mlx5_lm_vhost_msg_timeout(int vid, unsigned int ms);

@@ -783,6 +783,12 @@ mlx5_lm_vhost_peer_pid(int vid)
  * vhost-user path, as local address of an accepted connection or peer of
  * a client one) and gets a receive timeout: a payload read that would
  * block for ever then fails, vhost closes that connection and goes on.
+ * And a send timeout: vhost sends each reply with a blocking sendmsg, so
+ * a front end that reads none of its replies held vhost's thread, every
+ * socket's messages, for as long as it stayed connected. vhost ignores a
+ * failed reply and keeps the connection: each of that front end's
+ * messages then costs at most the timeout, the other connections served
+ * between them.
  */
 int
 rte_pmd_mlx5_lm_vhost_msg_timeout(int vid, unsigned int ms)
@@ -795,7 +801,8 @@ rte_pmd_mlx5_lm_vhost_msg_timeout(int vid, unsigned int ms)
 	if (found < 0)
 		return found;
 	for (i = 0; i < found; i++)
-		if (setsockopt(fds[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == 0)
+		if (setsockopt(fds[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == 0 &&
+		    setsockopt(fds[i], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) == 0)
 			n++;
 	free(fds);
 	if (n == 0) {
