@@ -14,13 +14,23 @@
 #include "mlx5_lm_lifecycle.h"
 #include "mlx5_lm_mr.h"
 
-/* A ring enabled after DRIVER_OK: plan it now and send its one MODIFY (or re-create it). */
+/*
+ * A ring enabled after DRIVER_OK: plan it now and send its one MODIFY (or
+ * re-create it). While logging, a queue that does not carry the log's
+ * bitmap already (re-created: a ring size other than the pre-created one,
+ * a queue in ERR, no MODIFY of a blank queue; or given no bitmap when
+ * logging started) runs only once it logs, as at a DRIVER_OK with the log
+ * on: configured without RDY, the dirty bitmap set, then RDY. Made RDY at
+ * once, the new object's writes reached the guest unlogged and the
+ * destination missed those pages.
+ */
 static int
 start_late_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq)
 {
 	struct rte_vhost_memory *mem = NULL;
 	struct mlx5_lm_vq_plan plan;
-	int ret, rebuild = 0;
+	uint32_t log_mkey = 0;
+	int ret, rebuild = 0, log_later = 0;
 
 	if (rte_vhost_get_mem_table(dev->vid, &mem) < 0)
 		return -EINVAL;
@@ -29,8 +39,24 @@ start_late_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq)
 	if (ret < 0)
 		return ret;
 	mlx5_lm_plan_finish(dev, &plan);
+	if (dev->log_mr != NULL) {
+		log_mkey = mlx5_lm_mr_mkey(dev->log_mr);
+		log_later = plan.recreate ||
+			    __atomic_load_n(&vq->log_mkey, __ATOMIC_ACQUIRE) != log_mkey;
+		plan.ready = !log_later;
+	}
 	mlx5_lm_plans_detach(dev, &plan, 1, &rebuild);
 	ret = mlx5_lm_task_configure(&plan);
+	if (ret == 0 && log_later) {
+		ret = mlx5_lm_virtq_set_dirty_log(vq, log_mkey, 0, (uint32_t)dev->log_size, 1);
+		if (ret == 0)
+			ret = mlx5_lm_virtq_set_state(vq, PRM_VIRTQ_STATE_RDY);
+		if (ret < 0) {
+			VQ_LOG(ERR, vq, "configured, but its dirty log or RDY refused: left stopped");
+			/* Not started: the guest's next enable starts it again, logging. */
+			vq->started = 0;
+		}
+	}
 	if (mlx5_lm_steer_reattach(dev, rebuild) < 0 && ret == 0)
 		ret = -EIO;
 	return ret;

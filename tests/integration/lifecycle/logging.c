@@ -4,8 +4,9 @@
  * pairs suspended and rings every running queue once, a DRIVER_OK with
  * the log on logs before any queue runs, a queue never enabled but given
  * the log is put back to blank at the stop, and a new log base (while
- * logging, or during a held configuration) is the log the device marks, and
- * a queue recovered from ERR while logging logs.
+ * logging, or during a held configuration) is the log the device marks, a
+ * queue recovered from ERR while logging logs, and so does a ring enabled
+ * late while logging whose queue is re-created.
  */
 #include <inttypes.h>
 #include <time.h>
@@ -368,11 +369,90 @@ test_a_queue_in_err_when_logging_starts_is_left_to_its_recovery(void **state)
 	recovered_and_logging(t, g, log, lmark);
 }
 
+/* Since from, queue q's object got its dirty bitmap before any RDY (its first RDY is after it). */
+static void
+check_logs_before_rdy(struct tc *t, size_t from, int q)
+{
+	size_t k, bitmap = SIZE_MAX, rdy = SIZE_MAX;
+
+	for (k = from; k < t->tr.n; k++) {
+		const struct lmh_cmd *c = &t->tr.c[k];
+
+		if (c->qidx != q || c->opcode != PRM_CMD_MODIFY_GENERAL_OBJECT || c->status != 0)
+			continue;
+		if (bitmap == SIZE_MAX && (tc_mod_bits(c) & PRM_VIRTQ_MODIFY_DIRTY_BITMAP_PARAMS))
+			bitmap = k;
+		if (rdy == SIZE_MAX && tc_p_rdy(c, &q))
+			rdy = k;
+	}
+	assert_true(bitmap != SIZE_MAX && rdy != SIZE_MAX);
+	assert_true(bitmap < rdy);
+}
+
+/*
+ * A pair enabled after DRIVER_OK while logging, on rings of 512 entries
+ * (the queues are pre-created with 256): its queues are re-created for
+ * the size, and the new objects must log before they run, as at a
+ * DRIVER_OK with the log on. They used to be made RDY at once, with no
+ * dirty bitmap (the old objects' went with them): the pages the device
+ * wrote for that pair were missing from the log, so from the destination.
+ */
+static void
+test_a_ring_enabled_late_while_logging_logs_before_it_runs(void **state)
+{
+	struct tc *t = *state;
+	struct tc_ring rings[4];
+	uint32_t bases[4];
+	struct vu_guest *g;
+	struct vu_log *log;
+	size_t mark, lmark;
+	unsigned int i;
+	uint64_t feat;
+
+	tc_probe(t, 2, NULL);
+	g = tc_guest(t, 0, 2, 512, false);
+	tc_connect(t);
+	tc_rings_of(rings, 4, g);
+	/* Pair 0 only at DRIVER_OK: pair 1's queues stay blank, size 256. */
+	tc_fe_start(t, rings, 4, 0x3);
+	tc_wait_running(t);
+	tc_traffic(g, 0x1, 50);
+	/* Logging on as log_on does, with the features tc_fe_start negotiated. */
+	feat = tc_fe_features(t, false);
+	lmark = lmh_log_mark();
+	assert_int_equal(vu_log_create(&log, vu_mem_gpa_end(t->mem)), 0);
+	assert_int_equal(vu_set_log_base(t->c, log->fd, log->size, 0), 0);
+	assert_int_equal(vu_set_features(t->c, feat | (1ULL << VU_F_LOG_ALL)), 0);
+	assert_true(tc_wait_log(lmark, "dirty-page logging on"));
+	tc_barrier(t);
+	/* From the enable on, every page the device writes must be in the log. */
+	vu_guest_dirty_mark(g);
+	mark = tc_mark(t);
+	for (i = 2; i < 4; i++)
+		assert_int_equal(vu_set_vring_enable(t->c, i, true), 0);
+	tc_barrier(t);
+	for (i = 2; i < 4; i++) {
+		int q = (int)i;
+
+		/* Re-created (the size), given the log, then running. */
+		assert_int_equal(tc_count(t, mark, tc_p_vq_create, &q), 1);
+		check_logs_before_rdy(t, mark, q);
+		assert_int_equal(tc_vq_state(t, i), PRM_VIRTQ_STATE_RDY);
+	}
+	tc_traffic(g, 0x2, 200);
+	check_written_pages_logged(g, log);
+	assert_int_equal(vu_set_features(t->c, feat), 0);
+	tc_fe_stop(t, 4, bases);
+	tc_disconnect(t);
+	vu_log_destroy(log);
+}
+
 int
 tc_run_logging(void)
 {
 	static const struct CMUnitTest tests[] = {
 		TC_TEST(test_disabled_pairs_stay_suspended_when_logging_starts),
+		TC_TEST(test_a_ring_enabled_late_while_logging_logs_before_it_runs),
 		TC_TEST(test_log_start_rings_every_running_queue),
 		TC_TEST(test_log_on_at_driver_ok_logs_before_any_queue_runs),
 		TC_TEST(test_log_on_ring_never_enabled_leaves_nothing_after_the_front_end),
