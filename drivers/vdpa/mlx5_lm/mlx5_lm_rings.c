@@ -169,11 +169,30 @@ mlx5_lm_recover_locked(struct mlx5_lm_virtq *vq)
 	uint8_t state, err;
 	int ret, rebuild = 0;
 
-	if (!dev->running || !vq->configured || vq->obj == NULL ||
+	if (!dev->running) {
+		/*
+		 * Stopped since the event: its stop handed the indices the queue
+		 * reached to vhost (ERR or not), and the restore owns the queue.
+		 */
+		VQ_LOG(INFO, vq, "recovery not run: the device was stopped since");
+		return;
+	}
+	if (!vq->configured || vq->obj == NULL ||
 	    mlx5_lm_virtq_query(vq, &state, &err, &avail, &used) < 0 ||
 	    state != PRM_VIRTQ_STATE_ERR)
 		return;
 	vq->hw_state = PRM_VIRTQ_STATE_ERR;
+	/*
+	 * Queried by a sibling's stop ahead, its indices kept for its own
+	 * stop: a queue re-created and running now would move past them, and
+	 * run on after that stop (which only hands them over). Recovered if
+	 * the stop ahead is undone (mlx5_lm_stop_ahead_undo).
+	 */
+	if (dev->stopped_ahead) {
+		VQ_LOG(WARNING, vq, "in ERR (error_type %u) while stopped ahead: recovered only "
+		       "if the stop ahead is undone", err);
+		return;
+	}
 	if (vq->recoveries >= MAX_RECOVERIES) {
 		VQ_LOG(ERR, vq, "in ERR (error_type %u) after %u recoveries: left stopped", err,
 		       vq->recoveries);

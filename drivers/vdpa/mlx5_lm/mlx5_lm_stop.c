@@ -98,10 +98,25 @@ task_suspend_query(void *arg)
 
 	if (vq->hw_state == PRM_VIRTQ_STATE_RDY) {
 		ret = mlx5_lm_virtq_set_state(vq, PRM_VIRTQ_STATE_SUSPEND);
-		if (ret < 0)
-			return ret;
-		/* Only a queue this stop suspended: one in ERR is queried for its state. */
-		suspended = 1;
+		if (ret < 0) {
+			/*
+			 * A queue gone to ERR whose OBJECT_CHANGE is not handled yet
+			 * (its recovery posted, the worker busy or behind this stop)
+			 * refuses SUSPEND for its state. It fetches nothing more: its
+			 * indices are final, and vhost's own base (the start's) is
+			 * stale. Queried below and handed over as an ERR queue's; the
+			 * recovery then finds the device stopped (mlx5_lm_recover_locked).
+			 */
+			if (mlx5_lm_virtq_query(vq, &state, NULL, NULL, NULL) < 0 ||
+			    state != PRM_VIRTQ_STATE_ERR)
+				return ret;
+			vq->hw_state = PRM_VIRTQ_STATE_ERR;
+			VQ_LOG(WARNING, vq, "in ERR at the stop, its recovery not run yet: the "
+			       "indices it reached are handed over");
+		} else {
+			/* Only a queue this stop suspended: one in ERR is queried for its state. */
+			suspended = 1;
+		}
 	}
 	if (vq->hw_state == PRM_VIRTQ_STATE_INIT) {
 		/* Never started: vhost's own base is right. */
@@ -447,11 +462,20 @@ mlx5_lm_stop_ahead_undo(struct mlx5_lm_dev *dev, const char *why)
 
 	if (!dev->stopped_ahead)
 		return;
+	dev->stopped_ahead = 0;
 	for (i = 0; i < dev->nr_vq; i++) {
 		struct mlx5_lm_virtq *vq = &dev->vq[i];
 		int r;
 
 		if (!vq->stopped_ahead) {
+			/*
+			 * Found in ERR by the stop ahead: its recovery waited for
+			 * the stop (mlx5_lm_recover_locked), and runs now.
+			 */
+			if (vq->ahead_base && vq->hw_state == PRM_VIRTQ_STATE_ERR) {
+				vq->ahead_base = 0;
+				mlx5_lm_recover_locked(vq);
+			}
 			vq->ahead_base = 0;
 			continue;
 		}
@@ -473,7 +497,6 @@ mlx5_lm_stop_ahead_undo(struct mlx5_lm_dev *dev, const char *why)
 		mlx5_lm_vq_doorbell(dev, vq->index);
 		resumed++;
 	}
-	dev->stopped_ahead = 0;
 	/* The VM did not pause: its next stop may be the first of the real pause. */
 	__atomic_store_n(&dev->asked_ahead, 0, __ATOMIC_RELEASE);
 	if (resumed > 0 && mlx5_lm_steer_update(dev) < 0 && ret == 0)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_lifecycle, queues in ERR: re-created (query, destroy, create, RDY)
- * at most three times and then left stopped, alone; a descriptor outside
+ * at most three times and then left stopped, alone; one stopped before
+ * its recovery runs hands over what it completed; a descriptor outside
  * guest memory errs the queue, not the process; a failed recovery (in an
  * isolated test of main.c) leaves the device usable.
  */
@@ -12,6 +13,7 @@
 #include <rte_vdpa.h>
 
 #include "lifecycle.h"
+#include "mlx5_lm_test.h"
 
 static bool
 p_rdy_new(const struct lmh_cmd *c, const void *arg)
@@ -184,11 +186,53 @@ test_failed_recovery_of_an_rx_queue_leaves_device_usable(void **state)
 	tc_run_isolated("isolated_failed_rx_recovery");
 }
 
+/*
+ * A queue goes to ERR and GET_VRING_BASE comes before its recovery (the
+ * worker busy: held here). The driver's record still says RDY; the
+ * device refuses SUSPEND for the state. The stop used to give up on the
+ * queue there: never queried, vhost replied with its old base (the
+ * start's, 0) and the destination restarted the ring from it, sending
+ * again what was sent. Now the queue is queried and what it completed
+ * handed over, and the recovery, once it runs, leaves the stopped device
+ * alone: no queue re-created or made RDY behind the handed-over base.
+ */
+static void
+test_stop_before_a_queue_s_recovery_hands_over_what_it_completed(void **state)
+{
+	struct tc *t = *state;
+	const int q = 3; /* TX of pair 1 */
+	struct vu_guest *g;
+	uint32_t bases[4];
+	size_t mark, lmark;
+
+	g = tc_start(t, 2, NULL);
+	tc_traffic(g, 0x3, 200);
+	mlx5_lm_worker_hold(t->d.dev, 3);
+	assert_int_equal(lmh_vq_force_error(&t->d, tc_vq_id(t, q), EMU_VQ_ERROR_BAD_DESC), 0);
+	assert_int_equal(tc_vq_state(t, q), PRM_VIRTQ_STATE_ERR);
+	mark = tc_mark(t);
+	lmark = lmh_log_mark();
+	tc_fe_stop(t, 4, bases);
+	/* Every ring's base is what the device completed: ring 3's too. */
+	tc_check_bases(g, bases, 2, false, 256);
+	assert_true(lmh_log_has(lmark, "queue 3 (tx 1): in ERR at the stop"));
+	assert_false(lmh_log_has(lmark, "some vring bases may be stale"));
+	/* The recovery runs now, after the stop: it must touch nothing. */
+	mlx5_lm_worker_hold(t->d.dev, 0);
+	assert_true(tc_wait_log(lmark, "queue 3 (tx 1): recovery not run: the device was "
+				"stopped"));
+	tc_barrier(t);
+	/* Re-created blank by the restore at most: never made RDY. */
+	assert_int_equal(tc_count(t, mark, tc_p_rdy, &q), 0);
+	tc_reconnect_and_run(t, g, 2);
+}
+
 int
 tc_run_recovery(void)
 {
 	static const struct CMUnitTest tests[] = {
 		TC_TEST(test_queue_in_err_is_recreated_at_most_three_times),
+		TC_TEST(test_stop_before_a_queue_s_recovery_hands_over_what_it_completed),
 		TC_TEST(test_descriptor_outside_guest_memory_errs_the_queue_not_the_process),
 		cmocka_unit_test(test_failed_recovery_of_an_rx_queue_leaves_device_usable),
 	};
