@@ -16,6 +16,7 @@
 #include "prm.h"
 #include "rte_pmd_mlx5_lm.h"
 #include "mlx5_lm_eventq.h"
+#include "mlx5_lm_pool.h"
 
 extern int mlx5_lm_logtype;
 
@@ -181,8 +182,9 @@ struct mlx5_lm_restore {
  * The device's own worker thread (mlx5_lm_worker.c) and what it is asked
  * to do: the configuration of a DRIVER_OK, the deferred restore of a stop,
  * the recovery of queues the relay saw go to ERR. lock guards the fields
- * below it and is never held while taking another lock: the relay posts a
- * recovery without waiting for a configuration that holds dev->lock.
+ * below it and is never held while taking another lock but the pool's (a
+ * leaf: mlx5_lm_bg_promote): the relay posts a recovery without waiting for
+ * a configuration that holds dev->lock.
  */
 struct mlx5_lm_worker {
 	pthread_t thread;
@@ -195,6 +197,8 @@ struct mlx5_lm_worker {
 	int restore;                     /* a stop's restore to run... */
 	int restore_now;                 /* ...at once, not at its deadline */
 	double restore_deadline_ms;      /* mlx5_lm_now_ms() clock */
+	int restoring;                   /* a restore runs as background work... */
+	struct mlx5_lm_bg_work restore_bg; /* ...promoted once needed (mlx5_lm_worker.c) */
 	uint8_t recover[MLX5_LM_MAX_VIRTQS]; /* queues to recover */
 	int recover_pending;
 	int ahead_posted;                /* a sibling's stop: stop ahead... */

@@ -33,6 +33,8 @@ struct mlx5_lm_task {
 static __thread int in_worker;
 /* Set while this thread does background work (a background task, the restore thread). */
 static __thread int in_background;
+/* ...and the work it belongs to, which may be promoted meanwhile (or NULL). */
+static __thread struct mlx5_lm_bg_work *cur_work;
 
 
 static struct {
@@ -59,6 +61,20 @@ static struct {
 };
 
 static struct mlx5_lm_task *pick_task_pass(int background, int take);
+
+/* Under pool.lock: b is still background work (its work, if any, not promoted). */
+static int
+batch_background(const struct mlx5_lm_batch *b)
+{
+	return b->background && (b->work == NULL || !b->work->fg);
+}
+
+/* This thread's background work was promoted: it goes on as foreground work. */
+static int
+promoted(void)
+{
+	return cur_work != NULL && __atomic_load_n(&cur_work->fg, __ATOMIC_ACQUIRE);
+}
 
 /*
  * Under pool.lock: the next task of the first batch that may run one more,
@@ -91,7 +107,7 @@ pick_task_pass(int background, int take)
 	TAILQ_FOREACH(b, &pool.queue, qnext) {
 		int ok;
 
-		if (b->background != background)
+		if (batch_background(b) != background)
 			continue;
 		if (background && !b->bulk && pool.bg_running >= MLX5_LM_BG_BUDGET)
 			continue;
@@ -138,6 +154,7 @@ worker(void *unused)
 	for (;;) {
 		struct mlx5_lm_task *t = pick_task(1);
 		struct mlx5_lm_batch *b;
+		struct mlx5_lm_bg_work *work;
 		int rc, bg, budgeted;
 
 		if (t == NULL) {
@@ -157,14 +174,21 @@ worker(void *unused)
 		 */
 		if (pick_task(0) != NULL)
 			pthread_cond_signal(&pool.work);
-		pthread_mutex_unlock(&pool.lock);
 		b = t->batch;
-		/* b may be gone once finished: its waiter owns it. */
-		bg = b->background;
+		/*
+		 * Read with the pick, under the pool's lock: a promotion may
+		 * change it at any time, and bg_running counted what the pick saw.
+		 * b may be gone once finished: its waiter owns it.
+		 */
+		bg = batch_background(b);
 		budgeted = bg && !b->bulk;
+		work = b->work;
+		pthread_mutex_unlock(&pool.lock);
 		in_background = bg;
+		cur_work = work;
 		rc = t->fn(t->arg);
 		in_background = 0;
+		cur_work = NULL;
 		free(t);
 		finish_task(b, rc);
 		pthread_mutex_lock(&pool.lock);
@@ -371,9 +395,47 @@ mlx5_lm_bg_thread(int on)
 }
 
 void
+mlx5_lm_bg_thread_work(struct mlx5_lm_bg_work *w)
+{
+	in_background = w != NULL;
+	cur_work = w;
+}
+
+void
+mlx5_lm_bg_promote(struct mlx5_lm_bg_work *w)
+{
+	pthread_mutex_lock(&pool.lock);
+	if (!w->fg) {
+		__atomic_store_n(&w->fg, 1, __ATOMIC_RELEASE);
+		/* Other background work yields to it, as to a device starting. */
+		__atomic_store_n(&pool.fg, pool.fg + 1, __ATOMIC_RELEASE);
+		/* Its thread or tasks paused at a checkpoint go on (the others wait again). */
+		if (pool.bg_paused > 0)
+			pthread_cond_broadcast(&pool.fg_idle);
+		/* Its tasks not taken yet are foreground now: one worker, which wakes the next. */
+		if (pool.idle > 0 && pick_task(0) != NULL)
+			pthread_cond_signal(&pool.work);
+	}
+	pthread_mutex_unlock(&pool.lock);
+}
+
+void
+mlx5_lm_bg_work_end(struct mlx5_lm_bg_work *w)
+{
+	int fg;
+
+	pthread_mutex_lock(&pool.lock);
+	fg = w->fg;
+	__atomic_store_n(&w->fg, 0, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&pool.lock);
+	if (fg)
+		mlx5_lm_fg_exit();
+}
+
+void
 mlx5_lm_bg_checkpoint(void)
 {
-	if (!in_background)
+	if (!in_background || promoted())
 		return;
 	/*
 	 * Every command of background work passes here: 1024 for a
@@ -385,9 +447,10 @@ mlx5_lm_bg_checkpoint(void)
 	if (__atomic_load_n(&pool.fg, __ATOMIC_ACQUIRE) == 0)
 		return;
 	pthread_mutex_lock(&pool.lock);
-	if (pool.fg > 0) {
+	/* Promoted meanwhile (mlx5_lm_bg_promote wakes it): foreground work goes on. */
+	if (pool.fg > 0 && !promoted()) {
 		pool.bg_paused++;
-		while (pool.fg > 0)
+		while (pool.fg > 0 && !promoted())
 			pthread_cond_wait(&pool.fg_idle, &pool.lock);
 		pool.bg_paused--;
 	}
@@ -426,6 +489,7 @@ mlx5_lm_batch_init(struct mlx5_lm_batch *b, unsigned int limit)
 	b->failed = 0;
 	b->background = 0;
 	b->bulk = 0;
+	b->work = NULL;
 	TAILQ_INIT(&b->tasks);
 }
 
@@ -434,6 +498,8 @@ mlx5_lm_batch_init_background(struct mlx5_lm_batch *b, unsigned int limit)
 {
 	mlx5_lm_batch_init(b, limit);
 	b->background = 1;
+	/* Made by promotable work (the restore): promoted with it, tasks running included. */
+	b->work = cur_work;
 }
 
 void

@@ -38,6 +38,15 @@ uint64_t mlx5_lm_ctrl_thread_creates(void);
 
 struct mlx5_lm_task;
 
+/*
+ * Background work that may be needed before it is done (a device's
+ * restore, which its DRIVER_OK or its removal then waits for): zeroed, it
+ * is background work; mlx5_lm_bg_promote makes it foreground from then on.
+ */
+struct mlx5_lm_bg_work {
+	int fg;                 /* promoted: counted in the pool's fg (pool's lock; atomic reads) */
+};
+
 struct mlx5_lm_batch {
 	/* The pool's lock guards these two: its tasks not yet taken, its place in the queue. */
 	TAILQ_HEAD(, mlx5_lm_task) tasks;
@@ -50,6 +59,7 @@ struct mlx5_lm_batch {
 	int first_err;          /* first non-zero task result */
 	int background;         /* work off the critical path: yields to other batches */
 	int bulk;               /* background outside MLX5_LM_BG_BUDGET (init_bulk) */
+	struct mlx5_lm_bg_work *work; /* background until this work is promoted (or NULL) */
 	unsigned int failed;
 };
 
@@ -112,6 +122,21 @@ void mlx5_lm_fg_exit(void);
 void mlx5_lm_bg_thread(int on);
 /* In a background thread or task: wait while foreground work runs. */
 void mlx5_lm_bg_checkpoint(void);
+/*
+ * The calling thread does w as background work (NULL: it is done): its
+ * commands yield to the foreground, and so do the background batches it
+ * makes meanwhile, tasks running included, until w is promoted.
+ */
+void mlx5_lm_bg_thread_work(struct mlx5_lm_bg_work *w);
+/*
+ * w is needed now: its thread, its batches and their tasks are foreground
+ * work from here on, and w counts as a device starting (mlx5_lm_fg_enter)
+ * until mlx5_lm_bg_work_end, so other background work yields to it. A
+ * leaf of the lock order: callable under any lock of the caller's.
+ */
+void mlx5_lm_bg_promote(struct mlx5_lm_bg_work *w);
+/* w is over: background again for its next run; the fg_exit of its promotion if any. */
+void mlx5_lm_bg_work_end(struct mlx5_lm_bg_work *w);
 
 /* Background work paused at a checkpoint, and background tasks running (tests). */
 unsigned int mlx5_lm_bg_paused(void);

@@ -21,7 +21,8 @@
  * One thread per device for all of it: no thread is made per stop, and the
  * notification thread posts a recovery without waiting for a configuration
  * that holds dev->lock. worker.lock guards what was posted and is never
- * held while taking another lock; the jobs themselves run under dev->lock,
+ * held while taking another lock but the pool's (a leaf, to promote a
+ * running restore); the jobs themselves run under dev->lock,
  * except the swap of queue objects of a restore (restore.swapping), so that
  * vhost's messages of this device and every other go on meanwhile.
  */
@@ -35,6 +36,20 @@
 #include "mlx5_lm_mr.h"
 #include "mlx5_lm_prereg.h"
 
+/*
+ * worker.lock held: blank queues are needed now (a DRIVER_OK, the removal).
+ * A restore already running in the background would go on yielding to
+ * every other device starting or stopping, and what waits for it with it:
+ * from here on it is foreground work, as a restore taken when needed is.
+ */
+static void
+restore_needed_locked(struct mlx5_lm_worker *w)
+{
+	w->restore_now = 1;
+	if (w->restoring)
+		mlx5_lm_bg_promote(&w->restore_bg);
+}
+
 static void
 worker_post(struct mlx5_lm_dev *dev, struct mlx5_lm_conf_job *conf, int restore, int urgent)
 {
@@ -44,7 +59,7 @@ worker_post(struct mlx5_lm_dev *dev, struct mlx5_lm_conf_job *conf, int restore,
 	if (conf != NULL) {
 		w->conf = conf;
 		/* A configuration needs blank queues: a deferred restore goes first, now. */
-		w->restore_now = 1;
+		restore_needed_locked(w);
 	}
 	if (restore) {
 		w->restore = 1;
@@ -136,11 +151,13 @@ mlx5_lm_wait_configured(struct mlx5_lm_dev *dev)
  * wait for it, recovery stays away, statistics too (restore.swapping),
  * set_vring_state only records enables. Needed now (a DRIVER_OK or the
  * removal waits), it is the foreground work of that start; otherwise
- * background work, which yields to every device starting or stopping.
+ * background work, which yields to every device starting or stopping,
+ * until it is needed (restore_needed_locked promotes it).
  */
 static void
 run_restore(struct mlx5_lm_dev *dev, int urgent)
 {
+	struct mlx5_lm_worker *w = &dev->worker;
 	double t0 = mlx5_lm_now_ms();
 
 	pthread_mutex_lock(&dev->lock);
@@ -151,11 +168,20 @@ run_restore(struct mlx5_lm_dev *dev, int urgent)
 		mlx5_lm_queues_restore_blank(dev, 0);
 		mlx5_lm_fg_exit();
 	} else {
-		/* Its own commands (steering) yield to any device starting or stopping, too. */
-		mlx5_lm_bg_thread(1);
+		/*
+		 * Its own commands (steering) yield to any device starting or
+		 * stopping, too, and so does its batch of queues: all of it
+		 * until promoted.
+		 */
+		mlx5_lm_bg_thread_work(&w->restore_bg);
 		mlx5_lm_queues_restore_blank(dev, 1);
 		/* Never paused while holding the device lock. */
-		mlx5_lm_bg_thread(0);
+		mlx5_lm_bg_thread_work(NULL);
+		/* No promotion after this: the one it had, if any, ends with it. */
+		pthread_mutex_lock(&w->lock);
+		w->restoring = 0;
+		pthread_mutex_unlock(&w->lock);
+		mlx5_lm_bg_work_end(&w->restore_bg);
 	}
 	pthread_mutex_lock(&dev->lock);
 	/* No queue references the registrations any more: deferred deletion, or reuse. */
@@ -243,6 +269,8 @@ worker_main(void *arg)
 				   mlx5_lm_now_ms() >= w->restore_deadline_ms)) {
 			restore = 1;
 			urgent = w->restore_now || w->stop;
+			/* Promoted, under this lock, once needed (restore_needed_locked). */
+			w->restoring = !urgent;
 			w->restore = 0;
 			w->restore_now = 0;
 		} else if (w->preconf != NULL) {
@@ -338,9 +366,11 @@ mlx5_lm_worker_stop(struct mlx5_lm_dev *dev)
 	dev->removing = 1;
 	mlx5_lm_preconf_abort(dev);
 	pthread_mutex_unlock(&dev->lock);
-	/* A deferred restore runs now; then the thread ends. */
+	/* A deferred restore runs now, a running one as foreground work; then the thread ends. */
 	pthread_mutex_lock(&w->lock);
 	w->stop = 1;
+	if (w->restoring)
+		mlx5_lm_bg_promote(&w->restore_bg);
 	pthread_cond_signal(&w->cv);
 	pthread_mutex_unlock(&w->lock);
 	pthread_join(w->thread, NULL);
@@ -407,10 +437,10 @@ mlx5_lm_restore_wait(struct mlx5_lm_dev *dev, unsigned int timeout_ms)
 	struct timespec ts;
 	int ret = 0;
 
-	/* Needed now: a deferred restore starts at once. */
+	/* Needed now: a deferred restore starts at once, a running one is foreground work. */
 	pthread_mutex_lock(&dev->worker.lock);
-	if (dev->worker.restore) {
-		dev->worker.restore_now = 1;
+	if (dev->worker.restore || dev->worker.restoring) {
+		restore_needed_locked(&dev->worker);
 		pthread_cond_signal(&dev->worker.cv);
 	}
 	pthread_mutex_unlock(&dev->worker.lock);

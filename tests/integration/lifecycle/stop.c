@@ -306,6 +306,61 @@ test_driver_ok_waiting_for_the_restore_does_not_wait_for_other_devices(void **st
 	tc_remove(t);
 }
 
+/* Background work paused behind the foreground (mlx5_lm_bg_checkpoint), within timeout_ms. */
+static bool
+wait_background_paused(int timeout_ms)
+{
+	int64_t end = lmh_now_ms() + timeout_ms;
+
+	while (mlx5_lm_bg_paused() == 0) {
+		if (lmh_now_ms() >= end)
+			return false;
+		lmh_tick();
+	}
+	return true;
+}
+
+/*
+ * The restore already running in the background when DRIVER_OK comes: its
+ * deferral is over and it is paused behind another device's start or stop.
+ * The DRIVER_OK needs it, so it goes on as foreground work: the device runs
+ * without waiting for the other device to be done.
+ */
+static void
+test_driver_ok_during_a_background_restore_does_not_wait_for_other_devices(void **state)
+{
+	const unsigned int pairs = 2, nrings = 2 * pairs;
+	struct vu_start_opts o = { 0 };
+	bool stopped, paused, started, running;
+	uint32_t bases[MAX_RINGS];
+	struct tc *t = *state;
+	struct vu_guest *g;
+
+	g = tc_start(t, pairs, "mr_gc_ms=30");
+	tc_traffic(g, 0x3, 50);
+	/* Another device starting or stopping: no assertion until it is done (fg_exit below). */
+	mlx5_lm_fg_enter();
+	stopped = vu_stop_device(t->c, bases, nrings) == 0 && vu_set_status(t->c, 0) == 0;
+	/* mr_gc_ms after the stop the restore starts, in the background, and pauses. */
+	paused = stopped && wait_background_paused(DEADLINE_MS) &&
+		 mlx5_lm_restore_pending(t->d.dev);
+	o.bases = bases;
+	started = paused && vu_start_device(t->c, g, &o) == 0;
+	running = started && lmh_wait_running(&t->d, DEADLINE_MS);
+	mlx5_lm_fg_exit();
+	assert_true(stopped);
+	if (!paused)
+		print_error("the restore did not start and pause behind the other device\n");
+	assert_true(paused);
+	assert_true(started);
+	if (!running)
+		print_error("DRIVER_OK waited for the background restore behind another device\n");
+	assert_true(running);
+	tc_traffic(g, 0x3, 50);
+	tc_disconnect(t);
+	tc_remove(t);
+}
+
 struct unmapper {
 	void *addr;
 	size_t len;
@@ -399,6 +454,7 @@ tc_run_stop(void)
 		TC_TEST(test_restart_without_status_reset_runs_every_ring),
 		TC_TEST(test_restore_deferred_until_the_device_is_needed),
 		TC_TEST(test_driver_ok_waiting_for_the_restore_does_not_wait_for_other_devices),
+		TC_TEST(test_driver_ok_during_a_background_restore_does_not_wait_for_other_devices),
 		TC_TEST(test_front_end_gone_after_new_device_failed_leaves_nothing_running),
 		TC_TEST(test_fds_vhost_closed_before_the_configuration_ran_are_not_taken),
 	};
