@@ -373,15 +373,16 @@ set_ready_later(struct mlx5_lm_dev *dev, struct mlx5_lm_vq_plan *plans, uint16_t
 {
 	struct mlx5_lm_batch b;
 	uint16_t i;
-	int ret;
+	int ret, sub = 0;
 
 	mlx5_lm_batch_init(&b, mlx5_lm_batch_limit(dev));
-	for (i = 0; i < np; i++)
+	for (i = 0; i < np && sub == 0; i++)
 		if (plans[i].ready_later)
-			mlx5_lm_batch_submit(&b, task_ready, &plans[i]);
+			sub = mlx5_lm_batch_submit(&b, task_ready, &plans[i]);
 	ret = mlx5_lm_batch_wait(&b);
 	mlx5_lm_batch_fini(&b);
-	return ret;
+	/* A queue whose task could not be queued (-ENOMEM) stays out of RDY: not configured. */
+	return ret != 0 ? ret : sub;
 }
 
 /*
@@ -397,7 +398,7 @@ conf_run(struct mlx5_lm_dev *dev, struct mlx5_lm_conf_job *job, const char **why
 	uint16_t nr = job->nr, np = job->np, i;
 	double t0 = mlx5_lm_now_ms(), tm, t1;
 	unsigned int ahead;
-	int ret, rebuild = 0;
+	int ret, rebuild = 0, sub = 0;
 
 	/*
 	 * Fields sent at the rings' kicks are in place (queue work: counted
@@ -438,10 +439,17 @@ conf_run(struct mlx5_lm_dev *dev, struct mlx5_lm_conf_job *job, const char **why
 	*why = "queue configuration failed";
 	mlx5_lm_plans_detach(dev, plans, np, &rebuild);
 	mlx5_lm_batch_init(&b, mlx5_lm_batch_limit(dev));
-	for (i = 0; i < np; i++)
-		mlx5_lm_batch_submit(&b, mlx5_lm_task_configure, &plans[i]);
+	for (i = 0; i < np && sub == 0; i++)
+		sub = mlx5_lm_batch_submit(&b, mlx5_lm_task_configure, &plans[i]);
 	ret = mlx5_lm_batch_wait(&b);
 	mlx5_lm_batch_fini(&b);
+	/*
+	 * A queue whose task could not be queued (-ENOMEM) stays as it was
+	 * (INIT): the configuration fails, once the tasks queued are done
+	 * with the plans.
+	 */
+	if (ret == 0)
+		ret = sub;
 	if (ret == 0) {
 		*why = "receive steering creation failed";
 		ret = mlx5_lm_steer_reattach(dev, rebuild);
