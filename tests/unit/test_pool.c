@@ -175,6 +175,54 @@ test_background_preempted_between_commands(void **state)
 	mlx5_lm_batch_fini(&bg);
 }
 
+/*
+ * Background work needed before it is done (a restore a DRIVER_OK waits
+ * for): promoted, its task paused at a checkpoint and those not taken yet
+ * run while a device still starts, its own thread's commands go on, and
+ * other background work yields to it until it ends.
+ */
+static void
+test_promoted_background_work_runs_while_a_device_starts(void **state)
+{
+	struct mlx5_lm_bg_work w = { 0 };
+	struct mlx5_lm_batch bg, other;
+	int paused, ran, held;
+
+	(void)state;
+	mlx5_lm_bg_thread_work(&w);
+	/* Made by the work's thread: promoted with it. */
+	mlx5_lm_batch_init_background(&bg, 1);
+	mlx5_lm_bg_thread_work(NULL);
+	mlx5_lm_batch_init_background(&other, 1);
+	assert_int_equal(mlx5_lm_batch_submit(&bg, task_two_commands, NULL), 0);
+	assert_true(wait_at_least(&started, 1));
+	submit_n(&bg, 2, task_count);
+	/* A device starts: no assertion until its fg_exit below. */
+	mlx5_lm_fg_enter();
+	pthread_mutex_lock(&mu);
+	go = 1;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+	paused = wait_figure(mlx5_lm_bg_paused, 1);
+	mlx5_lm_bg_promote(&w);
+	ran = paused && wait_at_least(&after, 1) && wait_at_least(&count, 2);
+	mlx5_lm_fg_exit();
+	assert_true(paused);
+	assert_true(ran);
+	assert_int_equal(mlx5_lm_batch_wait(&bg), 0);
+	/* Still counted as a device starting: other background work waits for its end. */
+	assert_int_equal(mlx5_lm_batch_submit(&other, task_count, NULL), 0);
+	pthread_mutex_lock(&mu);
+	held = count == 2;
+	pthread_mutex_unlock(&mu);
+	mlx5_lm_bg_work_end(&w);
+	assert_true(held);
+	assert_int_equal(mlx5_lm_batch_wait(&other), 0);
+	assert_int_equal(count, 3);
+	mlx5_lm_batch_fini(&bg);
+	mlx5_lm_batch_fini(&other);
+}
+
 static int
 task_hold(void *arg)
 {
@@ -377,6 +425,8 @@ main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_background_preempted_between_commands,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_promoted_background_work_runs_while_a_device_starts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_background_batch_runs_its_budget_at_most,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
