@@ -1459,6 +1459,22 @@ device_c_connect(struct lmh_dev *d, struct vu_mem **m, struct vu_guest **g, stru
 	vu_set_reply_timeout(*c, LMH_DEADLINE_MS);
 }
 
+/* Device C's front end stops its pair and leaves; the device is removed, nothing left. */
+static void
+device_c_stop_and_remove(struct lmh_dev *d, struct vu_client *c, struct vu_guest *g,
+			 struct vu_mem *m)
+{
+	uint32_t bases[2];
+
+	assert_int_equal(vu_stop_device(c, bases, 2), 0);
+	vu_disconnect(c);
+	assert_true(lmh_wait_closed(2));
+	assert_true(lmh_wait_restored(d));
+	assert_int_equal(lmh_remove(d), 0);
+	vu_guest_destroy(g);
+	vu_mem_destroy(m);
+}
+
 static void
 test_front_end_fds_never_block_the_driver(void **state)
 {
@@ -1698,7 +1714,6 @@ static void
 test_a_ring_fd_of_another_kind_is_refused(void **state)
 {
 	struct lmh_dev d = { 0 };
-	uint32_t bases[2];
 	struct vu_client *c;
 	struct vu_guest *g;
 	struct vu_mem *m;
@@ -1717,14 +1732,8 @@ test_a_ring_fd_of_another_kind_is_refused(void **state)
 				"a socket"));
 	/* Refused (nacked): the ring keeps the call fd it had, its frames complete. */
 	assert_true(lmh_traffic(g, 0x1, 32, LMH_DEADLINE_MS));
-	assert_int_equal(vu_stop_device(c, bases, 2), 0);
-	vu_disconnect(c);
-	assert_true(lmh_wait_closed(2));
-	assert_true(lmh_wait_restored(&d));
 	close(fd);
-	assert_int_equal(lmh_remove(&d), 0);
-	vu_guest_destroy(g);
-	vu_mem_destroy(m);
+	device_c_stop_and_remove(&d, c, g, m);
 }
 
 /*
@@ -1743,7 +1752,6 @@ test_a_ring_fd_in_a_message_of_another_size_is_refused(void **state)
 	struct lmh_dev d = { 0 };
 	uint64_t payload[2] = { 0, 0 };
 	char line[96];
-	uint32_t bases[2];
 	struct vu_client *c;
 	struct vu_guest *g;
 	struct vu_mem *m;
@@ -1766,14 +1774,8 @@ test_a_ring_fd_in_a_message_of_another_size_is_refused(void **state)
 		assert_true(lmh_log_has(log0, line));
 	}
 	assert_true(lmh_traffic(g, 0x1, 32, LMH_DEADLINE_MS));
-	assert_int_equal(vu_stop_device(c, bases, 2), 0);
-	vu_disconnect(c);
-	assert_true(lmh_wait_closed(2));
-	assert_true(lmh_wait_restored(&d));
 	close(fd);
-	assert_int_equal(lmh_remove(&d), 0);
-	vu_guest_destroy(g);
-	vu_mem_destroy(m);
+	device_c_stop_and_remove(&d, c, g, m);
 }
 
 /*
