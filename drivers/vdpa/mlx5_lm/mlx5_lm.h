@@ -124,6 +124,17 @@ struct mlx5_lm_virtq {
 	struct mlx5_lm_vq_cfg cur;   /* what the object holds */
 	uint32_t log_mkey;           /* the object's dirty_bitmap_mkey while logging, else 0 */
 	uint8_t started;             /* configured for the current DRIVER_OK */
+	/*
+	 * The ring as the front end described it when the queue was last
+	 * configured (vhost's addresses as guest physical, its size and base):
+	 * a ring the front end moves while it is disabled (SET_VRING_ADDR,
+	 * _NUM or _BASE between its disable and its enable) is configured
+	 * again at its enable, never resumed on the ring it left.
+	 */
+	struct {
+		uint64_t desc, avail, used;
+		uint16_t size, avail_idx, used_idx;
+	} fe;
 	/* Guest side (from vhost). */
 	uint8_t enabled;             /* guest enabled the ring (set_vring_state) */
 	uint8_t configured;          /* part of the running configuration */

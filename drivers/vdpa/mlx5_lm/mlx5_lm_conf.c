@@ -232,7 +232,24 @@ mlx5_lm_task_configure(void *arg)
 	if (ret < 0)
 		return ret == -EBUSY ? ret : -EIO;
 	vq->started = 1;
+	vq->fe.desc = p->cfg.desc;
+	vq->fe.avail = p->cfg.avail;
+	vq->fe.used = p->cfg.used;
+	vq->fe.size = p->size;
+	vq->fe.avail_idx = p->cfg.hw_available_index;
+	vq->fe.used_idx = p->cfg.hw_used_index;
 	return 0;
+}
+
+bool
+mlx5_lm_plan_moves_ring(const struct mlx5_lm_vq_plan *p)
+{
+	const struct mlx5_lm_virtq *vq = p->vq;
+
+	return p->size != vq->fe.size || p->cfg.desc != vq->fe.desc ||
+	       p->cfg.avail != vq->fe.avail || p->cfg.used != vq->fe.used ||
+	       p->cfg.hw_available_index != vq->fe.avail_idx ||
+	       p->cfg.hw_used_index != vq->fe.used_idx;
 }
 
 void

@@ -17,6 +17,7 @@
 #ifndef MLX5_LM_LIFECYCLE_H
 #define MLX5_LM_LIFECYCLE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "mlx5_lm.h"
@@ -75,6 +76,11 @@ int mlx5_lm_plan_ring(struct mlx5_lm_dev *dev, struct rte_vhost_memory *mem, uin
 void mlx5_lm_plan_finish(struct mlx5_lm_dev *dev, struct mlx5_lm_vq_plan *p);
 /* Task: one MODIFY, or the queue re-created (the caller detached it from the steering). */
 int mlx5_lm_task_configure(void *arg);
+/*
+ * The plan's ring (vhost's state now) is not the one its queue was last
+ * configured with: the front end moved it, resized it or gave it a new base.
+ */
+bool mlx5_lm_plan_moves_ring(const struct mlx5_lm_vq_plan *p);
 /* Detach the RX queues of plans that re-create them; *rebuild as mlx5_lm_steer_detach. */
 void mlx5_lm_plans_detach(struct mlx5_lm_dev *dev, struct mlx5_lm_vq_plan *plans, uint16_t n,
 			  int *rebuild);

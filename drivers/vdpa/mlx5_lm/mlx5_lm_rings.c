@@ -5,6 +5,7 @@
  * replaces a ring's fds), and a queue's recovery from ERR.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 
 #include <rte_vhost.h>
@@ -23,6 +24,18 @@
  * on: configured without RDY, the dirty bitmap set, then RDY. Made RDY at
  * once, the new object's writes reached the guest unlogged and the
  * destination missed those pages.
+ *
+ * A ring enabled again (started, suspended at its disable) is resumed
+ * where it was, unless the front end moved it meanwhile (SET_VRING_ADDR,
+ * _NUM or _BASE while it was disabled; vhost tells the driver nothing
+ * until the enable): then the queue is configured from vhost's state as
+ * a late ring is. Resumed, it ran on the ring the front end had left,
+ * the device reading and writing memory the guest may have given to
+ * something else. The addresses and indices of a SUSPENDed queue take a
+ * MODIFY (PRM: fields only in INIT or SUSPEND; Linux mlx5_vdpa modifies
+ * them in SUSPEND when the device can resume, freeze_to_rdy_supported,
+ * and offers VHOST_BACKEND_F_CHANGEABLE_VQ_ADDR_IN_SUSPEND on that
+ * ground); without that, or its modify caps, the queue is re-created.
  */
 static int
 start_late_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq)
@@ -30,7 +43,7 @@ start_late_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq)
 	struct rte_vhost_memory *mem = NULL;
 	struct mlx5_lm_vq_plan plan;
 	uint32_t log_mkey = 0;
-	int ret, rebuild = 0, log_later = 0;
+	int ret, rebuild = 0, log_later = 0, moved = 0;
 
 	if (rte_vhost_get_mem_table(dev->vid, &mem) < 0)
 		return -EINVAL;
@@ -38,7 +51,32 @@ start_late_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq)
 	free(mem);
 	if (ret < 0)
 		return ret;
+	if (vq->started) {
+		if (!mlx5_lm_plan_moves_ring(&plan))
+			return vq->hw_state != PRM_VIRTQ_STATE_RDY ? mlx5_lm_resume_ring(dev, vq) : 0;
+		moved = 1;
+		VQ_LOG(INFO, vq, "moved by the front end while disabled (desc 0x%" PRIx64 " -> 0x%"
+		       PRIx64 ", size %u -> %u, base %u -> %u): configured again, not resumed",
+		       vq->fe.desc, plan.cfg.desc, vq->fe.size, plan.size, vq->fe.avail_idx,
+		       plan.cfg.hw_available_index);
+	}
 	mlx5_lm_plan_finish(dev, &plan);
+	if (moved && (vq->hw_state != PRM_VIRTQ_STATE_SUSPEND || !mlx5_lm_can_resume(dev) ||
+		      !mlx5_lm_can_modify_blank(dev)))
+		plan.recreate = 1;
+	if (moved && !plan.recreate) {
+		uint16_t avail, used;
+
+		/*
+		 * The object's indices moved on since it was configured: read
+		 * them, so that the MODIFY carries the new base whatever it is.
+		 */
+		ret = mlx5_lm_virtq_query(vq, NULL, NULL, &avail, &used);
+		if (ret < 0)
+			return ret;
+		vq->cur.hw_available_index = avail;
+		vq->cur.hw_used_index = used;
+	}
 	if (dev->log_mr != NULL) {
 		log_mkey = mlx5_lm_mr_mkey(dev->log_mr);
 		log_later = plan.recreate ||
@@ -130,10 +168,7 @@ mlx5_lm_set_vring_state(int vid, int vring, int state)
 		 * then an enable: take them again.
 		 */
 		refresh_fds(dev, vq);
-		if (!vq->started)
-			ret = start_late_ring(dev, vq);
-		else if (vq->hw_state != PRM_VIRTQ_STATE_RDY)
-			ret = mlx5_lm_resume_ring(dev, vq);
+		ret = start_late_ring(dev, vq);
 		if (ret == 0)
 			mlx5_lm_notify_add_ring(dev, vq);
 	} else {

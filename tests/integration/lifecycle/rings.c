@@ -4,12 +4,16 @@
  * rings concerned are suspended or resumed (the RQT following them, in a
  * power of two), rings set up but never enabled stay out of RDY, pairs
  * the front end never sets up are never touched, and new kick and call
- * fds of a running ring are the ones used.
+ * fds of a running ring are the ones used, and a ring the front end moves
+ * while it is disabled runs where it points at its enable.
  */
 #include <inttypes.h>
 #include <poll.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "lifecycle.h"
+#include "vu_vring.h"
 
 static void
 test_disabling_pairs_suspends_only_them_and_shrinks_the_rqt(void **state)
@@ -240,6 +244,132 @@ test_ring_fds_changed_while_running_are_used(void **state)
 	tc_check_bases(g, bases, 1, false, 256);
 }
 
+/*
+ * A ring the front end moves while it is disabled (SET_VRING_ADDR and
+ * SET_VRING_BASE between SET_VRING_ENABLE 0 and 1; vhost tells the driver
+ * nothing until the enable) runs where the front end points now, from the
+ * base it gave: the queue is modified in SUSPEND (the device can resume)
+ * or re-created (it cannot), never resumed on the ring it left, whose
+ * memory the guest may have given to something else.
+ */
+struct ring_at {
+	int q;
+	uint64_t desc;
+};
+
+/* A successful CREATE or ADDRS MODIFY of queue r->q that names r->desc. */
+static bool
+p_vq_takes_desc(const struct lmh_cmd *c, const void *arg)
+{
+	const struct ring_at *r = arg;
+
+	if (!tc_p_vq_any(c, &r->q) || c->status != 0)
+		return false;
+	if (c->opcode == PRM_CMD_MODIFY_GENERAL_OBJECT) {
+		if (!(tc_mod_bits(c) & PRM_VIRTQ_MODIFY_ADDRS))
+			return false;
+	} else if (c->opcode != PRM_CMD_CREATE_GENERAL_OBJECT) {
+		return false;
+	}
+	return PRM_GET(virtio_q, tc_vq_q(c), desc_addr) == r->desc;
+}
+
+static void
+ring_moved_while_disabled(struct tc *t, const char *profile, bool recreated)
+{
+	const uint16_t n = 256;
+	struct vu_ring_info ri;
+	struct ring_at at = { .q = 1 };
+	struct vu_vring nr;
+	struct vu_vbuf vb;
+	struct vu_vused u;
+	struct vu_guest *g;
+	uint64_t gpa, buf_gpa, one = 1;
+	int64_t end;
+	uint32_t bases[2];
+	uint8_t *area, *buf;
+	int got = 0, q = 1;
+	size_t mark;
+
+	tc_probe_profile(t, profile, 1, NULL);
+	g = tc_guest(t, 0, 1, n, false);
+	tc_connect(t);
+	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
+	tc_wait_running(t);
+	tc_traffic(g, 0x1, 200);
+	mark = tc_mark(t);
+	assert_int_equal(vu_set_vring_enable(t->c, 1, false), 0);
+	assert_true(tc_wait_trace(t, mark, tc_p_suspend, &q, 1));
+
+	/* A new, empty TX ring elsewhere in guest memory, from base 0. */
+	assert_int_equal(vu_mem_alloc(t->mem, 3 * 4096 + 16 * n, 4096, &gpa), 0);
+	area = vu_mem_gpa_to_hva(t->mem, gpa, 3 * 4096 + 16 * n);
+	assert_non_null(area);
+	memset(area, 0, 3 * 4096 + 16 * n);
+	assert_int_equal(vu_vring_init(&nr, false, n, area, area + 16 * n,
+				       area + 16 * n + 4096), 0);
+	assert_int_equal(vu_mem_alloc(t->mem, 4096, 4096, &buf_gpa), 0);
+	buf = vu_mem_gpa_to_hva(t->mem, buf_gpa, 4096);
+	assert_non_null(buf);
+	/* A virtio-net header, then a broadcast frame of a local experimental type. */
+	memset(buf, 0, 12 + 64);
+	memset(buf + 12, 0xff, 6);
+	buf[12 + 6] = 0x02;
+	buf[12 + 12] = 0x88;
+	buf[12 + 13] = 0xb5;
+	assert_int_equal(vu_guest_ring_info(g, 1, &ri), 0);
+	assert_int_equal(vu_set_vring_addr(t->c, 1, 0, (uintptr_t)area,
+					   (uintptr_t)(area + 16 * n + 4096),
+					   (uintptr_t)(area + 16 * n), gpa + 16 * n + 4096), 0);
+	assert_int_equal(vu_set_vring_base(t->c, 1, 0), 0);
+
+	mark = tc_mark(t);
+	assert_int_equal(vu_set_vring_enable(t->c, 1, true), 0);
+	assert_true(tc_wait_trace(t, mark, tc_p_rdy, &q, 1));
+	tc_barrier(t);
+	at.desc = gpa;
+	assert_int_equal(tc_count(t, mark, p_vq_takes_desc, &at), 1);
+	assert_int_equal(tc_count(t, mark, tc_p_vq_create, &q), recreated ? 1 : 0);
+	assert_int_equal(tc_vq_state(t, 1), PRM_VIRTQ_STATE_RDY);
+
+	/* A frame posted on the new ring is sent, and completed there. */
+	vb.addr = buf_gpa;
+	vb.len = 12 + 64;
+	vb.flags = 0;
+	vu_vring_post(&nr, 0, &vb, 1);
+	vu_vring_publish(&nr);
+	assert_int_equal(write(vu_guest_kickfd(g, 1), &one, sizeof(one)), (ssize_t)sizeof(one));
+	end = lmh_now_ms() + DEADLINE_MS;
+	while (got == 0 && lmh_now_ms() < end) {
+		struct pollfd pfd = { .fd = vu_guest_callfd(g, 1), .events = POLLIN };
+
+		got = vu_vring_reap(&nr, &u);
+		if (got == 0)
+			(void)poll(&pfd, 1, (int)(end - lmh_now_ms()));
+	}
+	if (got != 1)
+		print_error("nothing completed on the moved ring (old ring's used idx %u)\n",
+			    *(volatile uint16_t *)((uint8_t *)ri.used + 2));
+	assert_int_equal(got, 1);
+	assert_int_equal(u.id, 0);
+	tc_fe_stop(t, 2, bases);
+	/* The device's base is the new ring's: one buffer from 0. */
+	assert_int_equal(bases[1], 1);
+	vu_vring_fini(&nr);
+}
+
+static void
+test_a_ring_moved_while_disabled_runs_where_the_front_end_points(void **state)
+{
+	ring_moved_while_disabled(*state, "fast", false);
+}
+
+static void
+test_a_ring_moved_while_disabled_is_re_created_without_freeze_to_rdy(void **state)
+{
+	ring_moved_while_disabled(*state, TEST_PROFILES_DIR "/caps-no-freeze.json", true);
+}
+
 int
 tc_run_rings(void)
 {
@@ -249,6 +379,8 @@ tc_run_rings(void)
 		TC_TEST(test_pairs_beyond_the_front_end_stay_init),
 		TC_TEST(test_rings_set_up_but_not_enabled_stay_out_of_rdy),
 		TC_TEST(test_ring_fds_changed_while_running_are_used),
+		TC_TEST(test_a_ring_moved_while_disabled_runs_where_the_front_end_points),
+		TC_TEST(test_a_ring_moved_while_disabled_is_re_created_without_freeze_to_rdy),
 	};
 
 	return cmocka_run_group_tests_name("lifecycle: rings", tests, NULL, NULL);
