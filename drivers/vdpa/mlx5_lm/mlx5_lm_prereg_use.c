@@ -225,8 +225,17 @@ mlx5_lm_prereg_take(struct mlx5_lm_dev *dev, int vid, struct rte_vhost_memory *m
 		if (peer != ctl->cur->pid) {
 			if (whole)
 				goto out;
-			snprintf(why, sizeof(why), "the device's front end is pid %d, the "
-				 "preparation was for pid %d: not used", peer, ctl->cur->pid);
+			if (peer == -ENOTUNIQ)
+				snprintf(why, sizeof(why), "processes other than pid %d connected "
+					 "to the device's socket, its front end is not known: not "
+					 "used", ctl->cur->pid);
+			else if (peer < 0)
+				snprintf(why, sizeof(why), "the device's front end is not known "
+					 "(%s): not used", strerror(-peer));
+			else
+				snprintf(why, sizeof(why), "the device's front end is pid %d, the "
+					 "preparation was for pid %d: not used", peer,
+					 ctl->cur->pid);
 			mlx5_lm_prereg_refuse(ctl, why);
 			goto out;
 		}
