@@ -8,8 +8,11 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "lm_app.h"
 #include "rte_pmd_mlx5_lm.h"
@@ -55,15 +58,28 @@ vhostd_worker_prepare(const char *devname, int pid, char *err, size_t errlen)
 	struct rte_pmd_mlx5_lm_prep_region r[PREP_MAX_FILES];
 	json_t *files;
 	uint64_t bytes = 0;
-	int n, i, ret;
+	int n, i, ret, pidfd;
 
-	n = lm_app_fe_mem_find(pid, PREP_MIN_BYTES, fr, PREP_MAX_FILES, err, errlen);
-	if (n < 0)
+	/*
+	 * The process held by a pidfd before /proc/<pid> is read and before
+	 * the PMD opens its own: if it is still alive once the PMD has the
+	 * preparation, the pid named that one process throughout (a pid is
+	 * reused only once its process is gone). Without it, a pid reused in
+	 * between made the PMD watch a stranger for the exit of the process
+	 * whose files it registered.
+	 */
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pidfd < 0) {
+		snprintf(err, errlen, "process %d cannot be watched: %s", pid, strerror(errno));
 		return NULL;
-	if (n == 0) {
-		snprintf(err, errlen, "process %d maps no shared memory file of %u MiB or more "
-			 "that it holds open (memory-backend-memfd/-file with share=on)", pid,
-			 PREP_MIN_BYTES >> 20);
+	}
+	n = lm_app_fe_mem_find(pid, PREP_MIN_BYTES, fr, PREP_MAX_FILES, err, errlen);
+	if (n <= 0) {
+		if (n == 0)
+			snprintf(err, errlen, "process %d maps no shared memory file of %u MiB "
+				 "or more that it holds open (memory-backend-memfd/-file with "
+				 "share=on)", pid, PREP_MIN_BYTES >> 20);
+		close(pidfd);
 		return NULL;
 	}
 	files = json_array();
@@ -81,9 +97,20 @@ vhostd_worker_prepare(const char *devname, int pid, char *err, size_t errlen)
 	if (ret < 0) {
 		snprintf(err, errlen, "the device refused the preparation: %s%s", strerror(-ret),
 			 ret == -E2BIG ? " (beyond its prereg_max_gb)" : "");
+		close(pidfd);
 		json_decref(files);
 		return NULL;
 	}
+	/* Readable: the process exited (its pid may name another one by now). */
+	if (poll(&(struct pollfd){ .fd = pidfd, .events = POLLIN }, 1, 0) != 0) {
+		(void)rte_pmd_mlx5_lm_prepare_cancel(devname);
+		snprintf(err, errlen, "process %d exited while it was being prepared: "
+			 "preparation cancelled", pid);
+		close(pidfd);
+		json_decref(files);
+		return NULL;
+	}
+	close(pidfd);
 	return json_pack("{s:i, s:I, s:o}", "pid", pid, "bytes", (json_int_t)bytes, "files",
 			 files);
 }
