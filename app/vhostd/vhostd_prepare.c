@@ -70,7 +70,11 @@ vhostd_worker_prepare(const char *devname, int pid, char *err, size_t errlen)
 	 */
 	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	if (pidfd < 0) {
-		snprintf(err, errlen, "process %d cannot be watched: %s", pid, strerror(errno));
+		if (errno == ESRCH)
+			snprintf(err, errlen, "no process %d", pid);
+		else
+			snprintf(err, errlen, "process %d cannot be watched: %s", pid,
+				 strerror(errno));
 		return NULL;
 	}
 	n = lm_app_fe_mem_find(pid, PREP_MIN_BYTES, fr, PREP_MAX_FILES, err, errlen);
