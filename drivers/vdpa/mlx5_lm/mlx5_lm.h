@@ -458,8 +458,11 @@ int mlx5_lm_steer_create(struct mlx5_lm_dev *dev);
 void mlx5_lm_steer_destroy(struct mlx5_lm_dev *dev);
 /* Point the RQT at the RX virtqs that are ready (enabled and RDY). */
 int mlx5_lm_steer_update(struct mlx5_lm_dev *dev);
-/* Stop the RQT naming virtq id (about to be destroyed); -EBUSY if it is the only one. */
-int mlx5_lm_steer_forget(struct mlx5_lm_dev *dev, uint32_t id);
+/*
+ * Stop the RQT naming virtqs gone[0..n-1] (about to be destroyed), in one
+ * MODIFY; -EBUSY if it names no other and no other RX queue exists.
+ */
+int mlx5_lm_steer_forget(struct mlx5_lm_dev *dev, const uint32_t *gone, uint32_t n);
 
 /*
  * Feature bits go by their names in the installed headers, which

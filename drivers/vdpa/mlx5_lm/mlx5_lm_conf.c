@@ -256,12 +256,20 @@ void
 mlx5_lm_plans_detach(struct mlx5_lm_dev *dev, struct mlx5_lm_vq_plan *plans, uint16_t n,
 		     int *rebuild)
 {
+	uint32_t ids[MLX5_LM_MAX_VIRTQS / 2];
+	uint32_t nids = 0;
 	uint16_t i;
 
 	*rebuild = 0;
-	for (i = 0; i < n; i++)
-		if (plans[i].recreate)
-			mlx5_lm_steer_detach(dev, plans[i].vq, rebuild);
+	/* Together: the RQT is never parked on a queue about to be re-created too. */
+	for (i = 0; i < n; i++) {
+		const struct mlx5_lm_virtq *vq = plans[i].vq;
+
+		if (plans[i].recreate && vq->index % 2 == 0 && vq->obj != NULL &&
+		    nids < RTE_DIM(ids))
+			ids[nids++] = devx_obj_id(vq->obj);
+	}
+	mlx5_lm_steer_detach_ids(dev, ids, nids, rebuild);
 }
 
 /*

@@ -50,6 +50,9 @@ void mlx5_lm_queues_restore_blank(struct mlx5_lm_dev *dev, int background);
  * mlx5_lm_steer_reattach brings it back once the new queue exists).
  */
 void mlx5_lm_steer_detach(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq, int *rebuild);
+/* The same for the RX virtqs ids[0..n-1], about to be destroyed together. */
+void mlx5_lm_steer_detach_ids(struct mlx5_lm_dev *dev, const uint32_t *ids, uint32_t n,
+			      int *rebuild);
 int mlx5_lm_steer_reattach(struct mlx5_lm_dev *dev, int rebuild);
 
 /* ---- mlx5_lm_conf.c ---- */

@@ -151,14 +151,37 @@ mlx5_lm_queues_restore_blank(struct mlx5_lm_dev *dev, int background)
 }
 
 void
+mlx5_lm_steer_detach_ids(struct mlx5_lm_dev *dev, const uint32_t *ids, uint32_t n, int *rebuild)
+{
+	int ret;
+
+	if (n == 0 || dev->steer == NULL)
+		return;
+	ret = mlx5_lm_steer_forget(dev, ids, n);
+	if (ret == 0)
+		return;
+	/*
+	 * No RQT without them (-EBUSY), or the device refused the MODIFY: the
+	 * steering goes, and comes back once the new queues exist. Left in
+	 * place, it would hold their destroys back (the device refuses to
+	 * destroy a virtq an RQT names) and the re-creations would fail.
+	 */
+	if (ret != -EBUSY)
+		DRV_LOG(WARNING, dev, "the RQT could not let go of %u RX queues (%d): the steering "
+			"is rebuilt around them", n, ret);
+	mlx5_lm_steer_destroy(dev);
+	*rebuild = 1;
+}
+
+void
 mlx5_lm_steer_detach(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq, int *rebuild)
 {
-	if (vq->index % 2 || vq->obj == NULL || dev->steer == NULL)
+	uint32_t id;
+
+	if (vq->index % 2 || vq->obj == NULL)
 		return;
-	if (mlx5_lm_steer_forget(dev, devx_obj_id(vq->obj)) == -EBUSY) {
-		mlx5_lm_steer_destroy(dev);
-		*rebuild = 1;
-	}
+	id = devx_obj_id(vq->obj);
+	mlx5_lm_steer_detach_ids(dev, &id, 1, rebuild);
 }
 
 int

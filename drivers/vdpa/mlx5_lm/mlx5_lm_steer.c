@@ -317,12 +317,25 @@ mlx5_lm_steer_update(struct mlx5_lm_dev *dev)
 	return rqt_modify(dev, ids, n);
 }
 
+static int
+id_in(uint32_t id, const uint32_t *set, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		if (set[i] == id)
+			return 1;
+	return 0;
+}
+
 /*
- * Stop the RQT from naming virtq `id`, which is about to be destroyed
- * (the device refuses to destroy a virtq an RQT references).
+ * Stop the RQT from naming the virtqs in gone[], about to be destroyed
+ * (the device refuses to destroy a virtq an RQT references): all of them
+ * at once, since an RQT parked on one of them (it cannot be empty) would
+ * hold that one's destroy back in turn.
  */
 int
-mlx5_lm_steer_forget(struct mlx5_lm_dev *dev, uint32_t id)
+mlx5_lm_steer_forget(struct mlx5_lm_dev *dev, const uint32_t *gone, uint32_t ngone)
 {
 	struct mlx5_lm_steer *st = dev->steer;
 	uint32_t ids[MLX5_LM_MAX_VIRTQS / 2];
@@ -331,16 +344,17 @@ mlx5_lm_steer_forget(struct mlx5_lm_dev *dev, uint32_t id)
 	if (st == NULL)
 		return 0;
 	for (i = 0; i < st->rqt_n; i++)
-		if (st->rqt_ids[i] != id)
+		if (!id_in(st->rqt_ids[i], gone, ngone))
 			ids[n++] = st->rqt_ids[i];
 	if (n == st->rqt_n)
 		return 0;
 	if (n == 0) {
-		/* Park the RQT on another RX queue that exists. */
+		/* Park the RQT on another RX queue that exists and stays. */
 		uint16_t q;
 
 		for (q = 0; q < dev->nr_vq; q += 2)
-			if (dev->vq[q].obj != NULL && devx_obj_id(dev->vq[q].obj) != id) {
+			if (dev->vq[q].obj != NULL &&
+			    !id_in(devx_obj_id(dev->vq[q].obj), gone, ngone)) {
 				ids[n++] = devx_obj_id(dev->vq[q].obj);
 				break;
 			}

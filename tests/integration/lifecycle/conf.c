@@ -204,6 +204,44 @@ test_ring_of_another_size_recreates_only_its_queue(void **state)
 	assert_int_equal(bases[5], 2000);
 }
 
+/*
+ * Every RX queue of a two-pair device re-created at DRIVER_OK (the front
+ * end's rings have 1024 entries, the pre-created queues 256): the RQT,
+ * which cannot be empty, must not be parked on a queue about to be
+ * destroyed as well, whose destroy the device would refuse (an RQT names
+ * it). It used to be, and such a front end never got its device running.
+ */
+static void
+test_every_rx_queue_of_another_size_is_recreated(void **state)
+{
+	struct tc *t = *state;
+	const unsigned int nrings = 4;
+	struct tc_ring rings[4];
+	uint32_t bases[4];
+	struct vu_guest *b;
+	unsigned int i;
+	size_t mark;
+
+	tc_probe(t, 2, NULL);
+	b = tc_guest(t, 0, 2, 1024, false);
+	tc_rings_of(rings, nrings, b);
+	tc_connect(t);
+	mark = tc_mark(t);
+	tc_fe_start(t, rings, nrings, 0xf);
+	tc_wait_running(t);
+	assert_int_equal(tc_count(t, mark, tc_p_failed_vq_cmd, NULL), 0);
+	for (i = 0; i < nrings; i++) {
+		int q = (int)i;
+
+		assert_int_equal(tc_count(t, mark, tc_p_vq_create, &q), 1);
+		assert_int_equal(tc_vq_state(t, i), PRM_VIRTQ_STATE_RDY);
+	}
+	/* Both RX queues receive: the steering was rebuilt around the new ones. */
+	tc_traffic(b, 0x3, 500);
+	tc_fe_stop(t, nrings, bases);
+	tc_check_bases(b, bases, 2, false, 1024);
+}
+
 /* After a failed DRIVER_OK: nothing RDY, every object back to the probe state. */
 static void
 check_clean_after_failed_conf(struct tc *t, unsigned int nrings)
@@ -470,6 +508,7 @@ tc_run_conf(void)
 		TC_TEST(test_driver_ok_modifies_each_queue_once_and_close_suspends_and_queries),
 		TC_TEST(test_packed_rings_are_configured_and_stopped_as_split_ones_are),
 		TC_TEST(test_ring_of_another_size_recreates_only_its_queue),
+		TC_TEST(test_every_rx_queue_of_another_size_is_recreated),
 		TC_TEST(test_driver_ok_failing_midway_leaves_no_queue_ready),
 		TC_TEST(test_driver_ok_failure_reported_through_the_public_api),
 		TC_TEST(test_serial_driver_ok_retried_by_vhost_after_a_failure_succeeds),

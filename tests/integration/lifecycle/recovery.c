@@ -187,6 +187,40 @@ test_failed_recovery_of_an_rx_queue_leaves_device_usable(void **state)
 }
 
 /*
+ * An RX queue in ERR whose recovery finds the RQT unable to let go of it
+ * (the device refuses the MODIFY_RQT): the steering is rebuilt around
+ * the new queue. The refusal used to be ignored: the destroy of a queue
+ * the RQT still named was refused in turn and the recovery failed, the
+ * device tearing down the event channel of a queue still alive.
+ */
+static void
+test_recovery_whose_rqt_modify_is_refused_rebuilds_the_steering(void **state)
+{
+	struct tc *t = *state;
+	uint32_t bases[4];
+	struct vu_guest *g;
+	size_t lmark, mark;
+	int q = 0;
+
+	g = tc_start(t, 2, NULL);
+	tc_traffic(g, 0x3, 200);
+	assert_int_equal(lmh_fault_inject(&t->d, PRM_CMD_MODIFY_RQT, 0xffff, 1,
+					  PRM_STATUS_NO_RESOURCES, 0), 0);
+	lmark = lmh_log_mark();
+	mark = tc_mark(t);
+	assert_int_equal(lmh_vq_force_error(&t->d, tc_vq_id(t, 0), EMU_VQ_ERROR_BAD_DESC), 0);
+	/* The new queue 0 runs (the old code never got there: its destroy was refused). */
+	assert_true(tc_wait_trace(t, mark, tc_p_rdy, &q, 1));
+	tc_barrier(t);
+	assert_true(lmh_log_has(lmark, "the steering is rebuilt around them"));
+	assert_int_equal(tc_vq_state(t, 0), PRM_VIRTQ_STATE_RDY);
+	assert_false(lmh_log_has(lmark, "cannot destroy the virtq"));
+	/* Both pairs receive again: the rebuilt RQT names the new queue 0. */
+	tc_traffic(g, 0x3, 200);
+	tc_fe_stop(t, 4, bases);
+}
+
+/*
  * A queue goes to ERR and GET_VRING_BASE comes before its recovery (the
  * worker busy: held here). The driver's record still says RDY; the
  * device refuses SUSPEND for the state. The stop used to give up on the
@@ -232,6 +266,7 @@ tc_run_recovery(void)
 {
 	static const struct CMUnitTest tests[] = {
 		TC_TEST(test_queue_in_err_is_recreated_at_most_three_times),
+		TC_TEST(test_recovery_whose_rqt_modify_is_refused_rebuilds_the_steering),
 		TC_TEST(test_stop_before_a_queue_s_recovery_hands_over_what_it_completed),
 		TC_TEST(test_descriptor_outside_guest_memory_errs_the_queue_not_the_process),
 		cmocka_unit_test(test_failed_recovery_of_an_rx_queue_leaves_device_usable),
