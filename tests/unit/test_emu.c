@@ -1589,6 +1589,33 @@ test_rqt_sizes_must_be_powers_of_two(void **state)
 			 0);
 }
 
+/*
+ * MODIFY_RQT's bitmask covers the list only: the RQT keeps the
+ * rqt_max_size of its CREATE, and a list longer than that is refused
+ * whatever the MODIFY's own rqt_max_size says (Linux mlx5e and mlx5_vdpa
+ * leave it 0 there). The old list stays.
+ */
+static void
+test_modify_rqt_is_bounded_by_the_size_it_was_created_for(void **state)
+{
+	uint32_t vq, rqtn;
+	struct vq_env e;
+
+	(void)state;
+	env_init(&e, 256);
+	assert_int_equal(vq_create(&e, 0, 256, &vq), 0);
+	assert_int_equal(rqt_cmd(0, vq, 2, 1, &rqtn), 0);
+	assert_int_equal(rqt_cmd(rqtn, vq, 0, 2, NULL), 0);
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM, rqt_cmd(rqtn, vq, 0, 8, NULL));
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM, rqt_cmd(rqtn, vq, 8, 8, NULL));
+	/* The queue is still held by the list kept. */
+	assert_status(PRM_STATUS_RES_BUSY, EMU_SYND_OBJ_IN_USE,
+		      general(PRM_CMD_DESTROY_GENERAL_OBJECT, PRM_OBJ_VIRTIO_NET_Q, vq, NULL));
+	assert_int_equal(simple(PRM_CMD_DESTROY_RQT, rqtn, NULL), 0);
+	assert_int_equal(general(PRM_CMD_DESTROY_GENERAL_OBJECT, PRM_OBJ_VIRTIO_NET_Q, vq, NULL),
+			 0);
+}
+
 static uint32_t
 flow_table(uint8_t table_type)
 {
@@ -2521,6 +2548,7 @@ main(void)
 		T(test_umem_objects_start_where_the_kernels_page_list_can_say),
 		T(test_steering_objects_hold_what_they_reference),
 		T(test_rqt_sizes_must_be_powers_of_two),
+		T(test_modify_rqt_is_bounded_by_the_size_it_was_created_for),
 		T(test_root_rule_holds_its_destination_and_is_leak_reported),
 		T(test_root_rule_match_is_checked_as_the_kernel_does),
 		T(test_virtio_emulation_caps_describe_a_cx6dx),

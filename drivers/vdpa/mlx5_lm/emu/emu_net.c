@@ -164,6 +164,7 @@ rqt_fill(struct emu_ctx *c, struct emu_net_obj *o, const void *rqtc, size_t ctx_
 			return status;
 	}
 	o->size = n;
+	o->max = max != 0 ? max : n;
 	return 0;
 }
 
@@ -201,6 +202,16 @@ emu_net_modify_rqt(struct emu_ctx *c)
 	/* Build the new list aside; the old one stays if anything is wrong. */
 	memset(&tmp, 0, sizeof(tmp));
 	status = rqt_fill(c, &tmp, rqtc, PRM_OFF(modify_rqt_in, ctx) / 8);
+	if (status == 0 && tmp.size > o->max) {
+		/*
+		 * The bitmask changes the list only: the RQT keeps the maximum
+		 * it was created with (Linux mlx5e and mlx5_vdpa send 0 there in
+		 * MODIFY_RQT and size the RQT at its CREATE for the most queues).
+		 */
+		emu_log(c->dev, 4, "RQT %u: MODIFY_RQT lists %u entries, beyond the %u it was "
+			"created for", rqtn, tmp.size, o->max);
+		status = emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
+	}
 	if (status != 0) {
 		emu_obj_release_all(&tmp.obj);
 		return status;

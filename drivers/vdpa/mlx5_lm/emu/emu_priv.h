@@ -352,6 +352,7 @@ struct emu_net_obj {
 	uint32_t flow_end;           /* FG: last index */
 	uint32_t group_id;           /* FTE */
 	uint32_t size;               /* RQT: entries; FT: log_size; CQ: log_cq_size */
+	uint32_t max;                /* RQT: rqt_max_size at its CREATE (its actual size if 0) */
 	uint32_t td;                 /* TIS, TIR: transport domain */
 	uint32_t rqtn;               /* TIR: indirect table */
 	uint32_t cqn_snd, cqn_rcv;   /* QP */
