@@ -293,7 +293,13 @@ queues_teardown(struct mlx5_lm_dev *dev)
 #define FDS_PER_DEVICE 32
 
 static pthread_mutex_t fd_lock = PTHREAD_MUTEX_INITIALIZER;
-static unsigned int fd_budget; /* fd_lock */
+static unsigned int fd_budget; /* fd_lock: what the devices probed now may hold */
+
+static unsigned int
+fd_share(const struct mlx5_lm_dev *dev)
+{
+	return FDS_PER_RING * dev->nr_vq + FDS_PER_DEVICE;
+}
 
 static void
 fd_table_reserve(struct mlx5_lm_dev *dev)
@@ -303,7 +309,7 @@ fd_table_reserve(struct mlx5_lm_dev *dev)
 	int low, fd;
 
 	pthread_mutex_lock(&fd_lock);
-	fd_budget += FDS_PER_RING * dev->nr_vq + FDS_PER_DEVICE;
+	fd_budget += fd_share(dev);
 	low = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (low < 0) {
 		pthread_mutex_unlock(&fd_lock);
@@ -323,6 +329,33 @@ fd_table_reserve(struct mlx5_lm_dev *dev)
 		close(fd);
 	close(low);
 	pthread_mutex_unlock(&fd_lock);
+}
+
+/*
+ * A device gone gives its share back: the table itself never shrinks, but
+ * a device probed and removed again and again must not grow it each time
+ * (to RLIMIT_NOFILE, in the end).
+ */
+static void
+fd_table_release(struct mlx5_lm_dev *dev)
+{
+	pthread_mutex_lock(&fd_lock);
+	fd_budget -= RTE_MIN(fd_budget, fd_share(dev));
+	pthread_mutex_unlock(&fd_lock);
+}
+
+/*
+ * The device is off the list: wait for the public calls that found it
+ * before (one waiting for a preparation is told to leave, not waited out).
+ */
+static void
+wait_unreferenced(struct mlx5_lm_dev *dev)
+{
+	mlx5_lm_prereg_unlisted(dev);
+	pthread_mutex_lock(&dev_list_lock);
+	while (dev->refs > 0)
+		pthread_cond_wait(&dev_refs_cv, &dev_list_lock);
+	pthread_mutex_unlock(&dev_list_lock);
 }
 
 static int
@@ -382,6 +415,9 @@ err_register:
 	pthread_mutex_lock(&dev_list_lock);
 	TAILQ_REMOVE(&dev_list, dev, next);
 	pthread_mutex_unlock(&dev_list_lock);
+	/* Listed meanwhile: a public call may hold it (as at a removal). */
+	wait_unreferenced(dev);
+	fd_table_release(dev);
 	queues_teardown(dev);
 err_queues:
 	mlx5_lm_res_destroy(dev);
@@ -432,15 +468,8 @@ mlx5_lm_remove(struct rte_vdev_device *vdev)
 	pthread_mutex_unlock(&dev_list_lock);
 	if (dev == NULL)
 		return -ENODEV;
-	/*
-	 * A public call that found the device before finishes with it first;
-	 * one waiting for a preparation is told to leave, not waited out.
-	 */
-	mlx5_lm_prereg_unlisted(dev);
-	pthread_mutex_lock(&dev_list_lock);
-	while (dev->refs > 0)
-		pthread_cond_wait(&dev_refs_cv, &dev_list_lock);
-	pthread_mutex_unlock(&dev_list_lock);
+	/* A public call that found the device before finishes with it first. */
+	wait_unreferenced(dev);
 	/*
 	 * vhost's dev_cleanup for the last connection uncounts it under dev->lock
 	 * and touches the device no more once it lets go: waited for here.
@@ -448,6 +477,7 @@ mlx5_lm_remove(struct rte_vdev_device *vdev)
 	pthread_mutex_lock(&dev->lock);
 	pthread_mutex_unlock(&dev->lock);
 	mlx5_lm_vdpa_unregister(dev);
+	fd_table_release(dev);
 	queues_teardown(dev);
 	for (uint16_t i = 0; i < dev->nr_vq; i++)
 		mlx5_lm_virtq_orphans_release(&dev->vq[i], 0);
