@@ -6,6 +6,7 @@
  * released registration, and garbage collection at device removal.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,6 +25,8 @@
 #include "emu.h"
 #include "mlx5_lm.h"
 #include "mlx5_lm_mr.h"
+#include "mlx5_lm_lifecycle.h"
+#include <rte_vhost.h>
 #include "devx_emu.h"
 #include "rte_pmd_mlx5_lm.h"
 
@@ -227,45 +230,135 @@ test_failed_chunk_unwinds_without_leak(void **state)
 	remove_dev(name);
 }
 
+/* The driver's own view (mlx5_lm_mem_regions) of a 2 MiB region backed by fd, mapped at map. */
+static void
+file_regions(struct mlx5_lm_dev *dev, int fd, void *map, struct mlx5_lm_mem_region *regs)
+{
+	struct rte_vhost_memory *mem = calloc(1, sizeof(*mem) + sizeof(mem->regions[0]));
+	uint32_t n = 0;
+
+	assert_non_null(mem);
+	mem->nregions = 1;
+	mem->regions[0].guest_phys_addr = 0;
+	mem->regions[0].size = 2 * MIB;
+	mem->regions[0].host_user_addr = (uintptr_t)map;
+	mem->regions[0].mmap_addr = map;
+	mem->regions[0].mmap_size = 2 * MIB;
+	mem->regions[0].fd = fd;
+	assert_int_equal(mlx5_lm_mem_regions(dev, mem, regs, &n), 0);
+	assert_int_equal(n, 1);
+	free(mem);
+}
+
+/*
+ * 2 MiB of a memfd (tmpfile: an unnamed file in /dev/shm instead) mapped
+ * shared, as a front end's guest memory.
+ */
+static void *
+file_map(int *fd, int tmpfile)
+{
+	void *m;
+
+	if (tmpfile)
+		*fd = open("/dev/shm", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	else
+		*fd = memfd_create("test-mr-file", MFD_CLOEXEC);
+	assert_true(*fd >= 0);
+	assert_int_equal(ftruncate(*fd, 2 * MIB), 0);
+	m = mmap(NULL, 2 * MIB, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+	assert_true(m != MAP_FAILED);
+	return m;
+}
+
 static void
 test_released_registration_is_reused(void **state)
 {
-	struct mlx5_lm_mem_region regs[] = {
-		{ .gpa = 0, .size = 2 * GIB, .hva = (uintptr_t)guest, .page_size = 4096,
-		  .file_dev = 5, .file_ino = 77, .file_off = 0 },
-	};
-	struct mlx5_lm_mem_region other[] = {
-		{ .gpa = 0, .size = GIB, .hva = (uintptr_t)guest, .page_size = 4096,
-		  .file_dev = 5, .file_ino = 77, .file_off = 0 },
-	};
-	struct mlx5_lm_mem_region unknown = regs[0];
+	struct mlx5_lm_mem_region regs[MLX5_LM_MAX_REGIONS], other[MLX5_LM_MAX_REGIONS];
+	struct mlx5_lm_mem_region unknown;
 	struct mlx5_lm_dev *dev;
 	struct mlx5_lm_mr *mr, *again;
 	char name[32];
+	void *m;
+	int fd;
 
+	(void)state;
 	dev = probe(name, sizeof(name), "mr_gc_ms=600000");
+	m = file_map(&fd, 0);
+	file_regions(dev, fd, m, regs);
 	assert_int_equal(mlx5_lm_mr_create(dev, regs, 1, &mr), 0);
 	mlx5_lm_mr_release(mr);
+	other[0] = regs[0];
+	other[0].size = MIB;
 	assert_null(mlx5_lm_mr_reclaim(dev, other, 1));
 	/* Same addresses, other memory (a new front end's): never reused. */
 	other[0] = regs[0];
-	other[0].file_ino = 78;
+	other[0].file_ino++;
 	assert_null(mlx5_lm_mr_reclaim(dev, other, 1));
 	other[0] = regs[0];
-	other[0].file_dev = 6;
+	other[0].file_dev++;
 	assert_null(mlx5_lm_mr_reclaim(dev, other, 1));
 	other[0] = regs[0];
 	other[0].file_off = 4096;
 	assert_null(mlx5_lm_mr_reclaim(dev, other, 1));
 	/* Memory whose file is unknown is never taken for another's. */
+	unknown = regs[0];
 	unknown.file_dev = 0;
 	unknown.file_ino = 0;
 	assert_null(mlx5_lm_mr_reclaim(dev, &unknown, 1));
+	/* The guest writing its memory changes no page of the file. */
+	memset(m, 0x5a, 2 * MIB);
 	again = mlx5_lm_mr_reclaim(dev, regs, 1);
 	assert_ptr_equal(again, mr);
 	assert_null(mlx5_lm_mr_reclaim(dev, regs, 1));
 	mlx5_lm_mr_release(again);
 	remove_dev(name);
+	munmap(m, 2 * MIB);
+	close(fd);
+}
+
+/*
+ * The same file emptied and grown again after the registration was
+ * released (or while it was the device's): same (st_dev, st_ino), offset
+ * and addresses, new pages - it pins the former ones, which no file holds
+ * any more. It is neither taken back nor kept.
+ */
+static void
+test_file_emptied_after_release_is_not_taken_back(void **state)
+{
+	struct mlx5_lm_mem_region r[MLX5_LM_MAX_REGIONS];
+	struct mlx5_lm_dev *dev;
+	struct mlx5_lm_mr *mr;
+	char name[32];
+	void *m;
+	int fd;
+
+	(void)state;
+	dev = probe(name, sizeof(name), "mr_gc_ms=600000");
+	m = file_map(&fd, 0);
+	file_regions(dev, fd, m, r);
+	assert_int_equal(mlx5_lm_mr_create(dev, r, 1, &mr), 0);
+	assert_true(mlx5_lm_mr_same_table(mr, r, 1));
+	mlx5_lm_mr_release(mr);
+	assert_int_equal(ftruncate(fd, 0), 0);
+	assert_int_equal(ftruncate(fd, 2 * MIB), 0);
+	file_regions(dev, fd, m, r);
+	assert_false(mlx5_lm_mr_same_table(mr, r, 1));
+	assert_null(mlx5_lm_mr_reclaim(dev, r, 1));
+	munmap(m, 2 * MIB);
+	close(fd);
+	/*
+	 * A hole punched in a file: the same. (Not in a memfd: the kernel
+	 * raises no inotify event for fallocate on one.)
+	 */
+	m = file_map(&fd, 1);
+	file_regions(dev, fd, m, r);
+	assert_int_equal(mlx5_lm_mr_create(dev, r, 1, &mr), 0);
+	mlx5_lm_mr_release(mr);
+	assert_int_equal(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 4096), 0);
+	assert_null(mlx5_lm_mr_reclaim(dev, r, 1));
+	remove_dev(name);
+	munmap(m, 2 * MIB);
+	close(fd);
 }
 
 /* The driver's view of the test's guest memory: size bytes at gpa 0, 4 KiB pages. */
@@ -401,6 +494,7 @@ main(void)
 		cmocka_unit_test(test_garbage_thread_destroys_after_delay),
 		cmocka_unit_test(test_guest_memory_is_registered_as_memory_regions),
 		cmocka_unit_test(test_registration_outlives_the_queue_objects_naming_it),
+		cmocka_unit_test(test_file_emptied_after_release_is_not_taken_back),
 	};
 	char prefix[64];
 	char *eal[] = { "test_mr", "--no-huge", "-m", "256", "--no-shconf", "--no-pci",

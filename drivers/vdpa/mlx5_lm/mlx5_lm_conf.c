@@ -67,6 +67,7 @@ mlx5_lm_mem_regions(struct mlx5_lm_dev *dev, struct rte_vhost_memory *mem,
 		regions[n].size = r->size;
 		regions[n].hva = r->host_user_addr;
 		regions[n].page_size = region_page_size(r);
+		regions[n].fd = r->fd;
 		/*
 		 * The memory's identity, for reuse: vhost maps each region's fd
 		 * from file offset 0, so gpa sits at host_user_addr - mmap_addr.

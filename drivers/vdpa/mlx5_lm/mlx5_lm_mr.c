@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Guest memory registration: chunked, parallel direct mkeys under one KLM mkey. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "prm.h"
 #include "mlx5_lm.h"
@@ -54,6 +59,229 @@ cmp_region(const void *a, const void *b)
 	const struct mlx5_lm_mem_region *x = a, *y = b;
 
 	return x->gpa < y->gpa ? -1 : x->gpa > y->gpa;
+}
+
+/* ---- files ---------------------------------------------------------------- */
+
+/*
+ * Whether a registration's files still hold the pages it pinned.
+ * (st_dev, st_ino) do not tell: a file emptied and grown again
+ * (ftruncate) keeps them with new pages, and a disk filesystem gives a
+ * freed inode's number to a new file (another front end's). Nor does
+ * st_ctim: a write fault through a shared mapping of a memfd, tmpfs or
+ * disk file sets it (the pinning itself, any guest page first written).
+ * So each file is watched (inotify) from before the pages are pinned:
+ * IN_MODIFY (ftruncate, fallocate, write(2)) or IN_DELETE_SELF /
+ * IN_IGNORED (the file freed, its inode number free for another file) on
+ * one of them, and the registration is never reused. Writes through a
+ * mapping raise no event. Nor do fallocate and write(2) on a memfd (a
+ * pseudo file, whose file events the kernel does not report): like a hole
+ * punched under a running device, that orphans the front end's own pages
+ * only. One instance for the process (at most 128 per
+ * user by default); the registrations of one file share its watch,
+ * counted here, each noting the file's event count when it began.
+ */
+struct file_watch {
+	int wd;
+	unsigned int refs;
+	uint64_t events;
+};
+
+static struct {
+	pthread_mutex_t lock;      /* guards everything below; taken after gc.lock */
+	int fd;                    /* the inotify instance, -1 while nothing is watched */
+	struct file_watch *w;
+	uint32_t n, cap;
+	uint64_t overflows;        /* events lost: every file may have changed */
+} fw = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
+
+/* Under fw.lock. */
+static struct file_watch *
+fw_find(int wd)
+{
+	for (uint32_t i = 0; i < fw.n; i++)
+		if (fw.w[i].wd == wd)
+			return &fw.w[i];
+	return NULL;
+}
+
+/* Under fw.lock: count the events queued so far. */
+static void
+fw_drain(void)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	ssize_t len;
+
+	if (fw.fd < 0)
+		return;
+	while ((len = read(fw.fd, buf, sizeof(buf))) > 0) {
+		for (char *at = buf; at < buf + len;) {
+			const struct inotify_event *ev = (const struct inotify_event *)at;
+			struct file_watch *w;
+
+			if (ev->mask & IN_Q_OVERFLOW)
+				fw.overflows++;
+			else if ((w = fw_find(ev->wd)) != NULL)
+				w->events++;
+			at += sizeof(*ev) + ev->len;
+		}
+	}
+}
+
+/* Under fw.lock: one registration less on wd; the last one removes the watch. */
+static void
+fw_unref(int wd)
+{
+	struct file_watch *w = fw_find(wd);
+
+	if (w == NULL || --w->refs > 0)
+		return;
+	/* EINVAL when the kernel removed it already (the file was freed): nothing to do. */
+	(void)inotify_rm_watch(fw.fd, wd);
+	*w = fw.w[--fw.n];
+	if (fw.n == 0) {
+		close(fw.fd);
+		fw.fd = -1;
+		free(fw.w);
+		fw.w = NULL;
+		fw.cap = 0;
+	}
+}
+
+/* Watch the file of region r for x. 0, or a negative errno (x->wd stays -1). */
+static int
+watch_file(const struct mlx5_lm_mem_region *r, struct mlx5_lm_mr_watch *x)
+{
+	struct file_watch *w;
+	char path[32];
+	struct stat st;
+	int fd, wd, ret = 0;
+
+	if (r->fd < 0)
+		return -EBADF;
+	/* Our own reference: vhost's fd number may name another file by now (a new table). */
+	fd = fcntl(r->fd, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || (uint64_t)st.st_dev != r->file_dev ||
+	    (uint64_t)st.st_ino != r->file_ino) {
+		ret = -ESTALE;
+		goto out_fd;
+	}
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	pthread_mutex_lock(&fw.lock);
+	if (fw.n == fw.cap) {
+		uint32_t cap = fw.cap ? 2 * fw.cap : 8;
+		struct file_watch *grown = realloc(fw.w, cap * sizeof(*grown));
+
+		if (grown == NULL) {
+			ret = -ENOMEM;
+			goto out_lock;
+		}
+		fw.w = grown;
+		fw.cap = cap;
+	}
+	if (fw.fd < 0) {
+		fw.fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+		if (fw.fd < 0) {
+			ret = -errno;
+			goto out_lock;
+		}
+	}
+	/* Events of the file until now are not x's: counted before its count is noted. */
+	fw_drain();
+	wd = inotify_add_watch(fw.fd, path, IN_MODIFY | IN_DELETE_SELF);
+	if (wd < 0) {
+		ret = -errno;
+		if (fw.n == 0) {
+			close(fw.fd);
+			fw.fd = -1;
+		}
+		goto out_lock;
+	}
+	w = fw_find(wd);
+	if (w == NULL) {
+		w = &fw.w[fw.n++];
+		w->wd = wd;
+		w->refs = 0;
+		w->events = 0;
+	}
+	w->refs++;
+	x->wd = wd;
+	x->events = w->events;
+out_lock:
+	pthread_mutex_unlock(&fw.lock);
+out_fd:
+	close(fd);
+	return ret;
+}
+
+/*
+ * Watch every file of mr (regions sorted) before its pages are pinned. A
+ * file that cannot be watched only makes mr never reused: not an error.
+ */
+static int
+watch_files(struct mlx5_lm_mr *mr)
+{
+	int ret;
+
+	mr->watch = calloc(mr->nregions, sizeof(*mr->watch));
+	if (mr->watch == NULL)
+		return -ENOMEM;
+	pthread_mutex_lock(&fw.lock);
+	fw_drain();
+	mr->watch_overflows = fw.overflows;
+	pthread_mutex_unlock(&fw.lock);
+	for (uint32_t i = 0; i < mr->nregions; i++) {
+		struct mlx5_lm_mem_region *r = &mr->regions[i];
+
+		mr->watch[i].wd = -1;
+		if (r->file_ino == 0)
+			continue;
+		ret = watch_file(r, &mr->watch[i]);
+		if (ret < 0)
+			DRV_LOG(INFO, mr->dev, "region %u's file (inode %" PRIu64 ") cannot be "
+				"watched (%s): this registration will not be reused", i,
+				r->file_ino, strerror(-ret));
+		/* A number for vhost's table only, meaningless once it changes. */
+		r->fd = -1;
+	}
+	return 0;
+}
+
+static void
+unwatch_files(struct mlx5_lm_mr *mr)
+{
+	if (mr->watch == NULL)
+		return;
+	pthread_mutex_lock(&fw.lock);
+	for (uint32_t i = 0; i < mr->nregions; i++)
+		if (mr->watch[i].wd >= 0)
+			fw_unref(mr->watch[i].wd);
+	pthread_mutex_unlock(&fw.lock);
+	free(mr->watch);
+	mr->watch = NULL;
+}
+
+/* 1 when every file of mr was watched from before its pinning and is unchanged since. */
+static int
+files_unchanged(const struct mlx5_lm_mr *mr)
+{
+	int same;
+
+	if (mr->watch == NULL)
+		return 0;
+	pthread_mutex_lock(&fw.lock);
+	fw_drain();
+	same = mr->watch_overflows == fw.overflows;
+	for (uint32_t i = 0; same && i < mr->nregions; i++) {
+		const struct file_watch *w = fw_find(mr->watch[i].wd);
+
+		same = mr->regions[i].file_ino != 0 && w != NULL &&
+		       w->events == mr->watch[i].events;
+	}
+	pthread_mutex_unlock(&fw.lock);
+	return same;
 }
 
 /* The mkey context both kinds share: local and remote read/write in the device's PD. */
@@ -430,6 +658,10 @@ mlx5_lm_mr_create_prepared(struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_reg
 	ret = plan_chunks(mr, chunk, prep != NULL ? ok : NULL);
 	if (ret < 0)
 		goto err_plan;
+	/* Before the pages are pinned: a change of a file from then on is seen. */
+	ret = watch_files(mr);
+	if (ret < 0)
+		goto err_watch;
 	ret = for_each_chunk(mr, chunk_create, 0);
 	if (ret < 0)
 		goto err_chunks;
@@ -446,6 +678,8 @@ mlx5_lm_mr_create_prepared(struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_reg
 err_chunks:
 	/* Chunks that failed cleaned up after themselves; undo the others. */
 	for_each_chunk(mr, chunk_destroy, 0);
+	unwatch_files(mr);
+err_watch:
 	free(mr->chunks);
 err_plan:
 	free(mr->regions);
@@ -475,6 +709,7 @@ mr_destroy(struct mlx5_lm_mr *mr, int background)
 	/* The device lets go of the pages before the mapping goes. */
 	if (mr->own_map != NULL)
 		munmap(mr->own_map, mr->own_map_len);
+	unwatch_files(mr);
 	mlx5_lm_prereg_put(mr->prereg);
 	free(mr->chunks);
 	free(mr->regions);
@@ -499,7 +734,7 @@ mlx5_lm_mr_same_table(const struct mlx5_lm_mr *mr, const struct mlx5_lm_mem_regi
 		      uint32_t nregions)
 {
 	struct mlx5_lm_mem_region *sorted;
-	int same;
+	int same = 1;
 
 	if (mr == NULL || nregions != mr->nregions)
 		return 0;
@@ -511,9 +746,17 @@ mlx5_lm_mr_same_table(const struct mlx5_lm_mr *mr, const struct mlx5_lm_mem_regi
 		return 0;
 	memcpy(sorted, regions, nregions * sizeof(*regions));
 	qsort(sorted, nregions, sizeof(*regions), cmp_region);
-	same = memcmp(sorted, mr->regions, nregions * sizeof(*regions)) == 0;
+	/* Field by field: fd is no part of the identity. */
+	for (uint32_t i = 0; same && i < nregions; i++) {
+		const struct mlx5_lm_mem_region *a = &sorted[i], *b = &mr->regions[i];
+
+		same = a->gpa == b->gpa && a->size == b->size && a->hva == b->hva &&
+		       a->page_size == b->page_size && a->file_dev == b->file_dev &&
+		       a->file_ino == b->file_ino && a->file_off == b->file_off;
+	}
 	free(sorted);
-	return same;
+	/* The same file may hold other pages now. */
+	return same && files_unchanged(mr);
 }
 
 /* ---- deferred deletion ---------------------------------------------------- */

@@ -33,14 +33,28 @@ struct mlx5_lm_mem_region {
 	 * addresses: it is reused only for the same file and offset, never
 	 * on address equality (another front end's memory may be mapped at
 	 * the same host address). file_ino 0: unknown, never reused.
+	 * (st_dev, st_ino) alone do not name the pages: a registration is
+	 * reused only while its files are unchanged (mlx5_lm_mr.c, "files").
 	 */
 	uint64_t file_dev;
 	uint64_t file_ino;
 	uint64_t file_off;
+	/*
+	 * vhost's fd of the region, valid while its memory table is (-1:
+	 * none): the file a new registration watches. Not part of the
+	 * identity (mlx5_lm_mr_same_table).
+	 */
+	int fd;
 };
 
 struct mlx5_lm_mr;
 struct mlx5_lm_prereg;
+
+/* A registration's watch on one region's file (mlx5_lm_mr.c, "files"). */
+struct mlx5_lm_mr_watch {
+	int wd;              /* inotify watch descriptor, -1: not watched */
+	uint64_t events;     /* the file's event count when the watch began */
+};
 
 struct mlx5_lm_mr_chunk {
 	struct mlx5_lm_mr *mr;
@@ -73,6 +87,9 @@ struct mlx5_lm_mr {
 	struct mlx5_lm_prereg *prereg;
 	/* Its files changed since it was made: released, never taken back (reclaim). */
 	uint8_t stale;
+	/* One per region (sorted as regions): whether its file still holds the pages. */
+	struct mlx5_lm_mr_watch *watch;
+	uint64_t watch_overflows;    /* events the instance had lost when it began */
 	/* Garbage list linkage (see mlx5_lm_mr_release), guarded by the GC lock. */
 	TAILQ_ENTRY(mlx5_lm_mr) gc_next;
 	double gc_deadline_ms;
@@ -101,7 +118,9 @@ int mlx5_lm_mr_destroy(struct mlx5_lm_mr *mr);
 uint32_t mlx5_lm_mr_mkey(const struct mlx5_lm_mr *mr);
 /*
  * 1 when mr registers exactly this table: the same guest and host ranges
- * over the same memory (file and offset known and equal for every region).
+ * over the same memory (file and offset known and equal for every region,
+ * each file watched since before mr pinned its pages and unchanged since:
+ * not truncated, punched, written with write(2), nor freed).
  */
 int mlx5_lm_mr_same_table(const struct mlx5_lm_mr *mr, const struct mlx5_lm_mem_region *regions,
 			  uint32_t nregions);
