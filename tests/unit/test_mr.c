@@ -478,6 +478,30 @@ test_registration_outlives_the_queue_objects_naming_it(void **state)
 	remove_dev(name);
 }
 
+/*
+ * A released registration whose destroy fails once at the removal (a
+ * transient DESTROY_MKEY failure) is tried again: none of its objects
+ * outlives the device.
+ */
+static void
+test_failed_destroy_at_removal_is_retried(void **state)
+{
+	struct mlx5_lm_mem_region regs[] = { guest_region(GIB) };
+	unsigned long before = emu_leaked_total();
+	struct mlx5_lm_dev *dev;
+	struct mlx5_lm_mr *mr;
+	char name[32];
+
+	(void)state;
+	dev = probe(name, sizeof(name), "mr_gc_ms=600000");
+	assert_int_equal(mlx5_lm_mr_create(dev, regs, 1, &mr), 0);
+	mlx5_lm_mr_release(mr);
+	assert_int_equal(emu_fault_inject(devx_emu_dev(dev->devx), PRM_CMD_DESTROY_MKEY, 0xffff, 1,
+					  PRM_STATUS_NO_RESOURCES, 0), 0);
+	assert_int_equal(rte_eal_hotplug_remove("vdev", name), 0);
+	assert_int_equal(emu_leaked_total(), before);
+}
+
 int
 main(void)
 {
@@ -495,6 +519,7 @@ main(void)
 		cmocka_unit_test(test_guest_memory_is_registered_as_memory_regions),
 		cmocka_unit_test(test_registration_outlives_the_queue_objects_naming_it),
 		cmocka_unit_test(test_file_emptied_after_release_is_not_taken_back),
+		cmocka_unit_test(test_failed_destroy_at_removal_is_retried),
 	};
 	char prefix[64];
 	char *eal[] = { "test_mr", "--no-huge", "-m", "256", "--no-shconf", "--no-pci",

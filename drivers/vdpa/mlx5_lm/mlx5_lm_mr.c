@@ -763,6 +763,12 @@ mlx5_lm_mr_same_table(const struct mlx5_lm_mr *mr, const struct mlx5_lm_mem_regi
 
 /* A released registration its queues still use is retried this much later. */
 #define GC_RETRY_MS 100
+/*
+ * At removal a failed destroy (a transient firmware error) is retried as
+ * the garbage thread would, this many times in all: nothing retries it
+ * once its device is gone, and the removal must end.
+ */
+#define GC_FLUSH_TRIES 10
 
 static struct {
 	pthread_mutex_t lock;          /* guards everything below */
@@ -986,6 +992,27 @@ mlx5_lm_mr_reclaim(struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_region *reg
 	return mr;
 }
 
+/* Removal: destroy mr, retried GC_RETRY_MS apart; what cannot be destroyed is named. */
+static void
+flush_destroy(struct mlx5_lm_mr *mr)
+{
+	const struct timespec pause = { .tv_nsec = GC_RETRY_MS * 1000000L };
+	struct mlx5_lm_dev *dev = mr->dev;
+	uint32_t chunks = mr->nchunks;
+	int prepared = mr->prereg != NULL;
+
+	for (int i = 0; i < GC_FLUSH_TRIES; i++) {
+		if (i > 0)
+			nanosleep(&pause, NULL);
+		/* The device goes: its queue objects are gone, or leaked by a failed destroy. */
+		if (destroy_timed(mr, 0, 1) == 0)
+			return;
+	}
+	DRV_LOG(ERR, dev, "a released registration could not be destroyed in %d tries at "
+		"removal: its KLM mkey and %u memory regions%s leak", GC_FLUSH_TRIES, chunks,
+		prepared ? ", and its reference on the preparation" : "");
+}
+
 void
 mlx5_lm_mr_gc_flush(struct mlx5_lm_dev *dev)
 {
@@ -1006,10 +1033,9 @@ mlx5_lm_mr_gc_flush(struct mlx5_lm_dev *dev)
 		}
 	}
 	pthread_mutex_unlock(&gc.lock);
-	/* The device goes: its queue objects are gone, or leaked by a failed destroy. */
 	while ((mr = TAILQ_FIRST(&mine)) != NULL) {
 		TAILQ_REMOVE(&mine, mr, gc_next);
-		destroy_timed(mr, 0, 1);
+		flush_destroy(mr);
 	}
 	/* Its work, that handed over by the registrations just destroyed included. */
 	pthread_mutex_lock(&gc.lock);
