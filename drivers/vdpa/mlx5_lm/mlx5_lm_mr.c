@@ -778,11 +778,15 @@ static struct {
 	pthread_t thread;
 	unsigned int refs;
 	int stop;
+	/* The last put is joining the stopped thread: a get waits (one thread at a time). */
+	int joining;
+	pthread_cond_t joined;         /* joining dropped to 0 */
 	unsigned int busy;             /* registrations being destroyed by the thread */
 	pthread_cond_t idle;           /* busy dropped to 0 */
 } gc = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.cv = PTHREAD_COND_INITIALIZER,
+	.joined = PTHREAD_COND_INITIALIZER,
 	.idle = PTHREAD_COND_INITIALIZER,
 	.list = TAILQ_HEAD_INITIALIZER(gc.list),
 	.work = TAILQ_HEAD_INITIALIZER(gc.work),
@@ -921,6 +925,13 @@ mlx5_lm_mr_gc_get(void)
 	int ret = 0;
 
 	pthread_mutex_lock(&gc.lock);
+	/*
+	 * A thread told to stop may not have seen it yet: clearing stop would
+	 * keep it running beside a new one, whose id would replace the one its
+	 * put joins. Its put joins it first.
+	 */
+	while (gc.joining)
+		pthread_cond_wait(&gc.joined, &gc.lock);
 	if (gc.refs == 0) {
 		gc.stop = 0;
 		if (mlx5_lm_thread_create(&gc.thread, "mlx5-lm-gc", NULL, gc_thread, NULL) != 0)
@@ -935,15 +946,24 @@ mlx5_lm_mr_gc_get(void)
 void
 mlx5_lm_mr_gc_put(void)
 {
+	pthread_t thread;
+
 	pthread_mutex_lock(&gc.lock);
 	if (gc.refs == 0 || --gc.refs > 0) {
 		pthread_mutex_unlock(&gc.lock);
 		return;
 	}
 	gc.stop = 1;
+	gc.joining = 1;
+	/* Read under the lock: a get (another device's probe) waits until the join. */
+	thread = gc.thread;
 	pthread_cond_broadcast(&gc.cv);
 	pthread_mutex_unlock(&gc.lock);
-	pthread_join(gc.thread, NULL);
+	pthread_join(thread, NULL);
+	pthread_mutex_lock(&gc.lock);
+	gc.joining = 0;
+	pthread_cond_broadcast(&gc.joined);
+	pthread_mutex_unlock(&gc.lock);
 }
 
 void
