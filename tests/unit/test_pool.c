@@ -417,6 +417,86 @@ test_fg_exit_wakes_one_worker_at_most(void **state)
 	mlx5_lm_pool_put(64);
 }
 
+static int
+task_block(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&mu);
+	started++;
+	pthread_cond_broadcast(&cv);
+	while (!release)
+		pthread_cond_wait(&cv, &mu);
+	pthread_mutex_unlock(&mu);
+	return 0;
+}
+
+static pthread_t task_thread;
+
+static int
+task_where(void *arg)
+{
+	(void)arg;
+	task_thread = pthread_self();
+	return 0;
+}
+
+static void *
+put_one(void *arg)
+{
+	(void)arg;
+	mlx5_lm_pool_put(1);
+	return NULL;
+}
+
+static void *
+get_one(void *arg)
+{
+	*(int *)arg = mlx5_lm_pool_get(1);
+	return NULL;
+}
+
+/*
+ * A device probed while the last device's removal joins the pool's
+ * threads (a worker still busy with a task): its get waits for the join,
+ * then starts its own worker. It used to count itself in the stopping
+ * pool, which the put then emptied: the device was left with no thread,
+ * its tasks run in the caller, its workers= lost.
+ */
+static void
+test_a_get_while_the_last_put_joins_keeps_its_workers(void **state)
+{
+	struct mlx5_lm_batch b;
+	pthread_t put, get;
+	int got = -1;
+
+	(void)state;
+	reset();
+	assert_int_equal(mlx5_lm_pool_get(1), 0);
+	mlx5_lm_batch_init(&b, 1);
+	assert_int_equal(mlx5_lm_batch_submit(&b, task_block, NULL), 0);
+	assert_true(wait_at_least(&started, 1));
+	assert_int_equal(pthread_create(&put, NULL, put_one, NULL), 0);
+	assert_true(wait_figure(mlx5_lm_pool_stopping, 1));
+	assert_int_equal(pthread_create(&get, NULL, get_one, &got), 0);
+	pthread_mutex_lock(&mu);
+	release = 1;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+	assert_int_equal(pthread_join(put, NULL), 0);
+	assert_int_equal(pthread_join(get, NULL), 0);
+	assert_int_equal(got, 0);
+	assert_int_equal(mlx5_lm_batch_wait(&b), 0);
+	mlx5_lm_batch_fini(&b);
+	assert_int_equal(mlx5_lm_pool_size(), 1);
+	/* Its tasks run on its worker, not in the caller. */
+	mlx5_lm_batch_init(&b, 1);
+	assert_int_equal(mlx5_lm_batch_submit(&b, task_where, NULL), 0);
+	assert_int_equal(mlx5_lm_batch_wait(&b), 0);
+	mlx5_lm_batch_fini(&b);
+	assert_false(pthread_equal(task_thread, pthread_self()));
+	mlx5_lm_pool_put(1);
+}
+
 int
 main(void)
 {
@@ -438,6 +518,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_no_thundering_herd, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fg_exit_wakes_one_worker_at_most, setup,
 						teardown),
+		cmocka_unit_test(test_a_get_while_the_last_put_joins_keeps_its_workers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -45,7 +45,8 @@ static struct {
 	unsigned int nthreads;
 	unsigned int refs;
 	unsigned int wanted;       /* sum of the workers its devices asked for */
-	int stopping;
+	unsigned int stopping;     /* the last put joins the threads */
+	pthread_cond_t stopped;    /* stopping dropped to 0 */
 	unsigned int fg;           /* devices starting or stopping (written atomically) */
 	unsigned int bg_running;   /* background tasks being executed */
 	unsigned int bg_paused;    /* background threads waiting at a checkpoint */
@@ -57,6 +58,7 @@ static struct {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.work = PTHREAD_COND_INITIALIZER,
 	.fg_idle = PTHREAD_COND_INITIALIZER,
+	.stopped = PTHREAD_COND_INITIALIZER,
 	.queue = TAILQ_HEAD_INITIALIZER(pool.queue),
 };
 
@@ -303,6 +305,13 @@ mlx5_lm_pool_get(unsigned int workers)
 	int ret = 0;
 
 	pthread_mutex_lock(&pool.lock);
+	/*
+	 * The last put (another device's removal) is joining the threads and
+	 * then empties the pool: counted in it now, this device's workers
+	 * would be reset with it, the device left with none. It goes first.
+	 */
+	while (pool.stopping)
+		pthread_cond_wait(&pool.stopped, &pool.lock);
 	pool.wanted += workers;
 	while (pool.nthreads < pool.wanted && pool.nthreads < MAX_WORKERS) {
 		char name[16];
@@ -353,6 +362,7 @@ mlx5_lm_pool_put(unsigned int workers)
 	pool.nthreads = 0;
 	pool.wanted = 0;
 	pool.stopping = 0;
+	pthread_cond_broadcast(&pool.stopped);
 	pthread_mutex_unlock(&pool.lock);
 }
 
@@ -476,6 +486,7 @@ POOL_COUNTER(uint64_t, mlx5_lm_pool_wake_requests, wake_requests)
 POOL_COUNTER(uint64_t, mlx5_lm_pool_wakeups, wakeups)
 POOL_COUNTER(unsigned int, mlx5_lm_bg_running, bg_running)
 POOL_COUNTER(unsigned int, mlx5_lm_pool_size, nthreads)
+POOL_COUNTER(unsigned int, mlx5_lm_pool_stopping, stopping)
 
 void
 mlx5_lm_batch_init(struct mlx5_lm_batch *b, unsigned int limit)

@@ -146,6 +146,8 @@ unsigned int mlx5_lm_bg_running(void);
 unsigned int mlx5_lm_pool_size(void);
 /* Workers waiting for a task (tests). */
 unsigned int mlx5_lm_pool_idle(void);
+/* The last put is joining the threads (tests). */
+unsigned int mlx5_lm_pool_stopping(void);
 /* Times a worker was woken up since the process started (tests). */
 uint64_t mlx5_lm_pool_wakeups(void);
 /* Workers fg_exit asked to wake (at most one per exit; tests). */
