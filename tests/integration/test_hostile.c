@@ -35,6 +35,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -1627,6 +1628,113 @@ test_a_relay_held_by_its_front_end_does_not_hold_the_removal(void **state)
 }
 
 /*
+ * Kick fds that stay readable whatever the relay reads from them, each as
+ * ring 1's kick of device C:
+ *   0: an EFD_SEMAPHORE eventfd whose count was pushed to its maximum
+ *      (each read takes 1 of 2^64 - 2);
+ *   1: a stream socket whose peer shut its writing side (EPOLLIN and
+ *      EPOLLRDHUP, no EPOLLHUP; every read returns 0);
+ *   2: a listening unix socket with a connection pending (EPOLLIN; every
+ *      read fails with EINVAL, consuming nothing).
+ * The relay read each once per wake-up and watched it on: its thread spun,
+ * ringing the doorbell at every pass. It lets go of its duplicate instead
+ * (said once), and relays the next kick fd the front end gives.
+ */
+static const struct {
+	const char *what, *said;
+} readable_kicks[] = {
+	{ "EFD_SEMAPHORE eventfd at its largest count",
+	  "queue 1: kick fd still readable after 64 reads" },
+	{ "stream socket whose peer did shutdown(SHUT_WR)", "queue 1: kick fd hung up" },
+	{ "listening socket with a pending connection", "queue 1: kick fd unreadable: " },
+};
+
+/* The kick fd of case kind; *peer: the other end the test keeps, or -1. */
+static int
+readable_kick(unsigned int kind, int *peer)
+{
+	const uint64_t full = UINT64_C(0xfffffffffffffffe);
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	socklen_t len = sizeof(sa_family_t);
+	int fd, sv[2];
+
+	*peer = -1;
+	switch (kind) {
+	case 0:
+		fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, &full, sizeof(full)), (ssize_t)sizeof(full));
+		return fd;
+	case 1:
+		assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+		assert_int_equal(shutdown(sv[1], SHUT_WR), 0);
+		*peer = sv[1];
+		return sv[0];
+	default:
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		assert_true(fd >= 0);
+		/* An address of sa_family_t alone: the kernel picks an abstract one. */
+		assert_int_equal(bind(fd, (struct sockaddr *)&a, len), 0);
+		assert_int_equal(listen(fd, 4), 0);
+		len = sizeof(a);
+		assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+		*peer = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		assert_true(*peer >= 0);
+		assert_int_equal(connect(*peer, (struct sockaddr *)&a, len), 0);
+		return fd;
+	}
+}
+
+static void
+test_a_kick_fd_no_read_empties_is_let_go(void **state)
+{
+	unsigned int kind;
+
+	(void)state;
+	for (kind = 0; kind < sizeof(readable_kicks) / sizeof(readable_kicks[0]); kind++) {
+		struct lmh_dev d = { 0 };
+		struct vu_client *c;
+		struct vu_guest *g;
+		struct vu_mem *m;
+		uint32_t bases[2];
+		int kick, peer;
+		size_t log0;
+
+		printf("  ring 1's kick a %s\n", readable_kicks[kind].what);
+		kick = readable_kick(kind, &peer);
+		device_c_connect(&d, &m, &g, &c);
+		log0 = lmh_log_mark();
+		start_with_fds(c, g, m, 2, (const int[2]){ -1, kick }, (const int[2]){ -1, -1 });
+		assert_true(lmh_wait_running(&d, LMH_DEADLINE_MS));
+		if (!lmh_wait_log(log0, readable_kicks[kind].said, LMH_DEADLINE_MS)) {
+			print_error("no \"%s\" in %d ms\n", readable_kicks[kind].said,
+				    LMH_DEADLINE_MS);
+			fail();
+		}
+		/* The relay's duplicate closed: the test's and vhost's copies are left. */
+		if (!lmh_wait_fds_of_file(kick, 2)) {
+			print_error("the relay still holds the kick: %d fds of its file\n",
+				    lmh_fds_of_file(kick));
+			fail();
+		}
+		/* The front end's next kick fd (the guest's) is relayed: the pair runs again. */
+		assert_int_equal(vu_set_vring_kick(c, 1, vu_guest_kickfd(g, 1)), 0);
+		assert_true(lmh_traffic(g, 0x1, 32, LMH_DEADLINE_MS));
+		assert_int_equal(vu_get_vring_base(c, 0, &bases[0]), 0);
+		assert_int_equal(vu_get_vring_base(c, 1, &bases[1]), 0);
+		vu_disconnect(c);
+		assert_true(lmh_wait_closed(2));
+		assert_true(lmh_wait_restored(&d));
+		assert_int_equal(lmh_remove(&d), 0);
+		vu_guest_destroy(g);
+		vu_mem_destroy(m);
+		close(kick);
+		if (peer >= 0)
+			close(peer);
+	}
+}
+
+/*
  * vhost keeps a connection's vDPA device and calls it at the connection's
  * next message and at its close: removed under a running front end, the
  * device was freed and vhost's thread crashed when the front end then
@@ -1895,6 +2003,7 @@ LMH_TEST_MAIN("test-hostile", 3, "hostile", group_setup, group_teardown,
 		test_front_end_leaving_after_each_message_leaves_the_device_reusable),
 	cmocka_unit_test(test_front_end_fds_never_block_the_driver),
 	cmocka_unit_test(test_a_relay_held_by_its_front_end_does_not_hold_the_removal),
+	cmocka_unit_test(test_a_kick_fd_no_read_empties_is_let_go),
 	cmocka_unit_test(test_a_device_a_front_end_uses_is_not_removed),
 	cmocka_unit_test(test_a_device_with_any_connection_is_not_removed),
 	cmocka_unit_test(test_a_ring_fd_of_another_kind_is_refused),

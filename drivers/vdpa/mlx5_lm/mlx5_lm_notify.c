@@ -121,7 +121,7 @@ cancel_unpoison(void *arg)
 #endif
 
 static ssize_t
-ring_fd_io(struct mlx5_lm_notify *n, uint16_t index, int fd, uint64_t *v, int wr)
+ring_fd_io(struct mlx5_lm_notify *n, uint16_t index, int fd, void *buf, size_t len, int wr)
 {
 	void (*race)(uint16_t, int, int, void *) = __atomic_load_n(&n->race, __ATOMIC_ACQUIRE);
 	ssize_t r;
@@ -133,7 +133,7 @@ ring_fd_io(struct mlx5_lm_notify *n, uint16_t index, int fd, uint64_t *v, int wr
 	pthread_cleanup_push(cancel_unpoison, NULL);
 #endif
 	pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old);
-	r = wr ? write(fd, v, sizeof(*v)) : read(fd, v, sizeof(*v));
+	r = wr ? write(fd, buf, len) : read(fd, buf, len);
 	pthread_setcancelstate(old, NULL);
 #ifdef __SANITIZE_ADDRESS__
 	pthread_cleanup_pop(0);
@@ -144,19 +144,47 @@ ring_fd_io(struct mlx5_lm_notify *n, uint16_t index, int fd, uint64_t *v, int wr
 /*
  * Read a kick's count without blocking, whatever flags the front end gave
  * its fd: RWF_NOWAIT (eventfd and pipes support it); a kernel without it
- * is asked first whether there is anything to read.
+ * is asked first whether there is anything to read. Read until it would
+ * block, at most KICK_READS times: 0 when drained (or interrupted: epoll
+ * says so again), or why the relay must let go of the fd, since epoll
+ * reports it readable at every wait whatever is read (the thread would spin
+ * on it, taking a CPU from every other device):
+ *   -ENODATA: a read found its end (a socket whose peer shut its writing
+ *     side: EPOLLIN, no EPOLLHUP; a pipe whose writer is gone);
+ *   -EBUSY: still readable after KICK_READS reads (an EFD_SEMAPHORE eventfd
+ *     gives 1 per read, from a count of up to 2^64 - 2);
+ *   another negative errno: the read fails, consuming nothing (a listening
+ *     socket with a connection pending: EINVAL).
+ * KICK_READS of KICK_READ_BYTES empty a pipe filled to its default 64 KiB:
+ * 8192 kicks of 8 bytes, more than a front end sends between two waits.
  */
-static void
+#define KICK_READS 64
+#define KICK_READ_BYTES 1024
+
+static int
 fd_drain_nowait(struct mlx5_lm_notify *n, uint16_t index, int fd)
 {
-	uint64_t v;
-	struct iovec iov = { .iov_base = &v, .iov_len = sizeof(v) };
+	uint64_t buf[KICK_READ_BYTES / sizeof(uint64_t)];
+	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
 	struct pollfd p = { .fd = fd, .events = POLLIN };
+	unsigned int i;
+	ssize_t r;
 
-	if (preadv2(fd, &iov, 1, -1, RWF_NOWAIT) >= 0 || errno != EOPNOTSUPP)
-		return;
-	if (poll(&p, 1, 0) == 1 && (p.revents & POLLIN))
-		(void)ring_fd_io(n, index, fd, &v, 0);
+	for (i = 0; i < KICK_READS; i++) {
+		r = preadv2(fd, &iov, 1, -1, RWF_NOWAIT);
+		if (r < 0 && errno == EOPNOTSUPP) {
+			if (poll(&p, 1, 0) != 1 || !(p.revents & POLLIN))
+				return 0;
+			r = ring_fd_io(n, index, fd, buf, sizeof(buf), 0);
+		}
+		if (r == 0)
+			return -ENODATA;
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+			return 0;
+		if (r < 0)
+			return -errno;
+	}
+	return -EBUSY;
 }
 
 /*
@@ -182,7 +210,7 @@ fd_signal_nowait(struct mlx5_lm_notify *n, uint16_t index, int fd)
 	}
 	if (poll(&p, 1, 0) != 1 || !(p.revents & POLLOUT))
 		return -EAGAIN;
-	return ring_fd_io(n, index, fd, &one, 1) < 0 ? -errno : 0;
+	return ring_fd_io(n, index, fd, &one, sizeof(one), 1) < 0 ? -errno : 0;
 }
 
 /*
@@ -288,24 +316,33 @@ drop_fd(struct mlx5_lm_notify *n, int *slot, int fd, bool kick)
 static void
 relay_kick(struct mlx5_lm_notify *n, uint16_t index, uint32_t events)
 {
-	int fd;
+	int fd, drained;
 
 	pthread_mutex_lock(&n->lock);
 	fd = n->kickfd[index];
 	pthread_mutex_unlock(&n->lock);
 	if (fd < 0)
 		return;
-	fd_drain_nowait(n, index, fd);
+	drained = fd_drain_nowait(n, index, fd);
 	mlx5_lm_vq_doorbell(n->dev, index);
 	/*
 	 * A pipe or socket whose writer is gone reports a hang-up at every
-	 * epoll_wait, for good: watched on, it would make this thread spin and
-	 * ring the doorbell on every pass, taking a CPU from every other
-	 * device. No kick can come through it again.
+	 * epoll_wait, for good, and a kick fd that no read empties (above) is
+	 * readable at every wait: watched on, either would make this thread
+	 * spin and ring the doorbell on every pass, taking a CPU from every
+	 * other device. No kick can come through it again.
 	 */
-	if ((events & (EPOLLHUP | EPOLLERR)) && drop_fd(n, &n->kickfd[index], fd, true))
+	if ((events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP)) &&
+	    drop_fd(n, &n->kickfd[index], fd, true))
 		DRV_LOG(ERR, n->dev, "queue %u: kick fd hung up (its writer is gone): the ring's "
 			"kicks are no longer relayed until the front end gives a new one", index);
+	else if (drained < 0 && drop_fd(n, &n->kickfd[index], fd, true))
+		DRV_LOG(ERR, n->dev, "queue %u: kick fd %s%s: let go of, the ring's kicks are no "
+			"longer relayed until the front end gives a new one", index,
+			drained == -ENODATA ? "at its end (a read returned 0)" :
+			drained == -EBUSY ? "still readable after " RTE_STR(KICK_READS) " reads "
+			"(an EFD_SEMAPHORE eventfd?)" : "unreadable: ",
+			drained == -ENODATA || drained == -EBUSY ? "" : strerror(-drained));
 }
 
 /*
@@ -752,7 +789,8 @@ int
 mlx5_lm_notify_take_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq, int kick, int callfd)
 {
 	struct mlx5_lm_notify *n = dev->notify;
-	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = vq->index };
+	/* EPOLLRDHUP: a socket whose peer shut its writing side reports no EPOLLHUP. */
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.u32 = vq->index };
 	bool had_none;
 	int ret = 0;
 
