@@ -18,6 +18,7 @@
  * At the end both devices are removed and the emulator finds nothing alive.
  */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -1735,6 +1736,81 @@ test_a_kick_fd_no_read_empties_is_let_go(void **state)
 }
 
 /*
+ * realloc failing while armed: the first allocation of a new block
+ * (realloc(NULL, n)) fails once, with ENOMEM. The relay's retired list
+ * grew that way from empty when a duplicate went out of use.
+ */
+static int fail_new_realloc;
+
+void *
+realloc(void *p, size_t n)
+{
+	static void *(*real)(void *, size_t);
+
+	if (real == NULL)
+		real = (void *(*)(void *, size_t))dlsym(RTLD_NEXT, "realloc");
+	if (p == NULL && __atomic_exchange_n(&fail_new_realloc, 0, __ATOMIC_ACQ_REL)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return real(p, n);
+}
+
+/*
+ * Ring 0's kick replaced (SET_VRING_KICK: vhost disables and enables the
+ * ring) while memory cannot be had. The relay's list of duplicates to
+ * close could not grow: the old kick's duplicate, its slot cleared, was
+ * held by nobody, closed neither then nor at the device's removal. The
+ * list has room for every duplicate in use now: the old kick's goes as
+ * soon as it is replaced.
+ */
+static void
+test_a_replaced_kick_is_closed_when_memory_is_short(void **state)
+{
+	int kick = eventfd(0, EFD_CLOEXEC);
+	struct lmh_dev d = { 0 };
+	struct vu_client *c;
+	struct vu_guest *g;
+	struct vu_mem *m;
+	uint32_t bases[2];
+	bool taken, replaced;
+	size_t log0;
+
+	(void)state;
+	assert_true(kick >= 0);
+	device_c_connect(&d, &m, &g, &c);
+	start_with_fds(c, g, m, 2, (const int[2]){ kick, -1 }, (const int[2]){ -1, -1 });
+	assert_true(lmh_wait_running(&d, LMH_DEADLINE_MS));
+	/* The test's, vhost's and the relay's. */
+	assert_true(lmh_wait_fds_of_file(kick, 3));
+	log0 = lmh_log_mark();
+	__atomic_store_n(&fail_new_realloc, 1, __ATOMIC_RELEASE);
+	assert_int_equal(vu_set_vring_kick(c, 0, vu_guest_kickfd(g, 0)), 0);
+	/* Armed until vhost's thread has handled it (it may after the call returns). */
+	replaced = lmh_wait_log(log0, "queue 0 (rx 0): enabled by the guest", LMH_DEADLINE_MS);
+	taken = !__atomic_exchange_n(&fail_new_realloc, 0, __ATOMIC_ACQ_REL);
+	assert_true(replaced);
+	printf("  the failing realloc was %s during the kick's replacement\n",
+	       taken ? "called" : "not called");
+	/* vhost closed its copy, the relay its duplicate: the test's is left. */
+	if (!lmh_wait_fds_of_file(kick, 1)) {
+		print_error("the replaced kick's file still has %d fds\n", lmh_fds_of_file(kick));
+		fail();
+	}
+	assert_true(lmh_traffic(g, 0x1, 32, LMH_DEADLINE_MS));
+	assert_int_equal(vu_get_vring_base(c, 0, &bases[0]), 0);
+	assert_int_equal(vu_get_vring_base(c, 1, &bases[1]), 0);
+	vu_disconnect(c);
+	assert_true(lmh_wait_closed(2));
+	assert_true(lmh_wait_restored(&d));
+	assert_int_equal(lmh_remove(&d), 0);
+	assert_true(lmh_wait_fds_of_file(kick, 1));
+	close(kick);
+	vu_guest_destroy(g);
+	vu_mem_destroy(m);
+}
+
+/*
  * vhost keeps a connection's vDPA device and calls it at the connection's
  * next message and at its close: removed under a running front end, the
  * device was freed and vhost's thread crashed when the front end then
@@ -2004,6 +2080,7 @@ LMH_TEST_MAIN("test-hostile", 3, "hostile", group_setup, group_teardown,
 	cmocka_unit_test(test_front_end_fds_never_block_the_driver),
 	cmocka_unit_test(test_a_relay_held_by_its_front_end_does_not_hold_the_removal),
 	cmocka_unit_test(test_a_kick_fd_no_read_empties_is_let_go),
+	cmocka_unit_test(test_a_replaced_kick_is_closed_when_memory_is_short),
 	cmocka_unit_test(test_a_device_a_front_end_uses_is_not_removed),
 	cmocka_unit_test(test_a_device_with_any_connection_is_not_removed),
 	cmocka_unit_test(test_a_ring_fd_of_another_kind_is_refused),

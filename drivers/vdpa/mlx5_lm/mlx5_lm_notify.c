@@ -88,8 +88,14 @@ struct mlx5_lm_notify {
 	 * fallback, which is safe for any file.
 	 */
 	int call_plain[MLX5_LM_MAX_VIRTQS];
-	int *retired;                   /* duplicates out of use, closed by the thread */
-	unsigned int nretired, capretired;
+	/*
+	 * Duplicates out of use, closed by the thread. capretired is kept at
+	 * least nretired + nlive (the fds in kickfd[] and callfd[]): retiring
+	 * never allocates, the room is taken when a duplicate is added
+	 * (reserve_retired), before anything is replaced.
+	 */
+	int *retired;
+	unsigned int nretired, capretired, nlive;
 	/* Timer event modes, the thread's own state. */
 	/* Test seam (mlx5_lm_notify_race): between a ring fd's check and its use. */
 	void (*race)(uint16_t index, int fd, int wr, void *arg);
@@ -214,33 +220,44 @@ fd_signal_nowait(struct mlx5_lm_notify *n, uint16_t index, int fd)
 }
 
 /*
- * A duplicate goes out of use (n->lock held): the thread closes it, since
- * it may be reading or writing it right now. The list grows only while
- * the thread does not run; one that cannot grow keeps the fd open until
- * the device goes (logged), rather than close what may be in use. The
+ * A slot's duplicate goes out of use (n->lock held), the slot cleared: the
+ * thread closes it, since it may be reading or writing it right now. The
+ * list has room (capretired above): an fd that could not be listed was
+ * reachable from nowhere and stayed open past the device's removal. The
  * thread is not woken here but by retire_end() once the caller has
  * retired everything it had (a stop retires 64 fds on vhost's thread):
  * woken at the first one, the thread took each fd as it came and, on a
  * busy 2-CPU host, preempted vhost's thread about 28 times per stop.
  */
 static void
-retire(struct mlx5_lm_notify *n, int fd)
+retire(struct mlx5_lm_notify *n, int *slot)
 {
-	if (fd < 0)
+	if (*slot < 0)
 		return;
-	if (n->nretired == n->capretired) {
-		unsigned int cap = n->capretired ? 2 * n->capretired : 64;
-		int *r = realloc(n->retired, cap * sizeof(*r));
+	n->retired[n->nretired++] = *slot;
+	n->nlive--;
+	*slot = -1;
+}
 
-		if (r == NULL) {
-			DRV_LOG(ERR, n->dev, "notification thread: no memory to retire fd %d: it "
-				"stays open until the device is removed", fd);
-			return;
-		}
-		n->retired = r;
-		n->capretired = cap;
-	}
-	n->retired[n->nretired++] = fd;
+/*
+ * Room to retire more duplicates than are now listed or in use (n->lock
+ * held), before they are added. 0, or -ENOMEM with nothing changed.
+ */
+static int
+reserve_retired(struct mlx5_lm_notify *n, unsigned int more)
+{
+	unsigned int need = n->nretired + n->nlive + more;
+	int *r;
+
+	if (need <= n->capretired)
+		return 0;
+	need = RTE_MAX(need, 2 * n->capretired);
+	r = realloc(n->retired, need * sizeof(*r));
+	if (r == NULL)
+		return -ENOMEM;
+	n->retired = r;
+	n->capretired = need;
+	return 0;
 }
 
 /*
@@ -268,27 +285,28 @@ retire_end(struct mlx5_lm_notify *n, bool had_none)
 		(void)!write(n->wakefd, &one, sizeof(one));
 }
 
-/* In the thread: close what was retired; none of it is in use now. */
+/*
+ * In the thread: close what was retired; none of it is in use now. Taken
+ * out under the lock a chunk at a time and closed outside it (a close may
+ * take its time); the list keeps its room (capretired above).
+ */
 static void
 close_retired(struct mlx5_lm_notify *n)
 {
-	unsigned int i;
+	int fds[64];
+	unsigned int i, k;
 	uint64_t v;
 
-	int *fds;
-	unsigned int k;
-
 	(void)!read(n->wakefd, &v, sizeof(v));
-	/* Taken out under the lock, closed outside it (a close may take its time). */
-	pthread_mutex_lock(&n->lock);
-	fds = n->retired;
-	k = n->nretired;
-	n->retired = NULL;
-	n->nretired = n->capretired = 0;
-	pthread_mutex_unlock(&n->lock);
-	for (i = 0; i < k; i++)
-		close(fds[i]);
-	free(fds);
+	do {
+		pthread_mutex_lock(&n->lock);
+		k = RTE_MIN(n->nretired, (unsigned int)RTE_DIM(fds));
+		n->nretired -= k;
+		memcpy(fds, n->retired + n->nretired, k * sizeof(fds[0]));
+		pthread_mutex_unlock(&n->lock);
+		for (i = 0; i < k; i++)
+			close(fds[i]);
+	} while (k != 0);
 }
 
 /*
@@ -306,8 +324,7 @@ drop_fd(struct mlx5_lm_notify *n, int *slot, int fd, bool kick)
 	if (dropped) {
 		if (kick)
 			epoll_ctl(n->epfd, EPOLL_CTL_DEL, fd, NULL);
-		retire(n, fd);
-		*slot = -1;
+		retire(n, slot);
 	}
 	retire_end(n, had_none);
 	return dropped;
@@ -656,6 +673,11 @@ mlx5_lm_notify_start(struct mlx5_lm_dev *dev)
 	for (i = 0; i < MLX5_LM_MAX_VIRTQS; i++)
 		n->kickfd[i] = n->callfd[i] = n->call_plain[i] = -1;
 	pthread_mutex_init(&n->lock, NULL);
+	/* Every ring's two duplicates, twice: grown only while the thread is held. */
+	if (reserve_retired(n, 4 * MLX5_LM_MAX_VIRTQS) < 0) {
+		errno = ENOMEM;
+		goto err_ep;
+	}
 	n->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (n->epfd < 0)
 		goto err_ep;
@@ -687,6 +709,7 @@ err_stop:
 err_ep:
 	DRV_LOG(ERR, dev, "cannot start the notification thread: %s", strerror(errno));
 	pthread_mutex_destroy(&n->lock);
+	free(n->retired);
 	free(n);
 	return ret;
 }
@@ -741,10 +764,8 @@ unwatch_locked(struct mlx5_lm_notify *n, uint16_t index)
 {
 	if (n->kickfd[index] >= 0)
 		epoll_ctl(n->epfd, EPOLL_CTL_DEL, n->kickfd[index], NULL);
-	retire(n, n->kickfd[index]);
-	retire(n, n->callfd[index]);
-	n->kickfd[index] = -1;
-	n->callfd[index] = -1;
+	retire(n, &n->kickfd[index]);
+	retire(n, &n->callfd[index]);
 }
 
 /* Our own duplicate of a front end's fd (vhost closes its copy when it likes). */
@@ -794,17 +815,27 @@ mlx5_lm_notify_take_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq, int 
 	bool had_none;
 	int ret = 0;
 
-	if (kick >= 0 && epoll_ctl(n->epfd, EPOLL_CTL_ADD, kick, &ev) < 0) {
+	had_none = retire_begin(n);
+	/* Room to retire them later, taken now: retiring cannot fail (retire()). */
+	if (reserve_retired(n, (kick >= 0) + (callfd >= 0)) < 0) {
+		ret = -ENOMEM;
+		VQ_LOG(ERR, vq, "no memory to relay its kick and call fds: not relayed");
+		if (kick >= 0)
+			close(kick);
+		if (callfd >= 0)
+			close(callfd);
+		kick = callfd = -1;
+	} else if (kick >= 0 && epoll_ctl(n->epfd, EPOLL_CTL_ADD, kick, &ev) < 0) {
 		ret = -errno;
 		VQ_LOG(ERR, vq, "cannot watch kickfd %d: %s", vq->kickfd, strerror(errno));
 		close(kick);
 		kick = -1;
 	}
 	/* A ring added again (new fds from vhost) replaces what it had. */
-	had_none = retire_begin(n);
 	unwatch_locked(n, vq->index);
 	n->kickfd[vq->index] = kick;
 	n->callfd[vq->index] = callfd;
+	n->nlive += (kick >= 0) + (callfd >= 0);
 	retire_end(n, had_none);
 	/* Kicks sent before we watched the fd must not be lost. */
 	if (ret == 0 && kick >= 0)
