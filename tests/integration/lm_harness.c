@@ -975,6 +975,18 @@ lmh_evch_overflows(struct lmh_dev *d)
 }
 
 int
+lmh_event_inject(struct lmh_dev *d, uint16_t create_opcode, uint16_t obj_type, uint32_t id,
+		 uint16_t type)
+{
+	char req[128], reply[256];
+
+	if (!use_rdma)
+		return emu_event_inject(d->emu, create_opcode, obj_type, id, type);
+	snprintf(req, sizeof(req), "event %u %u %u %u", create_opcode, obj_type, id, type);
+	return rdma_ctl(d, req, reply, sizeof(reply));
+}
+
+int
 lmh_vq_force_error(struct lmh_dev *d, uint32_t virtq_id, uint8_t error_type)
 {
 	char req[128], reply[256];

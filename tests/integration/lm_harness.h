@@ -208,6 +208,9 @@ uint32_t lmh_vq_id(struct lmh_dev *d, unsigned int i);
 /* emu_fault_inject(): the nth next command of opcode (obj_type, 0xffff any) fails. */
 int lmh_fault_inject(struct lmh_dev *d, uint16_t opcode, uint16_t obj_type, unsigned int nth,
 		     uint8_t status, uint32_t syndrome);
+/* emu_event_inject(): event type of the object created by create_opcode (obj_type), id. */
+int lmh_event_inject(struct lmh_dev *d, uint16_t create_opcode, uint16_t obj_type, uint32_t id,
+		     uint16_t type);
 /* emu_virtq_force_error(). 0 or < 0. */
 int lmh_vq_force_error(struct lmh_dev *d, uint32_t virtq_id, uint8_t error_type);
 /*

@@ -1457,19 +1457,26 @@ ibdev_beside_a_and_b(void)
 	lmh_reuse_ibdev(&next);
 }
 
-/* Device C (socket 2, one pair) probed beside A and B, its front end connected. */
+/* Device C (socket 2, one pair) probed with args beside A and B, its front end connected. */
 static void
-device_c_connect(struct lmh_dev *d, struct vu_mem **m, struct vu_guest **g, struct vu_client **c)
+device_c_connect_args(struct lmh_dev *d, struct vu_mem **m, struct vu_guest **g,
+		      struct vu_client **c, const char *args)
 {
 	struct vu_guest_cfg cfg = { .queue_pairs = 1, .ring_size = 256 };
 
 	ibdev_beside_a_and_b();
-	assert_int_equal(lmh_probe(d, 2, "queues=1,workers=2,mr_gc_ms=0"), 0);
+	assert_int_equal(lmh_probe(d, 2, args), 0);
 	assert_int_equal(vu_mem_create_qemu(m, 1), 0);
 	assert_int_equal(vu_guest_create(g, *m, &cfg), 0);
 	assert_int_equal(vu_connect(c, lmh_sock(2), 5000), 0);
 	lmh_conn_opened(2);
 	vu_set_reply_timeout(*c, LMH_DEADLINE_MS);
+}
+
+static void
+device_c_connect(struct lmh_dev *d, struct vu_mem **m, struct vu_guest **g, struct vu_client **c)
+{
+	device_c_connect_args(d, m, g, c, "queues=1,workers=2,mr_gc_ms=0");
 }
 
 /* Device C's front end stops its pair and leaves; the device is removed, nothing left. */
@@ -1811,6 +1818,129 @@ test_a_replaced_kick_is_closed_when_memory_is_short(void **state)
 }
 
 /*
+ * The relay held in its writes of ring 0's call fd (mlx5_lm_notify_race),
+ * the first two times: the test acts while each is held.
+ */
+struct held_calls {
+	int fired;      /* calls of ring 0 held so far */
+	int go;         /* the last one the test let go on */
+};
+
+static void
+hold_ring0_call(uint16_t index, int fd, int wr, void *arg)
+{
+	struct held_calls *h = arg;
+	int64_t end = lmh_now_ms() + LMH_DEADLINE_MS;
+	int k;
+
+	(void)fd;
+	if (index != 0 || !wr || __atomic_load_n(&h->fired, __ATOMIC_ACQUIRE) >= 2)
+		return;
+	k = __atomic_add_fetch(&h->fired, 1, __ATOMIC_ACQ_REL);
+	while (__atomic_load_n(&h->go, __ATOMIC_ACQUIRE) < k && lmh_now_ms() < end)
+		usleep(1000);
+}
+
+/* Bounded wait for the relay to hold its k-th call of ring 0. */
+static bool
+wait_held(struct held_calls *h, int k, const char *what)
+{
+	int64_t end = lmh_now_ms() + LMH_DEADLINE_MS;
+
+	while (__atomic_load_n(&h->fired, __ATOMIC_ACQUIRE) < k && lmh_now_ms() < end)
+		lmh_tick();
+	if (__atomic_load_n(&h->fired, __ATOMIC_ACQUIRE) >= k)
+		return true;
+	print_error("the relay did not hold %s within %d ms\n", what, LMH_DEADLINE_MS);
+	return false;
+}
+
+/*
+ * One epoll_wait returns an event channel's event and the hang-up of
+ * ring 1's kick pipe; while the relay handles the first, the front end
+ * replaces that kick (SET_VRING_KICK). The hang-up, the old fd's, was taken
+ * for the ring's (the cookie was the queue index alone) and the new,
+ * healthy kick fd let go of. Set up in the event_mode=1 relay (its calls
+ * are made by a poll after the events, so an event arriving meanwhile is
+ * left for the next wait): held in a poll's call of ring 0, the channel
+ * gets an overflow (its handling calls every ring) and then the pipe hangs
+ * up; held again in that call, the kick is replaced.
+ */
+static void
+test_a_late_hang_up_of_a_replaced_kick_spares_its_successor(void **state)
+{
+	/* Static: the relay may still look at it if the test fails half-way. */
+	static struct held_calls h;
+	struct lmh_dev d = { 0 };
+	int kick = eventfd(0, EFD_CLOEXEC), hp[2];
+	struct vu_client *c;
+	struct vu_guest *g;
+	struct vu_mem *m;
+	uint32_t bases[2], cqn;
+	uint64_t one = 1;
+	long lost;
+	size_t log0;
+
+	(void)state;
+	assert_true(kick >= 0);
+	assert_int_equal(pipe2(hp, O_CLOEXEC), 0);
+	device_c_connect_args(&d, &m, &g, &c, "queues=1,workers=2,mr_gc_ms=0,event_mode=1,"
+			      "event_us=1000,no_traffic_time=100000");
+	start_with_fds(c, g, m, 2, (const int[2]){ -1, hp[0] }, (const int[2]){ -1, -1 });
+	assert_true(lmh_wait_running(&d, LMH_DEADLINE_MS));
+	cqn = d.dev->vq[0].eq.cqn;
+	mlx5_lm_notify_race(d.dev, hold_ring0_call, &h);
+	/* A frame on the pair, ring 1 kicked through the pipe: ring 0 completes. */
+	vu_guest_rx_refill(g);
+	assert_true(vu_guest_tx(g, 0, 1) > 0);
+	assert_int_equal(write(hp[1], &one, sizeof(one)), (ssize_t)sizeof(one));
+	assert_true(wait_held(&h, 1, "a poll's call of ring 0"));
+	/* Two events where the channel holds one: the next read is EOVERFLOW. */
+	lost = lmh_evch_overflows(&d);
+	assert_int_equal(lmh_evch_hold(&d, 1), 0);
+	assert_int_equal(lmh_event_inject(&d, PRM_CMD_CREATE_CQ, 0, cqn, PRM_EVENT_COMPLETION), 0);
+	assert_int_equal(lmh_event_inject(&d, PRM_CMD_CREATE_CQ, 0, cqn, PRM_EVENT_COMPLETION), 0);
+	assert_true(lmh_evch_overflows(&d) > lost);
+	assert_int_equal(lmh_evch_release(&d), 0);
+	/* Then the kick pipe hangs up: both ready, in that order, for the relay's next wait. */
+	close(hp[1]);
+	log0 = lmh_log_mark();
+	__atomic_store_n(&h.go, 1, __ATOMIC_RELEASE);
+	assert_true(wait_held(&h, 2, "the overflow's call of ring 0"));
+	/* The front end's new kick for ring 1, taken while the hang-up waits its turn. */
+	assert_int_equal(vu_set_vring_kick(c, 1, kick), 0);
+	assert_true(lmh_wait_fds_of_file(kick, 3));
+	__atomic_store_n(&h.go, 2, __ATOMIC_RELEASE);
+	/*
+	 * The old kick's duplicate is closed at the thread's wake-up after that
+	 * wait's events: once it is, the hang-up has been handled.
+	 */
+	if (!lmh_wait_fds_of_file(hp[0], 1)) {
+		print_error("the relay still holds the replaced kick: %d fds of its file\n",
+			    lmh_fds_of_file(hp[0]));
+		fail();
+	}
+	mlx5_lm_notify_race(d.dev, NULL, NULL);
+	/* The test's, vhost's and the relay's: the new kick is still relayed. */
+	if (lmh_fds_of_file(kick) != 3 || lmh_log_has(log0, "queue 1: kick fd hung up")) {
+		print_error("the old kick's hang-up let go of the new kick (%d fds of its file)\n",
+			    lmh_fds_of_file(kick));
+		fail();
+	}
+	assert_int_equal(vu_get_vring_base(c, 0, &bases[0]), 0);
+	assert_int_equal(vu_get_vring_base(c, 1, &bases[1]), 0);
+	vu_disconnect(c);
+	assert_true(lmh_wait_closed(2));
+	assert_true(lmh_wait_restored(&d));
+	assert_int_equal(lmh_remove(&d), 0);
+	assert_true(lmh_wait_fds_of_file(kick, 1));
+	close(kick);
+	close(hp[0]);
+	vu_guest_destroy(g);
+	vu_mem_destroy(m);
+}
+
+/*
  * vhost keeps a connection's vDPA device and calls it at the connection's
  * next message and at its close: removed under a running front end, the
  * device was freed and vhost's thread crashed when the front end then
@@ -2081,6 +2211,7 @@ LMH_TEST_MAIN("test-hostile", 3, "hostile", group_setup, group_teardown,
 	cmocka_unit_test(test_a_relay_held_by_its_front_end_does_not_hold_the_removal),
 	cmocka_unit_test(test_a_kick_fd_no_read_empties_is_let_go),
 	cmocka_unit_test(test_a_replaced_kick_is_closed_when_memory_is_short),
+	cmocka_unit_test(test_a_late_hang_up_of_a_replaced_kick_spares_its_successor),
 	cmocka_unit_test(test_a_device_a_front_end_uses_is_not_removed),
 	cmocka_unit_test(test_a_device_with_any_connection_is_not_removed),
 	cmocka_unit_test(test_a_ring_fd_of_another_kind_is_refused),

@@ -66,7 +66,11 @@
 /* Longest polling period of the dynamic timer mode. */
 #define MAX_DELAY_US 1000000u
 
-/* epoll cookies: the event channel, the stop and wake eventfds, or a queue index. */
+/*
+ * epoll cookies (data.u64): the event channel, the stop and wake eventfds,
+ * or a kick fd's: its queue index in the low 32 bits and its generation
+ * (kickgen[]) in the high 32 bits.
+ */
 #define TAG_EVCH 0x10000u
 #define TAG_STOP 0x10001u
 #define TAG_WAKE 0x10002u
@@ -81,6 +85,13 @@ struct mlx5_lm_notify {
 	/* Our duplicates of the front end's fds, -1 when none; kickfd[] are in epfd. */
 	int kickfd[MLX5_LM_MAX_VIRTQS];
 	int callfd[MLX5_LM_MAX_VIRTQS];
+	/*
+	 * The generation each kickfd[] was watched with (from kicks_watched):
+	 * an event epoll_wait returned before the slot's fd was replaced names
+	 * the old generation, and is not taken for the new fd's.
+	 */
+	uint32_t kickgen[MLX5_LM_MAX_VIRTQS];
+	uint32_t kicks_watched;
 	/*
 	 * The thread's own: the call fd number whose write took no RWF_NOWAIT
 	 * (an eventfd), -1 when none. Its next signals skip the attempt. A
@@ -331,12 +342,17 @@ drop_fd(struct mlx5_lm_notify *n, int *slot, int fd, bool kick)
 }
 
 static void
-relay_kick(struct mlx5_lm_notify *n, uint16_t index, uint32_t events)
+relay_kick(struct mlx5_lm_notify *n, uint16_t index, uint32_t gen, uint32_t events)
 {
 	int fd, drained;
 
+	/*
+	 * Events of one epoll_wait are handled in turn: one for a kick fd
+	 * replaced meanwhile (vhost's thread, or a handler of an earlier event)
+	 * is the old fd's, a hang-up included: the new fd is not dropped for it.
+	 */
 	pthread_mutex_lock(&n->lock);
-	fd = n->kickfd[index];
+	fd = n->kickgen[index] == gen ? n->kickfd[index] : -1;
 	pthread_mutex_unlock(&n->lock);
 	if (fd < 0)
 		return;
@@ -610,7 +626,7 @@ notify_thread(void *arg)
 			break;
 		}
 		for (i = 0; i < k; i++) {
-			uint32_t tag = evs[i].data.u32;
+			uint32_t tag = (uint32_t)evs[i].data.u64;
 
 			if (tag == TAG_STOP)
 				return NULL;
@@ -623,7 +639,8 @@ notify_thread(void *arg)
 				continue;
 			}
 			if (tag < MLX5_LM_MAX_VIRTQS)
-				relay_kick(n, (uint16_t)tag, evs[i].events);
+				relay_kick(n, (uint16_t)tag, (uint32_t)(evs[i].data.u64 >> 32),
+					   evs[i].events);
 		}
 		if (n->polling)
 			poll_done(n, poll_queues(n));
@@ -687,13 +704,13 @@ mlx5_lm_notify_start(struct mlx5_lm_dev *dev)
 	n->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (n->wakefd < 0)
 		goto err_wake;
-	ev.data.u32 = TAG_STOP;
+	ev.data.u64 = TAG_STOP;
 	if (epoll_ctl(n->epfd, EPOLL_CTL_ADD, n->stopfd, &ev) < 0)
 		goto err_ctl;
-	ev.data.u32 = TAG_WAKE;
+	ev.data.u64 = TAG_WAKE;
 	if (epoll_ctl(n->epfd, EPOLL_CTL_ADD, n->wakefd, &ev) < 0)
 		goto err_ctl;
-	ev.data.u32 = TAG_EVCH;
+	ev.data.u64 = TAG_EVCH;
 	if (epoll_ctl(n->epfd, EPOLL_CTL_ADD, devx_evch_fd(dev->evch), &ev) < 0)
 		goto err_ctl;
 	if (start_thread(n) < 0)
@@ -811,7 +828,7 @@ mlx5_lm_notify_take_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq, int 
 {
 	struct mlx5_lm_notify *n = dev->notify;
 	/* EPOLLRDHUP: a socket whose peer shut its writing side reports no EPOLLHUP. */
-	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.u32 = vq->index };
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP };
 	bool had_none;
 	int ret = 0;
 
@@ -825,15 +842,19 @@ mlx5_lm_notify_take_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq, int 
 		if (callfd >= 0)
 			close(callfd);
 		kick = callfd = -1;
-	} else if (kick >= 0 && epoll_ctl(n->epfd, EPOLL_CTL_ADD, kick, &ev) < 0) {
-		ret = -errno;
-		VQ_LOG(ERR, vq, "cannot watch kickfd %d: %s", vq->kickfd, strerror(errno));
-		close(kick);
-		kick = -1;
+	} else if (kick >= 0) {
+		ev.data.u64 = (uint64_t)++n->kicks_watched << 32 | vq->index;
+		if (epoll_ctl(n->epfd, EPOLL_CTL_ADD, kick, &ev) < 0) {
+			ret = -errno;
+			VQ_LOG(ERR, vq, "cannot watch kickfd %d: %s", vq->kickfd, strerror(errno));
+			close(kick);
+			kick = -1;
+		}
 	}
 	/* A ring added again (new fds from vhost) replaces what it had. */
 	unwatch_locked(n, vq->index);
 	n->kickfd[vq->index] = kick;
+	n->kickgen[vq->index] = n->kicks_watched;
 	n->callfd[vq->index] = callfd;
 	n->nlive += (kick >= 0) + (callfd >= 0);
 	retire_end(n, had_none);
