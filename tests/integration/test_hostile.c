@@ -1940,6 +1940,74 @@ test_a_late_hang_up_of_a_replaced_kick_spares_its_successor(void **state)
 	vu_mem_destroy(m);
 }
 
+/* fcntl(F_DUPFD_CLOEXEC) failing once with EMFILE while armed: the relay's duplicates. */
+static int fail_dupfd;
+
+int
+fcntl(int fd, int cmd, ...)
+{
+	static int (*real)(int, int, ...);
+	va_list ap;
+	void *arg;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	if (real == NULL)
+		real = (int (*)(int, int, ...))dlsym(RTLD_NEXT, "fcntl");
+	if (cmd == F_DUPFD_CLOEXEC && __atomic_exchange_n(&fail_dupfd, 0, __ATOMIC_ACQ_REL)) {
+		errno = EMFILE;
+		return -1;
+	}
+	return real(fd, cmd, arg);
+}
+
+/*
+ * A running ring's kick replaced (vhost: the ring disabled, then enabled)
+ * when the process is out of fds: its duplicates cannot be made, and the
+ * queue was made RDY again with nothing relaying its kicks or calls while
+ * vhost was told the enable succeeded. It is suspended again, the enable
+ * refused (logged); the front end's next enable runs it.
+ */
+static void
+test_an_enable_whose_fds_cannot_be_relayed_is_refused(void **state)
+{
+	struct lmh_dev d = { 0 };
+	struct vu_client *c;
+	struct vu_guest *g;
+	struct vu_mem *m;
+	size_t log0;
+	bool taken;
+
+	(void)state;
+	device_c_connect(&d, &m, &g, &c);
+	assert_int_equal(vu_start_device(c, g, NULL), 0);
+	assert_true(lmh_wait_running(&d, LMH_DEADLINE_MS));
+	assert_true(lmh_traffic(g, 0x1, 32, LMH_DEADLINE_MS));
+	log0 = lmh_log_mark();
+	__atomic_store_n(&fail_dupfd, 1, __ATOMIC_RELEASE);
+	/* Handled by vhost's thread after the call returns: the dup's failure is waited for. */
+	(void)vu_set_vring_kick(c, 1, vu_guest_kickfd(g, 1));
+	taken = lmh_wait_log(log0, "queue 1 (tx 0): cannot duplicate its kickfd", LMH_DEADLINE_MS);
+	__atomic_store_n(&fail_dupfd, 0, __ATOMIC_RELEASE);
+	if (!taken) {
+		print_error("ring 1's kick was not duplicated (and failed) in %d ms\n",
+			    LMH_DEADLINE_MS);
+		fail();
+	}
+	if (!lmh_wait_log(log0, "queue 1 (tx 0): its kick and call fds cannot be relayed "
+			  "(Too many open files): its queue suspended again", LMH_DEADLINE_MS)) {
+		print_error("no refusal of ring 1's enable in %d ms (its queue in state %d)\n",
+			    LMH_DEADLINE_MS, lmh_vq_state(&d, 1));
+		fail();
+	}
+	assert_int_equal(lmh_vq_state(&d, 1), PRM_VIRTQ_STATE_SUSPEND);
+	/* The front end's next enable, fds to be had: the pair runs again. */
+	assert_int_equal(vu_set_vring_kick(c, 1, vu_guest_kickfd(g, 1)), 0);
+	assert_true(lmh_traffic(g, 0x1, 32, LMH_DEADLINE_MS));
+	device_c_stop_and_remove(&d, c, g, m);
+}
+
 /*
  * vhost keeps a connection's vDPA device and calls it at the connection's
  * next message and at its close: removed under a running front end, the
@@ -2212,6 +2280,7 @@ LMH_TEST_MAIN("test-hostile", 3, "hostile", group_setup, group_teardown,
 	cmocka_unit_test(test_a_kick_fd_no_read_empties_is_let_go),
 	cmocka_unit_test(test_a_replaced_kick_is_closed_when_memory_is_short),
 	cmocka_unit_test(test_a_late_hang_up_of_a_replaced_kick_spares_its_successor),
+	cmocka_unit_test(test_an_enable_whose_fds_cannot_be_relayed_is_refused),
 	cmocka_unit_test(test_a_device_a_front_end_uses_is_not_removed),
 	cmocka_unit_test(test_a_device_with_any_connection_is_not_removed),
 	cmocka_unit_test(test_a_ring_fd_of_another_kind_is_refused),

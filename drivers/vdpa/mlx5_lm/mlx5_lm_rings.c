@@ -134,6 +134,34 @@ refresh_fds(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq)
 	}
 }
 
+/*
+ * A ring enabled again, its queue RDY: its kick and call fds relayed or,
+ * when they cannot be (their duplicates refused: EMFILE), the queue
+ * suspended again and the enable refused. Left running, its kicks would
+ * never reach the device nor its completions the guest, while vhost was
+ * told the ring runs.
+ */
+static int
+relay_or_suspend(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq)
+{
+	int ret = mlx5_lm_notify_add_ring(dev, vq);
+
+	if (ret == 0)
+		return 0;
+	/* A call fd taken without its kick (epoll refused it) goes too. */
+	mlx5_lm_notify_del_ring(dev, vq);
+	if (vq->obj != NULL && vq->hw_state == PRM_VIRTQ_STATE_RDY &&
+	    mlx5_lm_virtq_set_state(vq, PRM_VIRTQ_STATE_SUSPEND) < 0)
+		VQ_LOG(ERR, vq, "its kick and call fds cannot be relayed (%s), and its queue "
+		       "refused to suspend again", strerror(-ret));
+	else
+		VQ_LOG(ERR, vq, "its kick and call fds cannot be relayed (%s): its queue "
+		       "suspended again, the enable refused", strerror(-ret));
+	/* An RX queue not RDY leaves the receive steering. */
+	(void)mlx5_lm_steer_update(dev);
+	return ret;
+}
+
 int
 mlx5_lm_set_vring_state(int vid, int vring, int state)
 {
@@ -170,7 +198,7 @@ mlx5_lm_set_vring_state(int vid, int vring, int state)
 		refresh_fds(dev, vq);
 		ret = start_late_ring(dev, vq);
 		if (ret == 0)
-			mlx5_lm_notify_add_ring(dev, vq);
+			ret = relay_or_suspend(dev, vq);
 	} else {
 		mlx5_lm_notify_del_ring(dev, vq);
 		if (vq->obj != NULL && vq->hw_state == PRM_VIRTQ_STATE_RDY)
