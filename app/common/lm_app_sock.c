@@ -20,21 +20,35 @@ static int
 remove_if_stale(const char *path, char *msg, size_t len)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd, rc;
+	int fd, rc, err;
 
 	memcpy(sa.sun_path, path, strlen(path) + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/*
+	 * Non-blocking: a blocking connect to a live listener whose queue of
+	 * connections is full (it listens, never accepts) waits until it
+	 * accepts, maybe never, and the caller (a VM's worker, the service
+	 * starting) with it. Non-blocking, that listener answers EAGAIN at once.
+	 */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0) {
 		snprintf(msg, len, "cannot check socket %s: %s", path, strerror(errno));
 		return -1;
 	}
 	rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	err = errno;
 	close(fd);
-	if (rc == 0 || errno == EAGAIN) {
+	if (rc == 0) {
 		snprintf(msg, len, "%s is served by another process: stop it or choose "
 			 "another path", path);
 		return -1;
 	}
+	/* A listener that exists but takes no connection now: alive all the same. */
+	if (err == EAGAIN || err == EINPROGRESS) {
+		snprintf(msg, len, "%s is served by another process (in use by a live listener "
+			 "that accepts no connection now): stop it or choose another path", path);
+		return -1;
+	}
+	errno = err;
 	if (errno != ECONNREFUSED) {
 		snprintf(msg, len, "cannot check socket %s: %s", path, strerror(errno));
 		return -1;

@@ -1550,6 +1550,74 @@ class HostileFrontEnds(unittest.TestCase):
                 stopped_clean(self, srv)
 
 
+def listener_accepting_nothing(path):
+    """A live server at path that never accepts, its queue of connections already full
+    (listen(0) and one connection queued): a blocking connect to it waits for good.
+    Its two sockets, to close."""
+    lsn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    lsn.bind(path)
+    lsn.listen(0)
+    queued = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    queued.connect(path)
+    return lsn, queued
+
+
+class ListenerAcceptingNothing(unittest.TestCase):
+    """Socket paths a live listener holds while it accepts nothing: refused at once."""
+
+    def test_a_device_on_such_a_path_is_refused_and_its_vm_still_answers(self):
+        with tempfile.TemporaryDirectory() as d:
+            srv = service(d)
+            busy = os.path.join(d, 'busy.sock')
+            held = listener_accepting_nothing(busy)
+            c = None
+            try:
+                srv.add('a1', 'vmA', os.path.join(d, 'a1.sock'), devargs(0))
+                c = connect(srv.rpc)
+                c.sendall(json.dumps({'jsonrpc': '2.0', 'id': 1, 'method': 'device_add',
+                                      'params': {'name': 'a2', 'vm': 'vmA', 'socket': busy,
+                                                 'devargs': devargs(1)}}).encode())
+                try:
+                    r = read_reply(c, 15)
+                except TimeoutError as e:
+                    self.fail(f'device_add a2 on {busy} (a listener accepting nothing): '
+                              f'{e}; device a2: {srv.device("a2")}')
+                self.assertIsNotNone(r, 'the service closed the connection without a reply')
+                self.assertIn('in use by a live listener', r['error']['message'])
+                # vmA's worker was not left waiting on that connect: it answers.
+                try:
+                    self.assertEqual(srv.call('device_get', {'name': 'a1'}, timeout=10)
+                                     ['name'], 'a1')
+                except TimeoutError as e:
+                    self.fail(f'device_get a1 (vmA) after the refused add: {e}')
+                self.assertIsNone(srv.device('a2'))
+            finally:
+                if c is not None:
+                    c.close()
+                for s in held:
+                    s.close()
+                srv.kill()
+
+    def test_the_service_refuses_to_start_on_such_a_control_socket_or_metrics_path(self):
+        with tempfile.TemporaryDirectory() as d:
+            busy = os.path.join(d, 'busy.sock')
+            held = listener_accepting_nothing(busy)
+            try:
+                for extra in (['--rpc-socket', busy],
+                              ['--rpc-socket', os.path.join(d, 'r.sock'), '--metrics', busy]):
+                    try:
+                        r = subprocess.run([VHOSTD, '--worker', WORKER] + extra,
+                                           capture_output=True, text=True, timeout=30)
+                    except subprocess.TimeoutExpired:
+                        self.fail(f'mlx5-lm-vhostd {" ".join(extra)}: neither started nor '
+                                  f'refused within 30 s')
+                    self.assertEqual(r.returncode, 1, r.stderr)
+                    self.assertIn('in use by a live listener', r.stderr)
+            finally:
+                for s in held:
+                    s.close()
+
+
 class Docs(unittest.TestCase):
     """doc/vhostd.md's quick start, run verbatim (doc-test vhostd-quick-start)."""
 
