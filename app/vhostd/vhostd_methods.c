@@ -5,6 +5,7 @@
  * one reply, now or when the VM's worker has answered. Names follow
  * SPDK's <subsystem>_<action>.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -191,13 +192,19 @@ static void
 m_device_prepare(struct vhostd_call *call, json_t *params)
 {
 	struct vhostd_dev *d = named_device(call, params);
+	json_int_t pid;
 	json_t *args;
 
 	if (d == NULL || !worker_up(call, d))
 		return;
-	if (json_integer_value(json_object_get(params, "pid")) <= 0) {
-		vhostd_call_fail(call, VHOSTD_RPC_INVALID_PARAMS, "device_prepare: pid must be "
-				 "a process id (> 0)");
+	/*
+	 * A pid_t is an int: a larger number, cast on the way, named another
+	 * process (2^32 + N was process N), which would then be prepared.
+	 */
+	pid = json_integer_value(json_object_get(params, "pid"));
+	if (pid <= 0 || pid > INT_MAX) {
+		vhostd_call_fail(call, VHOSTD_RPC_INVALID_PARAMS, "device_prepare: 'pid' must be "
+				 "a process id (1 to %d), not %lld", INT_MAX, (long long)pid);
 		return;
 	}
 	args = json_pack("{s:O}", "pid", json_object_get(params, "pid"));

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -544,6 +545,10 @@ op_prepare(json_t *id, json_t *req)
 
 	if (d == NULL)
 		return error_reply(id, VHOSTD_RPC_NOT_FOUND, "no device '%s'", name ? name : "");
+	/* The supervisor checks it too: cast to a pid_t, a larger one names another process. */
+	if (pid <= 0 || pid > INT_MAX)
+		return error_reply(id, VHOSTD_RPC_INVALID_PARAMS, "'pid' must be a process id "
+				   "(1 to %d), not %lld", INT_MAX, (long long)pid);
 	r = vhostd_worker_prepare(d->devname, (int)pid, err, sizeof(err));
 	if (r == NULL) {
 		DLOG(d, "not prepared for pid %lld: %s", (long long)pid, err);

@@ -370,7 +370,7 @@ class Prepare(unittest.TestCase):
                     other.kill()
                 for pid, why in ((os.getpid(), 'maps no shared memory file'),
                                  (0x7ffffff0, 'no process %d' % 0x7ffffff0),
-                                 (0, 'pid must be a process id')):
+                                 (0, "'pid' must be a process id")):
                     with self.assertRaises(RpcError) as e:
                         srv.call('device_prepare', {'name': 'n1', 'pid': pid})
                     self.assertEqual(e.exception.code, -32602)
@@ -383,6 +383,34 @@ class Prepare(unittest.TestCase):
     def auto(self, srv, name, states, timeout=30.0):
         """device_get once its auto_prepare state is one of states (bounded)."""
         return self.device_until(srv, name, 'auto_prepare', states, timeout)
+
+    def test_a_pid_past_a_pid_t_is_refused_not_cast_onto_another_process(self):
+        """2^32 + N cast to a pid_t is N: this test's process, which maps shared memory.
+        Refused instead, and so is one just past INT32_MAX."""
+        import mmap
+        with tempfile.TemporaryDirectory() as d:
+            srv = service(d)
+            fd = os.memfd_create('guest-ram')
+            os.ftruncate(fd, 4 << 20)
+            ram = mmap.mmap(fd, 4 << 20, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+            try:
+                srv.add('p1', 'vmp', os.path.join(d, 'p1.sock'), devargs(0))
+                for pid in ((1 << 32) + os.getpid(), 1 << 31):
+                    try:
+                        r = srv.call('device_prepare', {'name': 'p1', 'pid': pid},
+                                     timeout=30)
+                    except RpcError as e:
+                        self.assertEqual(e.code, -32602, e.message)
+                        self.assertIn("'pid' must be a process id (1 to 2147483647)",
+                                      e.message)
+                        continue
+                    self.fail(f'device_prepare pid {pid} accepted: prepared {r}')
+                self.assertEqual(srv.call('device_get', {'name': 'p1'})
+                                 ['preparation']['state'], 'none')
+            finally:
+                ram.close()
+                os.close(fd)
+                srv.kill()
 
     def test_a_destination_that_leaves_while_watched_leaves_nothing(self):
         """A destination (--incoming) killed while its memory is being watched: the
