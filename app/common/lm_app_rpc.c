@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 
 #include "lm_app_rpc.h"
@@ -16,27 +17,73 @@
 /* The service bounds a request to 1 MiB; a device's statistics are far smaller. */
 #define RPC_READ_CHUNK 65536
 
-/* c->fd, connected to c->path. 0, or -1 with why in err. */
+static double
+now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/*
+ * Bound fd's next blocking connect or send by what is left until deadline
+ * (ms, now_ms()'s clock): a unix socket's connect waits for room in the
+ * service's queue of connections and a send for room in its buffer, each
+ * at most SO_SNDTIMEO, then fails with EAGAIN. -1 with errno EAGAIN when
+ * no time is left (a timeout of 0 would mean no bound at all).
+ */
 static int
-connect_path(struct lm_app_rpc *c, char *err, size_t errlen)
+bound_send(int fd, double deadline)
+{
+	double left = deadline - now_ms();
+	struct timeval tv;
+
+	if (left < 1) {
+		errno = EAGAIN;
+		return -1;
+	}
+	tv.tv_sec = (time_t)(left / 1000);
+	tv.tv_usec = (suseconds_t)((left - tv.tv_sec * 1e3) * 1e3);
+	return setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+/*
+ * c->fd, connected to c->path by deadline (timeout_ms after the call
+ * began, for the message). 0, or -1 with why in err.
+ */
+static int
+connect_path(struct lm_app_rpc *c, double deadline, int timeout_ms, char *err, size_t errlen)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int r = -1;
 
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", c->path);
 	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+	if (c->fd >= 0) {
+		do
+			r = bound_send(c->fd, deadline) < 0 ? -1 :
+			    connect(c->fd, (struct sockaddr *)&sa, sizeof(sa));
+		while (r < 0 && errno == EINTR);
+	}
+	if (r == 0)
+		return 0;
+	/* A live service that takes no connection: its queue full (busy, stopped, hung). */
+	if (c->fd >= 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		snprintf(err, errlen, "the service at %s did not accept the connection within "
+			 "%g s", c->path, timeout_ms / 1e3);
+	else
 		snprintf(err, errlen, "cannot reach mlx5-lm-vhostd at %s: %s", c->path,
 			 strerror(errno));
-		if (c->fd >= 0)
-			close(c->fd);
-		c->fd = -1;
-		return -1;
-	}
-	return 0;
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	return -1;
 }
 
 int
-lm_app_rpc_open(struct lm_app_rpc *c, const char *path, char *err, size_t errlen)
+lm_app_rpc_open(struct lm_app_rpc *c, const char *path, int timeout_ms, char *err,
+		size_t errlen)
 {
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
@@ -46,7 +93,7 @@ lm_app_rpc_open(struct lm_app_rpc *c, const char *path, char *err, size_t errlen
 		return -1;
 	}
 	snprintf(c->path, sizeof(c->path), "%s", path);
-	return connect_path(c, err, errlen);
+	return connect_path(c, now_ms() + timeout_ms, timeout_ms, err, errlen);
 }
 
 void
@@ -69,30 +116,32 @@ lm_app_rpc_close(struct lm_app_rpc *c)
  * read and has not taken yet stay. 0, or -1 with why in err.
  */
 static int
-reopen_if_closed(struct lm_app_rpc *c, char *err, size_t errlen)
+reopen_if_closed(struct lm_app_rpc *c, double deadline, int timeout_ms, char *err,
+		 size_t errlen)
 {
 	struct pollfd p = { .fd = c->fd, .events = POLLIN };
 	char b;
 
 	/* A service that was down at the last try (restarting) may be back. */
 	if (c->fd < 0)
-		return connect_path(c, err, errlen);
+		return connect_path(c, deadline, timeout_ms, err, errlen);
 	if (poll(&p, 1, 0) != 1 || recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) != 0)
 		return 0;
 	close(c->fd);
-	return connect_path(c, err, errlen);
+	return connect_path(c, deadline, timeout_ms, err, errlen);
 }
 
-int
-lm_app_rpc_send(struct lm_app_rpc *c, const char *method, json_t *params, json_int_t id,
-		char *err, size_t errlen)
+/* lm_app_rpc_send() by deadline (timeout_ms after the call began, for the messages). */
+static int
+send_by(struct lm_app_rpc *c, const char *method, json_t *params, json_int_t id,
+	double deadline, int timeout_ms, char *err, size_t errlen)
 {
 	json_t *req = json_pack("{s:s, s:I, s:s}", "jsonrpc", "2.0", "id", id, "method", method);
 	char *text = NULL;
 	size_t len, off = 0;
 	int ret = -1;
 
-	if (reopen_if_closed(c, err, errlen) < 0) {
+	if (reopen_if_closed(c, deadline, timeout_ms, err, errlen) < 0) {
 		json_decref(req);
 		return -1;
 	}
@@ -107,10 +156,17 @@ lm_app_rpc_send(struct lm_app_rpc *c, const char *method, json_t *params, json_i
 	}
 	len = strlen(text);
 	while (off < len) {
-		ssize_t w = send(c->fd, text + off, len - off, MSG_NOSIGNAL);
+		ssize_t w = bound_send(c->fd, deadline) < 0 ? -1 :
+			    send(c->fd, text + off, len - off, MSG_NOSIGNAL);
 
 		if (w < 0 && errno == EINTR)
 			continue;
+		/* A service that reads nothing (stopped, hung) with its buffer full. */
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			snprintf(err, errlen, "the service at %s did not take the request within "
+				 "%g s", c->path, timeout_ms / 1e3);
+			goto out;
+		}
 		if (w < 0) {
 			snprintf(err, errlen, "cannot send to %s: %s", c->path, strerror(errno));
 			goto out;
@@ -123,13 +179,11 @@ out:
 	return ret;
 }
 
-static double
-now_ms(void)
+int
+lm_app_rpc_send(struct lm_app_rpc *c, const char *method, json_t *params, json_int_t id,
+		int timeout_ms, char *err, size_t errlen)
 {
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+	return send_by(c, method, params, id, now_ms() + timeout_ms, timeout_ms, err, errlen);
 }
 
 /* A whole reply at the start of c->buf (consumed), or NULL: incomplete (*bad false) or not JSON. */
@@ -163,10 +217,10 @@ take_reply(struct lm_app_rpc *c, bool *bad, char *err, size_t errlen)
 	return reply;
 }
 
-json_t *
-lm_app_rpc_recv(struct lm_app_rpc *c, int timeout_ms, char *err, size_t errlen)
+/* lm_app_rpc_recv() by deadline (timeout_ms after the call began, for the message). */
+static json_t *
+recv_by(struct lm_app_rpc *c, double deadline, int timeout_ms, char *err, size_t errlen)
 {
-	double deadline = now_ms() + timeout_ms;
 	json_t *reply;
 	bool bad;
 
@@ -206,16 +260,46 @@ lm_app_rpc_recv(struct lm_app_rpc *c, int timeout_ms, char *err, size_t errlen)
 }
 
 json_t *
+lm_app_rpc_recv(struct lm_app_rpc *c, int timeout_ms, char *err, size_t errlen)
+{
+	return recv_by(c, now_ms() + timeout_ms, timeout_ms, err, errlen);
+}
+
+json_t *
+lm_app_rpc_once(const char *path, const char *method, json_t *params, int timeout_ms,
+		char *err, size_t errlen)
+{
+	double deadline = now_ms() + timeout_ms;
+	struct lm_app_rpc c = { .fd = -1 };
+	json_t *reply = NULL;
+
+	if (strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path) ||
+	    strlen(path) >= sizeof(c.path)) {
+		snprintf(err, errlen, "socket path too long: %s", path);
+		return NULL;
+	}
+	snprintf(c.path, sizeof(c.path), "%s", path);
+	/* One deadline for the three: a service that never accepts costs timeout_ms, no more. */
+	if (connect_path(&c, deadline, timeout_ms, err, errlen) == 0 &&
+	    send_by(&c, method, params, 1, deadline, timeout_ms, err, errlen) == 0)
+		reply = recv_by(&c, deadline, timeout_ms, err, errlen);
+	lm_app_rpc_close(&c);
+	return reply;
+}
+
+json_t *
 lm_app_rpc_call(struct lm_app_rpc *c, const char *method, json_t *params, int timeout_ms,
 		int *code, char *err, size_t errlen)
 {
+	double deadline = now_ms() + timeout_ms;
 	json_int_t id = ++c->next_id;
 	json_t *reply, *e, *result;
 
 	*code = 0;
-	if (lm_app_rpc_send(c, method, params, id, err, errlen) < 0)
+	/* timeout_ms bounds the whole call: a connect again, the send and the reply. */
+	if (send_by(c, method, params, id, deadline, timeout_ms, err, errlen) < 0)
 		return NULL;
-	reply = lm_app_rpc_recv(c, timeout_ms, err, errlen);
+	reply = recv_by(c, deadline, timeout_ms, err, errlen);
 	if (reply == NULL)
 		return NULL;
 	if (json_integer_value(json_object_get(reply, "id")) != id) {

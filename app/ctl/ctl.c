@@ -383,7 +383,7 @@ usage(FILE *f)
 		"Control mlx5-lm-vhostd through its JSON-RPC socket.\n\n"
 		"  --socket PATH  the service's control socket (default %s)\n"
 		"  --json         print the reply's result as JSON\n"
-		"  --timeout S    wait at most S seconds for the reply (default 60)\n"
+		"  --timeout S    the whole call (connect, request, reply) within S seconds (default 60)\n"
 		"  -h, --help     this text\n\nCommands ('<command> --help' for each):\n",
 		DEFAULT_SOCKET);
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
@@ -392,20 +392,20 @@ usage(FILE *f)
 		"3 the service cannot be reached.\n");
 }
 
-/* One request, one reply (the whole reply object), within timeout_s. */
+/*
+ * One request, one reply (the whole reply object): the connect, the send
+ * and the reply within timeout_s, so that a service that accepts nothing
+ * (its queue of connections full: busy, stopped, hung) does not hold us.
+ */
 static json_t *
 rpc(const char *method, json_t *params)
 {
-	struct lm_app_rpc c;
-	json_t *reply = NULL;
 	char err[512];
+	json_t *reply = lm_app_rpc_once(rpc_socket, method, params, timeout_s * 1000, err,
+					sizeof(err));
 
-	if (lm_app_rpc_open(&c, rpc_socket, err, sizeof(err)) == 0 &&
-	    lm_app_rpc_send(&c, method, params, 1, err, sizeof(err)) == 0)
-		reply = lm_app_rpc_recv(&c, timeout_s * 1000, err, sizeof(err));
 	if (reply == NULL)
 		fprintf(stderr, "mlx5-lm-ctl: %s\n", err);
-	lm_app_rpc_close(&c);
 	return reply;
 }
 

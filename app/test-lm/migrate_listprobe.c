@@ -80,7 +80,7 @@ probe_call(struct mig_listprobe *p)
 	json_t *res = NULL;
 	int code = 0;
 
-	if (lm_app_rpc_open(&c, p->rpc, err, sizeof(err)) == 0)
+	if (lm_app_rpc_open(&c, p->rpc, PROBE_CALL_MS, err, sizeof(err)) == 0)
 		res = lm_app_rpc_call(&c, "device_list", NULL, PROBE_CALL_MS, &code, err,
 				      sizeof(err));
 	ms = mig_now_ms() - t0;

@@ -227,7 +227,7 @@ host_wait_ready(struct svc_host *h)
 	for (;;) {
 		struct pollfd p = { .fd = h->pidfd, .events = POLLIN };
 
-		if (lm_app_rpc_open(&h->c, h->rpc, err, sizeof(err)) == 0)
+		if (lm_app_rpc_open(&h->c, h->rpc, SVC_CALL_MS, err, sizeof(err)) == 0)
 			return 0;
 		if (poll(&p, 1, SVC_READY_POLL_MS) > 0) {
 			fprintf(stderr, "migrate: the %s service ended before it listened\n",

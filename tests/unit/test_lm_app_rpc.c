@@ -2,12 +2,15 @@
 /*
  * The control-socket client (app/common/lm_app_rpc.c) against a service
  * played by this test: a connection the service closed as idle (its
- * --rpc-idle-timeout) is opened again by the next call, which is answered.
+ * --rpc-idle-timeout) is opened again by the next call, which is answered;
+ * a service that accepts nothing, or reads nothing, costs a call its
+ * timeout, no more.
  */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -136,7 +139,7 @@ test_a_connection_closed_as_idle_is_opened_again(void **state)
 	s = (struct service){ .lfd = listening(path), .conns = 2 };
 	assert_int_equal(pthread_create(&t, NULL, service_thread, &s), 0);
 
-	assert_int_equal(lm_app_rpc_open(&c, path, err, sizeof(err)), 0);
+	assert_int_equal(lm_app_rpc_open(&c, path, DEADLINE_MS, err, sizeof(err)), 0);
 	r = lm_app_rpc_call(&c, "device_list", NULL, DEADLINE_MS, &code, err, sizeof(err));
 	assert_non_null(r);
 	assert_int_equal(json_integer_value(r), 1);
@@ -181,11 +184,124 @@ test_a_connection_closed_as_idle_is_opened_again(void **state)
 	rmdir(dir);
 }
 
+/* What the test waits for in the client, for the watchdog to say if it never returns. */
+static const char *waiting_for;
+
+static void
+watchdog(int sig)
+{
+	char line[256];
+	int n = snprintf(line, sizeof(line), "still waiting after %d ms: %s\n", DEADLINE_MS,
+			 waiting_for);
+
+	(void)sig;
+	if (write(STDERR_FILENO, line, (size_t)n) < 0)
+		_exit(2);
+	_exit(1);
+}
+
+/* Until DEADLINE_MS from now, then the watchdog ends the test saying what hung. */
+static void
+watch(const char *what)
+{
+	waiting_for = what;
+	signal(SIGALRM, watchdog);
+	alarm(DEADLINE_MS / 1000);
+}
+
+/*
+ * A service whose queue of connections is full (listen(0) and one connection
+ * queued, never accepted), as a busy, stopped or hung one: opening and a
+ * one-shot call each give up within their timeout, and say so.
+ */
+static void
+test_a_service_that_accepts_nothing_costs_the_timeout(void **state)
+{
+	char dir[] = "/tmp/test-lm-app-rpc-XXXXXX", path[108], err[256];
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct lm_app_rpc c;
+	int lfd, queued;
+	int64_t t0;
+	json_t *r;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/rpc.sock", dir);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 0), 0);
+	queued = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(connect(queued, (struct sockaddr *)&sa, sizeof(sa)), 0);
+
+	watch("lm_app_rpc_open (500 ms) on a service whose queue of connections is full");
+	t0 = now_ms();
+	assert_int_equal(lm_app_rpc_open(&c, path, 500, err, sizeof(err)), -1);
+	assert_true(now_ms() - t0 >= 400 && now_ms() - t0 < 5000);
+	assert_non_null(strstr(err, "did not accept the connection within 0.5 s"));
+	lm_app_rpc_close(&c);
+
+	watch("lm_app_rpc_once (500 ms) on a service whose queue of connections is full");
+	t0 = now_ms();
+	r = lm_app_rpc_once(path, "device_list", NULL, 500, err, sizeof(err));
+	assert_null(r);
+	assert_true(now_ms() - t0 < 5000);
+	assert_non_null(strstr(err, "did not accept the connection within 0.5 s"));
+	alarm(0);
+	close(queued);
+	close(lfd);
+	unlink(path);
+	rmdir(dir);
+}
+
+/*
+ * A service that takes the connection (queued) and never reads: a request
+ * larger than the socket's buffers gives up within the call's timeout.
+ */
+static void
+test_a_service_that_reads_nothing_costs_the_timeout(void **state)
+{
+	char dir[] = "/tmp/test-lm-app-rpc-XXXXXX", path[108], err[256];
+	size_t big = 8u << 20;
+	char *blob = malloc(big + 1);
+	struct lm_app_rpc c;
+	json_t *params;
+	int64_t t0;
+	int lfd, code;
+
+	(void)state;
+	assert_non_null(blob);
+	memset(blob, 'x', big);
+	blob[big] = '\0';
+	params = json_pack("{s:s}", "blob", blob);
+	free(blob);
+	assert_non_null(params);
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/rpc.sock", dir);
+	lfd = listening(path);
+
+	assert_int_equal(lm_app_rpc_open(&c, path, DEADLINE_MS, err, sizeof(err)), 0);
+	watch("lm_app_rpc_call (500 ms) sending 8 MiB to a service that reads nothing");
+	t0 = now_ms();
+	assert_null(lm_app_rpc_call(&c, "device_list", params, 500, &code, err, sizeof(err)));
+	alarm(0);
+	assert_true(now_ms() - t0 < 5000);
+	assert_non_null(strstr(err, "did not take the request within 0.5 s"));
+	lm_app_rpc_close(&c);
+	json_decref(params);
+	close(lfd);
+	unlink(path);
+	rmdir(dir);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_a_connection_closed_as_idle_is_opened_again),
+		cmocka_unit_test(test_a_service_that_accepts_nothing_costs_the_timeout),
+		cmocka_unit_test(test_a_service_that_reads_nothing_costs_the_timeout),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

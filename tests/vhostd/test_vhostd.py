@@ -1626,6 +1626,26 @@ class ListenerAcceptingNothing(unittest.TestCase):
                     s.close()
                 srv.kill()
 
+    def test_ctl_gives_up_on_a_service_that_accepts_nothing_within_its_timeout(self):
+        with tempfile.TemporaryDirectory() as d:
+            busy = os.path.join(d, 'rpc.sock')
+            held = listener_accepting_nothing(busy)
+            try:
+                t0 = time.monotonic()
+                try:
+                    r = subprocess.run([CTL, '--socket', busy, '--timeout', '1',
+                                        'device_list'], capture_output=True, text=True,
+                                       timeout=20)
+                except subprocess.TimeoutExpired:
+                    self.fail('mlx5-lm-ctl --timeout 1 device_list, on a service accepting '
+                              'nothing: still waiting after 20 s')
+                self.assertLess(time.monotonic() - t0, 10)
+                self.assertEqual(r.returncode, 3, r.stderr)
+                self.assertIn('did not accept the connection within 1 s', r.stderr)
+            finally:
+                for s in held:
+                    s.close()
+
     def test_the_service_refuses_to_start_on_such_a_control_socket_or_metrics_path(self):
         with tempfile.TemporaryDirectory() as d:
             busy = os.path.join(d, 'busy.sock')
