@@ -294,8 +294,23 @@ process(struct conn *c, unsigned int held)
 		}
 		call = vhostd_call_new(req.id, req.method, &vhostd, call_done, c);
 		if (call == NULL) {
+			/*
+			 * Out of memory: that call fails alone, answered as doc/vhostd.md
+			 * says (a notification gets no reply); the requests after it go on.
+			 * An answer that cannot be made either ends the connection, which
+			 * tells the client more than a reply that never comes.
+			 */
+			if (req.id != NULL) {
+				reply = vhostd_rpc_error(req.id, VHOSTD_RPC_INTERNAL_ERROR,
+							 "no memory to queue the request");
+				if (reply != NULL)
+					conn_send(c, reply);
+				else
+					c->closing = true;
+				json_decref(reply);
+			}
 			vhostd_rpc_req_free(&req);
-			break;
+			continue;
 		}
 		c->pending++;
 		vhostd_rpc_dispatch(vhostd_methods, vhostd_nmethods, call, req.params);
