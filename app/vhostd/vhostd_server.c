@@ -24,6 +24,7 @@
 
 #include "lm_app.h"
 #include "vhostd.h"
+#include "vhostd_sockdir.h"
 
 #define MAX_CONNS 128
 /* Half a request may wait this long for the rest; then the connection is dropped. */
@@ -50,6 +51,14 @@ struct conn {
 };
 
 static struct vhostd_watch listener = { .fd = -1 };
+/*
+ * The control socket file bound (lstat right after bind): at stop it is
+ * removed only if its path still names that file, not one that took the
+ * path since (another service's socket, the operator's file).
+ */
+static dev_t listener_dev;
+static ino_t listener_ino;
+static bool listener_known;
 static TAILQ_HEAD(, conn) conns = TAILQ_HEAD_INITIALIZER(conns);
 static unsigned int nconns;
 /* Spare fd: with the fd table full, accept-and-close still answers a client. */
@@ -487,6 +496,7 @@ vhostd_server_start(void)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	const char *path = vhostd.rpc_socket;
+	struct stat st;
 	char msg[512];
 	mode_t old;
 	int fd, r;
@@ -516,6 +526,11 @@ vhostd_server_start(void)
 		close(fd);
 		return -1;
 	}
+	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode)) {
+		listener_dev = st.st_dev;
+		listener_ino = st.st_ino;
+		listener_known = true;
+	}
 	listener.fd = fd;
 	listener.fn = listener_event;
 	spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -528,6 +543,30 @@ vhostd_server_start(void)
 	return 0;
 }
 
+/* The control socket's file, if its path still names the one bound (see listener_dev). */
+static void
+stop_remove_socket(void)
+{
+	const char *path = vhostd.rpc_socket;
+
+	if (!listener_known) {
+		SLOG("RPC socket %s: not removed (what was bound is unknown)", path);
+		return;
+	}
+	switch (vhostd_sock_remove_if_same(AT_FDCWD, path, listener_dev, listener_ino)) {
+	case VHOSTD_SOCK_OTHER:
+		SLOG("RPC socket %s is no longer the socket the service created: left alone",
+		     path);
+		break;
+	case VHOSTD_SOCK_FAILED:
+		SLOG("RPC socket %s: cannot remove it: %s", path, strerror(errno));
+		break;
+	case VHOSTD_SOCK_REMOVED:
+	case VHOSTD_SOCK_NONE:
+		break;
+	}
+}
+
 void
 vhostd_server_stop(void)
 {
@@ -537,7 +576,7 @@ vhostd_server_stop(void)
 		vhostd_watch_del(&listener);
 		close(listener.fd);
 		listener.fd = -1;
-		unlink(vhostd.rpc_socket);
+		stop_remove_socket();
 	}
 	while ((c = TAILQ_FIRST(&conns)) != NULL)
 		conn_close(c);

@@ -61,3 +61,15 @@ err_close:
 	close(fd);
 	return -err;
 }
+
+enum vhostd_sock_removal
+vhostd_sock_remove_if_same(int dfd, const char *name, dev_t dev, ino_t ino)
+{
+	struct stat st;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return VHOSTD_SOCK_NONE;
+	if (!S_ISSOCK(st.st_mode) || st.st_dev != dev || st.st_ino != ino)
+		return VHOSTD_SOCK_OTHER;
+	return unlinkat(dfd, name, 0) < 0 ? VHOSTD_SOCK_FAILED : VHOSTD_SOCK_REMOVED;
+}

@@ -515,7 +515,6 @@ dev_socket_remove(struct vhostd_dev *d)
 {
 	const char *base;
 	char why[640];
-	struct stat st;
 	int dfd;
 
 	if (!d->sock_known)
@@ -526,18 +525,20 @@ dev_socket_remove(struct vhostd_dev *d)
 			DEVLOG(d, "its socket %s left: %s", d->cfg.socket, why);
 		return;
 	}
-	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		goto out;
-	if (!S_ISSOCK(st.st_mode) || st.st_dev != d->sock_dev || st.st_ino != d->sock_ino) {
+	switch (vhostd_sock_remove_if_same(dfd, base, d->sock_dev, d->sock_ino)) {
+	case VHOSTD_SOCK_OTHER:
 		DEVLOG(d, "%s is no longer the socket its worker created: left alone",
 		       d->cfg.socket);
-		goto out;
-	}
-	if (unlinkat(dfd, base, 0) < 0)
+		break;
+	case VHOSTD_SOCK_FAILED:
 		DEVLOG(d, "cannot remove its socket %s: %s", d->cfg.socket, strerror(errno));
-	else
+		break;
+	case VHOSTD_SOCK_REMOVED:
 		DEVLOG(d, "its worker gone, its socket %s removed", d->cfg.socket);
-out:
+		break;
+	case VHOSTD_SOCK_NONE:
+		break;
+	}
 	close(dfd);
 }
 

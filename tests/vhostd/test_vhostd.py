@@ -1666,6 +1666,30 @@ class ListenerAcceptingNothing(unittest.TestCase):
                     s.close()
 
 
+class ControlSocketAtStop(unittest.TestCase):
+    """At stop the control socket is removed only if its path still names it."""
+
+    def test_the_control_socket_is_removed_at_stop_and_a_file_that_replaced_it_is_not(self):
+        with tempfile.TemporaryDirectory() as d:
+            srv = service(d)
+            self.assertTrue(stat.S_ISSOCK(os.lstat(srv.rpc).st_mode))
+            self.assertEqual(srv.stop(), 0, srv.p.text()[-3000:])
+            self.assertFalse(os.path.lexists(srv.rpc), 'the control socket left at stop')
+
+            srv = service(d)
+            # Someone else's file takes the path while the service runs.
+            os.unlink(srv.rpc)
+            with open(srv.rpc, 'w') as f:
+                f.write('not the service\'s')
+            self.assertEqual(srv.stop(), 0, srv.p.text()[-3000:])
+            self.assertTrue(os.path.exists(srv.rpc),
+                            'the file that replaced the control socket was removed at stop')
+            with open(srv.rpc) as f:
+                self.assertEqual(f.read(), 'not the service\'s')
+            self.assertIn('is no longer the socket the service created: left alone',
+                          srv.p.text())
+
+
 class Docs(unittest.TestCase):
     """doc/vhostd.md's quick start, run verbatim (doc-test vhostd-quick-start)."""
 
