@@ -80,10 +80,10 @@ main(void)
 		cmocka_unit_test(test_a_removed_device_gives_its_fd_share_back),
 	};
 	char prefix[64];
-	char *eal[] = { "test_probe", "--no-huge", "-m", "256", "--no-shconf", "--no-pci",
+	char *eal[] = { "test_hotplug", "--no-huge", "-m", "256", "--no-shconf", "--no-pci",
 			"--no-telemetry", "--log-level=lib.eal:warning", prefix, NULL };
 
-	snprintf(prefix, sizeof(prefix), "--file-prefix=test-probe-%d", (int)getpid());
+	snprintf(prefix, sizeof(prefix), "--file-prefix=test-hotplug-%d", (int)getpid());
 	if (rte_eal_init(9, eal) < 0)
 		return 1;
 	return cmocka_run_group_tests(tests, NULL, NULL);
