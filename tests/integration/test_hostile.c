@@ -1749,6 +1749,16 @@ test_a_kick_fd_no_read_empties_is_let_go(void **state)
  */
 static int fail_new_realloc;
 
+/*
+ * Not under ThreadSanitizer: its runtime calls realloc while it starts,
+ * before dlsym can answer, and the process dies at once. The two tests
+ * that arm these stand-ins skip there (the other builds run them).
+ */
+#ifndef __SANITIZE_THREAD__
+#define LIBC_STAND_INS 1
+#endif
+
+#ifdef LIBC_STAND_INS
 void *
 realloc(void *p, size_t n)
 {
@@ -1762,6 +1772,7 @@ realloc(void *p, size_t n)
 	}
 	return real(p, n);
 }
+#endif
 
 /*
  * Ring 0's kick replaced (SET_VRING_KICK: vhost disables and enables the
@@ -1784,6 +1795,10 @@ test_a_replaced_kick_is_closed_when_memory_is_short(void **state)
 	size_t log0;
 
 	(void)state;
+#ifndef LIBC_STAND_INS
+	close(kick);
+	skip();
+#endif
 	assert_true(kick >= 0);
 	device_c_connect(&d, &m, &g, &c);
 	start_with_fds(c, g, m, 2, (const int[2]){ kick, -1 }, (const int[2]){ -1, -1 });
@@ -1943,6 +1958,7 @@ test_a_late_hang_up_of_a_replaced_kick_spares_its_successor(void **state)
 /* fcntl(F_DUPFD_CLOEXEC) failing once with EMFILE while armed: the relay's duplicates. */
 static int fail_dupfd;
 
+#ifdef LIBC_STAND_INS
 int
 fcntl(int fd, int cmd, ...)
 {
@@ -1961,6 +1977,7 @@ fcntl(int fd, int cmd, ...)
 	}
 	return real(fd, cmd, arg);
 }
+#endif
 
 /*
  * A running ring's kick replaced (vhost: the ring disabled, then enabled)
@@ -1980,6 +1997,9 @@ test_an_enable_whose_fds_cannot_be_relayed_is_refused(void **state)
 	bool taken;
 
 	(void)state;
+#ifndef LIBC_STAND_INS
+	skip();
+#endif
 	device_c_connect(&d, &m, &g, &c);
 	assert_int_equal(vu_start_device(c, g, NULL), 0);
 	assert_true(lmh_wait_running(&d, LMH_DEADLINE_MS));

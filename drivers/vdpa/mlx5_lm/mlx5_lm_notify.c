@@ -145,7 +145,7 @@ ring_fd_io(struct mlx5_lm_notify *n, uint16_t index, int fd, void *buf, size_t l
 	int old;
 
 	if (race != NULL)
-		race(index, fd, wr, n->race_arg);
+		race(index, fd, wr, __atomic_load_n(&n->race_arg, __ATOMIC_ACQUIRE));
 #ifdef __SANITIZE_ADDRESS__
 	pthread_cleanup_push(cancel_unpoison, NULL);
 #endif
@@ -893,6 +893,7 @@ mlx5_lm_notify_race(struct mlx5_lm_dev *dev, void (*fn)(uint16_t index, int fd, 
 {
 	struct mlx5_lm_notify *n = dev->notify;
 
-	n->race_arg = arg;
+	/* The relay may be calling the previous one: both read atomically there. */
+	__atomic_store_n(&n->race_arg, arg, __ATOMIC_RELEASE);
 	__atomic_store_n(&n->race, fn, __ATOMIC_RELEASE);
 }
