@@ -213,6 +213,12 @@ class ProbeErrors(unittest.TestCase):
         self.assert_one_line_error('emu=fast,max_conf_threads=4,workers=4', 'max_conf_threads',
                                    'workers')
 
+    def test_preconf_asked_for_without_what_it_needs_is_one_line(self):
+        self.assert_one_line_error('emu=fast,preconf=2,parallel=0', 'preconf=2',
+                                   'parallel=1')
+        self.assert_one_line_error('emu=fast,preconf=1,precreate=0', 'preconf=1',
+                                   'precreate=1')
+
     def test_key_given_twice_is_one_line(self):
         self.assert_one_line_error('emu=fast,queues=4,queues=8', 'queues', 'given 2 times')
 

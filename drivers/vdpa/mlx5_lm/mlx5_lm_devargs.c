@@ -178,6 +178,18 @@ check_combined(struct rte_kvargs *kv, struct mlx5_lm_devargs *out, char *err, si
 		/* Upstream's 0 (no internal threads: the caller configures) is one worker. */
 		out->workers = out->max_conf_threads ? out->max_conf_threads : 1;
 	}
+	/*
+	 * Configuring ahead works on pre-created queues and the worker pool
+	 * only: asked for explicitly without them, it would do nothing, and
+	 * say nothing. The default (1) stays quietly off there.
+	 */
+	if (kv != NULL && rte_kvargs_count(kv, "preconf") > 0 && out->preconf != 0 &&
+	    (!out->precreate || !out->parallel)) {
+		snprintf(err, errlen, "preconf=%u needs precreate=1 and parallel=1 (given "
+			 "precreate=%u, parallel=%u): give preconf=0 or leave it out",
+			 out->preconf, out->precreate, out->parallel);
+		return -EINVAL;
+	}
 	if (out->event_core != MLX5_LM_EVENT_CORE_ANY && cpus > 0 &&
 	    out->event_core >= (uint32_t)cpus) {
 		snprintf(err, errlen, "event_core=%u: out of range [0, %ld] (CPUs online)",
