@@ -2008,6 +2008,38 @@ test_an_enable_whose_fds_cannot_be_relayed_is_refused(void **state)
 }
 
 /*
+ * Without the vetting (an application that does not install it), a kick
+ * fd the relay cannot watch (epoll refuses /dev/null, a file without
+ * poll): DRIVER_OK fails, nothing left RDY. The device used to run with
+ * that ring's kicks relayed nowhere while the front end was told it ran.
+ */
+static void
+test_a_kick_the_relay_cannot_watch_fails_driver_ok(void **state)
+{
+	int kick = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	struct lmh_dev d = { 0 };
+	struct vu_client *c;
+	struct vu_guest *g;
+	struct vu_mem *m;
+	size_t log0;
+	bool failed;
+
+	(void)state;
+	assert_true(kick >= 0);
+	lmh_vet(false);
+	device_c_connect(&d, &m, &g, &c);
+	log0 = lmh_log_mark();
+	start_with_fds(c, g, m, 2, (const int[2]){ -1, kick }, (const int[2]){ -1, -1 });
+	failed = lmh_wait_log(log0, "DRIVER_OK failed (the rings' kick and call fds could not "
+			      "be relayed", LMH_DEADLINE_MS);
+	lmh_vet(true);
+	assert_true(failed);
+	assert_false(lmh_running(&d));
+	device_c_stop_and_remove(&d, c, g, m);
+	close(kick);
+}
+
+/*
  * vhost keeps a connection's vDPA device and calls it at the connection's
  * next message and at its close: removed under a running front end, the
  * device was freed and vhost's thread crashed when the front end then
@@ -2280,6 +2312,7 @@ LMH_TEST_MAIN("test-hostile", 3, "hostile", group_setup, group_teardown,
 	cmocka_unit_test(test_a_replaced_kick_is_closed_when_memory_is_short),
 	cmocka_unit_test(test_a_late_hang_up_of_a_replaced_kick_spares_its_successor),
 	cmocka_unit_test(test_an_enable_whose_fds_cannot_be_relayed_is_refused),
+	cmocka_unit_test(test_a_kick_the_relay_cannot_watch_fails_driver_ok),
 	cmocka_unit_test(test_a_device_a_front_end_uses_is_not_removed),
 	cmocka_unit_test(test_a_device_with_any_connection_is_not_removed),
 	cmocka_unit_test(test_a_ring_fd_of_another_kind_is_refused),

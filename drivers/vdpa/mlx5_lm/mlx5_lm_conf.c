@@ -506,9 +506,23 @@ conf_run(struct mlx5_lm_dev *dev, struct mlx5_lm_conf_job *job, const char **why
 	 * rings its doorbell once, now that it is RDY, which makes the device
 	 * read the avail index and covers them all.
 	 */
+	*why = "the rings' kick and call fds could not be relayed";
 	for (i = 0; i < np; i++) {
-		mlx5_lm_notify_take_ring(dev, plans[i].vq, job->kick[i], job->call[i]);
+		int r = mlx5_lm_notify_take_ring(dev, plans[i].vq, job->kick[i], job->call[i]);
+
 		job->kick[i] = job->call[i] = -1;
+		if (r < 0 && ret == 0)
+			ret = r;
+	}
+	/*
+	 * A ring whose kicks cannot be watched (epoll refuses its kind of
+	 * file: the vetting, when the application installs it, refuses those
+	 * first) would run with nothing relayed while the front end is told
+	 * it runs: the configuration fails, as for a queue the device refused.
+	 */
+	if (ret < 0) {
+		mlx5_lm_notify_del_configured(dev);
+		goto err_queues;
 	}
 	/* Queues now use the new registration: the previous one can go. */
 	release_prev_mr(dev);
