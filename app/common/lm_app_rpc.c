@@ -81,9 +81,10 @@ connect_path(struct lm_app_rpc *c, double deadline, int timeout_ms, char *err, s
 	return -1;
 }
 
-int
-lm_app_rpc_open(struct lm_app_rpc *c, const char *path, int timeout_ms, char *err,
-		size_t errlen)
+/* c set up for path and connected to it by deadline. 0, or -1 with why in err. */
+static int
+open_by(struct lm_app_rpc *c, const char *path, double deadline, int timeout_ms, char *err,
+	size_t errlen)
 {
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
@@ -93,7 +94,14 @@ lm_app_rpc_open(struct lm_app_rpc *c, const char *path, int timeout_ms, char *er
 		return -1;
 	}
 	snprintf(c->path, sizeof(c->path), "%s", path);
-	return connect_path(c, now_ms() + timeout_ms, timeout_ms, err, errlen);
+	return connect_path(c, deadline, timeout_ms, err, errlen);
+}
+
+int
+lm_app_rpc_open(struct lm_app_rpc *c, const char *path, int timeout_ms, char *err,
+		size_t errlen)
+{
+	return open_by(c, path, now_ms() + timeout_ms, timeout_ms, err, errlen);
 }
 
 void
@@ -273,14 +281,8 @@ lm_app_rpc_once(const char *path, const char *method, json_t *params, int timeou
 	struct lm_app_rpc c = { .fd = -1 };
 	json_t *reply = NULL;
 
-	if (strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path) ||
-	    strlen(path) >= sizeof(c.path)) {
-		snprintf(err, errlen, "socket path too long: %s", path);
-		return NULL;
-	}
-	snprintf(c.path, sizeof(c.path), "%s", path);
 	/* One deadline for the three: a service that never accepts costs timeout_ms, no more. */
-	if (connect_path(&c, deadline, timeout_ms, err, errlen) == 0 &&
+	if (open_by(&c, path, deadline, timeout_ms, err, errlen) == 0 &&
 	    send_by(&c, method, params, 1, deadline, timeout_ms, err, errlen) == 0)
 		reply = recv_by(&c, deadline, timeout_ms, err, errlen);
 	lm_app_rpc_close(&c);
