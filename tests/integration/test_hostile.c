@@ -1479,6 +1479,15 @@ device_c_connect(struct lmh_dev *d, struct vu_mem **m, struct vu_guest **g, stru
 	device_c_connect_args(d, m, g, c, "queues=1,workers=2,mr_gc_ms=0");
 }
 
+/* Device C connected and started by its front end (QEMU's sequence), running. */
+static void
+device_c_start(struct lmh_dev *d, struct vu_mem **m, struct vu_guest **g, struct vu_client **c)
+{
+	device_c_connect(d, m, g, c);
+	assert_int_equal(vu_start_device(*c, *g, NULL), 0);
+	assert_true(lmh_wait_running(d, LMH_DEADLINE_MS));
+}
+
 /* Device C's front end stops its pair and leaves; the device is removed, nothing left. */
 static void
 device_c_stop_and_remove(struct lmh_dev *d, struct vu_client *c, struct vu_guest *g,
@@ -1514,9 +1523,7 @@ test_front_end_fds_never_block_the_driver(void **state)
 	unsigned int i;
 
 	(void)state;
-	device_c_connect(&dc, &mc, &gc, &cc);
-	assert_int_equal(vu_start_device(cc, gc, NULL), 0);
-	assert_true(lmh_wait_running(&dc, LMH_DEADLINE_MS));
+	device_c_start(&dc, &mc, &gc, &cc);
 	assert_true(lmh_traffic(gc, 0x1, 32, LMH_DEADLINE_MS));
 	alone_ms = migrate_c(cc, gc, &dc);
 	for (i = 0; i < sizeof(traps) / sizeof(traps[0]); i++) {
@@ -1979,9 +1986,7 @@ test_an_enable_whose_fds_cannot_be_relayed_is_refused(void **state)
 #ifndef LIBC_STAND_INS
 	skip();
 #endif
-	device_c_connect(&d, &m, &g, &c);
-	assert_int_equal(vu_start_device(c, g, NULL), 0);
-	assert_true(lmh_wait_running(&d, LMH_DEADLINE_MS));
+	device_c_start(&d, &m, &g, &c);
 	assert_true(lmh_traffic(g, 0x1, 32, LMH_DEADLINE_MS));
 	log0 = lmh_log_mark();
 	__atomic_store_n(&fail_dupfd, 1, __ATOMIC_RELEASE);
@@ -2057,9 +2062,7 @@ test_a_device_a_front_end_uses_is_not_removed(void **state)
 	size_t log0;
 
 	(void)state;
-	device_c_connect(&d, &m, &g, &c);
-	assert_int_equal(vu_start_device(c, g, NULL), 0);
-	assert_true(lmh_wait_running(&d, LMH_DEADLINE_MS));
+	device_c_start(&d, &m, &g, &c);
 	log0 = lmh_log_mark();
 	assert_int_not_equal(rte_eal_hotplug_remove("vdev", d.name), 0);
 	assert_true(lmh_log_has(log0, "not removed: vhost device"));
@@ -2145,9 +2148,7 @@ test_a_ring_fd_of_another_kind_is_refused(void **state)
 	int fd;
 
 	(void)state;
-	device_c_connect(&d, &m, &g, &c);
-	assert_int_equal(vu_start_device(c, g, NULL), 0);
-	assert_true(lmh_wait_running(&d, LMH_DEADLINE_MS));
+	device_c_start(&d, &m, &g, &c);
 	fd = memfd_create("not-an-eventfd", MFD_CLOEXEC);
 	assert_true(fd >= 0);
 	log0 = lmh_log_mark();
@@ -2184,9 +2185,7 @@ test_a_ring_fd_in_a_message_of_another_size_is_refused(void **state)
 	int fd;
 
 	(void)state;
-	device_c_connect(&d, &m, &g, &c);
-	assert_int_equal(vu_start_device(c, g, NULL), 0);
-	assert_true(lmh_wait_running(&d, LMH_DEADLINE_MS));
+	device_c_start(&d, &m, &g, &c);
 	fd = memfd_create("not-an-eventfd", MFD_CLOEXEC);
 	assert_true(fd >= 0);
 	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
