@@ -167,17 +167,22 @@ hand_over(struct mlx5_lm_virtq *vq, uint16_t avail, uint16_t used)
 		VQ_LOG(ERR, vq, "vhost refused vring base %u/%u", avail, used);
 	if (dev->log_mr != NULL) {
 		/*
-		 * The device's last used-ring writes happened while logging: mark
-		 * the whole ring for the destination (vhost logs relative to the
-		 * ring's log address). Only with log_mr: the device pinned the
-		 * whole log when it registered it, the proof that vhost's writes
-		 * there cannot fault (a log fd shorter than declared fails that
-		 * pin).
+		 * The device's ring writes while logging (used elements and
+		 * used->idx; packed: the used descriptors): marked for the
+		 * destination here, by the guest addresses the queue was given,
+		 * whether or not the device's own bitmap records them (no public
+		 * text says it does; DPDK vdpa/mlx5 marks them too). Not through
+		 * the ring's log address: QEMU gives the packed ring's device
+		 * area there, not its descriptors. Only with log_mr: the device
+		 * pinned the whole log when it registered it, the proof that
+		 * vhost's writes there cannot fault (a log fd shorter than
+		 * declared fails that pin).
 		 */
-		uint64_t len = dev->features & (1ull << VIRTIO_F_RING_PACKED) ?
-			(uint64_t)vq->size * 16 : 4 + (uint64_t)vq->size * 8 + 2;
-
-		rte_vhost_log_used_vring(dev->vid, vq->index, 0, len);
+		if (dev->features & (1ull << VIRTIO_F_RING_PACKED))
+			rte_vhost_log_write(dev->vid, vq->fe.desc, (uint64_t)vq->fe.size * 16);
+		else
+			rte_vhost_log_write(dev->vid, vq->fe.used,
+					    4 + (uint64_t)vq->fe.size * 8 + 2);
 	}
 }
 
