@@ -1211,6 +1211,33 @@ lmh_dirty_pages_missing(struct vu_guest *g, const struct vu_log *log, int64_t *w
 	return missing;
 }
 
+uint64_t
+lmh_dirty_buffers_missing(struct vu_guest *g, const struct vu_log *log, int64_t *written)
+{
+	struct vu_log rings = { .fd = -1, .size = log->size };
+	uint64_t missing;
+	unsigned int i;
+
+	/* A copy of log with every ring's device-written pages set (vhost's layout). */
+	rings.bitmap = malloc(log->size);
+	assert_non_null(rings.bitmap);
+	memcpy(rings.bitmap, log->bitmap, log->size);
+	for (i = 0; i < vu_guest_nrings(g); i++) {
+		struct vu_ring_info ri;
+		uint64_t len, page;
+
+		assert_int_equal(vu_guest_ring_info(g, i, &ri), 0);
+		/* log_gpa is the descriptor ring for a packed ring, the used ring for a split one. */
+		len = ri.log_gpa == ri.desc_gpa ? 16ull * ri.num : 4 + 8ull * ri.num + 2;
+		for (page = ri.log_gpa >> 12; page <= (ri.log_gpa + len - 1) >> 12; page++)
+			if (page / 8 < rings.size)
+				rings.bitmap[page / 8] |= (uint8_t)(1u << (page % 8));
+	}
+	missing = lmh_dirty_pages_missing(g, &rings, written);
+	free(rings.bitmap);
+	return missing;
+}
+
 /* ---- process figures -------------------------------------------------------------- */
 
 int

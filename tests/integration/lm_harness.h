@@ -317,6 +317,14 @@ uint64_t lmh_rx_received(struct vu_guest *g);
  * mark (how many and the first are printed); *written: how many it wrote.
  */
 uint64_t lmh_dirty_pages_missing(struct vu_guest *g, const struct vu_log *log, int64_t *written);
+/*
+ * The same for the pages of the buffers the device filled only, before
+ * the stop: the rings' own pages (used ring; packed: the descriptors) are
+ * the driver's to mark at the stop (the emulator's firmware records only
+ * the buffers, caps dirty_bitmap_logs_rings), so counted as marked here.
+ */
+uint64_t lmh_dirty_buffers_missing(struct vu_guest *g, const struct vu_log *log,
+				   int64_t *written);
 
 /* ---- process figures ---- */
 /*

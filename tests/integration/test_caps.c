@@ -181,7 +181,7 @@ forward_reenable_log(const char *prof, struct lmh_dev *dv, struct lmh_trace *tr,
 	lmh_barrier(dv);
 	vu_guest_dirty_mark(guest);
 	assert_true(lmh_traffic(guest, 0x3, 200, LMH_DEADLINE_MS));
-	missing = lmh_dirty_pages_missing(guest, log, &pages);
+	missing = lmh_dirty_buffers_missing(guest, log, &pages);
 	assert_true(pages > 0);
 	assert_int_equal(missing, 0);
 	lmark = lmh_log_mark();

@@ -115,6 +115,16 @@ emu_dp_write(struct emu_dp_batch *b, uint64_t addr, const void *buf, size_t len)
 	return 0;
 }
 
+int
+emu_dp_write_ring(struct emu_dp_batch *b, uint64_t addr, const void *buf, size_t len)
+{
+	if (dp_copy(b, addr, (uint8_t *)(uintptr_t)buf, len, true) < 0)
+		return -EFAULT;
+	if (b->log_ring)
+		dp_log(b, addr, len);
+	return 0;
+}
+
 /* A naturally aligned 16-bit ring field, as one access when the host allows. */
 static uint16_t *
 dp_ptr16(struct emu_dp_batch *b, uint64_t addr)
@@ -150,18 +160,19 @@ emu_dp_load16(struct emu_dp_batch *b, uint64_t addr, uint16_t *v)
 	return 0;
 }
 
-/* Release: the used elements written before are visible first. */
+/* Release: the used elements written before are visible first. A ring field. */
 int
-emu_dp_store16(struct emu_dp_batch *b, uint64_t addr, uint16_t v)
+emu_dp_store16_ring(struct emu_dp_batch *b, uint64_t addr, uint16_t v)
 {
 	uint16_t *p = dp_ptr16(b, addr), raw = htole16(v);
 
 	if (p == NULL) {
 		__atomic_thread_fence(__ATOMIC_RELEASE);
-		return emu_dp_write(b, addr, &raw, 2);
+		return emu_dp_write_ring(b, addr, &raw, 2);
 	}
 	__atomic_store_n(p, raw, __ATOMIC_RELEASE);
-	dp_log(b, addr, 2);
+	if (b->log_ring)
+		dp_log(b, addr, 2);
 	return 0;
 }
 
@@ -536,6 +547,7 @@ dp_run(struct emu_dev *dev, struct emu_dp_vq *dq)
 	b.mk = vq->mkey;
 	if (vq->dirty_bitmap_dump_enable && vq->dirty_bitmap_mkey != 0)
 		b.log_mk = emu_mkey_find_key(dev, vq->dirty_bitmap_mkey);
+	b.log_ring = dev->prof->caps.dirty_bitmap_logs_rings != 0;
 	/*
 	 * The queue's mkey (or its dirty bitmap's while logging) was destroyed
 	 * under it (DESTROY_MKEY has no RES_BUSY: emu_mkey.c mkey_detach_users):

@@ -85,6 +85,18 @@ struct emu_caps {
 	 * the driver's fallback (tests/profiles/caps-no-rdy-dirty-log.json).
 	 */
 	uint8_t dirty_bitmap_in_rdy;
+	/*
+	 * Not a PRM capability either: whether the dirty bitmap also records
+	 * the device's writes to the ring itself (split: used elements and
+	 * used->idx; packed: the used descriptors' id, len and flags), or only
+	 * the buffers it fills. No public text says; the vendor's DPDK
+	 * vdpa/mlx5 marks the used ring in vhost's log itself after each
+	 * queue's stop (mlx5_vdpa_lm.c, rte_vhost_log_used_vring), as if the
+	 * hardware did not. 0 (the default, the strict reading): a driver
+	 * must mark the rings it hands over, or the destination gets stale
+	 * ones.
+	 */
+	uint8_t dirty_bitmap_logs_rings;
 };
 
 struct emu_profile {
@@ -783,6 +795,7 @@ struct emu_dp_batch {
 	struct emu_vq_counters *cnt;
 	const struct emu_mkey *mk;
 	const struct emu_mkey *log_mk;   /* dirty bitmap, NULL when not logging */
+	bool log_ring;                   /* the bitmap records ring writes (caps) */
 	bool rx;
 	uint32_t hdr_len;                /* virtio-net header: 10 or 12 */
 	struct emu_seg *segs;            /* current chain */
@@ -805,9 +818,12 @@ void emu_dp_vq_free(struct emu_dev *dev, struct emu_virtq *vq);
 struct emu_dp_vq *emu_dp_vq_get(struct emu_dev *dev, struct emu_virtq *vq);
 /* Guest memory through the batch's mkey; -EFAULT when not mapped. */
 int emu_dp_read(struct emu_dp_batch *b, uint64_t addr, void *buf, size_t len);
+/* A buffer the device fills: always in the dirty bitmap while logging. */
 int emu_dp_write(struct emu_dp_batch *b, uint64_t addr, const void *buf, size_t len);
+/* The ring's own fields: in the bitmap only if the caps say so (log_ring). */
+int emu_dp_write_ring(struct emu_dp_batch *b, uint64_t addr, const void *buf, size_t len);
 int emu_dp_load16(struct emu_dp_batch *b, uint64_t addr, uint16_t *v);
-int emu_dp_store16(struct emu_dp_batch *b, uint64_t addr, uint16_t v);
+int emu_dp_store16_ring(struct emu_dp_batch *b, uint64_t addr, uint16_t v);
 /*
  * The driver's notification choice at addr, read only once everything the
  * device wrote to the used ring is globally visible (a full fence: the

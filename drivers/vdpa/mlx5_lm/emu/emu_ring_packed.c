@@ -172,14 +172,14 @@ emu_ring_packed_run(struct emu_dp_batch *b, unsigned int budget)
 		slot = vq->desc_addr + (uint64_t)DESC_SIZE * used;
 		len_le = htole32(used_len);
 		id_le = htole16(id);
-		if (emu_dp_write(b, slot + DESC_LEN, &len_le, 4) < 0 ||
-		    emu_dp_write(b, slot + DESC_ID, &id_le, 2) < 0) {
+		if (emu_dp_write_ring(b, slot + DESC_LEN, &len_le, 4) < 0 ||
+		    emu_dp_write_ring(b, slot + DESC_ID, &id_le, 2) < 0) {
 			emu_dp_fail(b, EMU_VQ_ERROR_BAD_DESC, EMU_DP_CNT_INVALID_BUFFER);
 			break;
 		}
 		flags = (used_wrap ? EMU_VRING_DESC_F_AVAIL | EMU_VRING_DESC_F_USED : 0) |
 			(used_len > 0 ? EMU_VRING_DESC_F_WRITE : 0);
-		if (emu_dp_store16(b, slot + DESC_FLAGS, flags) < 0) {
+		if (emu_dp_store16_ring(b, slot + DESC_FLAGS, flags) < 0) {
 			emu_dp_fail(b, EMU_VQ_ERROR_BAD_DESC, EMU_DP_CNT_INVALID_BUFFER);
 			break;
 		}

@@ -114,8 +114,8 @@ split_one(struct emu_dp_batch *b)
 	/* Used element {id = head of the chain, len = bytes written} (2.6.8). */
 	elem[0] = htole32(head);
 	elem[1] = htole32(used_len);
-	if (emu_dp_write(b, vq->used_addr + USED_RING +
-			 (uint64_t)USED_ELEM * (vq->hw_used_index % qs), elem, sizeof(elem)) < 0)
+	if (emu_dp_write_ring(b, vq->used_addr + USED_RING +
+			      (uint64_t)USED_ELEM * (vq->hw_used_index % qs), elem, sizeof(elem)) < 0)
 		return emu_dp_fail(b, EMU_VQ_ERROR_BAD_DESC, EMU_DP_CNT_INVALID_BUFFER);
 	vq->hw_available_index++;
 	vq->hw_used_index++;
@@ -164,7 +164,7 @@ emu_ring_split_run(struct emu_dp_batch *b, unsigned int budget)
 	 * also after a failure, for the chains that did complete.
 	 */
 	if (b->completed > 0 &&
-	    emu_dp_store16(b, vq->used_addr + USED_IDX, vq->hw_used_index) < 0)
+	    emu_dp_store16_ring(b, vq->used_addr + USED_IDX, vq->hw_used_index) < 0)
 		emu_dp_fail(b, EMU_VQ_ERROR_BAD_DESC, EMU_DP_CNT_INVALID_BUFFER);
 }
 
