@@ -192,6 +192,7 @@ seed_virtq(struct seed *s)
 	PRM_SET(mkc, mkcp, start_addr, GUEST_GPA);
 	PRM_SET(mkc, mkcp, len, GUEST_LEN);
 	PRM_SET(mkc, mkcp, log_page_size, 12);
+	PRM_SET(create_mkey_in, mk, mkey_umem_valid, 1);
 	p[0] = (struct patch){ (uint16_t)(mkc + PRM_OFF(mkc, pd)), 0 };
 	p[1] = (struct patch){ PRM_OFF(create_mkey_in, mkey_umem_id), 4 | FZ_SLOT_32 };
 	cmd(s, mk, sizeof(mk), PRM_SIZE(create_mkey_out), p, 2);

@@ -120,6 +120,7 @@ umem_mkey(uint32_t pd, uint32_t umem_id, uint64_t off, uint64_t start, uint64_t 
 	PRM_SET(mkc, mkc, start_addr, start);
 	PRM_SET(mkc, mkc, len, len);
 	PRM_SET(mkc, mkc, log_page_size, 12);
+	PRM_SET(create_mkey_in, in, mkey_umem_valid, 1);
 	PRM_SET(create_mkey_in, in, mkey_umem_id, umem_id);
 	PRM_SET(create_mkey_in, in, mkey_umem_offset, off);
 	st = run(in, sizeof(in), out, sizeof(out));
@@ -1022,27 +1023,18 @@ test_mkey_log_page_size_31_is_accepted(void **state)
 	uint8_t *in = calloc(1, inlen), out[16], *p;
 	void *mkc = PRM_ADDR(create_mkey_in, in, mkc), *host;
 	uint8_t *list = PRM_ADDR(create_mkey_in, in, klm_pas_mtt);
-	uint32_t pd, direct, ksm;
+	uint32_t pd, um, direct, ksm, synd;
 
 	(void)state;
 	assert_non_null(in);
-	p = aligned_alloc(4096, 4096);
-	assert_non_null(p);
+	/* 2 GiB of address space, never touched: the umem behind the direct mkey. */
+	p = mmap(NULL, two_gib, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	assert_true(p != MAP_FAILED);
 	pd = alloc_pd();
-	/* A direct mkey of one 2 GiB page (MTT list: one entry of the octword used). */
-	PRM_SET(create_mkey_in, in, opcode, PRM_CMD_CREATE_MKEY);
-	PRM_SET(mkc, mkc, access_mode_1_0, PRM_MKC_ACCESS_MODE_MTT);
-	PRM_SET(mkc, mkc, lr, 1);
-	PRM_SET(mkc, mkc, lw, 1);
-	PRM_SET(mkc, mkc, pd, pd);
-	PRM_SET(mkc, mkc, len, two_gib);
-	PRM_SET(mkc, mkc, log_page_size, 31);
-	PRM_SET(create_mkey_in, in, translations_octword_actual_size, 1);
-	PRM_SET(mtt, list, ptag, (uintptr_t)p);
-	assert_int_equal(run(in, PRM_SIZE(create_mkey_in) + 16, out, sizeof(out)), 0);
-	direct = (uint32_t)PRM_GET(create_mkey_out, out, mkey_index) << 8;
+	assert_int_equal(emu_umem_reg(dev, p, two_gib, 0, &um, &synd), 0);
+	assert_int_equal(umem_mkey(pd, um, 0, 0, two_gib, &direct), 0);
 	/* The peer's indirect mkey: KSM, entity 2^31, one entry padded to four. */
-	memset(in, 0, inlen);
 	PRM_SET(create_mkey_in, in, opcode, PRM_CMD_CREATE_MKEY);
 	PRM_SET(mkc, mkc, access_mode_1_0, PRM_MKC_ACCESS_MODE_KSM & 3);
 	PRM_SET(mkc, mkc, lr, 1);
@@ -1060,8 +1052,9 @@ test_mkey_log_page_size_31_is_accepted(void **state)
 	assert_ptr_equal(host, p + 0x10);
 	assert_int_equal(destroy_mkey(ksm), 0);
 	assert_int_equal(destroy_mkey(direct), 0);
+	assert_int_equal(emu_umem_dereg(dev, um, &synd), 0);
 	free(in);
-	free(p);
+	munmap(p, two_gib);
 }
 
 static void
@@ -1082,38 +1075,40 @@ test_mkey_lists_are_checked_for_length_limit_and_references(void **state)
 	assert_int_equal(klm_mkey(pd, 0, &e, 1, 1, 0, NULL), 0);
 }
 
+/*
+ * A DevX direct mkey translates through a umem: the kernel sets
+ * mkey_umem_valid on every CREATE_MKEY that is not KLM/KSM (Linux devx.c
+ * devx_handle_mkey_create). Umem id 0 names none, and an MTT list of
+ * addresses (umem_valid = 0) is not something user space can hand the
+ * device: the emulator took the list's entries as host pointers.
+ */
 static void
-test_mtt_list_mkey_translates_each_page(void **state)
+test_direct_mkey_without_umem_is_refused(void **state)
 {
 	size_t inlen = PRM_SIZE(create_mkey_in) + 16;
-	uint8_t *in = calloc(1, inlen), out[16], *p0, *p1;
-	void *mkc = PRM_ADDR(create_mkey_in, in, mkc), *host;
+	uint8_t *in = calloc(1, inlen), out[16], *p0;
+	void *mkc = PRM_ADDR(create_mkey_in, in, mkc);
 	uint8_t *list = PRM_ADDR(create_mkey_in, in, klm_pas_mtt);
-	uint32_t key;
 
 	(void)state;
+	assert_non_null(in);
 	p0 = aligned_alloc(4096, 4096);
-	p1 = aligned_alloc(4096, 4096);
+	assert_non_null(p0);
 	PRM_SET(create_mkey_in, in, opcode, PRM_CMD_CREATE_MKEY);
 	PRM_SET(mkc, mkc, access_mode_1_0, PRM_MKC_ACCESS_MODE_MTT);
+	PRM_SET(mkc, mkc, lr, 1);
+	PRM_SET(mkc, mkc, lw, 1);
 	PRM_SET(mkc, mkc, pd, alloc_pd());
-	PRM_SET(mkc, mkc, start_addr, 0x5000);
-	PRM_SET(mkc, mkc, len, 8192);
+	PRM_SET(mkc, mkc, len, 4096);
 	PRM_SET(mkc, mkc, log_page_size, 12);
 	PRM_SET(create_mkey_in, in, translations_octword_actual_size, 1);
-	PRM_SET(mtt, list, ptag, (uintptr_t)p1);
-	PRM_SET(mtt, list + 8, ptag, (uintptr_t)p0);
-	assert_int_equal(run(in, inlen, out, sizeof(out)), 0);
-	key = (uint32_t)PRM_GET(create_mkey_out, out, mkey_index) << 8;
-	assert_int_equal(emu_mkey_translate(dev, key, 0x5010, 4, &host), 0);
-	assert_ptr_equal(host, p1 + 0x10);
-	assert_int_equal(emu_mkey_translate(dev, key, 0x6ff0, 16, &host), 0);
-	assert_ptr_equal(host, p0 + 0xff0);
-	assert_int_equal(emu_mkey_translate(dev, key, 0x7000, 1, &host), -EFAULT);
-	assert_int_equal(destroy_mkey(key), 0);
+	PRM_SET(mtt, list, ptag, (uintptr_t)p0);
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM, run(in, inlen, out, sizeof(out)));
+	PRM_SET(create_mkey_in, in, mkey_umem_valid, 1);
+	assert_status(PRM_STATUS_BAD_RES, EMU_SYND_BAD_REFERENCE,
+		      run(in, inlen, out, sizeof(out)));
 	free(in);
 	free(p0);
-	free(p1);
 }
 
 /* ---- Events ---------------------------------------------------------------------- */
@@ -2537,7 +2532,7 @@ main(void)
 		T(test_klm_padding_past_the_mkey_length_is_not_checked),
 		T(test_mkey_log_page_size_31_is_accepted),
 		T(test_mkey_lists_are_checked_for_length_limit_and_references),
-		T(test_mtt_list_mkey_translates_each_page),
+		T(test_direct_mkey_without_umem_is_refused),
 		T(test_force_error_posts_object_change_with_cookie),
 		T(test_qp_state_machine),
 		T(test_init2rtr_needs_force_loopback_and_an_existing_peer),

@@ -139,6 +139,7 @@ direct_mkey(uint32_t umem_id, uint64_t start, uint64_t len)
 	PRM_SET(mkc, mkc, start_addr, start);
 	PRM_SET(mkc, mkc, len, len);
 	PRM_SET(mkc, mkc, log_page_size, 12);
+	PRM_SET(create_mkey_in, in, mkey_umem_valid, 1);
 	PRM_SET(create_mkey_in, in, mkey_umem_id, umem_id);
 	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
 	return (uint32_t)PRM_GET(create_mkey_out, out, mkey_index) << 8 | 0x11;

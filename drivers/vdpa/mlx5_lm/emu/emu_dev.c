@@ -199,7 +199,6 @@ obj_free_body(struct emu_obj *o)
 	if (o->kind == EMU_KIND_MKEY) {
 		struct emu_mkey *mk = (struct emu_mkey *)o;
 
-		free(mk->pages);
 		free(mk->klm);
 		if (mk->mr_pin != NULL) {
 			emu_umem_unpin(mk->mr_pin);

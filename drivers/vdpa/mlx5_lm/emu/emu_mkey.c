@@ -77,25 +77,15 @@ xlate(const struct emu_mkey *mk, uint64_t addr, uint64_t len, uint8_t **host,
 		uint64_t pg = 1ull << mk->log_page_size;
 		uint64_t o = off + (mk->start_addr & (pg - 1));
 		uint64_t idx = o >> mk->log_page_size, in_pg = o & (pg - 1);
-		uint64_t got = pg - in_pg;
 
 		if (idx >= mk->n_pages)
 			return -EFAULT;
-		if (mk->pages == NULL) {
-			/* An MR's list: page k at pages_base + k * page size (one pin). */
-			*host = (uint8_t *)(uintptr_t)(mk->pages_base + idx * pg + in_pg);
-			*contig = len;
-			got = len;
-		} else {
-			*host = (uint8_t *)(uintptr_t)(mk->pages[idx] + in_pg);
-		}
-		/* Extend over pages that happen to be host-contiguous. */
-		while (got < len && idx + 1 < mk->n_pages &&
-		       mk->pages[idx + 1] == mk->pages[idx] + pg) {
-			idx++;
-			got += pg;
-		}
-		*contig = got < len ? got : len;
+		/*
+		 * Only the kernel's MRs have a page list (a DevX mkey is umem-backed):
+		 * page k at pages_base + k * page size, one pin.
+		 */
+		*host = (uint8_t *)(uintptr_t)(mk->pages_base + idx * pg + in_pg);
+		*contig = len;
 		/* An MR's pages are the kernel's pin of the registrant's range. */
 		if (caller_view && mk->mr_pin != NULL)
 			*host = mk->mr_va + (*host - mk->mr_pin->addr);
@@ -164,27 +154,6 @@ emu_mkey_translate(struct emu_dev *dev, uint32_t mkey, uint64_t addr, size_t len
 
 /* ---- CREATE_MKEY / DESTROY_MKEY ----------------------------------------------- */
 static int
-mkey_fill_mtt(struct emu_ctx *c, struct emu_mkey *mk, uint32_t octs)
-{
-	const uint8_t *list = PRM_CADDR(create_mkey_in, c->in, klm_pas_mtt);
-	uint64_t pg = 1ull << mk->log_page_size;
-	uint64_t need = ((mk->start_addr & (pg - 1)) + mk->len + pg - 1) >> mk->log_page_size;
-	uint32_t i;
-
-	/* Two 8-byte MTT entries per octword. */
-	mk->n_pages = octs * 2;
-	if (need > mk->n_pages)
-		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
-	mk->pages = calloc(mk->n_pages, sizeof(*mk->pages));
-	if (mk->pages == NULL)
-		return emu_fail(c, PRM_STATUS_NO_RESOURCES, EMU_SYND_BAD_PARAM);
-	for (i = 0; i < mk->n_pages; i++)
-		/* Bits 0-1 of an MTT entry are its read/write enables. */
-		mk->pages[i] = PRM_GET(mtt, list + i * PRM_SIZE(mtt), ptag) & ~3ull;
-	return 0;
-}
-
-static int
 mkey_fill_klm(struct emu_ctx *c, struct emu_mkey *mk, uint32_t n)
 {
 	const uint8_t *list = PRM_CADDR(create_mkey_in, c->in, klm_pas_mtt);
@@ -248,6 +217,7 @@ emu_mkey_create(struct emu_ctx *c)
 	uint32_t octs = (uint32_t)PRM_GET(create_mkey_in, c->in,
 					  translations_octword_actual_size);
 	uint32_t umem_id = (uint32_t)PRM_GET(create_mkey_in, c->in, mkey_umem_id);
+	bool umem_valid = PRM_GET(create_mkey_in, c->in, mkey_umem_valid) != 0;
 	uint64_t umem_off = PRM_GET(create_mkey_in, c->in, mkey_umem_offset);
 	struct emu_obj *pd, *umem = NULL;
 	struct emu_mkey *mk;
@@ -257,9 +227,21 @@ emu_mkey_create(struct emu_ctx *c)
 	c->gib = (double)PRM_GET(mkc, mkc, len) / GIB;
 	switch (mode) {
 	case PRM_MKC_ACCESS_MODE_MTT:
-		type = umem_id != 0 ? EMU_MKEY_UMEM : EMU_MKEY_MTT_LIST;
-		c->cost[0] = umem_id != 0 ? EMU_COST_CREATE_MKEY_DIRECT :
-					    EMU_COST_CREATE_MKEY_DIRECT_MTT_LIST;
+		/*
+		 * The kernel sets mkey_umem_valid on every DevX CREATE_MKEY that
+		 * is not KLM/KSM (Linux devx.c devx_handle_mkey_create): the
+		 * firmware translates through the umem it names. Without it the
+		 * MTT list would hold bus addresses, which user space has none
+		 * of; the kernel's own MRs (emu_kernel_reg_mr) never come here.
+		 */
+		if (!umem_valid) {
+			emu_log(c->dev, 4, "CREATE_MKEY MTT refused: mkey_umem_valid = 0, a DevX "
+				"direct mkey is translated through a umem (Linux devx.c "
+				"devx_handle_mkey_create sets mkey_umem_valid)");
+			return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
+		}
+		type = EMU_MKEY_UMEM;
+		c->cost[0] = EMU_COST_CREATE_MKEY_DIRECT;
 		break;
 	case PRM_MKC_ACCESS_MODE_KLM:
 	case PRM_MKC_ACCESS_MODE_KSM:
@@ -296,9 +278,13 @@ emu_mkey_create(struct emu_ctx *c)
 	if (pd == NULL)
 		return emu_fail(c, PRM_STATUS_BAD_RES, EMU_SYND_BAD_REFERENCE);
 	if (type == EMU_MKEY_UMEM) {
+		/* Umem ids start at 1: 0, as any unknown id, names no umem. */
 		umem = emu_obj_find(c->dev, EMU_KIND_UMEM, umem_id);
-		if (umem == NULL)
+		if (umem == NULL) {
+			emu_log(c->dev, 4, "CREATE_MKEY MTT refused: mkey_umem_id %u names no umem "
+				"the mkey could translate through", umem_id);
 			return emu_fail(c, PRM_STATUS_BAD_RES, EMU_SYND_BAD_REFERENCE);
+		}
 		if (umem_off > ((struct emu_umem *)umem)->size ||
 		    PRM_GET(mkc, mkc, len) > ((struct emu_umem *)umem)->size - umem_off)
 			return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
@@ -322,9 +308,6 @@ emu_mkey_create(struct emu_ctx *c)
 		mk->umem_offset = umem_off;
 		if (emu_obj_hold(&mk->obj, umem) < 0)
 			status = emu_fail(c, PRM_STATUS_NO_RESOURCES, EMU_SYND_BAD_PARAM);
-		break;
-	case EMU_MKEY_MTT_LIST:
-		status = mkey_fill_mtt(c, mk, octs);
 		break;
 	default:
 		status = mkey_fill_klm(c, mk, octs);
@@ -410,9 +393,6 @@ emu_mkey_destroy(struct emu_ctx *c)
 	if (mk->mr_pin != NULL)
 		return emu_fail(c, PRM_STATUS_BAD_RES, EMU_SYND_UNKNOWN_OBJ);
 	c->gib = (double)mk->len / GIB;
-	/* Tearing down an uploaded page list costs per GiB. */
-	if (mk->type == EMU_MKEY_MTT_LIST)
-		c->cost[0] = EMU_COST_DESTROY_MKEY_DIRECT_MTT_LIST;
 	mkey_detach_users(c->dev, mk);
 	return emu_obj_destroy(c->dev, &mk->obj, &c->syndrome);
 }

@@ -246,7 +246,7 @@ struct emu_klm {
 
 enum emu_mkey_type {
 	EMU_MKEY_UMEM,               /* direct, umem-backed MTT */
-	EMU_MKEY_MTT_LIST,           /* direct, explicit page list */
+	EMU_MKEY_MTT_LIST,           /* direct, a kernel MR's page list (never DevX) */
 	EMU_MKEY_KLM,                /* indirect */
 	EMU_MKEY_KSM,                /* indirect, fixed entry size */
 };
@@ -262,8 +262,7 @@ struct emu_mkey {
 	/* EMU_MKEY_UMEM */
 	struct emu_umem *umem;
 	uint64_t umem_offset;
-	/* EMU_MKEY_MTT_LIST: host addresses of pages of 1 << log_page_size */
-	uint64_t *pages;
+	/* EMU_MKEY_MTT_LIST: pages of 1 << log_page_size */
 	uint32_t n_pages;
 	/*
 	 * An MR the kernel registered (ibv_reg_mr: emu_kernel_reg_mr): its
