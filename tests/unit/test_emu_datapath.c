@@ -1730,6 +1730,39 @@ test_bad_descriptors_put_the_queue_in_err(void **state)
 }
 
 /*
+ * An indirect table whose entry is itself INDIRECT: the driver must not
+ * set INDIRECT within an indirect table (virtio 1.1, 2.6.5.3.1 for split
+ * rings, 2.7.7.1 for packed ones). The split walk failed the queue, the
+ * packed walk dropped every flag but WRITE and took the entry as a buffer.
+ */
+static void
+nested_indirect(bool packed, uint16_t index)
+{
+	struct vq_opts o = { .packed = packed };
+	uint64_t g = galloc(4096), inner = galloc_a(VU_VRING_DESC_SIZE, 16);
+	struct vu_vbuf leaf = { g, 72, 0 }, nest;
+	struct ring *r;
+
+	vu_vring_table(gp(inner), packed, &leaf, 1);
+	nest = (struct vu_vbuf){ inner, VU_VRING_DESC_SIZE, VU_VRING_F_INDIRECT };
+	r = vq_watched(index, &o);
+	post(r, &nest, 1, true);
+	kick(r);
+	expect_error(r, EMU_VQ_ERROR_BAD_DESC, C_BAD_DESC);
+	assert_int_equal(counter(r, C_COMPLETED), 0);
+}
+
+static void
+test_nested_indirect_tables_put_the_queue_in_err(void **state)
+{
+	(void)state;
+	emu_set_log(quiet);
+	nested_indirect(false, 1);
+	nested_indirect(true, 3);
+	emu_set_log(NULL);
+}
+
+/*
  * DESTROY_MKEY of the key a RDY queue runs on is taken
  * (the firmware counts no users), and the queue's next access is a bad
  * translation: ERR with its OBJECT_CHANGE event, and not one byte of the
@@ -2242,6 +2275,7 @@ main(void)
 		T(test_completion_event_unless_no_interrupt),
 		T(test_suspend_stops_processing_and_query_reports_indices),
 		T(test_bad_descriptors_put_the_queue_in_err),
+		T(test_nested_indirect_tables_put_the_queue_in_err),
 		T(test_a_destroyed_mkey_never_reaches_guest_memory),
 		T(test_rx_backlog_is_delivered_after_a_kick),
 		T(test_split_dirty_bitmap_marks_written_pages),

@@ -57,7 +57,10 @@ desc_avail(uint16_t flags, bool wrap)
 
 /*
  * Indirect table (2.7.7): len / 16 descriptors used in order, of which
- * only WRITE means something; the table holds at most queue_size.
+ * only WRITE means something; the table holds at most queue_size. An
+ * entry that is INDIRECT again is the one flag the driver must not set
+ * there (2.7.7.1: only one table per descriptor): the queue fails as a
+ * split ring's does (emu_ring_split.c).
  */
 static int
 walk_indirect(struct emu_dp_batch *b, const struct packed_desc *ind)
@@ -72,6 +75,8 @@ walk_indirect(struct emu_dp_batch *b, const struct packed_desc *ind)
 	for (i = 0; i < n; i++) {
 		if (read_desc(b, ind->addr + (uint64_t)DESC_SIZE * i, &d) < 0)
 			return -1;
+		if (d.flags & EMU_VRING_DESC_F_INDIRECT)
+			return emu_dp_fail(b, EMU_VQ_ERROR_BAD_DESC, EMU_DP_CNT_BAD_DESC);
 		if (emu_dp_add_seg(b, d.addr, d.len, d.flags & EMU_VRING_DESC_F_WRITE) < 0)
 			return -1;
 	}
