@@ -750,6 +750,7 @@ out:
 long
 lmh_remove(struct lmh_dev *d)
 {
+	unsigned long misses;
 	long off;
 
 	if (d->sock >= 0) {
@@ -762,6 +763,11 @@ lmh_remove(struct lmh_dev *d)
 	}
 	if (d->dev == NULL)
 		return 0;
+	/*
+	 * A page the device wrote outside the dirty bitmap the driver gave it
+	 * is a page the migration never copies again: none, ever, in any run.
+	 */
+	misses = d->emu != NULL ? emu_dev_log_misses(d->emu) : 0;
 	d->dev = NULL;
 	d->emu = NULL;
 	off = use_rdma ? file_size(getenv("MLX5_LM_ERDMA_SUMMARY")) : 0;
@@ -769,6 +775,11 @@ lmh_remove(struct lmh_dev *d)
 		return -EIO;
 	if (use_rdma)
 		return rdma_left_alive(d, off);
+	if (misses != 0) {
+		fprintf(stderr, "%s: %lu device writes outside the dirty bitmap\n", d->name,
+			misses);
+		return -EPROTO;
+	}
 	return (long)(emu_leaked_total() - d->leaked0);
 }
 

@@ -526,6 +526,7 @@ struct vq_opts {
 	bool packed;
 	bool event;                /* event_mode QP through the firmware QP */
 	bool log;                  /* dirty bitmap on */
+	uint32_t log_size;         /* its size in bytes, 0: LOG_SIZE */
 	uint64_t used_addr;        /* override (0: allocate) */
 	uint16_t features;         /* queue feature mask (QUEUE_FEATURES), 0: none */
 };
@@ -617,7 +618,7 @@ vq_up(uint16_t index, const struct vq_opts *o)
 		PRM_SET(virtio_net_q, obj, vhost_log_page, 0);
 		PRM_SET(virtio_net_q, obj, dirty_bitmap_mkey, w.logmkey);
 		PRM_SET(virtio_net_q, obj, dirty_bitmap_addr, LOG_BASE);
-		PRM_SET(virtio_net_q, obj, dirty_bitmap_size, LOG_SIZE);
+		PRM_SET(virtio_net_q, obj, dirty_bitmap_size, o->log_size ? o->log_size : LOG_SIZE);
 	}
 	PRM_SET(virtio_net_q, obj, modify_field_select, mask);
 	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
@@ -1854,6 +1855,15 @@ bit_set(uint64_t page)
 	return (logmem[page / 8] >> (page % 8)) & 1;
 }
 
+static uint64_t
+log_misses(const struct ring *r)
+{
+	uint64_t n = ~0ull;
+
+	assert_int_equal(emu_virtq_log_misses(dev, r->id, &n), 0);
+	return n;
+}
+
 /*
  * The pages the device wrote are marked, and no other: the RX buffer and,
  * with firmware that records its ring writes too (rings-logged.json), the
@@ -1892,6 +1902,9 @@ dirty_pages(bool packed)
 	assert_int_equal(nset, rings ? 3 : 1);
 	for (i = LOG_SIZE; i < 4096; i++)
 		assert_int_equal(logmem[i], 0);
+	/* Every page the device wrote was inside the bitmap. */
+	assert_int_equal(log_misses(rx), 0);
+	assert_int_equal(log_misses(tx), 0);
 }
 
 static void
@@ -1920,6 +1933,89 @@ teardown_rings_logged(void **state)
 {
 	w_profile = NULL;
 	return teardown(state);
+}
+
+/* MODIFY of the dirty bitmap's fields with logging on; its status. */
+static int
+log_modify(const struct ring *r, uint64_t mask, uint32_t mkey, uint64_t addr, uint32_t size)
+{
+	uint8_t in[PRM_SIZE(virtq_cmd)], out[16];
+	void *obj = PRM_ADDR(virtq_cmd, in, obj);
+
+	vq_mailbox(in, PRM_CMD_MODIFY_GENERAL_OBJECT, r->id);
+	PRM_SET(virtio_net_q, obj, modify_field_select, mask);
+	PRM_SET(virtio_net_q, obj, dirty_bitmap_dump_enable, 1);
+	PRM_SET(virtio_net_q, obj, dirty_bitmap_mkey, mkey);
+	PRM_SET(virtio_net_q, obj, dirty_bitmap_addr, addr);
+	PRM_SET(virtio_net_q, obj, dirty_bitmap_size, size);
+	return run(in, sizeof(in), out, sizeof(out));
+}
+
+/*
+ * DUMP_ENABLE = 1 needs a bitmap to log into: its mkey, and an address
+ * and size that mkey maps. The emulator took logging on with mkey 0 and
+ * then logged nothing (a migration that misses every dirty page).
+ */
+static void
+test_dirty_log_without_a_bitmap_is_refused(void **state)
+{
+	const uint64_t both = PRM_VIRTQ_MODIFY_DIRTY_BITMAP_PARAMS |
+			      PRM_VIRTQ_MODIFY_DIRTY_BITMAP_DUMP_ENABLE;
+	struct vq_opts o = { 0 };
+	struct ring *r = vq_up(1, &o);
+
+	(void)state;
+	emu_set_log(quiet);
+	/* No bitmap was ever given: mkey 0 in effect. */
+	assert_int_equal(log_modify(r, PRM_VIRTQ_MODIFY_DIRTY_BITMAP_DUMP_ENABLE, 0, 0, 0),
+			 PRM_STATUS_BAD_PARAM);
+	assert_int_equal(log_modify(r, both, 0, LOG_BASE, LOG_SIZE), PRM_STATUS_BAD_PARAM);
+	/* A size of 0, and a bitmap past the end of its mkey (4 KiB). */
+	assert_int_equal(log_modify(r, both, w.logmkey, LOG_BASE, 0), PRM_STATUS_BAD_PARAM);
+	assert_int_equal(log_modify(r, both, w.logmkey, LOG_BASE + 4000, LOG_SIZE),
+			 PRM_STATUS_BAD_PARAM);
+	assert_int_equal(log_modify(r, both, w.logmkey, LOG_BASE, LOG_SIZE), 0);
+	emu_set_log(NULL);
+}
+
+static int log_outside_warnings;
+
+static void
+count_outside(int level, const char *line)
+{
+	(void)level;
+	if (strstr(line, "outside the dirty bitmap") != NULL)
+		log_outside_warnings++;
+}
+
+/*
+ * A bitmap of 1 byte covers guest pages 0-7; guest memory starts at page
+ * 256, so every device write misses it. Each queue counts its misses and
+ * warns once: the emulator warned once per device, ever, and counted nothing.
+ */
+static void
+test_dirty_log_misses_are_counted_per_queue(void **state)
+{
+	struct vq_opts o = { .log = true, .log_size = 1 };
+	struct ring *rx = vq_up(0, &o), *tx = vq_up(1, &o);
+	uint32_t id, len;
+	uint8_t f[100];
+
+	(void)state;
+	log_outside_warnings = 0;
+	emu_set_log(count_outside);
+	steering(&rx, 1, false);
+	post_rx(rx, 0);
+	make_frame(f, 100, 0x0a000002, 3, 0);
+	post_tx(tx, f, 100, 0);
+	kick(tx);
+	wait_idle();
+	emu_set_log(NULL);
+	assert_int_equal(reap(rx, &id, &len), 1);
+	assert_true(log_misses(rx) >= 2);     /* the buffer and the used entry */
+	assert_true(log_misses(tx) >= 1);     /* the used entry */
+	assert_int_equal(log_outside_warnings, 2);
+	assert_int_equal(logmem[0], 0);
 }
 
 /* ---- Event path: credits, CQEs, arming ----------------------------------------------- */
@@ -2283,6 +2379,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_split_dirty_bitmap_marks_written_pages,
 						setup_rings_logged, teardown_rings_logged),
 		cmocka_unit_test_setup_teardown(test_packed_dirty_bitmap_marks_written_pages,
+						setup_rings_logged, teardown_rings_logged),
+		T(test_dirty_log_without_a_bitmap_is_refused),
+		/* Under rings-logged.json: the used entries are misses too. */
+		cmocka_unit_test_setup_teardown(test_dirty_log_misses_are_counted_per_queue,
 						setup_rings_logged, teardown_rings_logged),
 		T(test_notification_needs_a_receive_credit),
 		T(test_cqes_are_written_and_events_need_an_arm),

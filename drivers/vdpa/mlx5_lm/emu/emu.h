@@ -467,6 +467,13 @@ int emu_fault_inject(struct emu_dev *dev, uint16_t opcode, uint16_t obj_type, un
 /* Move a RDY virtq to ERR with error_type and post OBJECT_CHANGE. */
 int emu_virtq_force_error(struct emu_dev *dev, uint32_t virtq_id, uint8_t error_type);
 /*
+ * Device writes that dirty logging could not mark, the page being outside
+ * the bitmap (or the bitmap not translating): of one virtq (-ENOENT when
+ * there is none), or of the whole device since it was created.
+ */
+int emu_virtq_log_misses(struct emu_dev *dev, uint32_t virtq_id, uint64_t *misses);
+unsigned long emu_dev_log_misses(struct emu_dev *dev);
+/*
  * Translate [addr, addr+len) through mkey (indirect -> direct -> umem) to
  * a host pointer. Returns 0, or -EFAULT when any byte is not covered.
  */

@@ -50,12 +50,20 @@ dp_log(struct emu_dp_batch *b, uint64_t addr, uint64_t len)
 
 		if (byte >= vq->dirty_bitmap_size ||
 		    emu_mkey_xlate(b->log_mk, vq->dirty_bitmap_addr + byte, 1, &host, &got) < 0) {
-			/* The log does not cover this page: nothing to mark through. */
-			if (!b->dev->dp->log_warned) {
-				b->dev->dp->log_warned = true;
+			/*
+			 * The log does not cover this page: a page the migration
+			 * will not copy again. No public text says firmware fails
+			 * the queue for it, so it is counted, per queue and per
+			 * device, for the tests to hold at 0, and warned once per
+			 * queue (each queue's bitmap is its own).
+			 */
+			b->vq->log_misses++;
+			atomic_fetch_add(&b->dev->log_misses, 1);
+			if (!b->vq->log_warned) {
+				b->vq->log_warned = true;
 				emu_log(b->dev, 4, "virtq %u: dirty page 0x%" PRIx64 " outside the "
-					"dirty bitmap (size %u, mkey 0x%x)", vq->obj.id, page,
-					vq->dirty_bitmap_size, vq->dirty_bitmap_mkey);
+					"dirty bitmap (size %u, mkey 0x%x): not logged", vq->obj.id,
+					page, vq->dirty_bitmap_size, vq->dirty_bitmap_mkey);
 			}
 			continue;
 		}

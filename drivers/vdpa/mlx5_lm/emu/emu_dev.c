@@ -519,3 +519,9 @@ emu_dev_cmd_count(struct emu_dev *dev, uint16_t opcode)
 		return 0;
 	return atomic_load(&dev->cmd_count[opcode]);
 }
+
+unsigned long
+emu_dev_log_misses(struct emu_dev *dev)
+{
+	return atomic_load(&dev->log_misses);
+}

@@ -302,6 +302,9 @@ struct emu_virtq {
 	uint32_t dirty_bitmap_mkey;
 	uint32_t dirty_bitmap_size;
 	uint64_t dirty_bitmap_addr;
+	/* Device writes the bitmap could not mark (emu_datapath.c dp_log); lock */
+	uint64_t log_misses;
+	bool log_warned;             /* one warning per queue, not per page */
 	uint16_t hw_available_index;
 	uint16_t hw_used_index;
 	/* virtio_q context */
@@ -542,6 +545,8 @@ struct emu_dev {
 	struct emu_fault *faults;    /* lock */
 
 	atomic_ulong cmd_count[EMU_OPCODE_SLOTS];
+	/* Dirty-log misses of every queue, destroyed ones included. */
+	atomic_ulong log_misses;
 
 	/* Data path (emu_datapath.c); its state is guarded by lock. */
 	struct emu_dp *dp;
@@ -764,7 +769,6 @@ struct emu_dp {
 	struct emu_seg *segs;
 	uint32_t seg_cap;
 	uint8_t *frame_buf;          /* TX gather: header + EMU_DP_MAX_FRAME */
-	bool log_warned;
 	/* Steering cache (emu_wire.c), valid while steer_gen == dev->obj_gen. */
 	uint64_t steer_gen;
 	bool steer_valid;

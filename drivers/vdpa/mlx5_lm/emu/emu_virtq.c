@@ -341,6 +341,28 @@ vq_check_fields(struct emu_ctx *c, struct emu_virtq *vq, uint64_t mask)
 	if ((mask & PRM_VIRTQ_MODIFY_DIRTY_BITMAP_PARAMS) && vq->dirty_bitmap_mkey != 0 &&
 	    emu_mkey_find_key(c->dev, vq->dirty_bitmap_mkey) == NULL)
 		return emu_fail(c, PRM_STATUS_BAD_RES, EMU_SYND_BAD_REFERENCE);
+	/*
+	 * Logging on with no bitmap to log into would accept a migration that
+	 * records no dirty page. The fields in effect (this command's over the
+	 * queue's) must name a bitmap the mkey maps whole: both drivers send
+	 * DUMP_ENABLE = 1 with the bitmap's mkey, address and size (Linux
+	 * mlx5_vnet.c, DPDK mlx5_vdpa_lm.c).
+	 */
+	if ((mask & (PRM_VIRTQ_MODIFY_DIRTY_BITMAP_PARAMS |
+		     PRM_VIRTQ_MODIFY_DIRTY_BITMAP_DUMP_ENABLE)) && vq->dirty_bitmap_dump_enable) {
+		const struct emu_mkey *lm = emu_mkey_find_key(c->dev, vq->dirty_bitmap_mkey);
+		uint64_t a = vq->dirty_bitmap_addr;
+
+		if (lm == NULL || vq->dirty_bitmap_size == 0 || a < lm->start_addr ||
+		    a - lm->start_addr >= lm->len ||
+		    vq->dirty_bitmap_size > lm->len - (a - lm->start_addr)) {
+			emu_log(c->dev, 4, "virtq index %u: dirty_bitmap_dump_enable refused: no "
+				"bitmap in effect (mkey 0x%x, addr 0x%" PRIx64 ", size %u); "
+				"logging needs a bitmap its mkey maps", vq->queue_index,
+				vq->dirty_bitmap_mkey, a, vq->dirty_bitmap_size);
+			return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
+		}
+	}
 	return 0;
 }
 
@@ -657,6 +679,19 @@ emu_virtq_set_error(struct emu_dev *dev, struct emu_virtq *vq, uint8_t error_typ
 		vq->queue_index, error_type);
 	emu_event_post(dev, EMU_KIND_VIRTQ, vq->obj.id, PRM_EVENT_OBJECT_CHANGE, data);
 	return 0;
+}
+
+int
+emu_virtq_log_misses(struct emu_dev *dev, uint32_t virtq_id, uint64_t *misses)
+{
+	struct emu_virtq *vq;
+
+	pthread_mutex_lock(&dev->lock);
+	vq = (struct emu_virtq *)emu_obj_find(dev, EMU_KIND_VIRTQ, virtq_id);
+	if (vq != NULL)
+		*misses = vq->log_misses;
+	pthread_mutex_unlock(&dev->lock);
+	return vq != NULL ? 0 : -ENOENT;
 }
 
 int
