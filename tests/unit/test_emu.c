@@ -157,6 +157,9 @@ klm_mkey(uint32_t pd, uint64_t start, const struct klm_ent *e, uint32_t n, uint3
 	}
 	PRM_SET(create_mkey_in, in, opcode, PRM_CMD_CREATE_MKEY);
 	PRM_SET(mkc, mkc, access_mode_1_0, PRM_MKC_ACCESS_MODE_KLM & 3);
+	/* Local read and write, as both drivers create theirs. */
+	PRM_SET(mkc, mkc, lr, 1);
+	PRM_SET(mkc, mkc, lw, 1);
 	PRM_SET(mkc, mkc, pd, pd);
 	PRM_SET(mkc, mkc, start_addr, start);
 	PRM_SET(mkc, mkc, len, len);
@@ -1055,6 +1058,42 @@ test_mkey_log_page_size_31_is_accepted(void **state)
 	assert_int_equal(emu_umem_dereg(dev, um, &synd), 0);
 	free(in);
 	munmap(p, two_gib);
+}
+
+/*
+ * An mkey serves the objects of its own PD: a KLM entry, a virtq's
+ * virtio_q_mkey (at CREATE and MODIFY) naming an mkey of another PD is
+ * refused. Linux mlx5_vnet.c creates its mkeys in the PD it gives the
+ * queues. The emulator compared no PD.
+ */
+static void
+test_mkey_of_another_pd_is_refused(void **state)
+{
+	struct klm_ent ent = { 4096, 0, GUEST_BASE };
+	uint8_t in[PRM_SIZE(virtq_cmd)], out[16];
+	struct vq_env e, other;
+	uint32_t pd2, k2, vq;
+
+	(void)state;
+	env_init(&e, 256);
+	pd2 = alloc_pd();
+	assert_int_equal(umem_mkey(pd2, e.guest_umem, 0, GUEST_BASE, 4096, &k2), 0);
+	ent.mkey = k2;
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_MKEY_PD_MISMATCH,
+		      klm_mkey(e.pd, 0, &ent, 1, 1, 0, NULL));
+	other = e;
+	other.mkey = k2;
+	vq_create_mailbox(in, sizeof(in), &e, 0, 256);
+	PRM_SET(virtio_q, PRM_ADDR(virtq_cmd, in, q), virtio_q_mkey, k2);
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_MKEY_PD_MISMATCH,
+		      run(in, sizeof(in), out, sizeof(out)));
+	assert_int_equal(vq_create(&e, 0, 256, &vq), 0);
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_MKEY_PD_MISMATCH,
+		      vq_modify(&other, vq, CONFIG_BITS, 0));
+	/* The same, in the queue's PD. */
+	ent.mkey = e.mkey;
+	assert_int_equal(klm_mkey(e.pd, 0, &ent, 1, 1, 0, NULL), 0);
+	assert_int_equal(vq_modify(&e, vq, CONFIG_BITS, 0), 0);
 }
 
 static void
@@ -2532,6 +2571,7 @@ main(void)
 		T(test_klm_padding_past_the_mkey_length_is_not_checked),
 		T(test_mkey_log_page_size_31_is_accepted),
 		T(test_mkey_lists_are_checked_for_length_limit_and_references),
+		T(test_mkey_of_another_pd_is_refused),
 		T(test_direct_mkey_without_umem_is_refused),
 		T(test_force_error_posts_object_change_with_cookie),
 		T(test_qp_state_machine),

@@ -147,7 +147,7 @@ direct_mkey(uint32_t umem_id, uint64_t start, uint64_t len)
 
 /* KLM over guest memory: [0, HOLE_OFF) and [HOLE_OFF + HOLE_LEN, GSIZE), a hole between. */
 static uint32_t
-indirect_mkey(void)
+indirect_mkey(bool lw)
 {
 	const uint64_t bytes[3] = { HOLE_OFF, HOLE_LEN, GSIZE - HOLE_OFF - HOLE_LEN };
 	const uint64_t off[3] = { 0, 0, HOLE_OFF + HOLE_LEN };
@@ -165,6 +165,9 @@ indirect_mkey(void)
 	}
 	PRM_SET(create_mkey_in, in, opcode, PRM_CMD_CREATE_MKEY);
 	PRM_SET(mkc, mkc, access_mode_1_0, PRM_MKC_ACCESS_MODE_KLM & 3);
+	/* Local read, and local write for the rings and RX buffers the device writes. */
+	PRM_SET(mkc, mkc, lr, 1);
+	PRM_SET(mkc, mkc, lw, lw);
 	PRM_SET(mkc, mkc, pd, w.pd);
 	PRM_SET(mkc, mkc, start_addr, GBASE);
 	PRM_SET(mkc, mkc, len, GSIZE);
@@ -394,7 +397,7 @@ setup_cq(void **state, bool cc, bool oi)
 	}
 	w.gumem = umem_reg(gm, GSIZE);
 	w.dmkey = direct_mkey(w.gumem, GBASE, GSIZE);
-	w.imkey = indirect_mkey();
+	w.imkey = indirect_mkey(true);
 	w.logumem = umem_reg(logmem, 4096);
 	w.logmkey = direct_mkey(w.logumem, LOG_BASE, 4096);
 	/*
@@ -527,6 +530,7 @@ struct vq_opts {
 	bool event;                /* event_mode QP through the firmware QP */
 	bool log;                  /* dirty bitmap on */
 	uint32_t log_size;         /* its size in bytes, 0: LOG_SIZE */
+	uint32_t mkey;             /* virtio_q_mkey, 0: w.imkey */
 	uint64_t used_addr;        /* override (0: allocate) */
 	uint16_t features;         /* queue feature mask (QUEUE_FEATURES), 0: none */
 };
@@ -599,7 +603,7 @@ vq_up(uint16_t index, const struct vq_opts *o)
 	PRM_SET(virtio_q, q, desc_addr, r->desc);
 	PRM_SET(virtio_q, q, available_addr, r->avail);
 	PRM_SET(virtio_q, q, used_addr, r->used);
-	PRM_SET(virtio_q, q, virtio_q_mkey, w.imkey);
+	PRM_SET(virtio_q, q, virtio_q_mkey, o->mkey ? o->mkey : w.imkey);
 	PRM_SET(virtio_q, q, virtio_version_1_0, 1);
 	if (o->event) {
 		mask |= PRM_VIRTQ_MODIFY_EVENT_MODE;
@@ -1736,6 +1740,34 @@ test_bad_descriptors_put_the_queue_in_err(void **state)
  * rings, 2.7.7.1 for packed ones). The split walk failed the queue, the
  * packed walk dropped every flag but WRITE and took the entry as a buffer.
  */
+/*
+ * The device writes through an mkey only if it grants local write (mkc
+ * lw): Linux mlx5_vnet.c and DPDK vdpa/mlx5 create theirs with lw and lr.
+ * A queue on a read-only mkey reads its TX buffer, then faults writing
+ * the used ring and goes to ERR as at any bad address; the emulator
+ * never read the access bits and wrote through it.
+ */
+static void
+test_write_through_an_mkey_without_local_write_fails_the_queue(void **state)
+{
+	struct vq_opts o = { .mkey = indirect_mkey(false) };
+	struct ring *r;
+	uint16_t used0;
+	uint8_t f[80];
+
+	(void)state;
+	emu_set_log(quiet);
+	r = vq_watched(1, &o);
+	used0 = get16(r->used + 2);
+	make_frame(f, 80, 0x0a000002, 3, 0);
+	post_tx(r, f, 80, 0);
+	kick(r);
+	expect_error(r, EMU_VQ_ERROR_BAD_DESC, C_INVALID);
+	assert_int_equal(get16(r->used + 2), used0);
+	simple(PRM_CMD_DESTROY_MKEY, o.mkey >> 8);
+	emu_set_log(NULL);
+}
+
 static void
 nested_indirect(bool packed, uint16_t index)
 {
@@ -2372,6 +2404,7 @@ main(void)
 		T(test_suspend_stops_processing_and_query_reports_indices),
 		T(test_bad_descriptors_put_the_queue_in_err),
 		T(test_nested_indirect_tables_put_the_queue_in_err),
+		T(test_write_through_an_mkey_without_local_write_fails_the_queue),
 		T(test_a_destroyed_mkey_never_reaches_guest_memory),
 		T(test_rx_backlog_is_delivered_after_a_kick),
 		T(test_split_dirty_bitmap_marks_written_pages),

@@ -66,6 +66,8 @@ enum emu_syndrome {
 	EMU_SYND_VQ_CREATE_NOT_INIT = 0x5e0c00ea, /* status BAD_PARAM: virtq CREATE not INIT */
 	/* status BAD_PARAM: virtio_version_1_0 on a device whose caps lack it */
 	EMU_SYND_VQ_NO_VERSION_1 = 0x5e0c00eb,
+	/* status BAD_PARAM: an mkey named by an object of another PD */
+	EMU_SYND_MKEY_PD_MISMATCH = 0x5e0c00ec,
 	EMU_SYND_INJECTED = 0x5e0cfa17,          /* default syndrome of an injected fault */
 };
 

@@ -49,7 +49,8 @@ dp_log(struct emu_dp_batch *b, uint64_t addr, uint64_t len)
 		uint8_t *host;
 
 		if (byte >= vq->dirty_bitmap_size ||
-		    emu_mkey_xlate(b->log_mk, vq->dirty_bitmap_addr + byte, 1, &host, &got) < 0) {
+		    emu_mkey_xlate_write(b->log_mk, vq->dirty_bitmap_addr + byte, 1, &host,
+					 &got) < 0) {
 			/*
 			 * The log does not cover this page: a page the migration
 			 * will not copy again. No public text says firmware fails
@@ -81,7 +82,9 @@ dp_copy(struct emu_dp_batch *b, uint64_t addr, uint8_t *buf, size_t len, bool to
 	if (b->mk == NULL || addr + len < addr)
 		return -EFAULT;
 	while (len > 0) {
-		if (emu_mkey_xlate(b->mk, addr, len, &host, &got) < 0 || got == 0)
+		/* A write through an mkey without local write faults as a bad address. */
+		if ((to_guest ? emu_mkey_xlate_write(b->mk, addr, len, &host, &got) :
+				emu_mkey_xlate(b->mk, addr, len, &host, &got)) < 0 || got == 0)
 			return -EFAULT;
 		if (to_guest)
 			memcpy(host, buf, got);
@@ -135,13 +138,14 @@ emu_dp_write_ring(struct emu_dp_batch *b, uint64_t addr, const void *buf, size_t
 
 /* A naturally aligned 16-bit ring field, as one access when the host allows. */
 static uint16_t *
-dp_ptr16(struct emu_dp_batch *b, uint64_t addr)
+dp_ptr16(struct emu_dp_batch *b, uint64_t addr, bool write)
 {
 	uint8_t *host;
 	uint64_t got;
 
-	if (b->mk == NULL || emu_mkey_xlate(b->mk, addr, 2, &host, &got) < 0 || got < 2 ||
-	    ((uintptr_t)host & 1) != 0)
+	if (b->mk == NULL || ((write ? emu_mkey_xlate_write(b->mk, addr, 2, &host, &got) :
+				       emu_mkey_xlate(b->mk, addr, 2, &host, &got)) < 0) ||
+	    got < 2 || ((uintptr_t)host & 1) != 0)
 		return NULL;
 	return (uint16_t *)(void *)host;
 }
@@ -155,7 +159,7 @@ dp_ptr16(struct emu_dp_batch *b, uint64_t addr)
 int
 emu_dp_load16(struct emu_dp_batch *b, uint64_t addr, uint16_t *v)
 {
-	uint16_t *p = dp_ptr16(b, addr), raw;
+	uint16_t *p = dp_ptr16(b, addr, false), raw;
 
 	if (p == NULL) {
 		if (emu_dp_read(b, addr, &raw, 2) < 0)
@@ -172,7 +176,7 @@ emu_dp_load16(struct emu_dp_batch *b, uint64_t addr, uint16_t *v)
 int
 emu_dp_store16_ring(struct emu_dp_batch *b, uint64_t addr, uint16_t v)
 {
-	uint16_t *p = dp_ptr16(b, addr), raw = htole16(v);
+	uint16_t *p = dp_ptr16(b, addr, true), raw = htole16(v);
 
 	if (p == NULL) {
 		__atomic_thread_fence(__ATOMIC_RELEASE);

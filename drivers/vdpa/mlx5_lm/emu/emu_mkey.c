@@ -57,13 +57,16 @@ klm_search(const struct emu_mkey *mk, uint64_t off)
  */
 static int
 xlate(const struct emu_mkey *mk, uint64_t addr, uint64_t len, uint8_t **host,
-      uint64_t *contig, int depth, int caller_view)
+      uint64_t *contig, int depth, int caller_view, bool write)
 {
 	uint64_t off, avail;
 
 	if (depth > EMU_MKEY_MAX_DEPTH || addr < mk->start_addr ||
 	    addr - mk->start_addr >= mk->len)
 		return -EFAULT;
+	/* The device writes through an mkey only if it grants local write (mkc lw). */
+	if (write && !(mk->access & EMU_MKEY_ACCESS_LW))
+		return -EACCES;
 	off = addr - mk->start_addr;
 	avail = mk->len - off;
 	if (len > avail)
@@ -108,7 +111,8 @@ xlate(const struct emu_mkey *mk, uint64_t addr, uint64_t len, uint8_t **host,
 		in_e = off - e->start;
 		if (len > e->len - in_e)
 			len = e->len - in_e;
-		return xlate(e->target, e->addr + in_e, len, host, contig, depth + 1, caller_view);
+		return xlate(e->target, e->addr + in_e, len, host, contig, depth + 1, caller_view,
+			     write);
 	}
 	}
 	return -EFAULT;
@@ -118,7 +122,14 @@ int
 emu_mkey_xlate(const struct emu_mkey *mk, uint64_t addr, uint64_t len, uint8_t **host,
 	       uint64_t *contig)
 {
-	return xlate(mk, addr, len, host, contig, 0, 0);
+	return xlate(mk, addr, len, host, contig, 0, 0, false);
+}
+
+int
+emu_mkey_xlate_write(const struct emu_mkey *mk, uint64_t addr, uint64_t len, uint8_t **host,
+		     uint64_t *contig)
+{
+	return xlate(mk, addr, len, host, contig, 0, 0, true);
 }
 
 int
@@ -135,7 +146,7 @@ emu_mkey_translate(struct emu_dev *dev, uint32_t mkey, uint64_t addr, size_t len
 		ret = -EFAULT;
 	/* One pointer for the whole range: every extent must follow the last. */
 	while (ret == 0 && (done < len || done == 0)) {
-		ret = xlate(mk, addr + done, len - done, &h, &got, 0, 1);
+		ret = xlate(mk, addr + done, len - done, &h, &got, 0, 1, false);
 		if (ret < 0)
 			break;
 		if (first == NULL)
@@ -194,6 +205,14 @@ mkey_fill_klm(struct emu_ctx *c, struct emu_mkey *mk, uint32_t n)
 		k->target = emu_mkey_find_key(c->dev, key);
 		if (k->target == NULL)
 			return emu_fail(c, PRM_STATUS_BAD_RES, EMU_SYND_BAD_REFERENCE);
+		/* An mkey is usable only by objects of its PD, an indirect mkey included. */
+		if (k->target->pd != mk->pd) {
+			emu_log(c->dev, 4, "CREATE_MKEY refused: entry %u names mkey 0x%x of "
+				"PD %u, the indirect mkey is in PD %u (an mkey serves its own "
+				"PD only)",
+				i, key, k->target->pd, mk->pd);
+			return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_MKEY_PD_MISMATCH);
+		}
 		/* The entry must lie inside what the target maps. */
 		if (k->addr < k->target->start_addr ||
 		    k->addr - k->target->start_addr > k->target->len ||
@@ -298,6 +317,10 @@ emu_mkey_create(struct emu_ctx *c)
 	mk->start_addr = PRM_GET(mkc, mkc, start_addr);
 	mk->len = PRM_GET(mkc, mkc, len);
 	mk->log_page_size = (uint8_t)PRM_GET(mkc, mkc, log_page_size);
+	mk->access = (uint8_t)((PRM_GET(mkc, mkc, lr) ? EMU_MKEY_ACCESS_LR : 0) |
+			       (PRM_GET(mkc, mkc, lw) ? EMU_MKEY_ACCESS_LW : 0) |
+			       (PRM_GET(mkc, mkc, rr) ? EMU_MKEY_ACCESS_RR : 0) |
+			       (PRM_GET(mkc, mkc, rw) ? EMU_MKEY_ACCESS_RW : 0));
 	status = emu_obj_hold(&mk->obj, pd) < 0 ?
 		 emu_fail(c, PRM_STATUS_NO_RESOURCES, EMU_SYND_BAD_PARAM) : 0;
 	if (status != 0)
@@ -498,6 +521,15 @@ emu_kernel_reg_mr(struct emu_dev *dev, uint32_t pdn, void *addr, size_t len, uin
 	mk->start_addr = iova;
 	mk->len = len;
 	mk->log_page_size = (uint8_t)__builtin_ctzll(pg);
+	/*
+	 * ibv access flags (IBV_ACCESS_LOCAL_WRITE 1, REMOTE_WRITE 2,
+	 * REMOTE_READ 4); local read is always granted (Linux mlx5_ib
+	 * set_mkc_access_pd_addr_fields sets lr).
+	 */
+	mk->access = (uint8_t)(EMU_MKEY_ACCESS_LR |
+			       ((access & 1) ? EMU_MKEY_ACCESS_LW : 0) |
+			       ((access & 2) ? EMU_MKEY_ACCESS_RW : 0) |
+			       ((access & 4) ? EMU_MKEY_ACCESS_RR : 0));
 	first = iova & ~(pg - 1);
 	mk->n_pages = (uint32_t)((iova + len - first + pg - 1) / pg);
 	if (emu_obj_hold(&mk->obj, pd) < 0) {

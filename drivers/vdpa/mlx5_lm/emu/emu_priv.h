@@ -251,6 +251,12 @@ enum emu_mkey_type {
 	EMU_MKEY_KSM,                /* indirect, fixed entry size */
 };
 
+/* An mkey's access rights (mkc lr, lw, rr, rw). */
+#define EMU_MKEY_ACCESS_LR 1u
+#define EMU_MKEY_ACCESS_LW 2u
+#define EMU_MKEY_ACCESS_RR 4u
+#define EMU_MKEY_ACCESS_RW 8u
+
 struct emu_mkey {
 	struct emu_obj obj;
 	uint32_t key;                /* index << 8 | mkey_7_0 */
@@ -259,6 +265,7 @@ struct emu_mkey {
 	uint64_t start_addr;
 	uint64_t len;
 	uint8_t log_page_size;
+	uint8_t access;              /* EMU_MKEY_ACCESS_*: mkc lr/lw/rr/rw, an MR's ibv access */
 	/* EMU_MKEY_UMEM */
 	struct emu_umem *umem;
 	uint64_t umem_offset;
@@ -705,6 +712,12 @@ int emu_query_special_contexts(struct emu_ctx *c);
  */
 int emu_mkey_xlate(const struct emu_mkey *mk, uint64_t addr, uint64_t len, uint8_t **host,
 		   uint64_t *contig);
+/*
+ * The same for a device write: -EACCES when an mkey on the way lacks
+ * local write (mkc lw), which the device needs to write through it.
+ */
+int emu_mkey_xlate_write(const struct emu_mkey *mk, uint64_t addr, uint64_t len,
+			 uint8_t **host, uint64_t *contig);
 
 /* emu_virtq.c: general objects */
 int emu_virtq_create(struct emu_ctx *c);

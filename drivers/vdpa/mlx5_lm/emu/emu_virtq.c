@@ -336,6 +336,18 @@ vq_check_fields(struct emu_ctx *c, struct emu_virtq *vq, uint64_t mask)
 			vq->mkey = emu_mkey_find_key(c->dev, vq->virtio_q_mkey);
 			if (vq->mkey == NULL)
 				return emu_fail(c, PRM_STATUS_BAD_RES, EMU_SYND_BAD_REFERENCE);
+			/*
+			 * An mkey serves objects of its own PD only: Linux
+			 * mlx5_vnet.c gives virtio_q the PD its mkeys are in.
+			 */
+			if (vq->mkey->pd != vq->pd) {
+				emu_log(c->dev, 4, "virtq index %u: virtio_q_mkey 0x%x is in "
+					"PD %u, the queue in PD %u: an mkey serves its own "
+					"PD only",
+					vq->queue_index, vq->virtio_q_mkey, vq->mkey->pd, vq->pd);
+				return emu_fail(c, PRM_STATUS_BAD_PARAM,
+						EMU_SYND_MKEY_PD_MISMATCH);
+			}
 		}
 	}
 	if ((mask & PRM_VIRTQ_MODIFY_DIRTY_BITMAP_PARAMS) && vq->dirty_bitmap_mkey != 0 &&
