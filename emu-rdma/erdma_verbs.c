@@ -646,6 +646,20 @@ reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned int
 		errno = EINVAL;
 		return NULL;
 	}
+	/*
+	 * Linux core/uverbs_cmd.c ib_uverbs_reg_mr: the address and the iova
+	 * must sit at the same offset within a page, else EINVAL before the
+	 * pin. The page is this machine's: a profile with larger host pages
+	 * (page64k) still gets its addresses from this machine's mmap, which
+	 * a 64 KiB-page kernel would have aligned for it.
+	 */
+	if ((((uintptr_t)addr ^ iova) & ((uint64_t)erdma_page_size() - 1)) != 0) {
+		erdma_log("%s: ibv_reg_mr at %p with iova 0x%" PRIx64 ": different offsets "
+			  "within a page: EINVAL (Linux uverbs_cmd.c ib_uverbs_reg_mr)",
+			  pd->context->device->name, addr, iova);
+		errno = EINVAL;
+		return NULL;
+	}
 	mr = calloc(1, sizeof(*mr));
 	if (mr == NULL) {
 		errno = ENOMEM;

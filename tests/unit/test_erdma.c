@@ -826,6 +826,33 @@ test_privileges_of_devx_flows_and_pinning(void **state)
 	free(buf);
 }
 
+/*
+ * Linux core/uverbs_cmd.c ib_uverbs_reg_mr: an address and an iova at
+ * different offsets within a page are EINVAL; the same offset is fine
+ * whatever the bits above it.
+ */
+static void
+test_reg_mr_iova_offsets_agree_within_a_page(void **state)
+{
+	struct ibv_context *ctx = open_dev(true);
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	static char buf[1 << 17] __attribute__((aligned(4096)));
+	struct ibv_mr *mr;
+
+	assert_non_null(pd);
+	errno = 0;
+	assert_null(ibv_reg_mr_iova(pd, buf, sizeof(buf), 0x10800, IBV_ACCESS_LOCAL_WRITE));
+	assert_int_equal(errno, EINVAL);
+	errno = 0;
+	assert_null(ibv_reg_mr_iova(pd, buf + 8, 4096, 0x7000, IBV_ACCESS_LOCAL_WRITE));
+	assert_int_equal(errno, EINVAL);
+	mr = ibv_reg_mr_iova(pd, buf + 8, 4096, 0x7008, IBV_ACCESS_LOCAL_WRITE);
+	assert_non_null(mr);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	assert_int_equal(ibv_dealloc_pd(pd), 0);
+	assert_int_equal(ibv_close_device(ctx), 0);
+}
+
 /* What the library does not implement names itself and fails. */
 /*
  * mlx5dv_dr_* on a device without software steering, as rdma-core's
@@ -917,6 +944,7 @@ main(void)
 		cmocka_unit_test(test_root_flow_rules_through_rdma_core),
 		cmocka_unit_test(test_dr_root_nic_rx_as_rdma_core_without_sw_steering),
 		cmocka_unit_test(test_privileges_of_devx_flows_and_pinning),
+		cmocka_unit_test(test_reg_mr_iova_offsets_agree_within_a_page),
 		cmocka_unit_test(test_unimplemented_functions_fail_loudly),
 	};
 	int rc;

@@ -236,9 +236,12 @@ test_kernel_reg_mr_translates_at_its_iova(void **state)
 	assert_int_equal(emu_mkey_translate(dev, k1, 0x40000000, 8, &host), -EFAULT);
 	assert_int_equal(emu_mkey_translate(dev, k1, 0x40001000 + len - 0x1000, 1, &host),
 			 -EFAULT);
+	/* ib_uverbs_reg_mr: address and iova at different offsets in a page. */
+	assert_int_equal(emu_kernel_reg_mr(dev, pdn, mem + 0x800, 0x1000, 0x40000000, 7, &k2,
+					   &synd), PRM_STATUS_BAD_PARAM);
 	assert_int_equal(emu_kernel_reg_mr(dev, pdn, mem, len, 0, 7, &k2, &synd), 0);
 	assert_int_not_equal(k1 & 0xff, k2 & 0xff);
-	assert_int_equal(emu_dev_cmd_count(dev, PRM_CMD_CREATE_MKEY), 2);
+	assert_int_equal(emu_dev_cmd_count(dev, PRM_CMD_CREATE_MKEY), 3);
 	/* The kernel's mkey is not a DevX object: DESTROY_MKEY does not reach it. */
 	memset(din, 0, sizeof(din));
 	PRM_SET(destroy_mkey_in, din, opcode, PRM_CMD_DESTROY_MKEY);

@@ -427,11 +427,11 @@ emu_mkey_destroy(struct emu_ctx *c)
  * takes (mkc.log_page_size: 2^31 here, as emu_mkey_create takes it), no
  * larger than the power of two covering [iova, iova + len), and such that
  * the pinned address and the iova agree below it (the device reaches
- * address + k through iova + k); down to the device's 4 KiB, below the
- * host's page if need be (a 64 KiB-page kernel gives 4 KiB device pages to
- * a range whose iova disagrees with its address within a host page). The
- * emulator's pin of the range is one contiguous mapping, so physical
- * contiguity bounds nothing more.
+ * address + k through iova + k); down to the device's 4 KiB. When even
+ * 4 KiB does not fit (they disagree below it) ib_umem_find_best_pgsz has
+ * no page size left and returns 0, which mlx5_ib refuses (EINVAL): 0 here
+ * too. The emulator's pin of the range is one contiguous mapping, so
+ * physical contiguity bounds nothing more.
  */
 static uint64_t
 mr_best_pgsz(uintptr_t va, size_t len, uint64_t iova)
@@ -442,7 +442,7 @@ mr_best_pgsz(uintptr_t va, size_t len, uint64_t iova)
 
 	while (pg > 4096 && ((diff & (pg - 1)) != 0 || (pg >> 1) > span))
 		pg >>= 1;
-	return pg;
+	return (diff & (pg - 1)) != 0 ? 0 : pg;
 }
 
 int
@@ -514,7 +514,30 @@ emu_kernel_reg_mr(struct emu_dev *dev, uint32_t pdn, void *addr, size_t len, uin
 		status = PRM_STATUS_BAD_PARAM;
 		goto out;
 	}
+	/*
+	 * Linux core/uverbs_cmd.c ib_uverbs_reg_mr: (start & ~PAGE_MASK) !=
+	 * (hca_va & ~PAGE_MASK) is EINVAL before anything is pinned. Checked
+	 * within 4 KiB, the page every host has: a 64 KiB-page profile runs on
+	 * this machine's mmap, whose addresses need not be 64 KiB aligned.
+	 */
+	if ((((uintptr_t)addr ^ iova) & 4095) != 0) {
+		emu_log(dev, 3, "MR %p+0x%zx at iova 0x%llx: address and iova at different "
+			"offsets in a page: refused (uverbs_cmd.c ib_uverbs_reg_mr: EINVAL)",
+			addr, len, (unsigned long long)iova);
+		*syndrome = EMU_SYND_BAD_PARAM;
+		status = PRM_STATUS_BAD_PARAM;
+		goto out;
+	}
 	pg = mr_best_pgsz((uintptr_t)addr, len, iova);
+	if (pg == 0) {
+		/* mlx5_ib mr.c: no page size fits the iova (best_pgsz 0): EINVAL. */
+		emu_log(dev, 3, "MR %p+0x%zx at iova 0x%llx: no page size fits "
+			"(ib_umem_find_best_pgsz 0, mlx5_ib mr.c: EINVAL)", addr, len,
+			(unsigned long long)iova);
+		*syndrome = EMU_SYND_BAD_PARAM;
+		status = PRM_STATUS_BAD_PARAM;
+		goto out;
+	}
 	mk->type = EMU_MKEY_MTT_LIST;
 	mk->key = mk->obj.id << 8 | ++dev->mr_variant;
 	mk->pd = pd->id;
