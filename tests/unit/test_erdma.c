@@ -853,6 +853,40 @@ test_reg_mr_iova_offsets_agree_within_a_page(void **state)
 	assert_int_equal(ibv_close_device(ctx), 0);
 }
 
+/*
+ * Linux devx.c OBJ_CREATE, OBJ_MODIFY, OBJ_QUERY: EINVAL when
+ * general_obj_in_cmd_hdr.vhca_tunnel_id is not 0, before the firmware.
+ */
+static void
+test_vhca_tunnel_id_refused_on_object_commands(void **state)
+{
+	struct ibv_context *ctx = open_dev(true);
+	uint8_t in[PRM_SIZE(virtq_counters_cmd)] = { 0 };
+	uint8_t out[PRM_SIZE(virtq_counters_cmd)] = { 0 };
+	void *hdr = PRM_ADDR(virtq_counters_cmd, in, hdr);
+	struct mlx5dv_devx_obj *obj;
+
+	PRM_SET(general_obj_in_cmd_hdr, hdr, opcode, PRM_CMD_CREATE_GENERAL_OBJECT);
+	PRM_SET(general_obj_in_cmd_hdr, hdr, obj_type, PRM_OBJ_VIRTIO_Q_COUNTERS);
+	PRM_SET(general_obj_in_cmd_hdr, hdr, vhca_tunnel_id, 1);
+	errno = 0;
+	assert_null(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)));
+	assert_int_equal(errno, EINVAL);
+	PRM_SET(general_obj_in_cmd_hdr, hdr, vhca_tunnel_id, 0);
+	obj = mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out));
+	assert_non_null(obj);
+	PRM_SET(general_obj_in_cmd_hdr, hdr, opcode, PRM_CMD_QUERY_GENERAL_OBJECT);
+	PRM_SET(general_obj_in_cmd_hdr, hdr, obj_id,
+		PRM_GET(general_obj_out_cmd_hdr, out, obj_id));
+	assert_int_equal(mlx5dv_devx_obj_query(obj, in, sizeof(in), out, sizeof(out)), 0);
+	PRM_SET(general_obj_in_cmd_hdr, hdr, vhca_tunnel_id, 0x8000);
+	assert_int_equal(mlx5dv_devx_obj_query(obj, in, sizeof(in), out, sizeof(out)), EINVAL);
+	PRM_SET(general_obj_in_cmd_hdr, hdr, opcode, PRM_CMD_MODIFY_GENERAL_OBJECT);
+	assert_int_equal(mlx5dv_devx_obj_modify(obj, in, sizeof(in), out, sizeof(out)), EINVAL);
+	assert_int_equal(mlx5dv_devx_obj_destroy(obj), 0);
+	assert_int_equal(ibv_close_device(ctx), 0);
+}
+
 /* What the library does not implement names itself and fails. */
 /*
  * mlx5dv_dr_* on a device without software steering, as rdma-core's
@@ -945,6 +979,7 @@ main(void)
 		cmocka_unit_test(test_dr_root_nic_rx_as_rdma_core_without_sw_steering),
 		cmocka_unit_test(test_privileges_of_devx_flows_and_pinning),
 		cmocka_unit_test(test_reg_mr_iova_offsets_agree_within_a_page),
+		cmocka_unit_test(test_vhca_tunnel_id_refused_on_object_commands),
 		cmocka_unit_test(test_unimplemented_functions_fail_loudly),
 	};
 	int rc;

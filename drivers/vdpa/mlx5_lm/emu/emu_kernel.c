@@ -359,6 +359,17 @@ emu_kernel_check(struct emu_dev *dev, enum emu_kentry e, const void *in, size_t 
 			      "its header");
 	op = (uint16_t)PRM_GET(cmd_in, in, opcode);
 	op_mod = (uint16_t)PRM_GET(cmd_in, in, op_mod);
+	/*
+	 * OBJ_CREATE, OBJ_MODIFY, OBJ_QUERY (and ASYNC_QUERY) refuse a
+	 * tunnelled mailbox before anything else: commands on behalf of
+	 * another function go through the general entry point only, and there
+	 * only with the vhca_tunnel_commands cap (which this device lacks, so
+	 * devx_is_general_cmd judges them by opcode as any other).
+	 */
+	if ((e == EMU_KENTRY_CREATE || e == EMU_KENTRY_MODIFY || e == EMU_KENTRY_QUERY) &&
+	    PRM_GET(general_obj_in_cmd_hdr, in, vhca_tunnel_id) != 0)
+		return refuse(dev, e, op, "OBJ_CREATE/OBJ_MODIFY/OBJ_QUERY handlers",
+			      "vhca_tunnel_id is not 0");
 	switch (e) {
 	case EMU_KENTRY_GENERAL:
 		if (!is_general_cmd(op))

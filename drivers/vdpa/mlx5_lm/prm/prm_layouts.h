@@ -208,6 +208,7 @@ _Static_assert(PRM_SIZE(destroy_out) == 16, "destroy_out is 16 bytes");
 /* ---- General objects ---------------------------------------------------- */
 PRM_FIELD(general_obj_in_cmd_hdr, opcode, 0x00, 16);
 PRM_FIELD(general_obj_in_cmd_hdr, uid, 0x10, 16);
+PRM_FIELD(general_obj_in_cmd_hdr, vhca_tunnel_id, 0x20, 16);
 PRM_FIELD(general_obj_in_cmd_hdr, obj_type, 0x30, 16);
 PRM_FIELD(general_obj_in_cmd_hdr, obj_id, 0x40, 32);
 PRM_LAYOUT(general_obj_in_cmd_hdr, 0x80);
