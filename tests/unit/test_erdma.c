@@ -887,6 +887,47 @@ test_vhca_tunnel_id_refused_on_object_commands(void **state)
 	assert_int_equal(ibv_close_device(ctx), 0);
 }
 
+/*
+ * Linux devx.c devx_handle_mkey_create: an MTT mkey over a DevX umem is
+ * passed on with mkey_umem_valid set (DPDK regex/mlx5 creates such mkeys);
+ * the kernel refuses only a mailbox shorter than the mkey context.
+ */
+static void
+test_mkey_over_a_devx_umem_is_created(void **state)
+{
+	struct ibv_context *ctx = open_dev(true);
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct mlx5dv_pd dv_pd = { 0 };
+	struct mlx5dv_obj dv = { .pd = { .in = pd, .out = &dv_pd } };
+	static char buf[1 << 16] __attribute__((aligned(4096)));
+	uint8_t in[PRM_SIZE(create_mkey_in)] = { 0 }, out[PRM_SIZE(create_mkey_out)] = { 0 };
+	void *mkc = PRM_ADDR(create_mkey_in, in, mkc);
+	struct mlx5dv_devx_umem *u;
+	struct mlx5dv_devx_obj *mk;
+
+	assert_non_null(pd);
+	assert_int_equal(mlx5dv_init_obj(&dv, MLX5DV_OBJ_PD), 0);
+	u = mlx5dv_devx_umem_reg(ctx, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	assert_non_null(u);
+	PRM_SET(create_mkey_in, in, opcode, PRM_CMD_CREATE_MKEY);
+	PRM_SET(mkc, mkc, access_mode_1_0, PRM_MKC_ACCESS_MODE_MTT);
+	PRM_SET(mkc, mkc, lr, 1);
+	PRM_SET(mkc, mkc, lw, 1);
+	PRM_SET(mkc, mkc, pd, dv_pd.pdn);
+	PRM_SET(mkc, mkc, start_addr, (uintptr_t)buf);
+	PRM_SET(mkc, mkc, len, sizeof(buf));
+	PRM_SET(mkc, mkc, log_page_size, 12);
+	PRM_SET(create_mkey_in, in, mkey_umem_id, u->umem_id);
+	mk = mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out));
+	assert_non_null(mk);
+	/* The mkey holds the umem. */
+	assert_int_equal(mlx5dv_devx_umem_dereg(u), EBUSY);
+	assert_int_equal(mlx5dv_devx_obj_destroy(mk), 0);
+	assert_int_equal(mlx5dv_devx_umem_dereg(u), 0);
+	assert_int_equal(ibv_dealloc_pd(pd), 0);
+	assert_int_equal(ibv_close_device(ctx), 0);
+}
+
 /* What the library does not implement names itself and fails. */
 /*
  * mlx5dv_dr_* on a device without software steering, as rdma-core's
@@ -980,6 +1021,7 @@ main(void)
 		cmocka_unit_test(test_privileges_of_devx_flows_and_pinning),
 		cmocka_unit_test(test_reg_mr_iova_offsets_agree_within_a_page),
 		cmocka_unit_test(test_vhca_tunnel_id_refused_on_object_commands),
+		cmocka_unit_test(test_mkey_over_a_devx_umem_is_created),
 		cmocka_unit_test(test_unimplemented_functions_fail_loudly),
 	};
 	int rc;

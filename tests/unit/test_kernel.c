@@ -187,12 +187,12 @@ test_null_mr_is_the_contexts_dump_fill_mkey(void **state)
 }
 
 /*
- * devx.c devx_umem_reg_cmd_alloc(): "mkeys are not
- * supported on umem". A CREATE_MKEY naming a DevX umem is refused on the
- * create entry point; the same mkey without one (KLM over MRs) passes.
+ * devx.c devx_handle_mkey_create(): a CREATE_MKEY naming a DevX umem
+ * passes the create entry point (the kernel sets mkey_umem_valid), as one
+ * without (KLM over MRs) does.
  */
 static void
-test_mkey_over_a_devx_umem_is_refused(void **state)
+test_mkey_over_a_devx_umem_passes_the_kernel(void **state)
 {
 	uint8_t in[PRM_SIZE(create_mkey_in)];
 
@@ -202,8 +202,7 @@ test_mkey_over_a_devx_umem_is_refused(void **state)
 	PRM_SET(mkc, PRM_ADDR(create_mkey_in, in, mkc), access_mode_1_0, PRM_MKC_ACCESS_MODE_MTT);
 	assert_int_equal(emu_kernel_check(NULL, EMU_KENTRY_CREATE, in, sizeof(in), NULL), 0);
 	PRM_SET(create_mkey_in, in, mkey_umem_id, 7);
-	assert_int_equal(emu_kernel_check(NULL, EMU_KENTRY_CREATE, in, sizeof(in), NULL),
-			 -EINVAL);
+	assert_int_equal(emu_kernel_check(NULL, EMU_KENTRY_CREATE, in, sizeof(in), NULL), 0);
 }
 
 /*
@@ -270,7 +269,7 @@ main(void)
 		cmocka_unit_test(test_destroy_is_the_handles_own),
 		cmocka_unit_test(test_created_object_is_identified_as_the_kernel_does),
 		cmocka_unit_test(test_null_mr_is_the_contexts_dump_fill_mkey),
-		cmocka_unit_test(test_mkey_over_a_devx_umem_is_refused),
+		cmocka_unit_test(test_mkey_over_a_devx_umem_passes_the_kernel),
 		cmocka_unit_test(test_kernel_reg_mr_translates_at_its_iova),
 	};
 

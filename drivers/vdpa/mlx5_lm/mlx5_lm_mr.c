@@ -309,8 +309,9 @@ mkc_init(void *mkc, uint32_t access_mode, struct mlx5_lm_dev *dev, uint64_t star
  * Task: the chunk's host range registered as a memory region at its guest
  * addresses (ibv_reg_mr_iova, as DPDK vdpa/mlx5 registers guest memory:
  * mlx5_vdpa_mem.c). The kernel pins it and builds the mkey for the iova;
- * an MTT mkey over a DevX umem is not something the kernel supports
- * (devx.c devx_umem_reg_cmd_alloc: "mkeys are not supported on umem").
+ * a DevX umem is described in a page size picked for the host range alone
+ * (devx.c devx_umem_reg_cmd_alloc: "mkeys are not supported on umem"),
+ * which guest-physical addresses need not agree with.
  */
 static int
 chunk_create(void *arg)

@@ -134,8 +134,8 @@ uint32_t devx_pd_null_mkey(const struct devx_pd *pd);
  * kernel supports it (rdma: ibv_reg_mr_iova, Linux mlx5_ib_reg_user_mr:
  * the kernel pins the pages, picks the page size for the iova and builds
  * the mkey; emu: the same, modelled). access is IBV_ACCESS_* flags.
- * Guest memory goes through this: an mkey over a DevX umem is not
- * supported by the kernel (devx.c devx_umem_reg_cmd_alloc). Returns the
+ * Guest memory goes through this: a DevX umem is described for its host
+ * range only (devx.c devx_umem_reg_cmd_alloc), not for an iova. Returns the
  * region or NULL with errno set (EIO: the device refused it, logged).
  */
 struct devx_mr *devx_mr_reg(struct devx_pd *pd, void *addr, size_t len, uint64_t iova,

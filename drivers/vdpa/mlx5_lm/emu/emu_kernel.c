@@ -381,23 +381,12 @@ emu_kernel_check(struct emu_dev *dev, enum emu_kentry e, const void *in, size_t 
 			return refuse(dev, e, op, "devx_is_obj_create_cmd()",
 				      "not an object creation command");
 		/*
-		 * "Users are not allowed to use IOVA here, mkeys are not
-		 * supported on umem" (devx_umem_reg_cmd_alloc): the kernel
-		 * describes a DevX umem in the page size it picks for the
-		 * host range alone (devx_umem_find_best_pgsize), which an
-		 * mkey's start_addr need not agree with, and translations
-		 * through it go wrong whenever they disagree (DPDK
-		 * vdpa/mlx5 "workaround guest MR registrations" moved to
-		 * ibv_reg_mr_iova for it). devx_handle_mkey_create still
-		 * forwards such a mailbox; the stricter reading refuses it:
-		 * memory is registered with ibv_reg_mr_iova, whose mkey the
-		 * kernel builds for the iova.
+		 * An mkey over a DevX umem passes: devx_handle_mkey_create sets
+		 * mkey_umem_valid on every non-KLM/KSM mkey (set_umem_valid
+		 * below) and the firmware translates through the umem.
+		 * ("mkeys are not supported on umem" in devx_umem_reg_cmd_alloc
+		 * is a comment on the umem's IOVA, not a refusal.)
 		 */
-		if (op == PRM_CMD_CREATE_MKEY && inlen >= PRM_SIZE(create_mkey_in) &&
-		    PRM_GET(create_mkey_in, in, mkey_umem_id) != 0)
-			return refuse(dev, e, op, "devx_umem_reg_cmd_alloc()",
-				      "an mkey over a DevX umem (mkeys are not supported on "
-				      "umem: register the memory with ibv_reg_mr_iova)");
 		return 0;
 	case EMU_KENTRY_MODIFY:
 	case EMU_KENTRY_QUERY:
