@@ -37,6 +37,31 @@ devx_ctx(struct ibv_context *context, const char *fn)
 	return c;
 }
 
+/*
+ * devx.c devx_is_whitelist_cmd(): QUERY_HCA_CAP, QUERY_HCA_VPORT_CONTEXT,
+ * QUERY_ESW_VPORT_CONTEXT, QUERY_ESW_FUNCTIONS. devx_get_uid() answers
+ * them on a context without a DevX uid with the device's whitelist uid,
+ * which mlx5_ib_devx_init() creates whenever the device has DevX
+ * (log_max_uctx, as the emulated one does), whatever the caller's
+ * privileges: a context opened without MLX5DV_CONTEXT_FLAGS_DEVX may
+ * send them through mlx5dv_devx_general_cmd.
+ */
+static bool
+whitelist_cmd(const void *in, size_t inlen)
+{
+	if (in == NULL || inlen < PRM_SIZE(cmd_in))
+		return false;
+	switch (PRM_GET(cmd_in, in, opcode)) {
+	case PRM_CMD_QUERY_HCA_CAP:
+	case 0x762: /* QUERY_HCA_VPORT_CONTEXT */
+	case 0x752: /* QUERY_ESW_VPORT_CONTEXT */
+	case 0x740: /* QUERY_ESW_FUNCTIONS */
+		return true;
+	default:
+		return false;
+	}
+}
+
 /* Run a checked mailbox on the firmware; rdma-core's return convention. */
 static int
 run(struct erdma_ctx *c, enum emu_kentry e, const struct emu_kobj *k, const void *in,
@@ -61,8 +86,11 @@ ERDMA_VISIBLE int
 mlx5dv_devx_general_cmd(struct ibv_context *context, const void *in, size_t inlen, void *out,
 			size_t outlen)
 {
-	struct erdma_ctx *c = devx_ctx(context, "mlx5dv_devx_general_cmd");
+	struct erdma_ctx *c = erdma_ctx(context);
 
+	/* A whitelisted query runs under the device's whitelist uid (see whitelist_cmd). */
+	if (c == NULL || c->devx || !whitelist_cmd(in, inlen))
+		c = devx_ctx(context, "mlx5dv_devx_general_cmd");
 	if (c == NULL)
 		return EINVAL;
 	return run(c, EMU_KENTRY_GENERAL, NULL, in, inlen, out, outlen);

@@ -83,16 +83,28 @@ doorbell_bar_offset(struct ibv_context *ctx)
 	return erdma_doorbell_bar_offset(q);
 }
 
-/* Linux devx.c devx_get_uid(): no DevX without MLX5DV_CONTEXT_FLAGS_DEVX. */
+/*
+ * Linux devx.c devx_get_uid(): no DevX without MLX5DV_CONTEXT_FLAGS_DEVX,
+ * except the whitelisted queries (QUERY_HCA_CAP...), which run under the
+ * device's whitelist uid (mlx5_ib_devx_init creates it on any DevX device).
+ */
 static void
 test_devx_needs_the_devx_flag(void **state)
 {
 	struct ibv_context *ctx = open_dev(false);
-	uint8_t in[PRM_SIZE(query_hca_cap_in)] = { 0 };
-	uint8_t out[64];
+	struct erdma_cap_query *q = erdma_emulation_cap_query();
+	uint8_t in[PRM_SIZE(alloc_transport_domain_in)] = { 0 };
+	uint8_t out[PRM_SIZE(create_out)] = { 0 };
 
-	PRM_SET(query_hca_cap_in, in, opcode, PRM_CMD_QUERY_HCA_CAP);
+	assert_int_equal(mlx5dv_devx_general_cmd(ctx, q->in, sizeof(q->in), q->out,
+						 sizeof(q->out)), 0);
+	PRM_SET(cmd_in, in, opcode, PRM_CMD_QUERY_SPECIAL_CONTEXTS);
 	assert_int_equal(mlx5dv_devx_general_cmd(ctx, in, sizeof(in), out, sizeof(out)), EINVAL);
+	memset(in, 0, sizeof(in));
+	PRM_SET(alloc_transport_domain_in, in, opcode, PRM_CMD_ALLOC_TRANSPORT_DOMAIN);
+	errno = 0;
+	assert_null(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)));
+	assert_int_equal(errno, EINVAL);
 	assert_int_equal(ibv_close_device(ctx), 0);
 }
 
