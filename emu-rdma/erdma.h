@@ -74,6 +74,8 @@ struct erdma_ctx {
 	struct erdma_wire *wire;   /* a tap as the device's wire (erdma_wire.c), or NULL */
 	struct erdma_ctl *ctl;     /* the test's control socket (erdma_ctl.c), or NULL */
 	struct erdma_ctx *next_open; /* the open contexts (erdma_verbs.c, under its lock) */
+	/* The context's one NC UAR page (erdma_devx.c), under vctx.context.mutex. */
+	struct erdma_uar *nc_uar;
 };
 #define ERDMA_PAGES 64u
 

@@ -514,22 +514,15 @@ mlx5dv_set_context_attr(struct ibv_context *context, enum mlx5dv_set_ctx_attr_ty
  */
 #define ERDMA_UAR_REG_OFFSET 0x800u
 
-ERDMA_VISIBLE struct mlx5dv_devx_uar *
-mlx5dv_devx_alloc_uar(struct ibv_context *context, uint32_t flags)
+/* A page from the kernel (MLX5_IB_METHOD_UAR_OBJ_ALLOC, an ALLOC_UAR), mapped. */
+static struct erdma_uar *
+uar_page_alloc(struct erdma_ctx *c)
 {
-	struct erdma_ctx *c = devx_ctx(context, "mlx5dv_devx_alloc_uar");
-	struct erdma_uar *u;
+	struct erdma_uar *u = calloc(1, sizeof(*u));
 	uint32_t page_id = 0;
 	uint64_t t0 = erdma_now_us();
 	int rc;
 
-	if (c == NULL)
-		return NULL;
-	if (flags != MLX5DV_UAR_ALLOC_TYPE_BF && flags != MLX5DV_UAR_ALLOC_TYPE_NC) {
-		errno = EINVAL;
-		return NULL;
-	}
-	u = calloc(1, sizeof(*u));
 	if (u == NULL) {
 		errno = ENOMEM;
 		return NULL;
@@ -552,28 +545,92 @@ mlx5dv_devx_alloc_uar(struct ibv_context *context, uint32_t flags)
 	u->pub.mmap_off = (off_t)u->slot * erdma_page_size();
 	u->pub.base_addr = (uint8_t *)c->window + u->pub.mmap_off;
 	u->pub.reg_addr = (uint8_t *)u->pub.base_addr + ERDMA_UAR_REG_OFFSET;
-	erdma_handle_add(c, &u->h, u);
-	return &u->pub;
+	return u;
 }
 
-ERDMA_VISIBLE void
-mlx5dv_devx_free_uar(struct mlx5dv_devx_uar *pub)
+/* Back to the kernel (MLX5_IB_METHOD_UAR_OBJ_DESTROY, a DEALLOC_UAR). */
+static void
+uar_page_free(struct erdma_uar *u)
 {
-	struct erdma_uar *u = (struct erdma_uar *)pub;
 	uint64_t t0 = erdma_now_us();
 	int rc;
 
 	/* Writes made before the free still reach the device. */
 	erdma_page_put(u->ctx, u->slot);
-	rc = emu_uar_free(u->ctx->emu, pub->page_id);
-	erdma_trace_op(u->ctx, "uar_free", "UAR_FREE", t0, "page_id", pub->page_id, 0, 0,
+	rc = emu_uar_free(u->ctx->emu, u->pub.page_id);
+	erdma_trace_op(u->ctx, "uar_free", "UAR_FREE", t0, "page_id", u->pub.page_id, 0, 0,
 		       rc < 0 ? -1 : 0);
 	if (rc < 0)
 		/* rdma-core's free cannot fail: the device keeps the page (leak report). */
 		erdma_log("%s: UAR page %u not freed: %s", u->ctx->vctx.context.device->name,
-			  pub->page_id, strerror(-rc));
+			  u->pub.page_id, strerror(-rc));
 	erdma_handle_del(u->ctx, &u->h);
 	free(u);
+}
+
+/* ibv_close_device: rdma-core's mlx5_free_context frees ctx->nc_uar. */
+static void
+release_nc_uar(void *base)
+{
+	struct erdma_uar *u = base;
+
+	u->ctx->nc_uar = NULL;
+	uar_page_free(u);
+}
+
+/*
+ * rdma-core 44 _mlx5dv_devx_alloc_uar: flags other than BF (0) and NC are
+ * EOPNOTSUPP (check_comp_mask; NC_DEDICATED only came with rdma-core 45);
+ * NC is mlx5_get_singleton_nc_uar, the one NC page of the context
+ * (ctx->nc_uar), the same for every call; BF a page of its own each
+ * time. rdma-core allocates the NC page when the context opens; here on
+ * its first request, which no program can tell apart but by the device's
+ * object count. It goes at ibv_close_device.
+ */
+ERDMA_VISIBLE struct mlx5dv_devx_uar *
+mlx5dv_devx_alloc_uar(struct ibv_context *context, uint32_t flags)
+{
+	struct erdma_ctx *c = devx_ctx(context, "mlx5dv_devx_alloc_uar");
+	struct erdma_uar *u;
+
+	if (c == NULL)
+		return NULL;
+	if ((flags & ~(uint32_t)MLX5DV_UAR_ALLOC_TYPE_NC) != 0) {
+		erdma_log("%s: mlx5dv_devx_alloc_uar flags 0x%x: EOPNOTSUPP (rdma-core 44 "
+			  "_mlx5dv_devx_alloc_uar takes BF or NC only)", context->device->name,
+			  flags);
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (flags == MLX5DV_UAR_ALLOC_TYPE_NC) {
+		pthread_mutex_lock(&context->mutex);
+		u = c->nc_uar;
+		if (u == NULL) {
+			u = uar_page_alloc(c);
+			if (u != NULL) {
+				c->nc_uar = u;
+				erdma_handle_add_release(c, &u->h, u, release_nc_uar);
+			}
+		}
+		pthread_mutex_unlock(&context->mutex);
+		return u != NULL ? &u->pub : NULL;
+	}
+	u = uar_page_alloc(c);
+	if (u == NULL)
+		return NULL;
+	erdma_handle_add(c, &u->h, u);
+	return &u->pub;
+}
+
+/* rdma-core _mlx5dv_devx_free_uar: the NC page stays the context's (nc_mode: return). */
+ERDMA_VISIBLE void
+mlx5dv_devx_free_uar(struct mlx5dv_devx_uar *pub)
+{
+	struct erdma_uar *u = (struct erdma_uar *)pub;
+
+	if (u == u->ctx->nc_uar)
+		return;
+	uar_page_free(u);
 }
 
 /* Linux devx.c MLX5_IB_METHOD_DEVX_QUERY_EQN: mlx5_vector2eqn, EINVAL out of range. */

@@ -537,7 +537,8 @@ static void
 test_uar_doorbell_reaches_the_emulator_and_eqns_are_per_vector(void **state)
 {
 	struct ibv_context *ctx = open_dev(true);
-	struct mlx5dv_devx_uar *uar = mlx5dv_devx_alloc_uar(ctx, MLX5DV_UAR_ALLOC_TYPE_NC);
+	/* A BF page is the caller's own: its free releases it (the NC page is shared). */
+	struct mlx5dv_devx_uar *uar = mlx5dv_devx_alloc_uar(ctx, MLX5DV_UAR_ALLOC_TYPE_BF);
 	json_t *recs[4];
 	uint32_t eqn = 0;
 	size_t n;
@@ -940,6 +941,57 @@ test_mkey_over_a_devx_umem_is_created(void **state)
 	assert_int_equal(ibv_close_device(ctx), 0);
 }
 
+/*
+ * rdma-core 44 _mlx5dv_devx_alloc_uar: NC is the context's one shared page
+ * (mlx5_get_singleton_nc_uar), whose free does nothing (nc_mode) and which
+ * goes with the context; BF is a page of its own each time; other flags
+ * (NC_DEDICATED, 1 << 31, came with rdma-core 45) are EOPNOTSUPP.
+ */
+static void
+test_nc_uar_is_the_contexts_one_page(void **state)
+{
+	struct ibv_context *ctx = open_dev(true), *other = open_dev(true);
+	mlx5_lm_erdma_left_alive_t left =
+		(mlx5_lm_erdma_left_alive_t)dlsym(RTLD_DEFAULT, MLX5_LM_ERDMA_LEFT_ALIVE);
+	struct mlx5dv_devx_uar *n1, *n2, *n3, *b1, *b2;
+	unsigned long before;
+
+	assert_non_null(left);
+	before = left();
+	n1 = mlx5dv_devx_alloc_uar(ctx, MLX5DV_UAR_ALLOC_TYPE_NC);
+	n2 = mlx5dv_devx_alloc_uar(ctx, MLX5DV_UAR_ALLOC_TYPE_NC);
+	assert_non_null(n1);
+	assert_ptr_equal(n1, n2);
+	/* Freeing it does nothing: the next request gets the same page. */
+	mlx5dv_devx_free_uar(n1);
+	n3 = mlx5dv_devx_alloc_uar(ctx, MLX5DV_UAR_ALLOC_TYPE_NC);
+	assert_ptr_equal(n3, n1);
+	assert_int_equal(n3->page_id, n1->page_id);
+	b1 = mlx5dv_devx_alloc_uar(ctx, MLX5DV_UAR_ALLOC_TYPE_BF);
+	b2 = mlx5dv_devx_alloc_uar(ctx, MLX5DV_UAR_ALLOC_TYPE_BF);
+	assert_non_null(b1);
+	assert_non_null(b2);
+	assert_int_not_equal(b1->page_id, b2->page_id);
+	assert_int_not_equal(b1->page_id, n1->page_id);
+	errno = 0;
+	assert_null(mlx5dv_devx_alloc_uar(ctx, 1u << 31));
+	assert_int_equal(errno, EOPNOTSUPP);
+	errno = 0;
+	assert_null(mlx5dv_devx_alloc_uar(ctx, 2));
+	assert_int_equal(errno, EOPNOTSUPP);
+	/* Another context has a page of its own. */
+	n2 = mlx5dv_devx_alloc_uar(other, MLX5DV_UAR_ALLOC_TYPE_NC);
+	assert_non_null(n2);
+	assert_ptr_not_equal(n2, n1);
+	mlx5dv_devx_free_uar(b1);
+	mlx5dv_devx_free_uar(b2);
+	mlx5dv_devx_free_uar(n1);
+	/* The NC page goes with the context: nothing is left alive. */
+	assert_int_equal(ibv_close_device(ctx), 0);
+	assert_int_equal(ibv_close_device(other), 0);
+	assert_int_equal(left(), before);
+}
+
 /* What the library does not implement names itself and fails. */
 /*
  * mlx5dv_dr_* on a device without software steering, as rdma-core's
@@ -1034,6 +1086,7 @@ main(void)
 		cmocka_unit_test(test_reg_mr_iova_offsets_agree_within_a_page),
 		cmocka_unit_test(test_vhca_tunnel_id_refused_on_object_commands),
 		cmocka_unit_test(test_mkey_over_a_devx_umem_is_created),
+		cmocka_unit_test(test_nc_uar_is_the_contexts_one_page),
 		cmocka_unit_test(test_unimplemented_functions_fail_loudly),
 	};
 	int rc;
