@@ -45,14 +45,19 @@ struct erdma_evch {
 	bool overflow;                          /* devx.c is_overflow_err */
 };
 
-/* With OMIT_EV_DATA a subscription's event is queued once until read. */
+/*
+ * With OMIT_EV_DATA a subscription's event is queued once until read
+ * (devx.c deliver_event: event_sub->event_list already on the list).
+ * Per subscription, not per cookie: two subscriptions sharing a cookie
+ * (two event types of an object, or two objects) each queue theirs.
+ */
 static bool
-queued_cookie(struct erdma_evch *ch, uint64_t cookie)
+queued_sub(struct erdma_evch *ch, uint64_t sub)
 {
 	size_t i;
 
 	for (i = 0; i < ch->n; i++)
-		if (ch->q[(ch->head + i) % ch->cap].cookie == cookie)
+		if (ch->q[(ch->head + i) % ch->cap].sub == sub)
 			return true;
 	return false;
 }
@@ -74,7 +79,7 @@ push(struct erdma_evch *ch, const struct emu_event *ev)
 	uint64_t one = 1;
 
 	pthread_mutex_lock(&ch->lock);
-	if (ch->omit && queued_cookie(ch, ev->cookie)) {
+	if (ch->omit && queued_sub(ch, ev->sub)) {
 		pthread_mutex_unlock(&ch->lock);
 		return;
 	}

@@ -992,6 +992,63 @@ test_nc_uar_is_the_contexts_one_page(void **state)
 	assert_int_equal(left(), before);
 }
 
+/*
+ * Linux devx.c deliver_event: with OMIT_EV_DATA a subscription has at most
+ * one event queued. Per subscription: two objects subscribed with the same
+ * cookie queue one event each; a second event of one of them merges.
+ */
+static void
+test_omitted_events_merge_per_subscription(void **state)
+{
+	struct ibv_context *ctx = open_dev(true);
+	struct mlx5dv_devx_event_channel *ch = mlx5dv_devx_create_event_channel(ctx,
+		MLX5DV_DEVX_CREATE_EVENT_CHANNEL_FLAGS_OMIT_EV_DATA);
+	uint8_t in[PRM_SIZE(virtq_counters_cmd)] = { 0 };
+	uint8_t out[PRM_SIZE(general_obj_out_cmd_hdr)] = { 0 };
+	void *hdr = PRM_ADDR(virtq_counters_cmd, in, hdr);
+	uint16_t oc = PRM_EVENT_OBJECT_CHANGE;
+	struct mlx5dv_devx_async_event_hdr ev;
+	struct mlx5dv_devx_obj *obj[2];
+	char req[2][128], reply[128];
+	struct pollfd pfd;
+	int i;
+
+	assert_non_null(ch);
+	assert_int_equal(fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK), 0);
+	PRM_SET(general_obj_in_cmd_hdr, hdr, opcode, PRM_CMD_CREATE_GENERAL_OBJECT);
+	PRM_SET(general_obj_in_cmd_hdr, hdr, obj_type, PRM_OBJ_VIRTIO_Q_COUNTERS);
+	for (i = 0; i < 2; i++) {
+		obj[i] = mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out));
+		assert_non_null(obj[i]);
+		assert_int_equal(mlx5dv_devx_subscribe_devx_event(ch, obj[i], sizeof(oc), &oc, 7),
+				 0);
+		snprintf(req[i], sizeof(req[i]), "event %#x %#x %u %#x",
+			 PRM_CMD_CREATE_GENERAL_OBJECT, PRM_OBJ_VIRTIO_Q_COUNTERS,
+			 (uint32_t)PRM_GET(general_obj_out_cmd_hdr, out, obj_id),
+			 PRM_EVENT_OBJECT_CHANGE);
+	}
+	/* All three reach the library's list together: none is read in between. */
+	ctl("evch_hold 8", reply, sizeof(reply));
+	ctl(req[0], reply, sizeof(reply));
+	ctl(req[1], reply, sizeof(reply));
+	ctl(req[0], reply, sizeof(reply));
+	ctl("evch_release", reply, sizeof(reply));
+	pfd = (struct pollfd){ .fd = ch->fd, .events = POLLIN };
+	assert_int_equal(poll(&pfd, 1, 5000), 1);
+	usleep(200000); /* the library's thread moves the rest */
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(mlx5dv_devx_get_event(ch, &ev, sizeof(ev)), 8);
+		assert_int_equal(ev.cookie, 7);
+	}
+	errno = 0;
+	assert_int_equal(mlx5dv_devx_get_event(ch, &ev, sizeof(ev)), -1);
+	assert_int_equal(errno, EAGAIN);
+	mlx5dv_devx_destroy_event_channel(ch);
+	for (i = 0; i < 2; i++)
+		assert_int_equal(mlx5dv_devx_obj_destroy(obj[i]), 0);
+	assert_int_equal(ibv_close_device(ctx), 0);
+}
+
 /* What the library does not implement names itself and fails. */
 /*
  * mlx5dv_dr_* on a device without software steering, as rdma-core's
@@ -1087,6 +1144,7 @@ main(void)
 		cmocka_unit_test(test_vhca_tunnel_id_refused_on_object_commands),
 		cmocka_unit_test(test_mkey_over_a_devx_umem_is_created),
 		cmocka_unit_test(test_nc_uar_is_the_contexts_one_page),
+		cmocka_unit_test(test_omitted_events_merge_per_subscription),
 		cmocka_unit_test(test_unimplemented_functions_fail_loudly),
 	};
 	int rc;

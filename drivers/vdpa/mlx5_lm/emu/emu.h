@@ -413,6 +413,7 @@ int emu_dev_dp_wait_idle(struct emu_dev *dev, unsigned int timeout_ms);
  */
 struct emu_event {
 	uint64_t cookie;
+	uint64_t sub;      /* the subscription that queued it (devx.c event_sub), unique */
 	uint16_t type;     /* PRM_EVENT_*, = eqe.event_type */
 	uint32_t obj_id;   /* the object the EQE names */
 	uint8_t eqe[64];   /* PRM eqe */

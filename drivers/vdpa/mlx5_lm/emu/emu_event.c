@@ -126,6 +126,9 @@ kind_of_create(uint16_t opcode, uint16_t obj_type)
 	}
 }
 
+/* Subscription numbers: never reused, so a queued event names its own. */
+static _Atomic uint64_t sub_seq;
+
 int
 emu_evch_subscribe(struct emu_evch *ch, uint16_t create_opcode, uint16_t obj_type,
 		   uint32_t id, uint16_t type, uint64_t cookie)
@@ -148,6 +151,7 @@ emu_evch_subscribe(struct emu_evch *ch, uint16_t create_opcode, uint16_t obj_typ
 	s->id = id;
 	s->type = type;
 	s->cookie = cookie;
+	s->seq = atomic_fetch_add(&sub_seq, 1) + 1;
 	pthread_mutex_lock(&dev->lock);
 	if (emu_obj_find(dev, s->kind, id) == NULL) {
 		pthread_mutex_unlock(&dev->lock);
@@ -253,6 +257,7 @@ emu_event_post(struct emu_dev *dev, enum emu_kind kind, uint32_t id, uint16_t ty
 			continue;
 		}
 		n->ev.cookie = s->cookie;
+		n->ev.sub = s->seq;
 		n->ev.type = type;
 		n->ev.obj_id = id;
 		build_eqe(n->ev.eqe, id, type, data);

@@ -465,6 +465,7 @@ struct emu_sub {
 	uint32_t id;
 	uint16_t type;
 	uint64_t cookie;
+	uint64_t seq;      /* unique per subscription: what emu_event.sub names */
 	struct emu_sub *next;
 };
 
