@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -21,8 +22,11 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+extern char **environ;
 
 #include <cmocka.h>
 #include <jansson.h>
@@ -424,15 +428,31 @@ lmh_wait_closed(unsigned int sock)
 static void
 dump_process(const char *why)
 {
-	char cmd[PATH_MAX + 64];
+	posix_spawn_file_actions_t fa;
+	char pid_arg[16];
+	char *argv[] = { "sh", LMH_DUMP_SCRIPT, pid_arg, NULL };
+	pid_t pid;
+	int st;
 
 	fprintf(stderr, "\nlm_harness %s: the process's threads, fds and unix sockets "
 		"follow\n", why);
 	fflush(stderr);
 	/* gdb attaches to its parent only if the parent allows it (Yama ptrace_scope 1). */
 	prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
-	snprintf(cmd, sizeof(cmd), "sh '%s' %d 1>&2", LMH_DUMP_SCRIPT, (int)getpid());
-	(void)!system(cmd);
+	snprintf(pid_arg, sizeof(pid_arg), "%d", (int)getpid());
+	/*
+	 * stdio only: vhost opens its sockets without close-on-exec, and a
+	 * shell, gdb or ss holding a copy of a connection would keep it open
+	 * past vhost's close, the very state the dump is there to show.
+	 */
+	if (posix_spawn_file_actions_init(&fa) != 0)
+		return;
+	if (posix_spawn_file_actions_adddup2(&fa, 2, 1) == 0 &&
+	    posix_spawn_file_actions_addclosefrom_np(&fa, 3) == 0 &&
+	    posix_spawn(&pid, "/bin/sh", &fa, NULL, argv, environ) == 0)
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+	posix_spawn_file_actions_destroy(&fa);
 }
 
 /*
