@@ -191,6 +191,11 @@ mlx5_lm_log_rebase(int vid, int fd, uint64_t size)
 	 */
 	if (dev->conf.busy || !dev->running || dev->log_mr == NULL || dev->vid != vid)
 		goto out;
+	/*
+	 * From offset 0: vhost logs at its map + mmap_offset, and the vetting
+	 * refused every SET_LOG_BASE whose mmap_offset is not 0 (compat,
+	 * vet_log_base), so this is the very area vhost marks.
+	 */
 	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (map == MAP_FAILED) {
 		ret = -errno;
