@@ -371,11 +371,21 @@ test_guest_memory_has_qemus_layout_and_a_log_bit_per_page(void **state)
 	assert_null(vu_mem_gpa_to_hva(m, 3 * VU_GIB + 4096, 8));
 	assert_null(vu_mem_gpa_to_hva(m, 3 * VU_GIB - 4, 8));
 	assert_null(vu_mem_gpa_to_hva(m, 257 * VU_GIB, 1));
+	/* In turn: the start of low RAM (not page 0), the end of high RAM, ... */
 	assert_int_equal(vu_mem_alloc(m, 100, 4096, &gpa), 0);
 	assert_int_equal(vu_mem_alloc(m, 5000, 65536, &gpa2), 0);
-	assert_true(gpa != 0 && gpa % 4096 == 0 && gpa2 % 65536 == 0 && gpa2 > gpa);
-	assert_true(gpa2 < 3 * VU_GIB);
-	assert_int_equal(vu_mem_alloc(m, 4 * VU_GIB, 4096, &gpa), -ENOMEM);
+	assert_true(gpa == 4096 && gpa2 % 65536 == 0);
+	assert_true(gpa2 == 257 * VU_GIB - 65536);
+	assert_int_equal(vu_mem_alloc(m, 4096, 4096, &gpa), 0);
+	assert_true(gpa == 4 * VU_GIB);
+	assert_int_equal(vu_mem_alloc(m, 4096, 4096, &gpa), 0);
+	assert_true(gpa == 3 * VU_GIB - 4096);
+	assert_int_equal(vu_mem_alloc_at(m, 2, 4096, 4096, &gpa), 0);
+	assert_true(gpa == 4 * VU_GIB + 4096);
+	/* A full place passes to the next; more than any region holds fails. */
+	assert_int_equal(vu_mem_alloc_at(m, 0, 4 * VU_GIB, 4096, &gpa), 0);
+	assert_true(gpa >= 4 * VU_GIB);
+	assert_int_equal(vu_mem_alloc(m, 254 * VU_GIB, 4096, &gpa), -ENOMEM);
 	/* Log: one bit per 4 KiB page of the whole guest physical space. */
 	assert_int_equal(vu_log_create(&log, vu_mem_gpa_end(m)), 0);
 	assert_true(log->size == 257 * VU_GIB / 4096 / 8);

@@ -47,6 +47,13 @@ struct vu_ring {
 	uint64_t desc_gpa, avail_gpa, used_gpa, bufs_gpa;
 	uint8_t *desc, *avail, *used, *bufs;
 	uint64_t desc_len, avail_len, used_len;
+	/*
+	 * The ring's allocation (its four parts, page-aligned each) and two
+	 * bitmaps over its pages since the dirty mark: what the device must
+	 * have written (dev_dirty), what this driver's CPU wrote (cpu_dirty).
+	 */
+	uint64_t chunk_gpa, chunk_pages;
+	uint8_t *dev_dirty, *cpu_dirty;
 	int kickfd, callfd;
 	int old_kickfd, old_callfd;	/* previous generation, closed lazily */
 	struct vu_vring vr;	/* indices and wrap counters */
@@ -73,8 +80,6 @@ struct vu_guest {
 	unsigned int nrings;
 	struct vu_ring *rings;
 	struct vu_qp *qps;
-	uint64_t area_gpa, area_size;
-	uint8_t *dirty;		/* one bit per page of the area */
 	bool dirty_on;
 };
 
@@ -85,19 +90,38 @@ vu_align_page(uint64_t v)
 }
 
 static void
-vu_dirty_range(struct vu_guest *g, uint64_t gpa, uint64_t len)
+vu_bits_range(const struct vu_guest *g, const struct vu_ring *r, uint8_t *bits, uint64_t gpa,
+	      uint64_t len)
 {
 	uint64_t p, last;
 
-	if (!g->dirty_on || len == 0 || gpa < g->area_gpa ||
-	    gpa - g->area_gpa >= g->area_size)
+	if (!g->dirty_on || len == 0 || gpa < r->chunk_gpa ||
+	    (gpa - r->chunk_gpa) >> VU_PAGE_SHIFT >= r->chunk_pages)
 		return;
-	p = (gpa - g->area_gpa) >> VU_PAGE_SHIFT;
-	last = (gpa - g->area_gpa + len - 1) >> VU_PAGE_SHIFT;
-	if (last >= g->area_size >> VU_PAGE_SHIFT)
-		last = (g->area_size >> VU_PAGE_SHIFT) - 1;
+	p = (gpa - r->chunk_gpa) >> VU_PAGE_SHIFT;
+	last = (gpa - r->chunk_gpa + len - 1) >> VU_PAGE_SHIFT;
+	if (last >= r->chunk_pages)
+		last = r->chunk_pages - 1;
 	for (; p <= last; p++)
-		g->dirty[p / 8] |= (uint8_t)(1u << (p % 8));
+		bits[p / 8] |= (uint8_t)(1u << (p % 8));
+}
+
+/* The device must have written [gpa, gpa + len) of ring r (and logged it). */
+static void
+vu_dirty_range(struct vu_guest *g, struct vu_ring *r, uint64_t gpa, uint64_t len)
+{
+	vu_bits_range(g, r, r->dev_dirty, gpa, len);
+}
+
+/*
+ * This driver writes [gpa, gpa + len) of ring r: a page the front end's
+ * snapshot check may find changed without a log bit (what QEMU sends
+ * anyway, the CPU's writes being tracked by KVM, not by the device).
+ */
+static void
+vu_cpu_range(struct vu_guest *g, struct vu_ring *r, uint64_t gpa, uint64_t len)
+{
+	vu_bits_range(g, r, r->cpu_dirty, gpa, len);
 }
 
 /* ---- ring primitives ---- */
@@ -107,6 +131,8 @@ vu_ring_reset(struct vu_guest *g, struct vu_ring *r)
 {
 	unsigned int i;
 
+	/* The CPU zeroes the ring (and writes its interrupt flags below). */
+	vu_cpu_range(g, r, r->chunk_gpa, r->chunk_pages << VU_PAGE_SHIFT);
 	memset(r->desc, 0, r->desc_len);
 	memset(r->avail, 0, r->avail_len);
 	memset(r->used, 0, r->used_len);
@@ -121,7 +147,7 @@ vu_ring_reset(struct vu_guest *g, struct vu_ring *r)
 
 /* Buffer id is slot id of the ring's buffer area, one descriptor (split: descriptor id). */
 static void
-vu_ring_post(struct vu_ring *r, uint16_t id, uint32_t len)
+vu_ring_post(struct vu_guest *g, struct vu_ring *r, uint16_t id, uint32_t len)
 {
 	struct vu_vbuf b = {
 		.addr = r->bufs_gpa + (uint64_t)id * VU_BUF_STRIDE,
@@ -130,6 +156,14 @@ vu_ring_post(struct vu_ring *r, uint16_t id, uint32_t len)
 	};
 
 	r->inflight[id] = 1;
+	/* What vu_vring_post writes: the descriptor, and a split ring's avail entry. */
+	if (g->cfg.packed) {
+		vu_cpu_range(g, r, r->desc_gpa + 16 * (uint64_t)r->vr.avail_idx, 16);
+	} else {
+		vu_cpu_range(g, r, r->desc_gpa + 16 * (uint64_t)id, 16);
+		vu_cpu_range(g, r, r->avail_gpa + 4 + 2 * (uint64_t)(r->vr.avail_idx & (r->size - 1)),
+			     2);
+	}
 	vu_vring_post(&r->vr, id, &b, 1);
 	r->num_added++;
 }
@@ -149,6 +183,8 @@ vu_ring_publish(struct vu_guest *g, struct vu_ring *r, struct vu_guest_stats *st
 
 	if (r->num_added == 0)
 		return;
+	if (!g->cfg.packed)
+		vu_cpu_range(g, r, r->avail_gpa + 2, 2);	/* the avail index */
 	vu_vring_publish(&r->vr);
 	/*
 	 * The suppression state must be read after the new entries are
@@ -246,7 +282,7 @@ vu_complete(struct vu_guest *g, struct vu_ring *r, uint32_t id, uint32_t len)
 		return;
 	}
 	gpa = r->bufs_gpa + (uint64_t)id * VU_BUF_STRIDE;
-	vu_dirty_range(g, gpa, len < VU_BUF_STRIDE ? len : VU_BUF_STRIDE);
+	vu_dirty_range(g, r, gpa, len < VU_BUF_STRIDE ? len : VU_BUF_STRIDE);
 	vu_frame_check(g, r, r->bufs + (uint64_t)id * VU_BUF_STRIDE, len);
 }
 
@@ -261,17 +297,19 @@ vu_ring_reap(struct vu_guest *g, struct vu_ring *r)
 		vu_complete(g, r, u.id, u.len);
 		/* What the device wrote: the used entry (split), the descriptor (packed). */
 		if (g->cfg.packed)
-			vu_dirty_range(g, r->desc_gpa + 16 * (uint64_t)u.slot, 16);
+			vu_dirty_range(g, r, r->desc_gpa + 16 * (uint64_t)u.slot, 16);
 		else
-			vu_dirty_range(g, r->used_gpa + 4 + 8 * (uint64_t)u.slot, 8);
+			vu_dirty_range(g, r, r->used_gpa + 4 + 8 * (uint64_t)u.slot, 8);
 		n++;
 	}
 	/* More than a ring's worth used: a device bug. */
 	if (ret < 0)
 		g->qps[r->qp].st.dev_errors++;
 	if (n != 0 && !g->cfg.packed) {
-		vu_dirty_range(g, r->used_gpa, 4);
+		vu_dirty_range(g, r, r->used_gpa, 4);
 		/* used_event: interrupt for the next entry, or far away (2.6.10). */
+		if (g->event_idx)
+			vu_cpu_range(g, r, r->avail_gpa + 4 + 2 * (uint64_t)r->size, 2);
 		if (g->event_idx)
 			__atomic_store_n((uint16_t *)r->avail + 2 + r->size,
 					 (uint16_t)(r->vr.last_used +
@@ -291,7 +329,7 @@ vu_refill_locked(struct vu_guest *g)
 		struct vu_guest_stats *st = &g->qps[r->qp].st;
 
 		while (r->nfree != 0) {
-			vu_ring_post(r, r->free_ids[--r->nfree], VU_RX_BUF_LEN);
+			vu_ring_post(g, r, r->free_ids[--r->nfree], VU_RX_BUF_LEN);
 			st->rx_posted++;
 			n++;
 		}
@@ -337,7 +375,7 @@ vu_guest_create(struct vu_guest **out, struct vu_mem *m, const struct vu_guest_c
 {
 	uint64_t desc_len, avail_len, used_len, bufs_len, per_ring, off;
 	struct vu_guest *g;
-	unsigned int i;
+	unsigned int i, place;
 	int ret;
 
 	*out = NULL;
@@ -376,19 +414,14 @@ vu_guest_create(struct vu_guest **out, struct vu_mem *m, const struct vu_guest_c
 		used_len = 6 + 8ULL * cfg->ring_size;
 	}
 	bufs_len = (uint64_t)VU_BUF_STRIDE * cfg->ring_size;
+	/*
+	 * Every part page-aligned: a page the device writes (used ring, RX
+	 * buffers) never holds what the CPU writes (descriptors, avail ring,
+	 * TX buffers), or the snapshot check could not tell them apart.
+	 */
 	per_ring = vu_align_page(desc_len) + vu_align_page(avail_len) +
 		   vu_align_page(used_len) + vu_align_page(bufs_len);
-	g->area_size = per_ring * g->nrings;
-	/* One allocation per guest: guests sharing a memory never interleave. */
-	ret = vu_mem_alloc(m, g->area_size, VU_PAGE_SIZE, &g->area_gpa);
-	if (ret < 0)
-		goto fail;
-	g->dirty = calloc(1, (g->area_size >> VU_PAGE_SHIFT) / 8 + 1);
-	if (g->dirty == NULL) {
-		ret = -ENOMEM;
-		goto fail;
-	}
-	off = g->area_gpa;
+	place = vu_mem_next_place(m);
 	for (i = 0; i < g->nrings; i++) {
 		struct vu_ring *r = &g->rings[i];
 
@@ -398,6 +431,24 @@ vu_guest_create(struct vu_guest **out, struct vu_mem *m, const struct vu_guest_c
 		r->desc_len = desc_len;
 		r->avail_len = avail_len;
 		r->used_len = used_len;
+		/*
+		 * Each queue pair at its own place (a region's start or end, in
+		 * turn), from the guest's own first place: device writes land
+		 * low and high in every region, not only near GPA 0, so a log
+		 * that covers part of memory is seen, even when the traffic
+		 * uses queue pair 0 only (the NICs of a VM start apart).
+		 */
+		ret = vu_mem_alloc_at(m, place + r->qp, per_ring, VU_PAGE_SIZE, &r->chunk_gpa);
+		if (ret < 0)
+			goto fail;
+		r->chunk_pages = per_ring >> VU_PAGE_SHIFT;
+		r->dev_dirty = calloc(1, r->chunk_pages / 8 + 1);
+		r->cpu_dirty = calloc(1, r->chunk_pages / 8 + 1);
+		if (r->dev_dirty == NULL || r->cpu_dirty == NULL) {
+			ret = -ENOMEM;
+			goto fail;
+		}
+		off = r->chunk_gpa;
 		r->desc_gpa = off;
 		off += vu_align_page(desc_len);
 		r->avail_gpa = off;
@@ -405,7 +456,6 @@ vu_guest_create(struct vu_guest **out, struct vu_mem *m, const struct vu_guest_c
 		r->used_gpa = off;
 		off += vu_align_page(used_len);
 		r->bufs_gpa = off;
-		off += vu_align_page(bufs_len);
 		r->desc = vu_mem_gpa_to_hva(m, r->desc_gpa, desc_len);
 		r->avail = vu_mem_gpa_to_hva(m, r->avail_gpa, avail_len);
 		r->used = vu_mem_gpa_to_hva(m, r->used_gpa, used_len);
@@ -453,6 +503,8 @@ vu_guest_destroy(struct vu_guest *g)
 				close(fds[k]);
 		free(r->free_ids);
 		free(r->inflight);
+		free(r->dev_dirty);
+		free(r->cpu_dirty);
 		vu_vring_fini(&r->vr);
 	}
 	for (i = 0; g->qps != NULL && i < g->cfg.queue_pairs; i++)
@@ -460,7 +512,6 @@ vu_guest_destroy(struct vu_guest *g)
 	/* Guest memory is a bump allocator: the area is simply abandoned. */
 	free(g->rings);
 	free(g->qps);
-	free(g->dirty);
 	pthread_mutex_destroy(&g->lock);
 	free(g);
 }
@@ -588,11 +639,13 @@ vu_guest_tx(struct vu_guest *g, unsigned int qp, unsigned int n)
 
 		uint8_t *buf = r->bufs + (uint64_t)id * VU_BUF_STRIDE;
 
+		vu_cpu_range(g, r, r->bufs_gpa + (uint64_t)id * VU_BUF_STRIDE,
+			     g->hdr_len + g->cfg.frame_len);
 		/* No offloads: an all-zero virtio-net header (5.1.6). */
 		memset(buf, 0, g->hdr_len);
 		vu_frame_build(buf + g->hdr_len, g->cfg.frame_len, qp, q->tx_seq);
 		q->tx_seq++;
-		vu_ring_post(r, id, g->hdr_len + g->cfg.frame_len);
+		vu_ring_post(g, r, id, g->hdr_len + g->cfg.frame_len);
 		q->st.tx_posted++;
 	}
 	vu_ring_publish(g, r, &q->st);
@@ -739,7 +792,10 @@ vu_guest_dirty_mark(struct vu_guest *g)
 	g->dirty_on = false;
 	for (i = 0; i < g->nrings; i++)
 		vu_ring_reap(g, &g->rings[i]);
-	memset(g->dirty, 0, (g->area_size >> VU_PAGE_SHIFT) / 8 + 1);
+	for (i = 0; i < g->nrings; i++) {
+		memset(g->rings[i].dev_dirty, 0, g->rings[i].chunk_pages / 8 + 1);
+		memset(g->rings[i].cpu_dirty, 0, g->rings[i].chunk_pages / 8 + 1);
+	}
 	g->dirty_on = true;
 	vu_refill_locked(g);
 	pthread_mutex_unlock(&g->lock);
@@ -749,18 +805,21 @@ int64_t
 vu_guest_dirty_check(struct vu_guest *g, const struct vu_log *log,
 		     uint64_t *missing, uint64_t *first_missing_gpa)
 {
-	uint64_t p, pages = g->area_size >> VU_PAGE_SHIFT, miss = 0, first = UINT64_MAX;
+	uint64_t p, miss = 0, first = UINT64_MAX;
+	unsigned int i;
 	int64_t n = 0;
 
 	pthread_mutex_lock(&g->lock);
-	for (p = 0; p < pages; p++) {
-		uint64_t gpa = g->area_gpa + (p << VU_PAGE_SHIFT);
+	for (i = 0; i < g->nrings; i++) {
+		const struct vu_ring *r = &g->rings[i];
 
-		if (!(g->dirty[p / 8] & (1u << (p % 8))))
-			continue;
-		n++;
-		if (!vu_log_test(log, gpa)) {
-			if (miss++ == 0)
+		for (p = 0; p < r->chunk_pages; p++) {
+			uint64_t gpa = r->chunk_gpa + (p << VU_PAGE_SHIFT);
+
+			if (!(r->dev_dirty[p / 8] & (1u << (p % 8))))
+				continue;
+			n++;
+			if (!vu_log_test(log, gpa) && miss++ == 0)
 				first = gpa;
 		}
 	}
@@ -770,4 +829,22 @@ vu_guest_dirty_check(struct vu_guest *g, const struct vu_log *log,
 	if (first_missing_gpa != NULL)
 		*first_missing_gpa = first;
 	return n;
+}
+
+bool
+vu_guest_cpu_dirty(struct vu_guest *g, uint64_t gpa)
+{
+	unsigned int i;
+	bool ret = false;
+
+	pthread_mutex_lock(&g->lock);
+	for (i = 0; i < g->nrings && !ret; i++) {
+		const struct vu_ring *r = &g->rings[i];
+		uint64_t p = (gpa - r->chunk_gpa) >> VU_PAGE_SHIFT;
+
+		if (gpa >= r->chunk_gpa && p < r->chunk_pages)
+			ret = (r->cpu_dirty[p / 8] >> (p % 8)) & 1;
+	}
+	pthread_mutex_unlock(&g->lock);
+	return ret;
 }

@@ -55,8 +55,15 @@ struct vu_mem {
 	unsigned int nregions;
 	struct vu_mem_region regions[VU_MEM_MAX_REGIONS];
 	pthread_mutex_t lock;
-	uint64_t alloc_next;	/* GPA bump pointer in the allocation region */
-	uint64_t alloc_end;
+	/*
+	 * Allocation: every allocatable region is a window [lo, hi) taken from
+	 * both ends; the places (a region's start or end) are used in turn.
+	 */
+	uint64_t alloc_lo[VU_MEM_MAX_REGIONS];
+	uint64_t alloc_hi[VU_MEM_MAX_REGIONS];
+	unsigned int alloc_region[VU_MEM_MAX_REGIONS];	/* allocatable regions */
+	unsigned int alloc_nregions;
+	unsigned int alloc_turn;	/* the next place vu_mem_alloc tries */
 };
 
 /* Memory of memfd_size bytes described by an arbitrary region list. */
@@ -72,8 +79,21 @@ int vu_mem_hva_to_gpa(const struct vu_mem *m, const void *hva, uint64_t *gpa);
 uint64_t vu_mem_region_uaddr(const struct vu_mem *m, unsigned int i);
 /* End of guest physical space: max(gpa + size) over the regions. */
 uint64_t vu_mem_gpa_end(const struct vu_mem *m);
-/* Allocate size bytes (align: power of two, >= page) in the low region. */
+/*
+ * Allocate size bytes (align: power of two, >= page), in whole pages. The
+ * places are the start and the end of every allocatable region, in the
+ * order: start of region 0, end of region 1, start of region 1, end of
+ * region 2, ..., end of region 0; vu_mem_alloc() takes them in turn, so
+ * that rings and buffers lie low and high in every region (a device that
+ * logs or maps only low memory is seen). A full place passes to the next.
+ */
 int vu_mem_alloc(struct vu_mem *m, uint64_t size, uint64_t align, uint64_t *gpa);
+/* The same at a given place (taken modulo vu_mem_alloc_places()). */
+int vu_mem_alloc_at(struct vu_mem *m, unsigned int place, uint64_t size, uint64_t align,
+		    uint64_t *gpa);
+unsigned int vu_mem_alloc_places(const struct vu_mem *m);
+/* The place vu_mem_alloc() would take next, passed over: a user's own turn. */
+unsigned int vu_mem_next_place(struct vu_mem *m);
 
 /*
  * Dirty log area (vhost-user SET_LOG_BASE): one bit per 4 KiB guest page,
@@ -172,6 +192,12 @@ uint64_t vu_guest_tx_inflight(struct vu_guest *g, int qp);
 void vu_guest_dirty_mark(struct vu_guest *g);
 int64_t vu_guest_dirty_check(struct vu_guest *g, const struct vu_log *log,
 			     uint64_t *missing, uint64_t *first_missing_gpa);
+/*
+ * Whether this driver's CPU wrote the page of gpa since the mark (ring
+ * descriptors, avail ring and event fields, TX buffers): such a page may
+ * differ from a snapshot taken at the mark without being in the log.
+ */
+bool vu_guest_cpu_dirty(struct vu_guest *g, uint64_t gpa);
 
 #ifdef __cplusplus
 }

@@ -72,21 +72,31 @@ vu_mem_create(struct vu_mem **out, uint64_t memfd_size,
 		memcpy(m->regions, regions, nregions * sizeof(*regions));
 	pthread_mutex_init(&m->lock, NULL);
 	/*
-	 * Rings and buffers go in the region holding GPA 0 (QEMU's low RAM), or
-	 * the first usable one. Page 0 is skipped so that GPA 0 never names a
+	 * Regions whose memfd bytes or GPAs overlap an earlier allocatable
+	 * one are not allocated from (hostile layouts): two allocations must
+	 * never share bytes. Page 0 is skipped so that GPA 0 never names a
 	 * ring: a back end that forgets a translation then faults visibly.
 	 */
 	for (i = 0; i < nregions; i++) {
 		const struct vu_mem_region *r = &m->regions[i];
+		unsigned int j;
+		bool clash = false;
 
-		if (!vu_region_usable(m, r) || r->size < 2 * VU_PAGE_SIZE)
+		if (!vu_region_usable(m, r) || r->size < 2 * VU_PAGE_SIZE ||
+		    r->gpa % VU_PAGE_SIZE != 0 || r->size % VU_PAGE_SIZE != 0)
 			continue;
-		if (m->alloc_end == 0 || r->gpa == 0) {
-			m->alloc_next = r->gpa + VU_PAGE_SIZE;
-			m->alloc_end = r->gpa + r->size;
+		for (j = 0; j < m->alloc_nregions; j++) {
+			const struct vu_mem_region *o = &m->regions[m->alloc_region[j]];
+
+			if ((r->offset < o->offset + o->size && o->offset < r->offset + r->size) ||
+			    (r->gpa < o->gpa + o->size && o->gpa < r->gpa + r->size))
+				clash = true;
 		}
-		if (r->gpa == 0)
-			break;
+		if (clash)
+			continue;
+		m->alloc_lo[m->alloc_nregions] = r->gpa + (r->gpa == 0 ? VU_PAGE_SIZE : 0);
+		m->alloc_hi[m->alloc_nregions] = r->gpa + r->size;
+		m->alloc_region[m->alloc_nregions++] = i;
 	}
 	*out = m;
 	return 0;
@@ -184,23 +194,96 @@ vu_mem_gpa_end(const struct vu_mem *m)
 	return end;
 }
 
+unsigned int
+vu_mem_alloc_places(const struct vu_mem *m)
+{
+	return 2 * m->alloc_nregions;
+}
+
+/* Place p: even, the start of region p / 2; odd, the end of region p / 2 + 1. */
+static int
+vu_alloc_place_locked(struct vu_mem *m, unsigned int p, uint64_t size, uint64_t align,
+		      uint64_t *gpa)
+{
+	unsigned int k = (p / 2 + (p % 2)) % m->alloc_nregions;
+	uint64_t lo = m->alloc_lo[k], hi = m->alloc_hi[k], start;
+
+	size = (size + VU_PAGE_SIZE - 1) & ~(VU_PAGE_SIZE - 1);
+	if (size == 0 || size > hi - lo)
+		return -ENOMEM;
+	if (p % 2 == 0) {
+		start = (lo + align - 1) & ~(align - 1);
+		if (start < lo || start > hi || size > hi - start)
+			return -ENOMEM;
+		m->alloc_lo[k] = start + size;
+	} else {
+		start = (hi - size) & ~(align - 1);
+		if (start < lo)
+			return -ENOMEM;
+		m->alloc_hi[k] = start;
+	}
+	*gpa = start;
+	return 0;
+}
+
+static int
+vu_alloc_check(uint64_t size, uint64_t *align)
+{
+	if (size == 0 || *align == 0 || (*align & (*align - 1)) != 0 ||
+	    size > UINT64_MAX - VU_PAGE_SIZE)
+		return -EINVAL;
+	if (*align < VU_PAGE_SIZE)
+		*align = VU_PAGE_SIZE;
+	return 0;
+}
+
+int
+vu_mem_alloc_at(struct vu_mem *m, unsigned int place, uint64_t size, uint64_t align,
+		uint64_t *gpa)
+{
+	unsigned int n = vu_mem_alloc_places(m), t;
+	int ret = vu_alloc_check(size, &align);
+
+	if (ret < 0)
+		return ret;
+	if (n == 0)
+		return -ENOMEM;
+	pthread_mutex_lock(&m->lock);
+	/* A full place passes to the next one: the memory is used up, not one end. */
+	for (t = 0, ret = -ENOMEM; t < n && ret < 0; t++)
+		ret = vu_alloc_place_locked(m, (place + t) % n, size, align, gpa);
+	pthread_mutex_unlock(&m->lock);
+	return ret;
+}
+
+unsigned int
+vu_mem_next_place(struct vu_mem *m)
+{
+	unsigned int n = vu_mem_alloc_places(m), p;
+
+	pthread_mutex_lock(&m->lock);
+	p = m->alloc_turn;
+	m->alloc_turn = n != 0 ? (p + 1) % n : 0;
+	pthread_mutex_unlock(&m->lock);
+	return p;
+}
+
 int
 vu_mem_alloc(struct vu_mem *m, uint64_t size, uint64_t align, uint64_t *gpa)
 {
-	uint64_t start;
-	int ret = -ENOMEM;
+	unsigned int n = vu_mem_alloc_places(m), t, p;
+	int ret = vu_alloc_check(size, &align);
 
-	if (size == 0 || align == 0 || (align & (align - 1)) != 0)
-		return -EINVAL;
-	if (align < VU_PAGE_SIZE)
-		align = VU_PAGE_SIZE;
+	if (ret < 0)
+		return ret;
+	if (n == 0)
+		return -ENOMEM;
 	pthread_mutex_lock(&m->lock);
-	start = (m->alloc_next + align - 1) & ~(align - 1);
-	if (m->alloc_end != 0 && start >= m->alloc_next && start <= m->alloc_end &&
-	    size <= m->alloc_end - start) {
-		*gpa = start;
-		m->alloc_next = start + ((size + VU_PAGE_SIZE - 1) & ~(VU_PAGE_SIZE - 1));
-		ret = 0;
+	for (t = 0, ret = -ENOMEM; t < n && ret < 0; t++) {
+		p = (m->alloc_turn + t) % n;
+		ret = vu_alloc_place_locked(m, p, size, align, gpa);
+		if (ret == 0)
+			m->alloc_turn = (p + 1) % n;
 	}
 	pthread_mutex_unlock(&m->lock);
 	return ret;
