@@ -244,6 +244,8 @@ struct mig_result {
 	bool dirty_logged;         /* the devices accepted LOG_ALL */
 	uint64_t dirty_pages_checked;
 	uint64_t dirty_pages_missing;
+	/* Data pages compared to the checkpoint's snapshot (not logged, not CPU-written). */
+	uint64_t snap_pages_compared;
 	unsigned long leaked_objects;
 	/*
 	 * The cost model's account of the VM's devices (sources and

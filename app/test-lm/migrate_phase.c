@@ -204,6 +204,8 @@ mig_vm_teardown(struct mig_ctx *x, unsigned long leaked_before)
 	}
 	for (k = 0; k < x->n; k++)
 		vu_guest_destroy(x->g[k]);
+	vu_snap_free(x->snap);
+	x->snap = NULL;
 	vu_log_destroy(x->log);
 	vu_mem_destroy(x->mem);
 	if (x->dir[0] != '\0')
@@ -274,6 +276,8 @@ mig_vm_start_sources(struct mig_ctx *x)
 	return 0;
 }
 
+static int take_snapshot(struct mig_ctx *x);
+
 int
 mig_vm_begin_logging(struct mig_ctx *x)
 {
@@ -306,6 +310,12 @@ mig_vm_begin_logging(struct mig_ctx *x)
 		/* The back end logs from its reply on: record from here. */
 		vu_guest_dirty_mark(x->g[k]);
 	}
+	/*
+	 * Every source logs, the guest CPU's writes are tracked: what the
+	 * memory holds now is what a destination would start from.
+	 */
+	if (x->r->dirty_logged && take_snapshot(x) < 0)
+		return -1;
 	mig_gen_run(x->gen);
 	if (mig_gen_wait_flow(x->gen, x->o->frames, FLOW_WAIT_MS) < 0) {
 		mig_gen_idle(x->gen);
@@ -337,6 +347,73 @@ mig_vm_handshake(struct mig_ctx *x)
 	return 0;
 }
 
+static int
+take_snapshot(struct mig_ctx *x)
+{
+	int ret, tries = 0;
+
+	vu_snap_free(x->snap);
+	x->snap = NULL;
+	/* -EAGAIN: the data grew between counting and copying (traffic is idle). */
+	do
+		ret = vu_mem_snapshot(x->mem, &x->snap);
+	while (ret == -EAGAIN && ++tries < 3);
+	if (ret < 0) {
+		mig_fail(x, "cannot snapshot the guest memory at the checkpoint: %s",
+			 strerror(-ret));
+		return -1;
+	}
+	return 0;
+}
+
+/* A page that may differ from the snapshot: logged, or written by the guest's CPU. */
+static bool
+page_excused(void *arg, uint64_t gpa)
+{
+	struct mig_ctx *x = arg;
+	unsigned int k;
+
+	if (vu_log_test(x->log, gpa))
+		return true;
+	for (k = 0; k < x->n; k++)
+		if (vu_guest_cpu_dirty(x->g[k], gpa))
+			return true;
+	return false;
+}
+
+/*
+ * Independent of what the guest driver believes the device wrote: every
+ * data page that changed since the checkpoint must be in the log or be
+ * the CPU's, or the destination (the snapshot plus the logged pages)
+ * would see it stale.
+ */
+static void
+check_snapshot(struct mig_ctx *x)
+{
+	struct vu_snap_diff d = { .excused = page_excused, .arg = x };
+	int ret;
+
+	x->r->snap_pages_compared = 0;
+	if (x->snap == NULL)
+		return;
+	ret = vu_mem_snapshot_diff(x->mem, x->snap, &d);
+	vu_snap_free(x->snap);
+	x->snap = NULL;
+	if (ret < 0) {
+		mig_fail(x, "cannot compare the guest memory to its checkpoint: %s",
+			 strerror(-ret));
+		x->r->dirty_pages_missing++;
+		return;
+	}
+	x->r->snap_pages_compared = d.compared;
+	if (d.changed != 0) {
+		mig_fail(x, "page GPA 0x%" PRIx64 " written by the device but not in the dirty "
+			 "log (%" PRIu64 " such pages of %" PRIu64 " compared)", d.first_changed,
+			 d.changed, d.compared);
+		x->r->dirty_pages_missing += d.changed;
+	}
+}
+
 static void
 check_dirty(struct mig_ctx *x)
 {
@@ -359,6 +436,7 @@ check_dirty(struct mig_ctx *x)
 			mig_fail(x, "%s: %" PRIu64 " of %" PRId64 " written pages not in the dirty "
 				 "log, first at GPA 0x%" PRIx64, x->src[k].name, missing, n, first);
 	}
+	check_snapshot(x);
 	if (!x->r->dirty_logged)
 		x->r->dirty_pages_missing = x->r->dirty_pages_checked;
 	x->r->dirty_check_ms = mig_now_ms() - t;
@@ -422,8 +500,9 @@ mig_vm_stop_sources(struct mig_ctx *x, double *t0)
 	}
 	check_dirty(x);
 	mig_phase_end(x, "stop", "source stop %.1f ms (first rings %.1f), dirty log %" PRIu64
-		      " pages, %" PRIu64 " missing", x->r->src_stop_ms, x->r->src_first_ring_ms,
-		      x->r->dirty_pages_checked, x->r->dirty_pages_missing);
+		      " pages, %" PRIu64 " missing, %" PRIu64 " compared", x->r->src_stop_ms,
+		      x->r->src_first_ring_ms, x->r->dirty_pages_checked,
+		      x->r->dirty_pages_missing, x->r->snap_pages_compared);
 	return 0;
 }
 

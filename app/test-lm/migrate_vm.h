@@ -68,6 +68,8 @@ struct mig_ctx {
 	struct mig_dev dst[MIG_MAX_DEVICES];
 	struct vu_mem *mem;
 	struct vu_log *log;
+	/* The guest memory's data pages at the dirty checkpoint (logging on). */
+	struct vu_snap *snap;
 	struct vu_guest *g[MIG_MAX_DEVICES];
 	struct mig_gen *gen;
 	uint32_t bases[MIG_MAX_DEVICES][2 * MIG_MAX_QUEUE_PAIRS];

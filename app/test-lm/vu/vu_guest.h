@@ -96,6 +96,32 @@ unsigned int vu_mem_alloc_places(const struct vu_mem *m);
 unsigned int vu_mem_next_place(struct vu_mem *m);
 
 /*
+ * A snapshot of the guest memory's data pages (the memfd's data extents,
+ * SEEK_DATA / SEEK_HOLE: the pages ever written), and what changed since.
+ * The check a migration relies on: the destination gets the memory as it
+ * was plus the pages marked dirty, so a page that changed and is neither
+ * in the log nor written by the guest's CPU (tracked by KVM, not by the
+ * device) would reach the destination stale.
+ */
+struct vu_snap;
+
+int vu_mem_snapshot(const struct vu_mem *m, struct vu_snap **out);
+void vu_snap_free(struct vu_snap *s);
+uint64_t vu_snap_bytes(const struct vu_snap *s);
+
+struct vu_snap_diff {
+	/* In: whether the page of gpa may have changed (logged, or CPU-written). */
+	bool (*excused)(void *arg, uint64_t gpa);
+	void *arg;
+	/* Out: data pages now, of them excused, compared, changed (the first). */
+	uint64_t pages, excused_pages, compared, changed, first_changed;
+};
+
+/* Compare every data page of the memory now with the snapshot (a hole: zeroes). */
+int vu_mem_snapshot_diff(const struct vu_mem *m, const struct vu_snap *s,
+			 struct vu_snap_diff *d);
+
+/*
  * Dirty log area (vhost-user SET_LOG_BASE): one bit per 4 KiB guest page,
  * page n is bit (n % 8) of byte n / 8. Its own memfd, shared with back ends.
  */

@@ -359,3 +359,188 @@ vu_log_count(const struct vu_log *log)
 		n += (uint64_t)__builtin_popcountll(__atomic_load_n(&w[i], __ATOMIC_RELAXED));
 	return n;
 }
+
+/* ---- snapshot of the guest memory's data pages ---- */
+
+struct vu_snap_extent {
+	uint64_t off, len;	/* memfd bytes, whole pages */
+	uint64_t at;		/* where in data */
+};
+
+struct vu_snap {
+	struct vu_snap_extent *ext;
+	unsigned int n;
+	uint8_t *data;
+	uint64_t bytes;
+};
+
+/*
+ * The memfd's data extents, page-rounded: what was ever written. Holes read
+ * as zero and cost nothing to skip: hundreds of GiB of guest memory have a
+ * few MiB of data. fn(arg, off, len) for each; 0 or -errno.
+ */
+static int
+vu_mem_extents(const struct vu_mem *m, int (*fn)(void *arg, uint64_t off, uint64_t len),
+	       void *arg)
+{
+	off_t off = 0, end;
+	int ret;
+
+	while ((uint64_t)off < m->size) {
+		off = lseek(m->fd, off, SEEK_DATA);
+		if (off < 0)
+			return errno == ENXIO ? 0 : -errno;
+		end = lseek(m->fd, off, SEEK_HOLE);
+		if (end < 0)
+			return -errno;
+		off &= ~(off_t)(VU_PAGE_SIZE - 1);
+		if ((uint64_t)end > m->size)
+			end = (off_t)m->size;
+		end = (off_t)(((uint64_t)end + VU_PAGE_SIZE - 1) & ~(VU_PAGE_SIZE - 1));
+		if (end <= off)
+			return -EIO;
+		ret = fn(arg, (uint64_t)off, (uint64_t)(end - off));
+		if (ret < 0)
+			return ret;
+		off = end;
+	}
+	return 0;
+}
+
+static int
+vu_snap_count(void *arg, uint64_t off, uint64_t len)
+{
+	struct vu_snap *s = arg;
+
+	(void)off;
+	s->n++;
+	s->bytes += len;
+	return 0;
+}
+
+static int
+vu_snap_copy(void *arg, uint64_t off, uint64_t len)
+{
+	struct vu_snap *s = arg;
+	struct vu_snap_extent *e;
+
+	/* The memory grew since the count (a writer we do not know): retry. */
+	if (s->ext[s->n].len == UINT64_MAX || s->bytes + len < s->bytes)
+		return -EAGAIN;
+	e = &s->ext[s->n];
+	e->off = off;
+	e->len = len;
+	e->at = s->bytes;
+	s->n++;
+	s->bytes += len;
+	return 0;
+}
+
+int
+vu_mem_snapshot(const struct vu_mem *m, struct vu_snap **out)
+{
+	struct vu_snap c = { 0 }, *s;
+	int ret;
+	unsigned int i;
+
+	*out = NULL;
+	ret = vu_mem_extents(m, vu_snap_count, &c);
+	if (ret < 0)
+		return ret;
+	s = calloc(1, sizeof(*s));
+	if (s == NULL)
+		return -ENOMEM;
+	/* Room for one more extent: a sentinel that says "grew since the count". */
+	s->ext = calloc(c.n + 1, sizeof(*s->ext));
+	s->data = malloc(c.bytes != 0 ? c.bytes : 1);
+	if (s->ext == NULL || s->data == NULL) {
+		vu_snap_free(s);
+		return -ENOMEM;
+	}
+	s->ext[c.n].len = UINT64_MAX;
+	ret = vu_mem_extents(m, vu_snap_copy, s);
+	if (ret == 0 && s->bytes > c.bytes)
+		ret = -EAGAIN;
+	if (ret < 0) {
+		vu_snap_free(s);
+		return ret;
+	}
+	for (i = 0; i < s->n; i++)
+		memcpy(s->data + s->ext[i].at, m->base + s->ext[i].off, s->ext[i].len);
+	*out = s;
+	return 0;
+}
+
+void
+vu_snap_free(struct vu_snap *s)
+{
+	if (s == NULL)
+		return;
+	free(s->ext);
+	free(s->data);
+	free(s);
+}
+
+uint64_t
+vu_snap_bytes(const struct vu_snap *s)
+{
+	return s->bytes;
+}
+
+struct vu_diff {
+	const struct vu_mem *m;
+	const struct vu_snap *s;
+	unsigned int cur;	/* snapshot extent cursor: offsets only grow */
+	struct vu_snap_diff *d;
+};
+
+/* The page at memfd offset off in the snapshot, NULL if it was a hole. */
+static const uint8_t *
+vu_snap_page(struct vu_diff *x, uint64_t off)
+{
+	const struct vu_snap *s = x->s;
+
+	while (x->cur < s->n && s->ext[x->cur].off + s->ext[x->cur].len <= off)
+		x->cur++;
+	if (x->cur < s->n && s->ext[x->cur].off <= off)
+		return s->data + s->ext[x->cur].at + (off - s->ext[x->cur].off);
+	return NULL;
+}
+
+static int
+vu_diff_extent(void *arg, uint64_t off, uint64_t len)
+{
+	static const uint8_t zero[VU_PAGE_SIZE];
+	struct vu_diff *x = arg;
+	struct vu_snap_diff *d = x->d;
+	uint64_t o, gpa;
+
+	for (o = off; o < off + len; o += VU_PAGE_SIZE) {
+		const uint8_t *old = vu_snap_page(x, o);
+
+		/* A page no region maps is no guest page (hostile layouts). */
+		if (vu_mem_hva_to_gpa(x->m, x->m->base + o, &gpa) < 0)
+			continue;
+		d->pages++;
+		if (d->excused(d->arg, gpa)) {
+			d->excused_pages++;
+			continue;
+		}
+		d->compared++;
+		if (memcmp(x->m->base + o, old != NULL ? old : zero, VU_PAGE_SIZE) == 0)
+			continue;
+		if (d->changed++ == 0)
+			d->first_changed = gpa;
+	}
+	return 0;
+}
+
+int
+vu_mem_snapshot_diff(const struct vu_mem *m, const struct vu_snap *s, struct vu_snap_diff *d)
+{
+	struct vu_diff x = { .m = m, .s = s, .d = d };
+
+	d->pages = d->excused_pages = d->compared = d->changed = 0;
+	d->first_changed = UINT64_MAX;
+	return vu_mem_extents(m, vu_diff_extent, &x);
+}
