@@ -731,6 +731,7 @@ run_stages(struct mig_cmd *m)
 	for (rep = 0; rep < m->repeat && o->processes == 1; rep++) {
 		for (i = 0; i < m->ndefs; i++) {
 			struct mig_result *r = &m->res[rep * m->ndefs + i];
+			unsigned long alive_before = mig_alive_now();
 			int rc;
 
 			if (m->repeat > 1)
@@ -741,6 +742,8 @@ run_stages(struct mig_cmd *m)
 				rc = mig_run_evacuate(o, m->defs[i], r);
 			else
 				rc = mig_run_stage(o, m->defs[i], r);
+			if (mig_check_alive(r, alive_before) < 0)
+				rc = -1;
 			if (rc < 0)
 				ret = EXIT_FAILED;
 		}

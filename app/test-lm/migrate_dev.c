@@ -147,13 +147,20 @@ dev_setup(struct mig_ctx *x, struct mig_dev *d, unsigned int idx, const char *ro
 	return dev_serve(x, d, vdpa, true);
 }
 
-static void
-dev_teardown(struct mig_dev *d)
+static int
+dev_teardown(struct mig_ctx *x, struct mig_dev *d)
 {
+	int ret = 0;
+
 	dev_unserve(d);
-	if (d->probed)
-		lm_app_remove_device(d->name);
+	/* A device that is not removed leaks nothing the emulator can count at its close. */
+	if (d->probed) {
+		ret = lm_app_remove_device(d->name);
+		if (ret < 0)
+			mig_fail(x, "%s: cannot remove the device: %s", d->name, strerror(-ret));
+	}
 	d->probed = false;
+	return ret < 0 ? -1 : 0;
 }
 
 /* ---- the devices in mlx5-lm-vhostd's workers (--service) ---- */
@@ -284,7 +291,7 @@ mig_dev_add(struct mig_ctx *x, struct mig_dev *d, unsigned int idx, const char *
 	return dev_setup(x, d, idx, role, k);
 }
 
-void
+int
 mig_dev_remove(struct mig_ctx *x, struct mig_dev *d)
 {
 	if (x->st->peer)
@@ -292,7 +299,8 @@ mig_dev_remove(struct mig_ctx *x, struct mig_dev *d)
 	else if (x->o->svc != NULL)
 		svc_dev_teardown(x, d);
 	else
-		dev_teardown(d);
+		return dev_teardown(x, d);
+	return 0;
 }
 
 /* What the PMD counted of the device's last configuration and stop. */
@@ -366,6 +374,26 @@ erdma_resolve_once(void)
 							      MLX5_LM_ERDMA_COST_STATS);
 	erdma_left_alive = (mlx5_lm_erdma_left_alive_t)dlsym(RTLD_DEFAULT,
 							      MLX5_LM_ERDMA_LEFT_ALIVE);
+}
+
+unsigned long
+mig_alive_now(void)
+{
+	return rte_pmd_mlx5_lm_emu_live_objects(NULL, 0);
+}
+
+int
+mig_check_alive(struct mig_result *r, unsigned long alive_before)
+{
+	char kinds[256];
+	unsigned long alive = rte_pmd_mlx5_lm_emu_live_objects(kinds, sizeof(kinds));
+
+	if (alive <= alive_before)
+		return 0;
+	fprintf(stderr, "migrate: stage %s: still alive after the teardown: %s\n", r->name,
+		kinds);
+	r->leaked_objects += alive - alive_before;
+	return -1;
 }
 
 /* Device objects left alive so far: our PMD's emulator and the emulated rdma-core's. */

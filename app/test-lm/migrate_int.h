@@ -279,6 +279,17 @@ struct mig_result {
 };
 
 /* Run one stage: probe, migrate, tear down. 0, or -1 after printing why. */
+/*
+ * Emulated devices and device objects alive now in this process: the
+ * emulator's own count, not the driver's closes (a device its driver never
+ * closes reports no leak at a close that never comes).
+ */
+unsigned long mig_alive_now(void);
+/*
+ * After a stage: more alive than before it (alive_before) is a failure,
+ * said with the kinds and added to r's leaked objects. 0, or -1.
+ */
+int mig_check_alive(struct mig_result *r, unsigned long alive_before);
 int mig_run_stage(const struct mig_opts *o, const struct mig_stage_def *st,
 		  struct mig_result *r);
 /*

@@ -199,8 +199,10 @@ mig_vm_teardown(struct mig_ctx *x, unsigned long leaked_before)
 	mig_gen_destroy(x->gen);
 	x->gen = NULL;
 	for (k = 0; k < x->n; k++) {
-		mig_dev_remove(x, &x->src[k]);
-		mig_dev_remove(x, &x->dst[k]);
+		if (mig_dev_remove(x, &x->src[k]) < 0)
+			ret = -1;
+		if (mig_dev_remove(x, &x->dst[k]) < 0)
+			ret = -1;
 	}
 	for (k = 0; k < x->n; k++)
 		vu_guest_destroy(x->g[k]);
@@ -223,7 +225,7 @@ mig_vm_teardown(struct mig_ctx *x, unsigned long leaked_before)
 	}
 	x->r->leaked_objects = mig_leaked_now() - leaked_before;
 	mig_phase_end(x, "teardown", "%lu device objects left alive", x->r->leaked_objects);
-	return 0;
+	return ret;
 }
 
 /* ---- the migration ---- */

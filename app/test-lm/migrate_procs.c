@@ -125,7 +125,11 @@ child_main(const struct mig_opts *po, const struct mig_stage_def *const *defs,
 			if (repeat > 1)
 				printf("vm%u-vm%u: run %u of %u: ", me->vm_base,
 				       me->vm_base + me->vms - 1, rep + 1, repeat);
+			unsigned long alive_before = mig_alive_now();
+
 			if (mig_run_evacuate(&o, defs[i], &r) < 0)
+				ret = 1;
+			if (mig_check_alive(&r, alive_before) < 0)
 				ret = 1;
 			if (write_all(l->up, &tag, 1) < 0 || write_all(l->up, &r, sizeof(r)) < 0) {
 				fprintf(stderr, "migrate: vm%u-vm%u: the parent gave up or is "

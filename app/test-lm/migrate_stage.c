@@ -162,7 +162,8 @@ mig_run_stage(const struct mig_opts *o, const struct mig_stage_def *st, struct m
 			ret = migrate_once(x, MIG_HOSTILE_NONE);
 	}
 	mig_vm_disconnect(x);
-	mig_vm_teardown(x, leaked_before);
+	if (mig_vm_teardown(x, leaked_before) < 0)
+		ret = -1;
 	if (st->peer)
 		peer_watchdog(false);
 	r->ok = ret == 0;

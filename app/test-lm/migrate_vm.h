@@ -137,8 +137,11 @@ int mig_vm_teardown(struct mig_ctx *x, unsigned long leaked_before);
  */
 int mig_dev_add(struct mig_ctx *x, struct mig_dev *d, unsigned int idx, const char *role,
 		unsigned int k);
-/* The front end off d, d removed (any kind; nothing if it was never added). */
-void mig_dev_remove(struct mig_ctx *x, struct mig_dev *d);
+/*
+ * The front end off d, d removed (any kind; nothing if it was never added).
+ * 0, or -1 after mig_fail when the PMD refused the removal.
+ */
+int mig_dev_remove(struct mig_ctx *x, struct mig_dev *d);
 int mig_dev_timings(struct mig_ctx *x, const struct mig_dev *d,
 		    struct rte_pmd_mlx5_lm_timings *t);
 int mig_dev_wait_conf(struct mig_ctx *x, struct mig_dev *d, struct rte_pmd_mlx5_lm_timings *t);

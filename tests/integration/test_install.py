@@ -223,7 +223,7 @@ class Install(unittest.TestCase):
         # The emulator brings libjansson, and exports only the transport's entry point.
         self.assertTrue(any('jansson' in n for n in needed(os.path.join(self.libdir, EMU))))
         self.assertEqual(set(defined_dynamic_symbols(os.path.join(self.libdir, EMU))),
-                         {'mlx5_lm_emu_ops_v1'})
+                         {'mlx5_lm_emu_ops_v2'})
 
     def test_7_emulator_loaded_for_emu_devices_only(self):
         """The installed dpdk-test-lm probes an rdma device (ibdev=, on the emulated

@@ -183,14 +183,22 @@ test_failed_destroy_keeps_object_usable(void **state)
 static void
 test_close_reports_objects_left_alive(void **state)
 {
+	unsigned long alive = devx_emu_live_total(NULL, 0);
 	struct devx_ctx *ctx = open_emu(NULL);
 	unsigned long before = devx_emu_leaked_total();
+	char kinds[128];
 
 	assert_non_null(alloc_pd(ctx));
 	assert_non_null(alloc_pd(ctx));
+	/* Alive in the process while the device is open: a never-closed one is seen. */
+	assert_true(devx_emu_live_total(kinds, sizeof(kinds)) >= alive + 3);
+	assert_non_null(strstr(kinds, "PD"));
+	assert_non_null(strstr(kinds, "devices"));
 	/* The devx_obj handles leak here on purpose: the device must say so. */
 	assert_int_equal(devx_close(ctx), 2);
 	assert_int_equal(devx_emu_leaked_total() - before, 2);
+	/* Closed, the device and what it freed are no longer alive. */
+	assert_int_equal(devx_emu_live_total(NULL, 0), alive);
 }
 
 static void

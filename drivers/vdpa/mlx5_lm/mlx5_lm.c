@@ -579,6 +579,12 @@ rte_pmd_mlx5_lm_emu_leaked_objects(void)
 	return devx_emu_leaked_total();
 }
 
+unsigned long
+rte_pmd_mlx5_lm_emu_live_objects(char *desc, size_t len)
+{
+	return devx_emu_live_total(desc, len);
+}
+
 int
 rte_pmd_mlx5_lm_emu_profile_check(const char *profile, char *err, size_t errlen)
 {

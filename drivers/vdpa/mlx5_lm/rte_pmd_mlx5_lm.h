@@ -74,6 +74,16 @@ __rte_experimental
 unsigned long rte_pmd_mlx5_lm_emu_leaked_objects(void);
 
 /*
+ * Emulated devices only: the emulated devices and device objects alive
+ * now, in the whole process, whichever way they came (a device its driver
+ * never closed is counted here, not in the leaks above). desc (may be
+ * NULL) gets their kinds, e.g. "1 devices, 32 VIRTQ, 2 MKEY". 0 after a
+ * clean teardown of every device.
+ */
+__rte_experimental
+unsigned long rte_pmd_mlx5_lm_emu_live_objects(char *desc, size_t len);
+
+/*
  * Check that `profile` (emu=<profile>: a built-in name or a JSON path)
  * loads, without creating a device, so that a tool can refuse a bad one
  * before a long run. Returns 0, or a negative errno with the reason in err

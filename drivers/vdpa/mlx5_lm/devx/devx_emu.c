@@ -5,7 +5,7 @@
  * from the create (what the kernel builds for rdma-core).
  *
  * Built with the emulator into its own library (librte_vdpa_mlx5_lm_emu.so,
- * whose one export is mlx5_lm_emu_ops_v1), which the transport loads when
+ * whose one export is mlx5_lm_emu_ops_v2), which the transport loads when
  * an emu= device is opened; linked into a program instead, it registers
  * itself (devx_emu_inproc.c).
  */
@@ -408,6 +408,7 @@ static const struct devx_emu_ops emu_ops = {
 	.backend = &devx_backend_emu,
 	.set_log = emu_set_log,
 	.leaked_total = emu_leaked_total,
+	.live_total = emu_live_total,
 	.profile_check = emu_ops_profile_check,
 	.profile_costs = emu_ops_profile_costs,
 	.cost_stats = emu_ops_cost_stats,
@@ -417,7 +418,7 @@ static const struct devx_emu_ops emu_ops = {
 };
 
 const struct devx_emu_ops *
-mlx5_lm_emu_ops_v1(void)
+mlx5_lm_emu_ops_v2(void)
 {
 	return &emu_ops;
 }

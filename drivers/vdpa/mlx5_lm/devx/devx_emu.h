@@ -35,6 +35,11 @@ void *devx_emu_dev(struct devx_ctx *ctx);
  */
 unsigned long devx_emu_leaked_total(void);
 /*
+ * Emulated devices and their objects alive now in the process (0 when no
+ * emulated device was ever opened); desc (may be NULL) names the kinds.
+ */
+unsigned long devx_emu_live_total(char *desc, size_t len);
+/*
  * Whether a profile loads (0, or -EINVAL with the reason in err); loads
  * the emulator (-ENOTSUP with the reason in err when it cannot).
  */

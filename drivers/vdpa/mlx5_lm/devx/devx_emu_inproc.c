@@ -9,5 +9,5 @@
 static void __attribute__((constructor))
 devx_emu_inproc_register(void)
 {
-	devx_emu_register(mlx5_lm_emu_ops_v1());
+	devx_emu_register(mlx5_lm_emu_ops_v2());
 }

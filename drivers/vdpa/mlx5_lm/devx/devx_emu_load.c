@@ -179,6 +179,16 @@ devx_emu_leaked_total(void)
 	return ops != NULL ? ops->leaked_total() : 0;
 }
 
+unsigned long
+devx_emu_live_total(char *desc, size_t len)
+{
+	const struct devx_emu_ops *ops = emu_ops_loaded();
+
+	if (desc != NULL && len != 0)
+		desc[0] = '\0';
+	return ops != NULL ? ops->live_total(desc, len) : 0;
+}
+
 int
 devx_emu_profile_check(const char *profile, char *err, size_t errlen)
 {

@@ -90,6 +90,7 @@ struct devx_emu_ops {
 	const struct devx_backend *backend;
 	void (*set_log)(devx_log_fn fn);
 	unsigned long (*leaked_total)(void);
+	unsigned long (*live_total)(char *desc, size_t len);
 	int (*profile_check)(const char *profile, char *err, size_t errlen);
 	int (*profile_costs)(const char *profile, unsigned int *cmd_slots,
 			     unsigned int *host_pin_parallel, struct devx_cost_entry *e,
@@ -106,8 +107,8 @@ struct devx_emu_ops {
  * version of the structures above and of devx_emu_ops: change it with
  * them, so that a PMD never drives an emulator of another layout.
  */
-#define DEVX_EMU_ENTRY "mlx5_lm_emu_ops_v1"
-const struct devx_emu_ops *mlx5_lm_emu_ops_v1(void);
+#define DEVX_EMU_ENTRY "mlx5_lm_emu_ops_v2"
+const struct devx_emu_ops *mlx5_lm_emu_ops_v2(void);
 
 /*
  * The emu back end, loaded on first use (devx_emu_load.c): NULL with the

@@ -144,6 +144,12 @@ const char *emu_dev_name(const struct emu_dev *dev);
 unsigned int emu_dev_live_objects(struct emu_dev *dev);
 /* Objects found alive at emu_dev_destroy(), summed over the process. */
 unsigned long emu_leaked_total(void);
+/*
+ * Devices not destroyed and objects not freed, in the whole process (what a
+ * driver that never closes its devices leaves, which emu_leaked_total()
+ * cannot see); desc (may be NULL) names the kinds, e.g. "2 devices, 3 MKEY".
+ */
+unsigned long emu_live_total(char *desc, size_t len);
 /* Number of commands executed with this opcode (any status). */
 unsigned long emu_dev_cmd_count(struct emu_dev *dev, uint16_t opcode);
 

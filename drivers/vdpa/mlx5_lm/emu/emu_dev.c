@@ -14,6 +14,12 @@
 #include "emu_priv.h"
 
 static atomic_ulong leaked_total;
+/*
+ * What is alive in the process, by kind, and the devices: a device its
+ * driver never closes leaks nothing at emu_dev_destroy, only here.
+ */
+static atomic_ulong live_total[EMU_KIND_MAX];
+static atomic_ulong live_devices;
 
 static void
 default_log(int level, const char *line)
@@ -157,6 +163,7 @@ emu_obj_new(struct emu_dev *dev, enum emu_kind kind, size_t size)
 	dev->of_kind[kind].kprev->knext = o;
 	dev->of_kind[kind].kprev = o;
 	dev->live[kind]++;
+	atomic_fetch_add(&live_total[kind], 1);
 	dev->obj_gen++;
 	return o;
 }
@@ -225,6 +232,7 @@ emu_obj_free(struct emu_dev *dev, struct emu_obj *obj)
 	obj->kprev->knext = obj->knext;
 	obj->knext->kprev = obj->kprev;
 	dev->live[obj->kind]--;
+	atomic_fetch_sub(&live_total[obj->kind], 1);
 	dev->obj_gen++;
 	if (obj->kind == EMU_KIND_VIRTQ)
 		emu_dp_vq_free(dev, (struct emu_virtq *)obj);
@@ -394,6 +402,7 @@ emu_dev_create(const char *name, const char *profile, char *err, size_t errlen)
 	}
 	emu_log(dev, 6, "created with profile %s (%u command slots)",
 		dev->prof->name, dev->prof->cmd_slots);
+	atomic_fetch_add(&live_devices, 1);
 	return dev;
 err_faults:
 	faults_free(dev);
@@ -471,6 +480,7 @@ emu_dev_destroy(struct emu_dev *dev)
 		o->knext->kprev = o->kprev;
 		if (o->kind == EMU_KIND_VIRTQ)
 			emu_dp_vq_free(dev, (struct emu_virtq *)o);
+		atomic_fetch_sub(&live_total[o->kind], 1);
 		obj_free_body(o);
 	}
 	emu_dp_fini(dev);
@@ -485,6 +495,7 @@ emu_dev_destroy(struct emu_dev *dev)
 	pthread_mutex_destroy(&dev->slot_lock);
 	emu_profile_free(dev->prof);
 	free(dev);
+	atomic_fetch_sub(&live_devices, 1);
 	return leaked;
 }
 
@@ -510,6 +521,33 @@ unsigned long
 emu_leaked_total(void)
 {
 	return atomic_load(&leaked_total);
+}
+
+unsigned long
+emu_live_total(char *desc, size_t len)
+{
+	unsigned long n = atomic_load(&live_devices), total = n, v;
+	size_t at = 0;
+	unsigned int k;
+	int w;
+
+	if (desc != NULL && len != 0) {
+		desc[0] = '\0';
+		if (n != 0) {
+			w = snprintf(desc, len, "%lu devices", n);
+			at = w > 0 ? (size_t)w : 0;
+		}
+	}
+	for (k = 0; k < EMU_KIND_MAX; k++) {
+		v = atomic_load(&live_total[k]);
+		total += v;
+		if (v == 0 || desc == NULL || at >= len)
+			continue;
+		w = snprintf(desc + at, len - at, "%s%lu %s", at != 0 ? ", " : "", v,
+			     emu_kind_name((enum emu_kind)k));
+		at += w > 0 ? (size_t)w : 0;
+	}
+	return total;
 }
 
 unsigned long
