@@ -13,6 +13,7 @@
  * stop and a start on another back end, as a migrated guest's would.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -688,12 +689,19 @@ vu_guest_wait(struct vu_guest *g, int timeout_ms)
 	pfd = calloc(g->nrings, sizeof(*pfd));
 	if (pfd == NULL)
 		return -ENOMEM;
+	/*
+	 * Our own duplicates, taken under the lock: two swaps of the eventfds
+	 * (vu_guest_new_eventfds) during the wait close the numbers read here,
+	 * which the process may give to anything meanwhile, a vhost-user
+	 * socket included, whose bytes a read() of 8 would then eat.
+	 */
 	pthread_mutex_lock(&g->lock);
 	for (i = 0; i < g->nrings; i++) {
-		pfd[i].fd = g->rings[i].callfd;
+		pfd[i].fd = fcntl(g->rings[i].callfd, F_DUPFD_CLOEXEC, 0);
 		pfd[i].events = POLLIN;
 	}
 	pthread_mutex_unlock(&g->lock);
+	/* A number that could not be duplicated (-1) is skipped by poll. */
 	ret = poll(pfd, g->nrings, timeout_ms);
 	if (ret < 0) {
 		ret = -errno;
@@ -703,6 +711,9 @@ vu_guest_wait(struct vu_guest *g, int timeout_ms)
 			if (pfd[i].revents & POLLIN)
 				(void)!read(pfd[i].fd, &v, sizeof(v));
 	}
+	for (i = 0; i < g->nrings; i++)
+		if (pfd[i].fd >= 0)
+			close(pfd[i].fd);
 	free(pfd);
 	return ret;
 }
