@@ -1881,6 +1881,132 @@ test_rx_backlog_is_delivered_after_a_kick(void **state)
 	assert_int_equal(emu_dev_wire_rx(dev, f, 64), -ENOENT);
 }
 
+/* SUSPEND, the hardware indices set (virtio_q_index_modify), then RDY and a doorbell. */
+static void
+vq_restart_at(const struct ring *r, uint16_t avail, uint16_t used)
+{
+	uint8_t in[PRM_SIZE(virtq_cmd)], out[16];
+	void *obj = PRM_ADDR(virtq_cmd, in, obj);
+
+	assert_int_equal(vq_state_cmd(r->id, PRM_VIRTQ_STATE_SUSPEND), 0);
+	vq_mailbox(in, PRM_CMD_MODIFY_GENERAL_OBJECT, r->id);
+	PRM_SET(virtio_net_q, obj, modify_field_select,
+		PRM_VIRTQ_MODIFY_HW_AVAILABLE_INDEX | PRM_VIRTQ_MODIFY_HW_USED_INDEX);
+	PRM_SET(virtio_net_q, obj, hw_available_index, avail);
+	PRM_SET(virtio_net_q, obj, hw_used_index, used);
+	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
+	assert_int_equal(vq_state_cmd(r->id, PRM_VIRTQ_STATE_RDY), 0);
+	kick(r);
+	wait_idle();
+}
+
+/* Loop n frames (seq from seq0) through tx; the RX completions in order of ids. */
+static void
+loop_frames(struct ring *rx, struct ring *tx, const uint64_t *g, uint32_t n, uint32_t seq0,
+	    uint16_t first_id)
+{
+	uint8_t f[100];
+	uint32_t i, id, len;
+
+	for (i = 0; i < n; i++) {
+		make_frame(f, 100, 0x0a000002, 5, seq0 + i);
+		post_tx(tx, f, 100, 0);
+	}
+	kick(tx);
+	wait_idle();
+	for (i = 0; i < n; i++) {
+		assert_int_equal(reap(rx, &id, &len), 1);
+		assert_int_equal(id, (first_id + i) % QS);
+		assert_int_equal(len, HDR + 100);
+		make_frame(f, 100, 0x0a000002, 5, seq0 + i);
+		check_rx(g[id], f, 100);
+	}
+	assert_int_equal(reap(rx, &id, &len), 0);
+}
+
+/*
+ * Firmware that fetches RX chains ahead of frames (rx-prefetch.json, 4):
+ * a doorbell alone moves hw_available_index past chains nothing used, a
+ * SUSPEND keeps them unused, so QUERY shows avail - used == 4 (why Linux
+ * mlx5_vnet hands over hw_used_index as both indices); later frames fill
+ * those chains first, in ring order, and a queue restarted at the used
+ * index fetches them again.
+ */
+static void
+test_rx_chains_fetched_ahead_show_in_query_after_suspend(void **state)
+{
+	struct vq_opts o = { 0 };
+	struct ring *rx = vq_up(0, &o), *tx = vq_up(1, &o);
+	uint64_t g[QS], drops;
+	struct vq_info qi;
+	uint32_t i, id, len;
+
+	(void)state;
+	steering(&rx, 1, false);
+	for (i = 0; i < 6; i++)
+		g[i] = post_rx(rx, 0);
+	kick(rx);
+	wait_idle();
+	qi = vq_query(rx);
+	assert_int_equal(qi.avail, 4);
+	assert_int_equal(qi.used, 0);
+	assert_int_equal(counter(rx, C_RECEIVED), 4);
+	assert_int_equal(counter(rx, C_COMPLETED), 0);
+	assert_int_equal(reap(rx, &id, &len), 0);
+	assert_int_equal(get16(rx->used + 2), 0);
+	/* Suspended, the chains fetched stay fetched and unused. */
+	assert_int_equal(vq_state_cmd(rx->id, PRM_VIRTQ_STATE_SUSPEND), 0);
+	qi = vq_query(rx);
+	assert_int_equal(qi.state, PRM_VIRTQ_STATE_SUSPEND);
+	assert_int_equal((uint16_t)(qi.avail - qi.used), 4);
+	/* Resumed: 5 frames take the 4 fetched chains, then the next, in order. */
+	assert_int_equal(vq_state_cmd(rx->id, PRM_VIRTQ_STATE_RDY), 0);
+	kick(rx);
+	loop_frames(rx, tx, g, 5, 0, 0);
+	qi = vq_query(rx);
+	assert_int_equal(qi.used, 5);
+	assert_int_equal(qi.avail, 6);    /* all the guest posted: 1 fetched ahead */
+	for (i = 6; i < 10; i++)
+		g[i] = post_rx(rx, 0);
+	kick(rx);
+	wait_idle();
+	qi = vq_query(rx);
+	assert_int_equal(qi.avail, 9);    /* 4 ahead again */
+	assert_int_equal(counter(rx, C_RECEIVED), 9);
+	assert_int_equal(counter(rx, C_COMPLETED), 5);
+	/*
+	 * Restarted at the used index (what a hand-over of hw_used_index as
+	 * both indices does): the device forgets what it had fetched and
+	 * fetches from chain 5 again; nothing the guest posted is skipped.
+	 */
+	vq_restart_at(rx, 5, 5);
+	qi = vq_query(rx);
+	assert_int_equal(qi.avail, 9);
+	assert_int_equal(qi.used, 5);
+	loop_frames(rx, tx, g, 5, 100, 5);
+	qi = vq_query(rx);
+	assert_int_equal(qi.avail, 10);
+	assert_int_equal(qi.used, 10);
+	/* No frame dropped, no error: every chain was a good one. */
+	emu_dev_wire_stats(dev, NULL, NULL, &drops);
+	assert_int_equal(drops, 0);
+	assert_int_equal(counter(rx, C_ERROR_CQES), 0);
+}
+
+static int
+setup_rx_prefetch(void **state)
+{
+	w_profile = TEST_PROFILES_DIR "/rx-prefetch.json";
+	return setup_cq(state, false, false);
+}
+
+static int
+teardown_rx_prefetch(void **state)
+{
+	w_profile = NULL;
+	return teardown(state);
+}
+
 static bool
 bit_set(uint64_t page)
 {
@@ -2407,6 +2533,9 @@ main(void)
 		T(test_write_through_an_mkey_without_local_write_fails_the_queue),
 		T(test_a_destroyed_mkey_never_reaches_guest_memory),
 		T(test_rx_backlog_is_delivered_after_a_kick),
+		cmocka_unit_test_setup_teardown(
+			test_rx_chains_fetched_ahead_show_in_query_after_suspend,
+			setup_rx_prefetch, teardown_rx_prefetch),
 		T(test_split_dirty_bitmap_marks_written_pages),
 		T(test_packed_dirty_bitmap_marks_written_pages),
 		cmocka_unit_test_setup_teardown(test_split_dirty_bitmap_marks_written_pages,

@@ -120,6 +120,7 @@ static const struct cap_desc {
 	CAP(comp_eqn_base, CAP_U32, 0xffff00),
 	CAP(dirty_bitmap_in_rdy, CAP_U8, 1),                /* firmware behaviour, not PRM */
 	CAP(dirty_bitmap_logs_rings, CAP_U8, 1),            /* firmware behaviour, not PRM */
+	CAP(rx_prefetch_chains, CAP_U8, EMU_RX_PREFETCH_MAX), /* firmware behaviour, not PRM */
 #undef CAP
 };
 
@@ -145,6 +146,7 @@ caps_default(struct emu_caps *c)
 	c->comp_eqn_base = EMU_CAP_COMP_EQN_BASE;
 	c->dirty_bitmap_in_rdy = 1;
 	c->dirty_bitmap_logs_rings = 0;
+	c->rx_prefetch_chains = 0;
 }
 
 /* The "caps" object: unknown names and out-of-range values refuse the profile. */

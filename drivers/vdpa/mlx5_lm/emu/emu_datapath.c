@@ -539,7 +539,9 @@ dp_run(struct emu_dev *dev, struct emu_dp_vq *dq)
 		return false;
 	memset(&b, 0, sizeof(b));
 	b.rx = (vq->queue_index & 1) == 0;
-	if (b.rx && dq->bl_head == NULL)
+	/* Without a frame an RX queue has nothing to do, unless it fetches ahead. */
+	if (b.rx && dq->bl_head == NULL &&
+	    (vq->q_type == PRM_VIRTQ_TYPE_PACKED || dev->prof->caps.rx_prefetch_chains == 0))
 		return false;
 	/* Every chain fits in queue_size segments (longer ones are errors). */
 	if (dp->seg_cap < vq->queue_size) {

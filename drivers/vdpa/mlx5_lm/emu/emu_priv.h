@@ -97,6 +97,18 @@ struct emu_caps {
 	 * ones.
 	 */
 	uint8_t dirty_bitmap_logs_rings;
+	/*
+	 * Not a PRM capability: how many available chains a RDY split RX
+	 * queue fetches ahead of the frames that will fill them (0..64,
+	 * default 0: a chain is read only when a frame waits). Linux
+	 * mlx5_vnet (mlx5_vdpa_get_vq_state) reports hw_used_index as the
+	 * available index because the firmware's hw_available_index may
+	 * count chains fetched and never used: with this set, QUERY after
+	 * SUSPEND shows hw_available_index > hw_used_index by the chains
+	 * fetched ahead, and a driver that hands hw_available_index over
+	 * loses those guest buffers (tests/profiles/rx-prefetch.json).
+	 */
+	uint8_t rx_prefetch_chains;
 };
 
 struct emu_profile {
@@ -756,12 +768,21 @@ struct emu_frame {
 };
 
 /* Per-virtq data path state; dev->lock. */
+#define EMU_RX_PREFETCH_MAX 64
+
 struct emu_dp_vq {
 	struct emu_virtq *vq;
 	struct emu_dp_vq *next_pending;
 	bool pending;                /* on dp->pend list */
 	struct emu_frame *bl_head, *bl_tail; /* RX backlog (frames steered here) */
 	uint32_t bl_len;
+	/*
+	 * Heads of the RX chains fetched ahead (caps rx_prefetch_chains), in
+	 * ring order from pf_first: counted in hw_available_index, not yet
+	 * in hw_used_index, filled before any chain fetched later.
+	 */
+	uint16_t pf_heads[EMU_RX_PREFETCH_MAX];
+	uint8_t pf_first, pf_n;
 };
 
 /* The device's data path; every field guarded by dev->lock. */

@@ -9,7 +9,9 @@
  * hw_available_index is the next available-ring entry to consume and
  * hw_used_index the next used-ring entry to fill (free-running 16-bit,
  * as vhost's last_avail_idx / last_used_idx). Every chain consumed is
- * completed in the same batch, in order.
+ * completed in the same batch, in order, except RX chains fetched ahead
+ * of their frames (caps rx_prefetch_chains): those are counted in
+ * hw_available_index at once and completed, in order, by later frames.
  */
 #include <endian.h>
 #include <string.h>
@@ -90,22 +92,31 @@ split_walk(struct emu_dp_batch *b, uint16_t head)
 	}
 }
 
-/* Consume and complete one chain; 1 done, 0 nothing to do, -1 ERR. */
+/* The head at available-ring entry hw_available_index; -1 ERR. */
 static int
-split_one(struct emu_dp_batch *b)
+split_head(struct emu_dp_batch *b, uint16_t *head)
 {
 	struct emu_virtq *vq = b->vq;
-	uint16_t qs = vq->queue_size, head;
+
+	if (emu_dp_load16(b, vq->available_addr + AVAIL_RING +
+			  2u * (uint32_t)(vq->hw_available_index % vq->queue_size), head) < 0)
+		return emu_dp_fail(b, EMU_VQ_ERROR_BAD_DESC, EMU_DP_CNT_INVALID_BUFFER);
+	if (*head >= vq->queue_size)
+		return emu_dp_fail(b, EMU_VQ_ERROR_BAD_DESC, EMU_DP_CNT_BAD_DESC);
+	return 0;
+}
+
+/*
+ * Fill and complete the chain at head (already counted in
+ * hw_available_index); 1 done, 0 nothing to do (no frame), -1 ERR.
+ */
+static int
+split_complete(struct emu_dp_batch *b, uint16_t head)
+{
+	struct emu_virtq *vq = b->vq;
 	uint32_t used_len, elem[2];
 	int r;
 
-	if (b->rx && b->dq->bl_head == NULL)
-		return 0;
-	if (emu_dp_load16(b, vq->available_addr + AVAIL_RING +
-			  2u * (uint32_t)(vq->hw_available_index % qs), &head) < 0)
-		return emu_dp_fail(b, EMU_VQ_ERROR_BAD_DESC, EMU_DP_CNT_INVALID_BUFFER);
-	if (head >= qs)
-		return emu_dp_fail(b, EMU_VQ_ERROR_BAD_DESC, EMU_DP_CNT_BAD_DESC);
 	if (split_walk(b, head) < 0)
 		return -1;
 	r = emu_dp_consume(b, &used_len);
@@ -115,25 +126,103 @@ split_one(struct emu_dp_batch *b)
 	elem[0] = htole32(head);
 	elem[1] = htole32(used_len);
 	if (emu_dp_write_ring(b, vq->used_addr + USED_RING +
-			      (uint64_t)USED_ELEM * (vq->hw_used_index % qs), elem, sizeof(elem)) < 0)
+			      (uint64_t)USED_ELEM * (vq->hw_used_index % vq->queue_size), elem,
+			      sizeof(elem)) < 0)
 		return emu_dp_fail(b, EMU_VQ_ERROR_BAD_DESC, EMU_DP_CNT_INVALID_BUFFER);
-	vq->hw_available_index++;
 	vq->hw_used_index++;
-	if (b->cnt != NULL) {
-		b->cnt->received_desc++;
+	if (b->cnt != NULL)
 		b->cnt->completed_desc++;
-	}
 	b->completed++;
 	return 1;
+}
+
+/* Consume and complete one chain; 1 done, 0 nothing to do, -1 ERR. */
+static int
+split_one(struct emu_dp_batch *b)
+{
+	uint16_t head;
+	int r;
+
+	if (b->rx && b->dq->bl_head == NULL)
+		return 0;
+	if (split_head(b, &head) < 0)
+		return -1;
+	r = split_complete(b, head);
+	if (r <= 0)
+		return r;
+	b->vq->hw_available_index++;
+	if (b->cnt != NULL)
+		b->cnt->received_desc++;
+	return 1;
+}
+
+/*
+ * caps rx_prefetch_chains: the chains fetched ahead are the oldest
+ * available ones, so they take the waiting frames first, in ring order
+ * (the device completes in order). 1 all of them filled, 0 stopped (no
+ * frame or no budget), -1 ERR.
+ */
+static int
+split_fill_prefetched(struct emu_dp_batch *b, unsigned int *budget)
+{
+	struct emu_dp_vq *dq = b->dq;
+	int r;
+
+	while (dq->pf_n > 0) {
+		if (dq->bl_head == NULL)
+			return 0;
+		if (*budget == 0) {
+			b->more = true;
+			return 0;
+		}
+		r = split_complete(b, dq->pf_heads[dq->pf_first]);
+		if (r <= 0)
+			return r;
+		dq->pf_first = (uint8_t)((dq->pf_first + 1) % EMU_RX_PREFETCH_MAX);
+		dq->pf_n--;
+		(*budget)--;
+	}
+	return 1;
+}
+
+/*
+ * Fetch available RX chains ahead of any frame, up to the cap: their heads
+ * are read (hw_available_index moves past them, received_desc counts them)
+ * and kept; nothing is written to the guest until a frame fills them.
+ */
+static void
+split_prefetch(struct emu_dp_batch *b, uint16_t avail_idx)
+{
+	struct emu_virtq *vq = b->vq;
+	struct emu_dp_vq *dq = b->dq;
+	unsigned int cap = b->dev->prof->caps.rx_prefetch_chains;
+	uint16_t head;
+
+	while (dq->pf_n < cap && vq->hw_available_index != avail_idx) {
+		if (split_head(b, &head) < 0)
+			return;
+		dq->pf_heads[(dq->pf_first + dq->pf_n) % EMU_RX_PREFETCH_MAX] = head;
+		dq->pf_n++;
+		vq->hw_available_index++;
+		if (b->cnt != NULL)
+			b->cnt->received_desc++;
+	}
 }
 
 void
 emu_ring_split_run(struct emu_dp_batch *b, unsigned int budget)
 {
 	struct emu_virtq *vq = b->vq;
+	bool prefetch = b->rx && b->dev->prof->caps.rx_prefetch_chains > 0;
 	uint16_t avail_idx;
 	int r = 1;
 
+	if (prefetch) {
+		r = split_fill_prefetched(b, &budget);
+		/* Out of frames, not of budget: still fetch what the guest added since. */
+		if (r == 0 && !b->more)
+			r = 1;
+	}
 	while (r > 0) {
 		/* Acquire: the ring entries and descriptors behind idx are visible. */
 		if (emu_dp_load16(b, vq->available_addr + AVAIL_IDX, &avail_idx) < 0) {
@@ -158,6 +247,9 @@ emu_ring_split_run(struct emu_dp_batch *b, unsigned int budget)
 				break;
 			budget--;
 		}
+		/* No frame left for the next chain: fetch ahead of the next frames. */
+		if (prefetch && r == 0 && !b->more && !b->failed)
+			split_prefetch(b, avail_idx);
 	}
 	/*
 	 * Publish used->idx once for the batch, after the elements (release):

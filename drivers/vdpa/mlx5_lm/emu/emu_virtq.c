@@ -626,6 +626,17 @@ emu_virtq_modify(struct emu_ctx *c)
 	if (vq_commit_refs(vq) < 0)
 		emu_log(c->dev, 3, "virtq %u: out of memory updating references", hdr.id);
 	/*
+	 * Chains fetched ahead (caps rx_prefetch_chains) were read from the
+	 * ring, at the index and through the memory the queue had: a new one
+	 * of these makes the device start over from what it is given.
+	 */
+	if (vq->dp != NULL &&
+	    (fields & (PRM_VIRTQ_MODIFY_ADDRS | PRM_VIRTQ_MODIFY_HW_AVAILABLE_INDEX |
+		       PRM_VIRTQ_MODIFY_Q_TYPE | PRM_VIRTQ_MODIFY_Q_MKEY))) {
+		vq->dp->pf_first = 0;
+		vq->dp->pf_n = 0;
+	}
+	/*
 	 * To RDY (first start or resume): the device reads the rings at the
 	 * next doorbell, not at the transition; a doorbell rung while the
 	 * queue was not RDY is not remembered (kick_queues). No public PRM
