@@ -429,6 +429,12 @@ int mlx5_lm_virtq_recreate(struct mlx5_lm_virtq *vq, uint16_t size,
 /* QUERY: state, error_type and the hardware indices. */
 int mlx5_lm_virtq_query(struct mlx5_lm_virtq *vq, uint8_t *state, uint8_t *error_type,
 			uint16_t *avail, uint16_t *used);
+/*
+ * The available index a suspended (or ERR) queue restarts from, wherever
+ * it restarts (vhost's base, a re-created object): see mlx5_lm_virtq.c.
+ */
+uint16_t mlx5_lm_virtq_restart_avail(const struct mlx5_lm_virtq *vq, uint8_t state,
+				     uint16_t avail, uint16_t used);
 /* received, completed, bad descriptor, exceed max chain, invalid buffer, error CQEs. */
 int mlx5_lm_virtq_counters(struct mlx5_lm_virtq *vq, uint64_t vals[MLX5_LM_NB_STATS]);
 /* The counter sets of every queue (they outlive queue objects): at device removal. */

@@ -135,7 +135,7 @@ task_suspend_query(void *arg)
 		ret = mlx5_lm_virtq_query(vq, &state, NULL, &avail, &used);
 		if (ret < 0)
 			return ret;
-		vq->ahead_avail = state == PRM_VIRTQ_STATE_ERR ? used : avail;
+		vq->ahead_avail = mlx5_lm_virtq_restart_avail(vq, state, avail, used);
 		vq->ahead_used = used;
 		vq->ahead_base = 1;
 		return 0;
@@ -148,10 +148,11 @@ task_suspend_query(void *arg)
 	ret = mlx5_lm_virtq_query(vq, &state, NULL, &avail, &used);
 	if (ret < 0)
 		return ret;
-	if (state == PRM_VIRTQ_STATE_ERR) {
-		/* The device completed up to used; let the guest see the rest again. */
-		avail = used;
-	}
+	/*
+	 * Split: what the device used, not what it fetched (chains fetched
+	 * ahead and unused would never come back); ERR: what it completed.
+	 */
+	avail = mlx5_lm_virtq_restart_avail(vq, state, avail, used);
 set_base:
 	hand_over(vq, avail, used);
 	return 0;

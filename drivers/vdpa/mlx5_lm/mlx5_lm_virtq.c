@@ -473,6 +473,33 @@ mlx5_lm_virtq_query(struct mlx5_lm_virtq *vq, uint8_t *state, uint8_t *error_typ
 	return 0;
 }
 
+/*
+ * A split queue restarts from its hw_used_index, not hw_available_index:
+ * the firmware may have fetched chains it never used (an RX chain fetched
+ * ahead of any frame), and a restart past them never returns those guest
+ * buffers (RX capacity lost for good, a TX frame never completed). Linux
+ * mlx5_vnet does the same (mlx5_vdpa_get_vq_state: "the firmware returns
+ * a wrong value for the available index"); virtio-net devices complete in
+ * order, so every chain before hw_used_index was used and none after it,
+ * and the ones fetched again are only read again. The emulator fetches
+ * ahead with caps rx_prefetch_chains (tests/profiles/rx-prefetch.json).
+ * A queue in ERR restarts from what it completed, split or packed.
+ * Packed rings keep hw_available_index (as DPDK vdpa/mlx5; Linux
+ * mlx5_vnet's rule is for split state): in order, hw_used_index with its
+ * wrap bit (15) would name the first chain not used as well, but no public
+ * text says the firmware keeps the packed used index in that form or
+ * fetches a packed ring ahead, and the emulator models neither: a change
+ * there would be untested.
+ */
+uint16_t
+mlx5_lm_virtq_restart_avail(const struct mlx5_lm_virtq *vq, uint8_t state, uint16_t avail,
+			    uint16_t used)
+{
+	if (state == PRM_VIRTQ_STATE_ERR || vq->cur.type != PRM_VIRTQ_TYPE_PACKED)
+		return used;
+	return avail;
+}
+
 void
 mlx5_lm_virtq_counters_release(struct mlx5_lm_dev *dev)
 {
@@ -658,8 +685,11 @@ mlx5_lm_virtq_recreate_suspended(struct mlx5_lm_virtq *vq, uint32_t log_mkey, ui
 	ret = mlx5_lm_virtq_query(vq, &state, NULL, &avail, &used);
 	if (ret < 0)
 		return ret;
-	/* A queue that went to ERR restarts from what it completed, as a recovery does. */
-	cfg.hw_available_index = state == PRM_VIRTQ_STATE_ERR ? used : avail;
+	/*
+	 * From what it used (a queue in ERR: what it completed, as a recovery
+	 * does): the new object fetches again what the old one fetched unused.
+	 */
+	cfg.hw_available_index = mlx5_lm_virtq_restart_avail(vq, state, avail, used);
 	cfg.hw_used_index = used;
 	mlx5_lm_virtq_destroy(vq);
 	if (vq->obj != NULL)

@@ -216,6 +216,81 @@ test_restart_without_status_reset_runs_every_ring(void **state)
 }
 
 /*
+ * Without reposting, the guest's whole RX ring of pair 0 fills: one frame
+ * sent per buffer posted, and the device uses every one of them. A buffer
+ * the device skipped (fetched, never used, handed over past) is never
+ * used: used->idx stops short of avail->idx until the deadline.
+ */
+static void
+rx_ring_fills_without_reposting(struct vu_guest *g, uint16_t size)
+{
+	int64_t deadline = lmh_now_ms() + DEADLINE_MS;
+	volatile uint16_t *avail, *used;
+	struct vu_ring_info ri;
+	uint16_t want;
+
+	tc_traffic_settle(g, 0x1);
+	assert_int_equal(vu_guest_ring_info(g, 0, &ri), 0);
+	avail = (volatile uint16_t *)ri.avail + 1;
+	used = (volatile uint16_t *)ri.used + 1;
+	want = *avail;
+	/* Settled and refilled: every buffer of the ring posted, none used. */
+	assert_int_equal((uint16_t)(want - *used), size);
+	assert_int_equal(vu_guest_tx(g, 0, size), size);
+	while (__atomic_load_n(used, __ATOMIC_ACQUIRE) != want) {
+		if (lmh_now_ms() > deadline) {
+			print_error("rx ring: avail %u, used %u: %u posted buffers never used\n",
+				    want, *used, (uint16_t)(want - *used));
+			tc_traffic_fail(g, 0x1);
+		}
+		/* A wait on the device's call (bounded), no reap: nothing reposted. */
+		vu_guest_wait(g, 2);
+	}
+	tc_traffic_settle(g, 0x1);
+}
+
+/*
+ * Firmware that fetches RX chains ahead of frames (rx-prefetch.json):
+ * at the stop the device has fetched chains it never used, and its
+ * hw_available_index counts them. The driver hands vhost the used index as
+ * both (Linux mlx5_vnet's rule): GET_VRING_BASE returns what the guest saw
+ * consumed, and the restarted device fetches those chains again, so every
+ * buffer the guest posted is used and the ring keeps its whole capacity.
+ * The base is what a migration carries: a destination that trusts it
+ * (vhost-net, another vDPA device) would never return the buffers
+ * between. DPDK's vhost itself resets both indices to used->idx when they
+ * differ at SET_VRING_ADDR ("some packets maybe resent"), so a restart
+ * here survives a wrong base: the base check is what catches it.
+ */
+static void
+test_rx_chains_fetched_ahead_are_not_lost_at_the_stop(void **state)
+{
+	struct tc *t = *state;
+	struct vu_start_opts o = { 0 };
+	uint32_t bases[2];
+	struct vu_guest *g;
+
+	tc_probe_profile(t, TEST_PROFILES_DIR "/rx-prefetch.json", 1, NULL);
+	g = tc_guest(t, 0, 1, 256, false);
+	tc_connect(t);
+	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
+	tc_wait_running(t);
+	tc_traffic(g, 0x1, 300);
+	rx_ring_fills_without_reposting(g, 256);
+	tc_traffic(g, 0x1, 100);
+	assert_int_equal(vu_stop_device(t->c, bases, 2), 0);
+	/* RX: one buffer per frame received, none of those fetched ahead. */
+	tc_check_bases(g, bases, 1, false, 256);
+	tc_wait_restored(t);
+	o.bases = bases;
+	assert_int_equal(vu_start_device(t->c, g, &o), 0);
+	tc_wait_running(t);
+	tc_traffic(g, 0x1, 300);
+	rx_ring_fills_without_reposting(g, 256);
+	tc_traffic_and_stop(t, g, 1, 100);
+}
+
+/*
  * The restore of blank queues after a stop is deferred like the
  * registrations (mr_gc_ms), so that it stays out of the downtime of the
  * devices stopping and starting meanwhile (a host evacuation stops and
@@ -452,6 +527,7 @@ tc_run_stop(void)
 		cmocka_unit_test(test_reprobe_waits_for_the_front_end_to_release_the_notifier),
 		TC_TEST(test_front_end_leaving_midway_leaves_device_reusable),
 		TC_TEST(test_restart_without_status_reset_runs_every_ring),
+		TC_TEST(test_rx_chains_fetched_ahead_are_not_lost_at_the_stop),
 		TC_TEST(test_restore_deferred_until_the_device_is_needed),
 		TC_TEST(test_driver_ok_waiting_for_the_restore_does_not_wait_for_other_devices),
 		TC_TEST(test_driver_ok_during_a_background_restore_does_not_wait_for_other_devices),
