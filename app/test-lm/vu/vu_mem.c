@@ -237,11 +237,16 @@ vu_alloc_check(uint64_t size, uint64_t *align)
 	return 0;
 }
 
-int
-vu_mem_alloc_at(struct vu_mem *m, unsigned int place, uint64_t size, uint64_t align,
-		uint64_t *gpa)
+/*
+ * From place on (turn: from the place whose turn it is, which then passes
+ * to the next one); a full place passes to the next one: the memory is
+ * used up, not one end.
+ */
+static int
+vu_alloc_from(struct vu_mem *m, bool turn, unsigned int place, uint64_t size, uint64_t align,
+	      uint64_t *gpa)
 {
-	unsigned int n = vu_mem_alloc_places(m), t;
+	unsigned int n = vu_mem_alloc_places(m), t, p = 0, first;
 	int ret = vu_alloc_check(size, &align);
 
 	if (ret < 0)
@@ -249,11 +254,22 @@ vu_mem_alloc_at(struct vu_mem *m, unsigned int place, uint64_t size, uint64_t al
 	if (n == 0)
 		return -ENOMEM;
 	pthread_mutex_lock(&m->lock);
-	/* A full place passes to the next one: the memory is used up, not one end. */
-	for (t = 0, ret = -ENOMEM; t < n && ret < 0; t++)
-		ret = vu_alloc_place_locked(m, (place + t) % n, size, align, gpa);
+	first = turn ? m->alloc_turn : place % n;
+	for (t = 0, ret = -ENOMEM; t < n && ret < 0; t++) {
+		p = (first + t) % n;
+		ret = vu_alloc_place_locked(m, p, size, align, gpa);
+	}
+	if (ret == 0 && turn)
+		m->alloc_turn = (p + 1) % n;
 	pthread_mutex_unlock(&m->lock);
 	return ret;
+}
+
+int
+vu_mem_alloc_at(struct vu_mem *m, unsigned int place, uint64_t size, uint64_t align,
+		uint64_t *gpa)
+{
+	return vu_alloc_from(m, false, place, size, align, gpa);
 }
 
 unsigned int
@@ -271,22 +287,7 @@ vu_mem_next_place(struct vu_mem *m)
 int
 vu_mem_alloc(struct vu_mem *m, uint64_t size, uint64_t align, uint64_t *gpa)
 {
-	unsigned int n = vu_mem_alloc_places(m), t, p;
-	int ret = vu_alloc_check(size, &align);
-
-	if (ret < 0)
-		return ret;
-	if (n == 0)
-		return -ENOMEM;
-	pthread_mutex_lock(&m->lock);
-	for (t = 0, ret = -ENOMEM; t < n && ret < 0; t++) {
-		p = (m->alloc_turn + t) % n;
-		ret = vu_alloc_place_locked(m, p, size, align, gpa);
-		if (ret == 0)
-			m->alloc_turn = (p + 1) % n;
-	}
-	pthread_mutex_unlock(&m->lock);
-	return ret;
+	return vu_alloc_from(m, true, 0, size, align, gpa);
 }
 
 int

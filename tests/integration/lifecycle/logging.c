@@ -204,7 +204,6 @@ static void
 run_rings_marked_at_the_stop(struct tc *t, bool packed)
 {
 	struct vu_start_opts o = { .qemu_log_addr = true };
-	uint32_t bases[2];
 	struct vu_log *log;
 	struct vu_guest *g;
 
@@ -217,10 +216,7 @@ run_rings_marked_at_the_stop(struct tc *t, bool packed)
 	log = log_on(t);
 	vu_guest_dirty_mark(g);
 	tc_traffic(g, 0x1, 64);
-	tc_fe_stop(t, 2, bases);
-	check_written_pages_logged(g, log);
-	tc_disconnect(t);
-	vu_log_destroy(log);
+	stop_check_and_leave(t, g, 2, log);
 }
 
 static void
