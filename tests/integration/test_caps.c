@@ -144,6 +144,7 @@ forward_reenable_log(const char *prof, struct lmh_dev *dv, struct lmh_trace *tr,
 	int64_t pages, t0;
 	size_t lmark;
 	unsigned int i;
+	uint8_t status;
 
 	probed = dv;
 	assert_int_equal(lmh_probe_profile(dv, 0, prof, "queues=2,workers=2,mr_gc_ms=0"), 0);
@@ -162,10 +163,13 @@ forward_reenable_log(const char *prof, struct lmh_dev *dv, struct lmh_trace *tr,
 	/* The guest disables pair 1 and enables it again: it must forward again. */
 	for (i = 2; i < 4; i++)
 		assert_int_equal(vu_set_vring_enable(c, i, false), 0);
+	/* vhost acks an enable before telling the driver: a round trip, then the barrier. */
+	assert_int_equal(vu_get_status(c, &status), 0);
 	lmh_barrier(dv);
 	assert_true(lmh_traffic(guest, 0x1, 50, LMH_DEADLINE_MS));
 	for (i = 2; i < 4; i++)
 		assert_int_equal(vu_set_vring_enable(c, i, true), 0);
+	assert_int_equal(vu_get_status(c, &status), 0);
 	lmh_barrier(dv);
 	assert_true(lmh_traffic(guest, 0x3, 200, LMH_DEADLINE_MS));
 

@@ -467,6 +467,7 @@ test_a_ring_enabled_late_while_logging_logs_before_it_runs(void **state)
 	size_t mark, lmark;
 	unsigned int i;
 	uint64_t feat;
+	uint8_t status;
 
 	tc_probe(t, 2, NULL);
 	g = tc_guest(t, 0, 2, 512, false);
@@ -489,6 +490,11 @@ test_a_ring_enabled_late_while_logging_logs_before_it_runs(void **state)
 	mark = tc_mark(t);
 	for (i = 2; i < 4; i++)
 		assert_int_equal(vu_set_vring_enable(t->c, i, true), 0);
+	/*
+	 * A round trip: DPDK 22.11 acks SET_VRING_ENABLE before it calls
+	 * set_vring_state; once the next answer is back, it has.
+	 */
+	assert_int_equal(vu_get_status(t->c, &status), 0);
 	tc_barrier(t);
 	for (i = 2; i < 4; i++) {
 		int q = (int)i;
