@@ -294,6 +294,7 @@ evac_sum(struct mig_result *r, const struct evac_vm *v, unsigned int nvm, unsign
 		r->dirty_logged = r->dirty_logged && v[i].r.dirty_logged;
 		r->dirty_pages_checked += v[i].r.dirty_pages_checked;
 		r->dirty_pages_missing += v[i].r.dirty_pages_missing;
+		r->snap_pages_compared += v[i].r.snap_pages_compared;
 	}
 }
 

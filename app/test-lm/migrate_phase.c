@@ -422,6 +422,7 @@ check_dirty(struct mig_ctx *x)
 	double t = mig_now_ms();
 	unsigned int k;
 
+	x->checks_t0 = t;
 	x->r->dirty_pages_checked = 0;
 	x->r->dirty_pages_missing = 0;
 	for (k = 0; k < x->n; k++) {

@@ -211,6 +211,7 @@ merge(struct mig_result *r, const struct mig_result *cr, const struct procs_chil
 	r->dirty_logged = r->dirty_logged && cr->dirty_logged;
 	r->dirty_pages_checked += cr->dirty_pages_checked;
 	r->dirty_pages_missing += cr->dirty_pages_missing;
+	r->snap_pages_compared += cr->snap_pages_compared;
 	r->model_busy_ms += cr->model_busy_ms;
 	r->model_pin_ms += cr->model_pin_ms;
 	r->model_actual_ms += cr->model_actual_ms;

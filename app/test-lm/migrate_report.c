@@ -372,6 +372,9 @@ run_json(const struct mig_result *r, const struct mig_stage_def *d, const struct
 			"precreate", d->precreate != 0,
 			"max_conf_threads", (json_int_t)d->peer_threads));
 	}
+	/* Pages the checkpoint comparison read (changed ones must be logged or the CPU's). */
+	json_object_set_new(o, "snapshot_pages_compared",
+			    json_integer((json_int_t)r->snap_pages_compared));
 	json_object_set_new(o, "peer", json_boolean(d->peer));
 	json_object_set_new(o, "model_busy_ms", json_real(r->model_busy_ms));
 	json_object_set_new(o, "model_pin_ms", json_real(r->model_pin_ms));

@@ -93,10 +93,17 @@ mig_trace_window(struct mig_ctx *x)
 			strerror(errno));
 		return;
 	}
+	/*
+	 * The window on the traces' clock is t0 + downtime + the benchmark's
+	 * checks, which run inside it (between the stop and the start) and are
+	 * not counted: where they began and how long they took.
+	 */
 	fprintf(f, "{\"stage\": \"%s\", \"run\": %u, \"round\": \"%s\", \"vm\": %u, "
 		"\"devices\": %u, \"t0_us\": %.1f, \"downtime_ms\": %.3f, "
-		"\"src_stop_ms\": %.3f}\n", x->st->name, x->trace_run,
+		"\"src_stop_ms\": %.3f, \"checks_from_ms\": %.3f, \"checks_ms\": %.3f}\n",
+		x->st->name, x->trace_run,
 		x->trace_round != NULL ? x->trace_round : "", x->o->vm_base + x->vm, x->n,
-		x->trace_t0 * 1e3, x->r->downtime_ms, x->r->src_stop_ms);
+		x->trace_t0 * 1e3, x->r->downtime_ms, x->r->src_stop_ms,
+		x->checks_t0 > 0 ? x->checks_t0 - x->trace_t0 : 0, x->r->dirty_check_ms);
 	fclose(f);
 }

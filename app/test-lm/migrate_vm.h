@@ -80,6 +80,8 @@ struct mig_ctx {
 	/* its round ("alone", "at-once" in an evacuation; "" otherwise), its t0 in ms. */
 	const char *trace_round;
 	double trace_t0;
+	/* When the benchmark's checks at the stop began (ms, mig_now_ms): not downtime. */
+	double checks_t0;
 };
 
 /* ---- the context and its progress lines (migrate_phase.c) ---- */

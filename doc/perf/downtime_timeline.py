@@ -4,8 +4,10 @@
 seed-mkey, command by command").
 
 For each run's window (DIR/STAGE-runN[-ROUND]-vmV.json: the first
-GET_VRING_BASE in the traces' clock and the downtime; empty for a VM the
-run did not migrate or a run that failed), every device's commands inside it
+GET_VRING_BASE in the traces' clock, the downtime, and the benchmark's
+checks between the stop and the start, which the downtime leaves out; empty
+for a VM the run did not migrate or a run that failed), every device's
+commands inside it
 (doorbells left out): when its first one started and its last one ended, in
 ms from the first GET_VRING_BASE, how long at least one of them was in
 flight, and what they were. Then the VM's whole window: the time with no
@@ -55,7 +57,12 @@ def summary(ops):
 
 def report(directory, name, w):
     t0 = w['t0_us']
-    hi = t0 + w['downtime_ms'] * 1e3
+    # The benchmark's checks run inside the window (between the stop and the
+    # start) and are not downtime: the window on the traces' clock is longer.
+    checks = w.get('checks_ms', 0.0)
+    c0 = t0 + w.get('checks_from_ms', 0.0) * 1e3
+    c1 = c0 + checks * 1e3
+    hi = t0 + (w['downtime_ms'] + checks) * 1e3
     prefix = os.path.join(directory, name[:-len('.json')])
     rows, every = [], []
     for path in sorted(glob.glob(prefix + '-*.jsonl'),
@@ -70,13 +77,17 @@ def report(directory, name, w):
             continue
         rows.append((m.group('role') + m.group('k'),
                      (min(a for a, _ in iv) - t0) / 1e3, (max(b for _, b in iv) - t0) / 1e3,
-                     busy(iv, t0, hi) / 1e3, summary(ops)))
+                     (busy(iv, t0, hi) - busy(iv, c0, c1)) / 1e3, summary(ops)))
     print('## %s, run %d%s, VM %d: downtime %.1f ms (source stop %.1f ms)\n'
           % (w['stage'], w['run'], ', ' + w['round'] if w.get('round') else '', w['vm'],
              w['downtime_ms'], w['src_stop_ms']))
     if not rows:
         print('no device traces (a peer stage: its devices are not ours)\n')
         return
+    if checks > 0:
+        print('times from the first GET_VRING_BASE; the benchmark\'s checks, %.1f to %.1f ms, '
+              'are not part of the downtime nor of the figures below\n'
+              % ((c0 - t0) / 1e3, (c1 - t0) / 1e3))
     print('| device | first command ms | last ends ms | commands in flight ms | commands |')
     print('|---|---|---|---|---|')
     for dev, first, last, b, what in rows:
@@ -84,7 +95,7 @@ def report(directory, name, w):
             print('| %s | - | - | 0.0 | none |' % dev)
         else:
             print('| %s | %.2f | %.2f | %.2f | %s |' % (dev, first, last, b, what))
-    idle = w['downtime_ms'] - busy(every, t0, hi) / 1e3
+    idle = w['downtime_ms'] - (busy(every, t0, hi) - busy(every, c0, c1)) / 1e3
     last = max((r[2] for r in rows if r[2] is not None), default=None)
     print('\nno command of the VM in flight: %.1f ms of %.1f (%.0f%%)'
           % (idle, w['downtime_ms'], 100 * idle / w['downtime_ms']), end='')
@@ -92,7 +103,7 @@ def report(directory, name, w):
         print('; no command inside the window\n')
     else:
         print('; after the last command ended (%.1f ms): %.1f ms\n'
-              % (last, w['downtime_ms'] - last))
+              % (last, (hi - t0) / 1e3 - last))
 
 
 def main():
