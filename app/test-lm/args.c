@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -61,5 +62,24 @@ test_lm_exe_path(const char *name, char *buf, size_t len)
 	*slash = '\0';
 	if ((size_t)snprintf(buf, len, "%s/%s", exe, name) >= len)
 		return -1;
+	return 0;
+}
+
+int
+test_lm_parse_uint(const char *cmd, const char *opt, const char *s, unsigned int min,
+		   unsigned int max, unsigned int *out)
+{
+	char *end;
+	unsigned long v;
+
+	/* strtoul takes "-5" as a huge value and "5x" as 5: neither is a number here. */
+	errno = 0;
+	v = strtoul(s, &end, 0);
+	if (errno != 0 || end == s || *end != '\0' || s[0] == '-' || v < min || v > max) {
+		fprintf(stderr, "%s: %s: '%s' is not a number in [%u, %u]\n", cmd, opt, s, min,
+			max);
+		return -1;
+	}
+	*out = (unsigned int)v;
 	return 0;
 }

@@ -234,18 +234,7 @@ static int
 parse_uint(const char *opt, const char *s, unsigned int min, unsigned int max,
 	   unsigned int *out)
 {
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, 0);
-	if (errno != 0 || end == s || *end != '\0' || v < min || v > max) {
-		fprintf(stderr, "migrate: %s: '%s' is not a number in [%u, %u]\n", opt, s, min,
-			max);
-		return -1;
-	}
-	*out = (unsigned int)v;
-	return 0;
+	return test_lm_parse_uint("migrate", opt, s, min, max, out);
 }
 
 /* s is first or second: *is_second says which; -1 after saying why. */

@@ -17,6 +17,9 @@
 int test_lm_check_profile(const char *cmd, const char *profile);
 /* path can be written (an existing file is left untouched). */
 int test_lm_check_output(const char *cmd, const char *opt, const char *path);
+/* opt's argument s as a whole number in [min, max], or -1 after saying so. */
+int test_lm_parse_uint(const char *cmd, const char *opt, const char *s, unsigned int min,
+		       unsigned int max, unsigned int *out);
 /*
  * name (a relative path) from this program's directory: where what is
  * installed with it lives. 0, or -1 (no /proc/self/exe, buf too small).

@@ -289,6 +289,16 @@ class ArgumentsCheckedFirst(unittest.TestCase):
         self.refused(['bench', 'mr', '--mem-gb', '4'], '--workers', 'missing')
         self.refused(['bench', 'mr', '--mem-gb', '4', '--workers', '1', '--profile', 'nope'],
                      '--profile', 'nope')
+        # Numbers are whole, in range and nothing else: strtoul alone took "abc" as 0
+        # (--gc-ms 0: synchronous deletion, silently), "1G" as 1 and 2^32 + 1 as 1.
+        base = ['bench', 'mr', '--mem-gb', '1', '--workers', '1']
+        for opt, bad in (('--gc-ms', 'abc'), ('--chunk-mb', 'abc'), ('--mem-gb', '1G'),
+                         ('--mem-gb', '4294967297'), ('--sample', '-5'),
+                         ('--workers', '0'), ('--workers', 'x')):
+            self.refused(base + [opt, bad], opt, repr(bad))
+        self.refused(['bench', 'mr', '--mem-gb', '1', '--workers', ','], '--workers', 'empty')
+        self.refused(['bench', 'mr', '--mem-gb', '1', '--workers', '1,2,3,4,5,6,7,8,9'],
+                     '--workers', 'at most 8')
 
     def test_migrate_arguments_that_cannot_work_are_refused(self):
         shape = ['migrate', '--devices', '1', '--queue-pairs', '1', '--mem-gb', '1']
