@@ -230,6 +230,17 @@ peer_check(const struct mig_opts *o, unsigned int *ndev)
 	return setenv("MLX5_LM_ERDMA_PROFILE", o->profile, 1) < 0 ? -1 : 0;
 }
 
+static bool
+peer_precreate_asked(const struct mig_stage_def *const *defs, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (defs[i]->peer && defs[i]->precreate)
+			return true;
+	return false;
+}
+
 static int
 parse_uint(const char *opt, const char *s, unsigned int min, unsigned int max,
 	   unsigned int *out)
@@ -532,6 +543,12 @@ parse_args(int argc, char **argv, struct mig_cmd *m)
 			defs[i] = &peer_defs[i];
 		}
 	}
+	/* A count no stage uses would be a run that is not what was asked for. */
+	if (peer_threads_set && !peer_precreate_asked(defs, ndefs)) {
+		fprintf(stderr, "migrate: --peer-conf-threads: only for stage peer-precreate, "
+			"which --stages does not name\n");
+		return EXIT_USAGE;
+	}
 	if (peer && o.shape.vms > 0) {
 		fprintf(stderr, "migrate: the peer stages are for one VM, not an evacuation\n");
 		return EXIT_USAGE;
@@ -805,6 +822,8 @@ write_outputs(const struct mig_cmd *m)
 	if (json != NULL &&
 	    mig_write_json(json, &m->o, m->ss, m->ndefs, m->repeat, &m->floors) < 0)
 		ret = -1;
+	else if (json != NULL && tmp_json[0] == '\0')
+		printf("migrate: results written to %s\n", json);
 	if (m->plot != NULL) {
 		if (mig_plot_run(json, m->plot) < 0)
 			ret = -1;

@@ -303,6 +303,9 @@ class ArgumentsCheckedFirst(unittest.TestCase):
     def test_migrate_arguments_that_cannot_work_are_refused(self):
         shape = ['migrate', '--devices', '1', '--queue-pairs', '1', '--mem-gb', '1']
         self.refused(shape + ['--profile', 'nope'], '--profile', 'nope')
+        # A count for a stage that does not run was dropped silently.
+        self.refused(shape + ['--stages', 'all', '--peer-conf-threads', '8'],
+                     '--peer-conf-threads', 'peer-precreate')
         with tempfile.TemporaryDirectory() as d:
             self.refused(shape + ['--json', os.path.join(d, 'no', 'x.json')], '--json')
             self.refused(shape + ['--plot', os.path.join(d, 'no', 'x.svg')], '--plot')

@@ -87,6 +87,8 @@ class Migrate(unittest.TestCase):
             path = os.path.join(d, 'r.json')
             rc, out = migrate(*args, '--json', path, profile=profile)
             self.assertEqual(rc, 0, out)
+            # The user is told where the results went, as for --plot.
+            self.assertIn('migrate: results written to ' + path, out)
             with open(path) as f:
                 return json.load(f), out
 
