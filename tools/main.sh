@@ -6,6 +6,13 @@
 # build/migrate-seed-mkey.json and .svg). Extra arguments go to migrate.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = "--help" ] || [ "${1:-}" = "-h" ]; then
+	# This script's own words (the comment above), before any install or build.
+	sed -n '2,/^set /{/^#/s/^# \{0,1\}//p}' "$0"
+	echo
+	echo "Usage: tools/main.sh [migrate options...]   (dpdk-test-lm migrate --help lists them)"
+	exit 0
+fi
 bash tools/build.sh
 exec build/app/test-lm/dpdk-test-lm migrate --scenario seed-mkey --repeat 3 \
 	--stages baseline,precreate,parallel-mkey,deferred-delete,all,prereg \

@@ -10,6 +10,14 @@
 #   tools/test.sh --fuzz        the libFuzzer targets (./build-fuzz, clang), ~20 s each
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = "--help" ] || [ "${1:-}" = "-h" ]; then
+	# This script's own words (the comment above), before any install or build.
+	sed -n '2,/^set /{/^#/s/^# \{0,1\}//p}' "$0"
+	echo
+	echo "The mode (--sanitize, --tsan, --fuzz) comes first; meson test's options follow"
+	echo "(meson test --help), e.g. tools/test.sh --sanitize lifecycle."
+	exit 0
+fi
 if [ "${1:-}" = "--fuzz" ]; then
 	shift
 	bash tools/setup.sh

@@ -253,6 +253,18 @@ class Help(unittest.TestCase):
             self.assertEqual(p.returncode, 0)
             self.assertIn('Usage', p.stdout)
 
+    def test_the_readme_scripts_help_before_any_build(self):
+        # tools/main.sh and tools/test.sh used to install and build first, then pass
+        # --help on (to migrate, to meson test): minutes for a usage line.
+        tools = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'tools')
+        for script, needle in (('main.sh', 'Usage: tools/main.sh'),
+                               ('test.sh', '--sanitize')):
+            p = subprocess.run(['bash', os.path.join(tools, script), '--help'],
+                               capture_output=True, text=True, timeout=30)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn(needle, p.stdout)
+            self.assertNotIn('ninja', p.stdout + p.stderr)
+
     def test_usage_errors_exit_2(self):
         for args in (['probe'], ['nosuchcommand'], ['probe', '--devargs']):
             p = subprocess.run([TOOL, *args], capture_output=True, text=True, timeout=30)

@@ -109,6 +109,27 @@ class ProbeOnEmulatedRdma(unittest.TestCase):
         rc, out, err = wrapped([TOOL, 'probe', '--devargs', 'ibdev=mlx5_1'], devices=2)
         self.assertEqual(rc, 0, out + err)
 
+    def test_wrapper_refuses_what_cannot_work_before_starting(self):
+        # Each used to show late: a bad profile only when a device opened (never
+        # for a command that opens none: exit 0), a bad trace path as a Python
+        # traceback, a missing command as an error naming an internal script.
+        e = dict(os.environ, MLX5_LM_ERDMA_LIBDIR=LIBDIR)
+        for args, rc_want, needle in (
+                (['--profile', 'nope', '--', 'true'], 2, '--profile nope'),
+                (['--trace', '/nonexistent/t.json', '--', 'true'], 2, '--trace'),
+                (['--', '/nonexistent/cmd'], 127, '/nonexistent/cmd: no such command')):
+            p = subprocess.run([sys.executable, WRAPPER] + args, env=e, capture_output=True,
+                               text=True, timeout=60)
+            self.assertEqual(p.returncode, rc_want, p.stdout + p.stderr)
+            self.assertIn(needle, p.stderr)
+            self.assertNotIn('Traceback', p.stderr)
+        p = subprocess.run([sys.executable, WRAPPER, '--help'], capture_output=True, text=True,
+                           timeout=60)
+        self.assertEqual(p.returncode, 0)
+        # Every option is described, not only named.
+        self.assertIn('emulated RDMA devices mlx5_0', p.stdout)
+        self.assertIn('Exit status', p.stdout)
+
     def test_objects_left_alive_make_the_wrapper_fail(self):
         # DEALLOC_PD (0x801) refused once by the emulated firmware: the PD
         # stays alive, the library reports it when the device closes, and
