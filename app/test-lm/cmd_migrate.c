@@ -10,6 +10,8 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,7 +164,9 @@ migrate_usage(FILE *f)
 		"VM's devices within the downtime, summed over slots (work, not critical path);\n"
 		"\"overshoot\", how much longer than modelled each of them really took, on mean.\n"
 		"Exit status: 0 every stage migrated without loss, duplicate or unlogged page;\n"
-		"1 otherwise; 2 usage; 3 device objects left alive.\n",
+		"1 otherwise; 2 usage; 3 device objects left alive; 130 (143) after SIGINT\n"
+		"(SIGTERM), which ends the run in progress and reports the completed ones\n"
+		"(a second one stops at once).\n",
 		TEST_LM_PMD, MIG_MAX_DEVICES, MIG_MAX_QUEUE_PAIRS, PEER_CONF_THREADS, PEER_PMD,
 		MIG_MAX_REPEAT, MIG_MAX_VMS, MIG_MAX_DEVICES);
 }
@@ -305,7 +309,70 @@ struct mig_cmd {
 	struct mig_floors floors;
 	struct mig_result *res;    /* res[rep * ndefs + i]: run rep of stage i */
 	struct mig_stage_sum ss[2 * NSTAGES];
+	int interrupted;           /* atomic: the signal that asked to stop (SIGINT, SIGTERM) */
 };
+
+/*
+ * Ctrl-C (or SIGTERM) during a long run: the run in progress ends as usual,
+ * with its teardown (sockets, devices, EAL's runtime directory), and what
+ * completed is reported and written; a second signal ends the process at
+ * once. The signals are blocked in every thread (EAL's, vhost's, the
+ * driver's inherit the mask: none of their calls is interrupted) and taken
+ * here.
+ */
+static sigset_t stop_sigs;
+
+static void *
+signal_main(void *arg)
+{
+	struct mig_cmd *m = arg;
+	int sig;
+
+	while (sigwait(&stop_sigs, &sig) == 0) {
+		if (__atomic_load_n(&m->interrupted, __ATOMIC_ACQUIRE) != 0) {
+			signal(sig, SIG_DFL);
+			pthread_sigmask(SIG_UNBLOCK, &stop_sigs, NULL);
+			raise(sig);
+			_exit(128 + sig);
+		}
+		__atomic_store_n(&m->interrupted, sig, __ATOMIC_RELEASE);
+		fprintf(stderr, "\nmigrate: %s: stopping after the current run (again to stop at "
+			"once)\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+	}
+	return NULL;
+}
+
+static int
+catch_stop_signals(struct mig_cmd *m)
+{
+	pthread_t t;
+	int ret;
+
+	sigemptyset(&stop_sigs);
+	sigaddset(&stop_sigs, SIGINT);
+	sigaddset(&stop_sigs, SIGTERM);
+	ret = pthread_sigmask(SIG_BLOCK, &stop_sigs, NULL);
+	if (ret == 0)
+		ret = pthread_create(&t, NULL, signal_main, m);
+	if (ret == 0)
+		ret = pthread_detach(t);
+	if (ret != 0) {
+		pthread_sigmask(SIG_UNBLOCK, &stop_sigs, NULL);
+		fprintf(stderr, "migrate: cannot take SIGINT/SIGTERM: %s\n", strerror(ret));
+		return -1;
+	}
+	return 0;
+}
+
+void
+mig_child_default_signals(void)
+{
+	sigset_t none;
+
+	/* A forked child (a back-end process, the service, python) takes them as usual. */
+	sigemptyset(&none);
+	pthread_sigmask(SIG_SETMASK, &none, NULL);
+}
 
 /*
  * The command line into m, checked: the options, their consistency, and
@@ -723,6 +790,21 @@ print_header(const struct mig_cmd *m)
 		       "during each at-once window: its calls perturb the evacuation's figures\n");
 }
 
+/*
+ * Interrupted before run rep of stage i: the report keeps the complete rounds,
+ * or, within the first round, the stages that ran.
+ */
+static void
+keep_completed(struct mig_cmd *m, unsigned int rep, unsigned int i)
+{
+	if (rep > 0)
+		m->repeat = rep;
+	else
+		m->ndefs = i;
+	printf("migrate: interrupted: reporting %u run%s of %u stage%s\n", m->repeat,
+	       m->repeat == 1 ? "" : "s", m->ndefs, m->ndefs == 1 ? "" : "s");
+}
+
 /* Every run of every stage into m->res. 0, or EXIT_FAILED when one failed. */
 static int
 run_stages(struct mig_cmd *m)
@@ -739,6 +821,11 @@ run_stages(struct mig_cmd *m)
 			struct mig_result *r = &m->res[rep * m->ndefs + i];
 			unsigned long alive_before = mig_alive_now();
 			int rc;
+
+			if (__atomic_load_n(&m->interrupted, __ATOMIC_ACQUIRE) != 0) {
+				keep_completed(m, rep, i);
+				return ret;
+			}
 
 			if (m->repeat > 1)
 				printf("run %u of %u: ", rep + 1, m->repeat);
@@ -848,16 +935,23 @@ cmd_migrate(int argc, char **argv)
 	compute_floors(&m);
 	if (build_eal_args(&m) < 0)
 		return EXIT_USAGE;
+	/* Before EAL: every thread it and vhost start inherits the mask. */
+	if (catch_stop_signals(&m) < 0)
+		return EXIT_FAILED;
 	if (start(&m) < 0)
 		return EXIT_FAILED;
 	print_header(&m);
 	ret = run_stages(&m);
-	report_table(&m);
-	if (mig_listprobe_failed(m.o.listprobe) < 0)
-		ret = EXIT_FAILED;
-	ret = check_runs(&m, ret);
-	if (write_outputs(&m) < 0)
-		ret = EXIT_FAILED;
+	if (m.ndefs > 0) {
+		report_table(&m);
+		if (mig_listprobe_failed(m.o.listprobe) < 0)
+			ret = EXIT_FAILED;
+		ret = check_runs(&m, ret);
+		if (write_outputs(&m) < 0)
+			ret = EXIT_FAILED;
+	}
 	stop(&m);
+	if (__atomic_load_n(&m.interrupted, __ATOMIC_ACQUIRE) != 0)
+		return 128 + m.interrupted;
 	return ret;
 }

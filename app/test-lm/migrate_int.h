@@ -285,6 +285,8 @@ struct mig_result {
  * closes reports no leak at a close that never comes).
  */
 unsigned long mig_alive_now(void);
+/* In a forked child: SIGINT and SIGTERM unblocked (cmd_migrate.c blocks them). */
+void mig_child_default_signals(void);
 /*
  * After a stage: more alive than before it (alive_before) is a failure,
  * said with the kinds and added to r's leaked objects. 0, or -1.

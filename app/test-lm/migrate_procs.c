@@ -327,6 +327,7 @@ mig_procs_run(const struct mig_opts *o, const struct mig_stage_def *const *defs,
 			struct procs_link l = { .up = up[1], .down = down[0] };
 			unsigned int j;
 
+			mig_child_default_signals();
 			/* Never outlive the parent (prctl(2)); it may be gone already. */
 			if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 				_exit(1);

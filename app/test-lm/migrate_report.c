@@ -555,6 +555,7 @@ mig_plot_run(const char *json, const char *svg)
 		return -1;
 	}
 	if (pid == 0) {
+		mig_child_default_signals();
 		execlp("python3", "python3", script, json, "--output", svg, (char *)NULL);
 		fprintf(stderr, "migrate: --plot: cannot run python3: %s\n", strerror(errno));
 		_exit(127);

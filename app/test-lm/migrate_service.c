@@ -193,6 +193,7 @@ host_start(struct mig_svc *s, struct svc_host *h, const char *eal)
 	fflush(stderr);
 	h->pid = fork();
 	if (h->pid == 0) {
+		mig_child_default_signals();
 		/* Never outlive this process (the workers follow their supervisor). */
 		if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
 			_exit(127);

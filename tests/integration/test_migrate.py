@@ -82,6 +82,46 @@ def migrate(*args, timeout=240, profile='fast'):
 
 
 class Migrate(unittest.TestCase):
+    def test_ctrl_c_reports_what_completed_and_cleans_up(self):
+        """SIGINT: the run in progress ends with its teardown, the complete rounds
+        are reported and written, exit 130; it used to leave the run's sockets and
+        EAL's runtime directory behind and lose every result."""
+        import select
+        import signal
+        import time
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, 'r.json')
+            p = subprocess.Popen([TOOL, 'migrate', '--profile', 'fast', '--devices', '1',
+                                  '--queue-pairs', '2', '--mem-gb', '2', '--stages', 'all',
+                                  '--repeat', '20', '--json', path],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            out, deadline = b'', time.monotonic() + 120
+            try:
+                # Once run 2 has begun, run 1 is complete.
+                while b'run 2 of 20' not in out:
+                    self.assertLess(time.monotonic(), deadline, 'run 2 never began: ' +
+                                    out.decode(errors='replace'))
+                    if select.select([p.stdout], [], [], 1)[0]:
+                        chunk = os.read(p.stdout.fileno(), 65536)
+                        self.assertTrue(chunk, out.decode(errors='replace'))
+                        out += chunk
+                p.send_signal(signal.SIGINT)
+                rest, _ = p.communicate(timeout=120)
+            finally:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+            out = (out + rest).decode(errors='replace')
+            self.assertEqual(p.returncode, 130, out)
+            self.assertIn('migrate: SIGINT: stopping after the current run', out)
+            self.assertIn('migrate: interrupted: reporting', out)
+            with open(path) as f:
+                doc = json.load(f)
+            self.assertGreaterEqual(doc['repeat'], 1)
+            self.assertLess(doc['repeat'], 20)
+            self.assertEqual(len(doc['stages'][0]['runs']), doc['repeat'])
+            self.assertFalse(os.path.exists('/run/dpdk/test-lm-%d' % p.pid), out)
+
     def run_json(self, *args, profile='fast'):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, 'r.json')
