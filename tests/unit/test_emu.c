@@ -2537,6 +2537,55 @@ test_event_mode_and_virtq_object_caps_are_enforced(void **state)
 	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_OBJ_TYPE, vq_create(&e, 0, 256, NULL));
 }
 
+/*
+ * The offload type a queue asks for must be one the caps support: a vDPA
+ * function reports ETH_FRAME (what every vDPA driver creates, offload_type
+ * 0) and not DESC_TUNNEL; 2..15 are reserved. max_tunnel_desc is bounded by
+ * the caps' max_tunnel_desc (0 here). full_emulation and device_emulation_id
+ * are kept as given (no public rule for them).
+ */
+static void
+test_virtq_offload_type_follows_the_caps(void **state)
+{
+	uint8_t in[PRM_SIZE(virtq_cmd)], out[PRM_SIZE(query_hca_cap_out)];
+	void *q = PRM_ADDR(virtq_cmd, in, q);
+	void *cap = query_cap(PRM_CAP_VIRTIO_EMULATION, out);
+	static const uint8_t refused[] = { PRM_VIRTQ_OFFLOAD_DESC_TUNNEL, 2, 7, 15 };
+	unsigned int live, i;
+	struct vq_env e;
+	uint32_t id;
+
+	(void)state;
+	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, eth_frame_offload_type), 1);
+	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, desc_tunnel_offload_type), 0);
+	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, max_tunnel_desc), 0);
+	env_init(&e, 256);
+	live = emu_dev_live_objects(dev);
+	for (i = 0; i < sizeof(refused); i++) {
+		vq_create_mailbox(in, sizeof(in), &e, 0, 256);
+		PRM_SET(virtio_q, q, offload_type, refused[i]);
+		assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_VQ_BAD_OFFLOAD_TYPE,
+			      run(in, sizeof(in), out, 16));
+	}
+	vq_create_mailbox(in, sizeof(in), &e, 0, 256);
+	PRM_SET(virtio_q, q, max_tunnel_desc, 1);
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_VQ_BAD_TUNNEL_DESC,
+		      run(in, sizeof(in), out, 16));
+	assert_int_equal(emu_dev_live_objects(dev), live);
+	/* ETH_FRAME, with the two fields no rule covers: taken and read back. */
+	vq_create_mailbox(in, sizeof(in), &e, 0, 256);
+	PRM_SET(virtio_q, q, offload_type, PRM_VIRTQ_OFFLOAD_ETH_FRAME);
+	PRM_SET(virtio_q, q, full_emulation, 1);
+	PRM_SET(virtio_q, q, device_emulation_id, 0x77);
+	assert_int_equal(run(in, sizeof(in), out, 16), 0);
+	id = (uint32_t)PRM_GET(general_obj_out_cmd_hdr, out, obj_id);
+	vq_query(id, out);
+	q = PRM_ADDR(virtq_cmd, out, q);
+	assert_int_equal(PRM_GET(virtio_q, q, offload_type), PRM_VIRTQ_OFFLOAD_ETH_FRAME);
+	assert_int_equal(PRM_GET(virtio_q, q, full_emulation), 1);
+	assert_int_equal(PRM_GET(virtio_q, q, device_emulation_id), 0x77);
+}
+
 int
 main(void)
 {
@@ -2603,6 +2652,7 @@ main(void)
 		T(test_counters_need_their_general_obj_types_bit),
 		T(test_max_num_virtio_queues_override_is_enforced),
 		T(test_event_mode_and_virtq_object_caps_are_enforced),
+		T(test_virtq_offload_type_follows_the_caps),
 #undef T
 	};
 

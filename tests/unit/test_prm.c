@@ -118,6 +118,7 @@ static const struct field_desc all_fields[] = {
 	F(virtio_emulation_cap, virtio_version_1_0),
 	F(virtio_emulation_cap, device_features_bits_mask),
 	F(virtio_emulation_cap, event_mode), F(virtio_emulation_cap, virtio_queue_type),
+	F(virtio_emulation_cap, max_tunnel_desc),
 	F(virtio_emulation_cap, log_doorbell_stride), F(virtio_emulation_cap, vnet_modify_ext),
 	F(virtio_emulation_cap, virtio_net_q_addr_modify),
 	F(virtio_emulation_cap, virtio_q_index_modify),

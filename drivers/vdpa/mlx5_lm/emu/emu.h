@@ -68,6 +68,11 @@ enum emu_syndrome {
 	EMU_SYND_VQ_NO_VERSION_1 = 0x5e0c00eb,
 	/* status BAD_PARAM: an mkey named by an object of another PD */
 	EMU_SYND_MKEY_PD_MISMATCH = 0x5e0c00ec,
+	/* Virtq context fields (0x5e0c007N); status BAD_PARAM. */
+	/* offload_type reserved (2..15) or without its cap bit (eth_frame/desc_tunnel) */
+	EMU_SYND_VQ_BAD_OFFLOAD_TYPE = 0x5e0c0070,
+	/* max_tunnel_desc above the caps' max_tunnel_desc */
+	EMU_SYND_VQ_BAD_TUNNEL_DESC = 0x5e0c0071,
 	EMU_SYND_INJECTED = 0x5e0cfa17,          /* default syndrome of an injected fault */
 };
 

@@ -127,6 +127,9 @@ is_general(uint16_t opcode)
 static void
 virtio_caps(const struct emu_caps *caps, void *cap)
 {
+	PRM_SET(virtio_emulation_cap, cap, eth_frame_offload_type, EMU_CAP_ETH_FRAME_OFFLOAD);
+	PRM_SET(virtio_emulation_cap, cap, desc_tunnel_offload_type, EMU_CAP_DESC_TUNNEL_OFFLOAD);
+	PRM_SET(virtio_emulation_cap, cap, max_tunnel_desc, EMU_CAP_MAX_TUNNEL_DESC);
 	PRM_SET(virtio_emulation_cap, cap, virtio_version_1_0, caps->virtio_version_1_0);
 	PRM_SET(virtio_emulation_cap, cap, device_features_bits_mask,
 		caps->device_features_bits_mask);

@@ -944,6 +944,19 @@ void emu_wire_cache_free(struct emu_dev *dev);
 			     (1u << PRM_VIRTQ_EVENT_MODE_QP))
 #define EMU_CAP_QUEUE_TYPES (1u | 2u)   /* split, packed */
 /*
+ * Offload types (virtio_emulation_cap eth_frame_offload_type and
+ * desc_tunnel_offload_type, one support bit each; DPDK's
+ * mlx5_devx_cmd_query_hca_vdpa_attr and snap-rdma's snap_fill_virtio_caps
+ * read them so). A vDPA function moves Ethernet frames between the ring and
+ * the wire (ETH_FRAME, what every vDPA driver creates: offload_type 0);
+ * descriptor tunnelling is the DPU emulation manager's (snap-rdma creates
+ * its virtio-blk/fs/net emulation queues DESC_TUNNEL), not a vDPA
+ * function's: no tunnelled descriptor, max_tunnel_desc 0.
+ */
+#define EMU_CAP_ETH_FRAME_OFFLOAD 1u
+#define EMU_CAP_DESC_TUNNEL_OFFLOAD 0u
+#define EMU_CAP_MAX_TUNNEL_DESC 0u
+/*
  * One doorbell stride of 4 KiB, the whole area: one VAR per function
  * (Linux mlx5_ib_init_var_table: area / stride entries). DPDK vdpa/mlx5
  * waits for QEMU to release "the VAR" when it probes again (its retry

@@ -159,6 +159,50 @@ doorbell_strides(void)
 	       EMU_CAP_LOG_DOORBELL_STRIDE;
 }
 
+/*
+ * The queue's offload type (virtio_q offload_type, 4 bits): 0 ETH_FRAME,
+ * 1 DESC_TUNNEL, 2..15 reserved (snap-rdma mlx5_ifc.h
+ * MLX5_VIRTIO_Q_OFFLOAD_TYPE_*), each one only on a device whose virtio
+ * emulation caps set its support bit (eth_frame_offload_type,
+ * desc_tunnel_offload_type), as every other queue property is held to its
+ * cap here. Every vDPA driver creates ETH_FRAME queues: Linux mlx5_vnet
+ * create_virtqueue() and DPDK mlx5_devx_cmd_create_virtq() leave the field
+ * 0, our driver too; snap-rdma, on a DPU emulation manager, asks for
+ * DESC_TUNNEL (snap_vq.c, virtq_common.c).
+ *
+ * max_tunnel_desc, the descriptors a DESC_TUNNEL queue tunnels at most, is
+ * bounded by the caps' max_tunnel_desc: snap-rdma creates its queues with
+ * the cap's value or less (snap_vq.c; virtq_common.c
+ * virtq_vattr_from_attr() takes the smaller of the two), and no driver
+ * sets it otherwise. This device tunnels nothing (max_tunnel_desc 0), so
+ * any other value is refused. full_emulation and device_emulation_id are
+ * left unchecked: no public text ties either to an offload type or a cap
+ * (snap-rdma sets device_emulation_id, the emulated function's vhca_id, on
+ * every queue whatever its type, and full_emulation beside DESC_TUNNEL
+ * without saying what it means elsewhere); both are kept and read back.
+ */
+static int
+vq_check_offload(struct emu_ctx *c, const struct emu_virtq *vq)
+{
+	const uint32_t types = EMU_CAP_ETH_FRAME_OFFLOAD << PRM_VIRTQ_OFFLOAD_ETH_FRAME |
+			       EMU_CAP_DESC_TUNNEL_OFFLOAD << PRM_VIRTQ_OFFLOAD_DESC_TUNNEL;
+
+	if (!(types & (1u << vq->offload_type))) {
+		emu_log(c->dev, 4, "CREATE VIRTIO_NET_Q refused: offload_type %u is %s (virtio "
+			"emulation caps: eth_frame_offload_type %u, desc_tunnel_offload_type %u)",
+			vq->offload_type,
+			vq->offload_type > PRM_VIRTQ_OFFLOAD_DESC_TUNNEL ? "reserved" :
+			"not supported", EMU_CAP_ETH_FRAME_OFFLOAD, EMU_CAP_DESC_TUNNEL_OFFLOAD);
+		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_VQ_BAD_OFFLOAD_TYPE);
+	}
+	if (vq->max_tunnel_desc > EMU_CAP_MAX_TUNNEL_DESC) {
+		emu_log(c->dev, 4, "CREATE VIRTIO_NET_Q refused: max_tunnel_desc %u past the caps' "
+			"max_tunnel_desc %u", vq->max_tunnel_desc, EMU_CAP_MAX_TUNNEL_DESC);
+		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_VQ_BAD_TUNNEL_DESC);
+	}
+	return 0;
+}
+
 static int
 vq_check_create(struct emu_ctx *c, struct emu_virtq *vq)
 {
@@ -534,7 +578,9 @@ emu_virtq_create(struct emu_ctx *c)
 		return emu_fail(c, PRM_STATUS_EXCEED_LIM, EMU_SYND_TOO_MANY_VIRTQS);
 	memset(&tmp, 0, sizeof(tmp));
 	vq_decode_create(&tmp, obj, q);
-	status = vq_check_create(c, &tmp);
+	status = vq_check_offload(c, &tmp);
+	if (status == 0)
+		status = vq_check_create(c, &tmp);
 	if (status == 0)
 		status = vq_check_fields(c, &tmp, PRM_VIRTQ_MODIFY_ALL_KNOWN);
 	if (status != 0)

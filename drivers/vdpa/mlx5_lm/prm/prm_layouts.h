@@ -227,6 +227,11 @@ enum prm_virtq_event_mode {
 	PRM_VIRTQ_EVENT_MODE_QP = 1,
 	PRM_VIRTQ_EVENT_MODE_MSIX = 2,
 };
+/* virtio_q offload_type (snap-rdma mlx5_ifc.h MLX5_VIRTIO_Q_OFFLOAD_TYPE_*); 2..15 reserved. */
+enum prm_virtq_offload_type {
+	PRM_VIRTQ_OFFLOAD_ETH_FRAME = 0,
+	PRM_VIRTQ_OFFLOAD_DESC_TUNNEL = 1,
+};
 PRM_FIELD(virtio_q, virtio_q_type, 0x000, 8);
 PRM_FIELD(virtio_q, event_mode, 0x00d, 3);
 PRM_FIELD(virtio_q, queue_index, 0x010, 16);
@@ -363,6 +368,7 @@ PRM_FIELD(virtio_emulation_cap, virtio_version_1_0, 0x02, 1);
 PRM_FIELD(virtio_emulation_cap, device_features_bits_mask, 0x03, 13);
 PRM_FIELD(virtio_emulation_cap, event_mode, 0x10, 8);
 PRM_FIELD(virtio_emulation_cap, virtio_queue_type, 0x18, 8);
+PRM_FIELD(virtio_emulation_cap, max_tunnel_desc, 0x20, 16);
 PRM_FIELD(virtio_emulation_cap, log_doorbell_stride, 0x33, 5);
 PRM_FIELD(virtio_emulation_cap, vnet_modify_ext, 0x38, 1);
 PRM_FIELD(virtio_emulation_cap, virtio_net_q_addr_modify, 0x39, 1);
