@@ -181,12 +181,29 @@ destroy_mkey(uint32_t key)
 /* ---- Virtq environment ------------------------------------------------------------ */
 struct vq_env {
 	uint32_t pd;
+	uint32_t td;
+	uint32_t tis;                /* named by the odd (TX) queues, as Linux mlx5_vnet does */
 	uint32_t umem[3];
 	uint32_t guest_umem;
 	void *guest;
 	uint32_t mkey;
 	uint32_t counters;
 };
+
+/* A transport domain (returned) and a TIS of it in *tis. */
+static uint32_t
+tis_create(uint32_t *tis)
+{
+	uint8_t in[PRM_SIZE(create_tis_in)] = { 0 }, out[16];
+	uint32_t td;
+
+	assert_int_equal(simple(PRM_CMD_ALLOC_TRANSPORT_DOMAIN, 0, &td), 0);
+	PRM_SET(create_tis_in, in, opcode, PRM_CMD_CREATE_TIS);
+	PRM_SET(tisc, PRM_ADDR(create_tis_in, in, ctx), transport_domain, td);
+	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
+	*tis = (uint32_t)PRM_GET(create_out, out, id);
+	return td;
+}
 
 static const uint32_t cap_a[3] = { 128, 128, 16 };
 static const uint32_t cap_b[3] = { 4096, 4096, 4096 };
@@ -197,6 +214,7 @@ env_init(struct vq_env *e, uint16_t qs)
 	int i;
 
 	e->pd = alloc_pd();
+	e->td = tis_create(&e->tis);
 	for (i = 0; i < 3; i++)
 		e->umem[i] = umem(UMEM_SZ(cap_a[i], cap_b[i], qs), NULL);
 	e->guest_umem = umem(GUEST_LEN, &e->guest);
@@ -236,6 +254,8 @@ vq_create_mailbox(uint8_t *in, size_t len, const struct vq_env *e, uint16_t inde
 	PRM_SET(virtio_q, q, umem_3_size, UMEM_SZ(cap_a[2], cap_b[2], qs));
 	PRM_SET(virtio_q, q, pd, e->pd);
 	PRM_SET(virtio_q, q, counter_set_id, e->counters);
+	if (index & 1)
+		PRM_SET(virtio_net_q, PRM_ADDR(virtq_cmd, in, obj), tisn_or_qpn, e->tis);
 }
 
 static int
@@ -867,20 +887,20 @@ test_destroy_reports_and_counts_leaked_objects(void **state)
 	struct vq_env e;
 
 	(void)state;
-	env_init(&e, 256);                     /* pd, 4 umems, mkey, counters */
+	env_init(&e, 256);                     /* pd, td, tis, 4 umems, mkey, counters */
 	vq_rdy(&e, 0);
-	assert_int_equal(emu_dev_live_objects(dev), 8);
+	assert_int_equal(emu_dev_live_objects(dev), 10);
 	leak_lines = 0;
 	emu_set_log(count_leaks);
-	assert_int_equal(emu_dev_destroy(dev), 8);
+	assert_int_equal(emu_dev_destroy(dev), 10);
 	emu_set_log(NULL);
 	dev = NULL;
-	assert_int_equal(leak_lines, 8);
-	assert_int_equal(emu_leaked_total(), before + 8);
+	assert_int_equal(leak_lines, 10);
+	assert_int_equal(emu_leaked_total(), before + 10);
 	/* A clean device reports nothing. */
 	assert_int_equal(setup(NULL), 0);
 	assert_int_equal(emu_dev_destroy(dev), 0);
-	assert_int_equal(emu_leaked_total(), before + 8);
+	assert_int_equal(emu_leaked_total(), before + 10);
 	assert_int_equal(setup(NULL), 0);
 }
 
@@ -2314,6 +2334,7 @@ test_queue_period_mode_is_checked_and_recorded(void **state)
 	PRM_SET(virtio_q, q, umem_3_id, e.umem[2]);
 	PRM_SET(virtio_q, q, umem_3_size, UMEM_SZ(cap_a[2], cap_b[2], 256));
 	PRM_SET(virtio_q, q, pd, e.pd);
+	PRM_SET(virtio_net_q, PRM_ADDR(virtq_cmd, in, obj), tisn_or_qpn, e.tis);
 	PRM_SET(virtio_q, q, queue_period_mode, 3);
 	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM, run(in, sizeof(in), out, 16));
 }
@@ -2586,6 +2607,57 @@ test_virtq_offload_type_follows_the_caps(void **state)
 	assert_int_equal(PRM_GET(virtio_q, q, device_emulation_id), 0x77);
 }
 
+/*
+ * tisn_or_qpn: a TX queue (odd index) sends through a TIS, which Linux
+ * mlx5_vnet names on every TX queue and DPDK vdpa/mlx5 on every queue; a TX
+ * queue without one is refused, and a non-zero value must name a TIS in
+ * either direction, which the queue then holds. RX queues without one (Linux)
+ * are taken.
+ */
+static void
+test_tx_queues_need_a_tis(void **state)
+{
+	uint8_t in[PRM_SIZE(virtq_cmd)], out[16];
+	void *obj = PRM_ADDR(virtq_cmd, in, obj);
+	unsigned int live;
+	struct vq_env e;
+	uint32_t rx, tx;
+
+	(void)state;
+	env_init(&e, 256);
+	live = emu_dev_live_objects(dev);
+	vq_create_mailbox(in, sizeof(in), &e, 1, 256);
+	PRM_SET(virtio_net_q, obj, tisn_or_qpn, 0);
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_VQ_TX_NO_TIS,
+		      run(in, sizeof(in), out, sizeof(out)));
+	PRM_SET(virtio_net_q, obj, tisn_or_qpn, 0xabcde);
+	assert_status(PRM_STATUS_BAD_RES, EMU_SYND_BAD_REFERENCE,
+		      run(in, sizeof(in), out, sizeof(out)));
+	/* An RX queue naming no TIS. */
+	vq_create_mailbox(in, sizeof(in), &e, 2, 256);
+	PRM_SET(virtio_net_q, obj, tisn_or_qpn, 0xabcde);
+	assert_status(PRM_STATUS_BAD_RES, EMU_SYND_BAD_REFERENCE,
+		      run(in, sizeof(in), out, sizeof(out)));
+	assert_int_equal(emu_dev_live_objects(dev), live);
+	/* RX without a TIS (Linux), RX with one (DPDK), TX with one (both). */
+	assert_int_equal(vq_create(&e, 0, 256, NULL), 0);
+	vq_create_mailbox(in, sizeof(in), &e, 2, 256);
+	PRM_SET(virtio_net_q, obj, tisn_or_qpn, e.tis);
+	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
+	rx = (uint32_t)PRM_GET(general_obj_out_cmd_hdr, out, obj_id);
+	assert_int_equal(vq_create(&e, 1, 256, &tx), 0);
+	/* Both hold it. */
+	assert_status(PRM_STATUS_RES_BUSY, EMU_SYND_OBJ_IN_USE,
+		      simple(PRM_CMD_DESTROY_TIS, e.tis, NULL));
+	assert_int_equal(general(PRM_CMD_DESTROY_GENERAL_OBJECT, PRM_OBJ_VIRTIO_NET_Q, tx, NULL),
+			 0);
+	assert_status(PRM_STATUS_RES_BUSY, EMU_SYND_OBJ_IN_USE,
+		      simple(PRM_CMD_DESTROY_TIS, e.tis, NULL));
+	assert_int_equal(general(PRM_CMD_DESTROY_GENERAL_OBJECT, PRM_OBJ_VIRTIO_NET_Q, rx, NULL),
+			 0);
+	assert_int_equal(simple(PRM_CMD_DESTROY_TIS, e.tis, NULL), 0);
+}
+
 int
 main(void)
 {
@@ -2653,6 +2725,7 @@ main(void)
 		T(test_max_num_virtio_queues_override_is_enforced),
 		T(test_event_mode_and_virtq_object_caps_are_enforced),
 		T(test_virtq_offload_type_follows_the_caps),
+		T(test_tx_queues_need_a_tis),
 #undef T
 	};
 

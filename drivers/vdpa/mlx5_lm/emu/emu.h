@@ -73,6 +73,8 @@ enum emu_syndrome {
 	EMU_SYND_VQ_BAD_OFFLOAD_TYPE = 0x5e0c0070,
 	/* max_tunnel_desc above the caps' max_tunnel_desc */
 	EMU_SYND_VQ_BAD_TUNNEL_DESC = 0x5e0c0071,
+	/* a TX (odd index) ETH_FRAME queue with tisn_or_qpn 0: no TIS to send through */
+	EMU_SYND_VQ_TX_NO_TIS = 0x5e0c0072,
 	EMU_SYND_INJECTED = 0x5e0cfa17,          /* default syndrome of an injected fault */
 };
 

@@ -271,12 +271,33 @@ vq_check_create(struct emu_ctx *c, struct emu_virtq *vq)
 		if (vq->counters == NULL)
 			return emu_fail(c, PRM_STATUS_BAD_RES, EMU_SYND_BAD_REFERENCE);
 	}
-	/* tisn_or_qpn names a TIS for a TX queue (odd index), an RQ for RX. */
+	/*
+	 * tisn_or_qpn: the TIS an ETH_FRAME queue transmits through (a QP for
+	 * DESC_TUNNEL, snap-rdma snap_vq.c; vq_check_offload refuses that
+	 * type). Linux mlx5_vnet create_virtqueue() names its TIS on every TX
+	 * queue (vq_is_tx: odd index) and leaves RX queues at 0; DPDK
+	 * mlx5_vdpa_virtq_sub_objs_prepare() names one on every queue
+	 * (attr->tis_id), RX included; our driver does as Linux. A TX queue
+	 * without one has no way to the wire and no driver creates one: the
+	 * stricter reading refuses it. A non-zero value names a TIS, whatever
+	 * the queue's direction, or is a bad reference as any object a CREATE
+	 * names, and is held as one. Existence is the whole relation: a TIS
+	 * belongs to a transport domain, a virtq to a PD, and no PRM field ties
+	 * the one to the other.
+	 */
 	vq->tis = NULL;
-	if ((vq->queue_index & 1) && vq->tisn_or_qpn != 0) {
+	if (vq->tisn_or_qpn != 0) {
 		vq->tis = emu_obj_find(c->dev, EMU_KIND_TIS, vq->tisn_or_qpn);
-		if (vq->tis == NULL)
+		if (vq->tis == NULL) {
+			emu_log(c->dev, 4, "CREATE VIRTIO_NET_Q refused: queue index %u names TIS "
+				"0x%x, which does not exist", vq->queue_index, vq->tisn_or_qpn);
 			return emu_fail(c, PRM_STATUS_BAD_RES, EMU_SYND_BAD_REFERENCE);
+		}
+	} else if (vq->queue_index & 1) {
+		emu_log(c->dev, 4, "CREATE VIRTIO_NET_Q refused: TX queue index %u has no TIS "
+			"(tisn_or_qpn 0): an ETH_FRAME TX queue sends through one (Linux "
+			"mlx5_vnet, DPDK vdpa/mlx5 name it)", vq->queue_index);
+		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_VQ_TX_NO_TIS);
 	}
 	return 0;
 }
