@@ -2658,6 +2658,43 @@ test_tx_queues_need_a_tis(void **state)
 	assert_int_equal(simple(PRM_CMD_DESTROY_TIS, e.tis, NULL), 0);
 }
 
+/*
+ * queue_index is bounded by max_num_virtio_queues (the doorbell names a
+ * queue by it); two live queues may share one (a replacement created before
+ * the old object is destroyed).
+ */
+static void
+test_queue_index_is_below_max_num_virtio_queues(void **state)
+{
+	unsigned int live;
+	struct vq_env e;
+	uint32_t a, b;
+
+	(void)state;
+	env_init(&e, 256);
+	live = emu_dev_live_objects(dev);
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_VQ_BAD_INDEX, vq_create(&e, 256, 256, NULL));
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_VQ_BAD_INDEX, vq_create(&e, 300, 256, NULL));
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_VQ_BAD_INDEX,
+		      vq_create(&e, 0xffff, 256, NULL));
+	assert_int_equal(emu_dev_live_objects(dev), live);
+	assert_int_equal(vq_create(&e, 255, 256, NULL), 0);
+	a = vq_rdy(&e, 0);
+	b = vq_rdy(&e, 0);
+	assert_int_equal(vq_state(a), PRM_VIRTQ_STATE_RDY);
+	assert_int_equal(vq_state(b), PRM_VIRTQ_STATE_RDY);
+	/* The bound follows a profile's max_num_virtio_queues. */
+	emu_set_log(quiet);
+	emu_dev_destroy(dev);
+	emu_set_log(NULL);
+	dev = unit_emu_dev_profiled("caps",
+		"{ \"cmd_slots\": 4, \"host_pin_parallel\": 4, \"commands\": {}, "
+		"\"caps\": { \"max_num_virtio_queues\": 4 } }");
+	env_init(&e, 256);
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_VQ_BAD_INDEX, vq_create(&e, 4, 256, NULL));
+	assert_int_equal(vq_create(&e, 3, 256, NULL), 0);
+}
+
 int
 main(void)
 {
@@ -2726,6 +2763,7 @@ main(void)
 		T(test_event_mode_and_virtq_object_caps_are_enforced),
 		T(test_virtq_offload_type_follows_the_caps),
 		T(test_tx_queues_need_a_tis),
+		T(test_queue_index_is_below_max_num_virtio_queues),
 #undef T
 	};
 

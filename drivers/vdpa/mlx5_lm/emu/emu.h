@@ -75,6 +75,8 @@ enum emu_syndrome {
 	EMU_SYND_VQ_BAD_TUNNEL_DESC = 0x5e0c0071,
 	/* a TX (odd index) ETH_FRAME queue with tisn_or_qpn 0: no TIS to send through */
 	EMU_SYND_VQ_TX_NO_TIS = 0x5e0c0072,
+	/* queue_index at or past max_num_virtio_queues */
+	EMU_SYND_VQ_BAD_INDEX = 0x5e0c0073,
 	EMU_SYND_INJECTED = 0x5e0cfa17,          /* default syndrome of an injected fault */
 };
 

@@ -599,6 +599,23 @@ emu_virtq_create(struct emu_ctx *c)
 		return emu_fail(c, PRM_STATUS_EXCEED_LIM, EMU_SYND_TOO_MANY_VIRTQS);
 	memset(&tmp, 0, sizeof(tmp));
 	vq_decode_create(&tmp, obj, q);
+	/*
+	 * queue_index names one of the device's max_num_virtio_queues queues.
+	 * An inference, no public PRM text says it: a queue is kicked by
+	 * writing its index to the doorbell (Linux mlx5_vdpa_kick_vq, DPDK's
+	 * write of virtq->index at virtq_db_addr), so the index is how the
+	 * device tells its queues apart, and neither driver creates a queue at
+	 * or past the cap (Linux mlx5_vdpa_dev_add: max_vqs from it; DPDK
+	 * vdpa/mlx5 refuses such a vring, "Too big vring id"). Two live queues
+	 * may share an index: our driver and DPDK's may create a replacement
+	 * before they destroy the old object.
+	 */
+	if (tmp.queue_index >= c->dev->prof->caps.max_num_virtio_queues) {
+		emu_log(c->dev, 4, "CREATE VIRTIO_NET_Q refused: queue_index %u past "
+			"max_num_virtio_queues %u (virtio emulation caps)", tmp.queue_index,
+			c->dev->prof->caps.max_num_virtio_queues);
+		return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_VQ_BAD_INDEX);
+	}
 	status = vq_check_offload(c, &tmp);
 	if (status == 0)
 		status = vq_check_create(c, &tmp);
