@@ -2695,6 +2695,37 @@ test_queue_index_is_below_max_num_virtio_queues(void **state)
 	assert_int_equal(vq_create(&e, 3, 256, NULL), 0);
 }
 
+/*
+ * desc_group_mkey needs the cap desc_group_mkey_supported (0 here), at
+ * CREATE as at MODIFY (Linux mlx5_vnet sets it only with the cap).
+ */
+static void
+test_desc_group_mkey_needs_its_cap_at_create(void **state)
+{
+	uint8_t in[PRM_SIZE(virtq_cmd)], out[PRM_SIZE(query_hca_cap_out)];
+	void *q = PRM_ADDR(virtq_cmd, in, q);
+	void *cap = query_cap(PRM_CAP_VIRTIO_EMULATION, out);
+	unsigned int live;
+	struct vq_env e;
+	uint32_t id;
+
+	(void)state;
+	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, desc_group_mkey_supported), 0);
+	env_init(&e, 256);
+	live = emu_dev_live_objects(dev);
+	vq_create_mailbox(in, sizeof(in), &e, 0, 256);
+	/* Even an mkey that exists, in the queue's PD. */
+	PRM_SET(virtio_q, q, desc_group_mkey, e.mkey);
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_VQ_NO_DESC_GROUP_MKEY,
+		      run(in, sizeof(in), out, 16));
+	assert_int_equal(emu_dev_live_objects(dev), live);
+	PRM_SET(virtio_q, q, desc_group_mkey, 0);
+	assert_int_equal(run(in, sizeof(in), out, 16), 0);
+	id = (uint32_t)PRM_GET(general_obj_out_cmd_hdr, out, obj_id);
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_MODIFY_FIELD,
+		      vq_modify(&e, id, PRM_VIRTQ_MODIFY_DESC_GROUP_MKEY, 0));
+}
+
 int
 main(void)
 {
@@ -2764,6 +2795,7 @@ main(void)
 		T(test_virtq_offload_type_follows_the_caps),
 		T(test_tx_queues_need_a_tis),
 		T(test_queue_index_is_below_max_num_virtio_queues),
+		T(test_desc_group_mkey_needs_its_cap_at_create),
 #undef T
 	};
 

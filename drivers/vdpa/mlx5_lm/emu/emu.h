@@ -77,6 +77,8 @@ enum emu_syndrome {
 	EMU_SYND_VQ_TX_NO_TIS = 0x5e0c0072,
 	/* queue_index at or past max_num_virtio_queues */
 	EMU_SYND_VQ_BAD_INDEX = 0x5e0c0073,
+	/* a non-zero desc_group_mkey without desc_group_mkey_supported */
+	EMU_SYND_VQ_NO_DESC_GROUP_MKEY = 0x5e0c0074,
 	EMU_SYND_INJECTED = 0x5e0cfa17,          /* default syndrome of an injected fault */
 };
 
