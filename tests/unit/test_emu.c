@@ -2726,6 +2726,57 @@ test_desc_group_mkey_needs_its_cap_at_create(void **state)
 		      vq_modify(&e, id, PRM_VIRTQ_MODIFY_DESC_GROUP_MKEY, 0));
 }
 
+/*
+ * The dirty bitmap's mkey, like virtio_q_mkey, must be in the queue's PD
+ * (an mkey serves objects of its own PD only), on RDY and INIT queues alike;
+ * a refused MODIFY leaves logging as it was.
+ */
+static void
+test_dirty_bitmap_mkey_of_another_pd_is_refused(void **state)
+{
+	uint8_t in[PRM_SIZE(virtq_cmd)], out[PRM_SIZE(virtq_cmd)];
+	void *obj = PRM_ADDR(virtq_cmd, in, obj);
+	struct vq_env e;
+	uint32_t rdy, init, pd2, k2, i;
+
+	(void)state;
+	env_init(&e, 256);
+	rdy = vq_rdy(&e, 0);
+	assert_int_equal(vq_create(&e, 2, 256, &init), 0);
+	pd2 = alloc_pd();
+	assert_int_equal(umem_mkey(pd2, e.guest_umem, 0, GUEST_BASE, GUEST_LEN, &k2), 0);
+	for (i = 0; i < 2; i++) {
+		vq_mailbox(in, sizeof(in), PRM_CMD_MODIFY_GENERAL_OBJECT, i == 0 ? rdy : init);
+		PRM_SET(virtio_net_q, obj, modify_field_select,
+			PRM_VIRTQ_MODIFY_DIRTY_BITMAP_PARAMS |
+			PRM_VIRTQ_MODIFY_DIRTY_BITMAP_DUMP_ENABLE);
+		PRM_SET(virtio_net_q, obj, dirty_bitmap_mkey, k2);
+		PRM_SET(virtio_net_q, obj, dirty_bitmap_addr, GUEST_BASE);
+		PRM_SET(virtio_net_q, obj, dirty_bitmap_size, 64);
+		PRM_SET(virtio_net_q, obj, dirty_bitmap_dump_enable, 1);
+		assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_MKEY_PD_MISMATCH,
+			      run(in, sizeof(in), out, 16));
+		/* Without DUMP_ENABLE too: the key alone is refused. */
+		PRM_SET(virtio_net_q, obj, modify_field_select,
+			PRM_VIRTQ_MODIFY_DIRTY_BITMAP_PARAMS);
+		PRM_SET(virtio_net_q, obj, dirty_bitmap_dump_enable, 0);
+		assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_MKEY_PD_MISMATCH,
+			      run(in, sizeof(in), out, 16));
+		vq_query(i == 0 ? rdy : init, out);
+		assert_int_equal(PRM_GET(virtio_net_q, PRM_ADDR(virtq_cmd, out, obj),
+					 dirty_bitmap_mkey), 0);
+		assert_int_equal(PRM_GET(virtio_net_q, PRM_ADDR(virtq_cmd, out, obj),
+					 dirty_bitmap_dump_enable), 0);
+		/* The queue's own PD's key is taken. */
+		PRM_SET(virtio_net_q, obj, modify_field_select,
+			PRM_VIRTQ_MODIFY_DIRTY_BITMAP_PARAMS |
+			PRM_VIRTQ_MODIFY_DIRTY_BITMAP_DUMP_ENABLE);
+		PRM_SET(virtio_net_q, obj, dirty_bitmap_mkey, e.mkey);
+		PRM_SET(virtio_net_q, obj, dirty_bitmap_dump_enable, 1);
+		assert_int_equal(run(in, sizeof(in), out, 16), 0);
+	}
+}
+
 int
 main(void)
 {
@@ -2796,6 +2847,7 @@ main(void)
 		T(test_tx_queues_need_a_tis),
 		T(test_queue_index_is_below_max_num_virtio_queues),
 		T(test_desc_group_mkey_needs_its_cap_at_create),
+		T(test_dirty_bitmap_mkey_of_another_pd_is_refused),
 #undef T
 	};
 

@@ -432,9 +432,25 @@ vq_check_fields(struct emu_ctx *c, struct emu_virtq *vq, uint64_t mask)
 			}
 		}
 	}
-	if ((mask & PRM_VIRTQ_MODIFY_DIRTY_BITMAP_PARAMS) && vq->dirty_bitmap_mkey != 0 &&
-	    emu_mkey_find_key(c->dev, vq->dirty_bitmap_mkey) == NULL)
-		return emu_fail(c, PRM_STATUS_BAD_RES, EMU_SYND_BAD_REFERENCE);
+	if ((mask & PRM_VIRTQ_MODIFY_DIRTY_BITMAP_PARAMS) && vq->dirty_bitmap_mkey != 0) {
+		const struct emu_mkey *lm = emu_mkey_find_key(c->dev, vq->dirty_bitmap_mkey);
+
+		if (lm == NULL)
+			return emu_fail(c, PRM_STATUS_BAD_RES, EMU_SYND_BAD_REFERENCE);
+		/*
+		 * The device writes the bitmap through this mkey for the queue,
+		 * as it reads the rings through virtio_q_mkey: the same rule, an
+		 * mkey serves objects of its own PD only. Both drivers make it in
+		 * the queue's PD (DPDK mlx5_vdpa_lm.c: lm_mr in cdev->pd, the
+		 * queues' pdn; ours: mlx5_lm_mr_create in dev->res.pd).
+		 */
+		if (lm->pd != vq->pd) {
+			emu_log(c->dev, 4, "virtq index %u: dirty_bitmap_mkey 0x%x is in PD %u, "
+				"the queue in PD %u: an mkey serves its own PD only",
+				vq->queue_index, vq->dirty_bitmap_mkey, lm->pd, vq->pd);
+			return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_MKEY_PD_MISMATCH);
+		}
+	}
 	/*
 	 * Logging on with no bitmap to log into would accept a migration that
 	 * records no dirty page. The fields in effect (this command's over the
