@@ -28,6 +28,10 @@
  *   dp_idle MS            the doorbells written so far forwarded, then
  *                         emu_dev_dp_wait_idle(): every kick and
  *                         deliverable frame handled, within MS ms
+ *   umem_params A1 B1 A2 B2 A3 B3
+ *                         emu_dev_set_umem_params(): the virtio emulation
+ *                         caps' umem parameters change, as firmware changes
+ *                         them at runtime (the PF's MTU)
  *
  * Replies: "ok [VALUE]" or "err ERRNO MESSAGE". Numbers in C syntax. These
  * are the emulator's own hooks, not a kernel interface: nothing of rdma-core
@@ -83,7 +87,7 @@ virtq_state(struct erdma_ctx *c, uint32_t id, char *reply, size_t len)
 static void
 serve(struct erdma_ctx *c, char *req, char *reply, size_t len)
 {
-	unsigned long v[5];
+	unsigned long v[6];
 	int rc = -EINVAL;
 
 	if (sscanf(req, "fault %li %li %li %li %li", (long *)&v[0], (long *)&v[1],
@@ -124,6 +128,19 @@ serve(struct erdma_ctx *c, char *req, char *reply, size_t len)
 			goto bad;
 		rc = emu_event_inject(c->emu, (uint16_t)v[0], (uint16_t)v[1], (uint32_t)v[2],
 				      (uint16_t)v[3]);
+	} else if (sscanf(req, "umem_params %li %li %li %li %li %li", (long *)&v[0],
+			  (long *)&v[1], (long *)&v[2], (long *)&v[3], (long *)&v[4],
+			  (long *)&v[5]) == 6) {
+		uint32_t a[3], b[3];
+		int i;
+
+		for (i = 0; i < 3; i++) {
+			if (v[2 * i] > 0xffffffffu || v[2 * i + 1] > 0xffffffffu)
+				goto bad;
+			a[i] = (uint32_t)v[2 * i];
+			b[i] = (uint32_t)v[2 * i + 1];
+		}
+		rc = emu_dev_set_umem_params(c->emu, a, b);
 	} else if (strcmp(req, "evch_release") == 0) {
 		emu_evch_release(c->emu);
 		rc = 0;

@@ -100,7 +100,8 @@ round_ms(unsigned int n)
 static int
 prepare(uint32_t umem_id[3], uint32_t *pd, void *bufs[3])
 {
-	static const uint32_t a[3] = { 128, 128, 16 }, b[3] = { 4096, 4096, 4096 };
+	/* The emulated CX6 Dx's umem parameters at power-up (emu_priv.h EMU_CAP_UMEM_*). */
+	static const uint32_t a[3] = { 128, 96, 16 }, b[3] = { 4096, 8192, 12288 };
 	uint8_t in[PRM_SIZE(alloc_pd_in)] = { 0 }, out[PRM_SIZE(create_out)];
 	void *q = PRM_ADDR(virtq_cmd, create_in, q);
 	uint32_t synd;

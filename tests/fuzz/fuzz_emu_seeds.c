@@ -167,7 +167,8 @@ seed_pd_td(struct seed *s)
 static void
 seed_virtq(struct seed *s)
 {
-	static const uint32_t a[3] = { 128, 128, 16 }, b[3] = { 4096, 4096, 4096 };
+	/* The emulated CX6 Dx's umem parameters at power-up (emu_priv.h EMU_CAP_UMEM_*). */
+	static const uint32_t a[3] = { 128, 96, 16 }, b[3] = { 4096, 8192, 12288 };
 	uint8_t mk[PRM_SIZE(create_mkey_in)] = { 0 };
 	uint8_t vq[PRM_SIZE(virtq_cmd)] = { 0 };
 	const uint32_t q = PRM_OFF(virtq_cmd, q);

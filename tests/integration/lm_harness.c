@@ -1029,6 +1029,18 @@ lmh_vq_force_error(struct lmh_dev *d, uint32_t virtq_id, uint8_t error_type)
 }
 
 int
+lmh_set_umem_params(struct lmh_dev *d, const uint32_t a[3], const uint32_t b[3])
+{
+	char req[160], reply[256];
+
+	if (!use_rdma)
+		return emu_dev_set_umem_params(d->emu, a, b);
+	snprintf(req, sizeof(req), "umem_params %u %u %u %u %u %u", a[0], b[0], a[1], b[1], a[2],
+		 b[2]);
+	return rdma_ctl(d, req, reply, sizeof(reply));
+}
+
+int
 lmh_vq_state(struct lmh_dev *d, unsigned int i)
 {
 	uint8_t in[PRM_SIZE(general_obj_in_cmd_hdr)];

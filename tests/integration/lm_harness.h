@@ -214,6 +214,11 @@ int lmh_event_inject(struct lmh_dev *d, uint16_t create_opcode, uint16_t obj_typ
 /* emu_virtq_force_error(). 0 or < 0. */
 int lmh_vq_force_error(struct lmh_dev *d, uint32_t virtq_id, uint8_t error_type);
 /*
+ * emu_dev_set_umem_params(): the umem parameters of the virtio emulation
+ * caps change, as firmware changes them at runtime (the PF's MTU). 0 or < 0.
+ */
+int lmh_set_umem_params(struct lmh_dev *d, const uint32_t a[3], const uint32_t b[3]);
+/*
  * The device's event channels bounded to depth queued events and their
  * reader held back (emu_evch_hold; rdma: the kernel's list, the control
  * socket's evch_hold) until lmh_evch_release; lmh_evch_overflows: the

@@ -197,6 +197,11 @@ class ServeOnEmulatedRdma(unittest.TestCase):
                 self.assertTrue(ask('fault 0xa01 0xd 1 0 0').startswith('err 22'))
                 # No such virtq: the emulator's answer, not a made-up state.
                 self.assertRegex(ask('virtq_state 0xfffff'), r'^err \d+ status 0x')
+                # The umem parameters firmware changes at runtime: a and b of each umem,
+                # within what umem_N_size can say for the largest queue.
+                self.assertTrue(ask('umem_params 128 4096').startswith('err 22 bad request'))
+                self.assertTrue(ask('umem_params 65537 0 0 0 0 0').startswith('err 22 '))
+                self.assertEqual(ask('umem_params 128 4096 96 8192 16 12288'), 'ok')
                 self.assertEqual(ask('fault 0xa01 0xd 1 0x4 0x5e0f0001'), 'ok')
                 self.assertEqual(ask('live'), live)
             self.assertIn('fault armed: opcode 0xa01 obj_type 0xd, command 1 from now, '

@@ -205,8 +205,9 @@ tis_create(uint32_t *tis)
 	return td;
 }
 
-static const uint32_t cap_a[3] = { 128, 128, 16 };
-static const uint32_t cap_b[3] = { 4096, 4096, 4096 };
+/* The emulated CX6 Dx's umem parameters at power-up (emu_priv.h EMU_CAP_UMEM_*). */
+static const uint32_t cap_a[3] = { 128, 96, 16 };
+static const uint32_t cap_b[3] = { 4096, 8192, 12288 };
 
 static void
 env_init(struct vq_env *e, uint16_t qs)
@@ -825,6 +826,151 @@ test_virtq_create_checks_size_and_umems(void **state)
 	/* Umems sized for 256 entries cannot back 512. */
 	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_UMEM_TOO_SMALL,
 		      vq_create(&e, 0, 512, NULL));
+}
+
+/* umem_<n + 1>_size of a CREATE's virtio_q. */
+static void
+set_umem_size(void *q, int n, uint32_t size)
+{
+	if (n == 0)
+		PRM_SET(virtio_q, q, umem_1_size, size);
+	else if (n == 1)
+		PRM_SET(virtio_q, q, umem_2_size, size);
+	else
+		PRM_SET(virtio_q, q, umem_3_size, size);
+}
+
+/*
+ * A queue whose umem N holds less than umem_N_buffer_param_a * queue_size
+ * + _b is refused with BAD_RESOURCE, as firmware refuses one sized from
+ * stale parameters (Linux commit abb0dcf9938c "vdpa/mlx5: Fix firmware
+ * error on creation of 1k VQs": status bad resource(0x5)), and leaves
+ * nothing behind. Each umem has its own a and b: a driver sizing one umem
+ * with another's parameters is refused too.
+ */
+static void
+test_virtq_umem_below_its_params_is_bad_resource(void **state)
+{
+	uint8_t in[PRM_SIZE(virtq_cmd)], out[16];
+	void *q = PRM_ADDR(virtq_cmd, in, q);
+	struct vq_env e;
+	unsigned int live;
+	int i;
+
+	(void)state;
+	env_init(&e, 256);
+	live = emu_dev_live_objects(dev);
+	emu_set_log(quiet);
+	for (i = 0; i < 3; i++) {
+		vq_create_mailbox(in, sizeof(in), &e, 0, 256);
+		set_umem_size(q, i, UMEM_SZ(cap_a[i], cap_b[i], 256) - 1);
+		assert_status(PRM_STATUS_BAD_RES, EMU_SYND_VQ_UMEM_BELOW_PARAMS,
+			      run(in, sizeof(in), out, sizeof(out)));
+		assert_int_equal(emu_dev_live_objects(dev), live);
+	}
+	/* Umem 1 sized with umem 2's parameters (its a is smaller)... */
+	vq_create_mailbox(in, sizeof(in), &e, 0, 256);
+	set_umem_size(q, 0, UMEM_SZ(cap_a[1], cap_b[1], 256));
+	assert_status(PRM_STATUS_BAD_RES, EMU_SYND_VQ_UMEM_BELOW_PARAMS,
+		      run(in, sizeof(in), out, sizeof(out)));
+	/* ... and umem 2 with umem 1's, on a small ring (its b is smaller). */
+	vq_create_mailbox(in, sizeof(in), &e, 0, 64);
+	set_umem_size(q, 1, UMEM_SZ(cap_a[0], cap_b[0], 64));
+	assert_status(PRM_STATUS_BAD_RES, EMU_SYND_VQ_UMEM_BELOW_PARAMS,
+		      run(in, sizeof(in), out, sizeof(out)));
+	/* Umem 3 with umem 2's a and umem 1's b: neither term is its own. */
+	vq_create_mailbox(in, sizeof(in), &e, 0, 64);
+	set_umem_size(q, 2, UMEM_SZ(cap_a[1], cap_b[0], 64));
+	assert_status(PRM_STATUS_BAD_RES, EMU_SYND_VQ_UMEM_BELOW_PARAMS,
+		      run(in, sizeof(in), out, sizeof(out)));
+	emu_set_log(NULL);
+	assert_int_equal(emu_dev_live_objects(dev), live);
+	/* Exactly a * queue_size + b is enough. */
+	assert_int_equal(vq_create(&e, 0, 256, NULL), 0);
+}
+
+/*
+ * The umem parameters are current values that firmware changes at runtime
+ * (the PF's MTU set to 9000 after the switch to switchdev, Linux commit
+ * abb0dcf9938c): QUERY_HCA_CAP reports the new ones at once, a queue
+ * sized from the old ones is refused with BAD_RESOURCE, one sized from the
+ * new ones is taken, and a queue created before the change runs on.
+ */
+static void
+test_umem_params_change_at_runtime(void **state)
+{
+	/* Larger, as with a 9000-byte MTU (the figures are the test's own). */
+	static const uint32_t a9k[3] = { 256, 160, 32 }, b9k[3] = { 20480, 16384, 24576 };
+	uint8_t in[PRM_SIZE(virtq_cmd)], out[16], cout[PRM_SIZE(query_hca_cap_out)];
+	uint32_t a[3], b[3], wrong[3], before, id;
+	void *q = PRM_ADDR(virtq_cmd, in, q);
+	struct vq_env e, big;
+	const void *cap;
+	int i;
+
+	(void)state;
+	env_init(&e, 256);
+	big = e;
+	for (i = 0; i < 3; i++)
+		big.umem[i] = umem(UMEM_SZ(a9k[i], b9k[i], 256), NULL);
+	assert_int_equal(vq_create(&e, 0, 256, &before), 0);
+	emu_dev_umem_params(dev, a, b);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(a[i], cap_a[i]);
+		assert_int_equal(b[i], cap_b[i]);
+	}
+
+	assert_int_equal(emu_dev_set_umem_params(dev, a9k, b9k), 0);
+	cap = query_cap(PRM_CAP_VIRTIO_EMULATION, cout);
+	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, umem_1_buffer_param_a), a9k[0]);
+	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, umem_1_buffer_param_b), b9k[0]);
+	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, umem_2_buffer_param_a), a9k[1]);
+	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, umem_2_buffer_param_b), b9k[1]);
+	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, umem_3_buffer_param_a), a9k[2]);
+	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, umem_3_buffer_param_b), b9k[2]);
+	/* Sized as at power-up: refused, each umem on its own. */
+	emu_set_log(quiet);
+	assert_status(PRM_STATUS_BAD_RES, EMU_SYND_VQ_UMEM_BELOW_PARAMS,
+		      vq_create(&e, 1, 256, NULL));
+	for (i = 0; i < 3; i++) {
+		int k;
+
+		vq_create_mailbox(in, sizeof(in), &big, 1, 256);
+		for (k = 0; k < 3; k++)
+			set_umem_size(q, k, UMEM_SZ(a9k[k], b9k[k], 256));
+		set_umem_size(q, i, UMEM_SZ(cap_a[i], cap_b[i], 256));
+		assert_status(PRM_STATUS_BAD_RES, EMU_SYND_VQ_UMEM_BELOW_PARAMS,
+			      run(in, sizeof(in), out, sizeof(out)));
+	}
+	emu_set_log(NULL);
+	/* Sized from what the caps report now: taken. */
+	vq_create_mailbox(in, sizeof(in), &big, 1, 256);
+	for (i = 0; i < 3; i++)
+		set_umem_size(q, i, UMEM_SZ(a9k[i], b9k[i], 256));
+	assert_int_equal(run(in, sizeof(in), out, sizeof(out)), 0);
+	id = (uint32_t)PRM_GET(general_obj_out_cmd_hdr, out, obj_id);
+	/* The queue created before keeps its umems, and runs. */
+	assert_int_equal(vq_modify(&e, before, CONFIG_BITS | PRM_VIRTQ_MODIFY_STATE,
+				   PRM_VIRTQ_STATE_RDY), 0);
+	assert_int_equal(vq_state(before), PRM_VIRTQ_STATE_RDY);
+	assert_int_equal(vq_modify(&big, id, CONFIG_BITS | PRM_VIRTQ_MODIFY_STATE,
+				   PRM_VIRTQ_STATE_RDY), 0);
+
+	/* Values whose size for 32768 entries passes 32 bits: refused, nothing changes. */
+	memcpy(wrong, a9k, sizeof(wrong));
+	wrong[1] = EMU_UMEM_PARAM_A_MAX + 1;
+	assert_int_equal(emu_dev_set_umem_params(dev, wrong, b9k), -EINVAL);
+	memcpy(wrong, b9k, sizeof(wrong));
+	wrong[2] = EMU_UMEM_PARAM_B_MAX + 1;
+	assert_int_equal(emu_dev_set_umem_params(dev, a9k, wrong), -EINVAL);
+	assert_int_equal(emu_dev_set_umem_params(NULL, a9k, b9k), -EINVAL);
+	emu_dev_umem_params(dev, a, b);
+	assert_memory_equal(a, a9k, sizeof(a));
+	assert_memory_equal(b, b9k, sizeof(b));
+
+	/* Back to the power-up values (the MTU back to 1500): sized from those, taken again. */
+	assert_int_equal(emu_dev_set_umem_params(dev, cap_a, cap_b), 0);
+	assert_int_equal(vq_create(&e, 2, 256, NULL), 0);
 }
 
 static void
@@ -1860,9 +2006,13 @@ test_virtio_emulation_caps_describe_a_cx6dx(void **state)
 	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, max_num_virtio_queues), 256);
 	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, desc_group_mkey_supported), 0);
 	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, vnet_modify_ext), 1);
+	/* The emulator's own umem parameters, distinct for each umem in both terms. */
 	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, umem_1_buffer_param_a), 128);
+	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, umem_1_buffer_param_b), 4096);
+	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, umem_2_buffer_param_a), 96);
+	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, umem_2_buffer_param_b), 8192);
 	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, umem_3_buffer_param_a), 16);
-	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, umem_3_buffer_param_b), 4096);
+	assert_int_equal(PRM_GET(virtio_emulation_cap, cap, umem_3_buffer_param_b), 12288);
 }
 
 /*
@@ -2117,6 +2267,9 @@ query_cap_field(uint16_t cap_type, int which)
 	case 6: return PRM_GET(virtio_emulation_cap, cap, max_num_virtio_queues);
 	case 7: return PRM_GET(virtio_emulation_cap, cap, doorbell_bar_offset);
 	case 8: return PRM_GET(virtio_emulation_cap, cap, event_mode);
+	case 9: return PRM_GET(virtio_emulation_cap, cap, umem_2_buffer_param_a);
+	case 10: return PRM_GET(virtio_emulation_cap, cap, umem_3_buffer_param_b);
+	case 11: return PRM_GET(virtio_emulation_cap, cap, umem_1_buffer_param_a);
 	}
 	return ~0ull;
 }
@@ -2136,7 +2289,8 @@ test_profile_caps_override_what_query_hca_cap_reports(void **state)
 		"\"virtio_net_q_addr_modify\": 0, \"virtio_q_index_modify\": 0, "
 		"\"general_obj_types\": 8192, \"device_features_bits_mask\": 4, "
 		"\"max_num_virtio_queues\": 8, \"doorbell_bar_offset\": 4096, "
-		"\"event_mode\": 2 } }");
+		"\"event_mode\": 2, \"umem_2_buffer_param_a\": 200, "
+		"\"umem_3_buffer_param_b\": 30000 } }");
 	assert_int_equal(query_cap_field(PRM_CAP_VIRTIO_EMULATION, 0), 0);
 	assert_int_equal(query_cap_field(PRM_CAP_VIRTIO_EMULATION, 1), 0);
 	assert_int_equal(query_cap_field(PRM_CAP_VIRTIO_EMULATION, 2), 0);
@@ -2146,6 +2300,10 @@ test_profile_caps_override_what_query_hca_cap_reports(void **state)
 	assert_int_equal(query_cap_field(PRM_CAP_VIRTIO_EMULATION, 6), 8);
 	assert_int_equal(query_cap_field(PRM_CAP_VIRTIO_EMULATION, 7), 4096);
 	assert_int_equal(query_cap_field(PRM_CAP_VIRTIO_EMULATION, 8), 2);
+	/* The umem parameters at power-up; the ones not named keep the CX6 Dx's. */
+	assert_int_equal(query_cap_field(PRM_CAP_VIRTIO_EMULATION, 9), 200);
+	assert_int_equal(query_cap_field(PRM_CAP_VIRTIO_EMULATION, 10), 30000);
+	assert_int_equal(query_cap_field(PRM_CAP_VIRTIO_EMULATION, 11), cap_a[0]);
 	/* The built-in profiles keep the CX6 Dx caps. */
 	use_profile("fast");
 	assert_int_equal(query_cap_field(PRM_CAP_VIRTIO_EMULATION, 0), 1);
@@ -2170,6 +2328,8 @@ test_profile_caps_refuse_unknown_names_and_bad_values(void **state)
 		{ "{ \"device_features_bits_mask\": 8192 }", "device_features_bits_mask" },
 		{ "{ \"max_num_virtio_queues\": 16777216 }", "max_num_virtio_queues" },
 		{ "{ \"event_mode\": 1.5 }", "event_mode" },
+		{ "{ \"umem_1_buffer_param_a\": 65537 }", "umem_1_buffer_param_a" },
+		{ "{ \"umem_3_buffer_param_b\": 2147483648 }", "umem_3_buffer_param_b" },
 		{ "[ 1 ]", "\"caps\"" },
 	};
 	struct emu_profile *p;
@@ -2802,6 +2962,8 @@ main(void)
 		T(test_rdy_needs_an_mkey_but_takes_rings_at_address_zero),
 		T(test_virtq_create_takes_only_init),
 		T(test_virtq_create_checks_size_and_umems),
+		T(test_virtq_umem_below_its_params_is_bad_resource),
+		T(test_umem_params_change_at_runtime),
 		T(test_257th_virtq_exceeds_the_limit),
 		T(test_counters_query_returns_zeroes),
 		T(test_destroy_reports_and_counts_leaked_objects),

@@ -43,8 +43,9 @@ uint32_t emu_wire_toeplitz(const uint8_t key[40], const uint8_t *data, size_t le
 #define HDR 12u                    /* VERSION_1 virtio-net header */
 #define WAIT_MS 3000u
 
-static const uint32_t cap_a[3] = { 128, 128, 16 };
-static const uint32_t cap_b[3] = { 4096, 4096, 4096 };
+/* The emulated CX6 Dx's umem parameters at power-up (emu_priv.h EMU_CAP_UMEM_*). */
+static const uint32_t cap_a[3] = { 128, 96, 16 };
+static const uint32_t cap_b[3] = { 4096, 8192, 12288 };
 
 /* Microsoft's RSS verification key. */
 static const uint8_t ms_key[40] = {

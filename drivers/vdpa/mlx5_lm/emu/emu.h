@@ -38,9 +38,17 @@ enum emu_syndrome {
 	EMU_SYND_TOO_MANY_VIRTQS = 0x5e0c000a,   /* status EXCEED_LIM: > max_num_virtio_queues */
 	EMU_SYND_BAD_PARAM = 0x5e0c000b,         /* status BAD_PARAM: a field value is invalid */
 	EMU_SYND_BAD_REFERENCE = 0x5e0c000c,     /* status BAD_RES: a referenced object does not exist */
-	EMU_SYND_UMEM_TOO_SMALL = 0x5e0c000d,    /* status BAD_PARAM: virtq umem smaller than a*size+b */
+	EMU_SYND_UMEM_TOO_SMALL = 0x5e0c000d,    /* status BAD_PARAM: a range past its umem's end */
 	EMU_SYND_TOO_MANY_ENTRIES = 0x5e0c000e,  /* status EXCEED_LIM: mkey entry list too long */
 	EMU_SYND_QP_BAD_TRANSITION = 0x5e0c000f, /* status BAD_RES_STATE */
+	/*
+	 * status BAD_RES: a virtq umem's size (umem_N_size) below the current
+	 * umem_N_buffer_param_a * queue_size + _b, as firmware answers a
+	 * queue sized from stale parameters (Linux commit abb0dcf9938c
+	 * "vdpa/mlx5: Fix firmware error on creation of 1k VQs": status bad
+	 * resource(0x5))
+	 */
+	EMU_SYND_VQ_UMEM_BELOW_PARAMS = 0x5e0c0010,
 	EMU_SYND_UMEM_NOT_BACKED = 0x5e0c00b5,   /* status BAD_PARAM: umem pages past their file (pin EFAULT) */
 	EMU_SYND_UMEM_BAD_PGSZ = 0x5e0c00b6,     /* status BAD_PARAM: no page size of the bitmap fits */
 	EMU_SYND_UMEM_BAD_OFFSET = 0x5e0c00b7,   /* status BAD_PARAM: object at an offset the umem cannot place */
@@ -484,6 +492,23 @@ unsigned long emu_evch_overflows(struct emu_dev *dev);
  */
 int emu_fault_inject(struct emu_dev *dev, uint16_t opcode, uint16_t obj_type, unsigned int nth,
 		     uint8_t status, uint32_t syndrome);
+/*
+ * The virtio emulation caps' umem_1/2/3_buffer_param_a/b (index 0..2) are
+ * current values, not fixed ones: firmware changes them at runtime, e.g.
+ * when the PF's MTU is set to 9000 after the switch to switchdev (Linux
+ * commit abb0dcf9938c "vdpa/mlx5: Fix firmware error on creation of 1k
+ * VQs"). Set them as that firmware does: QUERY_HCA_CAP reports them from
+ * now on, and a CREATE of VIRTIO_NET_Q whose umem i holds less than
+ * a[i] * queue_size + b[i] is refused (BAD_RES, EMU_SYND_VQ_UMEM_BELOW_PARAMS);
+ * queues created before keep running. 0, or -EINVAL (NULL, a[i] past
+ * EMU_UMEM_PARAM_A_MAX or b[i] past EMU_UMEM_PARAM_B_MAX: a size for the
+ * largest queue past 32 bits, which umem_N_size cannot say).
+ */
+#define EMU_UMEM_PARAM_A_MAX 0x10000u
+#define EMU_UMEM_PARAM_B_MAX 0x7fffffffu
+int emu_dev_set_umem_params(struct emu_dev *dev, const uint32_t a[3], const uint32_t b[3]);
+/* The umem parameters the device reports now. */
+void emu_dev_umem_params(struct emu_dev *dev, uint32_t a[3], uint32_t b[3]);
 /* Move a RDY virtq to ERR with error_type and post OBJECT_CHANGE. */
 int emu_virtq_force_error(struct emu_dev *dev, uint32_t virtq_id, uint8_t error_type);
 /*

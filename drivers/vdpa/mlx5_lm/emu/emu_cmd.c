@@ -123,10 +123,13 @@ is_general(uint16_t opcode)
 /*
  * Virtio emulation caps of a CX6 Dx; the umem a/b are the emulator's choice;
  * the profile's caps override the ones a driver must have fallbacks for.
+ * dev->lock held: the umem parameters are the device's current ones.
  */
 static void
-virtio_caps(const struct emu_caps *caps, void *cap)
+virtio_caps(const struct emu_dev *dev, void *cap)
 {
+	const struct emu_caps *caps = &dev->prof->caps;
+
 	PRM_SET(virtio_emulation_cap, cap, eth_frame_offload_type, EMU_CAP_ETH_FRAME_OFFLOAD);
 	PRM_SET(virtio_emulation_cap, cap, desc_tunnel_offload_type, EMU_CAP_DESC_TUNNEL_OFFLOAD);
 	PRM_SET(virtio_emulation_cap, cap, max_tunnel_desc, EMU_CAP_MAX_TUNNEL_DESC);
@@ -146,12 +149,12 @@ virtio_caps(const struct emu_caps *caps, void *cap)
 	PRM_SET(virtio_emulation_cap, cap, desc_group_mkey_supported, EMU_CAP_DESC_GROUP_MKEY);
 	PRM_SET(virtio_emulation_cap, cap, freeze_to_rdy_supported,
 		caps->freeze_to_rdy_supported);
-	PRM_SET(virtio_emulation_cap, cap, umem_1_buffer_param_a, EMU_CAP_UMEM_1_A);
-	PRM_SET(virtio_emulation_cap, cap, umem_1_buffer_param_b, EMU_CAP_UMEM_1_B);
-	PRM_SET(virtio_emulation_cap, cap, umem_2_buffer_param_a, EMU_CAP_UMEM_2_A);
-	PRM_SET(virtio_emulation_cap, cap, umem_2_buffer_param_b, EMU_CAP_UMEM_2_B);
-	PRM_SET(virtio_emulation_cap, cap, umem_3_buffer_param_a, EMU_CAP_UMEM_3_A);
-	PRM_SET(virtio_emulation_cap, cap, umem_3_buffer_param_b, EMU_CAP_UMEM_3_B);
+	PRM_SET(virtio_emulation_cap, cap, umem_1_buffer_param_a, dev->umem_a[0]);
+	PRM_SET(virtio_emulation_cap, cap, umem_1_buffer_param_b, dev->umem_b[0]);
+	PRM_SET(virtio_emulation_cap, cap, umem_2_buffer_param_a, dev->umem_a[1]);
+	PRM_SET(virtio_emulation_cap, cap, umem_2_buffer_param_b, dev->umem_b[1]);
+	PRM_SET(virtio_emulation_cap, cap, umem_3_buffer_param_a, dev->umem_a[2]);
+	PRM_SET(virtio_emulation_cap, cap, umem_3_buffer_param_b, dev->umem_b[2]);
 }
 
 static int
@@ -162,7 +165,7 @@ query_hca_cap(struct emu_ctx *c)
 
 	switch (op_mod >> 1) {
 	case PRM_CAP_VIRTIO_EMULATION:
-		virtio_caps(&c->dev->prof->caps, cap);
+		virtio_caps(c->dev, cap);
 		return PRM_STATUS_OK;
 	case PRM_CAP_GENERAL:
 		emu_net_general_caps(&c->dev->prof->caps, cap);

@@ -121,6 +121,13 @@ static const struct cap_desc {
 	CAP(dirty_bitmap_in_rdy, CAP_U8, 1),                /* firmware behaviour, not PRM */
 	CAP(dirty_bitmap_logs_rings, CAP_U8, 1),            /* firmware behaviour, not PRM */
 	CAP(rx_prefetch_chains, CAP_U8, EMU_RX_PREFETCH_MAX), /* firmware behaviour, not PRM */
+	/* At power-up; firmware changes them at runtime (emu_dev_set_umem_params). */
+	CAP(umem_1_buffer_param_a, CAP_U32, EMU_UMEM_PARAM_A_MAX),
+	CAP(umem_1_buffer_param_b, CAP_U32, EMU_UMEM_PARAM_B_MAX),
+	CAP(umem_2_buffer_param_a, CAP_U32, EMU_UMEM_PARAM_A_MAX),
+	CAP(umem_2_buffer_param_b, CAP_U32, EMU_UMEM_PARAM_B_MAX),
+	CAP(umem_3_buffer_param_a, CAP_U32, EMU_UMEM_PARAM_A_MAX),
+	CAP(umem_3_buffer_param_b, CAP_U32, EMU_UMEM_PARAM_B_MAX),
 #undef CAP
 };
 
@@ -147,6 +154,12 @@ caps_default(struct emu_caps *c)
 	c->dirty_bitmap_in_rdy = 1;
 	c->dirty_bitmap_logs_rings = 0;
 	c->rx_prefetch_chains = 0;
+	c->umem_1_buffer_param_a = EMU_CAP_UMEM_1_A;
+	c->umem_1_buffer_param_b = EMU_CAP_UMEM_1_B;
+	c->umem_2_buffer_param_a = EMU_CAP_UMEM_2_A;
+	c->umem_2_buffer_param_b = EMU_CAP_UMEM_2_B;
+	c->umem_3_buffer_param_a = EMU_CAP_UMEM_3_A;
+	c->umem_3_buffer_param_b = EMU_CAP_UMEM_3_B;
 }
 
 /* The "caps" object: unknown names and out-of-range values refuse the profile. */

@@ -388,6 +388,13 @@ emu_dev_create(const char *name, const char *profile, char *err, size_t errlen)
 	snprintf(dev->name, sizeof(dev->name), "%s", name != NULL ? name : "emu");
 	if (emu_profile_load(profile != NULL ? profile : "cx6dx", &dev->prof, err, errlen) < 0)
 		goto err_profile;
+	/* The profile's umem parameters are the power-up values; firmware changes them later. */
+	dev->umem_a[0] = dev->prof->caps.umem_1_buffer_param_a;
+	dev->umem_b[0] = dev->prof->caps.umem_1_buffer_param_b;
+	dev->umem_a[1] = dev->prof->caps.umem_2_buffer_param_a;
+	dev->umem_b[1] = dev->prof->caps.umem_2_buffer_param_b;
+	dev->umem_a[2] = dev->prof->caps.umem_3_buffer_param_a;
+	dev->umem_b[2] = dev->prof->caps.umem_3_buffer_param_b;
 	pthread_mutex_init(&dev->slot_lock, NULL);
 	pthread_mutex_init(&dev->lock, NULL);
 	dev->all.next = &dev->all;
@@ -412,6 +419,45 @@ err_faults:
 err_profile:
 	free(dev);
 	return NULL;
+}
+
+int
+emu_dev_set_umem_params(struct emu_dev *dev, const uint32_t a[3], const uint32_t b[3])
+{
+	int i;
+
+	if (dev == NULL || a == NULL || b == NULL)
+		return -EINVAL;
+	for (i = 0; i < 3; i++)
+		if (a[i] > EMU_UMEM_PARAM_A_MAX || b[i] > EMU_UMEM_PARAM_B_MAX)
+			return -EINVAL;
+	/*
+	 * Under the device lock, as every command runs: a CREATE sees all six
+	 * old values or all six new ones, as with firmware that changes them
+	 * between two commands.
+	 */
+	pthread_mutex_lock(&dev->lock);
+	for (i = 0; i < 3; i++) {
+		dev->umem_a[i] = a[i];
+		dev->umem_b[i] = b[i];
+	}
+	pthread_mutex_unlock(&dev->lock);
+	emu_log(dev, 6, "umem parameters now %u/%u, %u/%u, %u/%u (a/b of umem 1, 2, 3)",
+		a[0], b[0], a[1], b[1], a[2], b[2]);
+	return 0;
+}
+
+void
+emu_dev_umem_params(struct emu_dev *dev, uint32_t a[3], uint32_t b[3])
+{
+	int i;
+
+	pthread_mutex_lock(&dev->lock);
+	for (i = 0; i < 3; i++) {
+		a[i] = dev->umem_a[i];
+		b[i] = dev->umem_b[i];
+	}
+	pthread_mutex_unlock(&dev->lock);
 }
 
 static const char *

@@ -109,6 +109,16 @@ struct emu_caps {
 	 * loses those guest buffers (tests/profiles/rx-prefetch.json).
 	 */
 	uint8_t rx_prefetch_chains;
+	/*
+	 * The umem parameters at power-up (virtio emulation caps); the device
+	 * keeps the current ones (emu_dev umem_a/umem_b), which change at runtime.
+	 */
+	uint32_t umem_1_buffer_param_a;
+	uint32_t umem_1_buffer_param_b;
+	uint32_t umem_2_buffer_param_a;
+	uint32_t umem_2_buffer_param_b;
+	uint32_t umem_3_buffer_param_a;
+	uint32_t umem_3_buffer_param_b;
 };
 
 struct emu_profile {
@@ -574,6 +584,13 @@ struct emu_dev {
 	uint64_t obj_gen;
 	/* The kernel's mkey variant counter for the MRs it creates (mr.c assign_mkey_variant). lock */
 	uint8_t mr_variant;
+	/*
+	 * The umem parameters reported and enforced now, umem 1..3: the
+	 * profile's at creation, changed at runtime as firmware changes them
+	 * (emu_dev_set_umem_params). lock
+	 */
+	uint32_t umem_a[3];
+	uint32_t umem_b[3];
 };
 
 void emu_log(const struct emu_dev *dev, int level, const char *fmt, ...)
@@ -1006,12 +1023,20 @@ void emu_wire_cache_free(struct emu_dev *dev);
 #define EMU_CAP_GENERAL_OBJ_TYPES (PRM_GENERAL_OBJ_TYPES_CAP_VIRTQ_NET_Q | \
 				   PRM_GENERAL_OBJ_TYPES_CAP_VIRTIO_Q_COUNTERS)
 #define EMU_CAP_DESC_GROUP_MKEY 0u
+/*
+ * Umem N of a virtq holds at least umem_N_buffer_param_a * queue_size +
+ * umem_N_buffer_param_b bytes. No public source gives a device's figures:
+ * these are the emulator's own, different for each umem in both terms, so
+ * that a driver sizing one umem with another's parameters is refused. They
+ * are the values at power-up: firmware changes them at runtime
+ * (emu_dev_set_umem_params), and a profile may set others (caps).
+ */
 #define EMU_CAP_UMEM_1_A 128u
 #define EMU_CAP_UMEM_1_B 4096u
-#define EMU_CAP_UMEM_2_A 128u
-#define EMU_CAP_UMEM_2_B 4096u
+#define EMU_CAP_UMEM_2_A 96u
+#define EMU_CAP_UMEM_2_B 8192u
 #define EMU_CAP_UMEM_3_A 16u
-#define EMU_CAP_UMEM_3_B 4096u
+#define EMU_CAP_UMEM_3_B 12288u
 #define EMU_CAP_VHCA_ID 1u
 #define EMU_CAP_LOG_MAX_KLM_LIST_SIZE 16u
 

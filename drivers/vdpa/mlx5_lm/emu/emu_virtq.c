@@ -20,9 +20,6 @@
 /* Bits a MODIFY may carry on this device (no desc_group_mkey support). */
 #define VQ_MODIFY_SUPPORTED (PRM_VIRTQ_MODIFY_ALL_KNOWN & ~PRM_VIRTQ_MODIFY_DESC_GROUP_MKEY)
 
-static const uint32_t umem_a[3] = { EMU_CAP_UMEM_1_A, EMU_CAP_UMEM_2_A, EMU_CAP_UMEM_3_A };
-static const uint32_t umem_b[3] = { EMU_CAP_UMEM_1_B, EMU_CAP_UMEM_2_B, EMU_CAP_UMEM_3_B };
-
 /* ---- Decoding / encoding ------------------------------------------------------ */
 /* Copy the fields that `mask` selects from a virtio_net_q context. */
 static void
@@ -253,9 +250,21 @@ vq_check_create(struct emu_ctx *c, struct emu_virtq *vq)
 		u = (struct emu_umem *)emu_obj_find(c->dev, EMU_KIND_UMEM, r->id);
 		if (u == NULL)
 			return emu_fail(c, PRM_STATUS_BAD_RES, EMU_SYND_BAD_REFERENCE);
-		/* size_i = a_i * queue_size + b_i (virtio emulation caps). */
-		if ((uint64_t)r->size < (uint64_t)umem_a[i] * qs + umem_b[i] ||
-		    r->offset > u->size || r->size > u->size - r->offset)
+		/*
+		 * size_i >= a_i * queue_size + b_i, with the parameters the caps
+		 * report now (dev->umem_a/b): firmware changes them at runtime,
+		 * and refuses a queue sized from older ones with BAD_RESOURCE
+		 * (Linux commit abb0dcf9938c "vdpa/mlx5: Fix firmware error on
+		 * creation of 1k VQs": CREATE_GENERAL_OBJECT(0xa00) op_mod(0xd)
+		 * ... status bad resource(0x5), after the PF's MTU went to 9000).
+		 */
+		if ((uint64_t)r->size < (uint64_t)c->dev->umem_a[i] * qs + c->dev->umem_b[i]) {
+			emu_log(c->dev, 4, "CREATE VIRTIO_NET_Q refused: umem_%d_size %u below "
+				"%u * queue_size %u + %u (umem_%d_buffer_param_a/b now)", i + 1,
+				r->size, c->dev->umem_a[i], qs, c->dev->umem_b[i], i + 1);
+			return emu_fail(c, PRM_STATUS_BAD_RES, EMU_SYND_VQ_UMEM_BELOW_PARAMS);
+		}
+		if (r->offset > u->size || r->size > u->size - r->offset)
 			return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_UMEM_TOO_SMALL);
 		/* A virtq umem has no page_offset: it starts at a page of the umem. */
 		if (!emu_umem_offset_ok(c->dev, u, r->offset, -1, "virtq umem"))
