@@ -497,6 +497,134 @@ test_minimal_caps_recover_a_queue_in_err(void **state)
 }
 
 /*
+ * Commands since from refused other than with status st: each printed. A
+ * virtq CREATE refused for its umems is BAD_RES (EMU_SYND_VQ_UMEM_BELOW_PARAMS).
+ */
+static size_t
+refused_but(struct lmh_trace *tr, size_t from, int st)
+{
+	size_t k, n = 0;
+
+	lmh_trace_sync(tr);
+	for (k = from; k < tr->n; k++) {
+		if (!tr->c[k].is_cmd || tr->c[k].status == 0 || tr->c[k].status == st)
+			continue;
+		print_error("refused: %s (opcode 0x%x, obj_type 0x%x) status 0x%x syndrome "
+			    "0x%08x\n", tr->c[k].op, tr->c[k].opcode, tr->c[k].obj_type,
+			    tr->c[k].status, tr->c[k].syndrome);
+		n++;
+	}
+	return n;
+}
+
+/*
+ * Virtq CREATEs since from, each with umem N sized a[N] * queue_size + b[N]:
+ * what the device reports when they are made.
+ */
+static size_t
+creates_sized(struct lmh_trace *tr, size_t from, const uint32_t a[3], const uint32_t b[3])
+{
+	size_t k, n = 0;
+
+	lmh_trace_sync(tr);
+	for (k = from; k < tr->n; k++) {
+		const struct lmh_cmd *c = &tr->c[k];
+		const void *q = PRM_CADDR(virtq_cmd, c->in, q);
+		uint32_t qs;
+
+		if (c->opcode != PRM_CMD_CREATE_GENERAL_OBJECT || !lmh_cmd_is_vq(c) ||
+		    c->status != 0)
+			continue;
+		qs = (uint32_t)PRM_GET(virtio_q, q, queue_size);
+		assert_int_equal(PRM_GET(virtio_q, q, umem_1_size), a[0] * qs + b[0]);
+		assert_int_equal(PRM_GET(virtio_q, q, umem_2_size), a[1] * qs + b[1]);
+		assert_int_equal(PRM_GET(virtio_q, q, umem_3_size), a[2] * qs + b[2]);
+		n++;
+	}
+	return n;
+}
+
+/*
+ * The fallbacks re-create running queues too: without freeze_to_rdy a
+ * ring enabled again, and where the firmware takes no dirty bitmap on a
+ * RDY queue every running queue when logging starts. Those are creations
+ * after probe like the others, sized from the umem parameters the device
+ * reports when they happen: firmware changes them at runtime (the PF's
+ * MTU, Linux commit abb0dcf9938c) and refuses a queue sized from older
+ * ones (BAD_RES). The parameters grow before each step; nothing is refused
+ * but the dirty bitmap on each RDY queue this profile is about.
+ */
+static void
+test_fallback_re_creations_are_sized_from_the_umem_params_of_then(void **state)
+{
+	static const uint32_t a[3][3] = { { 192, 128, 24 }, { 256, 160, 32 }, { 320, 192, 40 } };
+	static const uint32_t b[3][3] = {
+		{ 8192, 12288, 16384 }, { 12288, 16384, 20480 }, { 16384, 20480, 24576 },
+	};
+	struct vu_start_opts o = { .mrg_rxbuf = true };
+	struct vu_log *log = NULL;
+	uint32_t bases[NRINGS];
+	struct vu_client *c;
+	size_t mark, lmark;
+	unsigned int i;
+	uint8_t status;
+
+	(void)state;
+	c = fe_start(profile("caps-no-rdy-dirty-log.json"), &o);
+	assert_true(lmh_traffic(guest, 0x3, 100, LMH_DEADLINE_MS));
+
+	/* Pair 1 disabled and enabled again: re-created from the indices it reached. */
+	for (i = 2; i < 4; i++)
+		assert_int_equal(vu_set_vring_enable(c, i, false), 0);
+	assert_int_equal(vu_get_status(c, &status), 0);
+	lmh_barrier(&d);
+	assert_int_equal(lmh_set_umem_params(&d, a[0], b[0]), 0);
+	mark = lmh_trace_mark(&t);
+	for (i = 2; i < 4; i++)
+		assert_int_equal(vu_set_vring_enable(c, i, true), 0);
+	assert_int_equal(vu_get_status(c, &status), 0);
+	lmh_barrier(&d);
+	assert_int_equal(refused_but(&t, mark, 0), 0);
+	assert_int_equal(creates_sized(&t, mark, a[0], b[0]), 2);
+	assert_true(lmh_traffic(guest, 0x3, 100, LMH_DEADLINE_MS));
+
+	/* Logging starts: every running queue re-created with the dirty bitmap. */
+	assert_int_equal(vu_log_create(&log, vu_mem_gpa_end(mem)), 0);
+	assert_int_equal(lmh_set_umem_params(&d, a[1], b[1]), 0);
+	mark = lmh_trace_mark(&t);
+	lmark = lmh_log_mark();
+	assert_int_equal(vu_set_log(c, log), 0);
+	assert_true(lmh_wait_log(lmark, "dirty-page logging on", LMH_DEADLINE_MS));
+	lmh_barrier(&d);
+	assert_int_equal(refused_but(&t, mark, PRM_STATUS_BAD_RES_STATE), 0);
+	assert_int_equal(creates_sized(&t, mark, a[1], b[1]), NRINGS);
+	assert_true(lmh_traffic(guest, 0x3, 100, LMH_DEADLINE_MS));
+
+	/* And when it stops. */
+	assert_int_equal(lmh_set_umem_params(&d, a[2], b[2]), 0);
+	mark = lmh_trace_mark(&t);
+	lmark = lmh_log_mark();
+	assert_int_equal(vu_clear_log(c), 0);
+	assert_true(lmh_wait_log(lmark, "dirty-page logging off", LMH_DEADLINE_MS));
+	lmh_barrier(&d);
+	assert_int_equal(refused_but(&t, mark, PRM_STATUS_BAD_RES_STATE), 0);
+	assert_int_equal(creates_sized(&t, mark, a[2], b[2]), NRINGS);
+	assert_true(lmh_traffic(guest, 0x3, 100, LMH_DEADLINE_MS));
+
+	assert_int_equal(vu_stop_device(c, bases, NRINGS), 0);
+	client = NULL;
+	vu_disconnect(c);
+	assert_true(lmh_wait_closed(0));
+	vu_log_destroy(log);
+	assert_true(lmh_wait_restored(&d));
+	assert_int_equal(refused_but(&t, 0, PRM_STATUS_BAD_RES_STATE), 0);
+	lmh_trace_free(&t);
+	traced = NULL;
+	probed = NULL;
+	assert_int_equal(lmh_remove(&d), 0);
+}
+
+/*
  * MRG_RXBUF is offered only when device_features_bits_mask has it (bit
  * 2), as Linux mlx5_vdpa maps the mask to virtio feature bits.
  */
@@ -957,6 +1085,7 @@ main(int argc, char **argv)
 		T(test_without_counters_stats_say_not_supported),
 		T(test_minimal_caps_forward_reenable_and_log),
 		T(test_minimal_caps_recover_a_queue_in_err),
+		T(test_fallback_re_creations_are_sized_from_the_umem_params_of_then),
 		T(test_mrg_rxbuf_is_offered_only_when_the_device_mask_has_it),
 		T(test_offloads_follow_the_device_mask_and_upstream_features_are_offered),
 		T(test_offloads_asked_by_the_front_end_stay_within_the_device_mask),

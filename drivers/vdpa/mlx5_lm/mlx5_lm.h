@@ -251,6 +251,16 @@ struct mlx5_lm_dev {
 	struct mlx5_lm_devargs args;
 	struct devx_ctx *devx;
 	struct rte_pmd_mlx5_lm_caps caps;
+	/*
+	 * The virtio emulation caps' umem parameters as last read, umem 1..3,
+	 * a << 32 | b: a queue's umems are sized from them. Current values,
+	 * which firmware changes at runtime (the PF's MTU: Linux commit
+	 * abb0dcf9938c), so read at probe and again before each batch of
+	 * queue creations (mlx5_lm_umem_params_read); caps keeps the probe's.
+	 * Stored and loaded atomically: a queue's retry may read them again
+	 * while other queues of its batch are being sized.
+	 */
+	uint64_t umem_param[3];
 	struct mlx5_lm_res res;
 	struct devx_db *db;
 	struct devx_evch *evch;
@@ -403,6 +413,18 @@ int mlx5_lm_devargs_parse(const char *name, const char *args, struct mlx5_lm_dev
 
 /* caps */
 int mlx5_lm_caps_query(struct mlx5_lm_dev *dev);
+/*
+ * Read the umem parameters again (one QUERY_HCA_CAP of the virtio emulation
+ * caps) before creating queues after probe; why goes into the log. 1 when
+ * they changed since the last read, 0 when not, < 0 when they could not be
+ * read (logged; the last values stay, and the creations tell).
+ */
+int mlx5_lm_umem_params_read(struct mlx5_lm_dev *dev, const char *why);
+/*
+ * The same once for a batch of creations made one queue at a time: read
+ * when *done is 0, which it then sets. A batch starts with *done = 0.
+ */
+void mlx5_lm_umem_params_once(struct mlx5_lm_dev *dev, int *done, const char *why);
 
 /* device-level resources */
 int mlx5_lm_res_create(struct mlx5_lm_dev *dev);
@@ -538,9 +560,10 @@ void mlx5_lm_dev_foreach(void (*fn)(struct mlx5_lm_dev *dev, void *arg), void *a
 int mlx5_lm_set_vring_state(int vid, int vring, int state); /* mlx5_lm_rings.c */
 /*
  * dev->lock held: a suspended queue of a running device runs again (RDY, or
- * without freeze_to_rdy_supported re-created from the indices it reached).
+ * without freeze_to_rdy_supported re-created from the indices it reached,
+ * the umem parameters read first once for the caller's batch: umem_read).
  */
-int mlx5_lm_resume_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq);
+int mlx5_lm_resume_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq, int *umem_read);
 
 /* The device's worker (mlx5_lm_worker.c): started at probe, stopped (joined) at removal. */
 int mlx5_lm_worker_start(struct mlx5_lm_dev *dev);

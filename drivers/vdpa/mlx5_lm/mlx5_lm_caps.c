@@ -24,6 +24,18 @@ query_cap(struct mlx5_lm_dev *dev, uint16_t cap_type, void *out, size_t outlen)
 	return devx_cmd(dev->devx, in, sizeof(in), out, outlen);
 }
 
+/* The umem parameters of virtio emulation caps, a << 32 | b for umem 1..3. */
+static void
+umem_params_get(const void *cap, uint64_t p[3])
+{
+	p[0] = (uint64_t)PRM_GET(virtio_emulation_cap, cap, umem_1_buffer_param_a) << 32 |
+	       (uint32_t)PRM_GET(virtio_emulation_cap, cap, umem_1_buffer_param_b);
+	p[1] = (uint64_t)PRM_GET(virtio_emulation_cap, cap, umem_2_buffer_param_a) << 32 |
+	       (uint32_t)PRM_GET(virtio_emulation_cap, cap, umem_2_buffer_param_b);
+	p[2] = (uint64_t)PRM_GET(virtio_emulation_cap, cap, umem_3_buffer_param_a) << 32 |
+	       (uint32_t)PRM_GET(virtio_emulation_cap, cap, umem_3_buffer_param_b);
+}
+
 int
 mlx5_lm_caps_query(struct mlx5_lm_dev *dev)
 {
@@ -104,6 +116,7 @@ mlx5_lm_caps_query(struct mlx5_lm_dev *dev)
 	c->umem_param_b[1] = PRM_GET(virtio_emulation_cap, cap, umem_2_buffer_param_b);
 	c->umem_param_a[2] = PRM_GET(virtio_emulation_cap, cap, umem_3_buffer_param_a);
 	c->umem_param_b[2] = PRM_GET(virtio_emulation_cap, cap, umem_3_buffer_param_b);
+	umem_params_get(cap, dev->umem_param);
 	if (!c->virtio_version_1_0)
 		DRV_LOG(INFO, dev, "device has no virtio_version_1_0: VERSION_1 is not offered, "
 			"queues are legacy (a legacy front end only)");
@@ -121,6 +134,62 @@ mlx5_lm_caps_query(struct mlx5_lm_dev *dev)
 out:
 	free(out);
 	return ret;
+}
+
+/*
+ * The umem parameters are current values, not fixed ones: firmware changes
+ * them at runtime (the PF's MTU set to 9000 after the switch to switchdev),
+ * and refuses a queue whose umems were sized from older ones with
+ * BAD_RESOURCE. Linux reads them right before it creates its queues
+ * (commit abb0dcf9938c "vdpa/mlx5: Fix firmware error on creation of 1k
+ * VQs", read_umem_params), with the op_mod of the current values, as
+ * query_cap. Here once per batch of creations after probe: 50 us in the
+ * cx6dx model, next to creations of a few hundred each.
+ */
+int
+mlx5_lm_umem_params_read(struct mlx5_lm_dev *dev, const char *why)
+{
+	size_t outlen = PRM_SIZE(query_hca_cap_out);
+	uint8_t *out = calloc(1, outlen);
+	uint64_t p[3], was[3];
+	int ret, i, changed = 0;
+
+	if (out == NULL) {
+		DRV_LOG(WARNING, dev, "no memory to read the umem parameters again (%s): queues "
+			"are sized from the last ones read", why);
+		return -ENOMEM;
+	}
+	ret = query_cap(dev, PRM_CAP_VIRTIO_EMULATION, out, outlen);
+	if (ret < 0) {
+		DRV_LOG(WARNING, dev, "cannot read the umem parameters again (%s): queues are "
+			"sized from the last ones read", why);
+		goto out;
+	}
+	umem_params_get(PRM_CADDR(query_hca_cap_out, out, capability), p);
+	for (i = 0; i < 3; i++) {
+		was[i] = __atomic_exchange_n(&dev->umem_param[i], p[i], __ATOMIC_RELAXED);
+		changed |= was[i] != p[i];
+	}
+	if (changed)
+		DRV_LOG(INFO, dev, "umem parameters changed (%s): a/b of umem 1 %u/%u (were "
+			"%u/%u), umem 2 %u/%u (%u/%u), umem 3 %u/%u (%u/%u)", why,
+			(uint32_t)(p[0] >> 32), (uint32_t)p[0], (uint32_t)(was[0] >> 32),
+			(uint32_t)was[0], (uint32_t)(p[1] >> 32), (uint32_t)p[1],
+			(uint32_t)(was[1] >> 32), (uint32_t)was[1], (uint32_t)(p[2] >> 32),
+			(uint32_t)p[2], (uint32_t)(was[2] >> 32), (uint32_t)was[2]);
+	ret = changed;
+out:
+	free(out);
+	return ret;
+}
+
+void
+mlx5_lm_umem_params_once(struct mlx5_lm_dev *dev, int *done, const char *why)
+{
+	if (*done)
+		return;
+	*done = 1;
+	mlx5_lm_umem_params_read(dev, why);
 }
 
 /* ---- where the device stands with its front end --------------------------- */

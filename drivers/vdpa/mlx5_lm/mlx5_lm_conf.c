@@ -424,7 +424,7 @@ conf_run(struct mlx5_lm_dev *dev, struct mlx5_lm_conf_job *job, const char **why
 	uint16_t nr = job->nr, np = job->np, i;
 	double t0 = mlx5_lm_now_ms(), tm, t1;
 	unsigned int ahead;
-	int ret, rebuild = 0, sub = 0;
+	int ret, rebuild = 0, sub = 0, creates = 0;
 
 	/*
 	 * Fields sent at the rings' kicks are in place (queue work: counted
@@ -461,7 +461,15 @@ conf_run(struct mlx5_lm_dev *dev, struct mlx5_lm_conf_job *job, const char **why
 			plans[i].ready_later = plans[i].ready;
 			plans[i].ready = 0;
 		}
+		creates += plans[i].recreate;
 	}
+	/*
+	 * Queues created now (another ring size, ERR, none pre-created) are
+	 * sized from the umem parameters the device reports now, not at probe:
+	 * one read for them all, on this path only when it creates.
+	 */
+	if (creates > 0)
+		mlx5_lm_umem_params_read(dev, "DRIVER_OK re-creates queues");
 	*why = "queue configuration failed";
 	mlx5_lm_plans_detach(dev, plans, np, &rebuild);
 	mlx5_lm_batch_init(&b, mlx5_lm_batch_limit(dev));

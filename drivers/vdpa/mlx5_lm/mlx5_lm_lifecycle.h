@@ -97,8 +97,11 @@ struct mlx5_lm_prereg *mlx5_lm_conf_run_job(struct mlx5_lm_dev *dev,
 
 /* ---- mlx5_lm_rings.c ---- */
 
-/* The worker's part of an ERR recovery, dev->lock held. */
-void mlx5_lm_recover_locked(struct mlx5_lm_virtq *vq);
+/*
+ * The worker's part of an ERR recovery, dev->lock held; the umem parameters
+ * read before its re-creation once for the caller's batch (umem_read).
+ */
+void mlx5_lm_recover_locked(struct mlx5_lm_virtq *vq, int *umem_read);
 
 /* ---- mlx5_lm_preconf.c ---- */
 

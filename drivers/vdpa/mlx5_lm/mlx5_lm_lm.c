@@ -85,7 +85,9 @@ dirty_log_all(struct mlx5_lm_dev *dev, int enable)
 		/*
 		 * Queues re-created in parallel (no freeze_to_rdy) change ids under
 		 * the RQT: the steering goes away first and comes back around them.
+		 * The new objects are sized from the umem parameters of now.
 		 */
+		mlx5_lm_umem_params_read(dev, "queues re-created for the dirty log");
 		mlx5_lm_steer_destroy(dev);
 		mlx5_lm_batch_init(&b, (dev->args.parallel ? dev->args.workers : 1));
 		for (i = 0; i < n; i++)

@@ -123,6 +123,13 @@ mlx5_lm_virtqs_destroy(struct mlx5_lm_dev *dev)
 	mlx5_lm_mr_gc_flush(dev);
 }
 
+/* A queue the restore re-creates: it left INIT, or its re-creation failed earlier. */
+static bool
+restore_needed(const struct mlx5_lm_virtq *vq)
+{
+	return vq->obj == NULL || vq->used || vq->size != vq->dev->args.queue_size;
+}
+
 /*
  * Destroy and re-create blank a queue that left INIT (Linux: reset only
  * used queues). The caller has taken the steering down: an RQT must not
@@ -134,7 +141,7 @@ task_restore(void *arg)
 	struct mlx5_lm_virtq *vq = arg;
 	struct mlx5_lm_dev *dev = vq->dev;
 
-	if (vq->obj != NULL && !vq->used && vq->size == dev->args.queue_size)
+	if (!restore_needed(vq))
 		return 0;
 	/* Also a queue whose re-creation failed earlier: pre-created again. */
 	return mlx5_lm_virtq_recreate(vq, dev->args.queue_size, NULL, 0);
@@ -143,6 +150,19 @@ task_restore(void *arg)
 void
 mlx5_lm_queues_restore_blank(struct mlx5_lm_dev *dev, int background)
 {
+	uint16_t i;
+
+	/*
+	 * The new blank queues are sized from the umem parameters the device
+	 * reports now, read once for them all, in the background with them
+	 * (usually), so that a DRIVER_OK finding them blank needs no read.
+	 */
+	for (i = 0; i < dev->nr_vq; i++) {
+		if (restore_needed(&dev->vq[i])) {
+			mlx5_lm_umem_params_read(dev, "blank queues re-created after a stop");
+			break;
+		}
+	}
 	mlx5_lm_steer_destroy(dev);
 	if (mlx5_lm_for_each_vq(dev, task_restore, 1, background) < 0)
 		DRV_LOG(ERR, dev, "some queues could not be put back to blank");

@@ -43,7 +43,7 @@ start_late_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq)
 	struct rte_vhost_memory *mem = NULL;
 	struct mlx5_lm_vq_plan plan;
 	uint32_t log_mkey = 0;
-	int ret, rebuild = 0, log_later = 0, moved = 0;
+	int ret, rebuild = 0, log_later = 0, moved = 0, umem_read = 0;
 
 	if (rte_vhost_get_mem_table(dev->vid, &mem) < 0)
 		return -EINVAL;
@@ -53,7 +53,8 @@ start_late_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq)
 		return ret;
 	if (vq->started) {
 		if (!mlx5_lm_plan_moves_ring(&plan))
-			return vq->hw_state != PRM_VIRTQ_STATE_RDY ? mlx5_lm_resume_ring(dev, vq) : 0;
+			return vq->hw_state != PRM_VIRTQ_STATE_RDY ?
+			       mlx5_lm_resume_ring(dev, vq, &umem_read) : 0;
 		moved = 1;
 		VQ_LOG(INFO, vq, "moved by the front end while disabled (desc 0x%" PRIx64 " -> 0x%"
 		       PRIx64 ", size %u -> %u, base %u -> %u): configured again, not resumed",
@@ -77,6 +78,9 @@ start_late_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq)
 		vq->cur.hw_available_index = avail;
 		vq->cur.hw_used_index = used;
 	}
+	/* A new object: sized from the umem parameters the device reports now. */
+	if (plan.recreate)
+		mlx5_lm_umem_params_once(dev, &umem_read, "a ring enabled re-creates its queue");
 	if (dev->log_mr != NULL) {
 		log_mkey = mlx5_lm_mr_mkey(dev->log_mr);
 		log_later = plan.recreate ||
@@ -106,13 +110,14 @@ start_late_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq)
  * with the RQT kept off an RX queue meanwhile.
  */
 int
-mlx5_lm_resume_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq)
+mlx5_lm_resume_ring(struct mlx5_lm_dev *dev, struct mlx5_lm_virtq *vq, int *umem_read)
 {
 	int ret, rebuild = 0;
 
 	if (mlx5_lm_can_resume(dev))
 		return mlx5_lm_virtq_set_state(vq, PRM_VIRTQ_STATE_RDY);
 	VQ_LOG(DEBUG, vq, "no freeze_to_rdy: re-creating the queue to resume it");
+	mlx5_lm_umem_params_once(dev, umem_read, "suspended queues resumed by re-creation");
 	mlx5_lm_steer_detach(dev, vq, &rebuild);
 	ret = mlx5_lm_virtq_recreate_suspended(vq, dev->log_mr != NULL ?
 					       mlx5_lm_mr_mkey(dev->log_mr) : 0,
@@ -224,7 +229,7 @@ out:
  * device's worker, under dev->lock: the relay posted it and went on.
  */
 void
-mlx5_lm_recover_locked(struct mlx5_lm_virtq *vq)
+mlx5_lm_recover_locked(struct mlx5_lm_virtq *vq, int *umem_read)
 {
 	struct mlx5_lm_dev *dev = vq->dev;
 	struct mlx5_lm_vq_cfg cfg;
@@ -270,6 +275,7 @@ mlx5_lm_recover_locked(struct mlx5_lm_virtq *vq)
 	cfg.hw_available_index = used;
 	cfg.hw_used_index = used;
 	mlx5_lm_steer_detach(dev, vq, &rebuild);
+	mlx5_lm_umem_params_once(dev, umem_read, "queues in ERR re-created");
 	/*
 	 * While logging (a migration), the new object marks the log before it
 	 * runs: made RDY only once it has the dirty bitmap, or its writes

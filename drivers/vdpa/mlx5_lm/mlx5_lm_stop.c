@@ -463,7 +463,7 @@ void
 mlx5_lm_stop_ahead_undo(struct mlx5_lm_dev *dev, const char *why)
 {
 	unsigned int resumed = 0;
-	int ret = 0;
+	int ret = 0, umem_read = 0;
 	uint16_t i;
 
 	if (!dev->stopped_ahead)
@@ -480,7 +480,7 @@ mlx5_lm_stop_ahead_undo(struct mlx5_lm_dev *dev, const char *why)
 			 */
 			if (vq->ahead_base && vq->hw_state == PRM_VIRTQ_STATE_ERR) {
 				vq->ahead_base = 0;
-				mlx5_lm_recover_locked(vq);
+				mlx5_lm_recover_locked(vq, &umem_read);
 			}
 			vq->ahead_base = 0;
 			continue;
@@ -488,7 +488,7 @@ mlx5_lm_stop_ahead_undo(struct mlx5_lm_dev *dev, const char *why)
 		vq->stopped_ahead = 0;
 		/* Its indices were kept for a dev_close that did not come. */
 		vq->ahead_base = 0;
-		r = mlx5_lm_resume_ring(dev, vq);
+		r = mlx5_lm_resume_ring(dev, vq, &umem_read);
 		if (r < 0) {
 			if (ret == 0)
 				ret = r;

@@ -70,15 +70,30 @@ umems_destroy(struct mlx5_lm_virtq *vq)
 	}
 }
 
+/* Bytes umem i of a queue of qsize entries needs, by the umem parameters last read. */
+static uint64_t
+umem_need(const struct mlx5_lm_dev *dev, int i, uint16_t qsize)
+{
+	uint64_t p = __atomic_load_n(&dev->umem_param[i], __ATOMIC_RELAXED);
+
+	return (p >> 32) * qsize + (uint32_t)p;
+}
+
 static int
 umems_create(struct mlx5_lm_virtq *vq, uint16_t qsize)
 {
-	const struct rte_pmd_mlx5_lm_caps *c = &vq->dev->caps;
 	int i;
 
 	for (i = 0; i < 3; i++) {
-		size_t size = (size_t)c->umem_param_a[i] * qsize + c->umem_param_b[i];
+		uint64_t need = umem_need(vq->dev, i, qsize);
+		size_t size = (size_t)need;
 
+		/* virtio_q umem_N_size has 32 bits: a device asking more cannot be told it. */
+		if (need > UINT32_MAX) {
+			VQ_LOG(ERR, vq, "umem %d would need %" PRIu64 " bytes for %u entries: past "
+			       "what umem_%d_size can say", i + 1, need, qsize, i + 1);
+			goto err;
+		}
 		vq->umem_size[i] = (uint32_t)size;
 		vq->umem_buf[i] = aligned_alloc(4096, (size + 4095) & ~(size_t)4095);
 		if (vq->umem_buf[i] == NULL)

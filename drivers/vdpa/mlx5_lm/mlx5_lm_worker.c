@@ -198,12 +198,13 @@ run_restore(struct mlx5_lm_dev *dev, int urgent)
 static void
 run_recoveries(struct mlx5_lm_dev *dev, const uint8_t *which)
 {
+	int umem_read = 0;  /* the recoveries posted together are one batch */
 	uint16_t i;
 
 	pthread_mutex_lock(&dev->lock);
 	for (i = 0; i < dev->nr_vq; i++)
 		if (which[i])
-			mlx5_lm_recover_locked(&dev->vq[i]);
+			mlx5_lm_recover_locked(&dev->vq[i], &umem_read);
 	pthread_mutex_unlock(&dev->lock);
 }
 

@@ -41,7 +41,12 @@ struct rte_pmd_mlx5_lm_caps {
 	uint8_t log_doorbell_stride;
 	uint8_t log_doorbell_bar_size;
 	uint64_t doorbell_bar_offset;
-	uint32_t umem_param_a[3];     /* umem i size = a[i] * queue_size + b[i] */
+	/*
+	 * umem i size = a[i] * queue_size + b[i], as at probe: firmware changes
+	 * them at runtime (the PF's MTU), and the driver reads them again
+	 * before it creates queues.
+	 */
+	uint32_t umem_param_a[3];
 	uint32_t umem_param_b[3];
 	/* general caps the event CQ/QP follow */
 	uint8_t cq_oi;                /* cqc.oi may be set */

@@ -29,7 +29,8 @@
  * enabled and disabled, fds changed), stop.c (stop, restore, removal),
  * recovery.c (queues in ERR), async.c (the asynchronous configuration and
  * what races it), logging.c (dirty-page logging), threads.c (the driver's
- * threads and fds).
+ * threads and fds), umem.c (queues created after the firmware changed the
+ * umem parameters).
  */
 #ifndef TEST_LIFECYCLE_H
 #define TEST_LIFECYCLE_H
@@ -204,6 +205,7 @@ int tc_run_recovery(void);
 int tc_run_async(void);
 int tc_run_logging(void);
 int tc_run_threads(void);
+int tc_run_umem(void);
 
 void isolated_failed_recreation_two_pairs(void **state);
 void isolated_failed_recreation_single_pair(void **state);

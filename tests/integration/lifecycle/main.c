@@ -23,7 +23,7 @@ main(int argc, char **argv)
 {
 	static int (*const phases[])(void) = {
 		tc_run_conf, tc_run_rings, tc_run_stop, tc_run_recovery, tc_run_async,
-		tc_run_logging, tc_run_threads,
+		tc_run_logging, tc_run_threads, tc_run_umem,
 	};
 	bool isolated = argc == 3 && strcmp(argv[1], "--isolated") == 0;
 	unsigned int i;
