@@ -111,6 +111,26 @@ err:
 	return -EIO;
 }
 
+/*
+ * A CREATE refused with BAD_RESOURCE, and the umem parameters, read again,
+ * ask more than the queue's umems hold: they changed between the batch's
+ * read and this CREATE (firmware changes them at runtime). Worth one retry
+ * with umems sized anew; any other refusal is the CREATE's own.
+ */
+static int
+umems_outgrown(struct mlx5_lm_virtq *vq, uint16_t size, const void *out)
+{
+	int i;
+
+	if (PRM_GET(general_obj_out_cmd_hdr, out, status) != PRM_STATUS_BAD_RES ||
+	    mlx5_lm_umem_params_read(vq->dev, "a queue refused for its umems") < 0)
+		return 0;
+	for (i = 0; i < 3; i++)
+		if (umem_need(vq->dev, i, size) > vq->umem_size[i])
+			return 1;
+	return 0;
+}
+
 /* The header of a general object command: opcode on object type, id (0 for a create). */
 static void
 gen_obj_hdr(void *hdr, uint16_t opcode, uint16_t type, uint32_t id)
@@ -135,6 +155,22 @@ counters_create(struct mlx5_lm_virtq *vq)
 	if (obj == NULL)
 		VQ_LOG(ERR, vq, "cannot create the counter set");
 	return obj;
+}
+
+/* The CREATE mailbox in, naming the queue's umems as they are now, sent. */
+static struct devx_obj *
+obj_create(struct mlx5_lm_virtq *vq, uint8_t *in, size_t inlen, uint8_t *out, size_t outlen)
+{
+	void *q = PRM_ADDR(virtq_cmd, in, q);
+
+	PRM_SET(virtio_q, q, umem_1_id, devx_umem_id(vq->umem[0]));
+	PRM_SET(virtio_q, q, umem_1_size, vq->umem_size[0]);
+	PRM_SET(virtio_q, q, umem_2_id, devx_umem_id(vq->umem[1]));
+	PRM_SET(virtio_q, q, umem_2_size, vq->umem_size[1]);
+	PRM_SET(virtio_q, q, umem_3_id, devx_umem_id(vq->umem[2]));
+	PRM_SET(virtio_q, q, umem_3_size, vq->umem_size[2]);
+	memset(out, 0, outlen);
+	return devx_obj_create(vq->dev->devx, in, inlen, out, outlen);
 }
 
 /* Write the modifiable fields of cfg into a virtio_net_q / virtio_q pair. */
@@ -242,6 +278,7 @@ mlx5_lm_virtq_create(struct mlx5_lm_virtq *vq, uint16_t size, const struct mlx5_
 		.event_mode = PRM_VIRTQ_EVENT_MODE_QP,
 	};
 	struct mlx5_lm_vq_cfg full;
+	struct devx_obj *o;
 	int ret, i;
 
 	ret = umems_create(vq, size);
@@ -296,20 +333,24 @@ mlx5_lm_virtq_create(struct mlx5_lm_virtq *vq, uint16_t size, const struct mlx5_
 	PRM_SET(virtio_q, q, pd, devx_pd_id(dev->res.pd));
 	if (vq->counters != NULL)
 		PRM_SET(virtio_q, q, counter_set_id, devx_obj_id(vq->counters));
-	PRM_SET(virtio_q, q, umem_1_id, devx_umem_id(vq->umem[0]));
-	PRM_SET(virtio_q, q, umem_1_size, vq->umem_size[0]);
-	PRM_SET(virtio_q, q, umem_2_id, devx_umem_id(vq->umem[1]));
-	PRM_SET(virtio_q, q, umem_2_size, vq->umem_size[1]);
-	PRM_SET(virtio_q, q, umem_3_id, devx_umem_id(vq->umem[2]));
-	PRM_SET(virtio_q, q, umem_3_size, vq->umem_size[2]);
 	put_cfg(obj, q, cfg);
+	o = obj_create(vq, in, sizeof(in), out, sizeof(out));
+	if (o == NULL && umems_outgrown(vq, size, out)) {
+		VQ_LOG(WARNING, vq, "CREATE refused for its umems (BAD_RESOURCE, syndrome "
+		       "0x%08x): the device's umem parameters grew since they were read; "
+		       "retrying once with umems sized from the new ones",
+		       (uint32_t)PRM_GET(general_obj_out_cmd_hdr, out, syndrome));
+		umems_destroy(vq);
+		ret = umems_create(vq, size);
+		if (ret == 0)
+			o = obj_create(vq, in, sizeof(in), out, sizeof(out));
+	}
 	/*
 	 * Published atomically: the garbage thread reads it without the device
 	 * lock (mlx5_lm_virtq_names_mkey) while a restore re-creates the queue.
 	 */
-	__atomic_store_n(&vq->obj, devx_obj_create(dev->devx, in, sizeof(in), out, sizeof(out)),
-			 __ATOMIC_RELEASE);
-	if (vq->obj == NULL) {
+	__atomic_store_n(&vq->obj, o, __ATOMIC_RELEASE);
+	if (o == NULL) {
 		VQ_LOG(ERR, vq, "cannot create the virtq (size %u)", size);
 		ret = -EIO;
 		goto err_obj;

@@ -7,9 +7,10 @@
  * every queue created after probe - re-created at DRIVER_OK for another
  * ring size, re-created from ERR, put back to blank by the restore after a
  * stop, re-created when enabled after DRIVER_OK - is sized from the values
- * the device reports at that time, read once per batch of creations. The
- * emulator refuses a queue sized from stale values with BAD_RESOURCE, as
- * that firmware does (emu_dev_set_umem_params).
+ * the device reports at that time, read once per batch of creations; a
+ * creation refused for its umems all the same is retried once after
+ * reading them again. The emulator refuses a queue sized from stale values
+ * with BAD_RESOURCE, as that firmware does (emu_dev_set_umem_params).
  */
 #include <stdio.h>
 #include <string.h>
@@ -240,11 +241,69 @@ test_queues_created_after_the_umem_params_grew_are_sized_from_them(void **state)
 	tc_fe_stop(t, NRINGS, bases);
 }
 
+/*
+ * The parameters may change between the read and the CREATE: here the
+ * read before DRIVER_OK's batch fails (an injected QUERY_HCA_CAP failure),
+ * so the batch is sized from the probe's values and the device refuses
+ * the first CREATE with BAD_RESOURCE. That queue reads them again and is
+ * retried once, sized from the new values, with a line naming the device
+ * and the queue; the next queue is sized from what that read found. The
+ * device runs.
+ */
+static void
+test_a_create_refused_for_its_umems_is_retried_after_reading_them_again(void **state)
+{
+	static const uint32_t a[3] = { 256, 160, 32 }, b[3] = { 20480, 16384, 24576 };
+	struct tc *t = *state;
+	const char *retried[3] = { t->d.name, "queue 0 (rx 0): CREATE refused for its umems",
+				   NULL };
+	unsigned int refused = 0;
+	uint32_t bases[2];
+	struct vu_guest *g;
+	size_t mark, lmark, k;
+
+	/* One pair, configured one queue after the other: queue 0 meets the refusal. */
+	tc_probe(t, 1, "queue_size=128,parallel=0");
+	g = tc_guest(t, 0, 1, 256, false);
+	tc_connect(t);
+	assert_int_equal(lmh_set_umem_params(&t->d, a, b), 0);
+	assert_int_equal(lmh_fault_inject(&t->d, PRM_CMD_QUERY_HCA_CAP, 0xffff, 1,
+					  PRM_STATUS_INTERNAL_ERR, 0x5e0c7e57), 0);
+	mark = tc_mark(t);
+	lmark = lmh_log_mark();
+	assert_int_equal(vu_start_device(t->c, g, NULL), 0);
+	tc_wait_running(t);
+	tc_sync(t);
+	/* The read refused as injected, then queue 0's CREATE too small for the new values. */
+	for (k = mark; k < t->tr.n; k++) {
+		const struct lmh_cmd *c = &t->tr.c[k];
+
+		if (!c->is_cmd || c->status == 0)
+			continue;
+		if (refused++ == 0) {
+			assert_int_equal(c->opcode, PRM_CMD_QUERY_HCA_CAP);
+			continue;
+		}
+		assert_true(tc_p_vq_create(c, NULL));
+		assert_int_equal(c->qidx, 0);
+		assert_int_equal(c->status, PRM_STATUS_BAD_RES);
+		assert_int_equal(c->syndrome, EMU_SYND_VQ_UMEM_BELOW_PARAMS);
+	}
+	assert_int_equal(refused, 2);
+	assert_int_equal(creates_sized(t, mark, a, b), 2);
+	assert_true(lmh_log_line_has_all(lmark, retried));
+	/* The failed read, and queue 0's. */
+	assert_int_equal(queries(t, mark), 2);
+	tc_traffic(g, 0x1, 200);
+	tc_fe_stop(t, 2, bases);
+}
+
 int
 tc_run_umem(void)
 {
 	static const struct CMUnitTest tests[] = {
 		TC_TEST(test_queues_created_after_the_umem_params_grew_are_sized_from_them),
+		TC_TEST(test_a_create_refused_for_its_umems_is_retried_after_reading_them_again),
 	};
 
 	return cmocka_run_group_tests_name("lifecycle: umem parameters", tests, NULL, NULL);
