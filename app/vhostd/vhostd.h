@@ -89,6 +89,7 @@ struct vhostd {
 	/* options */
 	const char *rpc_socket;
 	const char *config_path;
+	bool config_missing_ok;        /* --allow-missing-config */
 	const char *metrics_addr;
 	const char *worker_path;
 	const char *worker_eal;

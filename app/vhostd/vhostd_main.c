@@ -164,12 +164,17 @@ usage(FILE *f)
 	fprintf(f,
 		"Usage: mlx5-lm-vhostd [--rpc-socket PATH] [--config FILE] [--metrics ADDRESS]\n"
 		"                      [--rpc-group GROUP] [--rpc-idle-timeout MS]\n"
-		"                      [--msg-timeout MS] [--eal \"ARGS\"] [--worker PATH]\n\n"
+		"                      [--msg-timeout MS] [--eal \"ARGS\"] [--worker PATH]\n"
+		"                      [--allow-missing-config]\n\n"
 		"vhost-user back end service for vdpa_mlx5_lm devices: one worker process per VM,\n"
 		"controlled by JSON-RPC 2.0 (mlx5-lm-ctl). Runs in the foreground until SIGTERM.\n\n"
 		"  --rpc-socket PATH  the control socket (default %s)\n"
 		"  --config FILE      devices to create at start (what config_save writes);\n"
-		"                     SIGHUP re-reads it and applies the difference\n"
+		"                     SIGHUP re-reads it and applies the difference; it must\n"
+		"                     exist unless --allow-missing-config\n"
+		"  --allow-missing-config\n"
+		"                     a --config FILE that does not exist yet (first boot) is\n"
+		"                     no device; config_save creates it\n"
 		"  --metrics ADDRESS  Prometheus metrics over HTTP at /metrics: a unix socket\n"
 		"                     path, or 127.0.0.1:PORT (loopback only)\n"
 		"  --rpc-group GROUP  members of GROUP may use the control socket too (0660)\n"
@@ -221,6 +226,7 @@ parse_args(int argc, char **argv)
 		{ "rpc-idle-timeout", required_argument, NULL, 'i' },
 		{ "eal", required_argument, NULL, 'e' },
 		{ "worker", required_argument, NULL, 'w' },
+		{ "allow-missing-config", no_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -273,6 +279,9 @@ parse_args(int argc, char **argv)
 		case 'w':
 			vhostd.worker_path = optarg;
 			break;
+		case 'A':
+			vhostd.config_missing_ok = true;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -283,6 +292,10 @@ parse_args(int argc, char **argv)
 	}
 	if (optind != argc) {
 		usage(stderr);
+		return 2;
+	}
+	if (vhostd.config_missing_ok && vhostd.config_path == NULL) {
+		fprintf(stderr, "mlx5-lm-vhostd: --allow-missing-config needs --config FILE\n");
 		return 2;
 	}
 	if (vhostd.worker_path == NULL)
@@ -335,6 +348,7 @@ main(int argc, char **argv)
 	struct vhostd_config boot;
 	int64_t shutdown_by = 0;
 	struct rlimit rl;
+	bool missing;
 	char msg[512];
 	sigset_t sigs;
 	int ret;
@@ -352,9 +366,20 @@ main(int argc, char **argv)
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	vhostd_config_init(&boot);
-	if (vhostd.config_path != NULL && access(vhostd.config_path, F_OK) == 0 &&
-	    vhostd_config_load(vhostd.config_path, &boot, msg, sizeof(msg)) < 0) {
-		SLOG("--config %s", msg);
+	/*
+	 * A file that is not there is a mistake (a typo in a unit leaves every
+	 * VM without its NICs) unless the operator said it may not exist yet:
+	 * a first boot, before config_save has written it.
+	 */
+	missing = vhostd.config_path != NULL && access(vhostd.config_path, F_OK) < 0 &&
+		  errno == ENOENT;
+	if (missing && vhostd.config_missing_ok) {
+		SLOG("configuration %s does not exist yet: no device to create "
+		     "(--allow-missing-config; config_save writes it)", vhostd.config_path);
+	} else if (vhostd.config_path != NULL &&
+		   vhostd_config_load(vhostd.config_path, &boot, msg, sizeof(msg)) < 0) {
+		SLOG("--config %s%s", msg, missing ? " (--allow-missing-config if config_save "
+		     "is to create it)" : "");
 		return 1;
 	}
 	signal(SIGPIPE, SIG_IGN);

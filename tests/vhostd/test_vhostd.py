@@ -519,7 +519,9 @@ class Config(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             cfg = os.path.join(d, 'cfg.json')
             s = {n: os.path.join(d, n + '.sock') for n in 'abcd'}
-            srv = service(d, config=cfg)
+            # No file yet: a first boot, which the operator allows.
+            srv = service(d, config=cfg, extra=['--allow-missing-config'])
+            self.assertIn(f'configuration {cfg} does not exist yet', srv.p.text())
             try:
                 srv.add('a', 'vm1', s['a'], devargs(0))
                 srv.add('b', 'vm1', s['b'], devargs(1))
@@ -673,6 +675,25 @@ class Config(unittest.TestCase):
                                timeout=60)
             self.assertEqual(r.returncode, 1)
             self.assertIn("config[0]: invalid params: 'socket'", r.stderr)
+
+    def test_a_missing_config_file_refuses_to_start_unless_allowed(self):
+        """A --config file that is not there was taken for an empty one: a typo in a
+        unit started the service ready with no device, every VM without its NICs."""
+        with tempfile.TemporaryDirectory() as d:
+            cfg = os.path.join(d, 'typo.json')
+            r = subprocess.run([VHOSTD, '--rpc-socket', os.path.join(d, 'r.sock'), '--config',
+                                cfg, '--worker', WORKER], capture_output=True, text=True,
+                               timeout=60)
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn(f'--config cannot read {cfg}: No such file or directory '
+                          '(--allow-missing-config if config_save is to create it)', r.stderr)
+            self.assertNotIn('ready', r.stderr)
+            self.assertFalse(os.path.lexists(os.path.join(d, 'r.sock')))
+            r = subprocess.run([VHOSTD, '--rpc-socket', os.path.join(d, 'r.sock'),
+                                '--allow-missing-config', '--worker', WORKER],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn('--allow-missing-config needs --config FILE', r.stderr)
 
     def test_a_config_with_a_socket_directory_others_may_change_refuses_to_start(self):
         with tempfile.TemporaryDirectory() as d:
