@@ -105,6 +105,11 @@ lm_app_sock_check(const char *path, char *msg, size_t len)
 	struct stat st;
 
 	msg[0] = '\0';
+	/* "" would reach bind() as an unnamed (abstract, autobound) address: no file at all. */
+	if (path[0] == '\0') {
+		snprintf(msg, len, "the socket path is empty: give one");
+		return -1;
+	}
 	if (strlen(path) >= sizeof(sa.sun_path)) {
 		snprintf(msg, len, "socket path %s is longer than %zu bytes, the limit of a "
 			 "unix socket: choose a shorter path", path, sizeof(sa.sun_path) - 1);

@@ -42,11 +42,12 @@ serve_usage(FILE *f)
 		"                          [--client] [--stats SECONDS] [--msg-timeout MS]\n"
 		"                          [--eal \"ARGS\"]\n\n"
 		"vhost-user back end: one %s device per socket, served until SIGINT/SIGTERM.\n\n"
-		"  --socket PATH    vhost-user socket (repeat for more devices: %s0, %s1, ...)\n"
+		"  --socket PATH    vhost-user socket (repeat for more devices: %s0, %s1, ...;\n"
+		"                   each path once)\n"
 		"  --devargs ARGS   device arguments, e.g. \"emu=cx6dx\": once for every device,\n"
 		"                   or once per socket, in the same order\n"
 		"  --client         connect to the front end's socket instead of listening\n"
-		"  --stats SECONDS  print per-queue device counters every SECONDS\n"
+		"  --stats SECONDS  print per-queue device counters every SECONDS (1..86400)\n"
 		"  --msg-timeout MS close a connection whose message payload does not\n"
 		"                   arrive within MS (default 3000; 0: wait forever, as\n"
 		"                   DPDK's vhost does, holding every socket's messages);\n"
@@ -218,6 +219,21 @@ cmd_serve(int argc, char **argv)
 				fprintf(stderr, "serve: at most %d sockets\n", MAX_SOCKETS);
 				return EXIT_USAGE;
 			}
+			/* An empty path names no socket: vhost would "serve" nothing. */
+			if (optarg[0] == '\0') {
+				fprintf(stderr, "serve: --socket: the path is empty\n");
+				return EXIT_USAGE;
+			}
+			/*
+			 * The same path twice: the second check finds the first
+			 * listening and blames "another process", ourselves.
+			 */
+			for (i = 0; i < nserved; i++) {
+				if (strcmp(served[i].path, optarg) == 0) {
+					fprintf(stderr, "serve: --socket %s given twice\n", optarg);
+					return EXIT_USAGE;
+				}
+			}
 			snprintf(served[nserved].path, sizeof(served[nserved].path), "%s", optarg);
 			snprintf(served[nserved].devname, sizeof(served[nserved].devname), "%s%u",
 				 TEST_LM_PMD, nserved);
@@ -233,13 +249,15 @@ cmd_serve(int argc, char **argv)
 		case 'c':
 			client = 1;
 			break;
-		case 't':
-			stats_period = atoi(optarg);
-			if (stats_period <= 0) {
-				fprintf(stderr, "serve: --stats needs a positive number of seconds\n");
+		case 't': {
+			unsigned int v;
+
+			/* Whole: "5x" is a typo, not 5 s (atoi took it as 5). */
+			if (test_lm_parse_uint("serve", "--stats", optarg, 1, 86400, &v) < 0)
 				return EXIT_USAGE;
-			}
+			stats_period = (int)v;
 			break;
+		}
 		case 'e':
 			eal = optarg;
 			break;

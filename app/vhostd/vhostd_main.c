@@ -230,6 +230,15 @@ parse_args(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const struct {
+		const char *opt;
+		const char **val;
+	} paths[] = {
+		{ "--rpc-socket", &vhostd.rpc_socket },
+		{ "--config", &vhostd.config_path },
+		{ "--metrics", &vhostd.metrics_addr },
+		{ "--worker", &vhostd.worker_path },
+	};
 	struct group *gr;
 	char *end;
 	int c;
@@ -293,6 +302,13 @@ parse_args(int argc, char **argv)
 	if (optind != argc) {
 		usage(stderr);
 		return 2;
+	}
+	/* An empty path is no file: the service would listen nowhere, load nothing. */
+	for (c = 0; c < (int)(sizeof(paths) / sizeof(paths[0])); c++) {
+		if (*paths[c].val != NULL && (*paths[c].val)[0] == '\0') {
+			fprintf(stderr, "mlx5-lm-vhostd: %s: the path is empty\n", paths[c].opt);
+			return 2;
+		}
 	}
 	if (vhostd.config_missing_ok && vhostd.config_path == NULL) {
 		fprintf(stderr, "mlx5-lm-vhostd: --allow-missing-config needs --config FILE\n");

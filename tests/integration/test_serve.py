@@ -229,5 +229,39 @@ class SocketPaths(unittest.TestCase):
             self.assertIn('mkdir -p', line)
 
 
+class Options(unittest.TestCase):
+    """Options that name nothing, twice the same, or half a number are usage errors."""
+
+    def usage(self, *args):
+        p = subprocess.run([TOOL, 'serve'] + list(args), capture_output=True, text=True,
+                           timeout=60)
+        return p.returncode, p.stdout + p.stderr
+
+    def test_an_empty_socket_path_is_a_usage_error(self):
+        # It printed 'ready' and listened on no path.
+        rc, out = self.usage('--socket', '', '--devargs', 'emu=fast')
+        self.assertEqual(rc, 2, out)
+        self.assertIn('serve: --socket: the path is empty', out)
+        self.assertNotIn('ready', out)
+
+    def test_one_socket_given_twice_is_a_usage_error(self):
+        # The second was checked against the first, listening: "another process".
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, 'x.sock')
+            rc, out = self.usage('--socket', path, '--socket', path, '--devargs', 'emu=fast')
+            self.assertEqual(rc, 2, out)
+            self.assertIn(f'serve: --socket {path} given twice', out)
+            self.assertNotIn('another process', out)
+            self.assertFalse(os.path.lexists(path))
+
+    def test_stats_takes_a_whole_number(self):
+        with tempfile.TemporaryDirectory() as d:
+            for bad in ('5x', '', '0', '1e3', '-1', '86401'):
+                rc, out = self.usage('--socket', os.path.join(d, 'x.sock'), '--devargs',
+                                     'emu=fast', '--stats', bad)
+                self.assertEqual(rc, 2, (bad, out))
+                self.assertIn(f"serve: --stats: '{bad}' is not a number in [1, 86400]", out)
+
+
 if __name__ == '__main__':
     unittest.main(verbosity=2)

@@ -695,6 +695,17 @@ class Config(unittest.TestCase):
             self.assertEqual(r.returncode, 2, r.stderr)
             self.assertIn('--allow-missing-config needs --config FILE', r.stderr)
 
+    def test_empty_paths_are_usage_errors(self):
+        """--rpc-socket "" started, 'ready: RPC socket ,' and at stop 'not removed'."""
+        with tempfile.TemporaryDirectory() as d:
+            for opt in ('--rpc-socket', '--config', '--metrics', '--worker'):
+                args = [VHOSTD, '--rpc-socket', os.path.join(d, 'r.sock'), '--worker',
+                        WORKER, opt, '']
+                r = subprocess.run(args, capture_output=True, text=True, timeout=60)
+                self.assertEqual(r.returncode, 2, (opt, r.stderr))
+                self.assertIn(f'mlx5-lm-vhostd: {opt}: the path is empty', r.stderr)
+                self.assertNotIn('ready', r.stderr)
+
     def test_a_config_with_a_socket_directory_others_may_change_refuses_to_start(self):
         with tempfile.TemporaryDirectory() as d:
             loose = os.path.join(d, 'loose')
