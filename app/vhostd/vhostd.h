@@ -145,6 +145,8 @@ int vhostd_vm_request_args(struct vhostd_vm *vm, const char *op, const char *dev
 			   json_t *args, struct vhostd_call *call,
 			   void (*done)(struct vhostd_wreq *, json_t *, int, const char *));
 void vhostd_vm_reap(pid_t pid, int status);
+/* The EAL runtime directory a dead worker of vm (pid, reaped) left, if any. */
+void vhostd_runtime_dir_remove(const char *vm, pid_t pid);
 /* Restarts due, readiness deadlines; the next deadline (ms, -1 none). */
 int64_t vhostd_vm_timers(void);
 void vhostd_vm_shutdown_all(void);

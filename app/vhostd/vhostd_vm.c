@@ -5,8 +5,10 @@
  * it answers; a worker that dies fails only its own requests, and is
  * restarted with a bounded back-off, its devices re-created.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
@@ -793,6 +795,64 @@ describe_status(int status, char *buf, size_t len)
 		snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
 }
 
+/*
+ * The EAL runtime directory of vm's dead worker pid. A worker that tears
+ * down removes its own (lm_app_eal_cleanup); one that was killed leaves it,
+ * and every kill -9, crash or restart added one more to the runtime
+ * directory. Its path is EAL's (22.11: /var/run/dpdk for root, else
+ * $XDG_RUNTIME_DIR/dpdk or /tmp/dpdk) and the worker's file prefix,
+ * vhostd-<vm>-<pid> (vhostd_worker.c): only that directory, found in the
+ * runtime directory through an fd, never through a symlink, and only if
+ * it is a directory of ours. What EAL leaves in it (files, sockets) is
+ * removed, never a directory in it (EAL makes none there).
+ */
+void
+vhostd_runtime_dir_remove(const char *vm, pid_t pid)
+{
+	const char *base = "/var/run";
+	char run[PATH_MAX], name[VHOSTD_NAME_MAX + 32];
+	int rfd, dfd, n = 0;
+	struct dirent *e;
+	struct stat st;
+	DIR *dir;
+
+	if (getuid() != 0)
+		base = getenv("XDG_RUNTIME_DIR") != NULL ? getenv("XDG_RUNTIME_DIR") : "/tmp";
+	snprintf(run, sizeof(run), "%s/dpdk", base);
+	snprintf(name, sizeof(name), "vhostd-%s-%d", vm, (int)pid);
+	rfd = open(run, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rfd < 0)
+		return;
+	dfd = openat(rfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0 || fstat(dfd, &st) < 0 || st.st_uid != geteuid()) {
+		if (dfd >= 0)
+			close(dfd);
+		close(rfd);
+		return;
+	}
+	dir = fdopendir(dfd);
+	if (dir == NULL) {
+		close(dfd);
+		close(rfd);
+		return;
+	}
+	while ((e = readdir(dir)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		/* unlinkat without AT_REMOVEDIR: a symlink goes, never what it names. */
+		if (unlinkat(dfd, e->d_name, 0) == 0)
+			n++;
+	}
+	closedir(dir);
+	if (unlinkat(rfd, name, AT_REMOVEDIR) == 0)
+		SLOG("vm %s: worker %d's EAL runtime directory %s/%s removed%s", vm, (int)pid, run,
+		     name, n > 0 ? " (with what it held)" : "");
+	else
+		SLOG("vm %s: cannot remove worker %d's EAL runtime directory %s/%s: %s", vm,
+		     (int)pid, run, name, strerror(errno));
+	close(rfd);
+}
+
 void
 vhostd_vm_reap(pid_t pid, int status)
 {
@@ -808,6 +868,7 @@ vhostd_vm_reap(pid_t pid, int status)
 	if (vm == NULL)
 		return;
 	describe_status(status, vm->last_exit, sizeof(vm->last_exit));
+	vhostd_runtime_dir_remove(vm->name, pid);
 	was_ready = vm->ready;
 	/*
 	 * The answers its channel still holds first, then the requests left

@@ -797,6 +797,33 @@ class Isolation(unittest.TestCase):
             for w in children(srv.p.p.pid):
                 self.fail(f'process {w} left behind')
 
+    def test_a_killed_workers_eal_runtime_directory_is_removed(self):
+        """EAL's runtime directory of a worker killed -9 stayed, one more per crash,
+        after the restart and after the service stopped."""
+        run = (('/var/run' if os.getuid() == 0 else
+                os.environ.get('XDG_RUNTIME_DIR', '/tmp')) + '/dpdk')
+        with tempfile.TemporaryDirectory() as d:
+            srv = service(d)
+            try:
+                sock = os.path.join(d, 'a.sock')
+                srv.add('a', 'vmrt', sock, devargs(0))
+                w = srv.vm('vmrt')['worker_pid']
+                gone = os.path.join(run, f'vhostd-vmrt-{w}')
+                self.assertTrue(os.path.isdir(gone), gone)
+                os.kill(w, signal.SIGKILL)
+                srv.p.expect(r'vm vmrt: worker %d killed by signal 9' % w, timeout=30)
+                srv.wait_state('a', 'waiting')
+                w2 = srv.vm('vmrt')['worker_pid']
+                self.assertNotEqual(w2, w)
+                self.assertFalse(os.path.lexists(gone), gone)
+                self.assertIn(f"worker {w}'s EAL runtime directory {gone} removed",
+                              srv.p.text())
+                # The new worker's own is left to it: it removes it at its teardown.
+                self.assertTrue(os.path.isdir(os.path.join(run, f'vhostd-vmrt-{w2}')))
+            finally:
+                stopped_clean(self, srv)
+            self.assertFalse(os.path.lexists(os.path.join(run, f'vhostd-vmrt-{w2}')))
+
     def test_a_worker_dying_while_its_last_device_is_removed_leaves_no_vm(self):
         """The removal's answer, failed by the worker's death, took the VM's last device,
         and the reap went on with the VM freed under it (a use after free)."""
