@@ -44,6 +44,35 @@ int lm_app_remove_device(const char *devname);
  */
 int lm_app_sock_check(const char *path, char *msg, size_t len);
 
+/*
+ * Who may connect to a server socket: its group (gid, or (gid_t)-1 to
+ * keep the creator's) and its permission bits (mode & 0777).
+ */
+struct lm_app_sock_perm {
+	gid_t gid;
+	mode_t mode;
+};
+
+/*
+ * A socket's mode as an operator writes it, "0660": 3 or 4 octal digits,
+ * permission bits only (at most 0777). 0 with *mode, or -1.
+ */
+int lm_app_sock_parse_mode(const char *s, unsigned int *mode);
+
+/*
+ * The umask under which a socket to be given perm is bound: it is created
+ * with no more than perm's owner bits, so that nobody else can connect
+ * before lm_app_sock_set_perm() gives it its group, then its mode.
+ */
+mode_t lm_app_sock_perm_umask(const struct lm_app_sock_perm *perm);
+/*
+ * The socket file at path (just bound by us) given perm: through one fd
+ * of the file (O_PATH, never through a symlink), the group first, then the
+ * mode. 0, or -1 with msg saying what failed.
+ */
+int lm_app_sock_set_perm(const char *path, const struct lm_app_sock_perm *perm, char *msg,
+			 size_t len);
+
 struct rte_vdpa_device;
 struct rte_vhost_device_ops;
 
@@ -58,6 +87,13 @@ struct rte_vhost_device_ops;
  */
 int lm_app_vhost_start(const char *path, struct rte_vdpa_device *vdpa, bool client,
 		       const struct rte_vhost_device_ops *ops, char *msg, size_t len);
+/*
+ * The same, a server's socket given perm (NULL: as the process's umask
+ * makes it) with no moment at which more than perm allows may connect.
+ */
+int lm_app_vhost_start_perm(const char *path, struct rte_vdpa_device *vdpa, bool client,
+			    const struct lm_app_sock_perm *perm,
+			    const struct rte_vhost_device_ops *ops, char *msg, size_t len);
 void lm_app_vhost_stop(const char *path);
 
 /*

@@ -5,6 +5,7 @@
  * symlink, never over a live server; one line that says what to do.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -129,4 +130,68 @@ lm_app_sock_check(const char *path, char *msg, size_t len)
 		return -1;
 	}
 	return check_dir(path, msg, len);
+}
+
+int
+lm_app_sock_parse_mode(const char *s, unsigned int *mode)
+{
+	size_t n = strlen(s), i;
+	unsigned int m = 0;
+
+	/* No setuid, setgid or sticky bit: they mean nothing on a socket. */
+	if (n < 3 || n > 4 || (n == 4 && s[0] != '0'))
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '7')
+			return -1;
+		m = m * 8 + (unsigned int)(s[i] - '0');
+	}
+	*mode = m;
+	return 0;
+}
+
+mode_t
+lm_app_sock_perm_umask(const struct lm_app_sock_perm *perm)
+{
+	return 0777 & ~(perm->mode & 0700);
+}
+
+int
+lm_app_sock_set_perm(const char *path, const struct lm_app_sock_perm *perm, char *msg,
+		     size_t len)
+{
+	char self[64];
+	struct stat st;
+	int fd, ret = -1;
+
+	/* One fd of the file bound: what is checked is what is changed. */
+	fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		snprintf(msg, len, "socket %s: cannot set its group and mode: %s", path,
+			 strerror(errno));
+		goto out;
+	}
+	if (!S_ISSOCK(st.st_mode)) {
+		snprintf(msg, len, "socket %s: not a socket once bound: its group and mode left "
+			 "unset", path);
+		goto out;
+	}
+	/* The group while only the owner may connect; the wider mode after it. */
+	if (perm->gid != (gid_t)-1 && fchownat(fd, "", (uid_t)-1, perm->gid, AT_EMPTY_PATH) < 0) {
+		snprintf(msg, len, "socket %s: cannot give it group %u: %s", path,
+			 (unsigned int)perm->gid, strerror(errno));
+		goto out;
+	}
+	/* An O_PATH fd takes no fchmod; its /proc link names the same file. */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	if (chmod(self, perm->mode & 0777) < 0) {
+		snprintf(msg, len, "socket %s: cannot give it mode %04o: %s", path,
+			 (unsigned int)(perm->mode & 0777), strerror(errno));
+		goto out;
+	}
+	ret = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	return ret;
 }

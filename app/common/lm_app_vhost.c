@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The vhost-user set-up of one vdpa_mlx5_lm device (see lm_app.h). */
 #include <stdio.h>
+#include <sys/stat.h>
 
 #include <rte_vdpa.h>
 #include <rte_vhost.h>
@@ -12,7 +13,20 @@ int
 lm_app_vhost_start(const char *path, struct rte_vdpa_device *vdpa, bool client,
 		   const struct rte_vhost_device_ops *ops, char *msg, size_t len)
 {
+	return lm_app_vhost_start_perm(path, vdpa, client, NULL, ops, msg, len);
+}
+
+int
+lm_app_vhost_start_perm(const char *path, struct rte_vdpa_device *vdpa, bool client,
+			const struct lm_app_sock_perm *perm,
+			const struct rte_vhost_device_ops *ops, char *msg, size_t len)
+{
+	mode_t old = 0;
+	int ret;
+
 	msg[0] = '\0';
+	if (client)
+		perm = NULL;
 	if (rte_vhost_driver_register(path, client ? RTE_VHOST_USER_CLIENT : 0) < 0) {
 		snprintf(msg, len, "cannot register vhost-user socket %s", path);
 		return -1;
@@ -32,11 +46,28 @@ lm_app_vhost_start(const char *path, struct rte_vdpa_device *vdpa, bool client,
 	 * would never start (tests/e2e/test_qemu_doc.py). QEMU 7.2 does not
 	 * pass ORDER_PLATFORM to its guest either.
 	 */
-	if (rte_vhost_driver_callback_register(path, ops) < 0 ||
-	    rte_vhost_driver_start(path) < 0) {
+	if (rte_vhost_driver_callback_register(path, ops) < 0) {
 		snprintf(msg, len, "cannot start vhost-user on %s", path);
 		goto err;
 	}
+	/*
+	 * vhost binds a server's socket in rte_vhost_driver_start, in this
+	 * thread, under the process's umask: narrowed for the bind, so that
+	 * the socket is born with at most perm's owner bits. The umask is the
+	 * process's, not this thread's: the other threads (EAL's, vhost's)
+	 * create no file meanwhile.
+	 */
+	if (perm != NULL)
+		old = umask(lm_app_sock_perm_umask(perm));
+	ret = rte_vhost_driver_start(path);
+	if (perm != NULL)
+		umask(old);
+	if (ret < 0) {
+		snprintf(msg, len, "cannot start vhost-user on %s", path);
+		goto err;
+	}
+	if (perm != NULL && lm_app_sock_set_perm(path, perm, msg, len) < 0)
+		goto err;
 	return 0;
 err:
 	rte_vhost_driver_unregister(path);

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 
 #include <jansson.h>
 
+#include "lm_app.h"
 #include "lm_app_rpc.h"
 
 #define DEFAULT_SOCKET "/run/mlx5-lm/vhostd.sock"
@@ -89,10 +91,13 @@ add_params(const struct command *cmd, int argc, char **argv)
 		{ "client", no_argument, NULL, 'c' },
 		{ "devargs", required_argument, NULL, 'd' },
 		{ "no-auto-prepare", no_argument, NULL, 'a' },
+		{ "socket-group", required_argument, NULL, 'g' },
+		{ "socket-mode", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	json_t *p = json_object();
+	unsigned int mode;
 	int c;
 
 	optind = 1;
@@ -116,6 +121,26 @@ add_params(const struct command *cmd, int argc, char **argv)
 		case 'a':
 			json_object_set_new(p, "auto_prepare", json_false());
 			break;
+		case 'g':
+			/* The service runs here: a group it would refuse is a typo to say now. */
+			if (optarg[0] == '\0' || getgrnam(optarg) == NULL) {
+				fprintf(stderr, "mlx5-lm-ctl: device_add: --socket-group: no group "
+					"'%s'\n", optarg);
+				json_decref(p);
+				return NULL;
+			}
+			json_object_set_new(p, "socket_group", json_string(optarg));
+			break;
+		case 'm':
+			if (lm_app_sock_parse_mode(optarg, &mode) < 0) {
+				fprintf(stderr, "mlx5-lm-ctl: device_add: --socket-mode takes "
+					"permission bits in octal, 0000 to 0777 (e.g. 0660), not "
+					"'%s'\n", optarg);
+				json_decref(p);
+				return NULL;
+			}
+			json_object_set_new(p, "socket_mode", json_string(optarg));
+			break;
 		case 'h':
 			cmd_usage(stdout, cmd);
 			printf("\n  --name NAME          the device's name, unique in the service\n"
@@ -127,7 +152,13 @@ add_params(const struct command *cmd, int argc, char **argv)
 			       "                       doc/devargs.md, e.g. emu=cx6dx,queues=4\n"
 			       "  --no-auto-prepare    do not register a destination front end's\n"
 			       "                       guest memory before its start unasked\n"
-			       "                       (doc/vhostd.md, preparing the destination)\n");
+			       "                       (doc/vhostd.md, preparing the destination)\n"
+			       "  --socket-group NAME  the group of its socket: members (QEMU as\n"
+			       "                       libvirt-qemu) may connect; mode 0660\n"
+			       "                       unless --socket-mode (default the\n"
+			       "                       service's --socket-group)\n"
+			       "  --socket-mode MODE   its socket's mode in octal, e.g. 0660\n"
+			       "                       (default the service's --socket-mode)\n");
 			json_decref(p);
 			exit(EXIT_OK);
 		default:
@@ -351,7 +382,7 @@ show_json(json_t *r)
 
 static const struct command commands[] = {
 	{ "device_add", "--name NAME --vm VM --vhost-socket PATH [--client] --devargs ARGS "
-	  "[--no-auto-prepare]",
+	  "[--no-auto-prepare] [--socket-group NAME] [--socket-mode MODE]",
 	  "create a device in its VM's worker and serve its vhost-user socket", add_params,
 	  show_added },
 	{ "device_remove", "NAME", "stop serving a device and destroy it", name_params,

@@ -93,6 +93,10 @@ struct vhostd {
 	const char *metrics_addr;
 	const char *worker_path;
 	const char *worker_eal;
+	/* --socket-group, --socket-mode: for the devices' sockets that name none */
+	const char *socket_group;
+	bool socket_mode_set;
+	unsigned int socket_mode;
 	gid_t rpc_gid;
 	bool rpc_group;
 	unsigned int msg_timeout_ms;

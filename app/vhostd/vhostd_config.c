@@ -2,6 +2,7 @@
 /* mlx5-lm-vhostd's configuration (see vhostd_config.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lm_app.h"
 #include "vhostd_config.h"
 #include "vhostd_rpc.h"
 #include "vhostd_sockdir.h"
@@ -58,6 +60,42 @@ ends_with(const char *s, const char *end)
 	size_t n = strlen(s), m = strlen(end);
 
 	return n >= m && strcmp(s + n - m, end) == 0;
+}
+
+/* The socket's group and mode, of params into d (see vhostd_devcfg_from_json). */
+static int
+perm_from_json(json_t *params, struct vhostd_devcfg *d, char *msg, size_t len)
+{
+	const char *group = json_string_value(json_object_get(params, "socket_group"));
+	const char *mode = json_string_value(json_object_get(params, "socket_mode"));
+
+	if (group == NULL && mode == NULL)
+		return 0;
+	if (d->client) {
+		snprintf(msg, len, "invalid params: 'socket_group' and 'socket_mode' are for a "
+			 "socket the service creates, not a client's (the front end's socket)");
+		return -1;
+	}
+	if (group != NULL) {
+		if (group[0] == '\0' || strlen(group) > VHOSTD_GROUP_MAX) {
+			snprintf(msg, len, "invalid params: 'socket_group' must be a group name of "
+				 "1 to %d characters", VHOSTD_GROUP_MAX);
+			return -1;
+		}
+		/* Named here, where the operator reads the answer, not at a worker's start. */
+		if (getgrnam(group) == NULL) {
+			snprintf(msg, len, "invalid params: 'socket_group': no group '%s'", group);
+			return -1;
+		}
+		snprintf(d->socket_group, sizeof(d->socket_group), "%s", group);
+	}
+	if (mode != NULL && lm_app_sock_parse_mode(mode, &d->socket_mode) < 0) {
+		snprintf(msg, len, "invalid params: 'socket_mode' must be permission bits in "
+			 "octal, 0000 to 0777 (e.g. \"0660\"), not '%.16s'", mode);
+		return -1;
+	}
+	d->socket_mode_set = mode != NULL;
+	return 0;
 }
 
 int
@@ -118,15 +156,25 @@ vhostd_devcfg_from_json(json_t *params, struct vhostd_devcfg *d, char *msg, size
 	snprintf(d->devargs, sizeof(d->devargs), "%s", devargs);
 	d->client = client != NULL && json_is_true(client);
 	d->auto_prepare = auto_prepare == NULL || json_is_true(auto_prepare);
-	return 0;
+	return perm_from_json(params, d, msg, len);
 }
 
 json_t *
 vhostd_devcfg_to_json(const struct vhostd_devcfg *d)
 {
-	return json_pack("{s:s, s:s, s:s, s:b, s:s, s:b}", "name", d->name, "vm", d->vm,
-			 "socket", d->socket, "client", d->client, "devargs", d->devargs,
-			 "auto_prepare", d->auto_prepare);
+	json_t *j = json_pack("{s:s, s:s, s:s, s:b, s:s, s:b}", "name", d->name, "vm", d->vm,
+			      "socket", d->socket, "client", d->client, "devargs", d->devargs,
+			      "auto_prepare", d->auto_prepare);
+	char mode[8];
+
+	/* Only when given: a configuration without them reads as it always did. */
+	if (j != NULL && d->socket_group[0] != '\0')
+		json_object_set_new(j, "socket_group", json_string(d->socket_group));
+	if (j != NULL && d->socket_mode_set) {
+		snprintf(mode, sizeof(mode), "%04o", d->socket_mode);
+		json_object_set_new(j, "socket_mode", json_string(mode));
+	}
+	return j;
 }
 
 bool
@@ -134,7 +182,9 @@ vhostd_devcfg_equal(const struct vhostd_devcfg *a, const struct vhostd_devcfg *b
 {
 	return strcmp(a->name, b->name) == 0 && strcmp(a->vm, b->vm) == 0 &&
 	       strcmp(a->socket, b->socket) == 0 && a->client == b->client &&
-	       strcmp(a->devargs, b->devargs) == 0 && a->auto_prepare == b->auto_prepare;
+	       strcmp(a->devargs, b->devargs) == 0 && a->auto_prepare == b->auto_prepare &&
+	       strcmp(a->socket_group, b->socket_group) == 0 &&
+	       a->socket_mode_set == b->socket_mode_set && a->socket_mode == b->socket_mode;
 }
 
 void
@@ -221,6 +271,8 @@ static const struct vhostd_param devcfg_params[] = {
 	{ "client", VHOSTD_PARAM_BOOL, false, NULL },
 	{ "devargs", VHOSTD_PARAM_STRING, true, NULL },
 	{ "auto_prepare", VHOSTD_PARAM_BOOL, false, NULL },
+	{ "socket_group", VHOSTD_PARAM_STRING, false, NULL },
+	{ "socket_mode", VHOSTD_PARAM_STRING, false, NULL },
 	{ NULL, 0, false, NULL },
 };
 

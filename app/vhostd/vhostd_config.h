@@ -16,6 +16,7 @@
 #define VHOSTD_NAME_MAX 32       /* device and VM names, without the NUL */
 #define VHOSTD_SOCKET_MAX 108    /* sun_path, with the NUL */
 #define VHOSTD_DEVARGS_MAX 1024
+#define VHOSTD_GROUP_MAX 64      /* a socket's group name, without the NUL */
 
 struct vhostd_devcfg {
 	char name[VHOSTD_NAME_MAX + 1];
@@ -25,6 +26,14 @@ struct vhostd_devcfg {
 	char devargs[VHOSTD_DEVARGS_MAX];
 	/* Prepare a destination front end's guest memory unasked (default true). */
 	bool auto_prepare;
+	/*
+	 * Who may connect to a socket the service creates (not a client's):
+	 * its group ("" the service's) and mode (unset: 0660 with a group,
+	 * else as created).
+	 */
+	char socket_group[VHOSTD_GROUP_MAX + 1];
+	bool socket_mode_set;
+	unsigned int socket_mode;
 };
 
 struct vhostd_config {
@@ -36,7 +45,9 @@ struct vhostd_config {
  * device_add's params (already type-checked) into d: names of 1-32 of
  * [A-Za-z0-9_.-], an absolute socket path that fits a unix socket, devargs
  * of printable characters naming exactly one of emu=, ibdev=, pci=, sf=;
- * auto_prepare true unless given false. -1 with msg naming the field.
+ * auto_prepare true unless given false; socket_group a group that exists,
+ * socket_mode octal permission bits ("0660"), both for a server's socket
+ * only. -1 with msg naming the field.
  */
 int vhostd_devcfg_from_json(json_t *params, struct vhostd_devcfg *d, char *msg, size_t len);
 json_t *vhostd_devcfg_to_json(const struct vhostd_devcfg *d);

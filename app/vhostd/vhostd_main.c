@@ -23,6 +23,7 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "lm_app.h"
 #include "vhostd.h"
 
 #define DEFAULT_RPC_SOCKET "/run/mlx5-lm/vhostd.sock"
@@ -165,7 +166,8 @@ usage(FILE *f)
 		"Usage: mlx5-lm-vhostd [--rpc-socket PATH] [--config FILE] [--metrics ADDRESS]\n"
 		"                      [--rpc-group GROUP] [--rpc-idle-timeout MS]\n"
 		"                      [--msg-timeout MS] [--eal \"ARGS\"] [--worker PATH]\n"
-		"                      [--allow-missing-config]\n\n"
+		"                      [--allow-missing-config] [--socket-group GROUP]\n"
+		"                      [--socket-mode MODE]\n\n"
 		"vhost-user back end service for vdpa_mlx5_lm devices: one worker process per VM,\n"
 		"controlled by JSON-RPC 2.0 (mlx5-lm-ctl). Runs in the foreground until SIGTERM.\n\n"
 		"  --rpc-socket PATH  the control socket (default %s)\n"
@@ -178,6 +180,13 @@ usage(FILE *f)
 		"  --metrics ADDRESS  Prometheus metrics over HTTP at /metrics: a unix socket\n"
 		"                     path, or 127.0.0.1:PORT (loopback only)\n"
 		"  --rpc-group GROUP  members of GROUP may use the control socket too (0660)\n"
+		"  --socket-group GROUP\n"
+		"                     the group of the vhost-user sockets the service creates\n"
+		"                     (a device's socket_group wins): QEMU running as a member\n"
+		"                     of GROUP (libvirt's libvirt-qemu) may connect (mode 0660)\n"
+		"  --socket-mode MODE the mode of those sockets, octal (default 0660 with a\n"
+		"                     group, else as the umask makes them); a device's\n"
+		"                     socket_mode wins\n"
 		"  --rpc-idle-timeout MS\n"
 		"                     close a control connection with no call in flight that\n"
 		"                     sent and read nothing for MS (default %u; 0: never)\n"
@@ -227,6 +236,8 @@ parse_args(int argc, char **argv)
 		{ "eal", required_argument, NULL, 'e' },
 		{ "worker", required_argument, NULL, 'w' },
 		{ "allow-missing-config", no_argument, NULL, 'A' },
+		{ "socket-group", required_argument, NULL, 'G' },
+		{ "socket-mode", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -290,6 +301,24 @@ parse_args(int argc, char **argv)
 			break;
 		case 'A':
 			vhostd.config_missing_ok = true;
+			break;
+		case 'G':
+			if (optarg[0] == '\0' || strlen(optarg) > VHOSTD_GROUP_MAX ||
+			    getgrnam(optarg) == NULL) {
+				fprintf(stderr, "mlx5-lm-vhostd: --socket-group: no group '%s'\n",
+					optarg);
+				return 2;
+			}
+			vhostd.socket_group = optarg;
+			break;
+		case 'M':
+			if (lm_app_sock_parse_mode(optarg, &vhostd.socket_mode) < 0) {
+				fprintf(stderr, "mlx5-lm-vhostd: --socket-mode takes permission "
+					"bits in octal, 0000 to 0777 (e.g. 0660), not '%s'\n",
+					optarg);
+				return 2;
+			}
+			vhostd.socket_mode_set = true;
 			break;
 		case 'h':
 			usage(stdout);

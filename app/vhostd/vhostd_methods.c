@@ -37,6 +37,10 @@ static const struct vhostd_param p_add[] = {
 	{ "auto_prepare", VHOSTD_PARAM_BOOL, false,
 	  "prepare a destination front end's guest memory before its start, unasked "
 	  "(default true; doc/vhostd.md)" },
+	{ "socket_group", VHOSTD_PARAM_STRING, false,
+	  "the group of the socket the service creates (default --socket-group)" },
+	{ "socket_mode", VHOSTD_PARAM_STRING, false,
+	  "its mode in octal, e.g. \"0660\" (default --socket-mode; 0660 with a group)" },
 	{ NULL, 0, false, NULL },
 };
 
@@ -50,6 +54,14 @@ dev_summary(struct vhostd_dev *d)
 
 	if (d->reason[0] != '\0')
 		json_object_set_new(j, "reason", json_string(d->reason));
+	if (d->cfg.socket_group[0] != '\0')
+		json_object_set_new(j, "socket_group", json_string(d->cfg.socket_group));
+	if (d->cfg.socket_mode_set) {
+		char mode[8];
+
+		snprintf(mode, sizeof(mode), "%04o", d->cfg.socket_mode);
+		json_object_set_new(j, "socket_mode", json_string(mode));
+	}
 	return j;
 }
 

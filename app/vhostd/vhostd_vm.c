@@ -236,7 +236,17 @@ vhostd_vm_request_args(struct vhostd_vm *vm, const char *op, const char *dev, js
 	r->call = call;
 	snprintf(r->dev, sizeof(r->dev), "%s", dev != NULL ? dev : "");
 	if (strcmp(op, "add") == 0 && d != NULL) {
-		r->msg = vhostd_devcfg_to_json(&d->cfg);
+		struct vhostd_devcfg cfg = d->cfg;
+
+		/* The service's defaults for a socket of its own that names none. */
+		if (!cfg.client && cfg.socket_group[0] == '\0' && vhostd.socket_group != NULL)
+			snprintf(cfg.socket_group, sizeof(cfg.socket_group), "%s",
+				 vhostd.socket_group);
+		if (!cfg.client && !cfg.socket_mode_set && vhostd.socket_mode_set) {
+			cfg.socket_mode_set = true;
+			cfg.socket_mode = vhostd.socket_mode;
+		}
+		r->msg = vhostd_devcfg_to_json(&cfg);
 	} else {
 		r->msg = args != NULL ? json_deep_copy(args) : json_object();
 		if (dev != NULL)

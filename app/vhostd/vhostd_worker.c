@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
@@ -348,6 +349,8 @@ probe_captured(const char *devname, const char *devargs, char *why, size_t len)
 static json_t *
 op_add(json_t *id, json_t *req)
 {
+	const struct lm_app_sock_perm *perm_p = NULL;
+	struct lm_app_sock_perm perm;
 	struct vhostd_devcfg cfg;
 	char why[600];
 	struct wdev *d = NULL;
@@ -373,6 +376,17 @@ op_add(json_t *id, json_t *req)
 		if (r > 0)
 			WLOG("device %s: %s", cfg.name, why);
 	}
+	/* A group alone opens the socket to it (0660), as --rpc-group does. */
+	if (!cfg.client && (cfg.socket_group[0] != '\0' || cfg.socket_mode_set)) {
+		struct group *gr = cfg.socket_group[0] != '\0' ? getgrnam(cfg.socket_group) : NULL;
+
+		if (cfg.socket_group[0] != '\0' && gr == NULL)
+			return error_reply(id, VHOSTD_RPC_INVALID_PARAMS, "invalid params: "
+					   "'socket_group': no group '%s'", cfg.socket_group);
+		perm.gid = gr != NULL ? gr->gr_gid : (gid_t)-1;
+		perm.mode = cfg.socket_mode_set ? (mode_t)cfg.socket_mode : 0660;
+		perm_p = &perm;
+	}
 	memset(d, 0, sizeof(*d));
 	snprintf(d->name, sizeof(d->name), "%s", cfg.name);
 	snprintf(d->socket, sizeof(d->socket), "%s", cfg.socket);
@@ -393,13 +407,19 @@ op_add(json_t *id, json_t *req)
 	pthread_mutex_lock(&wlock);
 	d->used = true;
 	pthread_mutex_unlock(&wlock);
-	if (lm_app_vhost_start(d->socket, d->vdpa, d->client, &vhost_ops, why, sizeof(why)) < 0)
+	if (lm_app_vhost_start_perm(d->socket, d->vdpa, d->client, perm_p, &vhost_ops, why,
+				    sizeof(why)) < 0)
 		goto err_unuse;
 	if (!d->client)
 		wake_vhost_thread();
 	snprintf(d->state, sizeof(d->state), "waiting");
-	DLOG(d, "%s on %s (%s), devargs %s", d->devname, d->socket,
-	     d->client ? "client" : "server", d->devargs);
+	if (perm_p != NULL)
+		DLOG(d, "%s on %s (server, group %s, mode %04o), devargs %s", d->devname,
+		     d->socket, cfg.socket_group[0] ? cfg.socket_group : "unchanged",
+		     (unsigned int)perm.mode, d->devargs);
+	else
+		DLOG(d, "%s on %s (%s), devargs %s", d->devname, d->socket,
+		     d->client ? "client" : "server", d->devargs);
 	res = json_pack("{s:s, s:s, s:s}", "name", d->name, "device", d->devname, "state",
 			d->state);
 	/*

@@ -285,6 +285,118 @@ class Basics(unittest.TestCase):
             finally:
                 stopped_clean(self, srv)
 
+    def test_a_sockets_group_and_mode_let_its_members_connect(self):
+        """The vhost-user sockets were srwxr-xr-x root root (the service's umask): QEMU
+        not running as root (libvirt's libvirt-qemu) could not connect."""
+        if os.geteuid() != 0:
+            self.skipTest('needs root to act as another user')
+        import grp
+        try:
+            group = grp.getgrgid(65534).gr_name
+        except KeyError:
+            self.skipTest('no group 65534')
+        with tempfile.TemporaryDirectory() as d:
+            os.chmod(d, 0o711)
+            cfg = os.path.join(d, 'cfg.json')
+            sa, sb, sc = (os.path.join(d, n + '.sock') for n in 'abc')
+            umask = os.umask(0o022)
+            os.umask(umask)
+            srv = service(d, config=cfg, extra=['--allow-missing-config'])
+            try:
+                rc, out, err = srv.ctl('device_add', '--name', 'a', '--vm', 'vmg',
+                                       '--vhost-socket', sa, '--devargs', devargs(0),
+                                       '--socket-group', group)
+                self.assertEqual(rc, 0, err)
+                # A mode alone: the group stays the service's.
+                srv.call('device_add', {'name': 'c', 'vm': 'vmg', 'socket': sc,
+                                        'devargs': devargs(2), 'socket_mode': '0606'})
+                # Neither: as the service's umask makes it (QEMU as root only).
+                srv.add('b', 'vmg', sb, devargs(1))
+
+                def perms(p):
+                    st = os.stat(p)
+                    return stat.S_IMODE(st.st_mode), st.st_gid
+                self.assertEqual(perms(sa), (0o660, 65534))
+                self.assertEqual(perms(sb), (0o777 & ~umask, 0))
+                self.assertEqual(perms(sc), (0o606, 0))
+                # uid 65534 in group 65534 only (no supplementary group of root's).
+                self.assertEqual(as_member(lambda: connects(sa)), 'connected')
+                self.assertEqual(as_member(lambda: connects(sb)), 'refused')
+                self.assertEqual(srv.device('a')['socket_group'], group)
+                # Kept across a worker's restart: the sockets are re-created with them.
+                w = srv.vm('vmg')['worker_pid']
+                os.kill(w, signal.SIGKILL)
+                srv.p.expect(r'vm vmg: worker %d killed' % w, timeout=30)
+                for n in 'abc':
+                    srv.wait_state(n, 'waiting')
+                self.assertEqual(perms(sa), (0o660, 65534))
+                self.assertEqual(perms(sb), (0o777 & ~umask, 0))
+                self.assertEqual(perms(sc), (0o606, 0))
+                self.assertEqual(as_member(lambda: connects(sa)), 'connected')
+                # Saved as given: the service's defaults are not written into devices.
+                srv.call('config_save')
+                with open(cfg) as f:
+                    saved = {e['params']['name']: e['params'] for e in json.load(f)['config']}
+                self.assertEqual(saved['a'].get('socket_group'), group)
+                self.assertNotIn('socket_mode', saved['a'])
+                self.assertEqual(saved['c'].get('socket_mode'), '0606')
+                self.assertNotIn('socket_group', saved['b'])
+                self.assertNotIn('socket_mode', saved['b'])
+            finally:
+                stopped_clean(self, srv)
+            # Replayed from the file with them; the service's own --socket-group and
+            # --socket-mode for what a device does not name.
+            srv = service(d, config=cfg, extra=['--socket-group', group, '--socket-mode',
+                                                '0640'])
+            try:
+                self.assertEqual(perms(sa), (0o640, 65534))
+                self.assertEqual(perms(sb), (0o640, 65534))
+                self.assertEqual(perms(sc), (0o606, 65534))
+                self.assertEqual(as_member(lambda: connects(sb)), 'refused')
+            finally:
+                stopped_clean(self, srv)
+
+    def test_a_socket_group_that_does_not_exist_is_named(self):
+        with tempfile.TemporaryDirectory() as d:
+            sock = os.path.join(d, 'a.sock')
+            r = subprocess.run([VHOSTD, '--rpc-socket', os.path.join(d, 'r.sock'), '--worker',
+                                WORKER, '--socket-group', 'no-such-group-x'],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("--socket-group: no group 'no-such-group-x'", r.stderr)
+            r = subprocess.run([VHOSTD, '--rpc-socket', os.path.join(d, 'r.sock'), '--worker',
+                                WORKER, '--socket-mode', '4660'],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("--socket-mode takes permission bits in octal", r.stderr)
+            srv = service(d)
+            try:
+                base = ['device_add', '--name', 'a', '--vm', 'v', '--vhost-socket', sock,
+                        '--devargs', devargs(0)]
+                rc, out, err = srv.ctl(*base, '--socket-group', 'no-such-group-x')
+                self.assertEqual(rc, 2, err)
+                self.assertIn("--socket-group: no group 'no-such-group-x'", err)
+                for bad in ('999', '66', '1777', 'rw'):
+                    rc, out, err = srv.ctl(*base, '--socket-mode', bad)
+                    self.assertEqual(rc, 2, (bad, err))
+                    self.assertIn(f"--socket-mode takes permission bits in octal, 0000 to "
+                                  f"0777 (e.g. 0660), not '{bad}'", err)
+                with self.assertRaises(RpcError) as e:
+                    srv.call('device_add', {'name': 'a', 'vm': 'v', 'socket': sock,
+                                            'devargs': devargs(0),
+                                            'socket_group': 'no-such-group-x'})
+                self.assertEqual(e.exception.code, -32602)
+                self.assertIn("'socket_group': no group 'no-such-group-x'", e.exception.message)
+                with self.assertRaises(RpcError) as e:
+                    srv.call('device_add', {'name': 'a', 'vm': 'v', 'socket': sock,
+                                            'devargs': devargs(0), 'client': True,
+                                            'socket_mode': '0660'})
+                self.assertIn('not a client', e.exception.message)
+                self.assertEqual(srv.call('device_list'), [])
+                self.assertFalse(os.path.lexists(sock))
+            finally:
+                stopped_clean(self, srv)
+
     def test_ready_is_notified_once_the_configured_devices_exist(self):
         with tempfile.TemporaryDirectory() as d:
             sock = os.path.join(d, 'a.sock')
@@ -1573,6 +1685,40 @@ def as_nobody(check):
             os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status) == 0
+
+
+def as_member(check):
+    """check() in a child running as uid 65534 in group 65534 alone: what it returned."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        out = 'error'
+        try:
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            out = check()
+        finally:
+            os.write(w, out.encode())
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as f:
+        out = f.read()
+    os.waitpid(pid, 0)
+    return out
+
+
+def connects(path):
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c.settimeout(10)
+    try:
+        c.connect(path)
+        return 'connected'
+    except PermissionError:
+        return 'refused'
+    finally:
+        c.close()
 
 
 def refused_by_mode(path):
