@@ -155,8 +155,10 @@ lm_app_probe_device(const char *devname, const char *devargs)
 	rte_log_set_level(RTE_LOGTYPE_EAL, RTE_LOG_CRIT);
 	ret = rte_eal_hotplug_add("vdev", devname, devargs != NULL ? devargs : "");
 	rte_log_set_level(RTE_LOGTYPE_EAL, eal_level);
+	/* Through EAL's log: where the application sends it (a worker names its VM there). */
 	if (ret < 0 && !rte_pmd_mlx5_lm_probe_failed(devname))
-		fprintf(stderr, "%s: cannot probe: %s\n", devname, strerror(-ret));
+		rte_log(RTE_LOG_ERR, RTE_LOGTYPE_USER1, "%s: cannot probe: %s\n", devname,
+			strerror(-ret));
 	return ret < 0 ? ret : 0;
 }
 
@@ -166,6 +168,7 @@ lm_app_remove_device(const char *devname)
 	int ret = rte_eal_hotplug_remove("vdev", devname);
 
 	if (ret < 0)
-		fprintf(stderr, "%s: cannot remove: %s\n", devname, strerror(-ret));
+		rte_log(RTE_LOG_ERR, RTE_LOGTYPE_USER1, "%s: cannot remove: %s\n", devname,
+			strerror(-ret));
 	return ret;
 }

@@ -81,6 +81,119 @@ struct wdev {
 	struct vhostd_autoprep autoprep;
 };
 
+/* ---- the log: every line the worker's DPDK writes names its VM (and device) ---- */
+
+/*
+ * Every worker numbers its devices from vdpa_mlx5_lm0, and the driver's
+ * lines (mlx5_lm vdpa_mlx5_lm0: ...) and vhost's reached the service's
+ * one log unprefixed: a line could not be tied to a VM. EAL's log goes
+ * through this stream instead: each line prefixed with the VM, and with
+ * the service's device name when it names one of this worker's devices,
+ * as WLOG and DLOG prefix the worker's own.
+ */
+#define LOG_LINE_MAX 2048
+
+/* What the stream's lines name, kept apart from devs[]: its own lock, taken by nothing else. */
+static pthread_mutex_t log_names_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	char devname[32];
+	char name[VHOSTD_NAME_MAX + 1];
+} log_names[MAX_DEVS];
+/* Written under the FILE's own lock (stdio serializes a stream's writes). */
+static char log_partial[LOG_LINE_MAX];
+static size_t log_partial_len;
+static FILE *log_stream;
+
+static void
+log_name_set(unsigned int slot, const char *devname, const char *name)
+{
+	pthread_mutex_lock(&log_names_lock);
+	snprintf(log_names[slot].devname, sizeof(log_names[slot].devname), "%s", devname);
+	snprintf(log_names[slot].name, sizeof(log_names[slot].name), "%s", name);
+	pthread_mutex_unlock(&log_names_lock);
+}
+
+/* The service's name of the device line names (vdpa_mlx5_lm1 is not vdpa_mlx5_lm12). */
+static bool
+log_device_of(const char *line, char *name, size_t len)
+{
+	bool found = false;
+	unsigned int i;
+
+	pthread_mutex_lock(&log_names_lock);
+	for (i = 0; i < MAX_DEVS && !found; i++) {
+		size_t n = strlen(log_names[i].devname);
+		const char *at = n > 0 ? strstr(line, log_names[i].devname) : NULL;
+
+		for (; at != NULL && !found; at = strstr(at + 1, log_names[i].devname)) {
+			if (at[n] < '0' || at[n] > '9') {
+				snprintf(name, len, "%s", log_names[i].name);
+				found = true;
+			}
+		}
+	}
+	pthread_mutex_unlock(&log_names_lock);
+	return found;
+}
+
+/* One whole line, prefixed, in one write: lines of threads never interleave. */
+static void
+log_emit(const char *line, size_t n)
+{
+	char out[LOG_LINE_MAX + 128], dev[VHOSTD_NAME_MAX + 1], copy[LOG_LINE_MAX];
+	int k;
+
+	snprintf(copy, sizeof(copy), "%.*s", (int)n, line);
+	if (log_device_of(copy, dev, sizeof(dev)))
+		k = snprintf(out, sizeof(out), "vhostd-worker: vm %s device %s: %s\n", vm_name, dev,
+			     copy);
+	else
+		k = snprintf(out, sizeof(out), "vhostd-worker: vm %s: %s\n", vm_name, copy);
+	if (k > 0 && write(STDERR_FILENO, out, (size_t)k < sizeof(out) ? (size_t)k :
+			   sizeof(out) - 1) < 0)
+		return;
+}
+
+static ssize_t
+log_write(void *cookie, const char *buf, size_t size)
+{
+	size_t i, start = 0;
+
+	for (i = 0; i < size; i++) {
+		if (buf[i] != '\n' && log_partial_len + (i - start) < sizeof(log_partial) - 1)
+			continue;
+		/* A line, or as much of one as fits: out with what came before it. */
+		if (log_partial_len > 0) {
+			size_t add = i - start;
+
+			memcpy(log_partial + log_partial_len, buf + start, add);
+			log_emit(log_partial, log_partial_len + add);
+			log_partial_len = 0;
+		} else {
+			log_emit(buf + start, i - start);
+		}
+		start = buf[i] == '\n' ? i + 1 : i;
+	}
+	if (start < size) {
+		memcpy(log_partial + log_partial_len, buf + start, size - start);
+		log_partial_len += size - start;
+	}
+	return (ssize_t)size;
+}
+
+/* The stream EAL logs to, and what probe_captured goes back to. */
+static void
+log_open(void)
+{
+	cookie_io_functions_t io = { .write = log_write };
+
+	log_stream = fopencookie(NULL, "w", io);
+	if (log_stream == NULL)
+		return;
+	setvbuf(log_stream, NULL, _IOLBF, 0);
+	rte_openlog_stream(log_stream);
+}
+
 static pthread_mutex_t wlock = PTHREAD_MUTEX_INITIALIZER;
 static struct wdev devs[MAX_DEVS];
 static unsigned int next_index;
@@ -331,11 +444,11 @@ probe_captured(const char *devname, const char *devargs, char *why, size_t len)
 		rte_openlog_stream(mem);
 	ret = lm_app_probe_device(devname, devargs);
 	if (mem != NULL) {
-		rte_openlog_stream(NULL);
+		rte_openlog_stream(log_stream);
 		fclose(mem);
 		for (line = strtok_r(text, "\n", &save); line != NULL;
 		     line = strtok_r(NULL, "\n", &save)) {
-			fprintf(stderr, "%s\n", line);
+			log_emit(line, strlen(line));
 			if (strstr(line, devname) != NULL)
 				snprintf(why, len, "%s", line);
 		}
@@ -395,9 +508,12 @@ op_add(json_t *id, json_t *req)
 	d->client = cfg.client;
 	d->vid = -1;
 	vhostd_autoprep_init(&d->autoprep, cfg.auto_prepare);
-	if (probe_captured(d->devname, d->devargs, why, sizeof(why)) < 0)
+	log_name_set((unsigned int)(d - devs), d->devname, d->name);
+	if (probe_captured(d->devname, d->devargs, why, sizeof(why)) < 0) {
+		log_name_set((unsigned int)(d - devs), "", "");
 		return error_reply(id, VHOSTD_RPC_DEVICE_FAILED, "device '%s': bad device: %s",
 				   cfg.name, why);
+	}
 	d->vdpa = rte_vdpa_find_device_by_name(d->devname);
 	if (d->vdpa == NULL) {
 		snprintf(why, sizeof(why), "%s has no vDPA device", d->devname);
@@ -438,6 +554,7 @@ err_unuse:
 	pthread_mutex_unlock(&wlock);
 err_remove:
 	lm_app_remove_device(d->devname);
+	log_name_set((unsigned int)(d - devs), "", "");
 	return error_reply(id, VHOSTD_RPC_DEVICE_FAILED, "device '%s': %s", cfg.name, why);
 }
 
@@ -450,6 +567,7 @@ dev_destroy(struct wdev *d)
 	d->used = false;
 	pthread_mutex_unlock(&wlock);
 	lm_app_remove_device(d->devname);
+	log_name_set((unsigned int)(d - devs), "", "");
 }
 
 static json_t *
@@ -802,6 +920,7 @@ main(int argc, char **argv)
 		WLOG("the supervisor is gone: not starting");
 		return 1;
 	}
+	log_open();
 	snprintf(prefix, sizeof(prefix), "vhostd-%s-%d", vm_name, (int)getpid());
 	lm_app_eal_set_prefix(prefix);
 	snprintf(eal_args, sizeof(eal_args), "--log-level=lib.vhost.*:warning%s%s",

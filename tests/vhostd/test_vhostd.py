@@ -837,6 +837,39 @@ class Config(unittest.TestCase):
             self.assertFalse(os.path.lexists(os.path.join(d, 'a.sock')))
 
 
+class Logs(unittest.TestCase):
+    def test_a_workers_driver_lines_name_its_vm_and_device(self):
+        """Every worker numbers its devices from vdpa_mlx5_lm0, and the driver's lines
+        reached the service's log unprefixed: 'mlx5_lm vdpa_mlx5_lm0: ...' of which VM?"""
+        with tempfile.TemporaryDirectory() as d:
+            # The driver's info lines too: a running device's, not only a failed probe's.
+            srv = service(d, extra=['--eal', '--log-level=pmd.vdpa.mlx5_lm:info'])
+            s1, s2 = os.path.join(d, 'a.sock'), os.path.join(d, 'b.sock')
+            t = None
+            try:
+                srv.add('a', 'vmla', s1, devargs(0))
+                t = Traffic(s1)
+                srv.wait_state('a', 'running')
+                with self.assertRaises(RpcError):
+                    srv.add('b', 'vmlb', s2, devargs(1, 'queues=1,bogus=1'))
+                rc, _ = t.done()
+                t = None
+                self.assertEqual(rc, 0)
+            finally:
+                if t is not None:
+                    t.kill()
+                stopped_clean(self, srv)
+            text = srv.p.text()
+            # Both workers' devices are vdpa_mlx5_lm0: the prefix tells them apart.
+            self.assertIn('vhostd-worker: vm vmlb device b: mlx5_lm vdpa_mlx5_lm0: bad devargs: '
+                          'bogus', text)
+            self.assertRegex(text, r'vhostd-worker: vm vmla device a: mlx5_lm vdpa_mlx5_lm0: ')
+            # Every line is the supervisor's or names the worker's VM.
+            bare = [l for l in text.splitlines()
+                    if l.strip() and not re.match(r'(vhostd: |vhostd-worker: vm )', l)]
+            self.assertEqual(bare, [], text[-3000:])
+
+
 def service_once(d, then):
     """The service, whose VMs' workers are real only once (tests/vhostd/once_worker.py):
     their restarts 'fail' (down) or 'hang' (never ready)."""
