@@ -83,6 +83,7 @@ struct vhostd_vm {
 	json_t *metrics;               /* the worker's last "metrics" event: devices */
 	long leaked;                   /* its last exit's count, -1 unknown */
 	char last_exit[96];
+	char fail_reason[256];         /* its worker's "failed" event: why it could not start */
 };
 
 struct vhostd {

@@ -6,9 +6,11 @@
  * SIGTERM: every worker tears its devices down, then it goes.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <grp.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -192,7 +194,8 @@ usage(FILE *f)
 		"                     sent and read nothing for MS (default %u; 0: never)\n"
 		"  --msg-timeout MS   close a front end whose vhost-user message payload does not\n"
 		"                     arrive within MS (default 3000; 0: wait forever)\n"
-		"  --eal ARGS         extra EAL arguments of every worker\n"
+		"  --eal ARGS         extra EAL arguments of every worker: tried at start by a\n"
+		"                     worker that starts EAL and stops; refused, exit 2\n"
 		"  --worker PATH      the worker program (default: mlx5-lm-vhostd-worker beside\n"
 		"                     this program, or in its libexec directory)\n"
 		"  -h, --help         this text\n\n"
@@ -353,6 +356,75 @@ parse_args(int argc, char **argv)
 	return 0;
 }
 
+/*
+ * --eal is the workers' EAL's, which the service never starts itself: a
+ * mistyped one started the service fine, then failed every device_add.
+ * One worker tries them now (--check-eal: its EAL starts and stops, a
+ * fraction of a second) and says why it cannot; the service then refuses
+ * to start. 0 fine (or cannot tell), 2 refused.
+ */
+#define EAL_CHECK_TIMEOUT_MS 30000
+
+static int
+check_worker_eal(void)
+{
+	char out[512] = "", *nl;
+	int64_t deadline;
+	size_t n = 0;
+	int p[2], status = 0;
+	pid_t pid;
+
+	if (vhostd.worker_eal == NULL || pipe2(p, O_CLOEXEC) < 0)
+		return 0;
+	pid = fork();
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return 0;
+	}
+	if (pid == 0) {
+		/* Its stdout (the reason) to us; dup2 leaves the copy open across exec. */
+		dup2(p[1], STDOUT_FILENO);
+		execl(vhostd.worker_path, vhostd.worker_path, "--vm", "eal-check", "--check-eal",
+		      "--eal", vhostd.worker_eal, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	deadline = vhostd_now_ms() + EAL_CHECK_TIMEOUT_MS;
+	for (;;) {
+		struct pollfd pf = { .fd = p[0], .events = POLLIN };
+		int64_t left = deadline - vhostd_now_ms();
+		ssize_t r;
+
+		if (left <= 0 || poll(&pf, 1, (int)left) <= 0) {
+			kill(pid, SIGKILL);
+			snprintf(out, sizeof(out), "the check did not end within %d ms",
+				 EAL_CHECK_TIMEOUT_MS);
+			break;
+		}
+		r = read(p[0], out + n, sizeof(out) - 1 - n);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+		out[n] = '\0';
+		if (n == sizeof(out) - 1)
+			break;
+	}
+	close(p[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	/* EAL may fail after making its runtime directory (a --vdev it cannot parse). */
+	vhostd_runtime_dir_remove("eal-check", pid);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	nl = strchr(out, '\n');
+	if (nl != NULL)
+		*nl = '\0';
+	fprintf(stderr, "mlx5-lm-vhostd: --eal \"%s\": a worker's EAL refuses it: %s\n",
+		vhostd.worker_eal, out[0] ? out : "no reason given");
+	return 2;
+}
+
 /* The default socket's directory (/run/mlx5-lm) is ours to create; any other is not. */
 static void
 make_default_dir(void)
@@ -399,6 +471,8 @@ main(int argc, char **argv)
 	int ret;
 
 	ret = parse_args(argc, argv);
+	if (ret == 0)
+		ret = check_worker_eal();
 	if (ret != 0)
 		return ret;
 	setvbuf(stderr, NULL, _IOLBF, 0);

@@ -149,6 +149,7 @@ vm_spawn(struct vhostd_vm *vm)
 	vm->ready_by_ms = vm->started_ms + READY_TIMEOUT_MS;
 	vm->restart_at_ms = 0;
 	vm->leaked = -1;
+	vm->fail_reason[0] = '\0';
 	vhostd_buf_free(&vm->in);
 	vhostd_buf_free(&vm->out);
 	if (vhostd_watch_add(&vm->chan, EPOLLIN) < 0) {
@@ -376,6 +377,10 @@ on_event(struct vhostd_vm *vm, json_t *m)
 	} else if (strcmp(ev, "metrics") == 0) {
 		json_decref(vm->metrics);
 		vm->metrics = json_incref(json_object_get(m, "devices"));
+	} else if (strcmp(ev, "failed") == 0) {
+		const char *why = json_string_value(json_object_get(m, "reason"));
+
+		snprintf(vm->fail_reason, sizeof(vm->fail_reason), "%s", why != NULL ? why : "");
 	} else if (strcmp(ev, "exit") == 0) {
 		json_t *l = json_object_get(m, "leaked");
 
@@ -866,7 +871,7 @@ vhostd_runtime_dir_remove(const char *vm, pid_t pid)
 void
 vhostd_vm_reap(pid_t pid, int status)
 {
-	char why[256], devices[512];
+	char why[512], devices[512];
 	struct vhostd_dev *d;
 	struct vhostd_vm *vm;
 	bool was_ready;
@@ -911,8 +916,9 @@ vhostd_vm_reap(pid_t pid, int status)
 		 * Never ready (its EAL refused its options, say): the clients waiting
 		 * for it get their answer now instead of one restart after another.
 		 */
-		snprintf(why, sizeof(why), "vm %s: its worker %d %s before it was ready",
-			 vm->name, (int)pid, vm->last_exit);
+		snprintf(why, sizeof(why), "vm %s: its worker %d %s before it was ready%s%s",
+			 vm->name, (int)pid, vm->last_exit, vm->fail_reason[0] ? ": " : "",
+			 vm->fail_reason);
 		vm_fail_calls(&vm->queued, why);
 	}
 	vm->reaping = false;

@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -192,6 +194,86 @@ log_open(void)
 		return;
 	setvbuf(log_stream, NULL, _IOLBF, 0);
 	rte_openlog_stream(log_stream);
+}
+
+/*
+ * EAL's start, its output kept: a bad --eal made EAL print ~100 lines of
+ * usage (stdout) around the one line that says what is wrong (getopt's,
+ * on stderr), in every worker's start, and the service's device_add only
+ * said the worker "exited with status 1". Meanwhile stdout goes nowhere
+ * and stderr (getopt's lines, and this worker's log stream) to a memory
+ * file, then each line once to the log, prefixed; the first line is the
+ * reason (why, on failure), without the program's name getopt puts first.
+ * replay false: the lines are dropped (--check-eal prints the reason only).
+ */
+static int
+eal_init_explained(const char *args, bool replay, char *why, size_t len)
+{
+	static const char prog[] = "mlx5-lm-vhostd-worker";
+	int saved_out = dup(STDOUT_FILENO), saved_err = dup(STDERR_FILENO);
+	int mem = memfd_create("eal-start", MFD_CLOEXEC);
+	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	char *text = NULL, *line, *save = NULL, last[LOG_LINE_MAX] = "";
+	off_t size;
+	int ret;
+
+	why[0] = '\0';
+	if (saved_out < 0 || saved_err < 0 || mem < 0 || null < 0) {
+		/* Cannot capture: EAL's output as it comes. */
+		ret = lm_app_eal_init(prog, args);
+		goto out;
+	}
+	fflush(stdout);
+	fflush(stderr);
+	dup2(null, STDOUT_FILENO);
+	dup2(mem, STDERR_FILENO);
+	ret = lm_app_eal_init(prog, args);
+	fflush(stdout);
+	fflush(stderr);
+	dup2(saved_out, STDOUT_FILENO);
+	dup2(saved_err, STDERR_FILENO);
+	size = lseek(mem, 0, SEEK_END);
+	if (size > 0 && size < (1 << 20) && (text = calloc(1, (size_t)size + 1)) != NULL &&
+	    pread(mem, text, (size_t)size, 0) == size) {
+		for (line = strtok_r(text, "\n", &save); line != NULL;
+		     line = strtok_r(NULL, "\n", &save)) {
+			const char *bare = line;
+			char own[64];
+
+			/* EAL reads its arguments twice: the same complaint comes twice. */
+			if (strcmp(line, last) == 0)
+				continue;
+			snprintf(last, sizeof(last), "%s", line);
+			snprintf(own, sizeof(own), "vhostd-worker: vm %s", vm_name);
+			if (strncmp(line, own, strlen(own)) == 0) {
+				bare = strchr(line + strlen(own), ' ');
+				bare = bare != NULL ? bare + 1 : line;
+				if (replay)
+					dprintf(STDERR_FILENO, "%s\n", line);
+			} else {
+				if (strncmp(line, prog, strlen(prog)) == 0 &&
+				    strncmp(line + strlen(prog), ": ", 2) == 0)
+					bare = line + strlen(prog) + 2;
+				if (replay)
+					log_emit(line, strlen(line));
+			}
+			if (why[0] == '\0')
+				snprintf(why, len, "%s", bare);
+		}
+	}
+	free(text);
+out:
+	if (ret < 0 && why[0] == '\0')
+		snprintf(why, len, "EAL did not start (its arguments: %s)", args);
+	if (saved_out >= 0)
+		close(saved_out);
+	if (saved_err >= 0)
+		close(saved_err);
+	if (mem >= 0)
+		close(mem);
+	if (null >= 0)
+		close(null);
+	return ret;
 }
 
 static pthread_mutex_t wlock = PTHREAD_MUTEX_INITIALIZER;
@@ -843,7 +925,8 @@ usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: mlx5-lm-vhostd-worker --vm NAME --channel FD [--metrics-ms MS]\n"
-		"                             [--msg-timeout MS] [--eal \"ARGS\"]\n\n"
+		"                             [--msg-timeout MS] [--eal \"ARGS\"]\n"
+		"       mlx5-lm-vhostd-worker --check-eal [--eal \"ARGS\"]\n\n"
 		"The process of one VM of mlx5-lm-vhostd, started by it (not by hand): its\n"
 		"devices, their vhost-user sockets, its EAL and vhost thread.\n\n"
 		"  --vm NAME        the VM (log lines name it)\n"
@@ -852,6 +935,8 @@ usage(FILE *f)
 		"  --msg-timeout MS close a front end whose message payload does not arrive\n"
 		"                   within MS (default 3000)\n"
 		"  --eal ARGS       extra EAL arguments\n"
+		"  --check-eal      start EAL with them and stop: exit 0, or 1 with EAL's\n"
+		"                   reason on stdout (the service checks its --eal so)\n"
 		"  -h, --help       this text\n");
 }
 
@@ -864,11 +949,13 @@ main(int argc, char **argv)
 		{ "metrics-ms", required_argument, NULL, 'm' },
 		{ "msg-timeout", required_argument, NULL, 't' },
 		{ "eal", required_argument, NULL, 'e' },
+		{ "check-eal", no_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct vhostd_buf in = { 0 };
-	char eal_args[1200], prefix[64];
+	char eal_args[1200], prefix[64], why[LOG_LINE_MAX];
+	bool check_eal = false;
 	const char *eal = NULL;
 	unsigned int metrics_ms = 0;
 	int64_t next_metrics = 0;
@@ -894,6 +981,9 @@ main(int argc, char **argv)
 		case 'e':
 			eal = optarg;
 			break;
+		case 'C':
+			check_eal = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -902,7 +992,7 @@ main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (chan_fd < 0 || optind != argc) {
+	if ((chan_fd < 0 && !check_eal) || optind != argc) {
 		usage(stderr);
 		return 2;
 	}
@@ -925,8 +1015,18 @@ main(int argc, char **argv)
 	lm_app_eal_set_prefix(prefix);
 	snprintf(eal_args, sizeof(eal_args), "--log-level=lib.vhost.*:warning%s%s",
 		 eal != NULL ? " " : "", eal != NULL ? eal : "");
-	if (lm_app_eal_init("mlx5-lm-vhostd-worker", eal_args) < 0)
+	if (eal_init_explained(eal_args, !check_eal, why, sizeof(why)) < 0) {
+		/* The reason to the supervisor, for the device_add that waits for this worker. */
+		if (check_eal)
+			printf("%s\n", why);
+		else
+			send_msg(json_pack("{s:s, s:s}", "event", "failed", "reason", why));
 		return 1;
+	}
+	if (check_eal) {
+		lm_app_eal_cleanup();
+		return 0;
+	}
 	send_msg(json_pack("{s:s, s:i}", "event", "ready", "pid", (int)getpid()));
 	while (running) {
 		struct pollfd p[2] = { { .fd = chan_fd, .events = POLLIN },

@@ -1112,20 +1112,55 @@ class Isolation(unittest.TestCase):
 
     def test_a_worker_that_cannot_start_fails_the_add_instead_of_hanging_it(self):
         """The workers' EAL refuses an option: the device_add that started the worker is
-        answered with why, instead of waiting through one restart after another, and the
-        service is left as it was."""
+        answered with why (EAL's line, not only 'exited with status 1'), instead of
+        waiting through one restart after another, and the service is left as it was;
+        EAL's usage text (a hundred lines a start) is left out of the log."""
+        fake = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                            'eal_refused_worker.py')
         with tempfile.TemporaryDirectory() as d:
-            srv = service(d, extra=('--eal', '--no-such-eal-option'))
+            srv = service(d, extra=('--worker', fake), env={'EAL_REFUSED_WORKER': WORKER})
             try:
                 with self.assertRaises(RpcError) as e:
                     srv.call('device_add', {'name': 'n0', 'vm': 'v0', 'devargs': devargs(0),
                                             'socket': os.path.join(d, 'n0.sock')},
                              timeout=60)
-                self.assertIn('before it was ready', e.exception.message)
+                self.assertRegex(e.exception.message, r"vm v0: its worker \d+ exited with "
+                                 r"status 1 before it was ready: unrecognized option "
+                                 r"'--no-such-eal-option'")
                 self.assertEqual(srv.call('device_list'), [])
                 self.assertEqual(srv.call('vm_list'), [])
             finally:
                 stopped_clean(self, srv)
+            text = srv.p.text()
+            self.assertNotIn('EAL common options', text)
+            # What EAL said, once a line, naming the VM.
+            self.assertEqual(text.count("vhostd-worker: vm v0: mlx5-lm-vhostd-worker: "
+                                        "unrecognized option '--no-such-eal-option'"), 1, text)
+
+    def test_an_eal_option_the_workers_refuse_stops_the_start(self):
+        """A bad --eal was accepted at start, and every device_add failed later."""
+        with tempfile.TemporaryDirectory() as d:
+            r = subprocess.run([VHOSTD, '--rpc-socket', os.path.join(d, 'r.sock'), '--worker',
+                                WORKER, '--eal', '--no-such-eal-option'],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertEqual(r.stderr, 'mlx5-lm-vhostd: --eal "--no-such-eal-option": a '
+                             "worker's EAL refuses it: unrecognized option "
+                             "'--no-such-eal-option'\n")
+            self.assertEqual(r.stdout, '')
+            self.assertFalse(os.path.lexists(os.path.join(d, 'r.sock')))
+            # Refused after EAL made its runtime directory: the check's is removed too.
+            run = (('/var/run' if os.getuid() == 0 else
+                    os.environ.get('XDG_RUNTIME_DIR', '/tmp')) + '/dpdk')
+            r = subprocess.run([VHOSTD, '--rpc-socket', os.path.join(d, 'r.sock'), '--worker',
+                                WORKER, '--eal', '--vdev=net_nosuch0'],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn('a worker\'s EAL refuses it: EAL: failed to parse device '
+                          '"net_nosuch0"', r.stderr)
+            m = re.search(r"worker (\d+)'s EAL runtime directory \S+ removed", r.stderr)
+            self.assertIsNotNone(m, r.stderr)
+            self.assertFalse(os.path.lexists(os.path.join(run, f'vhostd-eal-check-{m.group(1)}')))
 
     def test_device_list_is_not_delayed_by_another_vms_probe(self):
         if RDMA:
