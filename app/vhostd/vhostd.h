@@ -171,6 +171,9 @@ extern const size_t vhostd_nmethods;
 
 /* vhostd_metrics.c */
 int vhostd_metrics_start(const char *addr);
+struct sockaddr_in;
+/* --metrics ADDRESS checked (vhostd_metrics.c): 0, or -1 and why in msg. */
+int vhostd_metrics_parse(const char *addr, struct sockaddr_in *sin, char *msg, size_t len);
 void vhostd_metrics_stop(void);
 int64_t vhostd_metrics_timers(void);
 

@@ -6,6 +6,7 @@
  * SIGTERM: every worker tears its devices down, then it goes.
  */
 #include <errno.h>
+#include <netinet/in.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <grp.h>
@@ -180,7 +181,7 @@ usage(FILE *f)
 		"                     a --config FILE that does not exist yet (first boot) is\n"
 		"                     no device; config_save creates it\n"
 		"  --metrics ADDRESS  Prometheus metrics over HTTP at /metrics: a unix socket\n"
-		"                     path, or 127.0.0.1:PORT (loopback only)\n"
+		"                     path, or 127.0.0.1:PORT / localhost:PORT (loopback only)\n"
 		"  --rpc-group GROUP  members of GROUP may use the control socket too (0660)\n"
 		"  --socket-group GROUP\n"
 		"                     the group of the vhost-user sockets the service creates\n"
@@ -268,9 +269,18 @@ parse_args(int argc, char **argv)
 		case 'c':
 			vhostd.config_path = optarg;
 			break;
-		case 'm':
+		case 'm': {
+			struct sockaddr_in sin;
+			char msg[256];
+
+			/* A malformed address is a usage error; one that cannot be bound, not. */
+			if (vhostd_metrics_parse(optarg, &sin, msg, sizeof(msg)) < 0) {
+				fprintf(stderr, "mlx5-lm-vhostd: %s\n", msg);
+				return 2;
+			}
 			vhostd.metrics_addr = optarg;
 			break;
+		}
 		case 'g':
 			gr = getgrnam(optarg);
 			if (gr == NULL) {

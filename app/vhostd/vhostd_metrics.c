@@ -225,14 +225,59 @@ mhd_event(struct vhostd_watch *w, uint32_t events)
 	MHD_run(mhd);
 }
 
-/* A unix path, or 127.0.0.1:PORT: the page has no authentication, so never further. */
+/*
+ * addr as --metrics takes it: a unix socket path, or a loopback address and
+ * port (127.x.y.z:PORT, or localhost:PORT for 127.0.0.1), since the page has
+ * no authentication. 0 and *sin filled for a TCP address (sin_family 0 for
+ * a path), or -1 and why in msg: the command line's check, before any work,
+ * and the listener's.
+ */
+int
+vhostd_metrics_parse(const char *addr, struct sockaddr_in *sin, char *msg, size_t len)
+{
+	const char *colon = strrchr(addr, ':');
+	char host[64];
+	char *end = NULL;
+	unsigned long port;
+
+	memset(sin, 0, sizeof(*sin));
+	if (addr[0] == '/')
+		return 0;
+	errno = 0;
+	port = colon != NULL && colon[1] != '\0' ? strtoul(colon + 1, &end, 10) : 0;
+	if (colon == NULL || colon == addr || end == NULL || *end != '\0' || errno != 0 ||
+	    port == 0 || port > 65535 || (size_t)(colon - addr) >= sizeof(host)) {
+		snprintf(msg, len, "--metrics %s: an absolute unix socket path, or "
+			 "127.0.0.1:PORT (PORT 1-65535)", addr);
+		return -1;
+	}
+	snprintf(host, sizeof(host), "%.*s", (int)(colon - addr), addr);
+	if (strcmp(host, "localhost") == 0)
+		snprintf(host, sizeof(host), "127.0.0.1");
+	sin->sin_family = AF_INET;
+	if (inet_pton(AF_INET, host, &sin->sin_addr) != 1 ||
+	    (ntohl(sin->sin_addr.s_addr) >> 24) != 127) {
+		snprintf(msg, len, "--metrics %s: a loopback address only (127.0.0.1 or "
+			 "localhost): the page has no authentication", addr);
+		return -1;
+	}
+	sin->sin_port = htons((uint16_t)port);
+	return 0;
+}
+
+/* A unix path, or a loopback address: the page has no authentication, so never further. */
 static int
 open_listener(const char *addr)
 {
+	struct sockaddr_in sin;
 	char msg[512];
 	int fd;
 
-	if (addr[0] == '/') {
+	if (vhostd_metrics_parse(addr, &sin, msg, sizeof(msg)) < 0) {
+		SLOG("%s", msg);
+		return -1;
+	}
+	if (sin.sin_family == 0) {
 		struct sockaddr_un sa = { .sun_family = AF_UNIX };
 		int r = lm_app_sock_check(addr, msg, sizeof(msg));
 
@@ -250,30 +295,12 @@ open_listener(const char *addr)
 		}
 		snprintf(unix_path, sizeof(unix_path), "%s", addr);
 	} else {
-		struct sockaddr_in sa = { .sin_family = AF_INET };
-		const char *colon = strrchr(addr, ':');
-		char host[64];
-		char *end;
-		unsigned long port = colon != NULL ? strtoul(colon + 1, &end, 10) : 0;
 		int one = 1;
 
-		if (colon == NULL || *end != '\0' || port == 0 || port > 65535 ||
-		    (size_t)(colon - addr) >= sizeof(host)) {
-			SLOG("--metrics %s: a unix socket path or 127.0.0.1:PORT", addr);
-			return -1;
-		}
-		snprintf(host, sizeof(host), "%.*s", (int)(colon - addr), addr);
-		if (inet_pton(AF_INET, host, &sa.sin_addr) != 1 ||
-		    (ntohl(sa.sin_addr.s_addr) >> 24) != 127) {
-			SLOG("--metrics %s: only a loopback address (127.0.0.1): the page has no "
-			     "authentication", addr);
-			return -1;
-		}
-		sa.sin_port = htons((uint16_t)port);
 		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fd >= 0)
 			setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		if (fd < 0 || bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0) {
 			SLOG("--metrics %s: %s", addr, strerror(errno));
 			if (fd >= 0)
 				close(fd);

@@ -156,7 +156,9 @@ class Basics(unittest.TestCase):
             probe.bind(('127.0.0.1', 0))
             port = probe.getsockname()[1]
         with tempfile.TemporaryDirectory() as d:
-            srv = service(d, metrics=f'127.0.0.1:{port}')
+            # localhost is 127.0.0.1: an operator writes it so (it was refused as
+            # "only a loopback address").
+            srv = service(d, metrics=f'localhost:{port}')
             try:
                 srv.add('m', 'vm1', os.path.join(d, 'm.sock'), devargs(0))
                 c = socket.create_connection(('127.0.0.1', port), timeout=10)
@@ -168,12 +170,18 @@ class Basics(unittest.TestCase):
                               b'state="waiting"} 1', page)
             finally:
                 stopped_clean(self, srv)
-            r = subprocess.run([VHOSTD, '--rpc-socket', os.path.join(d, 'r.sock'), '--worker',
-                                WORKER, '--metrics', '0.0.0.0:9'], capture_output=True,
-                               text=True, timeout=30)
-            self.assertEqual(r.returncode, 1)
-            self.assertIn('only a loopback address', r.stderr)
-            self.assertFalse(os.path.exists(os.path.join(d, 'r.sock')))
+            # A malformed or non-loopback address is a usage error (2, it was 1), said
+            # before anything is made.
+            for bad, why in (('0.0.0.0:9', 'a loopback address only'),
+                             ('127.0.0.1:abc', 'PORT 1-65535'), (':0', 'PORT 1-65535'),
+                             ('127.0.0.1:99999', 'PORT 1-65535'),
+                             ('relative.sock', 'an absolute unix socket path')):
+                r = subprocess.run([VHOSTD, '--rpc-socket', os.path.join(d, 'r.sock'),
+                                    '--worker', WORKER, '--metrics', bad],
+                                   capture_output=True, text=True, timeout=30)
+                self.assertEqual(r.returncode, 2, bad + ': ' + r.stderr)
+                self.assertIn(why, r.stderr)
+                self.assertFalse(os.path.exists(os.path.join(d, 'r.sock')))
 
     def test_metrics_labels_from_a_worker_are_escaped(self):
         """A worker's device and counter names went into the page as they came: a '"',
