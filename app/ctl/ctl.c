@@ -41,8 +41,8 @@ static void usage(FILE *f);
 static void
 cmd_usage(FILE *f, const struct command *c)
 {
-	fprintf(f, "Usage: mlx5-lm-ctl [--socket PATH] [--json] %s%s%s\n\n%s.\n", c->name,
-		c->args[0] ? " " : "", c->args, c->summary);
+	fprintf(f, "Usage: mlx5-lm-ctl [--socket PATH] [--json] [--timeout S] %s%s%s\n\n%s.\n",
+		c->name, c->args[0] ? " " : "", c->args, c->summary);
 }
 
 /* Only --help: commands that take no argument. */
@@ -172,7 +172,30 @@ add_params(const struct command *cmd, int argc, char **argv)
 		json_decref(p);
 		return NULL;
 	}
-	/* Missing ones are the service's to name (one rule, one message). */
+	/*
+	 * What is required is a usage error here, whether the service runs or
+	 * not (it was 3 with the service down, 1 with it up); the values are the
+	 * service's to judge (one rule, one message).
+	 */
+	{
+		static const char *const need[][2] = {
+			{ "name", "--name" }, { "vm", "--vm" }, { "socket", "--vhost-socket" },
+			{ "devargs", "--devargs" },
+		};
+		char missing[80] = "";
+		size_t i;
+
+		for (i = 0; i < sizeof(need) / sizeof(need[0]); i++)
+			if (json_object_get(p, need[i][0]) == NULL)
+				snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing),
+					 "%s%s", missing[0] ? ", " : "", need[i][1]);
+		if (missing[0] != '\0') {
+			fprintf(stderr, "mlx5-lm-ctl: device_add: missing %s (--name, --vm, "
+				"--vhost-socket and --devargs are required)\n", missing);
+			json_decref(p);
+			return NULL;
+		}
+	}
 	return p;
 }
 

@@ -83,6 +83,15 @@ class Basics(unittest.TestCase):
                            capture_output=True, text=True)
         self.assertEqual(r.returncode, 3)
         self.assertIn('cannot reach', r.stderr)
+        # A required option left out is a usage error whether the service runs or not
+        # (it was 3 here, 1 with a service); the usage lines name --timeout too.
+        r = subprocess.run([CTL, '--socket', '/nonexistent/x.sock', 'device_add', '--name',
+                            'x'], capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn('missing --vm, --vhost-socket, --devargs', r.stderr)
+        r = subprocess.run([CTL, 'device_add', '--help'], capture_output=True, text=True,
+                           timeout=30)
+        self.assertIn('[--timeout S] device_add', r.stdout)
 
     def test_device_added_runs_reports_and_is_removed_then_a_clean_stop(self):
         with tempfile.TemporaryDirectory() as d:
