@@ -82,11 +82,14 @@ perm_from_json(json_t *params, struct vhostd_devcfg *d, char *msg, size_t len)
 				 "1 to %d characters", VHOSTD_GROUP_MAX);
 			return -1;
 		}
-		/* Named here, where the operator reads the answer, not at a worker's start. */
-		if (getgrnam(group) == NULL) {
-			snprintf(msg, len, "invalid params: 'socket_group': no group '%s'", group);
-			return -1;
-		}
+		/*
+		 * Whether the group exists is not this parser's to say: a saved
+		 * configuration is read with it at every start and SIGHUP, where a
+		 * group deleted since, or not resolvable yet at boot (LDAP, sssd),
+		 * must fail its device alone (the worker looks it up when it makes
+		 * the socket), not the whole file. device_add looks it up too, so
+		 * that the operator reads the answer (vhostd_devcfg_check_group).
+		 */
 		snprintf(d->socket_group, sizeof(d->socket_group), "%s", group);
 	}
 	if (mode != NULL && lm_app_sock_parse_mode(mode, &d->socket_mode) < 0) {
@@ -95,6 +98,17 @@ perm_from_json(json_t *params, struct vhostd_devcfg *d, char *msg, size_t len)
 		return -1;
 	}
 	d->socket_mode_set = mode != NULL;
+	return 0;
+}
+
+int
+vhostd_devcfg_check_group(const struct vhostd_devcfg *d, char *msg, size_t len)
+{
+	if (d->socket_group[0] != '\0' && getgrnam(d->socket_group) == NULL) {
+		snprintf(msg, len, "invalid params: 'socket_group': no group '%s'",
+			 d->socket_group);
+		return -1;
+	}
 	return 0;
 }
 

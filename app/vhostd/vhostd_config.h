@@ -50,6 +50,12 @@ struct vhostd_config {
  * only. -1 with msg naming the field.
  */
 int vhostd_devcfg_from_json(json_t *params, struct vhostd_devcfg *d, char *msg, size_t len);
+/*
+ * d's socket_group names a group of this host now: 0, or -1 and why in msg.
+ * device_add's check (the parser leaves it out: a saved configuration with a
+ * group gone must fail that device alone, at its worker).
+ */
+int vhostd_devcfg_check_group(const struct vhostd_devcfg *d, char *msg, size_t len);
 json_t *vhostd_devcfg_to_json(const struct vhostd_devcfg *d);
 bool vhostd_devcfg_equal(const struct vhostd_devcfg *a, const struct vhostd_devcfg *b);
 

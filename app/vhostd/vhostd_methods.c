@@ -73,7 +73,8 @@ m_device_add(struct vhostd_call *call, json_t *params)
 	char msg[400];
 	struct vhostd_dev *d;
 
-	if (vhostd_devcfg_from_json(params, &cfg, msg, sizeof(msg)) < 0) {
+	if (vhostd_devcfg_from_json(params, &cfg, msg, sizeof(msg)) < 0 ||
+	    vhostd_devcfg_check_group(&cfg, msg, sizeof(msg)) < 0) {
 		vhostd_call_fail(call, VHOSTD_RPC_INVALID_PARAMS, "device_add: %s", msg);
 		return;
 	}

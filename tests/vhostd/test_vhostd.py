@@ -414,6 +414,28 @@ class Basics(unittest.TestCase):
             finally:
                 stopped_clean(self, srv)
 
+    def test_a_saved_group_gone_fails_its_device_alone(self):
+        """A saved device whose socket_group no longer resolves (deleted since, or
+        not resolvable yet at boot: LDAP, sssd) used to refuse the whole file: the
+        service exited 1 and every VM lost its NICs. Only that device fails now."""
+        with tempfile.TemporaryDirectory() as d:
+            sa, sb = os.path.join(d, 'a.sock'), os.path.join(d, 'b.sock')
+            cfg = write_config(d, {'name': 'a', 'vm': 'va', 'socket': sa,
+                                   'devargs': devargs(0), 'socket_group': 'no-such-group-x'},
+                               {'name': 'b', 'vm': 'vb', 'socket': sb,
+                                'devargs': devargs(1)})
+            srv = service(d, config=cfg)
+            try:
+                # service() returned at the ready line, which counts the failure.
+                self.assertRegex(srv.p.text(), r'ready: RPC socket .*, 1 devices, some '
+                                 r'configured ones failed')
+                self.assertIn("no group 'no-such-group-x'", srv.p.text())
+                self.assertEqual([x['name'] for x in srv.call('device_list')], ['b'])
+                self.assertTrue(stat.S_ISSOCK(os.stat(sb).st_mode))
+                self.assertFalse(os.path.lexists(sa))
+            finally:
+                stopped_clean(self, srv)
+
     def test_ready_is_notified_once_the_configured_devices_exist(self):
         with tempfile.TemporaryDirectory() as d:
             sock = os.path.join(d, 'a.sock')
