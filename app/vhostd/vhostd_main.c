@@ -274,7 +274,9 @@ parse_args(int argc, char **argv)
 			char msg[256];
 
 			/* A malformed address is a usage error; one that cannot be bound, not. */
-			if (vhostd_metrics_parse(optarg, &sin, msg, sizeof(msg)) < 0) {
+			/* An empty one is said below, with the other empty paths. */
+			if (optarg[0] != '\0' &&
+			    vhostd_metrics_parse(optarg, &sin, msg, sizeof(msg)) < 0) {
 				fprintf(stderr, "mlx5-lm-vhostd: %s\n", msg);
 				return 2;
 			}
