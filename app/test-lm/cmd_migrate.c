@@ -164,9 +164,10 @@ migrate_usage(FILE *f)
 		"VM's devices within the downtime, summed over slots (work, not critical path);\n"
 		"\"overshoot\", how much longer than modelled each of them really took, on mean.\n"
 		"Exit status: 0 every stage migrated without loss, duplicate or unlogged page;\n"
-		"1 otherwise; 2 usage; 3 device objects left alive; 130 (143) after SIGINT\n"
-		"(SIGTERM), which ends the run in progress and reports the completed ones\n"
-		"(a second one stops at once).\n",
+		"1 otherwise; 2 usage; 3 device objects left alive; else 130 (143) after\n"
+		"SIGINT (SIGTERM), which ends the run in progress and reports the completed\n"
+		"ones (a second one stops at once; with --processes, the back-end processes\n"
+		"take it too and their runs end as failed).\n",
 		TEST_LM_PMD, MIG_MAX_DEVICES, MIG_MAX_QUEUE_PAIRS, PEER_CONF_THREADS, PEER_PMD,
 		MIG_MAX_REPEAT, MIG_MAX_VMS, MIG_MAX_DEVICES);
 }
@@ -951,7 +952,8 @@ cmd_migrate(int argc, char **argv)
 			ret = EXIT_FAILED;
 	}
 	stop(&m);
-	if (__atomic_load_n(&m.interrupted, __ATOMIC_ACQUIRE) != 0)
+	/* A completed run's failure (1) or leak (3) says more than the interruption. */
+	if (ret == 0 && __atomic_load_n(&m.interrupted, __ATOMIC_ACQUIRE) != 0)
 		return 128 + m.interrupted;
 	return ret;
 }

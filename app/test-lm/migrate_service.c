@@ -194,6 +194,12 @@ host_start(struct mig_svc *s, struct svc_host *h, const char *eal)
 	h->pid = fork();
 	if (h->pid == 0) {
 		mig_child_default_signals();
+		/*
+		 * A process group of its own: a terminal's Ctrl-C is for this tool,
+		 * which ends the run in progress and then stops the service; the
+		 * service taking it too would tear its devices down mid-migration.
+		 */
+		(void)setpgid(0, 0);
 		/* Never outlive this process (the workers follow their supervisor). */
 		if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
 			_exit(127);

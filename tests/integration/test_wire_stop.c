@@ -72,7 +72,12 @@
 #define AFTER_FRAMES 200
 /* Rounds that must see frames land inside the stop, out of at most ROUNDS_MAX. */
 #define ROUNDS_WANTED 3
-#define ROUNDS_MAX 12
+/*
+ * Only the rounds with fewer slots than pairs or a serial stop see frames land
+ * reliably (a stop of 2-5 ms); a loaded host (CI runs sanitizer lanes beside
+ * this one) may deschedule the injector through one: room for many misses.
+ */
+#define ROUNDS_MAX 30
 /* The wire's ring: far more than the rate fills while the uplink thread backs off. */
 #define WIRE_RING 1024
 #define WIRE_MBUFS 2048
