@@ -1176,6 +1176,27 @@ class Isolation(unittest.TestCase):
             self.assertEqual(text.count("vhostd-worker: vm v0: mlx5-lm-vhostd-worker: "
                                         "unrecognized option '--no-such-eal-option'"), 1, text)
 
+    def test_an_eal_check_that_does_not_end_lets_the_service_start(self):
+        """The start's check of --eal cannot tell when a worker's EAL takes longer than
+        its bound (a loaded host, a large -m): the service starts, saying so, rather
+        than refusing an --eal that may be right (it exited 2 before)."""
+        with tempfile.TemporaryDirectory() as d:
+            slow = os.path.join(d, 'slow_worker.sh')
+            with open(slow, 'w') as f:
+                f.write('#!/bin/sh\n'
+                        'case " $* " in *" --check-eal "*) exec sleep 60 ;; esac\n'
+                        f'exec {WORKER} "$@"\n')
+            os.chmod(slow, 0o755)
+            srv = service(d, extra=('--worker', slow, '--eal', '--log-level=lib.eal:4'),
+                          env={'MLX5_LM_VHOSTD_EAL_CHECK_MS': '500'})
+            try:
+                self.assertIn("the check of a worker's EAL did not end within 500 ms: "
+                              "started without it", srv.p.text())
+                srv.add('a', 'va', os.path.join(d, 'a.sock'), devargs(0))
+                self.assertEqual([x['name'] for x in srv.call('device_list')], ['a'])
+            finally:
+                stopped_clean(self, srv)
+
     def test_an_eal_option_the_workers_refuse_stops_the_start(self):
         """A bad --eal was accepted at start, and every device_add failed later."""
         with tempfile.TemporaryDirectory() as d:
