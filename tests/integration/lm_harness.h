@@ -294,6 +294,13 @@ typedef bool (*lmh_trace_pred)(const struct lmh_cmd *c, const void *arg);
 /* Entries since from for which p holds, the trace read up to date first. */
 unsigned int lmh_trace_count(struct lmh_trace *t, size_t from, lmh_trace_pred p,
 			     const void *arg);
+/*
+ * Virtq CREATEs since from that succeeded: their number in *made; returned,
+ * how many of them have a umem N not sized a[N] * queue_size + b[N] exactly
+ * (the first one named on stderr). The trace read up to date first.
+ */
+unsigned int lmh_vq_creates_missized(struct lmh_trace *t, size_t from, const uint32_t a[3],
+				     const uint32_t b[3], unsigned int *made);
 /* Bounded wait until at least want entries since from satisfy p. */
 bool lmh_wait_trace(struct lmh_trace *t, size_t from, lmh_trace_pred p, const void *arg,
 		    unsigned int want, int timeout_ms);

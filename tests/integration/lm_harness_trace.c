@@ -254,6 +254,41 @@ lmh_trace_count(struct lmh_trace *t, size_t from, lmh_trace_pred p, const void *
 	return n;
 }
 
+unsigned int
+lmh_vq_creates_missized(struct lmh_trace *t, size_t from, const uint32_t a[3],
+			const uint32_t b[3], unsigned int *made)
+{
+	unsigned int bad = 0;
+	size_t i;
+
+	*made = 0;
+	lmh_trace_sync(t);
+	for (i = from; i < t->n; i++) {
+		const struct lmh_cmd *c = &t->c[i];
+		const void *q = PRM_CADDR(virtq_cmd, c->in, q);
+		uint32_t qs, got[3];
+		unsigned int u;
+
+		if (c->opcode != PRM_CMD_CREATE_GENERAL_OBJECT || !lmh_cmd_is_vq(c) ||
+		    c->status != 0)
+			continue;
+		(*made)++;
+		qs = (uint32_t)PRM_GET(virtio_q, q, queue_size);
+		got[0] = (uint32_t)PRM_GET(virtio_q, q, umem_1_size);
+		got[1] = (uint32_t)PRM_GET(virtio_q, q, umem_2_size);
+		got[2] = (uint32_t)PRM_GET(virtio_q, q, umem_3_size);
+		for (u = 0; u < 3; u++)
+			if (got[u] != a[u] * qs + b[u]) {
+				if (bad++ == 0)
+					fprintf(stderr, "lm_harness: queue %d CREATE: umem_%u_size %u, "
+						"not %u * %u + %u\n", c->qidx, u + 1, got[u], a[u],
+						qs, b[u]);
+				break;
+			}
+	}
+	return bad;
+}
+
 bool
 lmh_wait_trace(struct lmh_trace *t, size_t from, lmh_trace_pred p, const void *arg,
 	       unsigned int want, int timeout_ms)

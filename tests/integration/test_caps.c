@@ -521,27 +521,13 @@ refused_but(struct lmh_trace *tr, size_t from, int st)
  * Virtq CREATEs since from, each with umem N sized a[N] * queue_size + b[N]:
  * what the device reports when they are made.
  */
-static size_t
+static unsigned int
 creates_sized(struct lmh_trace *tr, size_t from, const uint32_t a[3], const uint32_t b[3])
 {
-	size_t k, n = 0;
+	unsigned int made;
 
-	lmh_trace_sync(tr);
-	for (k = from; k < tr->n; k++) {
-		const struct lmh_cmd *c = &tr->c[k];
-		const void *q = PRM_CADDR(virtq_cmd, c->in, q);
-		uint32_t qs;
-
-		if (c->opcode != PRM_CMD_CREATE_GENERAL_OBJECT || !lmh_cmd_is_vq(c) ||
-		    c->status != 0)
-			continue;
-		qs = (uint32_t)PRM_GET(virtio_q, q, queue_size);
-		assert_int_equal(PRM_GET(virtio_q, q, umem_1_size), a[0] * qs + b[0]);
-		assert_int_equal(PRM_GET(virtio_q, q, umem_2_size), a[1] * qs + b[1]);
-		assert_int_equal(PRM_GET(virtio_q, q, umem_3_size), a[2] * qs + b[2]);
-		n++;
-	}
-	return n;
+	assert_int_equal(lmh_vq_creates_missized(tr, from, a, b, &made), 0);
+	return made;
 }
 
 /*

@@ -51,25 +51,11 @@ refusals(struct tc *t, size_t from)
 static unsigned int
 creates_sized(struct tc *t, size_t from, const uint32_t a[3], const uint32_t b[3])
 {
-	unsigned int n = 0;
-	size_t k;
+	unsigned int made;
 
 	tc_sync(t);
-	for (k = from; k < t->tr.n; k++) {
-		const struct lmh_cmd *c = &t->tr.c[k];
-		const void *q;
-		uint32_t qs;
-
-		if (!tc_p_vq_create(c, NULL) || c->status != 0)
-			continue;
-		q = tc_vq_q(c);
-		qs = (uint32_t)PRM_GET(virtio_q, q, queue_size);
-		assert_int_equal(PRM_GET(virtio_q, q, umem_1_size), a[0] * qs + b[0]);
-		assert_int_equal(PRM_GET(virtio_q, q, umem_2_size), a[1] * qs + b[1]);
-		assert_int_equal(PRM_GET(virtio_q, q, umem_3_size), a[2] * qs + b[2]);
-		n++;
-	}
-	return n;
+	assert_int_equal(lmh_vq_creates_missized(&t->tr, from, a, b, &made), 0);
+	return made;
 }
 
 static const uint16_t query_hca_cap = PRM_CMD_QUERY_HCA_CAP;
