@@ -330,6 +330,8 @@ mig_run_evacuate(const struct mig_opts *o, const struct mig_stage_def *st, struc
 		/* A VM alone is their median: one VM's noise does not move every ratio. */
 		r->alone_vm = median_vm(r->vm_alone, nvm);
 		r->alone = r->vm_alone[r->alone_vm];
+		r->vu_requests = v[r->alone_vm].r.vu_requests;
+		r->vu_round_trips = v[r->alone_vm].r.vu_round_trips;
 	} else if (!o->no_alone) {
 		printf(" vm%u alone (the other %u VMs%s idle on their sources)\n", o->vm_base,
 		       nvm - 1, o->processes > 1 ? " of this process" : "");
@@ -337,6 +339,9 @@ mig_run_evacuate(const struct mig_opts *o, const struct mig_stage_def *st, struc
 		ret = evac_round(o, st, 1, v, false, NULL);
 		evac_sum(r, v, nvm, 1);
 		r->alone = vm_time(&v[0].r);
+		/* The protocol's part is a VM's own: the one alone's. */
+		r->vu_requests = v[0].r.vu_requests;
+		r->vu_round_trips = v[0].r.vu_round_trips;
 	}
 	if (o->sync != NULL && o->sync(o->sync_arg, MIG_SYNC_ALONE_DONE, ret) < 0)
 		ret = -1;

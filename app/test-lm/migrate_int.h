@@ -246,6 +246,12 @@ struct mig_result {
 	uint64_t dirty_pages_missing;
 	/* Data pages compared to the checkpoint's snapshot (not logged, not CPU-written). */
 	uint64_t snap_pages_compared;
+	/*
+	 * The VM's vhost-user requests in its downtime (sources and
+	 * destinations), and of them the round trips: the replies and
+	 * REPLY_ACKs the front end waited for before its next request.
+	 */
+	uint64_t vu_requests, vu_round_trips;
 	unsigned long leaked_objects;
 	/*
 	 * The cost model's account of the VM's devices (sources and

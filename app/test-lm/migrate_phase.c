@@ -460,6 +460,29 @@ mig_vm_pause(struct mig_ctx *x)
 	mig_phase_end(x, "pause", "the VM stops, its NICs idle");
 }
 
+/* The VM's vhost-user requests and replies so far, over its sources and destinations. */
+static void
+vu_sum_counts(const struct mig_ctx *x, uint64_t *requests, uint64_t *replies)
+{
+	unsigned int k;
+
+	*requests = *replies = 0;
+	for (k = 0; k < x->n; k++) {
+		const struct vu_client *c[2] = { x->src[k].c, x->dst[k].c };
+		unsigned int i;
+
+		for (i = 0; i < 2; i++) {
+			uint64_t req, rep;
+
+			if (c[i] == NULL)
+				continue;
+			vu_counts(c[i], &req, &rep);
+			*requests += req;
+			*replies += rep;
+		}
+	}
+}
+
 /* The VM stops, every source ring is stopped, the log is checked. */
 int
 mig_vm_stop_sources(struct mig_ctx *x, double *t0)
@@ -472,6 +495,7 @@ mig_vm_stop_sources(struct mig_ctx *x, double *t0)
 	x->r->src_first_ring_ms = 0;
 	/* The model's counters first: reading them is not part of the downtime. */
 	mig_model_snap(x, &x->model_t0);
+	vu_sum_counts(x, &x->vu_req0, &x->vu_rep0);
 	*t0 = mig_now_ms();
 	for (k = 0; k < x->n; k++) {
 		double t = mig_now_ms();
@@ -596,6 +620,9 @@ mig_vm_start_destinations(struct mig_ctx *x, double t0)
 	}
 	t_end = mig_now_ms();
 	x->r->dst_start_ms = t_end - t1;
+	vu_sum_counts(x, &x->r->vu_requests, &x->r->vu_round_trips);
+	x->r->vu_requests -= x->vu_req0;
+	x->r->vu_round_trips -= x->vu_rep0;
 	/*
 	 * The benchmark's own checks at the stop (the dirty log against the
 	 * guest's record and against the checkpoint's copy, check_dirty) run
@@ -616,10 +643,14 @@ mig_vm_start_destinations(struct mig_ctx *x, double t0)
 		if (rte_pmd_mlx5_lm_get_timings(x->src[k].name, &t) == 0)
 			x->r->src_close_ms += t.close_ms;
 	if (x->o->svc != NULL)
-		mig_phase_end(x, "start", "destination start %.1f ms", x->r->dst_start_ms);
+		mig_phase_end(x, "start", "destination start %.1f ms; the downtime's vhost-user: "
+			      "%" PRIu64 " requests, %" PRIu64 " round trips", x->r->dst_start_ms,
+			      x->r->vu_requests, x->r->vu_round_trips);
 	else
-		mig_phase_end(x, "start", "destination start %.1f ms (memory %.1f, queues %.1f)",
-			      x->r->dst_start_ms, x->r->dst_mr_ms, x->r->dst_vq_ms);
+		mig_phase_end(x, "start", "destination start %.1f ms (memory %.1f, queues %.1f); "
+			      "the downtime's vhost-user: %" PRIu64 " requests, %" PRIu64
+			      " round trips", x->r->dst_start_ms, x->r->dst_mr_ms,
+			      x->r->dst_vq_ms, x->r->vu_requests, x->r->vu_round_trips);
 	return 0;
 }
 

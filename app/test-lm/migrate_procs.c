@@ -201,8 +201,11 @@ merge(struct mig_result *r, const struct mig_result *cr, const struct procs_chil
 	r->ok = r->ok && cr->ok;
 	for (j = 0; j < c->vms && j < cr->vms; j++)
 		r->vm[c->vm_base + j] = cr->vm[j];
-	if (c->vm_base == 0)
+	if (c->vm_base == 0) {
 		r->alone = cr->alone;
+		r->vu_requests = cr->vu_requests;
+		r->vu_round_trips = cr->vu_round_trips;
+	}
 	r->frames += cr->frames;
 	r->lost_packets += cr->lost_packets;
 	r->duplicated_packets += cr->duplicated_packets;

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,6 +152,29 @@ print_prereg_line(const struct mig_opts *o, const struct mig_result *r,
 		       fl->floor_prereg_ms, o->shape.vms > 0 ? " for all VMs at once" : "");
 	if (f->have && o->shape.vms > 0 && f->alone.floor_prereg_ms > 0)
 		printf(", %.1f ms for one VM alone", f->alone.floor_prereg_ms);
+	printf("\n");
+}
+
+/*
+ * The protocol's part: requests in the downtime and the round trips among
+ * them, each a reply the front end waited for (what a round trip costs on
+ * this host: dpdk-test-lm bench rtt).
+ */
+static void
+print_vu_line(const struct mig_opts *o, const struct mig_stage_sum *ss, unsigned int n)
+{
+	const char *sep = "";
+	unsigned int i;
+
+	printf("vhost-user in the downtime (the median run%s): ",
+	       o->shape.vms > 0 ? "'s VM alone" : "");
+	for (i = 0; i < n; i++) {
+		if (!ss[i].ok)
+			continue;
+		printf("%s%s %" PRIu64 " requests, %" PRIu64 " round trips", sep, ss[i].med.name,
+		       ss[i].med.vu_requests, ss[i].med.vu_round_trips);
+		sep = "; ";
+	}
 	printf("\n");
 }
 
@@ -314,6 +338,7 @@ mig_print_table(const struct mig_opts *o, const struct mig_stage_sum *ss, unsign
 	for (i = 0; i < n; i++)
 		if (ss[i].ok && ss[i].med.prereg)
 			print_prereg_line(o, &ss[i].med, f);
+	print_vu_line(o, ss, n);
 	for (i = 0; i < n && o->service; i++)
 		if (ss[i].ok)
 			mig_proj_print(&ss[i].med, f->have ? f->all.floor_overlapped_ms : 0);
@@ -375,6 +400,9 @@ run_json(const struct mig_result *r, const struct mig_stage_def *d, const struct
 	/* Pages the checkpoint comparison read (changed ones must be logged or the CPU's). */
 	json_object_set_new(o, "snapshot_pages_compared",
 			    json_integer((json_int_t)r->snap_pages_compared));
+	/* The vhost-user protocol's part of the downtime: requests, and round trips waited for. */
+	json_object_set_new(o, "vu_requests", json_integer((json_int_t)r->vu_requests));
+	json_object_set_new(o, "vu_round_trips", json_integer((json_int_t)r->vu_round_trips));
 	json_object_set_new(o, "peer", json_boolean(d->peer));
 	json_object_set_new(o, "model_busy_ms", json_real(r->model_busy_ms));
 	json_object_set_new(o, "model_pin_ms", json_real(r->model_pin_ms));

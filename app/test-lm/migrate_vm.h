@@ -82,6 +82,8 @@ struct mig_ctx {
 	double trace_t0;
 	/* When the benchmark's checks at the stop began (ms, mig_now_ms): not downtime. */
 	double checks_t0;
+	/* The VM's vhost-user requests and replies when its downtime began (vu_counts). */
+	uint64_t vu_req0, vu_rep0;
 };
 
 /* ---- the context and its progress lines (migrate_phase.c) ---- */

@@ -22,7 +22,7 @@ STAGE_KEYS = {'name': str, 'downtime_ms': float, 'src_stop_ms': float, 'dst_star
               'dst_mr_ms': float, 'dst_vq_ms': float, 'lost_packets': int,
               'duplicated_packets': int, 'dirty_pages_checked': int,
               'dirty_pages_missing': int, 'leaked_objects': int, 'frames': int,
-              'snapshot_pages_compared': int}
+              'snapshot_pages_compared': int, 'vu_requests': int, 'vu_round_trips': int}
 
 
 # Zero-cost test profiles with optional capabilities turned off.
@@ -212,6 +212,18 @@ class Migrate(unittest.TestCase):
                                        '--stages', 'all', *extra)
                 self.check_doc(doc, 1, 2, 2, 256, ['all'], 'split')
                 self.assertEqual(doc['scenario']['acks'], acks or 'qemu')
+                # The downtime's requests, and the replies waited for among them.
+                s = doc['stages'][0]
+                req, rt = s['vu_requests'], s['vu_round_trips']
+                # At least each source ring's GET_VRING_BASE, the destination's
+                # four rings' NUM, BASE, ADDR, KICK, CALL and ENABLE, its table.
+                self.assertGreaterEqual(req, 4 + 4 * 6 + 1, s)
+                if acks == 'every':
+                    self.assertEqual(rt, req, s)
+                else:
+                    # QEMU waits for the GET_VRING_BASEs, the table, the enables.
+                    self.assertGreaterEqual(rt, 4 + 1 + 4, s)
+                    self.assertLessEqual(rt, req - 4 * 5, s)
 
     def test_vring_base_before_driver_ok_then_a_clean_migration(self):
         """GET_VRING_BASE on every ring before DRIVER_OK, then a normal migration."""

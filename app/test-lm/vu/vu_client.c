@@ -214,6 +214,7 @@ vu_send_raw(struct vu_client *c, uint32_t request, uint32_t flags,
 			mh.msg_iov[0].iov_len -= (size_t)n;
 		}
 	}
+	c->requests++;
 	return 0;
 }
 
@@ -330,7 +331,15 @@ vu_read_reply(struct vu_client *c, uint32_t request, void *reply, uint32_t cap)
 	if (hdr.request != request || !(hdr.flags & VU_FLAG_REPLY) ||
 	    (hdr.flags & 0x3) != VU_FLAG_VERSION)
 		return -EPROTO;
+	c->replies++;
 	return ret;
+}
+
+void
+vu_counts(const struct vu_client *c, uint64_t *requests, uint64_t *replies)
+{
+	*requests = c->requests;
+	*replies = c->replies;
 }
 
 /*

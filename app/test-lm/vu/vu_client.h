@@ -103,6 +103,11 @@ struct vu_client;
 int vu_connect(struct vu_client **out, const char *path, int timeout_ms);
 /* Close the connection (the back end sees a disconnect) and free. */
 void vu_disconnect(struct vu_client *c);
+/*
+ * Requests sent and replies read (REPLY_ACKs included) since the connection
+ * opened: each reply is a round trip the front end waited for.
+ */
+void vu_counts(const struct vu_client *c, uint64_t *requests, uint64_t *replies);
 /* Deadline for each reply (default 30000 ms; < 0 waits forever). */
 void vu_set_reply_timeout(struct vu_client *c, int timeout_ms);
 /*

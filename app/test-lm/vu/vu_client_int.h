@@ -29,6 +29,8 @@ struct vu_client {
 	struct vu_guest *guest;		/* rings configured by the last start */
 	unsigned int nrings;
 	enum vu_ack_policy ack_policy;
+	uint64_t requests;		/* sent whole (vu_counts) */
+	uint64_t replies;		/* read and checked: each a round trip */
 };
 
 static inline bool
