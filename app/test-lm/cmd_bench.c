@@ -27,7 +27,8 @@ static void
 bench_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: dpdk-test-lm bench mr --mem-gb G --workers W[,W...] [options]\n\n"
+		"Usage: dpdk-test-lm bench mr --mem-gb G --workers W[,W...] [options]\n"
+		"       dpdk-test-lm bench rtt [--count N] [--json FILE]  (bench rtt --help)\n\n"
 		"Register and deregister the guest memory of one emulated device, as DRIVER_OK\n"
 		"and dev_close do, and verify translations through the device's mkey.\n\n"
 		"  --mem-gb G         guest memory (QEMU layout: 3 GiB at 0, the rest at 4 GiB)\n"
@@ -268,6 +269,8 @@ cmd_bench(int argc, char **argv)
 {
 	if (argc >= 2 && strcmp(argv[1], "mr") == 0)
 		return bench_mr(argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "rtt") == 0)
+		return bench_rtt(argc - 1, argv + 1);
 	if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
 		bench_usage(stdout);
 		return 0;

@@ -16,7 +16,8 @@ struct command {
 
 static const struct command commands[] = {
 	{ "probe", cmd_probe, "probe one device, print its capabilities, tear down" },
-	{ "bench", cmd_bench, "benchmarks: 'bench mr' registers guest memory" },
+	{ "bench", cmd_bench, "benchmarks: 'bench mr' registers guest memory, 'bench rtt' "
+	  "times a vhost-user round trip" },
 	{ "serve", cmd_serve, "vhost-user back end, one device per socket, until SIGTERM" },
 	{ "migrate", cmd_migrate, "in-process live migration of emulated devices: downtime" },
 };

@@ -29,6 +29,8 @@ int test_lm_exe_path(const char *name, char *buf, size_t len);
 int cmd_probe(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+/* bench rtt: the host's vhost-user round trip (bench_rtt.c); argv[0] is "rtt". */
+int bench_rtt(int argc, char **argv);
 int cmd_migrate(int argc, char **argv);
 
 #endif /* TEST_LM_H */

@@ -312,6 +312,12 @@ class ArgumentsCheckedFirst(unittest.TestCase):
         self.refused(['bench', 'mr', '--mem-gb', '1', '--workers', '1,2,3,4,5,6,7,8,9'],
                      '--workers', 'at most 8')
 
+    def test_bench_rtt_arguments_that_cannot_work_are_refused(self):
+        for bad in ('0', '99', 'abc', '1e3'):
+            self.refused(['bench', 'rtt', '--count', bad], '--count', repr(bad))
+        self.refused(['bench', 'rtt', 'extra'], 'unexpected', 'extra')
+        self.refused(['bench', 'rtt', '--json', '/nonexistent-dir/x.json'], '--json')
+
     def test_migrate_arguments_that_cannot_work_are_refused(self):
         shape = ['migrate', '--devices', '1', '--queue-pairs', '1', '--mem-gb', '1']
         self.refused(shape + ['--profile', 'nope'], '--profile', 'nope')
@@ -325,6 +331,48 @@ class ArgumentsCheckedFirst(unittest.TestCase):
             ok = os.path.join(d, 'x.json')
             self.refused(shape + ['--json', ok, '--profile', 'nope'], '--profile')
             self.assertFalse(os.path.exists(ok))
+
+
+class BenchRtt(unittest.TestCase):
+    """bench rtt times request/reply round trips on a Unix socket between two
+    threads, on one CPU, on two and unpinned: what each of the vhost-user round
+    trips that migrate counts in a downtime costs on this host."""
+
+    def rtt(self, *args, taskset=None):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, 'r.json')
+            cmd = [TOOL, 'bench', 'rtt', '--count', '500', '--json', path, *args]
+            if taskset is not None:
+                cmd = ['taskset', '-c', taskset] + cmd
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            with open(path) as f:
+                return json.load(f), p.stdout
+
+    def test_every_placement_the_cpus_allow_is_timed(self):
+        doc, out = self.rtt()
+        places = {p['placement']: p for p in doc['placements']}
+        self.assertEqual(set(places), {'one CPU', 'two CPUs', 'unpinned'})
+        self.assertEqual(doc['request_bytes'], 20)
+        two = os.cpu_count() >= 2 and len(os.sched_getaffinity(0)) >= 2
+        for name, p in places.items():
+            if name == 'two CPUs' and not two:
+                continue
+            self.assertTrue(p['measured'], p)
+            self.assertEqual(p['round_trips'], 500, p)
+            self.assertGreater(p['median_us'], 0, p)
+            self.assertGreaterEqual(p['p90_us'], p['median_us'], p)
+            self.assertIn('| %s ' % name, out)
+
+    def test_one_allowed_cpu_leaves_the_two_cpu_placement_unmeasured(self):
+        cpu = str(min(os.sched_getaffinity(0)))
+        doc, out = self.rtt(taskset=cpu)
+        places = {p['placement']: p for p in doc['placements']}
+        self.assertFalse(places['two CPUs']['measured'])
+        self.assertIsNone(places['two CPUs']['median_us'])
+        self.assertTrue(places['one CPU']['measured'])
+        self.assertTrue(places['unpinned']['measured'])
+        self.assertRegex(out, r'\| two CPUs\s+\| -')
 
 
 if __name__ == '__main__':
