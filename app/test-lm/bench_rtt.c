@@ -123,6 +123,9 @@ back_end(void *arg)
 			ret = xfer(s->sock, buf, true);
 	}
 	s->err = ret < 0 ? -ret : ret;
+	/* A back end that stops early must not leave the front end waiting for a reply. */
+	if (s->err != 0)
+		shutdown(s->sock, SHUT_RDWR);
 	return NULL;
 }
 
