@@ -137,7 +137,9 @@ migrate_usage(FILE *f)
 		"                     median); each VM's CPU time by part (front end, vhost\n"
 		"                     thread, driver and emulator threads) in each window, and\n"
 		"                     the at-once window projected to hosts of 2, 16 and 64\n"
-		"                     CPUs (emu back end; not with --processes)\n"
+		"                     CPUs (emu back end; not with --processes); the prereg\n"
+		"                     stages (--vms 1) prepare through the destination\n"
+		"                     service's device_prepare with this process's pid\n"
 		"  --device-list-probe\n"
 		"                     --service, 2 VMs or more: in each at-once window, call\n"
 		"                     device_list on the source service in a loop from a thread\n"
@@ -594,10 +596,15 @@ parse_args(int argc, char **argv, struct mig_cmd *m)
 	if (parse_stages(stages, defs, &ndefs) < 0)
 		return EXIT_USAGE;
 	for (i = 0; i < ndefs; i++)
-		if (defs[i]->prereg && o.service) {
-			/* The services' workers prepare through device_prepare (doc/vhostd.md). */
-			fprintf(stderr, "migrate: stage prereg prepares devices of this process: "
-				"not with --service\n");
+		if (defs[i]->prereg && o.service && o.shape.vms > 1) {
+			/*
+			 * The destination service prepares through device_prepare,
+			 * which takes the front end's process: this one, which is
+			 * every VM's here, would have every VM's memory prepared.
+			 */
+			fprintf(stderr, "migrate: --service: stage %s prepares the memory of a "
+				"front-end process, and this process is every VM's front end: "
+				"give --vms 1\n", defs[i]->name);
 			return EXIT_USAGE;
 		}
 	for (i = 0; i < ndefs; i++) {

@@ -61,7 +61,8 @@ evac_main(void *arg)
 	v->ret = mig_vm_stop_sources(v->x, &t0);
 	if (v->ret == 0)
 		v->ret = mig_vm_start_destinations(v->x, t0);
-	if (v->ret == 0 && v->x->st->prereg)
+	/* --service: checked once the window is over (mig_vm_svc_conf_after). */
+	if (v->ret == 0 && v->x->st->prereg && v->x->o->svc == NULL)
 		v->ret = mig_vm_prepare_check(v->x, t0);
 	if (cpu && v->ret == 0) {
 		if (mig_cpu_thread_now(&run1, &wait1) < 0) {

@@ -360,6 +360,19 @@ int mig_svc_dev_remove(struct mig_svc *s, enum mig_side side, const char *name);
 /* device_get's last start and stop, in the PMD's terms. */
 int mig_svc_dev_timings(struct mig_svc *s, enum mig_side side, const char *name,
 			struct rte_pmd_mlx5_lm_timings *t);
+/*
+ * device_prepare on the destination service: its device name prepared
+ * with the shared memory files of front-end process pid (prereg).
+ */
+int mig_svc_dev_prepare(struct mig_svc *s, const char *name, int pid);
+/* The destination device's preparation as device_get says it. */
+struct mig_svc_prep {
+	char state[16];            /* none, preparing, ready, used, released, failed */
+	char reason[160];
+	uint64_t bytes, used_bytes, fallback_bytes;
+	double start_ms, end_ms;   /* CLOCK_MONOTONIC ms; 0 before it ran */
+};
+int mig_svc_dev_prep(struct mig_svc *s, const char *name, struct mig_svc_prep *p);
 /* After VM vm's last devices were removed: wait (bounded) until its workers are gone. */
 int mig_svc_vm_gone(struct mig_svc *s, unsigned int vm);
 /* Room in this process's fd table for fds more descriptors (before a window). */

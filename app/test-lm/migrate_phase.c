@@ -682,6 +682,9 @@ mig_vm_svc_conf_after(struct mig_ctx *x)
 	mig_phase_end(x, "workers", "configuration %.1f ms (memory %.1f, queues %.1f), stop "
 		      "%.1f ms", x->r->dst_conf_ms, x->r->dst_mr_ms, x->r->dst_vq_ms,
 		      x->r->src_close_ms);
+	/* The preparation served the table (prereg): asked now, as the timings are. */
+	if (x->st->prereg && mig_vm_prepare_check(x, x->trace_t0) < 0)
+		return -1;
 	return 0;
 }
 

@@ -281,7 +281,8 @@ mig_proj_print(const struct mig_result *r, double model_ms)
 	       "  A = %.2f ms, a VM alone (vm%u, the median); D = %.2f ms, every process's CPU in "
 	       "the at-once\n  window;\n"
 	       "  S = %.2f ms, vm%u's front end and vhost threads at once (its serial path)\n\n",
-	       p.model_ms, r->vms, p.model_ms > 0 ? "" : " (the profile charges nothing)",
+	       p.model_ms, r->vms, p.model_ms <= 0 ? " (the profile charges nothing)" :
+	       r->prereg ? " (prereg's: the stop, the indirect mkey, the queues)" : "",
 	       p.alone_ms, r->alone_vm, p.demand_ms, p.serial_ms, p.serial_vm);
 	printf("| CPUs      | D / C ms | at least ms | at least / A | bound by | "
 	       "measured / A                 |\n");

@@ -341,7 +341,8 @@ mig_print_table(const struct mig_opts *o, const struct mig_stage_sum *ss, unsign
 	print_vu_line(o, ss, n);
 	for (i = 0; i < n && o->service; i++)
 		if (ss[i].ok)
-			mig_proj_print(&ss[i].med, f->have ? f->all.floor_overlapped_ms : 0);
+			mig_proj_print(&ss[i].med, f->have ? stage_floor(&f->all, ss[i].med.prereg) :
+				       0);
 	if (s->vms == 0 && b != NULL && a != NULL && a->downtime_ms > 0 && a->dst_vq_ms > 0)
 		printf("baseline/all: downtime %.1fx, destination queues %.1fx\n",
 		       b->downtime_ms / a->downtime_ms, b->dst_vq_ms / a->dst_vq_ms);

@@ -562,6 +562,44 @@ mig_svc_dev_timings(struct mig_svc *s, enum mig_side side, const char *name,
 }
 
 int
+mig_svc_dev_prepare(struct mig_svc *s, const char *name, int pid)
+{
+	json_t *res = host_call(&s->h[MIG_DST], "device_prepare",
+				json_pack("{s:s, s:i}", "name", name, "pid", pid));
+
+	json_decref(res);
+	return res == NULL ? -1 : 0;
+}
+
+int
+mig_svc_dev_prep(struct mig_svc *s, const char *name, struct mig_svc_prep *p)
+{
+	json_t *res = host_call(&s->h[MIG_DST], "device_get", json_pack("{s:s}", "name", name));
+	json_t *j;
+
+	if (res == NULL)
+		return -1;
+	memset(p, 0, sizeof(*p));
+	j = json_object_get(res, "preparation");
+	if (json_is_object(j)) {
+		snprintf(p->state, sizeof(p->state), "%s",
+			 json_string_value(json_object_get(j, "state")) ?: "?");
+		snprintf(p->reason, sizeof(p->reason), "%s",
+			 json_string_value(json_object_get(j, "reason")) ?: "");
+		p->bytes = (uint64_t)json_integer_value(json_object_get(j, "bytes"));
+		p->used_bytes = (uint64_t)json_integer_value(json_object_get(j, "used_bytes"));
+		p->fallback_bytes =
+			(uint64_t)json_integer_value(json_object_get(j, "fallback_bytes"));
+		p->start_ms = json_number_value(json_object_get(j, "start_ms"));
+		p->end_ms = json_number_value(json_object_get(j, "end_ms"));
+	} else {
+		snprintf(p->state, sizeof(p->state), "none");
+	}
+	json_decref(res);
+	return 0;
+}
+
+int
 mig_svc_vm_gone(struct mig_svc *s, unsigned int vm)
 {
 	int side, ret = 0;

@@ -46,6 +46,11 @@ vhostd_worker_prep_json(const char *devname)
 		      "fallback_bytes", (json_int_t)st.fallback_bytes,
 		      "prepare_ms", st.end_ms > st.start_ms ? st.end_ms - st.start_ms : 0.0,
 		      "preparations", (json_int_t)st.preparations);
+	/* When it ran, on the host's CLOCK_MONOTONIC (ms): a hook can place it in a migration. */
+	if (j != NULL && st.end_ms > st.start_ms) {
+		json_object_set_new(j, "start_ms", json_real(st.start_ms));
+		json_object_set_new(j, "end_ms", json_real(st.end_ms));
+	}
 	if (j != NULL && st.reason[0] != '\0')
 		json_object_set_new(j, "reason", json_string(st.reason));
 	return j;

@@ -356,11 +356,45 @@ class Migrate(unittest.TestCase):
         self.check_doc(doc, 1, 1, 2, 256, ['prereg'], 'split')
         self.check_evacuate(doc, 2)
         self.check_prereg(doc['stages'][0], 2 * 2 << 30, evacuation=True)
-        # The services' devices are not this process's to prepare.
+        # Through the service, device_prepare takes a front-end process: this one is
+        # every VM's, so each VM's destination would get every VM's memory.
         rc, out = migrate('--devices', '1', '--queue-pairs', '1', '--mem-gb', '2', '--vms',
                           '2', '--service', '--stages', 'prereg')
         self.assertEqual(rc, 2, out)
-        self.assertIn('not with --service', out)
+        self.assertIn('give --vms 1', out)
+
+    def test_prereg_through_the_service_prepares_with_device_prepare(self):
+        """--service --vms 1: the destination service's device_prepare with this
+        process's pid, as an operator's hook calls it, prepares the VM's memory before
+        the stop; the start uses it whole (state used, nothing registered as a
+        fallback), with the checks of every stage."""
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, 'r.json')
+            rc, out = migrate('--devices', '1', '--queue-pairs', '1', '--mem-gb', '2',
+                              '--vms', '1', '--service', '--stages', 'all,prereg',
+                              '--json', path, profile='fast')
+            self.assertEqual(rc, 0, out)
+            with open(path) as f:
+                doc = json.load(f)
+        self.check_evacuate(doc, 1)
+        self.assertTrue(doc['scenario']['service'])
+        all_, pre = doc['stages']
+        self.assertNotIn('prereg', all_)
+        for s in (all_, pre):
+            self.assertTrue(s['ok'], s)
+            self.assertEqual((s['lost_packets'], s['duplicated_packets'],
+                              s['dirty_pages_missing'], s['leaked_objects']), (0, 0, 0, 0))
+        pr = pre['prereg']
+        self.assertLess(pr['start_ms'], pr['end_ms'], pr)
+        self.assertLess(pr['end_ms'], 0, pr)
+        # Every shared memory file of 2 MiB or more that this process maps: the
+        # guest's, which the start used whole.
+        self.assertGreaterEqual(pr['bytes'], 2 << 30, pr)
+        self.assertEqual(pr['used_bytes'], 2 << 30, pr)
+        self.assertIn('through the service (device_prepare', out)
+        # The destination's memory left the start: at DRIVER_OK only what the
+        # prepared chunks need (their indirect mkey, made once vhost had the table).
+        self.assertLess(pre['dst_mr_ms'], all_['dst_mr_ms'], (pre, all_))
 
     def test_prereg_siblings_stops_the_vms_other_nics_at_its_first_stop(self):
         """Stage prereg-siblings = prereg + sibling_stop=1: at the first source's stop
