@@ -496,6 +496,10 @@ class Prepare(unittest.TestCase):
                     p = self.preparation(srv, 'n1', ('ready', 'failed', 'released'))
                     self.assertEqual((p['state'], p['pid'], p['bytes']),
                                      ('ready', fe.p.pid, 1 << 30), p)
+                    # When it ran, on this host's CLOCK_MONOTONIC: before now.
+                    self.assertLess(p['start_ms'], p['end_ms'], p)
+                    self.assertLessEqual(p['end_ms'], time.clock_gettime(
+                        time.CLOCK_MONOTONIC) * 1000, p)
                     os.kill(fe.p.pid, signal.SIGUSR1)
                     fe.expect(r'vu_traffic: running', timeout=60)
                     p = srv.call('device_get', {'name': 'n1'})['preparation']
