@@ -49,8 +49,11 @@ svc_prepare(struct mig_ctx *x)
 		double deadline = mig_now_ms() + PREP_WAIT_MS;
 
 		for (;;) {
-			if (mig_svc_dev_prep(x->o->svc, x->dst[k].name, &p) < 0)
+			if (mig_svc_dev_prep(x->o->svc, x->dst[k].name, &p) < 0) {
+				mig_fail(x, "%s: device_get failed (the service's reason above)",
+					 x->dst[k].name);
 				return -1;
+			}
 			if (strcmp(p.state, "ready") == 0)
 				break;
 			if (strcmp(p.state, "preparing") != 0 || mig_now_ms() > deadline) {
@@ -135,8 +138,11 @@ mig_vm_prepare_check(struct mig_ctx *x, double t0)
 		struct mig_svc_prep p;
 
 		/* Asked once the window is over, as the workers' timings are. */
-		if (mig_svc_dev_prep(x->o->svc, x->dst[k].name, &p) < 0)
+		if (mig_svc_dev_prep(x->o->svc, x->dst[k].name, &p) < 0) {
+			mig_fail(x, "%s: device_get failed (the service's reason above)",
+				 x->dst[k].name);
 			return -1;
+		}
 		if (strcmp(p.state, "used") != 0 || p.fallback_bytes != 0) {
 			mig_fail(x, "%s: the preparation did not serve the memory table (%s: %s)",
 				 x->dst[k].name, p.state, p.reason);
