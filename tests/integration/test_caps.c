@@ -64,15 +64,18 @@ profile(const char *file)
 	return profile_path;
 }
 
-/* Commands of the device's trace so far that the emulated firmware refused. */
+/*
+ * Commands since from refused other than with status st: each printed. A
+ * virtq CREATE refused for its umems is BAD_RES (EMU_SYND_VQ_UMEM_BELOW_PARAMS).
+ */
 static size_t
-failed_cmds(struct lmh_trace *tr)
+refused_but(struct lmh_trace *tr, size_t from, int st)
 {
 	size_t k, n = 0;
 
 	lmh_trace_sync(tr);
-	for (k = 0; k < tr->n; k++) {
-		if (!tr->c[k].is_cmd || tr->c[k].status == 0)
+	for (k = from; k < tr->n; k++) {
+		if (!tr->c[k].is_cmd || tr->c[k].status == 0 || tr->c[k].status == st)
 			continue;
 		print_error("refused: %s (opcode 0x%x, obj_type 0x%x) status 0x%x syndrome "
 			    "0x%08x\n", tr->c[k].op, tr->c[k].opcode, tr->c[k].obj_type,
@@ -80,6 +83,13 @@ failed_cmds(struct lmh_trace *tr)
 		n++;
 	}
 	return n;
+}
+
+/* Commands of the device's trace so far that the emulated firmware refused. */
+static size_t
+failed_cmds(struct lmh_trace *tr)
+{
+	return refused_but(tr, 0, 0);
 }
 
 /* Commands since from creating a general object of obj_type. */
@@ -494,27 +504,6 @@ test_minimal_caps_recover_a_queue_in_err(void **state)
 	}
 	assert_true(lmh_traffic(guest, 0x3, 200, LMH_DEADLINE_MS));
 	fe_end(c);
-}
-
-/*
- * Commands since from refused other than with status st: each printed. A
- * virtq CREATE refused for its umems is BAD_RES (EMU_SYND_VQ_UMEM_BELOW_PARAMS).
- */
-static size_t
-refused_but(struct lmh_trace *tr, size_t from, int st)
-{
-	size_t k, n = 0;
-
-	lmh_trace_sync(tr);
-	for (k = from; k < tr->n; k++) {
-		if (!tr->c[k].is_cmd || tr->c[k].status == 0 || tr->c[k].status == st)
-			continue;
-		print_error("refused: %s (opcode 0x%x, obj_type 0x%x) status 0x%x syndrome "
-			    "0x%08x\n", tr->c[k].op, tr->c[k].opcode, tr->c[k].obj_type,
-			    tr->c[k].status, tr->c[k].syndrome);
-		n++;
-	}
-	return n;
 }
 
 /*
