@@ -279,13 +279,7 @@ class Basics(unittest.TestCase):
                 stopped_clean(self, srv)
 
     def test_rpc_group_members_may_use_the_socket(self):
-        if os.geteuid() != 0:
-            self.skipTest('needs root to act as another user')
-        import grp
-        try:
-            group = grp.getgrgid(65534).gr_name
-        except KeyError:
-            self.skipTest('no group 65534')
+        group = nobody_group(self)
         with tempfile.TemporaryDirectory() as d:
             os.chmod(d, 0o711)
             srv = service(d, extra=['--rpc-group', group])
@@ -305,13 +299,7 @@ class Basics(unittest.TestCase):
     def test_a_sockets_group_and_mode_let_its_members_connect(self):
         """The vhost-user sockets were srwxr-xr-x root root (the service's umask): QEMU
         not running as root (libvirt's libvirt-qemu) could not connect."""
-        if os.geteuid() != 0:
-            self.skipTest('needs root to act as another user')
-        import grp
-        try:
-            group = grp.getgrgid(65534).gr_name
-        except KeyError:
-            self.skipTest('no group 65534')
+        group = nobody_group(self)
         with tempfile.TemporaryDirectory() as d:
             os.chmod(d, 0o711)
             cfg = os.path.join(d, 'cfg.json')
@@ -1802,6 +1790,18 @@ def http_get(unix_path, url):
             out, rest = out + rest[:size], rest[size + 2:]
         body = out
     return body.decode()
+
+
+def nobody_group(test):
+    """The name of group 65534, which as_nobody's and as_member's child is in;
+    test skipped where it cannot act as another user or has no such group."""
+    if os.geteuid() != 0:
+        test.skipTest('needs root to act as another user')
+    import grp
+    try:
+        return grp.getgrgid(65534).gr_name
+    except KeyError:
+        test.skipTest('no group 65534')
 
 
 def as_nobody(check):
