@@ -2438,6 +2438,31 @@ test_merged_cq_doorbells_arm_every_requested_cq(void **state)
 	notify_once(rx, tx, 3);
 	emu_uar_write_merged(dev, w.uar, EMU_UAR_CQ_DOORBELL, (uint64_t)hi2 << 32 | cq2);
 	assert_false(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+	/*
+	 * The watcher looks between the first CQ's two stores: its arm (past
+	 * every CQE, the next sn) is taken from the record, and a completion
+	 * uses it. The UAR write of that arm, seen afterwards, is the same
+	 * request, not a new one at a consumer index the completion has left
+	 * behind: no second event (there was one, and the driver's sn moved
+	 * twice for one arm).
+	 */
+	while (ev_cqe_ready(w.ev_ci))
+		w.ev_ci++;
+	ev_credits(w.ev_ci + (1u << EV_LOG_RQ));
+	hi = (uint32_t)(w.arm_sn++ & 3) << 28 | (w.ev_ci & 0xffffff);
+	dbrec_put(EV_CQ_DBREC, w.ev_ci & 0xffffff);
+	dbrec_put(EV_CQ_DBREC + 4, hi);
+	emu_uar_write_merged(dev, w.uar, EMU_UAR_CQ_DOORBELL, (uint64_t)hi2 << 32 | cq2);
+	assert_false(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+	notify_once(rx, tx, 4);
+	assert_true(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+	emu_uar_write_merged(dev, w.uar, EMU_UAR_CQ_DOORBELL, (uint64_t)hi << 32 | w.cq);
+	assert_false(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+	/* The event read, the next arm (a new sn) is a new request, served. */
+	assert_int_equal(ev_rearm(), 1);
+	assert_false(event_pending(PRM_EVENT_COMPLETION, 0xca11));
+	notify_once(rx, tx, 5);
+	assert_true(event_pending(PRM_EVENT_COMPLETION, 0xca11));
 	simple(PRM_CMD_DESTROY_CQ, cq2);
 }
 

@@ -241,18 +241,17 @@ emu_net_qp_notify(struct emu_dev *dev, struct emu_net_obj *qp)
 	qp_deliver(dev, qp, peer, cq);
 }
 
-void
-emu_net_cq_doorbell(struct emu_dev *dev, uint32_t uar, uint32_t cqn, uint8_t sn, uint8_t cmd,
-		    uint32_t ci)
+/* The CQ arm dword: sn << 28 | cmd << 24 | ci, in the record as on the UAR. */
+static uint32_t
+arm_dword(uint8_t sn, uint8_t cmd, uint32_t ci)
 {
-	struct emu_net_obj *cq = (struct emu_net_obj *)emu_obj_find(dev, EMU_KIND_CQ, cqn);
+	return (uint32_t)(sn & 3) << 28 | (uint32_t)(cmd & 3) << 24 | (ci & 0xffffff);
+}
 
-	if (cq == NULL || cq->uar_page != uar) {
-		/* The CQ doorbell of another page does not reach this CQ. */
-		emu_log(dev, 4, "CQ doorbell for CQ 0x%x on UAR page %u: %s", cqn, uar,
-			cq == NULL ? "no such CQ" : "not the CQ's UAR page");
-		return;
-	}
+/* Arm cq with the request (sn, cmd, ci). dev->lock held. */
+static void
+cq_arm(struct emu_dev *dev, struct emu_net_obj *cq, uint8_t sn, uint8_t cmd, uint32_t ci)
+{
 	if (cq->dbrec != NULL)
 		cq->arm_dbrec_seen = dbrec_load(cq->dbrec, 1);
 	cq->arm_rung = true;
@@ -283,6 +282,38 @@ emu_net_cq_doorbell(struct emu_dev *dev, uint32_t uar, uint32_t cqn, uint8_t sn,
 }
 
 void
+emu_net_cq_doorbell(struct emu_dev *dev, uint32_t uar, uint32_t cqn, uint8_t sn, uint8_t cmd,
+		    uint32_t ci)
+{
+	struct emu_net_obj *cq = (struct emu_net_obj *)emu_obj_find(dev, EMU_KIND_CQ, cqn);
+	bool taken;
+
+	if (cq == NULL || cq->uar_page != uar) {
+		/* The CQ doorbell of another page does not reach this CQ. */
+		emu_log(dev, 4, "CQ doorbell for CQ 0x%x on UAR page %u: %s", cqn, uar,
+			cq == NULL ? "no such CQ" : "not the CQ's UAR page");
+		return;
+	}
+	/*
+	 * An arm the watcher already took from the record, its UAR write now
+	 * seen (the record is written first, and a look between the two
+	 * stores finds it there): the same request, which the device of a
+	 * real UAR receives once. Taken again, it re-arms a CQ whose first
+	 * arm a completion may have used meanwhile, at the consumer index of
+	 * before that completion: a second event for one request, the
+	 * driver's arm sequence number moved twice.
+	 */
+	taken = cq->arm_from_record && cq->arm_record == arm_dword(sn, cmd, ci);
+	cq->arm_from_record = false;
+	if (taken) {
+		emu_log(dev, 7, "CQ 0x%x: UAR arm 0x%x already taken from its doorbell record",
+			cqn, cq->arm_record);
+		return;
+	}
+	cq_arm(dev, cq, sn, cmd, ci);
+}
+
+void
 emu_net_cq_doorbell_others(struct emu_dev *dev, uint32_t uar)
 {
 	struct emu_obj *o;
@@ -303,8 +334,9 @@ emu_net_cq_doorbell_others(struct emu_dev *dev, uint32_t uar)
 		if (arm == cq->arm_dbrec_seen && cq->arm_rung)
 			continue;
 		/* The arm dword: sn << 28 | cmd << 24 | ci, as on the UAR. */
-		emu_net_cq_doorbell(dev, uar, o->id, (arm >> 28) & 0x3, (arm >> 24) & 0x3,
-				    arm & 0xffffff);
+		cq_arm(dev, cq, (arm >> 28) & 0x3, (arm >> 24) & 0x3, arm & 0xffffff);
+		cq->arm_from_record = true;
+		cq->arm_record = arm_dword((arm >> 28) & 0x3, (arm >> 24) & 0x3, arm & 0xffffff);
 	}
 }
 

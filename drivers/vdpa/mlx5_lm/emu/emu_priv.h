@@ -420,6 +420,12 @@ struct emu_net_obj {
 	uint32_t arm_dbrec_seen;     /* dbrec arm dword at the last arm (merged doorbells) */
 	bool arm_rung;               /* a CQ doorbell reached it since creation */
 	/*
+	 * The last arm was taken from the record (a merged UAR write): its
+	 * own UAR write, seen later with the same dword, is that same arm.
+	 */
+	bool arm_from_record;
+	uint32_t arm_record;         /* the dword that arm was taken with */
+	/*
 	 * CQ: where completions go (emu_net_cq_complete). cqes / dbrec are
 	 * the device's view of the umems named at creation.
 	 */
