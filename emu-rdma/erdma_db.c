@@ -33,6 +33,8 @@ page_addr(struct erdma_ctx *c, unsigned int slot)
 	return (uint8_t *)c->window + (size_t)slot * erdma_page_size();
 }
 
+static bool scan_uars(struct erdma_ctx *c);
+
 /*
  * A VAR page: 32-bit doorbell writes, named by their offset in the BAR.
  * VAR k (page_id) is the doorbell at doorbell_bar_offset + k * stride; its
@@ -56,6 +58,16 @@ scan_var(struct erdma_ctx *c, unsigned int slot)
 		v = __atomic_exchange_n(&w[i], SENTINEL32, __ATOMIC_ACQ_REL);
 		if (v == SENTINEL32)
 			continue;
+		/*
+		 * The UAR writes made before this doorbell reach the device
+		 * first, as posted writes of one function do (PCIe keeps their
+		 * order): scanned after it, a CQ arm written before the kick
+		 * could come after the completion the kick produces, and an
+		 * arm the driver repeated (the same request, no event between)
+		 * would be served twice, two events for one request.
+		 */
+		if (!hit)
+			scan_uars(c);
 		hit = true;
 		/*
 		 * The emulator checks the offset against the doorbell area. Two
@@ -89,6 +101,19 @@ scan_uar(struct erdma_ctx *c, unsigned int slot, uint32_t page_id)
 		hit = true;
 		erdma_uar_forward(c, page_id, (uint32_t)(i * sizeof(*w)), v);
 	}
+	return hit;
+}
+
+/* Every UAR page of the context. c->lock held. */
+static bool
+scan_uars(struct erdma_ctx *c)
+{
+	bool hit = false;
+	unsigned int i;
+
+	for (i = 0; i < ERDMA_PAGES; i++)
+		if (c->pages[i].kind == ERDMA_PAGE_UAR)
+			hit |= scan_uar(c, i, c->pages[i].page_id);
 	return hit;
 }
 
@@ -212,12 +237,8 @@ erdma_db_flush(struct erdma_ctx *c)
 void
 erdma_uar_flush(struct erdma_ctx *c)
 {
-	unsigned int i;
-
 	pthread_mutex_lock(&c->lock);
-	for (i = 0; i < ERDMA_PAGES; i++)
-		if (c->pages[i].kind == ERDMA_PAGE_UAR)
-			scan_uar(c, i, c->pages[i].page_id);
+	scan_uars(c);
 	pthread_mutex_unlock(&c->lock);
 }
 
