@@ -413,26 +413,28 @@ frame_then_idle(unsigned int qp, uint32_t cqn, unsigned int round, int sn)
 /*
  * The CQ arm sequence number counts completion events, not arms (Linux
  * mlx5_cq_completion / mlx5_cq_arm, rdma-core mlx5_cq_event /
- * mlx5_arm_cq; DPDK vdpa/mlx5 arms a CQ once per event): every arm up to
- * the next event repeats the request, the first arm after it carries the
- * next number. event_mode=0 falling back to interrupts after 2 empty
- * polls: each time the poller goes idle it arms every queue's CQ, also
- * those of pair 1, whose TX queue (virtq 3) carries nothing in the first
- * IDLE_ONLY rounds. Its CQ is armed again and again without an event:
- * always sn 0 (the driver once moved it at every arm: 0, 1, 2, 3, 0, ...,
- * the fourth arm after an event carrying the number of the arm the device
- * had served). A frame on pair 1 after those arms is still signalled, and
- * each of EVENT_ROUNDS such frames (one event each: the CQ is armed when
- * it comes) moves the number by exactly one.
+ * mlx5_arm_cq; DPDK vdpa/mlx5 arms a CQ once per event), and an arm whose
+ * event has not come stands: it is not sent again. event_mode=0 falling
+ * back to interrupts after 2 empty polls. In the first IDLE_ONLY rounds
+ * only pair 0 carries frames: each time the poller goes idle it arms the
+ * CQs whose events it read (virtq 1's, waited for), never pair 1's TX
+ * queue (virtq 3), armed once at DRIVER_OK with sn 0 and idle since (the
+ * driver once re-armed every CQ at every idle, moving the sn each time:
+ * 0, 1, 2, 3, 0, ..., the fourth arm after an event carrying the number of
+ * the arm the device had served; then re-armed them with the same sn, the
+ * same request twice, which a device serving the first before the second
+ * arrived answered with two events, the sn moving twice for one frame).
+ * Then EVENT_ROUNDS frames on pair 1, each finding the CQ armed: one event
+ * each, and one arm after each, carrying the next number.
  */
 static void
 test_arm_sn_counts_events_not_arms(void **state)
 {
-	enum { IDLE_ONLY = 6, EVENT_ROUNDS = 5, MAX_ARMS = 256 };
+	enum { IDLE_ONLY = 6, EVENT_ROUNDS = 9, MAX_ARMS = 256 };
 	struct vu_client *c;
-	uint32_t cqn;
+	uint32_t cqn, cqn1;
 	uint8_t sn[MAX_ARMS];
-	unsigned int i, n, steps = 0;
+	unsigned int i, n;
 
 	(void)state;
 	assert_int_equal(lmh_probe(&dev, 0, "queues=2,mr_gc_ms=0,event_mode=0,event_us=20,"
@@ -443,36 +445,31 @@ test_arm_sn_counts_events_not_arms(void **state)
 	c = connect_and_start();
 	vu_guest_rx_refill(g);
 	cqn = dev.dev->vq[3].eq.cqn;
-	assert_true(wait_cq_arms(cqn, 1, -1));
+	cqn1 = dev.dev->vq[1].eq.cqn;
+	assert_true(wait_cq_arms(cqn, 1, 0));
 	for (i = 0; i < IDLE_ONLY; i++)
-		frame_then_idle(0, cqn, i, -1);
+		frame_then_idle(0, cqn1, i, -1);
 	n = cq_arm_sns(cqn, sn, MAX_ARMS);
-	assert_true(n >= IDLE_ONLY + 1 && n <= MAX_ARMS);
-	for (i = 0; i < n; i++) {
-		if (sn[i] != 0) {
-			print_error("CQ 0x%x (virtq 3, no event yet): arm %u of %u carries sn %u, "
-				    "not 0\n", cqn, i, n, sn[i]);
-			fail();
-		}
+	if (n != 1) {
+		print_error("CQ 0x%x (virtq 3, no event yet): armed %u times, not once (its "
+			    "first arm stands)\n", cqn, n);
+		fail();
 	}
 	for (i = 0; i < EVENT_ROUNDS; i++)
 		frame_then_idle(1, cqn, IDLE_ONLY + i, (int)((i + 1) & 3));
 	n = cq_arm_sns(cqn, sn, MAX_ARMS);
-	assert_true(n <= MAX_ARMS);
-	for (i = 1; i < n; i++) {
-		uint8_t d = (uint8_t)((sn[i] - sn[i - 1]) & 3);
-
-		if (d > 1) {
-			print_error("CQ 0x%x: arm %u carries sn %u after sn %u: at most one "
-				    "event can come between two arms\n", cqn, i, sn[i], sn[i - 1]);
+	printf("  virtq 3's CQ: %u arms for %u events, sn", n, EVENT_ROUNDS);
+	for (i = 0; i < n && i < MAX_ARMS; i++)
+		printf(" %u", sn[i]);
+	printf("\n");
+	assert_int_equal(n, 1 + EVENT_ROUNDS);
+	for (i = 0; i < n; i++) {
+		if (sn[i] != (i & 3)) {
+			print_error("CQ 0x%x: arm %u carries sn %u, not %u (one per event read)\n",
+				    cqn, i, sn[i], i & 3);
 			fail();
 		}
-		steps += d;
 	}
-	printf("  virtq 3's CQ: %u arms, %u sn advances for %u events\n", n, steps,
-	       EVENT_ROUNDS);
-	assert_int_equal(steps, EVENT_ROUNDS);
-	assert_int_equal(sn[n - 1], EVENT_ROUNDS & 3);
 	assert_false(lmh_log_has(0, "completion event names CQ"));
 	stop_and_remove(c, 4);
 }

@@ -413,9 +413,17 @@ eventq_poll(struct mlx5_lm_virtq *vq, int arm, bool lost)
 	/*
 	 * Polled (timer event modes), a poll that found nothing leaves the
 	 * records alone; the CQ is armed only when the poller falls back to
-	 * interrupts.
+	 * interrupts. An arm whose event was not read yet stands: the device
+	 * still holds it, or has served it and the event, on its way, clears
+	 * eq->armed. Sent again, the same request (the same sequence number)
+	 * would reach a device that may have served the first one by then, at
+	 * a consumer index a completion has passed: a second event for one
+	 * request. DPDK's vdpa/mlx5 likewise arms a CQ again only once its
+	 * event was handled (mlx5_vdpa_cq_arm, cq->armed). After lost events
+	 * every CQ is armed again: a completion counted by an earlier poll
+	 * may have used the arm, its event among the lost ones.
 	 */
-	if (arm)
+	if (arm && (!eq->armed || lost))
 		eventq_rearm(vq);
 	else if (n > 0)
 		eventq_credit(vq);
