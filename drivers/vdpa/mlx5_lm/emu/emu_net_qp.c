@@ -320,6 +320,7 @@ emu_net_cq_doorbell_others(struct emu_dev *dev, uint32_t uar)
 
 	EMU_FOR_KIND(o, dev, EMU_KIND_CQ) {
 		struct emu_net_obj *cq = (struct emu_net_obj *)o;
+		uint8_t sn, cmd;
 		uint32_t arm;
 
 		if (cq->uar_page != uar || cq->dbrec == NULL)
@@ -334,9 +335,11 @@ emu_net_cq_doorbell_others(struct emu_dev *dev, uint32_t uar)
 		if (arm == cq->arm_dbrec_seen && cq->arm_rung)
 			continue;
 		/* The arm dword: sn << 28 | cmd << 24 | ci, as on the UAR. */
-		cq_arm(dev, cq, (arm >> 28) & 0x3, (arm >> 24) & 0x3, arm & 0xffffff);
+		sn = (arm >> 28) & 0x3;
+		cmd = (arm >> 24) & 0x3;
+		cq_arm(dev, cq, sn, cmd, arm & 0xffffff);
 		cq->arm_from_record = true;
-		cq->arm_record = arm_dword((arm >> 28) & 0x3, (arm >> 24) & 0x3, arm & 0xffffff);
+		cq->arm_record = arm_dword(sn, cmd, arm);
 	}
 }
 
