@@ -561,6 +561,69 @@ test_uar_doorbell_reaches_the_emulator_and_eqns_are_per_vector(void **state)
 	assert_int_equal(ibv_close_device(ctx), 0);
 }
 
+/* The trace's line number of the first record of op with value, or -1. */
+static long
+trace_line_of(const char *op, uint64_t value)
+{
+	FILE *f = fopen(trace_path, "r");
+	static char line[65536];
+	long n = 0, at = -1;
+
+	assert_non_null(f);
+	while (at < 0 && fgets(line, sizeof(line), f) != NULL) {
+		json_t *j = json_loads(line, 0, NULL);
+
+		assert_non_null(j);
+		if (strcmp(json_string_value(json_object_get(j, "op")), op) == 0 &&
+		    (uint64_t)json_integer_value(json_object_get(j, "value")) == value)
+			at = n;
+		json_decref(j);
+		n++;
+	}
+	fclose(f);
+	return at;
+}
+
+/*
+ * One function's posted writes reach the device in order (PCIe): a CQ arm
+ * written to a UAR page before a doorbell on the VAR page reaches the
+ * emulator first, whichever page the watcher would have scanned first.
+ * Out of order, the kick's completion could come before the arm it was
+ * meant to raise an event for. The VAR page is taken first so that it sits
+ * in the lower slot, the one a scan in slot order reads first.
+ */
+static void
+test_uar_write_before_a_doorbell_reaches_the_emulator_first(void **state)
+{
+	struct ibv_context *ctx = open_dev(true);
+	uint64_t off = doorbell_bar_offset(ctx);
+	long page = sysconf(_SC_PAGESIZE);
+	struct mlx5dv_var *var = mlx5dv_alloc_var(ctx, 0);
+	struct mlx5dv_devx_uar *uar = mlx5dv_devx_alloc_uar(ctx, MLX5DV_UAR_ALLOC_TYPE_BF);
+	const uint64_t arm = 0x2000000500000123ull;
+	const uint32_t kick = 9;
+	volatile uint8_t *db;
+	long arm_at, kick_at;
+
+	assert_non_null(var);
+	assert_non_null(uar);
+	db = mmap(NULL, var->length, PROT_READ | PROT_WRITE, MAP_SHARED, ctx->cmd_fd,
+		  var->mmap_off);
+	assert_true(db != MAP_FAILED);
+	*(volatile uint64_t *)((uint8_t *)uar->base_addr + 0x20) = htobe64(arm);
+	*(volatile uint32_t *)(db + (off & (page - 1))) = kick;
+	/* The VAR's free forwards its doorbell now (and, before it, the UAR's arm). */
+	mlx5dv_free_var(var);
+	munmap((void *)db, page);
+	mlx5dv_devx_free_uar(uar);
+	arm_at = trace_line_of("UAR_WRITE", arm);
+	kick_at = trace_line_of("DOORBELL", kick);
+	assert_true(arm_at >= 0);
+	assert_true(kick_at >= 0);
+	assert_true(arm_at < kick_at);
+	assert_int_equal(ibv_close_device(ctx), 0);
+}
+
 /*
  * Linux devx.c devx_umem_get(): access as for an MR; a page size must fit;
  * pages that cannot be pinned (a shared mapping past the end of its file)
@@ -1136,6 +1199,7 @@ main(void)
 		cmocka_unit_test(test_var_page_doorbell_reaches_the_emulator),
 		cmocka_unit_test(test_var_table_entries_live_while_mapped),
 		cmocka_unit_test(test_uar_doorbell_reaches_the_emulator_and_eqns_are_per_vector),
+		cmocka_unit_test(test_uar_write_before_a_doorbell_reaches_the_emulator_first),
 		cmocka_unit_test(test_umem_registration_checks_access_page_size_and_pinning),
 		cmocka_unit_test(test_root_flow_rules_through_rdma_core),
 		cmocka_unit_test(test_dr_root_nic_rx_as_rdma_core_without_sw_steering),
