@@ -389,6 +389,9 @@ scan_cleanups(struct lmh_dev *d)
 	pthread_mutex_unlock(&log_lock);
 }
 
+static void dump_process(const char *why);
+static atomic_flag cleanup_dumped = ATOMIC_FLAG_INIT;
+
 bool
 lmh_wait_closed(unsigned int sock)
 {
@@ -413,9 +416,16 @@ lmh_wait_closed(unsigned int sock)
 		if (d->cleanups >= d->conns)
 			return true;
 		if (lmh_now_ms() > deadline)
-			return false;
+			break;
 		lmh_tick();
 	}
+	/*
+	 * The close was seen but its cleanup (the memory's release) did not end:
+	 * where the driver's threads wait is what the failure alone does not say.
+	 */
+	if (getenv("LMH_STALL_DUMP") != NULL && !atomic_flag_test_and_set(&cleanup_dumped))
+		dump_process("a closed connection's cleanup not logged within the deadline");
+	return false;
 }
 
 /* ---- process ---------------------------------------------------------------- */
@@ -477,10 +487,11 @@ watchdog_main(void *arg)
 /*
  * LMH_STALL_DUMP (set by meson for suites where no request is meant to go
  * unanswered): the first front-end request of the process whose send or
- * reply runs out of its deadline has the process dumped as the watchdog
- * does, before the test fails - vhost's thread, its connections and the
- * driver's threads as they are at that moment, which the test's failure
- * alone does not say.
+ * reply runs out of its deadline (or the first closed connection whose
+ * cleanup is not logged in time, lmh_wait_closed) has the process dumped
+ * as the watchdog does, before the test fails - vhost's thread, its
+ * connections and the driver's threads as they are at that moment, which
+ * the test's failure alone does not say.
  */
 static void
 stall_dump(uint32_t request, const char *what)
