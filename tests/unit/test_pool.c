@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "mlx5_lm_pool.h"
+#include "mlx5_lm_mr.h"
 
 #define DEADLINE_S 10
 
@@ -497,6 +498,94 @@ test_a_get_while_the_last_put_joins_keeps_its_workers(void **state)
 	mlx5_lm_pool_put(1);
 }
 
+/* Garbage-thread work that blocks until released, counting where it ran. */
+static pthread_t gc_ran_on;
+static int gc_ran_background;
+
+static void
+gc_work_block(void *arg, int background)
+{
+	(void)arg;
+	pthread_mutex_lock(&mu);
+	started++;
+	gc_ran_on = pthread_self();
+	gc_ran_background = background;
+	pthread_cond_broadcast(&cv);
+	while (!release)
+		pthread_cond_wait(&cv, &mu);
+	pthread_mutex_unlock(&mu);
+}
+
+static void
+gc_work_count(void *arg, int background)
+{
+	(void)arg;
+	pthread_mutex_lock(&mu);
+	count++;
+	gc_ran_on = pthread_self();
+	gc_ran_background = background;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+}
+
+static void *
+gc_put_one(void *arg)
+{
+	(void)arg;
+	mlx5_lm_mr_gc_put();
+	return NULL;
+}
+
+static void *
+gc_get_one(void *arg)
+{
+	*(int *)arg = mlx5_lm_mr_gc_get();
+	return NULL;
+}
+
+/*
+ * The garbage thread has the pool's race: a device probed while the last
+ * device's removal joins the thread (busy with deferred work) waits for
+ * the join, then starts a thread of its own, which runs the work handed
+ * to it. Had the get cleared the stop the put set, the old thread would
+ * run on beside the new one, whose id the next put would not join.
+ */
+static void
+test_a_gc_get_while_the_last_put_joins_gets_a_thread(void **state)
+{
+	struct mlx5_lm_gc_work w1 = { .fn = gc_work_block }, w2 = { .fn = gc_work_count };
+	pthread_t put, get;
+	struct timespec ts;
+	int got = -1;
+
+	(void)state;
+	reset();
+	assert_int_equal(mlx5_lm_mr_gc_get(), 0);
+	mlx5_lm_mr_gc_defer(&w1);
+	assert_true(wait_at_least(&started, 1));
+	assert_int_equal(gc_ran_background, 1);
+	assert_int_equal(pthread_create(&put, NULL, gc_put_one, NULL), 0);
+	assert_true(wait_figure(mlx5_lm_mr_gc_joining, 1));
+	assert_int_equal(pthread_create(&get, NULL, gc_get_one, &got), 0);
+	pthread_mutex_lock(&mu);
+	release = 1;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+	/* Bounded: a put joining a thread told to run on would never return. */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += DEADLINE_S;
+	assert_int_equal(pthread_timedjoin_np(put, NULL, &ts), 0);
+	assert_int_equal(pthread_timedjoin_np(get, NULL, &ts), 0);
+	assert_int_equal(got, 0);
+	assert_int_equal(mlx5_lm_mr_gc_joining(), 0);
+	/* The new thread serves deferred work. */
+	mlx5_lm_mr_gc_defer(&w2);
+	assert_true(wait_at_least(&count, 1));
+	assert_int_equal(gc_ran_background, 1);
+	assert_false(pthread_equal(gc_ran_on, pthread_self()));
+	mlx5_lm_mr_gc_put();
+}
+
 int
 main(void)
 {
@@ -519,6 +608,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_fg_exit_wakes_one_worker_at_most, setup,
 						teardown),
 		cmocka_unit_test(test_a_get_while_the_last_put_joins_keeps_its_workers),
+		cmocka_unit_test(test_a_gc_get_while_the_last_put_joins_gets_a_thread),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -967,6 +967,17 @@ mlx5_lm_mr_gc_put(void)
 	pthread_mutex_unlock(&gc.lock);
 }
 
+unsigned int
+mlx5_lm_mr_gc_joining(void)
+{
+	unsigned int joining;
+
+	pthread_mutex_lock(&gc.lock);
+	joining = (unsigned int)gc.joining;
+	pthread_mutex_unlock(&gc.lock);
+	return joining;
+}
+
 void
 mlx5_lm_mr_release(struct mlx5_lm_mr *mr)
 {

@@ -159,6 +159,8 @@ void mlx5_lm_mr_gc_flush(struct mlx5_lm_dev *dev);
 /* Start (first device) / stop (last device) the garbage thread. */
 int mlx5_lm_mr_gc_get(void);
 void mlx5_lm_mr_gc_put(void);
+/* 1 while the last put joins the thread (tests: a get then waits for it). */
+unsigned int mlx5_lm_mr_gc_joining(void);
 /*
  * Wait until the garbage thread has destroyed every released registration
  * of dev and run its work, at most timeout_ms. 0, or -ETIMEDOUT.
