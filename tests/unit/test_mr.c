@@ -5,6 +5,7 @@
  * 8 regions, the KLM entry limit, a failing chunk unwinding, reuse of a
  * released registration, and garbage collection at device removal.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -361,6 +362,68 @@ test_file_emptied_after_release_is_not_taken_back(void **state)
 	close(fd);
 }
 
+/* The process's inotify instances (fds whose link is anon_inode:inotify). */
+static unsigned int
+inotify_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	unsigned int n = 0;
+
+	assert_non_null(d);
+	while ((e = readdir(d)) != NULL) {
+		char path[300], link[64];
+		ssize_t len;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		len = readlink(path, link, sizeof(link) - 1);
+		if (len > 0) {
+			link[len] = '\0';
+			n += strcmp(link, "anon_inode:inotify") == 0;
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * The files' inotify instance is not closed when the last watched
+ * registration goes: closing one waits for the kernel's mark reaper and
+ * an SRCU grace period (seconds on a loaded host), and a release runs
+ * under its device's lock. It lives while the driver has devices, one for
+ * the process however many registrations come and go, and goes with the
+ * last device.
+ */
+static void
+test_files_watch_outlives_its_registrations_not_the_devices(void **state)
+{
+	struct mlx5_lm_mem_region r[MLX5_LM_MAX_REGIONS];
+	unsigned int base = inotify_fds(), dev_fds;
+	struct mlx5_lm_mr *mr;
+	struct mlx5_lm_dev *dev;
+	char name[32];
+	void *m;
+	int fd;
+
+	(void)state;
+	dev = probe(name, sizeof(name), "mr_gc_ms=0");
+	/* The device's own (its preparations' files, mlx5_lm_prereg.c), if any. */
+	dev_fds = inotify_fds();
+	m = file_map(&fd, 0);
+	for (int i = 0; i < 3; i++) {
+		file_regions(dev, fd, m, r);
+		assert_int_equal(mlx5_lm_mr_create(dev, r, 1, &mr), 0);
+		assert_int_equal(inotify_fds(), dev_fds + 1);
+		mlx5_lm_mr_release(mr);
+		/* Destroyed (mr_gc_ms=0), its watch removed: the instance stays, one. */
+		assert_int_equal(inotify_fds(), dev_fds + 1);
+	}
+	remove_dev(name);
+	assert_int_equal(inotify_fds(), base);
+	munmap(m, 2 * MIB);
+	close(fd);
+}
+
 /* The driver's view of the test's guest memory: size bytes at gpa 0, 4 KiB pages. */
 static struct mlx5_lm_mem_region
 guest_region(uint64_t size)
@@ -519,6 +582,7 @@ main(void)
 		cmocka_unit_test(test_guest_memory_is_registered_as_memory_regions),
 		cmocka_unit_test(test_registration_outlives_the_queue_objects_naming_it),
 		cmocka_unit_test(test_file_emptied_after_release_is_not_taken_back),
+		cmocka_unit_test(test_files_watch_outlives_its_registrations_not_the_devices),
 		cmocka_unit_test(test_failed_destroy_at_removal_is_retried),
 	};
 	char prefix[64];
