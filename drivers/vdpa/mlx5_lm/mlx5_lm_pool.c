@@ -29,6 +29,23 @@ struct mlx5_lm_task {
 
 #define MAX_WORKERS 256
 
+/*
+ * A worker's own wake-up: each idle worker waits on a condition variable
+ * of its own, and a wake takes one worker off the idle stack and signals
+ * it alone. glibc's condition variables can lose a pthread_cond_signal
+ * among several waiters (sourceware bug 25847, in the condvar design of
+ * 2.25; the changelog of Debian 12's 2.36 lists no fix): with one shared
+ * condition variable a task would sit queued beside idle workers until the
+ * next submit. One waiter and a flag under the pool's lock cannot lose it.
+ * Waking the most recently idle worker first also keeps the fewest
+ * threads warm.
+ */
+struct pool_worker {
+	pthread_cond_t cv;
+	int woken;                  /* pool.lock: taken off the idle stack by a wake */
+	struct pool_worker *next;   /* pool.lock: the idle stack */
+};
+
 /* Set in pool threads: nested batches run inline there. */
 static __thread int in_worker;
 /* Set while this thread does background work (a background task, the restore thread). */
@@ -39,9 +56,10 @@ static __thread struct mlx5_lm_bg_work *cur_work;
 
 static struct {
 	pthread_mutex_t lock;      /* guards everything below */
-	pthread_cond_t work;       /* a task was queued or a batch slot freed */
 	TAILQ_HEAD(, mlx5_lm_batch) queue; /* batches with tasks not yet taken */
 	pthread_t threads[MAX_WORKERS];
+	struct pool_worker slots[MAX_WORKERS]; /* threads[i]'s wake-up */
+	struct pool_worker *idle_top;          /* idle workers, the last one to idle first */
 	unsigned int nthreads;
 	unsigned int refs;
 	unsigned int wanted;       /* sum of the workers its devices asked for */
@@ -52,17 +70,31 @@ static struct {
 	unsigned int bg_paused;    /* background threads waiting at a checkpoint */
 	uint64_t wakeups;          /* workers woken (tests: no thundering herd) */
 	uint64_t wake_requests;    /* workers asked to wake by fg_exit */
-	unsigned int idle;         /* workers waiting for a task */
+	unsigned int idle;         /* workers on the idle stack */
 	pthread_cond_t fg_idle;    /* fg dropped to 0 */
 } pool = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
-	.work = PTHREAD_COND_INITIALIZER,
 	.fg_idle = PTHREAD_COND_INITIALIZER,
 	.stopped = PTHREAD_COND_INITIALIZER,
 	.queue = TAILQ_HEAD_INITIALIZER(pool.queue),
 };
 
 static struct mlx5_lm_task *pick_task_pass(int background, int take);
+
+/* Under pool.lock: wake the idle worker on top of the stack; 0 if none is idle. */
+static int
+wake_one(void)
+{
+	struct pool_worker *w = pool.idle_top;
+
+	if (w == NULL)
+		return 0;
+	pool.idle_top = w->next;
+	pool.idle--;
+	w->woken = 1;
+	pthread_cond_signal(&w->cv);
+	return 1;
+}
 
 /* Under pool.lock: b is still background work (its work, if any, not promoted). */
 static int
@@ -149,8 +181,10 @@ finish_task(struct mlx5_lm_batch *b, int rc)
 }
 
 static void *
-worker(void *unused)
+worker(void *arg)
 {
+	struct pool_worker *me = arg;
+
 	in_worker = 1;
 	pthread_mutex_lock(&pool.lock);
 	for (;;) {
@@ -162,9 +196,12 @@ worker(void *unused)
 		if (t == NULL) {
 			if (pool.stopping)
 				break;
+			me->woken = 0;
+			me->next = pool.idle_top;
+			pool.idle_top = me;
 			pool.idle++;
-			pthread_cond_wait(&pool.work, &pool.lock);
-			pool.idle--;
+			while (!me->woken)
+				pthread_cond_wait(&me->cv, &pool.lock);
 			pool.wakeups++;
 			continue;
 		}
@@ -175,7 +212,7 @@ worker(void *unused)
 		 * device stop milliseconds of CPU on a small host.
 		 */
 		if (pick_task(0) != NULL)
-			pthread_cond_signal(&pool.work);
+			wake_one();
 		b = t->batch;
 		/*
 		 * Read with the pick, under the pool's lock: a promotion may
@@ -314,11 +351,17 @@ mlx5_lm_pool_get(unsigned int workers)
 		pthread_cond_wait(&pool.stopped, &pool.lock);
 	pool.wanted += workers;
 	while (pool.nthreads < pool.wanted && pool.nthreads < MAX_WORKERS) {
+		struct pool_worker *w = &pool.slots[pool.nthreads];
 		char name[16];
 
 		snprintf(name, sizeof(name), "mlx5-lm-w%u", pool.nthreads);
+		if (pthread_cond_init(&w->cv, NULL) != 0) {
+			ret = -EAGAIN;
+			break;
+		}
 		if (mlx5_lm_thread_create(&pool.threads[pool.nthreads], name, NULL, worker,
-					  NULL) != 0) {
+					  w) != 0) {
+			pthread_cond_destroy(&w->cv);
 			ret = -EAGAIN;
 			break;
 		}
@@ -353,12 +396,16 @@ mlx5_lm_pool_put(unsigned int workers)
 		return;
 	}
 	pool.stopping = 1;
-	pthread_cond_broadcast(&pool.work);
+	/* Every idle worker, to see stopping; the busy ones see it at their next pick. */
+	while (wake_one())
+		;
 	n = pool.nthreads;
 	pthread_mutex_unlock(&pool.lock);
 	for (i = 0; i < n; i++)
 		pthread_join(pool.threads[i], NULL);
 	pthread_mutex_lock(&pool.lock);
+	for (i = 0; i < n; i++)
+		pthread_cond_destroy(&pool.slots[i].cv);
 	pool.nthreads = 0;
 	pool.wanted = 0;
 	pool.stopping = 0;
@@ -392,7 +439,7 @@ mlx5_lm_fg_exit(void)
 		 */
 		if (pool.idle > 0 && pick_task(0) != NULL) {
 			pool.wake_requests++;
-			pthread_cond_signal(&pool.work);
+			wake_one();
 		}
 	}
 	pthread_mutex_unlock(&pool.lock);
@@ -424,7 +471,7 @@ mlx5_lm_bg_promote(struct mlx5_lm_bg_work *w)
 			pthread_cond_broadcast(&pool.fg_idle);
 		/* Its tasks not taken yet are foreground now: one worker, which wakes the next. */
 		if (pool.idle > 0 && pick_task(0) != NULL)
-			pthread_cond_signal(&pool.work);
+			wake_one();
 	}
 	pthread_mutex_unlock(&pool.lock);
 }
@@ -563,7 +610,7 @@ mlx5_lm_batch_submit(struct mlx5_lm_batch *b, mlx5_lm_task_fn fn, void *arg)
 	TAILQ_INSERT_TAIL(&b->tasks, t, next);
 	/* A batch at its limit gets its next task run by the worker that frees a slot. */
 	if (pick_task(0) != NULL)
-		pthread_cond_signal(&pool.work);
+		wake_one();
 	pthread_mutex_unlock(&pool.lock);
 	return 0;
 }
