@@ -147,8 +147,7 @@ fw_unref(int wd)
 	(void)inotify_rm_watch(fw.fd, wd);
 	*w = fw.w[--fw.n];
 	if (fw.n == 0) {
-		/* The instance stays (see above); its events so far concern no file now. */
-		fw_drain();
+		/* The instance stays (see above); the next watch drains what it queued. */
 		free(fw.w);
 		fw.w = NULL;
 		fw.cap = 0;
