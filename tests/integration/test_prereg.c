@@ -7,9 +7,10 @@
  *   - a front end whose table lies in the prepared file uses it: no
  *     memory region is registered at DRIVER_OK (DevX trace), frames flow;
  *   - memory from another file, a file changed (truncated and grown back)
- *     after the preparation, or a preparation made for another process is
- *     never used: the table is registered as usual, the reason is reported,
- *     frames flow in the front end's own memory;
+ *     after the preparation, a preparation made for another process, or
+ *     one whose chunks would cut the table into more KLM entries than the
+ *     device's mkey takes is never used: the table is registered as usual,
+ *     the reason is reported, frames flow in the front end's own memory;
  *   - an unused preparation is released when its time runs out, when its
  *     process exits, when the device's front end disconnects, when
  *     cancelled, when the device is removed (a caller waiting for it
@@ -356,6 +357,51 @@ test_other_or_changed_memory_is_never_used(void **state)
 	not_used(&f, "the preparation was for pid");
 	child_stop(child, wfd);
 	fixture_down(&f);
+}
+
+/*
+ * A prepared range that begins inside a region cuts that region into one
+ * KLM entry more than its own chunks: a table that just fits the device's
+ * mkey as usual does not fit prepared. The preparation is then not used,
+ * says why, and the table is registered as usual. Before, DRIVER_OK failed
+ * on an indirect mkey past the limit (preconf=0), or the mkey made at the
+ * table failed and DRIVER_OK registered the table while the preparation
+ * said it was used (preconf=1).
+ */
+static void
+past_the_mkeys_entries(const char *args)
+{
+	/*
+	 * 16 MiB chunks, the file's 32 MiB prepared in two. Region 0, file
+	 * [8, 24) MiB: one chunk of its own, a slice of each prepared chunk.
+	 * Region 1, file [0, 8) MiB, past a hole of null entries (2 GiB each)
+	 * that brings the usual count to the limit exactly (the emulator's
+	 * log_max_klm_list_size allows more than one command carries).
+	 */
+	const struct vu_mem_region edge[] = {
+		{ .gpa = 0, .size = 16 * MIB, .offset = 8 * MIB },
+		{ .gpa = 16 * MIB + (uint64_t)(PRM_MAX_KLM_PER_CMD - 2) * (2ull << 30),
+		  .size = 8 * MIB, .offset = 0 },
+	};
+	struct vu_guest_cfg cfg = { .queue_pairs = 1, .ring_size = 256 };
+	struct fixture f;
+
+	memset(&f, 0, sizeof(f));
+	assert_int_equal(lmh_probe(&f.d, 0, args), 0);
+	assert_int_equal(vu_mem_create(&f.m, 32 * MIB, edge, 2), 0);
+	assert_int_equal(vu_guest_create(&f.g, f.m, &cfg), 0);
+	assert_int_equal(prepare_mem(&f.d, f.m, getpid()), 0);
+	assert_int_equal(rte_pmd_mlx5_lm_prepare_wait(f.d.name, LMH_DEADLINE_MS), 0);
+	not_used(&f, "KLM entries, more than the 4078 of the device's mkey");
+	fixture_down(&f);
+}
+
+static void
+test_a_preparation_past_the_mkeys_entries_is_not_used(void **state)
+{
+	(void)state;
+	past_the_mkeys_entries("queues=1,workers=2,mr_chunk_mb=16,preconf=0");
+	past_the_mkeys_entries("queues=1,workers=2,mr_chunk_mb=16");
 }
 
 /* ---- queues configured at their kicks (mlx5_lm_preconf.c) ---------------------- */
@@ -1497,6 +1543,7 @@ test_a_preparation_whose_thread_cannot_start_leaves_no_fd(void **state)
 LMH_TEST_MAIN("test-prereg", 1, "prereg", NULL, NULL,
 	cmocka_unit_test(test_prepared_memory_serves_the_table),
 	cmocka_unit_test(test_other_or_changed_memory_is_never_used),
+	cmocka_unit_test(test_a_preparation_past_the_mkeys_entries_is_not_used),
 	cmocka_unit_test(test_unused_preparation_is_released),
 	cmocka_unit_test(test_removal_does_not_wait_for_a_caller_of_prepare_wait),
 	cmocka_unit_test(test_bad_preparations_are_refused_and_leave_nothing),

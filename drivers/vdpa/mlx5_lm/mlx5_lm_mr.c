@@ -409,6 +409,57 @@ for_each_chunk(struct mlx5_lm_mr *mr, mlx5_lm_task_fn fn, int background)
 	return ret;
 }
 
+static uint64_t
+div_up(uint64_t a, uint64_t b)
+{
+	return a / b + (a % b != 0);
+}
+
+/* A region's chunk: at most chunk bytes, whole pages of the region. */
+static uint64_t
+region_step(const struct mlx5_lm_mem_region *reg, uint64_t chunk)
+{
+	uint64_t step = chunk < reg->size ? chunk : reg->size;
+
+	step -= step % reg->page_size;
+	return step != 0 ? step : reg->page_size;
+}
+
+/*
+ * The KLM entries (chunks) of one region: the slices of preparation prep's
+ * chunks that cover it when prep serves it, else its own chunks.
+ */
+static uint64_t
+region_entries(const struct mlx5_lm_mem_region *reg, uint64_t chunk,
+	       const struct mlx5_lm_prereg *prep)
+{
+	if (prep != NULL)
+		return mlx5_lm_prereg_slices(prep, reg, NULL);
+	return div_up(reg->size, region_step(reg, chunk));
+}
+
+/* Most KLM entries one indirect mkey of this device takes. */
+static uint64_t
+klm_limit(const struct mlx5_lm_dev *dev)
+{
+	uint64_t lim = PRM_MAX_KLM_PER_CMD;
+	uint8_t log = dev->caps.log_max_klm_list_size;
+
+	/* HCA cap log_max_klm_list_size bounds an mkey's list (PRM); one command bounds it too. */
+	if (log != 0 && log < 63 && (1ull << log) < lim)
+		lim = 1ull << log;
+	return lim;
+}
+
+/* The registration chunk of dev: mr_chunk_mb, at most what one KLM entry spans. */
+static uint64_t
+mr_chunk(const struct mlx5_lm_dev *dev)
+{
+	uint64_t chunk = (uint64_t)dev->args.mr_chunk_mb << 20;
+
+	return chunk > PRM_MAX_KLM_BYTE_COUNT ? PRM_MAX_KLM_BYTE_COUNT : chunk;
+}
+
 /*
  * Split the sorted table into chunks of at most chunk bytes, aligned to
  * each region's pages; a region prep serves (ok[r]) into slices of its
@@ -419,27 +470,16 @@ plan_chunks(struct mlx5_lm_mr *mr, uint64_t chunk, const uint8_t *ok)
 {
 	uint32_t r, n = 0;
 
-	for (r = 0; r < mr->nregions; r++) {
-		const struct mlx5_lm_mem_region *reg = &mr->regions[r];
-		uint64_t step = chunk < reg->size ? chunk : reg->size;
-
-		if (ok != NULL && ok[r]) {
-			n += mlx5_lm_prereg_slices(mr->prereg, reg, NULL);
-			continue;
-		}
-		step -= step % reg->page_size;
-		if (step == 0)
-			step = reg->page_size;
-		n += (uint32_t)((reg->size + step - 1) / step);
-	}
+	for (r = 0; r < mr->nregions; r++)
+		n += (uint32_t)region_entries(&mr->regions[r], chunk,
+					      ok != NULL && ok[r] ? mr->prereg : NULL);
 	mr->chunks = calloc(n, sizeof(*mr->chunks));
 	if (mr->chunks == NULL)
 		return -ENOMEM;
 	for (r = 0; r < mr->nregions; r++) {
 		const struct mlx5_lm_mem_region *reg = &mr->regions[r];
-		uint64_t step = chunk < reg->size ? chunk : reg->size;
+		uint64_t step, off;
 		uint32_t k, got;
-		uint64_t off;
 
 		if (ok != NULL && ok[r]) {
 			got = mlx5_lm_prereg_slices(mr->prereg, reg, &mr->chunks[mr->nchunks]);
@@ -452,9 +492,7 @@ plan_chunks(struct mlx5_lm_mr *mr, uint64_t chunk, const uint8_t *ok)
 			mr->nchunks += got;
 			continue;
 		}
-		step -= step % reg->page_size;
-		if (step == 0)
-			step = reg->page_size;
+		step = region_step(reg, chunk);
 		for (off = 0; off < reg->size; off += step) {
 			struct mlx5_lm_mr_chunk *c = &mr->chunks[mr->nchunks++];
 
@@ -527,9 +565,10 @@ indirect_create(struct mlx5_lm_mr *mr)
 	uint8_t *in;
 	void *mkc;
 
-	if (n > PRM_MAX_KLM_PER_CMD) {
-		DRV_LOG(ERR, dev, "memory table needs %u KLM entries, one CREATE_MKEY takes at most "
-			"%u: use a larger mr_chunk_mb (now %u)", n, PRM_MAX_KLM_PER_CMD,
+	/* check_layout and mlx5_lm_prereg_take counted them: a bug if it fires. */
+	if (n > klm_limit(dev)) {
+		DRV_LOG(ERR, dev, "memory table needs %u KLM entries, the device's mkey takes at "
+			"most %" PRIu64 ": use a larger mr_chunk_mb (now %u)", n, klm_limit(dev),
 			dev->args.mr_chunk_mb);
 		return -E2BIG;
 	}
@@ -555,25 +594,6 @@ indirect_create(struct mlx5_lm_mr *mr)
 	return 0;
 }
 
-/* Most KLM entries one indirect mkey of this device takes. */
-static uint64_t
-klm_limit(const struct mlx5_lm_dev *dev)
-{
-	uint64_t lim = PRM_MAX_KLM_PER_CMD;
-	uint8_t log = dev->caps.log_max_klm_list_size;
-
-	/* HCA cap log_max_klm_list_size bounds an mkey's list (PRM); one command bounds it too. */
-	if (log != 0 && log < 63 && (1ull << log) < lim)
-		lim = 1ull << log;
-	return lim;
-}
-
-static uint64_t
-div_up(uint64_t a, uint64_t b)
-{
-	return a / b + (a % b != 0);
-}
-
 /*
  * The front end's table, sorted, checked before anything is built: no
  * region wraps past 2^64 (guest or host side), and the KLM list covering
@@ -590,19 +610,14 @@ check_layout(struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_region *r, uint32
 	uint32_t i;
 
 	for (i = 0; i < n; i++) {
-		uint64_t step = chunk < r[i].size ? chunk : r[i].size;
-
 		if (r[i].gpa + r[i].size < r[i].gpa || r[i].hva + r[i].size < r[i].hva) {
 			DRV_LOG(ERR, dev, "memory region gpa 0x%" PRIx64 " size 0x%" PRIx64
 				" wraps past 2^64: memory table refused", r[i].gpa, r[i].size);
 			return -EINVAL;
 		}
-		step -= step % r[i].page_size;
-		if (step == 0)
-			step = r[i].page_size;
 		/* Holes (null mkey entries of at most 2 GiB), then the region's chunks. */
 		need += div_up(r[i].gpa - pos, PRM_MAX_KLM_BYTE_COUNT);
-		need += div_up(r[i].size, step);
+		need += region_entries(&r[i], chunk, NULL);
 		pos = r[i].gpa + r[i].size;
 		if (need > lim) {
 			DRV_LOG(ERR, dev, "memory region gpa 0x%" PRIx64 " size 0x%" PRIx64
@@ -617,6 +632,36 @@ check_layout(struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_region *r, uint32
 }
 
 int
+mlx5_lm_mr_klm_check(const struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_region *regions,
+		     uint32_t n, const struct mlx5_lm_prereg *prep, const uint8_t *ok,
+		     uint64_t *need, uint64_t *limit)
+{
+	uint64_t chunk = mr_chunk(dev), pos = 0;
+	uint32_t k, i;
+
+	*need = 0;
+	*limit = klm_limit(dev);
+	/* By gpa, as the registration lays them out: the next one at or above pos each time. */
+	for (k = 0; k < n; k++) {
+		const struct mlx5_lm_mem_region *r = NULL;
+
+		for (i = 0; i < n; i++)
+			if (regions[i].gpa >= pos && (r == NULL || regions[i].gpa < r->gpa))
+				r = &regions[i];
+		/*
+		 * None left above pos (an overlap), an empty or wrapping region:
+		 * the registration's to refuse, with its message.
+		 */
+		if (r == NULL || r->size == 0 || r->page_size == 0 || r->gpa + r->size < r->gpa)
+			return -EINVAL;
+		*need += div_up(r->gpa - pos, PRM_MAX_KLM_BYTE_COUNT);
+		*need += region_entries(r, chunk, ok != NULL && ok[r - regions] ? prep : NULL);
+		pos = r->gpa + r->size;
+	}
+	return *need > *limit ? -E2BIG : 0;
+}
+
+int
 mlx5_lm_mr_create(struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_region *regions,
 		  uint32_t nregions, struct mlx5_lm_mr **out)
 {
@@ -628,7 +673,7 @@ mlx5_lm_mr_create_prepared(struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_reg
 			   uint32_t nregions, struct mlx5_lm_prereg *prep, const uint8_t *ok,
 			   struct mlx5_lm_mr **out)
 {
-	uint64_t chunk = (uint64_t)dev->args.mr_chunk_mb << 20;
+	uint64_t chunk = mr_chunk(dev);
 	double t0 = mlx5_lm_now_ms();
 	struct mlx5_lm_mr *mr;
 	uint32_t i, borrowed = 0;
@@ -639,9 +684,6 @@ mlx5_lm_mr_create_prepared(struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_reg
 		mlx5_lm_prereg_put(prep);
 		return -EINVAL;
 	}
-	/* A KLM entry spans at most 2 GiB; a larger chunk would need several entries. */
-	if (chunk > PRM_MAX_KLM_BYTE_COUNT)
-		chunk = PRM_MAX_KLM_BYTE_COUNT;
 	mr = calloc(1, sizeof(*mr));
 	if (mr == NULL) {
 		mlx5_lm_prereg_put(prep);

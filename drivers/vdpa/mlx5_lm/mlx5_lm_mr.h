@@ -112,6 +112,17 @@ int mlx5_lm_mr_create(struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_region *
 int mlx5_lm_mr_create_prepared(struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_region *regions,
 			       uint32_t nregions, struct mlx5_lm_prereg *prep, const uint8_t *ok,
 			       struct mlx5_lm_mr **out);
+/*
+ * The KLM entries the registration of this table would make (*need), with
+ * the regions whose ok[i] is set cut into slices of preparation prep's
+ * chunks, against the most the device's mkey takes (*limit). A prepared
+ * range that begins or ends inside a region adds an entry to it: a table
+ * that fits as usual may not fit prepared. 0 when it fits, -E2BIG when
+ * not, -EINVAL for a table the registration refuses anyway.
+ */
+int mlx5_lm_mr_klm_check(const struct mlx5_lm_dev *dev, const struct mlx5_lm_mem_region *regions,
+			 uint32_t n, const struct mlx5_lm_prereg *prep, const uint8_t *ok,
+			 uint64_t *need, uint64_t *limit);
 /* Destroy a registration (chunks in parallel). Returns 0 or the first error. */
 int mlx5_lm_mr_destroy(struct mlx5_lm_mr *mr);
 /* The key the virtqs put in virtio_q_mkey. */

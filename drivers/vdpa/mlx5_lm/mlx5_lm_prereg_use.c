@@ -192,7 +192,7 @@ mlx5_lm_prereg_take(struct mlx5_lm_dev *dev, int vid, struct rte_vhost_memory *m
 {
 	struct mlx5_lm_prep_ctl *ctl = dev->prep;
 	struct mlx5_lm_prereg *p = NULL;
-	uint64_t pf = 0, used = 0, fallback = 0;
+	uint64_t pf = 0, used = 0, fallback = 0, need, limit;
 	char why[160] = "";
 	uint32_t i;
 	int peer;
@@ -256,6 +256,18 @@ mlx5_lm_prereg_take(struct mlx5_lm_dev *dev, int vid, struct rte_vhost_memory *m
 	if (whole && fallback != 0) {
 		/* Not the whole table: left for DRIVER_OK, which says why. */
 		why[0] = '\0';
+		goto out;
+	}
+	if (used != 0 && mlx5_lm_mr_klm_check(dev, regions, n, ctl->cur, ok, &need, &limit) == -E2BIG) {
+		memset(ok, 0, n);
+		if (whole) {
+			why[0] = '\0';
+			goto out;
+		}
+		snprintf(why, sizeof(why), "its chunks would cut the table into %" PRIu64 " KLM "
+			 "entries, more than the %" PRIu64 " of the device's mkey: not used", need,
+			 limit);
+		mlx5_lm_prereg_refuse(ctl, why);
 		goto out;
 	}
 	ctl->st.used_bytes = used;
