@@ -288,7 +288,10 @@ int rte_pmd_mlx5_lm_vhost_msg_timeout(int vid, unsigned int ms);
  * st_ino), offset and length lie in a prepared region, and that file
  * was neither resized nor modified other than through a mapping since
  * (truncation, a hole punched, write(2)); the rest of the table is
- * registered as usual. Released when used by no DRIVER_OK within
+ * registered as usual. Not used at all when its chunks would cut the
+ * table into more KLM entries than the device's mkey takes (a prepared
+ * chunk boundary inside a region adds one), which the status's reason
+ * says. Released when used by no DRIVER_OK within
  * prereg_ttl_ms, when the device's front end disconnects or pid exits,
  * when the device is removed, or by rte_pmd_mlx5_lm_prepare_cancel().
  */
