@@ -359,51 +359,6 @@ test_other_or_changed_memory_is_never_used(void **state)
 	fixture_down(&f);
 }
 
-/*
- * A prepared range that begins inside a region cuts that region into one
- * KLM entry more than its own chunks: a table that just fits the device's
- * mkey as usual does not fit prepared. The preparation is then not used,
- * says why, and the table is registered as usual. Before, DRIVER_OK failed
- * on an indirect mkey past the limit (preconf=0), or the mkey made at the
- * table failed and DRIVER_OK registered the table while the preparation
- * said it was used (preconf=1).
- */
-static void
-past_the_mkeys_entries(const char *args)
-{
-	/*
-	 * 16 MiB chunks, the file's 32 MiB prepared in two. Region 0, file
-	 * [8, 24) MiB: one chunk of its own, a slice of each prepared chunk.
-	 * Region 1, file [0, 8) MiB, past a hole of null entries (2 GiB each)
-	 * that brings the usual count to the limit exactly (the emulator's
-	 * log_max_klm_list_size allows more than one command carries).
-	 */
-	const struct vu_mem_region edge[] = {
-		{ .gpa = 0, .size = 16 * MIB, .offset = 8 * MIB },
-		{ .gpa = 16 * MIB + (uint64_t)(PRM_MAX_KLM_PER_CMD - 2) * (2ull << 30),
-		  .size = 8 * MIB, .offset = 0 },
-	};
-	struct vu_guest_cfg cfg = { .queue_pairs = 1, .ring_size = 256 };
-	struct fixture f;
-
-	memset(&f, 0, sizeof(f));
-	assert_int_equal(lmh_probe(&f.d, 0, args), 0);
-	assert_int_equal(vu_mem_create(&f.m, 32 * MIB, edge, 2), 0);
-	assert_int_equal(vu_guest_create(&f.g, f.m, &cfg), 0);
-	assert_int_equal(prepare_mem(&f.d, f.m, getpid()), 0);
-	assert_int_equal(rte_pmd_mlx5_lm_prepare_wait(f.d.name, LMH_DEADLINE_MS), 0);
-	not_used(&f, "KLM entries, more than the 4078 of the device's mkey");
-	fixture_down(&f);
-}
-
-static void
-test_a_preparation_past_the_mkeys_entries_is_not_used(void **state)
-{
-	(void)state;
-	past_the_mkeys_entries("queues=1,workers=2,mr_chunk_mb=16,preconf=0");
-	past_the_mkeys_entries("queues=1,workers=2,mr_chunk_mb=16");
-}
-
 /* ---- queues configured at their kicks (mlx5_lm_preconf.c) ---------------------- */
 
 #define PAIRS 2
@@ -1190,6 +1145,97 @@ taken_then_failed(enum taken_then_failed how)
 		assert_int_equal(run_front_end(&f.d, 0, f.g), 0);
 	}
 	fixture_down(&f);
+}
+
+/*
+ * A prepared range that begins inside a region cuts that region into one
+ * KLM entry more than its own chunks: a table that just fits the device's
+ * mkey as usual does not fit prepared. The preparation is then not used,
+ * says why, and the table is registered as usual. Before, DRIVER_OK failed
+ * on an indirect mkey past the limit (preconf=0), or the mkey made at the
+ * table failed and DRIVER_OK registered the table while the preparation
+ * said it was used (preconf=1).
+ */
+static void
+past_the_mkeys_entries(const char *args)
+{
+	/*
+	 * 16 MiB chunks, the file's 32 MiB prepared in two. Region 0, file
+	 * [8, 24) MiB: one chunk of its own, a slice of each prepared chunk.
+	 * Region 1, file [0, 8) MiB, past a hole of null entries (2 GiB each)
+	 * that brings the usual count to the limit exactly (the emulator's
+	 * log_max_klm_list_size allows more than one command carries).
+	 */
+	const struct vu_mem_region edge[] = {
+		{ .gpa = 0, .size = 16 * MIB, .offset = 8 * MIB },
+		{ .gpa = 16 * MIB + (uint64_t)(PRM_MAX_KLM_PER_CMD - 2) * (2ull << 30),
+		  .size = 8 * MIB, .offset = 0 },
+	};
+	struct vu_guest_cfg cfg = { .queue_pairs = 1, .ring_size = 256 };
+	struct fixture f;
+
+	memset(&f, 0, sizeof(f));
+	assert_int_equal(lmh_probe(&f.d, 0, args), 0);
+	assert_int_equal(vu_mem_create(&f.m, 32 * MIB, edge, 2), 0);
+	assert_int_equal(vu_guest_create(&f.g, f.m, &cfg), 0);
+	assert_int_equal(prepare_mem(&f.d, f.m, getpid()), 0);
+	assert_int_equal(rte_pmd_mlx5_lm_prepare_wait(f.d.name, LMH_DEADLINE_MS), 0);
+	not_used(&f, "KLM entries, more than the 4078 of the device's mkey");
+	fixture_down(&f);
+}
+
+/*
+ * One null entry more: the table does not fit even as usual. The
+ * preparation says so, not that its chunks are the cause, and DRIVER_OK
+ * refuses the table.
+ */
+static void
+past_the_mkeys_entries_anyway(void)
+{
+	const struct vu_mem_region edge[] = {
+		{ .gpa = 0, .size = 16 * MIB, .offset = 8 * MIB },
+		{ .gpa = 16 * MIB + (uint64_t)(PRM_MAX_KLM_PER_CMD - 1) * (2ull << 30),
+		  .size = 8 * MIB, .offset = 0 },
+	};
+	struct vu_guest_cfg cfg = { .queue_pairs = 1, .ring_size = 256 };
+	struct rte_pmd_mlx5_lm_prep_status st;
+	struct vu_start_opts o = { .no_status = true };
+	struct vu_client *c;
+	struct fixture f;
+	unsigned int i;
+
+	memset(&f, 0, sizeof(f));
+	assert_int_equal(lmh_probe(&f.d, 0, "queues=1,workers=2,mr_chunk_mb=16,preconf=0"), 0);
+	assert_int_equal(vu_mem_create(&f.m, 32 * MIB, edge, 2), 0);
+	assert_int_equal(vu_guest_create(&f.g, f.m, &cfg), 0);
+	assert_int_equal(prepare_mem(&f.d, f.m, getpid()), 0);
+	assert_int_equal(rte_pmd_mlx5_lm_prepare_wait(f.d.name, LMH_DEADLINE_MS), 0);
+	assert_non_null(c = lmh_fe_connect(0));
+	vu_guest_reset(f.g);
+	assert_int_equal(vu_guest_new_eventfds(f.g), 0);
+	assert_int_equal(vu_start_device(c, f.g, &o), 0);
+	for (i = 0; i < 2; i++)
+		assert_int_equal(vu_set_vring_enable(c, i, true), 0);
+	assert_int_equal(vu_set_status(c, VU_STATUS_ACK | VU_STATUS_DRIVER |
+				       VU_STATUS_FEATURES_OK | VU_STATUS_DRIVER_OK), 0);
+	assert_true(wait_dev_state(&f.d, RTE_PMD_MLX5_LM_STATE_FAILED));
+	assert_true(wait_prep_state(&f.d, RTE_PMD_MLX5_LM_PREP_RELEASED, &st));
+	printf("  not used (%s), DRIVER_OK failed\n", st.reason);
+	assert_non_null(strstr(st.reason, "KLM entries even without it"));
+	vu_disconnect(c);
+	assert_true(lmh_wait_closed(0));
+	assert_true(lmh_wait_restored(&f.d));
+	assert_true(wait_live0(&f.d));
+	fixture_down(&f);
+}
+
+static void
+test_a_preparation_past_the_mkeys_entries_is_not_used(void **state)
+{
+	(void)state;
+	past_the_mkeys_entries("queues=1,workers=2,mr_chunk_mb=16,preconf=0");
+	past_the_mkeys_entries("queues=1,workers=2,mr_chunk_mb=16");
+	past_the_mkeys_entries_anyway();
 }
 
 static void

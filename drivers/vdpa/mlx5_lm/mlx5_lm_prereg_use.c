@@ -258,15 +258,23 @@ mlx5_lm_prereg_take(struct mlx5_lm_dev *dev, int vid, struct rte_vhost_memory *m
 		why[0] = '\0';
 		goto out;
 	}
-	if (used != 0 && mlx5_lm_mr_klm_check(dev, regions, n, ctl->cur, ok, &need, &limit) == -E2BIG) {
+	if (used != 0 &&
+	    mlx5_lm_mr_klm_check(dev, regions, n, ctl->cur, ok, &need, &limit) == -E2BIG) {
+		uint64_t usual;
+
 		memset(ok, 0, n);
 		if (whole) {
 			why[0] = '\0';
 			goto out;
 		}
-		snprintf(why, sizeof(why), "its chunks would cut the table into %" PRIu64 " KLM "
-			 "entries, more than the %" PRIu64 " of the device's mkey: not used", need,
-			 limit);
+		if (mlx5_lm_mr_klm_check(dev, regions, n, NULL, NULL, &usual, &limit) == -E2BIG)
+			snprintf(why, sizeof(why), "the table needs %" PRIu64 " KLM entries even "
+				 "without it, more than the %" PRIu64 " of the device's mkey, and "
+				 "DRIVER_OK refuses it: not used", usual, limit);
+		else
+			snprintf(why, sizeof(why), "its chunks would cut the table into %" PRIu64
+				 " KLM entries, more than the %" PRIu64 " of the device's mkey: "
+				 "not used", need, limit);
 		mlx5_lm_prereg_refuse(ctl, why);
 		goto out;
 	}
