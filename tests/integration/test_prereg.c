@@ -1148,6 +1148,32 @@ taken_then_failed(enum taken_then_failed how)
 }
 
 /*
+ * The fixture on a table at the mkey's edge, prepared. 16 MiB chunks, the
+ * file's 32 MiB prepared in two. Region 0, file [8, 24) MiB: one chunk of
+ * its own, a slice of each prepared chunk. Region 1, file [0, 8) MiB, past
+ * a hole of null entries (2 GiB each) that brings the usual count to the
+ * limit exactly, plus extra (the emulator's log_max_klm_list_size allows
+ * more than one command carries).
+ */
+static void
+edge_up(struct fixture *f, const char *args, unsigned int extra)
+{
+	const struct vu_mem_region edge[] = {
+		{ .gpa = 0, .size = 16 * MIB, .offset = 8 * MIB },
+		{ .gpa = 16 * MIB + (uint64_t)(PRM_MAX_KLM_PER_CMD - 2 + extra) * (2ull << 30),
+		  .size = 8 * MIB, .offset = 0 },
+	};
+	struct vu_guest_cfg cfg = { .queue_pairs = 1, .ring_size = 256 };
+
+	memset(f, 0, sizeof(*f));
+	assert_int_equal(lmh_probe(&f->d, 0, args), 0);
+	assert_int_equal(vu_mem_create(&f->m, 32 * MIB, edge, 2), 0);
+	assert_int_equal(vu_guest_create(&f->g, f->m, &cfg), 0);
+	assert_int_equal(prepare_mem(&f->d, f->m, getpid()), 0);
+	assert_int_equal(rte_pmd_mlx5_lm_prepare_wait(f->d.name, LMH_DEADLINE_MS), 0);
+}
+
+/*
  * A prepared range that begins inside a region cuts that region into one
  * KLM entry more than its own chunks: a table that just fits the device's
  * mkey as usual does not fit prepared. The preparation is then not used,
@@ -1159,27 +1185,9 @@ taken_then_failed(enum taken_then_failed how)
 static void
 past_the_mkeys_entries(const char *args)
 {
-	/*
-	 * 16 MiB chunks, the file's 32 MiB prepared in two. Region 0, file
-	 * [8, 24) MiB: one chunk of its own, a slice of each prepared chunk.
-	 * Region 1, file [0, 8) MiB, past a hole of null entries (2 GiB each)
-	 * that brings the usual count to the limit exactly (the emulator's
-	 * log_max_klm_list_size allows more than one command carries).
-	 */
-	const struct vu_mem_region edge[] = {
-		{ .gpa = 0, .size = 16 * MIB, .offset = 8 * MIB },
-		{ .gpa = 16 * MIB + (uint64_t)(PRM_MAX_KLM_PER_CMD - 2) * (2ull << 30),
-		  .size = 8 * MIB, .offset = 0 },
-	};
-	struct vu_guest_cfg cfg = { .queue_pairs = 1, .ring_size = 256 };
 	struct fixture f;
 
-	memset(&f, 0, sizeof(f));
-	assert_int_equal(lmh_probe(&f.d, 0, args), 0);
-	assert_int_equal(vu_mem_create(&f.m, 32 * MIB, edge, 2), 0);
-	assert_int_equal(vu_guest_create(&f.g, f.m, &cfg), 0);
-	assert_int_equal(prepare_mem(&f.d, f.m, getpid()), 0);
-	assert_int_equal(rte_pmd_mlx5_lm_prepare_wait(f.d.name, LMH_DEADLINE_MS), 0);
+	edge_up(&f, args, 0);
 	not_used(&f, "KLM entries, more than the 4078 of the device's mkey");
 	fixture_down(&f);
 }
@@ -1192,24 +1200,13 @@ past_the_mkeys_entries(const char *args)
 static void
 past_the_mkeys_entries_anyway(void)
 {
-	const struct vu_mem_region edge[] = {
-		{ .gpa = 0, .size = 16 * MIB, .offset = 8 * MIB },
-		{ .gpa = 16 * MIB + (uint64_t)(PRM_MAX_KLM_PER_CMD - 1) * (2ull << 30),
-		  .size = 8 * MIB, .offset = 0 },
-	};
-	struct vu_guest_cfg cfg = { .queue_pairs = 1, .ring_size = 256 };
 	struct rte_pmd_mlx5_lm_prep_status st;
 	struct vu_start_opts o = { .no_status = true };
 	struct vu_client *c;
 	struct fixture f;
 	unsigned int i;
 
-	memset(&f, 0, sizeof(f));
-	assert_int_equal(lmh_probe(&f.d, 0, "queues=1,workers=2,mr_chunk_mb=16,preconf=0"), 0);
-	assert_int_equal(vu_mem_create(&f.m, 32 * MIB, edge, 2), 0);
-	assert_int_equal(vu_guest_create(&f.g, f.m, &cfg), 0);
-	assert_int_equal(prepare_mem(&f.d, f.m, getpid()), 0);
-	assert_int_equal(rte_pmd_mlx5_lm_prepare_wait(f.d.name, LMH_DEADLINE_MS), 0);
+	edge_up(&f, "queues=1,workers=2,mr_chunk_mb=16,preconf=0", 1);
 	assert_non_null(c = lmh_fe_connect(0));
 	vu_guest_reset(f.g);
 	assert_int_equal(vu_guest_new_eventfds(f.g), 0);
