@@ -136,6 +136,9 @@ struct klm_ent {
 };
 
 /* An indirect KLM mkey; inlen_cut shortens the mailbox. */
+/* translations_octword_size of klm_mkey's next mkey; 0: octs rounded up to 4, as drivers do. */
+static uint32_t klm_list_size;
+
 static int
 klm_mkey(uint32_t pd, uint64_t start, const struct klm_ent *e, uint32_t n, uint32_t octs,
 	 size_t inlen_cut, uint32_t *key)
@@ -163,7 +166,9 @@ klm_mkey(uint32_t pd, uint64_t start, const struct klm_ent *e, uint32_t n, uint3
 	PRM_SET(mkc, mkc, pd, pd);
 	PRM_SET(mkc, mkc, start_addr, start);
 	PRM_SET(mkc, mkc, len, len);
-	PRM_SET(mkc, mkc, translations_octword_size, (octs + 3) & ~3u);
+	PRM_SET(mkc, mkc, translations_octword_size,
+		klm_list_size != 0 ? klm_list_size : (octs + 3) & ~3u);
+	klm_list_size = 0;
 	PRM_SET(create_mkey_in, in, translations_octword_actual_size, octs);
 	st = run(in, inlen - inlen_cut, out, sizeof(out));
 	if (key != NULL)
@@ -1262,6 +1267,12 @@ test_mkey_of_another_pd_is_refused(void **state)
 	assert_int_equal(vq_modify(&e, vq, CONFIG_BITS, 0), 0);
 }
 
+/*
+ * An indirect mkey's list: entries that exist, a command long enough to
+ * carry them, at most what one command takes, and a list size (mkc
+ * translations_octword_size) rounded up to 4 octwords that holds them
+ * within the HCA cap log_max_klm_list_size.
+ */
 static void
 test_mkey_lists_are_checked_for_length_limit_and_references(void **state)
 {
@@ -1277,6 +1288,21 @@ test_mkey_lists_are_checked_for_length_limit_and_references(void **state)
 		      klm_mkey(pd, 0, &e, 1, 1, 8, NULL));
 	assert_status(PRM_STATUS_EXCEED_LIM, EMU_SYND_TOO_MANY_ENTRIES,
 		      klm_mkey(pd, 0, &e, 1, PRM_MAX_KLM_PER_CMD + 1, 0, NULL));
+	/*
+	 * The list's size: a multiple of 4 octwords, at least the entries
+	 * carried, within log_max_klm_list_size.
+	 */
+	klm_list_size = 2;
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM,
+		      klm_mkey(pd, 0, &e, 1, 1, 0, NULL));
+	klm_list_size = 4;
+	assert_status(PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM,
+		      klm_mkey(pd, 0, &e, 1, 8, 0, NULL));
+	klm_list_size = (1u << 16) + 4;
+	assert_status(PRM_STATUS_EXCEED_LIM, EMU_SYND_TOO_MANY_ENTRIES,
+		      klm_mkey(pd, 0, &e, 1, 1, 0, NULL));
+	klm_list_size = 1u << 16;
+	assert_int_equal(klm_mkey(pd, 0, &e, 1, 1, 0, NULL), 0);
 	assert_int_equal(klm_mkey(pd, 0, &e, 1, 1, 0, NULL), 0);
 }
 

@@ -234,7 +234,7 @@ emu_mkey_create(struct emu_ctx *c)
 	uint32_t mode = (uint32_t)(PRM_GET(mkc, mkc, access_mode_4_2) << 2 |
 				   PRM_GET(mkc, mkc, access_mode_1_0));
 	uint32_t octs = (uint32_t)PRM_GET(create_mkey_in, c->in,
-					  translations_octword_actual_size);
+					  translations_octword_actual_size), size;
 	uint32_t umem_id = (uint32_t)PRM_GET(create_mkey_in, c->in, mkey_umem_id);
 	bool umem_valid = PRM_GET(create_mkey_in, c->in, mkey_umem_valid) != 0;
 	uint64_t umem_off = PRM_GET(create_mkey_in, c->in, mkey_umem_offset);
@@ -283,6 +283,18 @@ emu_mkey_create(struct emu_ctx *c)
 		if (c->inlen < PRM_SIZE(create_mkey_in) + (size_t)octs * 16)
 			return emu_fail(c, PRM_STATUS_BAD_INPUT_LEN, EMU_SYND_BAD_INPUT_LEN);
 		if (octs == 0)
+			return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
+		/*
+		 * The mkey's list size (mkc translations_octword_size): in
+		 * octwords, a multiple of 4 for KLM and KSM lists (Linux's
+		 * mlx5_ib and mlx5_vdpa and DPDK's mlx5 all round it up so), at
+		 * least the entries the command carries, at most the HCA cap
+		 * log_max_klm_list_size allows.
+		 */
+		size = (uint32_t)PRM_GET(mkc, mkc, translations_octword_size);
+		if (size > (1u << EMU_CAP_LOG_MAX_KLM_LIST_SIZE))
+			return emu_fail(c, PRM_STATUS_EXCEED_LIM, EMU_SYND_TOO_MANY_ENTRIES);
+		if (size % 4 != 0 || size < octs)
 			return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
 	}
 	/*
