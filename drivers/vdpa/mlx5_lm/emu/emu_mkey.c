@@ -292,10 +292,19 @@ emu_mkey_create(struct emu_ctx *c)
 		 * log_max_klm_list_size allows.
 		 */
 		size = (uint32_t)PRM_GET(mkc, mkc, translations_octword_size);
-		if (size > (1u << EMU_CAP_LOG_MAX_KLM_LIST_SIZE))
+		if (size > (1u << EMU_CAP_LOG_MAX_KLM_LIST_SIZE)) {
+			emu_log(c->dev, 4, "CREATE_MKEY refused: translations_octword_size %u is "
+				"past the HCA cap log_max_klm_list_size (%u)", size,
+				EMU_CAP_LOG_MAX_KLM_LIST_SIZE);
 			return emu_fail(c, PRM_STATUS_EXCEED_LIM, EMU_SYND_TOO_MANY_ENTRIES);
-		if (size % 4 != 0 || size < octs)
+		}
+		if (size % 4 != 0 || size < octs) {
+			emu_log(c->dev, 4, "CREATE_MKEY refused: translations_octword_size %u for "
+				"%u entries: an indirect list is a multiple of 4 octwords that "
+				"holds them (Linux mlx5_ib, DPDK mlx5_devx_cmd_mkey_create: "
+				"ALIGN(entries, 4))", size, octs);
 			return emu_fail(c, PRM_STATUS_BAD_PARAM, EMU_SYND_BAD_PARAM);
+		}
 	}
 	/*
 	 * log_page_size is 5 bits: every value it holds, 31 included, is an
