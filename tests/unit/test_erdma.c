@@ -461,7 +461,7 @@ test_var_page_doorbell_reaches_the_emulator(void **state)
 	db = mmap(NULL, var->length, PROT_READ | PROT_WRITE, MAP_SHARED, ctx->cmd_fd,
 		  var->mmap_off);
 	assert_true(db != MAP_FAILED);
-	*(volatile uint32_t *)(db + (off & (page - 1))) = 5;
+	__atomic_store_n((volatile uint32_t *)(db + (off & (page - 1))), 5, __ATOMIC_RELAXED);
 	/* Freeing the page forwards what was written before it: no waiting. */
 	mlx5dv_free_var(var);
 	/* The device's one VAR is free again once unmapped too (test_var_table_...). */
@@ -471,7 +471,8 @@ test_var_page_doorbell_reaches_the_emulator(void **state)
 	db = mmap(NULL, var->length, PROT_READ | PROT_WRITE, MAP_SHARED, ctx->cmd_fd,
 		  var->mmap_off);
 	assert_true(db != MAP_FAILED);
-	*(volatile uint32_t *)(db + 0) = 6;  /* below doorbell_bar_offset */
+	/* Below doorbell_bar_offset. */
+	__atomic_store_n((volatile uint32_t *)(db + 0), 6, __ATOMIC_RELAXED);
 	mlx5dv_free_var(var);
 	munmap((void *)db, page);
 	n = trace_ops("DOORBELL", recs, 8);
@@ -546,7 +547,8 @@ test_uar_doorbell_reaches_the_emulator_and_eqns_are_per_vector(void **state)
 	assert_non_null(uar);
 	assert_ptr_equal((uint8_t *)uar->reg_addr - (uint8_t *)uar->base_addr, 0x800);
 	/* Drivers store the doorbell register big-endian: the emulator gets its value. */
-	*(volatile uint64_t *)((uint8_t *)uar->base_addr + 0x20) = htobe64(0x1000000700000abcull);
+	__atomic_store_n((volatile uint64_t *)((uint8_t *)uar->base_addr + 0x20),
+			 htobe64(0x1000000700000abcull), __ATOMIC_RELAXED);
 	mlx5dv_devx_free_uar(uar);  /* forwards what was written first */
 	n = trace_ops("UAR_WRITE", recs, 4);
 	assert_int_equal(n, 1);
@@ -610,8 +612,10 @@ test_uar_write_before_a_doorbell_reaches_the_emulator_first(void **state)
 	db = mmap(NULL, var->length, PROT_READ | PROT_WRITE, MAP_SHARED, ctx->cmd_fd,
 		  var->mmap_off);
 	assert_true(db != MAP_FAILED);
-	*(volatile uint64_t *)((uint8_t *)uar->base_addr + 0x20) = htobe64(arm);
-	*(volatile uint32_t *)(db + (off & (page - 1))) = kick;
+	/* Atomic stores, as the PMD's (devx_rdma.c): the watcher reads the pages meanwhile. */
+	__atomic_store_n((volatile uint64_t *)((uint8_t *)uar->base_addr + 0x20), htobe64(arm),
+			 __ATOMIC_RELAXED);
+	__atomic_store_n((volatile uint32_t *)(db + (off & (page - 1))), kick, __ATOMIC_RELAXED);
 	/* The VAR's free forwards its doorbell now (and, before it, the UAR's arm). */
 	mlx5dv_free_var(var);
 	munmap((void *)db, page);
