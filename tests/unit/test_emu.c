@@ -135,10 +135,10 @@ struct klm_ent {
 	uint64_t addr;
 };
 
-/* An indirect KLM mkey; inlen_cut shortens the mailbox. */
 /* translations_octword_size of klm_mkey's next mkey; 0: octs rounded up to 4, as drivers do. */
 static uint32_t klm_list_size;
 
+/* An indirect KLM mkey; inlen_cut shortens the mailbox. */
 static int
 klm_mkey(uint32_t pd, uint64_t start, const struct klm_ent *e, uint32_t n, uint32_t octs,
 	 size_t inlen_cut, uint32_t *key)
