@@ -222,10 +222,12 @@ umem_reg(struct ibv_context *context, void *addr, size_t size, uint32_t access,
 		erdma_unpin(u->pinned);
 		free(u);
 		/*
-		 * Pages that cannot be pinned fail in the kernel (ib_umem_get:
-		 * EFAULT), before the firmware sees a command.
+		 * Pages that cannot be pinned (past their file, or a writable pin of
+		 * a file with writeback) fail in the kernel (ib_umem_get: EFAULT),
+		 * before the firmware sees a command.
 		 */
-		errno = synd == EMU_SYND_UMEM_NOT_BACKED ? EFAULT :
+		errno = synd == EMU_SYND_UMEM_NOT_BACKED || synd == EMU_SYND_UMEM_WRITEBACK_FILE ?
+			EFAULT :
 			synd == EMU_SYND_UMEM_BAD_PGSZ ? EINVAL : EREMOTEIO;
 		return NULL;
 	}

@@ -677,7 +677,8 @@ reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned int
 		erdma_unpin(mr->pinned);
 		free(mr);
 		/* A pin that fails is the kernel's EFAULT; a firmware refusal EREMOTEIO. */
-		errno = synd == EMU_SYND_UMEM_NOT_BACKED ? EFAULT : EREMOTEIO;
+		errno = synd == EMU_SYND_UMEM_NOT_BACKED || synd == EMU_SYND_UMEM_WRITEBACK_FILE ?
+			EFAULT : EREMOTEIO;
 		return NULL;
 	}
 	mr->registered = true;

@@ -4,12 +4,19 @@
  * function of Linux drivers/infiniband/hw/mlx5/devx.c whose rule it checks.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include <linux/magic.h>
 
 #include <cmocka.h>
 
@@ -258,6 +265,103 @@ test_kernel_reg_mr_translates_at_its_iova(void **state)
 	free(mem);
 }
 
+/*
+ * A file of size len on a filesystem that writes dirty pages back (ext4,
+ * xfs, btrfs...), its path in path: the build directory, else /var/tmp.
+ * -1 when neither is one (both on tmpfs).
+ */
+static int
+writeback_file(char *path, size_t plen, size_t len)
+{
+	const char *dirs[] = { ".", "/var/tmp" };
+	unsigned int i;
+
+	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		struct statfs fs;
+		int fd;
+
+		if (statfs(dirs[i], &fs) < 0 || fs.f_type == TMPFS_MAGIC ||
+		    fs.f_type == (typeof(fs.f_type))RAMFS_MAGIC ||
+		    fs.f_type == (typeof(fs.f_type))HUGETLBFS_MAGIC)
+			continue;
+		snprintf(path, plen, "%s/test-kernel-writeback-XXXXXX", dirs[i]);
+		fd = mkstemp(path);
+		if (fd < 0)
+			continue;
+		if (ftruncate(fd, (off_t)len) == 0)
+			return fd;
+		close(fd);
+		unlink(path);
+	}
+	return -1;
+}
+
+/*
+ * Linux 6.5+ mm/gup.c: a long-term writable pin (ib_umem_get for a
+ * writable registration) of a shared mapping of a file whose filesystem
+ * tracks dirty pages fails with EFAULT (writable_file_mapping_allowed).
+ * The same file registers read-only; memfd (shmem) registers writable.
+ */
+static void
+test_writable_pin_of_a_writeback_file_is_refused(void **state)
+{
+	char err[256], path[256];
+	struct emu_dev *dev = emu_dev_create("k2", "fast", err, sizeof(err));
+	const size_t len = 2 * 1024 * 1024;
+	uint32_t pdn = 0, key = 0, id = 0, synd = 0;
+	unsigned int live;
+	uint8_t *disk, *shm;
+	int fd, mfd;
+
+	(void)state;
+	assert_non_null(dev);
+	fd = writeback_file(path, sizeof(path), len);
+	if (fd < 0) {
+		print_message("no directory on a filesystem with writeback (all tmpfs): "
+			      "nothing to refuse here\n");
+		assert_int_equal(emu_dev_destroy(dev), 0);
+		skip();
+	}
+	unlink(path);
+	disk = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(disk != MAP_FAILED);
+	mfd = memfd_create("test-kernel-shmem", MFD_CLOEXEC);
+	assert_true(mfd >= 0);
+	assert_int_equal(ftruncate(mfd, (off_t)len), 0);
+	shm = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	assert_true(shm != MAP_FAILED);
+	assert_int_equal(emu_kernel_alloc_pd(dev, &pdn, &synd), 0);
+	live = emu_dev_live_objects(dev);
+
+	/* ibv_reg_mr with LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ, as guest memory is. */
+	assert_int_equal(emu_kernel_reg_mr(dev, pdn, disk, len, 0, 7, &key, &synd),
+			 PRM_STATUS_BAD_PARAM);
+	assert_int_equal(synd, EMU_SYND_UMEM_WRITEBACK_FILE);
+	assert_int_equal(emu_dev_live_objects(dev), live);
+	/* mlx5dv_devx_umem_reg, writable: the same pin. */
+	assert_int_equal(emu_umem_reg(dev, disk, len, 1, &id, &synd), PRM_STATUS_BAD_PARAM);
+	assert_int_equal(synd, EMU_SYND_UMEM_WRITEBACK_FILE);
+	assert_int_equal(id, 0);
+	assert_int_equal(emu_dev_live_objects(dev), live);
+
+	/* Read-only (REMOTE_READ): no FOLL_WRITE, pinned. */
+	assert_int_equal(emu_kernel_reg_mr(dev, pdn, disk, len, 0, 4, &key, &synd), 0);
+	assert_int_equal(emu_kernel_dereg_mr(dev, key, &synd), 0);
+	/* shmem needs no writeback: pinned writable. */
+	assert_int_equal(emu_kernel_reg_mr(dev, pdn, shm, len, 0, 7, &key, &synd), 0);
+	assert_int_equal(emu_kernel_dereg_mr(dev, key, &synd), 0);
+	assert_int_equal(emu_umem_reg(dev, shm, len, 1, &id, &synd), 0);
+	assert_int_equal(emu_umem_dereg(dev, id, &synd), 0);
+	assert_int_equal(emu_dev_live_objects(dev), live);
+
+	assert_int_equal(emu_kernel_dealloc_pd(dev, pdn, &synd), 0);
+	assert_int_equal(emu_dev_destroy(dev), 0);
+	munmap(disk, len);
+	munmap(shm, len);
+	close(fd);
+	close(mfd);
+}
+
 int
 main(void)
 {
@@ -271,6 +375,7 @@ main(void)
 		cmocka_unit_test(test_null_mr_is_the_contexts_dump_fill_mkey),
 		cmocka_unit_test(test_mkey_over_a_devx_umem_passes_the_kernel),
 		cmocka_unit_test(test_kernel_reg_mr_translates_at_its_iova),
+		cmocka_unit_test(test_writable_pin_of_a_writeback_file_is_refused),
 	};
 
 	emu_set_log(quiet);

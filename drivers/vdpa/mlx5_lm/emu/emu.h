@@ -53,6 +53,8 @@ enum emu_syndrome {
 	EMU_SYND_UMEM_BAD_PGSZ = 0x5e0c00b6,     /* status BAD_PARAM: no page size of the bitmap fits */
 	EMU_SYND_UMEM_BAD_OFFSET = 0x5e0c00b7,   /* status BAD_PARAM: object at an offset the umem cannot place */
 	EMU_SYND_MR_MEMLOCK = 0x5e0c00b8,        /* pinning beyond RLIMIT_MEMLOCK (ib_umem_get: ENOMEM) */
+	/* status BAD_PARAM: a writable pin of a file with writeback (Linux 6.5+ pin EFAULT) */
+	EMU_SYND_UMEM_WRITEBACK_FILE = 0x5e0c00b9,
 	/* Root steering (what the kernel lets into the NIC RX root) and RQT sizes. */
 	EMU_SYND_RQT_SIZE_NOT_POW2 = 0x5e0c0050, /* status BAD_PARAM: RQT sizes are powers of 2 */
 	EMU_SYND_ROOT_BAD_MATCH = 0x5e0c0051,    /* status BAD_PARAM: match mask/value refused */

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "emu_priv.h"
 
@@ -395,6 +396,7 @@ emu_dev_create(const char *name, const char *profile, char *err, size_t errlen)
 	dev->umem_b[1] = dev->prof->caps.umem_2_buffer_param_b;
 	dev->umem_a[2] = dev->prof->caps.umem_3_buffer_param_a;
 	dev->umem_b[2] = dev->prof->caps.umem_3_buffer_param_b;
+	dev->uffd = emu_umem_uffd_open(dev);
 	pthread_mutex_init(&dev->slot_lock, NULL);
 	pthread_mutex_init(&dev->lock, NULL);
 	dev->all.next = &dev->all;
@@ -413,6 +415,8 @@ emu_dev_create(const char *name, const char *profile, char *err, size_t errlen)
 	return dev;
 err_faults:
 	faults_free(dev);
+	if (dev->uffd >= 0)
+		close(dev->uffd);
 	pthread_mutex_destroy(&dev->lock);
 	pthread_mutex_destroy(&dev->slot_lock);
 	emu_profile_free(dev->prof);
@@ -536,6 +540,8 @@ emu_dev_destroy(struct emu_dev *dev)
 	}
 	emu_event_dev_gone(dev);
 	faults_free(dev);
+	if (dev->uffd >= 0)
+		close(dev->uffd);
 	pthread_mutex_unlock(&dev->lock);
 	pthread_mutex_destroy(&dev->lock);
 	pthread_mutex_destroy(&dev->slot_lock);

@@ -476,7 +476,7 @@ emu_kernel_reg_mr(struct emu_dev *dev, uint32_t pdn, void *addr, size_t len, uin
 	struct emu_umem *pin = NULL;
 	struct emu_mkey *mk = NULL;
 	struct emu_obj *pd;
-	bool backed = false;
+	bool backed = false, writable_ok = false;
 	int status;
 
 	*syndrome = 0;
@@ -509,6 +509,7 @@ emu_kernel_reg_mr(struct emu_dev *dev, uint32_t pdn, void *addr, size_t len, uin
 		pin->access = access;
 		emu_umem_pin(pin);
 		backed = emu_umem_backed(pin);
+		writable_ok = backed && emu_umem_write_pin_allowed(dev, pin, access);
 	}
 	pthread_mutex_lock(&dev->lock);
 	status = emu_fault_check(dev, PRM_CMD_CREATE_MKEY, 0, false, syndrome);
@@ -532,6 +533,15 @@ emu_kernel_reg_mr(struct emu_dev *dev, uint32_t pdn, void *addr, size_t len, uin
 		emu_log(dev, 3, "MR %p+0x%zx: pages beyond the end of their file cannot be "
 			"pinned (ib_umem_get: EFAULT): registration refused", addr, len);
 		*syndrome = EMU_SYND_UMEM_NOT_BACKED;
+		status = PRM_STATUS_BAD_PARAM;
+		goto out;
+	}
+	if (!writable_ok) {
+		emu_log(dev, 3, "MR %p+0x%zx: a writable pin of a shared mapping of a file whose "
+			"filesystem tracks dirty pages (not memfd, tmpfs or hugetlbfs): refused "
+			"(Linux 6.5+ mm/gup.c writable_file_mapping_allowed, ib_umem_get: EFAULT)",
+			addr, len);
+		*syndrome = EMU_SYND_UMEM_WRITEBACK_FILE;
 		status = PRM_STATUS_BAD_PARAM;
 		goto out;
 	}

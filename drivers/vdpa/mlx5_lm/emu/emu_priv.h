@@ -547,6 +547,13 @@ struct emu_waitq {
 struct emu_dev {
 	char name[64];
 	struct emu_profile *prof;
+	/*
+	 * The userfaultfd that tells shmem and hugetlb mappings from files with
+	 * writeback (emu_umem_write_pin_allowed), the device's for its life:
+	 * closing one walks every mapping of the process, 0.1 ms and more per
+	 * registration. -1: unavailable.
+	 */
+	int uffd;
 
 	/* Firmware command slots of the cost model (emu_cost.c). */
 	pthread_mutex_t slot_lock;
@@ -725,6 +732,15 @@ void emu_umem_pin(struct emu_umem *u);
 void emu_umem_unpin(struct emu_umem *u);
 /* 1 when every page of u is backed by its file (a pin would not fail with EFAULT). */
 int emu_umem_backed(const struct emu_umem *u);
+/*
+ * 1 when the kernel would pin u's pages for the device's writes: private
+ * and anonymous memory, shmem (memfd, tmpfs) and hugetlbfs; 0 for a shared
+ * mapping of a file whose filesystem tracks dirty pages (mm/gup.c, Linux
+ * 6.5 and later). access: the IB access flags of the registration.
+ */
+int emu_umem_write_pin_allowed(struct emu_dev *dev, const struct emu_umem *u, uint32_t access);
+/* The userfaultfd of a new device (emu_dev.uffd), -1 when the kernel gives none. */
+int emu_umem_uffd_open(struct emu_dev *dev);
 /*
  * A umem object is used by a command at offset off (CQ ring, QP ring,
  * doorbell record, virtq umem): whether the kernel's description of the

@@ -8,12 +8,17 @@
  * place it. The kernel's MRs pin the same way (emu_mkey.c).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <linux/userfaultfd.h>
 
 #include "emu_priv.h"
 
@@ -70,6 +75,76 @@ emu_umem_backed(const struct emu_umem *u)
 	if (u->pin_base != NULL)
 		return emu_page_backed((const uint8_t *)u->pin_base + u->pin_len - 1);
 	return emu_page_backed(u->addr) && emu_page_backed(u->addr + u->size - 1);
+}
+
+/* ib_access_writable(): the IB access flags that make a pin FOLL_WRITE. */
+#define EMU_IB_ACCESS_WRITABLE (1u /* LOCAL_WRITE */ | 2u /* REMOTE_WRITE */ | \
+				8u /* REMOTE_ATOMIC */ | 16u /* MW_BIND */)
+
+/*
+ * The device's userfaultfd (emu_dev.uffd, emu_umem_write_pin_allowed), or
+ * -1 when none can be had (a seccomp filter, an old kernel): then the rule
+ * is not checked, and the device says so.
+ */
+int
+emu_umem_uffd_open(struct emu_dev *dev)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	int fd, err;
+
+	fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+	if (fd < 0 && errno == EINVAL)
+		fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (fd >= 0 && ioctl(fd, UFFDIO_API, &api) == 0)
+		return fd;
+	err = errno;
+	if (fd >= 0)
+		close(fd);
+	emu_log(dev, 6, "userfaultfd unavailable (%s): writable pins of shared file mappings "
+		"are not checked against Linux mm/gup.c writable_file_mapping_allowed",
+		strerror(err));
+	return -1;
+}
+
+/*
+ * Linux 6.5 and later refuse a long-term writable pin of a shared mapping
+ * of a file whose filesystem tracks dirty pages (mm/gup.c check_vma_flags:
+ * FOLL_PIN | FOLL_LONGTERM | FOLL_WRITE and vma_needs_dirty_tracking ->
+ * writable_file_mapping_allowed() false -> EFAULT): the device's writes
+ * would bypass the page cache's write notification. ib_umem_get() pins
+ * that way for every writable registration, so guest memory on ext4, xfs
+ * or btrfs cannot be registered; memfd, tmpfs (/dev/shm) and hugetlbfs,
+ * which need no writeback, can. The kernel tells which of them a mapping
+ * is without a file descriptor through userfaultfd: a MISSING-mode
+ * registration is taken for anonymous, shmem and hugetlb mappings only
+ * (vma_can_userfault), which is the set the pin allows (ramfs, which the
+ * pin also allows, is refused here: the stricter reading). Checked on one
+ * page of the device's own mapping (emu_umem_pin: one mapping of one file,
+ * as mremap duplicates within one VMA), registered and unregistered at
+ * once; nothing faults through it meanwhile, as no one has its address
+ * yet. Where userfaultfd cannot be had (a seccomp filter, an old kernel),
+ * the rule is not checked, said once.
+ */
+int
+emu_umem_write_pin_allowed(struct emu_dev *dev, const struct emu_umem *u, uint32_t access)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	int uffd, ret, err;
+
+	/* Private memory (no duplicate: emu_umem_pin) is never a shared file mapping. */
+	if (u->pin_base == NULL || (access & EMU_IB_ACCESS_WRITABLE) == 0)
+		return 1;
+	uffd = dev->uffd;
+	if (uffd < 0)
+		return 1;
+	reg.range.start = (uintptr_t)u->pin_base;
+	reg.range.len = page;
+	ret = ioctl(uffd, UFFDIO_REGISTER, &reg);
+	err = errno;
+	if (ret == 0)
+		ioctl(uffd, UFFDIO_UNREGISTER, &reg.range);
+	return ret == 0 || err != EINVAL;
 }
 
 void
@@ -174,6 +249,16 @@ emu_umem_reg_ex(struct emu_dev *dev, void *addr, size_t size, uint32_t access,
 			/* Never visible: it (and its pin) goes before anyone learns its id. */
 			emu_obj_destroy(dev, &u->obj, syndrome);
 			*syndrome = EMU_SYND_UMEM_NOT_BACKED;
+			pthread_mutex_unlock(&dev->lock);
+			return PRM_STATUS_BAD_PARAM;
+		}
+		if (!emu_umem_write_pin_allowed(dev, u, access)) {
+			emu_log(dev, 3, "umem %p+0x%zx: a writable pin of a shared mapping of a file "
+				"whose filesystem tracks dirty pages (not memfd, tmpfs or hugetlbfs): "
+				"refused (Linux 6.5+ mm/gup.c writable_file_mapping_allowed, "
+				"ib_umem_get: EFAULT)", addr, size);
+			emu_obj_destroy(dev, &u->obj, syndrome);
+			*syndrome = EMU_SYND_UMEM_WRITEBACK_FILE;
 			pthread_mutex_unlock(&dev->lock);
 			return PRM_STATUS_BAD_PARAM;
 		}
