@@ -37,7 +37,10 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/vfs.h>
 #include <unistd.h>
+
+#include <linux/magic.h>
 
 #include <cmocka.h>
 
@@ -617,6 +620,59 @@ mem_region_on_a_device_file(void)
 }
 
 /*
+ * An fd of size bytes on a filesystem that writes dirty pages back (the
+ * build directory, else /var/tmp), unlinked; -1 when both are tmpfs.
+ */
+static int
+writeback_file(uint64_t size)
+{
+	const char *dirs[] = { ".", "/var/tmp" };
+	unsigned int i;
+
+	for (i = 0; i < RTE_DIM(dirs); i++) {
+		char path[256];
+		struct statfs fs;
+		int fd;
+
+		/* tmpfs, ramfs, hugetlbfs: no writeback. */
+		if (statfs(dirs[i], &fs) < 0 || fs.f_type == TMPFS_MAGIC ||
+		    fs.f_type == (typeof(fs.f_type))RAMFS_MAGIC ||
+		    fs.f_type == (typeof(fs.f_type))HUGETLBFS_MAGIC)
+			continue;
+		snprintf(path, sizeof(path), "%s/hostile-writeback-XXXXXX", dirs[i]);
+		fd = mkostemp(path, O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		unlink(path);
+		if (ftruncate(fd, (off_t)size) == 0)
+			return fd;
+		close(fd);
+	}
+	return -1;
+}
+
+/*
+ * Guest memory on a file of a filesystem with writeback (QEMU's
+ * memory-backend-file on ext4): Linux 6.5 and later refuse to pin it for
+ * the device's writes (mm/gup.c writable_file_mapping_allowed), so
+ * DRIVER_OK's registration fails, and the driver says why.
+ */
+static void
+mem_on_a_file_with_writeback(void)
+{
+	struct vu_wire_region r[VU_MEM_MAX_REGIONS];
+	unsigned int i, n = wire_regions(r);
+	int fd = writeback_file(mem_a->size);
+
+	assert_true(fd >= 0);
+	for (i = 0; i < n; i++)
+		if (r[i].fd == mem_a->fd)
+			r[i].fd = fd;
+	hostile_session(&(struct start){ .regions = r, .nregions = n, .bad_ring = -1 });
+	close(fd);
+}
+
+/*
  * The same region in a table one byte short. DPDK 22.11's vhost checks
  * neither the payload's size nor the region count against it and takes
  * the missing byte from the previous message (its context is reused),
@@ -777,6 +833,8 @@ mem_shrunk_after_driver_ok(void)
 static void
 test_vhost_crashers_are_refused_or_contained(void **state)
 {
+	int fd;
+
 	(void)state;
 	CASE(config_larger_than_the_device, "GET_CONFIG of 65536 bytes refused");
 	CASE(mem_at_2_63, "beyond the device's guest address range");
@@ -785,6 +843,14 @@ test_vhost_crashers_are_refused_or_contained(void **state)
 	CASE(mem_region_past_its_file, "is past the end of its file");
 	CASE(mem_table_one_byte_short, "SET_MEM_TABLE of 1 regions in 39 bytes (40 expected)");
 	CASE(mem_region_on_a_device_file, "is on a device file, whose size cannot be checked");
+	fd = writeback_file(4096);
+	if (fd >= 0) {
+		close(fd);
+		CASE(mem_on_a_file_with_writeback, "writes dirty pages back");
+	} else {
+		printf("  %-36s not run: no directory on a filesystem with writeback\n",
+		       "mem_on_a_file_with_writeback");
+	}
 	CASE_PIN(mem_region_past_its_file_unvetted);
 	CASE(log_fd_smaller_than_declared, "SET_LOG_BASE of 0x100000 bytes refused");
 	CASE(log_with_mmap_offset, "SET_LOG_BASE with mmap_offset 0x1000 refused");

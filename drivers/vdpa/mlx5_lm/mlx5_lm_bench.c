@@ -55,6 +55,7 @@ mr_bench(struct mlx5_lm_dev *dev, const struct rte_pmd_mlx5_lm_region *regions,
 		regs[i].size = regions[i].size;
 		regs[i].hva = regions[i].hva;
 		regs[i].page_size = regions[i].page_size;
+		regs[i].fd = -1;
 		total += regions[i].size;
 	}
 	pthread_mutex_lock(&dev->lock);

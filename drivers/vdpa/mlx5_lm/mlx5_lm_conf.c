@@ -17,6 +17,8 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include <linux/magic.h>
+
 #include <rte_vhost.h>
 
 #include "mlx5_lm_dpdk.h"
@@ -33,15 +35,23 @@
 
 /* ---- memory -------------------------------------------------------------- */
 
-static uint64_t
-region_page_size(const struct rte_vhost_mem_region *r)
+/* A region's backing page size and whether its filesystem writes dirty pages back. */
+static void
+region_fs(const struct rte_vhost_mem_region *r, struct mlx5_lm_mem_region *out)
 {
 	struct statfs fs;
+	uint32_t type;
 
+	out->page_size = 4096;
+	out->fs_writeback = 0;
+	if (r->fd < 0 || fstatfs(r->fd, &fs) < 0)
+		return;
+	type = (uint32_t)fs.f_type;
 	/* hugetlbfs reports its page size as the block size; memfd/tmpfs use 4 KiB. */
-	if (r->fd >= 0 && fstatfs(r->fd, &fs) == 0 && fs.f_type == 0x958458f6)
-		return (uint64_t)fs.f_bsize;
-	return 4096;
+	if (type == HUGETLBFS_MAGIC)
+		out->page_size = (uint64_t)fs.f_bsize;
+	out->fs_writeback = type != TMPFS_MAGIC && type != RAMFS_MAGIC &&
+			    type != HUGETLBFS_MAGIC;
 }
 
 /*
@@ -66,7 +76,7 @@ mlx5_lm_mem_regions(struct mlx5_lm_dev *dev, struct rte_vhost_memory *mem,
 		regions[n].gpa = r->guest_phys_addr;
 		regions[n].size = r->size;
 		regions[n].hva = r->host_user_addr;
-		regions[n].page_size = region_page_size(r);
+		region_fs(r, &regions[n]);
 		regions[n].fd = r->fd;
 		/*
 		 * The memory's identity, for reuse: vhost maps each region's fd

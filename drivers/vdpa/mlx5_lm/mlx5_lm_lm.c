@@ -135,7 +135,7 @@ int
 mlx5_lm_log_start(struct mlx5_lm_dev *dev, uint64_t base, uint64_t size)
 {
 	/* No file identity (file_ino 0): never taken back as guest memory. */
-	struct mlx5_lm_mem_region r = { .gpa = 0 };
+	struct mlx5_lm_mem_region r = { .gpa = 0, .fd = -1 };
 	int ret;
 
 	r.gpa = 0;
@@ -176,7 +176,7 @@ int
 mlx5_lm_log_rebase(int vid, int fd, uint64_t size)
 {
 	struct mlx5_lm_dev *dev = mlx5_lm_dev_by_vid(vid);
-	struct mlx5_lm_mem_region r = { .gpa = 0 };
+	struct mlx5_lm_mem_region r = { .gpa = 0, .fd = -1 };
 	struct mlx5_lm_mr *old, *mr = NULL;
 	size_t len = (size + 4095) & ~(size_t)4095;
 	uint64_t old_size;

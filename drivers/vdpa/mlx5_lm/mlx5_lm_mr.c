@@ -325,6 +325,26 @@ mkc_init(void *mkc, uint32_t access_mode, struct mlx5_lm_dev *dev, uint64_t star
 }
 
 /*
+ * What may have made the kernel refuse to pin a region's memory, for the
+ * log: the memlock limit (ENOMEM), or a file on a filesystem that writes
+ * dirty pages back (ext4, xfs, btrfs...), which Linux 6.5 and later do not
+ * pin for a device's writes (mm/gup.c writable_file_mapping_allowed:
+ * EFAULT).
+ */
+static const char *
+pin_hint(int err, const struct mlx5_lm_mem_region *r)
+{
+	if (err == -ENOMEM)
+		return " (pinning guest memory beyond RLIMIT_MEMLOCK needs CAP_IPC_LOCK or a "
+		       "larger memlock limit: doc/hardware.md)";
+	if (r->fs_writeback)
+		return " (its file is on a filesystem that writes dirty pages back, whose "
+		       "memory Linux 6.5 and later do not pin for a device's writes: guest "
+		       "memory on memfd, /dev/shm or hugetlbfs, doc/hardware.md)";
+	return "";
+}
+
+/*
  * Task: the chunk's host range registered as a memory region at its guest
  * addresses (ibv_reg_mr_iova, as DPDK vdpa/mlx5 registers guest memory:
  * mlx5_vdpa_mem.c). The kernel pins it and builds the mkey for the iova;
@@ -346,9 +366,7 @@ chunk_create(void *arg)
 		c->err = -errno;
 		DRV_LOG(ERR, dev, "memory region %u chunk gpa 0x%" PRIx64 "+0x%" PRIx64
 			": registration failed: %s%s", c->region, c->gpa, c->size,
-			strerror(-c->err), c->err == -ENOMEM ? " (pinning guest memory beyond "
-			"RLIMIT_MEMLOCK needs CAP_IPC_LOCK or a larger memlock limit: "
-			"doc/hardware.md)" : "");
+			strerror(-c->err), pin_hint(c->err, &c->mr->regions[c->region]));
 		return c->err;
 	}
 	return 0;

@@ -45,6 +45,12 @@ struct mlx5_lm_mem_region {
 	 * identity (mlx5_lm_mr_same_table).
 	 */
 	int fd;
+	/*
+	 * The file's filesystem writes dirty pages back (ext4, xfs...: not
+	 * tmpfs, memfd or hugetlbfs), which Linux 6.5 and later do not pin for
+	 * a device's writes: said when its registration fails.
+	 */
+	uint8_t fs_writeback;
 };
 
 struct mlx5_lm_mr;

@@ -20,13 +20,13 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include <linux/magic.h>
 
 #include "mlx5_lm.h"
 #include "mlx5_lm_pool.h"
 #include "mlx5_lm_prereg_priv.h"
 #include "mlx5_lm_test.h"
 
-#define HUGETLBFS_MAGIC 0x958458f6
 #define PREP_MAX_REGIONS 64
 
 /* ---- the registration ------------------------------------------------------ */
