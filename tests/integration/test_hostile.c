@@ -37,10 +37,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <sys/vfs.h>
 #include <unistd.h>
-
-#include <linux/magic.h>
 
 #include <cmocka.h>
 
@@ -50,6 +47,7 @@
 #include "lm_harness.h"
 #include "mlx5_lm_mr.h"
 #include "mlx5_lm_test.h"
+#include "../lm_files.h"
 #include "../lm_threads.h"
 
 #define PAIRS 2
@@ -620,38 +618,6 @@ mem_region_on_a_device_file(void)
 }
 
 /*
- * An fd of size bytes on a filesystem that writes dirty pages back (the
- * build directory, else /var/tmp), unlinked; -1 when both are tmpfs.
- */
-static int
-writeback_file(uint64_t size)
-{
-	const char *dirs[] = { ".", "/var/tmp" };
-	unsigned int i;
-
-	for (i = 0; i < RTE_DIM(dirs); i++) {
-		char path[256];
-		struct statfs fs;
-		int fd;
-
-		/* tmpfs, ramfs, hugetlbfs: no writeback. */
-		if (statfs(dirs[i], &fs) < 0 || fs.f_type == TMPFS_MAGIC ||
-		    fs.f_type == (typeof(fs.f_type))RAMFS_MAGIC ||
-		    fs.f_type == (typeof(fs.f_type))HUGETLBFS_MAGIC)
-			continue;
-		snprintf(path, sizeof(path), "%s/hostile-writeback-XXXXXX", dirs[i]);
-		fd = mkostemp(path, O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		unlink(path);
-		if (ftruncate(fd, (off_t)size) == 0)
-			return fd;
-		close(fd);
-	}
-	return -1;
-}
-
-/*
  * Guest memory on a file of a filesystem with writeback (QEMU's
  * memory-backend-file on ext4): Linux 6.5 and later refuse to pin it for
  * the device's writes (mm/gup.c writable_file_mapping_allowed), so
@@ -662,7 +628,7 @@ mem_on_a_file_with_writeback(void)
 {
 	struct vu_wire_region r[VU_MEM_MAX_REGIONS];
 	unsigned int i, n = wire_regions(r);
-	int fd = writeback_file(mem_a->size);
+	int fd = lmf_writeback_file(mem_a->size);
 
 	assert_true(fd >= 0);
 	for (i = 0; i < n; i++)
@@ -843,7 +809,7 @@ test_vhost_crashers_are_refused_or_contained(void **state)
 	CASE(mem_region_past_its_file, "is past the end of its file");
 	CASE(mem_table_one_byte_short, "SET_MEM_TABLE of 1 regions in 39 bytes (40 expected)");
 	CASE(mem_region_on_a_device_file, "is on a device file, whose size cannot be checked");
-	fd = writeback_file(4096);
+	fd = lmf_writeback_file(4096);
 	if (fd >= 0) {
 		close(fd);
 		CASE(mem_on_a_file_with_writeback, "writes dirty pages back");

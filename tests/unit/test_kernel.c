@@ -13,15 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/vfs.h>
 #include <unistd.h>
-
-#include <linux/magic.h>
 
 #include <cmocka.h>
 
 #include "prm.h"
 #include "emu.h"
+#include "../lm_files.h"
 
 static void
 quiet(int level, const char *line)
@@ -266,37 +264,6 @@ test_kernel_reg_mr_translates_at_its_iova(void **state)
 }
 
 /*
- * A file of size len on a filesystem that writes dirty pages back (ext4,
- * xfs, btrfs...), its path in path: the build directory, else /var/tmp.
- * -1 when neither is one (both on tmpfs).
- */
-static int
-writeback_file(char *path, size_t plen, size_t len)
-{
-	const char *dirs[] = { ".", "/var/tmp" };
-	unsigned int i;
-
-	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-		struct statfs fs;
-		int fd;
-
-		if (statfs(dirs[i], &fs) < 0 || fs.f_type == TMPFS_MAGIC ||
-		    fs.f_type == (typeof(fs.f_type))RAMFS_MAGIC ||
-		    fs.f_type == (typeof(fs.f_type))HUGETLBFS_MAGIC)
-			continue;
-		snprintf(path, plen, "%s/test-kernel-writeback-XXXXXX", dirs[i]);
-		fd = mkstemp(path);
-		if (fd < 0)
-			continue;
-		if (ftruncate(fd, (off_t)len) == 0)
-			return fd;
-		close(fd);
-		unlink(path);
-	}
-	return -1;
-}
-
-/*
  * Linux 6.5+ mm/gup.c: a long-term writable pin (ib_umem_get for a
  * writable registration) of a shared mapping of a file whose filesystem
  * tracks dirty pages fails with EFAULT (writable_file_mapping_allowed).
@@ -305,7 +272,7 @@ writeback_file(char *path, size_t plen, size_t len)
 static void
 test_writable_pin_of_a_writeback_file_is_refused(void **state)
 {
-	char err[256], path[256];
+	char err[256];
 	struct emu_dev *dev = emu_dev_create("k2", "fast", err, sizeof(err));
 	const size_t len = 2 * 1024 * 1024;
 	uint32_t pdn = 0, key = 0, id = 0, synd = 0;
@@ -315,14 +282,13 @@ test_writable_pin_of_a_writeback_file_is_refused(void **state)
 
 	(void)state;
 	assert_non_null(dev);
-	fd = writeback_file(path, sizeof(path), len);
+	fd = lmf_writeback_file(len);
 	if (fd < 0) {
 		print_message("no directory on a filesystem with writeback (all tmpfs): "
 			      "nothing to refuse here\n");
 		assert_int_equal(emu_dev_destroy(dev), 0);
 		skip();
 	}
-	unlink(path);
 	disk = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	assert_true(disk != MAP_FAILED);
 	mfd = memfd_create("test-kernel-shmem", MFD_CLOEXEC);
