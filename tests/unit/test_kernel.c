@@ -328,6 +328,46 @@ test_writable_pin_of_a_writeback_file_is_refused(void **state)
 	close(mfd);
 }
 
+/*
+ * hugetlbfs needs no writeback: a huge-page memfd registers writable. A
+ * hugetlb mapping takes userfaultfd registrations of whole huge pages
+ * only, which the emulator's check must not read as a refusal. Needs one
+ * free 2 MiB huge page (vm.nr_hugepages): skipped on a host with none.
+ */
+static void
+test_writable_pin_of_hugetlb_memory_is_taken(void **state)
+{
+	char err[256];
+	struct emu_dev *dev = emu_dev_create("k3", "fast", err, sizeof(err));
+	const size_t len = 2 * 1024 * 1024;
+	uint32_t pdn = 0, key = 0, synd = 0;
+	uint8_t *p = MAP_FAILED;
+	int fd;
+
+	(void)state;
+	assert_non_null(dev);
+	fd = memfd_create("test-kernel-huge", MFD_CLOEXEC | MFD_HUGETLB);
+	if (fd >= 0 && ftruncate(fd, (off_t)len) == 0)
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	/* The page itself: a mapping without one to give is a SIGBUS at the first touch. */
+	if (p == MAP_FAILED || madvise(p, len, MADV_POPULATE_WRITE) != 0) {
+		print_message("no free 2 MiB huge page (vm.nr_hugepages): not run\n");
+		if (p != MAP_FAILED)
+			munmap(p, len);
+		if (fd >= 0)
+			close(fd);
+		assert_int_equal(emu_dev_destroy(dev), 0);
+		skip();
+	}
+	assert_int_equal(emu_kernel_alloc_pd(dev, &pdn, &synd), 0);
+	assert_int_equal(emu_kernel_reg_mr(dev, pdn, p, len, 0, 7, &key, &synd), 0);
+	assert_int_equal(emu_kernel_dereg_mr(dev, key, &synd), 0);
+	assert_int_equal(emu_kernel_dealloc_pd(dev, pdn, &synd), 0);
+	assert_int_equal(emu_dev_destroy(dev), 0);
+	munmap(p, len);
+	close(fd);
+}
+
 int
 main(void)
 {
@@ -342,6 +382,7 @@ main(void)
 		cmocka_unit_test(test_mkey_over_a_devx_umem_passes_the_kernel),
 		cmocka_unit_test(test_kernel_reg_mr_translates_at_its_iova),
 		cmocka_unit_test(test_writable_pin_of_a_writeback_file_is_refused),
+		cmocka_unit_test(test_writable_pin_of_hugetlb_memory_is_taken),
 	};
 
 	emu_set_log(quiet);

@@ -123,7 +123,7 @@ emu_umem_uffd_open(struct emu_dev *dev)
  * as mremap duplicates within one VMA), registered and unregistered at
  * once; nothing faults through it meanwhile, as no one has its address
  * yet. Where userfaultfd cannot be had (a seccomp filter, an old kernel),
- * the rule is not checked, said once.
+ * the rule is not checked, as the device said when it was created.
  */
 int
 emu_umem_write_pin_allowed(struct emu_dev *dev, const struct emu_umem *u, uint32_t access)
@@ -132,7 +132,12 @@ emu_umem_write_pin_allowed(struct emu_dev *dev, const struct emu_umem *u, uint32
 	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
 	int uffd, ret, err;
 
-	/* Private memory (no duplicate: emu_umem_pin) is never a shared file mapping. */
+	/*
+	 * No duplicate (emu_umem_pin): private memory, never a shared file
+	 * mapping; or hugetlb, which mremap does not duplicate and the pin
+	 * takes (a userfaultfd registration of one base page of it would be
+	 * EINVAL, not a refusal).
+	 */
 	if (u->pin_base == NULL || (access & EMU_IB_ACCESS_WRITABLE) == 0)
 		return 1;
 	uffd = dev->uffd;
