@@ -61,6 +61,7 @@
 #include <rte_vdpa.h>
 #include <rte_vhost.h>
 
+#include "../lm_files.h"
 #include "lm_harness.h"
 #include "mlx5_lm_test.h"
 #include "prm.h"
@@ -1529,6 +1530,36 @@ test_bad_preparations_are_refused_and_leave_nothing(void **state)
 }
 
 /*
+ * A preparation of a file on a filesystem with writeback (ext4 here):
+ * Linux 6.5+ does not pin it for the device's writes, so its registration
+ * fails, its status says why, and nothing of it is left.
+ */
+static void
+test_a_preparation_of_a_file_with_writeback_fails_saying_why(void **state)
+{
+	struct rte_pmd_mlx5_lm_prep_region r;
+	struct rte_pmd_mlx5_lm_prep_status st;
+	struct fixture f;
+	int fd;
+
+	(void)state;
+	fd = lmf_writeback_file(2 * MIB);
+	if (fd < 0) {
+		print_message("no directory on a filesystem with writeback: not run\n");
+		skip();
+	}
+	fixture_up(&f, "queues=1,workers=2,mr_chunk_mb=16");
+	r = (struct rte_pmd_mlx5_lm_prep_region){ .fd = fd, .offset = 0, .size = 2 * MIB };
+	assert_int_equal(rte_pmd_mlx5_lm_prepare(f.d.name, 0, &r, 1), 0);
+	assert_true(wait_prep_state(&f.d, RTE_PMD_MLX5_LM_PREP_FAILED, &st));
+	assert_non_null(strstr(st.reason, "a file with writeback"));
+	printf("  status: %s\n", st.reason);
+	assert_true(wait_live0(&f.d));
+	fixture_down(&f);
+	close(fd);
+}
+
+/*
  * The next thread this process starts fails with EAGAIN, once: the test's
  * own pthread_create comes before libc's for every caller in the process
  * (the driver starts its threads through it, or through DPDK, which does).
@@ -1590,6 +1621,7 @@ LMH_TEST_MAIN("test-prereg", 1, "prereg", NULL, NULL,
 	cmocka_unit_test(test_unused_preparation_is_released),
 	cmocka_unit_test(test_removal_does_not_wait_for_a_caller_of_prepare_wait),
 	cmocka_unit_test(test_bad_preparations_are_refused_and_leave_nothing),
+	cmocka_unit_test(test_a_preparation_of_a_file_with_writeback_fails_saying_why),
 	cmocka_unit_test(test_concurrent_preparations_replace_each_other),
 	cmocka_unit_test(test_preconf_2_sends_the_queues_fields_at_their_kicks),
 	cmocka_unit_test(test_preconf_2_sends_a_small_devices_fields_on_the_slots_at_once),

@@ -14,10 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <unistd.h>
-
-#include <linux/magic.h>
 
 #include <rte_vhost.h>
 
@@ -34,25 +31,6 @@
 #endif
 
 /* ---- memory -------------------------------------------------------------- */
-
-/* A region's backing page size and whether its filesystem writes dirty pages back. */
-static void
-region_fs(const struct rte_vhost_mem_region *r, struct mlx5_lm_mem_region *out)
-{
-	struct statfs fs;
-	uint32_t type;
-
-	out->page_size = 4096;
-	out->fs_writeback = 0;
-	if (r->fd < 0 || fstatfs(r->fd, &fs) < 0)
-		return;
-	type = (uint32_t)fs.f_type;
-	/* hugetlbfs reports its page size as the block size; memfd/tmpfs use 4 KiB. */
-	if (type == HUGETLBFS_MAGIC)
-		out->page_size = (uint64_t)fs.f_bsize;
-	out->fs_writeback = type != TMPFS_MAGIC && type != RAMFS_MAGIC &&
-			    type != HUGETLBFS_MAGIC;
-}
 
 /*
  * The memory table as the registration needs it, read from vhost's copy
@@ -76,7 +54,7 @@ mlx5_lm_mem_regions(struct mlx5_lm_dev *dev, struct rte_vhost_memory *mem,
 		regions[n].gpa = r->guest_phys_addr;
 		regions[n].size = r->size;
 		regions[n].hva = r->host_user_addr;
-		region_fs(r, &regions[n]);
+		mlx5_lm_file_fs(r->fd, &regions[n].page_size, &regions[n].fs_writeback);
 		regions[n].fd = r->fd;
 		/*
 		 * The memory's identity, for reuse: vhost maps each region's fd

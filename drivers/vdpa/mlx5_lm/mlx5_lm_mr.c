@@ -10,8 +10,11 @@
 #include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <linux/magic.h>
 
 #include "prm.h"
 #include "mlx5_lm.h"
@@ -324,20 +327,30 @@ mkc_init(void *mkc, uint32_t access_mode, struct mlx5_lm_dev *dev, uint64_t star
 	PRM_SET(mkc, mkc, mkey_7_0, __atomic_add_fetch(&dev->mkey_variant, 1, __ATOMIC_RELAXED));
 }
 
-/*
- * What may have made the kernel refuse to pin a region's memory, for the
- * log: the memlock limit (ENOMEM), or a file on a filesystem that writes
- * dirty pages back (ext4, xfs, btrfs...), which Linux 6.5 and later do not
- * pin for a device's writes (mm/gup.c writable_file_mapping_allowed:
- * EFAULT).
- */
-static const char *
-pin_hint(int err, const struct mlx5_lm_mem_region *r)
+void
+mlx5_lm_file_fs(int fd, uint64_t *page_size, uint8_t *writeback)
+{
+	struct statfs fs;
+	uint32_t type;
+
+	*page_size = 4096;
+	*writeback = 0;
+	if (fd < 0 || fstatfs(fd, &fs) < 0)
+		return;
+	type = (uint32_t)fs.f_type;
+	/* hugetlbfs reports its page size as the block size; memfd/tmpfs use 4 KiB. */
+	if (type == HUGETLBFS_MAGIC)
+		*page_size = (uint64_t)fs.f_bsize;
+	*writeback = type != TMPFS_MAGIC && type != RAMFS_MAGIC && type != HUGETLBFS_MAGIC;
+}
+
+const char *
+mlx5_lm_pin_hint(int err, int writeback)
 {
 	if (err == -ENOMEM)
 		return " (pinning guest memory beyond RLIMIT_MEMLOCK needs CAP_IPC_LOCK or a "
 		       "larger memlock limit: doc/hardware.md)";
-	if (r->fs_writeback)
+	if (writeback)
 		return " (its file is on a filesystem that writes dirty pages back, whose "
 		       "memory Linux 6.5 and later do not pin for a device's writes: guest "
 		       "memory on memfd, /dev/shm or hugetlbfs, doc/hardware.md)";
@@ -366,7 +379,7 @@ chunk_create(void *arg)
 		c->err = -errno;
 		DRV_LOG(ERR, dev, "memory region %u chunk gpa 0x%" PRIx64 "+0x%" PRIx64
 			": registration failed: %s%s", c->region, c->gpa, c->size,
-			strerror(-c->err), pin_hint(c->err, &c->mr->regions[c->region]));
+			strerror(-c->err), mlx5_lm_pin_hint(c->err, c->mr->regions[c->region].fs_writeback));
 		return c->err;
 	}
 	return 0;

@@ -54,6 +54,20 @@ struct mlx5_lm_mem_region {
 };
 
 struct mlx5_lm_mr;
+
+/*
+ * fd's backing page size (hugetlbfs: its huge page; else 4 KiB) and
+ * whether its filesystem writes dirty pages back (not tmpfs, memfd,
+ * ramfs or hugetlbfs), which Linux 6.5 and later do not pin for a
+ * device's writes (mm/gup.c writable_file_mapping_allowed).
+ */
+void mlx5_lm_file_fs(int fd, uint64_t *page_size, uint8_t *writeback);
+/*
+ * What may have made the kernel refuse to pin memory, for the end of a
+ * log line: the memlock limit (err -ENOMEM), or a file with writeback.
+ * "" when neither.
+ */
+const char *mlx5_lm_pin_hint(int err, int writeback);
 struct mlx5_lm_prereg;
 
 /* A registration's watch on one region's file (mlx5_lm_mr.c, "files"). */

@@ -17,10 +17,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/vfs.h>
 #include <unistd.h>
-
-#include <linux/magic.h>
 
 #include "mlx5_lm.h"
 #include "mlx5_lm_pool.h"
@@ -44,7 +41,8 @@ chunk_reg(void *arg)
 		int err = -errno;
 
 		DRV_LOG(ERR, dev, "preparation: region %u file offset 0x%" PRIx64 "+0x%" PRIx64
-			": registration failed: %s", c->region, c->off, c->size, strerror(-err));
+			": registration failed: %s%s", c->region, c->off, c->size, strerror(-err),
+			mlx5_lm_pin_hint(err, c->p->regions[c->region].fs_writeback));
 		return err;
 	}
 	return 0;
@@ -216,8 +214,15 @@ prep_thread(void *arg)
 	pthread_mutex_lock(&ctl->lock);
 	ctl->st.end_ms = mlx5_lm_now_ms();
 	if (ret < 0 && !ctl->release) {
+		uint32_t i, writeback = 0;
+
+		for (i = 0; i < p->nregions; i++)
+			writeback |= p->regions[i].fs_writeback;
 		ctl->st.error = ret;
-		snprintf(msg, sizeof(msg), "registration failed: %s", strerror(-ret));
+		/* The reason holds 159 characters: the cause is told short (doc/hardware.md). */
+		snprintf(msg, sizeof(msg), "registration failed: %s%s", strerror(-ret),
+			 writeback ? " (a file with writeback, which Linux 6.5+ does not pin "
+			 "for a device's writes)" : "");
 		mlx5_lm_prereg_set_state(ctl, RTE_PMD_MLX5_LM_PREP_FAILED, msg);
 	} else if (ret == 0 && !ctl->release) {
 		mlx5_lm_prereg_set_state(ctl, RTE_PMD_MLX5_LM_PREP_READY, NULL);
@@ -415,16 +420,6 @@ mlx5_lm_prereg_settle(struct mlx5_lm_dev *dev)
 
 /* ---- preparing -------------------------------------------------------------- */
 
-static uint64_t
-file_page_size(int fd)
-{
-	struct statfs fs;
-
-	if (fstatfs(fd, &fs) == 0 && fs.f_type == HUGETLBFS_MAGIC)
-		return (uint64_t)fs.f_bsize;
-	return 4096;
-}
-
 /* The files the inotify instance saw modified since it was last read (p NULL: forgotten). */
 static int
 region_open(struct mlx5_lm_prereg *p, const struct rte_pmd_mlx5_lm_prep_region *r,
@@ -439,7 +434,7 @@ region_open(struct mlx5_lm_prereg *p, const struct rte_pmd_mlx5_lm_prep_region *
 		DRV_LOG(ERR, dev, "preparation: region %u: fd %d is not a memory file", i, r->fd);
 		return -EINVAL;
 	}
-	pr->page_size = file_page_size(r->fd);
+	mlx5_lm_file_fs(r->fd, &pr->page_size, &pr->fs_writeback);
 	if (r->size == 0 || r->offset % pr->page_size || r->size % pr->page_size ||
 	    r->offset + r->size < r->offset || r->offset + r->size > (uint64_t)st.st_size) {
 		DRV_LOG(ERR, dev, "preparation: region %u (offset 0x%" PRIx64 " size 0x%" PRIx64

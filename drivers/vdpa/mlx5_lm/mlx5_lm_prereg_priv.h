@@ -15,6 +15,7 @@ struct prep_region {
 	int wd;                      /* its inotify watch */
 	int changed;                 /* truncated, hole punched or written since (ctl->lock) */
 	uint64_t off, size, page_size;
+	uint8_t fs_writeback;        /* on a filesystem with writeback (mlx5_lm_file_fs) */
 	void *map;                   /* the driver's own mapping of [off, off + size) */
 };
 
