@@ -379,7 +379,8 @@ chunk_create(void *arg)
 		c->err = -errno;
 		DRV_LOG(ERR, dev, "memory region %u chunk gpa 0x%" PRIx64 "+0x%" PRIx64
 			": registration failed: %s%s", c->region, c->gpa, c->size,
-			strerror(-c->err), mlx5_lm_pin_hint(c->err, c->mr->regions[c->region].fs_writeback));
+			strerror(-c->err),
+			mlx5_lm_pin_hint(c->err, c->mr->regions[c->region].fs_writeback));
 		return c->err;
 	}
 	return 0;

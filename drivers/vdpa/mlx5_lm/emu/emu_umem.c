@@ -258,10 +258,10 @@ emu_umem_reg_ex(struct emu_dev *dev, void *addr, size_t size, uint32_t access,
 			return PRM_STATUS_BAD_PARAM;
 		}
 		if (!emu_umem_write_pin_allowed(dev, u, access)) {
-			emu_log(dev, 3, "umem %p+0x%zx: a writable pin of a shared mapping of a file "
-				"whose filesystem tracks dirty pages (not memfd, tmpfs or hugetlbfs): "
-				"refused (Linux 6.5+ mm/gup.c writable_file_mapping_allowed, "
-				"ib_umem_get: EFAULT)", addr, size);
+			emu_log(dev, 3, "umem %p+0x%zx: a writable pin of a shared mapping of a "
+				"file whose filesystem tracks dirty pages (not memfd, tmpfs or "
+				"hugetlbfs): refused (Linux 6.5+ mm/gup.c "
+				"writable_file_mapping_allowed, ib_umem_get: EFAULT)", addr, size);
 			emu_obj_destroy(dev, &u->obj, syndrome);
 			*syndrome = EMU_SYND_UMEM_WRITEBACK_FILE;
 			pthread_mutex_unlock(&dev->lock);
